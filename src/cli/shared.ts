@@ -1,0 +1,123 @@
+import { InvalidArgumentError, type Command } from 'commander';
+import { loadConfig, parseRouteMode, type ConfigOverrides, type SwitchboardConfig } from '../core/config.js';
+import { EXIT_CODES, exitCodeFor, isSwitchboardError, SwitchboardError } from '../core/errors.js';
+import type { RouterOptions } from '../route/router.js';
+
+/** Options every routing command accepts; parsed by commander from the flags below. */
+export interface RoutingFlags {
+  skills?: string;
+  mode?: string;
+  train?: string[];
+  rules?: string;
+  confidenceThreshold?: number;
+  marginThreshold?: number;
+  strict?: boolean;
+  storeText?: boolean;
+  ledger?: boolean;
+  cache?: boolean;
+  json?: boolean;
+}
+
+export interface GlobalFlags {
+  config?: string;
+  stateDir?: string;
+}
+
+export function parseFraction(value: string): number {
+  const number = Number(value);
+  if (value.trim() === '' || !Number.isFinite(number) || number < 0 || number > 1) {
+    throw new InvalidArgumentError('expected a number between 0 and 1');
+  }
+  return number;
+}
+
+function collect(value: string, previous: string[] | undefined): string[] {
+  return [...(previous ?? []), value];
+}
+
+/** Adds the flags shared by `route`, `eval` and `fit`. */
+export function addRoutingFlags(command: Command): Command {
+  return command
+    .option('--skills <dir>', 'skills folder (SKILL.md or *.md files with front matter)')
+    .option('--mode <mode>', 'rules-only | local (rules, then the learned model)')
+    .option('--train <file>', 'labelled examples for the model (JSONL or CLINC150 JSON); repeatable', collect)
+    .option('--rules <file>', 'extra rules file (YAML/JSON list of {pattern, skill, confidence})')
+    .option('--confidence-threshold <p>', 'abstain below this top probability', parseFraction)
+    .option('--margin-threshold <p>', 'abstain when the top two are closer than this', parseFraction)
+    .option('--strict', 'fail on any invalid skill file')
+    .option('--store-text', 'store request text in the ledger (default: a hash only)')
+    .option('--no-ledger', 'do not record decisions')
+    .option('--no-cache', 'do not reuse decisions for identical requests');
+}
+
+/** Merges config file, environment and flags (in that order of precedence). */
+export function resolveConfig(globals: GlobalFlags, flags: RoutingFlags): SwitchboardConfig {
+  const route: NonNullable<ConfigOverrides['route']> = {};
+  if (flags.skills !== undefined) route.skills = flags.skills;
+  if (flags.mode !== undefined) route.mode = parseRouteMode(flags.mode, '--mode');
+  if (flags.train !== undefined) route.examples = flags.train;
+  if (flags.rules !== undefined) route.rulesFile = flags.rules;
+  if (flags.confidenceThreshold !== undefined) route.confidenceThreshold = flags.confidenceThreshold;
+  if (flags.marginThreshold !== undefined) route.marginThreshold = flags.marginThreshold;
+  if (flags.strict === true) route.strict = true;
+  // commander sets negatable flags to true by default; only an explicit --no-x means "off".
+  if (flags.cache === false) route.cache = false;
+  const overrides: ConfigOverrides = { route };
+  if (globals.stateDir !== undefined) overrides.stateDir = globals.stateDir;
+  if (flags.ledger === false) overrides.ledger = false;
+  if (flags.storeText === true) overrides.storeText = true;
+  return loadConfig(globals.config === undefined ? { overrides } : { configFile: globals.config, overrides });
+}
+
+/** Router options for a resolved config. */
+export function routerOptions(config: SwitchboardConfig): RouterOptions {
+  const { route } = config;
+  const options: RouterOptions = {
+    mode: route.mode,
+    confidenceThreshold: route.confidenceThreshold,
+    marginThreshold: route.marginThreshold,
+    training: route.examples,
+    strict: route.strict,
+    stateDir: config.stateDir,
+    storeText: config.ledger.storeText,
+    cache: route.cache.enabled ? { ttlMs: route.cache.ttlMs, maxEntries: route.cache.maxEntries } : false,
+  };
+  if (route.skills !== undefined) options.skills = route.skills;
+  if (route.rulesFile !== undefined) options.rulesFile = route.rulesFile;
+  if (!config.ledger.enabled) options.ledger = false;
+  return options;
+}
+
+export function requireRoutes(config: SwitchboardConfig): void {
+  if (config.route.skills === undefined && config.route.examples.length === 0) {
+    throw new SwitchboardError('INVALID_INPUT', 'no skills given', {
+      hint: 'pass --skills DIR (or --train FILE), or set route.skills in switchboard.yaml',
+    });
+  }
+}
+
+/**
+ * Reports an error as one line (message, then what to do) on stderr, and as JSON on stdout when the
+ * caller asked for JSON; returns the exit code.
+ */
+export function reportError(error: unknown, json: boolean): number {
+  const known = isSwitchboardError(error)
+    ? error
+    : new SwitchboardError('INTERNAL', error instanceof Error ? error.message : String(error), {
+        hint: 'this is a bug in switchboard; please report it with the command you ran',
+        cause: error,
+      });
+  const line = known.hint === undefined ? known.message : `${known.message} (${known.hint})`;
+  process.stderr.write(`switchboard: ${line}\n`);
+  if (json) process.stdout.write(`${JSON.stringify({ error: known.toJSON() })}\n`);
+  if (process.env['SWITCHBOARD_DEBUG'] && !isSwitchboardError(error) && error instanceof Error) {
+    process.stderr.write(`${error.stack ?? ''}\n`);
+  }
+  return exitCodeFor(known.code);
+}
+
+export function warn(message: string): void {
+  process.stderr.write(`switchboard: warning: ${message}\n`);
+}
+
+export { EXIT_CODES };

@@ -1,0 +1,249 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
+import { SwitchboardError } from './errors.js';
+import { ROUTE_MODES, type RouteMode } from './route-types.js';
+
+/** The config file looked for in the working directory when `--config` is not given. */
+export const DEFAULT_CONFIG_FILE = 'switchboard.yaml';
+
+const probability = z.number().min(0).max(1);
+
+const fileSchema = z.strictObject({
+  state_dir: z.string().optional(),
+  ledger: z
+    .strictObject({
+      enabled: z.boolean().optional(),
+      store_text: z.boolean().optional(),
+    })
+    .optional(),
+  route: z
+    .strictObject({
+      skills: z.string().optional(),
+      mode: z.enum(ROUTE_MODES).optional(),
+      confidence_threshold: probability.optional(),
+      margin_threshold: probability.optional(),
+      rules_file: z.string().optional(),
+      examples: z.union([z.string(), z.array(z.string())]).optional(),
+      strict: z.boolean().optional(),
+      cache: z
+        .strictObject({
+          enabled: z.boolean().optional(),
+          ttl_seconds: z.number().positive().optional(),
+          max_entries: z.number().int().nonnegative().optional(),
+        })
+        .optional(),
+    })
+    .optional(),
+});
+
+/** Routing settings after merging file, environment and flags. Paths are absolute. */
+export interface RouteSettings {
+  skills?: string;
+  mode: RouteMode;
+  confidenceThreshold: number;
+  marginThreshold: number;
+  rulesFile?: string;
+  examples: string[];
+  strict: boolean;
+  cache: { enabled: boolean; ttlMs: number; maxEntries: number };
+}
+
+export interface SwitchboardConfig {
+  /** Absolute path of the config file that was read, if any. */
+  configFile?: string;
+  stateDir: string;
+  ledger: { enabled: boolean; storeText: boolean };
+  route: RouteSettings;
+}
+
+/**
+ * Defaults for the abstain thresholds. They were chosen on CLINC150's validation split and the
+ * routing dev sets; `switchboard fit` picks better ones for a given skill set.
+ */
+export const DEFAULT_CONFIDENCE_THRESHOLD = 0.3;
+export const DEFAULT_MARGIN_THRESHOLD = 0.05;
+
+/** Settings a caller (the CLI's flags) can force over the file and environment. */
+export interface ConfigOverrides {
+  stateDir?: string;
+  ledger?: boolean;
+  storeText?: boolean;
+  route?: Partial<Omit<RouteSettings, 'cache'>> & { cache?: boolean };
+}
+
+export interface LoadConfigOptions {
+  /** An explicit config file; it must exist. Otherwise `switchboard.yaml` in `cwd` is read if present. */
+  configFile?: string;
+  cwd?: string;
+  env?: NodeJS.ProcessEnv;
+  overrides?: ConfigOverrides;
+}
+
+/** Loads configuration: `switchboard.yaml` < `SWITCHBOARD_*` environment < explicit overrides (flags). */
+export function loadConfig({
+  configFile,
+  cwd = process.cwd(),
+  env = process.env,
+  overrides = {},
+}: LoadConfigOptions = {}): SwitchboardConfig {
+  const path = configFile !== undefined ? resolve(cwd, configFile) : resolve(cwd, DEFAULT_CONFIG_FILE);
+  let file: z.infer<typeof fileSchema> = {};
+  let fileDirectory = cwd;
+  const exists = existsSync(path);
+  if (configFile !== undefined && !exists) {
+    throw new SwitchboardError('CONFIG_INVALID', `config file ${configFile} does not exist`, {
+      hint: 'check the --config path',
+    });
+  }
+  if (exists) {
+    file = parseConfigFile(path);
+    fileDirectory = dirname(path);
+  }
+
+  const fromFile = (value: string | undefined): string | undefined =>
+    value === undefined ? undefined : resolve(fileDirectory, value);
+  const fromCwd = (value: string | undefined): string | undefined =>
+    value === undefined ? undefined : resolve(cwd, value);
+
+  const environment = readEnvironment(env);
+  const routeOverrides = overrides.route ?? {};
+  const fileExamples = file.route?.examples;
+  const examples =
+    routeOverrides.examples?.map((value) => resolve(cwd, value)) ??
+    environment.examples?.map((value) => resolve(cwd, value)) ??
+    (typeof fileExamples === 'string' ? [fileExamples] : (fileExamples ?? [])).map((value) =>
+      resolve(fileDirectory, value),
+    );
+
+  const route: RouteSettings = {
+    mode: routeOverrides.mode ?? environment.mode ?? file.route?.mode ?? 'local',
+    confidenceThreshold:
+      routeOverrides.confidenceThreshold ??
+      environment.confidenceThreshold ??
+      file.route?.confidence_threshold ??
+      DEFAULT_CONFIDENCE_THRESHOLD,
+    marginThreshold:
+      routeOverrides.marginThreshold ??
+      environment.marginThreshold ??
+      file.route?.margin_threshold ??
+      DEFAULT_MARGIN_THRESHOLD,
+    examples,
+    strict: routeOverrides.strict ?? environment.strict ?? file.route?.strict ?? false,
+    cache: {
+      enabled: routeOverrides.cache ?? environment.cache ?? file.route?.cache?.enabled ?? true,
+      ttlMs: (file.route?.cache?.ttl_seconds ?? 3600) * 1000,
+      maxEntries: file.route?.cache?.max_entries ?? 10_000,
+    },
+  };
+  const skills =
+    fromCwd(routeOverrides.skills) ?? fromCwd(environment.skills) ?? fromFile(file.route?.skills);
+  if (skills !== undefined) route.skills = skills;
+  const rulesFile =
+    fromCwd(routeOverrides.rulesFile) ?? fromCwd(environment.rulesFile) ?? fromFile(file.route?.rules_file);
+  if (rulesFile !== undefined) route.rulesFile = rulesFile;
+
+  const config: SwitchboardConfig = {
+    stateDir:
+      fromCwd(overrides.stateDir) ??
+      fromCwd(environment.stateDir) ??
+      fromFile(file.state_dir) ??
+      resolve(cwd, '.switchboard'),
+    ledger: {
+      enabled: overrides.ledger ?? environment.ledger ?? file.ledger?.enabled ?? true,
+      storeText: overrides.storeText ?? environment.storeText ?? file.ledger?.store_text ?? false,
+    },
+    route,
+  };
+  if (exists) config.configFile = path;
+  return config;
+}
+
+function parseConfigFile(path: string): z.infer<typeof fileSchema> {
+  let data: unknown;
+  try {
+    data = parseYaml(readFileSync(path, 'utf8'));
+  } catch (error) {
+    const message = error instanceof Error ? error.message.split('\n')[0] : String(error);
+    throw new SwitchboardError('CONFIG_INVALID', `${path} is not valid YAML: ${message}`, {
+      hint: 'fix the syntax at the position shown',
+    });
+  }
+  const result = fileSchema.safeParse(data ?? {});
+  if (!result.success) {
+    const issue = result.error.issues[0];
+    const where = issue === undefined || issue.path.length === 0 ? '' : ` at "${issue.path.join('.')}"`;
+    throw new SwitchboardError('CONFIG_INVALID', `${path}${where}: ${issue?.message ?? 'invalid config'}`, {
+      hint: 'see the configuration section of the README for the accepted keys',
+    });
+  }
+  return result.data;
+}
+
+interface EnvironmentSettings {
+  stateDir?: string;
+  ledger?: boolean;
+  storeText?: boolean;
+  skills?: string;
+  mode?: RouteMode;
+  confidenceThreshold?: number;
+  marginThreshold?: number;
+  rulesFile?: string;
+  examples?: string[];
+  strict?: boolean;
+  cache?: boolean;
+}
+
+function readEnvironment(env: NodeJS.ProcessEnv): EnvironmentSettings {
+  const settings: EnvironmentSettings = {};
+  const text = (name: string): string | undefined => {
+    const value = env[name]?.trim();
+    return value === undefined || value === '' ? undefined : value;
+  };
+  const flag = (name: string): boolean | undefined => {
+    const value = text(name);
+    if (value === undefined) return undefined;
+    if (/^(1|true|yes|on)$/i.test(value)) return true;
+    if (/^(0|false|no|off)$/i.test(value)) return false;
+    throw new SwitchboardError('CONFIG_INVALID', `${name}=${value} is not a boolean`, {
+      hint: `set ${name} to true or false`,
+    });
+  };
+  const fraction = (name: string): number | undefined => {
+    const value = text(name);
+    if (value === undefined) return undefined;
+    const number = Number(value);
+    if (!Number.isFinite(number) || number < 0 || number > 1) {
+      throw new SwitchboardError('CONFIG_INVALID', `${name}=${value} is not a number between 0 and 1`, {
+        hint: `set ${name} to a value such as 0.5`,
+      });
+    }
+    return number;
+  };
+  const assign = <K extends keyof EnvironmentSettings>(key: K, value: EnvironmentSettings[K] | undefined) => {
+    if (value !== undefined) settings[key] = value;
+  };
+
+  assign('stateDir', text('SWITCHBOARD_STATE_DIR'));
+  assign('ledger', flag('SWITCHBOARD_LEDGER'));
+  assign('storeText', flag('SWITCHBOARD_STORE_TEXT'));
+  assign('skills', text('SWITCHBOARD_ROUTE_SKILLS'));
+  const mode = text('SWITCHBOARD_ROUTE_MODE');
+  if (mode !== undefined) settings.mode = parseRouteMode(mode, 'SWITCHBOARD_ROUTE_MODE');
+  assign('confidenceThreshold', fraction('SWITCHBOARD_ROUTE_CONFIDENCE_THRESHOLD'));
+  assign('marginThreshold', fraction('SWITCHBOARD_ROUTE_MARGIN_THRESHOLD'));
+  assign('rulesFile', text('SWITCHBOARD_ROUTE_RULES_FILE'));
+  assign('examples', text('SWITCHBOARD_ROUTE_EXAMPLES')?.split(',').map((value) => value.trim()));
+  assign('strict', flag('SWITCHBOARD_ROUTE_STRICT'));
+  assign('cache', flag('SWITCHBOARD_ROUTE_CACHE'));
+  return settings;
+}
+
+/** Validates a routing mode given by a user, naming where it came from. */
+export function parseRouteMode(value: string, source: string): RouteMode {
+  if ((ROUTE_MODES as readonly string[]).includes(value)) return value as RouteMode;
+  throw new SwitchboardError('INVALID_INPUT', `${source} "${value}" is not a routing mode`, {
+    hint: `use one of: ${ROUTE_MODES.join(', ')}`,
+  });
+}

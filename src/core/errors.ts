@@ -1,0 +1,122 @@
+/**
+ * Every failure Switchboard reports is a `SwitchboardError` with a string `code`. Callers branch on
+ * `code` (never on `instanceof`, which breaks across duplicated package copies); the CLI maps codes
+ * to exit codes and prints `message` plus `hint` as one line.
+ */
+export const ERROR_CODES = [
+  'INVALID_INPUT',
+  'CONFIG_INVALID',
+  'SKILLS_INVALID',
+  'DATASET_INVALID',
+  'STORE_ERROR',
+  'RATE_LIMITED',
+  'OVERLOADED',
+  'AUTH',
+  'TIMEOUT',
+  'IDLE_TIMEOUT',
+  'PARSE',
+  'SCHEMA',
+  'BUDGET_EXCEEDED',
+  'PROVIDER_UNAVAILABLE',
+  'PROVIDER_ERROR',
+  'MODEL_DOWNGRADED',
+  'ABORTED',
+  'INTERNAL',
+] as const;
+
+export type ErrorCode = (typeof ERROR_CODES)[number];
+
+/** Codes that are worth retrying by default (the caller may still decide otherwise). */
+const RETRYABLE_BY_DEFAULT: ReadonlySet<ErrorCode> = new Set([
+  'RATE_LIMITED',
+  'OVERLOADED',
+  'TIMEOUT',
+  'IDLE_TIMEOUT',
+  'PROVIDER_ERROR',
+]);
+
+export interface SwitchboardErrorOptions {
+  /** What the user can do about it, printed after the message. */
+  hint?: string;
+  retryable?: boolean;
+  provider?: string;
+  /** Milliseconds the provider asked us to wait before trying again. */
+  retryAfterMs?: number;
+  cause?: unknown;
+  /** Extra structured detail (file, line, field) for programs reading `--json`. */
+  details?: Record<string, unknown>;
+}
+
+export class SwitchboardError extends Error {
+  override readonly name = 'SwitchboardError';
+  readonly code: ErrorCode;
+  readonly retryable: boolean;
+  readonly hint: string | undefined;
+  readonly provider: string | undefined;
+  readonly retryAfterMs: number | undefined;
+  readonly details: Record<string, unknown> | undefined;
+
+  constructor(code: ErrorCode, message: string, options: SwitchboardErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.code = code;
+    this.retryable = options.retryable ?? RETRYABLE_BY_DEFAULT.has(code);
+    this.hint = options.hint;
+    this.provider = options.provider;
+    this.retryAfterMs = options.retryAfterMs;
+    this.details = options.details;
+  }
+
+  toJSON(): Record<string, unknown> {
+    return {
+      name: this.name,
+      code: this.code,
+      message: this.message,
+      hint: this.hint,
+      retryable: this.retryable,
+      provider: this.provider,
+      retryAfterMs: this.retryAfterMs,
+      details: this.details,
+    };
+  }
+}
+
+/** Structural check, so errors from another copy of this package are recognised too. */
+export function isSwitchboardError(value: unknown): value is SwitchboardError {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    (value as { name?: unknown }).name === 'SwitchboardError' &&
+    typeof (value as { code?: unknown }).code === 'string'
+  );
+}
+
+/**
+ * Process exit codes. 0 = success, 10 = the router abstained (answered `none`), the rest are errors.
+ * Documented in the README; keep them stable.
+ */
+export const EXIT_CODES = {
+  OK: 0,
+  INTERNAL: 1,
+  INVALID_INPUT: 2,
+  CONFIG_INVALID: 3,
+  SKILLS_INVALID: 4,
+  DATASET_INVALID: 5,
+  STORE_ERROR: 6,
+  ABSTAINED: 10,
+  RATE_LIMITED: 20,
+  OVERLOADED: 21,
+  AUTH: 22,
+  TIMEOUT: 23,
+  IDLE_TIMEOUT: 24,
+  PARSE: 25,
+  SCHEMA: 26,
+  BUDGET_EXCEEDED: 27,
+  PROVIDER_UNAVAILABLE: 28,
+  PROVIDER_ERROR: 29,
+  MODEL_DOWNGRADED: 30,
+  ABORTED: 130,
+} as const satisfies Record<string, number>;
+
+export function exitCodeFor(code: ErrorCode): number {
+  return (EXIT_CODES as Record<string, number>)[code] ?? EXIT_CODES.INTERNAL;
+}

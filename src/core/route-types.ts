@@ -1,0 +1,55 @@
+/** The skill name a router answers with when no skill should handle the request. */
+export const NONE = 'none';
+
+/** Which tier produced a decision. */
+export type RouteMethod = 'cache' | 'rules' | 'local' | 'llm' | 'fallback' | 'default';
+
+/** Routing modes. `hybrid` and `llm-only` arrive with the LLM tier. */
+export const ROUTE_MODES = ['rules-only', 'local'] as const;
+export type RouteMode = (typeof ROUTE_MODES)[number];
+
+/** A skill as discovered from a skills folder. */
+export interface Skill {
+  name: string;
+  description: string;
+  /** Example requests this skill should receive. */
+  examples: string[];
+  /** Regular expressions (source text, case-insensitive) that route straight to this skill. */
+  patterns: string[];
+  category?: string;
+  /** Absolute path of the file the skill came from. */
+  file: string;
+}
+
+export interface RouteCandidate {
+  skill: string;
+  /** Probability or rule confidence in [0, 1]. */
+  score: number;
+}
+
+export interface RouteDecision {
+  /** Unique id, also the ledger row's id. */
+  id: string;
+  /** The chosen skill, or `none` when the router abstains. */
+  skill: string;
+  /** Confidence in [0, 1] of the chosen skill (for `none`: the top candidate's score). */
+  confidence: number;
+  reasoning: string;
+  method: RouteMethod;
+  /** Top candidates, best first. */
+  candidates: RouteCandidate[];
+  costUsd: number;
+  durationMs: number;
+  /** Milliseconds spent in each tier that ran, by tier name. */
+  timings: Record<string, number>;
+  /** Non-fatal problems, such as skill files that failed to load. */
+  warnings: string[];
+}
+
+/** One labelled routing example. `expected` is a skill name or `none` (must be refused). */
+export interface LabelledExample {
+  text: string;
+  expected: string;
+  /** Other skills that also count as correct. */
+  alternates?: string[];
+}

@@ -1,0 +1,131 @@
+import { readFileSync } from 'node:fs';
+import { SwitchboardError } from '../core/errors.js';
+import { NONE, type LabelledExample } from '../core/route-types.js';
+
+/** CLINC150 labels out-of-scope rows `oos`; Switchboard calls that `none`. */
+const CLINC_OUT_OF_SCOPE = 'oos';
+
+export interface LoadDatasetOptions {
+  /**
+   * For CLINC150's JSON: which splits to read, e.g. `['test', 'oos_test']`.
+   * @default all splits in the file
+   */
+  splits?: readonly string[];
+}
+
+/**
+ * Reads a labelled dataset: JSONL rows `{text, expected, alternates?}` (`expected: "none"` means the
+ * request must be refused), or CLINC150's JSON object of splits, each a list of `[text, intent]`.
+ */
+export function loadDataset(file: string, options: LoadDatasetOptions = {}): LabelledExample[] {
+  let content: string;
+  try {
+    content = readFileSync(file, 'utf8');
+  } catch (error) {
+    throw new SwitchboardError('DATASET_INVALID', `cannot read dataset ${file}`, {
+      hint: 'check the path given to --dataset / --train',
+      cause: error,
+    });
+  }
+  const trimmed = content.trimStart();
+  if (trimmed.startsWith('{') && !looksLikeJsonLines(trimmed)) {
+    return parseClincJson(file, trimmed, options.splits);
+  }
+  if (options.splits !== undefined) {
+    throw new SwitchboardError('DATASET_INVALID', `${file} is JSONL and has no splits`, {
+      hint: 'split names apply only to CLINC150-style JSON files; drop the split selection',
+    });
+  }
+  return parseJsonLines(file, content);
+}
+
+function looksLikeJsonLines(text: string): boolean {
+  const firstLine = text.split('\n', 1)[0] ?? '';
+  const parsed = safeJsonParse(firstLine);
+  return parsed.ok && typeof parsed.value === 'object' && parsed.value !== null && 'text' in parsed.value;
+}
+
+type SafeParse = { ok: true; value: unknown } | { ok: false; error: string };
+
+export function safeJsonParse(text: string): SafeParse {
+  try {
+    return { ok: true, value: JSON.parse(text) as unknown };
+  } catch (error) {
+    return { ok: false, error: error instanceof Error ? error.message : String(error) };
+  }
+}
+
+function parseJsonLines(file: string, content: string): LabelledExample[] {
+  const rows: LabelledExample[] = [];
+  const lines = content.split('\n');
+  for (const [index, rawLine] of lines.entries()) {
+    const line = rawLine.trim();
+    if (line === '') continue;
+    const where = `${file}:${index + 1}`;
+    const parsed = safeJsonParse(line);
+    if (!parsed.ok) {
+      throw new SwitchboardError('DATASET_INVALID', `${where} is not valid JSON (${parsed.error})`, {
+        hint: 'each line must be a JSON object {"text": ..., "expected": ...}',
+      });
+    }
+    const value = parsed.value as Record<string, unknown> | null;
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+      throw new SwitchboardError('DATASET_INVALID', `${where} is not a JSON object`, {
+        hint: 'each line must be a JSON object {"text": ..., "expected": ...}',
+      });
+    }
+    const { text, expected, alternates } = value;
+    if (typeof text !== 'string' || typeof expected !== 'string' || expected === '') {
+      throw new SwitchboardError('DATASET_INVALID', `${where} needs string fields "text" and "expected"`, {
+        hint: 'use "expected": "none" for requests that must be refused',
+      });
+    }
+    if (alternates !== undefined && !(Array.isArray(alternates) && alternates.every((a) => typeof a === 'string'))) {
+      throw new SwitchboardError('DATASET_INVALID', `${where}: "alternates" must be a list of skill names`);
+    }
+    const row: LabelledExample = { text, expected: normalizeLabel(expected) };
+    if (alternates !== undefined) row.alternates = alternates.map(normalizeLabel);
+    rows.push(row);
+  }
+  if (rows.length === 0) {
+    throw new SwitchboardError('DATASET_INVALID', `${file} holds no examples`, {
+      hint: 'add JSONL rows {"text": ..., "expected": ...}',
+    });
+  }
+  return rows;
+}
+
+function parseClincJson(file: string, content: string, splits: readonly string[] | undefined): LabelledExample[] {
+  const parsed = safeJsonParse(content);
+  if (!parsed.ok || typeof parsed.value !== 'object' || parsed.value === null || Array.isArray(parsed.value)) {
+    throw new SwitchboardError('DATASET_INVALID', `${file} is not a JSON object of splits`, {
+      hint: 'expected CLINC150 JSON ({"train": [[text, intent], ...], ...}) or JSONL rows',
+    });
+  }
+  const all = parsed.value as Record<string, unknown>;
+  const names = splits ?? Object.keys(all);
+  const rows: LabelledExample[] = [];
+  for (const name of names) {
+    const split = all[name];
+    if (split === undefined) {
+      throw new SwitchboardError('DATASET_INVALID', `${file} has no split "${name}"`, {
+        hint: `available splits: ${Object.keys(all).join(', ')}`,
+      });
+    }
+    if (!Array.isArray(split)) {
+      throw new SwitchboardError('DATASET_INVALID', `${file}: split "${name}" is not a list`);
+    }
+    for (const [index, item] of split.entries()) {
+      if (!Array.isArray(item) || typeof item[0] !== 'string' || typeof item[1] !== 'string') {
+        throw new SwitchboardError('DATASET_INVALID', `${file}: ${name}[${index}] is not [text, intent]`);
+      }
+      rows.push({ text: item[0], expected: normalizeLabel(item[1]) });
+    }
+  }
+  return rows;
+}
+
+function normalizeLabel(label: string): string {
+  const trimmed = label.trim();
+  return trimmed === CLINC_OUT_OF_SCOPE || trimmed.toLowerCase() === NONE ? NONE : trimmed;
+}

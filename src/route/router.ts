@@ -1,0 +1,277 @@
+import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
+import { DEFAULT_CONFIDENCE_THRESHOLD, DEFAULT_MARGIN_THRESHOLD } from '../core/config.js';
+import { SwitchboardError } from '../core/errors.js';
+import {
+  NONE,
+  ROUTE_MODES,
+  type LabelledExample,
+  type RouteCandidate,
+  type RouteDecision,
+  type RouteMethod,
+  type RouteMode,
+  type Skill,
+} from '../core/route-types.js';
+import { openLedger, type Ledger } from '../store/ledger.js';
+import { loadDataset } from './datasets.js';
+import { examplesFromSkills } from './model/skill-examples.js';
+import type { TrainingExample } from './model/text-classifier.js';
+import { MAX_ROUTED_CHARACTERS, normalizeRequest } from './normalize.js';
+import { hashSkills, loadSkills, type SkillProblem } from './skills.js';
+import type { RouteTier, TierVerdict } from './tier.js';
+import { DecisionCache, type DecisionCacheOptions } from './tiers/cache-tier.js';
+import { LocalTier, loadOrTrainModel, type LocalModel } from './tiers/local-tier.js';
+import { loadRulesFile, RulesTier, type RouteRule } from './tiers/rules-tier.js';
+
+export interface RouterOptions {
+  /** A skills folder, or skills already loaded. Optional when `training` supplies the routes. */
+  skills?: string | readonly Skill[];
+  /**
+   * `rules-only`: patterns only. `local`: patterns, then the learned model.
+   * @default 'local'
+   */
+  mode?: RouteMode;
+  /**
+   * Abstain when the model's top probability is below this.
+   * @default 0.3 (env SWITCHBOARD_ROUTE_CONFIDENCE_THRESHOLD through the CLI)
+   */
+  confidenceThreshold?: number;
+  /**
+   * Abstain when the top probability leads the runner-up by less than this.
+   * @default 0.05 (env SWITCHBOARD_ROUTE_MARGIN_THRESHOLD through the CLI)
+   */
+  marginThreshold?: number;
+  /**
+   * Labelled examples for the model besides the skills' own: file paths (JSONL `{text, expected}` or
+   * CLINC150 JSON) or rows. Rows labelled `none` teach the model what to refuse. Without `skills`, the
+   * labels become the routes.
+   */
+  training?: readonly (string | LabelledExample)[];
+  /** Rules checked before the skills' own patterns. */
+  rules?: readonly RouteRule[];
+  /** A YAML/JSON file of rules, checked before `rules`. */
+  rulesFile?: string;
+  /** Fail when any skill file is invalid instead of loading the rest. @default false */
+  strict?: boolean;
+  /** Decision cache settings, or false to turn it off. @default { ttlMs: 3_600_000, maxEntries: 10_000 } */
+  cache?: DecisionCacheOptions | false;
+  /** Where models and the ledger live. @default '.switchboard' in the working directory */
+  stateDir?: string;
+  /** Keep trained models on disk under `<stateDir>/models`. @default true */
+  modelCache?: boolean;
+  /** An open ledger, or false to record nothing. @default the ledger in `stateDir` */
+  ledger?: Ledger | false;
+  /** Store request text in the ledger (otherwise only its hash). @default false */
+  storeText?: boolean;
+  /** Candidates listed in a decision. @default 5 */
+  topCandidates?: number;
+  /** Test seams. */
+  _internal?: { now?: () => number; generateId?: () => string };
+}
+
+export interface Router {
+  readonly mode: RouteMode;
+  readonly skills: readonly Skill[];
+  /** Skill files that failed to load, with the reason. */
+  readonly problems: readonly SkillProblem[];
+  /** The learned model, when the mode uses one. */
+  readonly model: LocalModel | undefined;
+  /** Hash identifying the skill set (recorded in the ledger). */
+  readonly skillsHash: string;
+  route(text: string, options?: { abortSignal?: AbortSignal; tags?: Record<string, string> }): Promise<RouteDecision>;
+  close(): void;
+}
+
+/** Builds a router: loads skills, compiles rules, loads or trains the local model, opens the ledger. */
+export function createRouter({
+  skills: skillsSource,
+  mode = 'local',
+  confidenceThreshold = DEFAULT_CONFIDENCE_THRESHOLD,
+  marginThreshold = DEFAULT_MARGIN_THRESHOLD,
+  training = [],
+  rules = [],
+  rulesFile,
+  strict = false,
+  cache: cacheOptions = {},
+  stateDir = join(process.cwd(), '.switchboard'),
+  modelCache = true,
+  ledger: ledgerOption,
+  storeText = false,
+  topCandidates = 5,
+  _internal = {},
+}: RouterOptions = {}): Router {
+  if (!(ROUTE_MODES as readonly string[]).includes(mode)) {
+    throw new SwitchboardError('INVALID_INPUT', `"mode" must be one of ${ROUTE_MODES.join(', ')}, got "${mode}"`);
+  }
+  checkFraction('confidenceThreshold', confidenceThreshold);
+  checkFraction('marginThreshold', marginThreshold);
+  if (!Number.isInteger(topCandidates) || topCandidates < 1) {
+    throw new SwitchboardError('INVALID_INPUT', 'Expected "topCandidates" to be a positive integer');
+  }
+
+  const labelled = training.flatMap((item) => (typeof item === 'string' ? loadDataset(item) : [item]));
+  let skills: Skill[];
+  let problems: SkillProblem[] = [];
+  if (typeof skillsSource === 'string') {
+    ({ skills, problems } = loadSkills(skillsSource, { strict }));
+  } else if (skillsSource !== undefined) {
+    skills = [...skillsSource];
+  } else {
+    skills = skillsFromLabels(labelled);
+  }
+  if (skills.length === 0) {
+    throw new SwitchboardError('SKILLS_INVALID', 'no routes: give a skills folder or labelled training examples', {
+      hint: 'pass --skills DIR, or --train FILE with {text, expected} rows',
+    });
+  }
+  checkLabels(labelled, skills);
+
+  const allRules = [...(rulesFile === undefined ? [] : loadRulesFile(rulesFile)), ...rules];
+  const tiers: RouteTier[] = [new RulesTier(skills, allRules, rulesFile ?? 'rules')];
+  let model: LocalModel | undefined;
+  if (mode === 'local') {
+    const examples: TrainingExample[] = [
+      ...examplesFromSkills(skills),
+      ...labelled.map((row) => ({ text: row.text, label: row.expected })),
+    ];
+    model = loadOrTrainModel(examples, modelCache ? join(stateDir, 'models') : undefined);
+    tiers.push(new LocalTier(model.classifier, { confidenceThreshold, marginThreshold, topCandidates }));
+  }
+
+  const skillsHash = hashSkills(skills);
+  const cache = cacheOptions === false ? undefined : new DecisionCache(cacheOptions);
+  const ledger = ledgerOption === false ? undefined : (ledgerOption ?? openLedger({ stateDir, storeText }));
+  const ownsLedger = ledgerOption === undefined;
+  const now = _internal.now ?? (() => performance.now());
+  const generateId = _internal.generateId ?? randomUUID;
+
+  async function route(
+    text: string,
+    { abortSignal, tags }: { abortSignal?: AbortSignal; tags?: Record<string, string> } = {},
+  ): Promise<RouteDecision> {
+    if (typeof text !== 'string') {
+      throw new SwitchboardError('INVALID_INPUT', 'Expected the request to be a string');
+    }
+    if (text.trim() === '') {
+      throw new SwitchboardError('INVALID_INPUT', 'the request is empty', {
+        hint: 'pass the request text as an argument or on standard input',
+      });
+    }
+    abortSignal?.throwIfAborted();
+    const started = now();
+    const warnings: string[] = [];
+    if (text.length > MAX_ROUTED_CHARACTERS) {
+      warnings.push(`request cut to its first ${MAX_ROUTED_CHARACTERS} of ${text.length} characters for routing`);
+    }
+    const routedText = text.slice(0, MAX_ROUTED_CHARACTERS);
+    const normalized = normalizeRequest(routedText);
+    const timings: Record<string, number> = {};
+
+    let decision: RouteDecision | undefined;
+    if (cache !== undefined) {
+      const cacheStarted = now();
+      const hit = cache.get(normalized);
+      timings['cache'] = now() - cacheStarted;
+      if (hit !== undefined) {
+        decision = {
+          ...hit,
+          id: generateId(),
+          method: 'cache',
+          reasoning: `cached (${hit.method}): ${hit.reasoning}`,
+          costUsd: 0,
+          timings,
+          warnings,
+          durationMs: 0,
+        };
+      }
+    }
+
+    if (decision === undefined) {
+      let verdict: TierVerdict | undefined;
+      let method: RouteMethod = 'default';
+      let candidates: readonly RouteCandidate[] = [];
+      for (const tier of tiers) {
+        abortSignal?.throwIfAborted();
+        const tierStarted = now();
+        const result = await tier.decide(
+          abortSignal === undefined
+            ? { text: routedText, normalized, candidates }
+            : { text: routedText, normalized, candidates, abortSignal },
+        );
+        timings[tier.method] = now() - tierStarted;
+        if (result === undefined) continue;
+        verdict = result;
+        method = tier.method;
+        if (result.candidates.length > 0) candidates = result.candidates;
+        if (result.skill !== NONE) break;
+      }
+      decision = {
+        id: generateId(),
+        skill: verdict?.skill ?? NONE,
+        confidence: verdict?.confidence ?? 0,
+        reasoning: verdict?.reasoning ?? 'no rule matched',
+        method,
+        candidates: [...(verdict?.candidates ?? candidates)],
+        costUsd: verdict?.costUsd ?? 0,
+        durationMs: 0,
+        timings,
+        warnings,
+      };
+      cache?.set(normalized, decision);
+    }
+    decision.durationMs = now() - started;
+    ledger?.recordRouteDecision(decision, {
+      requestText: text,
+      normalizedText: normalized,
+      mode,
+      skillsHash,
+      ...(tags === undefined ? {} : { tags }),
+    });
+    return decision;
+  }
+
+  return {
+    mode,
+    skills,
+    problems,
+    model,
+    skillsHash,
+    route,
+    close() {
+      if (ownsLedger) ledger?.close();
+      cache?.clear();
+    },
+  };
+}
+
+function checkFraction(name: string, value: number): void {
+  if (typeof value !== 'number' || !(value >= 0 && value <= 1)) {
+    throw new SwitchboardError('INVALID_INPUT', `Expected "${name}" to be a number between 0 and 1, got ${value}`);
+  }
+}
+
+/** Routes named by a training set's labels, for routing without a skills folder. */
+function skillsFromLabels(rows: readonly LabelledExample[]): Skill[] {
+  const names = [...new Set(rows.map((row) => row.expected))].filter((name) => name !== NONE);
+  return names.map((name) => ({ name, description: '', examples: [], patterns: [], file: '' }));
+}
+
+function checkLabels(rows: readonly LabelledExample[], skills: readonly Skill[]): void {
+  const known = new Set(skills.map((skill) => skill.name));
+  const unknown = new Map<string, number>();
+  for (const row of rows) {
+    if (row.expected !== NONE && !known.has(row.expected)) {
+      unknown.set(row.expected, (unknown.get(row.expected) ?? 0) + 1);
+    }
+  }
+  if (unknown.size > 0) {
+    const listed = [...unknown.entries()]
+      .slice(0, 5)
+      .map(([label, count]) => `"${label}" (${count})`)
+      .join(', ');
+    throw new SwitchboardError('DATASET_INVALID', `training examples use labels that are not skills: ${listed}`, {
+      hint: `label each example with a skill name or "${NONE}"`,
+      details: { unknownLabels: Object.fromEntries(unknown) },
+    });
+  }
+}

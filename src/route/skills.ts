@@ -1,0 +1,206 @@
+import { createHash } from 'node:crypto';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join, relative, resolve } from 'node:path';
+import matter from 'gray-matter';
+import { parse as parseYaml } from 'yaml';
+import { SwitchboardError } from '../core/errors.js';
+import { NONE, type Skill } from '../core/route-types.js';
+
+export interface SkillProblem {
+  file: string;
+  reason: string;
+}
+
+export interface LoadSkillsResult {
+  skills: Skill[];
+  /** Files that looked like skills but could not be loaded, with the reason. */
+  problems: SkillProblem[];
+}
+
+export interface LoadSkillsOptions {
+  /**
+   * Fail on the first problem instead of loading the rest.
+   * @default false
+   */
+  strict?: boolean;
+}
+
+const SKILL_FILE = 'SKILL.md';
+const SKIPPED_DIRECTORIES = new Set(['node_modules', '.git']);
+
+/**
+ * Discovers skills in a folder, recursively, in either layout: `<name>/SKILL.md` (Claude Code skills;
+ * other files in that folder are the skill's own material) or flat `*.md` files with YAML front matter
+ * (`name`, `description`, optional `examples`, `patterns`, `category`). Files without front matter
+ * are not skills and are skipped silently.
+ */
+export function loadSkills(directory: string, options: LoadSkillsOptions = {}): LoadSkillsResult {
+  const root = resolve(directory);
+  let rootStat;
+  try {
+    rootStat = statSync(root);
+  } catch {
+    throw new SwitchboardError('SKILLS_INVALID', `skills folder ${directory} does not exist`, {
+      hint: 'pass --skills with a folder of SKILL.md or *.md files with front matter',
+    });
+  }
+  if (!rootStat.isDirectory()) {
+    throw new SwitchboardError('SKILLS_INVALID', `skills path ${directory} is not a folder`, {
+      hint: 'pass --skills with a folder of SKILL.md or *.md files with front matter',
+    });
+  }
+
+  const problems: SkillProblem[] = [];
+  const byName = new Map<string, Skill>();
+  for (const file of findSkillFiles(root)) {
+    const shown = relative(process.cwd(), file) || file;
+    const parsed = parseSkillFile(file);
+    if (parsed === undefined) continue;
+    if ('reason' in parsed) {
+      problems.push({ file: shown, reason: parsed.reason });
+      continue;
+    }
+    const existing = byName.get(parsed.name);
+    if (existing !== undefined) {
+      problems.push({
+        file: shown,
+        reason: `duplicate skill name "${parsed.name}" (already defined in ${relative(process.cwd(), existing.file) || existing.file})`,
+      });
+      continue;
+    }
+    byName.set(parsed.name, parsed);
+  }
+
+  if (options.strict === true && problems.length > 0) {
+    const first = problems[0] as SkillProblem;
+    const more = problems.length > 1 ? ` (and ${problems.length - 1} more)` : '';
+    throw new SwitchboardError('SKILLS_INVALID', `${first.file}: ${first.reason}${more}`, {
+      hint: 'fix the skill files, or drop --strict to load the valid ones',
+      details: { problems },
+    });
+  }
+  const skills = [...byName.values()];
+  if (skills.length === 0) {
+    const why = problems.length > 0 ? `; ${problems.length} file(s) failed: ${problems[0]?.reason}` : '';
+    throw new SwitchboardError('SKILLS_INVALID', `no skills found in ${directory}${why}`, {
+      hint: 'each skill is a SKILL.md or *.md file starting with YAML front matter holding name and description',
+      details: { problems },
+    });
+  }
+  return { skills, problems };
+}
+
+/** Markdown files that may be skills, in a stable (sorted) order. */
+function findSkillFiles(directory: string): string[] {
+  const entries = readdirSync(directory, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name));
+  if (entries.some((entry) => entry.isFile() && entry.name === SKILL_FILE)) {
+    return [join(directory, SKILL_FILE)];
+  }
+  const files: string[] = [];
+  for (const entry of entries) {
+    const path = join(directory, entry.name);
+    if (entry.isDirectory()) {
+      if (entry.name.startsWith('.') || SKIPPED_DIRECTORIES.has(entry.name)) continue;
+      files.push(...findSkillFiles(path));
+    } else if (entry.isFile() && entry.name.toLowerCase().endsWith('.md')) {
+      files.push(path);
+    }
+  }
+  return files;
+}
+
+const FRONT_MATTER_START = /^\uFEFF?---[ \t]*\r?\n/;
+
+function parseSkillFile(file: string): Skill | { reason: string } | undefined {
+  let content: string;
+  try {
+    content = readFileSync(file, 'utf8');
+  } catch (error) {
+    return { reason: `cannot read file (${error instanceof Error ? error.message : String(error)})` };
+  }
+  if (!FRONT_MATTER_START.test(content)) return undefined;
+
+  let data: unknown;
+  try {
+    // gray-matter caches by content and returns shared objects; the yaml engine keeps one YAML parser
+    // (the same one as the config) and reports precise syntax errors.
+    data = matter(content.replace(/^\uFEFF/, ''), {
+      engines: { yaml: (source: string) => parseYaml(source) as object },
+    }).data;
+  } catch (error) {
+    const message = error instanceof Error ? error.message.split('\n')[0] : String(error);
+    return { reason: `front matter is not valid YAML: ${message}` };
+  }
+  if (typeof data !== 'object' || data === null || Array.isArray(data)) {
+    return { reason: 'front matter must be a YAML mapping with name and description' };
+  }
+  const fields = data as Record<string, unknown>;
+  const name = fields['name'];
+  const description = fields['description'];
+  if (typeof name !== 'string' || name.trim() === '') {
+    return { reason: 'front matter has no "name"' };
+  }
+  if (name.trim() === NONE) {
+    return { reason: `"${NONE}" is reserved for "no skill"; rename the skill` };
+  }
+  if (typeof description !== 'string' || description.trim() === '') {
+    return { reason: 'front matter has no "description"' };
+  }
+  const examples = stringList(fields['examples'], 'examples');
+  if (!Array.isArray(examples)) return examples;
+  const patterns = stringList(fields['patterns'], 'patterns');
+  if (!Array.isArray(patterns)) return patterns;
+  for (const pattern of patterns) {
+    const problem = regexProblem(pattern);
+    if (problem !== undefined) return { reason: `pattern ${JSON.stringify(pattern)} is not a valid regex: ${problem}` };
+  }
+  const category = fields['category'];
+  if (category !== undefined && typeof category !== 'string') {
+    return { reason: '"category" must be a string' };
+  }
+  const skill: Skill = { name: name.trim(), description: description.trim(), examples, patterns, file };
+  if (typeof category === 'string') skill.category = category;
+  return skill;
+}
+
+function stringList(value: unknown, field: string): string[] | { reason: string } {
+  if (value === undefined || value === null) return [];
+  if (typeof value === 'string') return [value];
+  if (Array.isArray(value) && value.every((item) => typeof item === 'string')) return value as string[];
+  return { reason: `"${field}" must be a list of strings` };
+}
+
+/** Returns why a pattern does not compile, or undefined when it does. */
+export function regexProblem(pattern: string): string | undefined {
+  try {
+    compilePattern(pattern);
+    return undefined;
+  } catch (error) {
+    return error instanceof Error ? error.message : String(error);
+  }
+}
+
+/**
+ * Compiles a rule pattern: either a bare regex source (matched case-insensitively) or `/source/flags`.
+ */
+export function compilePattern(pattern: string): RegExp {
+  const literal = /^\/(.+)\/([a-z]*)$/s.exec(pattern);
+  if (literal !== null) {
+    const flags = literal[2] ?? '';
+    return new RegExp(literal[1] ?? '', flags.includes('i') ? flags : `${flags}i`);
+  }
+  return new RegExp(pattern, 'i');
+}
+
+/** A short stable hash of everything about a skill set that affects routing. */
+export function hashSkills(skills: readonly Skill[]): string {
+  const hash = createHash('sha256');
+  for (const skill of [...skills].sort((a, b) => a.name.localeCompare(b.name))) {
+    hash.update(
+      JSON.stringify([skill.name, skill.description, skill.examples, skill.patterns, skill.category ?? null]),
+    );
+    hash.update('\n');
+  }
+  return hash.digest('hex').slice(0, 16);
+}
+

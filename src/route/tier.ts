@@ -1,0 +1,31 @@
+import type { RouteCandidate, RouteMethod } from '../core/route-types.js';
+
+/** What one tier concluded about a request. */
+export interface TierVerdict {
+  /** A skill name, or `none` when the tier abstains. */
+  skill: string;
+  confidence: number;
+  reasoning: string;
+  candidates: RouteCandidate[];
+  costUsd?: number;
+}
+
+export interface TierInput {
+  /** The request as given (cut to the routed length). */
+  text: string;
+  /** The normalised request (see `normalizeRequest`). */
+  normalized: string;
+  /** Candidates from the tiers that ran before, best first, for tiers that refine them. */
+  candidates: readonly RouteCandidate[];
+  abortSignal?: AbortSignal;
+}
+
+/**
+ * One step of the routing chain. A tier returns a verdict, or `undefined` when it has nothing to say
+ * (no rule matched). A verdict for a skill ends the chain; a verdict of `none` (abstain) is kept as the
+ * answer unless a later tier decides. An LLM tier joins the chain by implementing this interface.
+ */
+export interface RouteTier {
+  readonly method: RouteMethod;
+  decide(input: TierInput): TierVerdict | undefined | Promise<TierVerdict | undefined>;
+}

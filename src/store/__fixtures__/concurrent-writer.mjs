@@ -1,0 +1,51 @@
+// Child process for the multi-process ledger test. It goes through the real `openLedger` and
+// `recordRouteDecision` in `../ledger.ts`, run by Node's type stripping, so the test exercises the code
+// that ships rather than a copy of its SQL.
+//
+// Usage (forked with IPC): node --experimental-strip-types concurrent-writer.mjs <db> <writer> <rows>
+// Sends `ready` once loaded, waits for `go` so every writer starts at the same moment, then exits 0.
+import { registerHooks } from 'node:module';
+import process from 'node:process';
+
+// Our sources import siblings as `./x.js` (what `tsc` emits); at run time only `./x.ts` exists.
+registerHooks({
+  resolve(specifier, context, nextResolve) {
+    try {
+      return nextResolve(specifier, context);
+    } catch (error) {
+      const relative = specifier.startsWith('./') || specifier.startsWith('../');
+      if (error?.code !== 'ERR_MODULE_NOT_FOUND' || !relative || !specifier.endsWith('.js')) throw error;
+      return nextResolve(`${specifier.slice(0, -'.js'.length)}.ts`, context);
+    }
+  },
+});
+
+const [file, writer, rowCount] = process.argv.slice(2);
+const { openLedger } = await import('../ledger.ts');
+
+await new Promise((resolveStart) => {
+  process.once('message', resolveStart);
+  process.send?.('ready');
+});
+
+// Opening happens after the barrier too, so the writers also race on creating the schema.
+const ledger = openLedger({ path: file });
+for (let index = 0; index < Number(rowCount); index += 1) {
+  ledger.recordRouteDecision(
+    {
+      id: `writer-${writer}-${index}`,
+      skill: 'summarise',
+      confidence: 0.9,
+      reasoning: 'concurrency test',
+      method: 'rules',
+      candidates: [{ skill: 'summarise', score: 0.9 }],
+      costUsd: 0,
+      durationMs: 1,
+      timings: { rules: 1 },
+      warnings: [],
+    },
+    { requestText: `request ${writer}/${index}`, mode: 'rules-only', tags: { writer: String(writer) } },
+  );
+}
+ledger.close();
+process.disconnect?.();

@@ -1,0 +1,409 @@
+import { fork } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import Database from 'better-sqlite3';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { isSwitchboardError } from '../core/errors.js';
+import type { RouteDecision } from '../core/route-types.js';
+import { DEFAULT_STATE_DIR, LEDGER_FILE_NAME, hashText, openLedger } from './ledger.js';
+import type { Ledger, OpenLedgerOptions } from './ledger.js';
+import { LATEST_SCHEMA_VERSION, LEDGER_APPLICATION_ID, MIGRATIONS } from './migrations.js';
+
+let directory: string;
+const opened: Ledger[] = [];
+
+beforeEach(() => {
+  directory = mkdtempSync(join(tmpdir(), 'switchboard-ledger-'));
+});
+
+afterEach(() => {
+  for (const ledger of opened.splice(0)) ledger.close();
+  rmSync(directory, { recursive: true, force: true });
+});
+
+/** Opens a ledger that the test cleans up even when an assertion fails. */
+function open(options: OpenLedgerOptions = {}): Ledger {
+  const ledger = openLedger({ stateDir: directory, ...options });
+  opened.push(ledger);
+  return ledger;
+}
+
+function decision(id: string, overrides: Partial<RouteDecision> = {}): RouteDecision {
+  return {
+    id,
+    skill: 'summarise',
+    confidence: 0.82,
+    reasoning: 'matched pattern summar',
+    method: 'rules',
+    candidates: [
+      { skill: 'summarise', score: 0.82 },
+      { skill: 'translate', score: 0.1 },
+    ],
+    costUsd: 0.00012,
+    durationMs: 3.5,
+    timings: { rules: 1.25, local: 2.25 },
+    warnings: ['a warning that is not stored'],
+    ...overrides,
+  };
+}
+
+/** Expects `action` to throw a one-line STORE_ERROR that names `file` and carries a hint. */
+function expectStoreError(action: () => unknown, file: string): void {
+  let thrown: unknown;
+  try {
+    action();
+  } catch (error) {
+    thrown = error;
+  }
+  expect(isSwitchboardError(thrown), `expected a SwitchboardError, got ${String(thrown)}`).toBe(true);
+  if (!isSwitchboardError(thrown)) return;
+  expect(thrown.code).toBe('STORE_ERROR');
+  expect(thrown.message).toContain(file);
+  expect(thrown.message).not.toContain('\n');
+  expect(thrown.hint).toBeTruthy();
+}
+
+/** Every byte the ledger has on disk: the database and any WAL or shared-memory side files. */
+function ledgerBytes(file: string): Buffer {
+  return Buffer.concat(
+    ['', '-wal', '-shm', '-journal']
+      .map((suffix) => file + suffix)
+      .filter((path) => existsSync(path))
+      .map((path) => readFileSync(path)),
+  );
+}
+
+describe('hashText', () => {
+  it('is sha256 as lowercase hex', () => {
+    expect(hashText('abc')).toBe('ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad');
+  });
+});
+
+describe('migrations', () => {
+  it('are numbered 1, 2, 3 … with no gaps', () => {
+    expect(MIGRATIONS.map((step) => step.version)).toEqual(MIGRATIONS.map((_, index) => index + 1));
+    expect(LATEST_SCHEMA_VERSION).toBe(MIGRATIONS.length);
+  });
+});
+
+describe('openLedger', () => {
+  it('creates <stateDir>/ledger.db with WAL, our application id and the latest schema', () => {
+    const stateDir = join(directory, 'nested', 'state');
+    const ledger = open({ stateDir });
+    expect(ledger.path).toBe(join(stateDir, LEDGER_FILE_NAME));
+    expect(ledger.storeText).toBe(false);
+    ledger.recordRouteDecision(decision('d1'), { requestText: 'hello', mode: 'local' });
+
+    const raw = new Database(ledger.path, { readonly: true });
+    try {
+      expect(raw.pragma('journal_mode', { simple: true })).toBe('wal');
+      expect(raw.pragma('user_version', { simple: true })).toBe(LATEST_SCHEMA_VERSION);
+      expect(raw.pragma('application_id', { simple: true })).toBe(LEDGER_APPLICATION_ID);
+      const indexes = raw
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'route_decisions'")
+        .all()
+        .map((row) => (row as { name: string }).name);
+      expect(indexes).toEqual(
+        expect.arrayContaining(['route_decisions_created_at', 'route_decisions_skill']),
+      );
+    } finally {
+      raw.close();
+    }
+  });
+
+  it('defaults to .switchboard/ledger.db in the working directory', () => {
+    const previous = process.cwd();
+    process.chdir(directory);
+    try {
+      const ledger = openLedger();
+      ledger.close();
+      expect(ledger.path).toBe(join(process.cwd(), DEFAULT_STATE_DIR, LEDGER_FILE_NAME));
+      expect(existsSync(join(directory, DEFAULT_STATE_DIR, LEDGER_FILE_NAME))).toBe(true);
+    } finally {
+      process.chdir(previous);
+    }
+  });
+
+  it('opens an explicit path, creating its folder', () => {
+    const file = join(directory, 'elsewhere', 'custom.sqlite');
+    const ledger = open({ path: file });
+    expect(ledger.path).toBe(file);
+    expect(existsSync(file)).toBe(true);
+  });
+
+  it('supports a private in-memory ledger', () => {
+    const ledger = open({ path: ':memory:' });
+    ledger.recordRouteDecision(decision('m1'), { requestText: 'x', mode: 'local' });
+    expect(ledger.countRouteDecisions()).toBe(1);
+  });
+});
+
+describe('route decisions', () => {
+  it('round-trips every field', () => {
+    const ledger = open();
+    const createdAt = new Date('2025-03-01T10:00:00.000Z');
+    ledger.recordRouteDecision(decision('d1'), {
+      requestText: '  Summarise THIS  ',
+      normalizedText: 'summarise this',
+      mode: 'local',
+      skillsHash: 'skills-abc',
+      tags: { caller: 'ci', experiment: 'a' },
+      createdAt,
+    });
+
+    expect(ledger.getRouteDecision('d1')).toEqual({
+      id: 'd1',
+      createdAt: '2025-03-01T10:00:00.000Z',
+      requestHash: hashText('summarise this'),
+      skill: 'summarise',
+      confidence: 0.82,
+      method: 'rules',
+      reasoning: 'matched pattern summar',
+      candidates: [
+        { skill: 'summarise', score: 0.82 },
+        { skill: 'translate', score: 0.1 },
+      ],
+      durationMs: 3.5,
+      costUsd: 0.00012,
+      timings: { rules: 1.25, local: 2.25 },
+      mode: 'local',
+      skillsHash: 'skills-abc',
+      tags: { caller: 'ci', experiment: 'a' },
+    });
+    expect(ledger.getRouteDecision('missing')).toBeUndefined();
+  });
+
+  it('hashes the request text when no normalized text is given, and omits absent optional fields', () => {
+    const ledger = open();
+    ledger.recordRouteDecision(decision('d1', { skill: 'none', method: 'fallback' }), {
+      requestText: 'raw text',
+      mode: 'rules-only',
+    });
+    const stored = ledger.getRouteDecision('d1');
+    expect(stored?.requestHash).toBe(hashText('raw text'));
+    expect(stored?.tags).toEqual({});
+    expect(stored).not.toHaveProperty('skillsHash');
+    expect(stored).not.toHaveProperty('requestText');
+    expect(stored?.skill).toBe('none');
+  });
+
+  it('lists newest first, honouring limit and since, and counts', () => {
+    const ledger = open();
+    const base = Date.parse('2025-01-01T00:00:00Z');
+    for (let index = 0; index < 5; index += 1) {
+      ledger.recordRouteDecision(decision(`d${index}`), {
+        requestText: `request ${index}`,
+        mode: 'local',
+        createdAt: new Date(base + index * 60_000),
+      });
+    }
+    expect(ledger.countRouteDecisions()).toBe(5);
+    expect(ledger.listRouteDecisions().map((row) => row.id)).toEqual(['d4', 'd3', 'd2', 'd1', 'd0']);
+    expect(ledger.listRouteDecisions({ limit: 2 }).map((row) => row.id)).toEqual(['d4', 'd3']);
+    const since = new Date(base + 3 * 60_000);
+    for (const value of [since, since.getTime(), since.toISOString()]) {
+      expect(ledger.listRouteDecisions({ since: value }).map((row) => row.id)).toEqual(['d4', 'd3']);
+    }
+  });
+
+  it('keeps insertion order among decisions made in the same millisecond', () => {
+    const ledger = open();
+    const createdAt = new Date();
+    for (const id of ['a', 'b', 'c'])
+      ledger.recordRouteDecision(decision(id), { requestText: id, mode: 'local', createdAt });
+    expect(ledger.listRouteDecisions().map((row) => row.id)).toEqual(['c', 'b', 'a']);
+  });
+
+  it('rejects bad list options and dates as INVALID_INPUT', () => {
+    const ledger = open();
+    expect(() => ledger.listRouteDecisions({ limit: 0 })).toThrow(
+      expect.objectContaining({ code: 'INVALID_INPUT' }),
+    );
+    expect(() => ledger.listRouteDecisions({ since: 'yesterday-ish' })).toThrow(
+      expect.objectContaining({ code: 'INVALID_INPUT' }),
+    );
+    expect(() =>
+      ledger.recordRouteDecision(decision('d1'), {
+        requestText: 'x',
+        mode: 'local',
+        createdAt: new Date(NaN),
+      }),
+    ).toThrow(expect.objectContaining({ code: 'INVALID_INPUT' }));
+  });
+
+  it('keeps rows across close and reopen', () => {
+    const first = openLedger({ stateDir: directory });
+    first.recordRouteDecision(decision('d1'), { requestText: 'one', mode: 'local' });
+    first.recordRouteDecision(decision('d2'), { requestText: 'two', mode: 'local' });
+    first.close();
+
+    const second = open();
+    expect(second.countRouteDecisions()).toBe(2);
+    expect(second.getRouteDecision('d2')?.requestHash).toBe(hashText('two'));
+  });
+
+  it('reports a duplicate id as STORE_ERROR', () => {
+    const ledger = open();
+    ledger.recordRouteDecision(decision('d1'), { requestText: 'x', mode: 'local' });
+    expectStoreError(
+      () => ledger.recordRouteDecision(decision('d1'), { requestText: 'x', mode: 'local' }),
+      ledger.path,
+    );
+    expect(ledger.countRouteDecisions()).toBe(1);
+  });
+
+  it('reports use after close as STORE_ERROR, and closing twice is harmless', () => {
+    const ledger = openLedger({ stateDir: directory });
+    ledger.close();
+    ledger.close();
+    expectStoreError(() => ledger.countRouteDecisions(), ledger.path);
+  });
+});
+
+describe('request text privacy', () => {
+  // A marker unlikely to occur by chance in SQLite's own bytes.
+  const secret = 'PRIVATE-PROMPT-7f3a9c please summarise my medical report';
+
+  it('stores only the hash by default: the text appears nowhere on disk', () => {
+    const ledger = openLedger({ stateDir: directory });
+    ledger.recordRouteDecision(decision('d1'), {
+      requestText: secret,
+      normalizedText: secret.toLowerCase(),
+      mode: 'local',
+    });
+    expect(ledger.getRouteDecision('d1')).not.toHaveProperty('requestText');
+    // Read while open (rows may sit in the WAL) and after close (checkpointed into the main file).
+    const needles = [secret, secret.toLowerCase(), 'PRIVATE-PROMPT-7f3a9c'].map((text) => Buffer.from(text));
+    for (const needle of needles) expect(ledgerBytes(ledger.path).includes(needle)).toBe(false);
+    ledger.close();
+    for (const needle of needles) expect(ledgerBytes(ledger.path).includes(needle)).toBe(false);
+    expect(ledgerBytes(ledger.path).includes(Buffer.from(hashText(secret.toLowerCase())))).toBe(true);
+  });
+
+  it('stores the text when storeText is true', () => {
+    const ledger = openLedger({ stateDir: directory, storeText: true });
+    expect(ledger.storeText).toBe(true);
+    ledger.recordRouteDecision(decision('d1'), { requestText: secret, mode: 'local' });
+    expect(ledger.getRouteDecision('d1')?.requestText).toBe(secret);
+    ledger.close();
+    expect(ledgerBytes(ledger.path).includes(Buffer.from(secret))).toBe(true);
+  });
+});
+
+describe('bad paths', () => {
+  it('reports a folder that cannot be created', () => {
+    const blocker = join(directory, 'a-file');
+    writeFileSync(blocker, 'not a folder');
+    expectStoreError(() => openLedger({ stateDir: join(blocker, 'state') }), blocker);
+    expect(readFileSync(blocker, 'utf8')).toBe('not a folder');
+  });
+
+  it('reports a ledger path that is a directory', () => {
+    const folder = join(directory, 'folder');
+    mkdirSync(folder);
+    expectStoreError(() => openLedger({ path: folder }), folder);
+  });
+
+  // Root ignores permission bits, so this case can only be checked as an ordinary user.
+  it.skipIf(process.getuid?.() === 0)('reports a folder without write permission', () => {
+    const readOnly = join(directory, 'read-only');
+    mkdirSync(readOnly);
+    chmodSync(readOnly, 0o555);
+    try {
+      expectStoreError(() => openLedger({ stateDir: readOnly }), readOnly);
+    } finally {
+      chmodSync(readOnly, 0o755);
+    }
+  });
+
+  it('refuses a file that is not a SQLite database and leaves it untouched', () => {
+    const file = join(directory, 'notes.db');
+    const content = 'these are my notes, not a database\n'.repeat(200);
+    writeFileSync(file, content);
+    expectStoreError(() => openLedger({ path: file }), file);
+    expect(readFileSync(file, 'utf8')).toBe(content);
+    expect(readdirSync(directory)).toEqual(['notes.db']);
+  });
+
+  it("refuses another program's SQLite database and leaves it untouched", () => {
+    const file = join(directory, 'other-app.db');
+    const other = new Database(file);
+    other.exec("CREATE TABLE notes (body TEXT); INSERT INTO notes VALUES ('keep me');");
+    other.close();
+    const before = readFileSync(file);
+
+    expectStoreError(() => openLedger({ path: file }), file);
+    expect(readFileSync(file).equals(before)).toBe(true);
+    expect(readdirSync(directory)).toEqual(['other-app.db']);
+  });
+
+  it('refuses a ledger written by a newer schema version', () => {
+    const ledger = openLedger({ stateDir: directory });
+    ledger.recordRouteDecision(decision('d1'), { requestText: 'x', mode: 'local' });
+    ledger.close();
+    const raw = new Database(ledger.path);
+    raw.pragma(`user_version = ${LATEST_SCHEMA_VERSION + 1}`);
+    raw.close();
+
+    expectStoreError(() => openLedger({ stateDir: directory }), ledger.path);
+    try {
+      openLedger({ stateDir: directory });
+    } catch (error) {
+      expect(String((error as { hint?: string }).hint)).toMatch(/upgrade/i);
+    }
+    const check = new Database(ledger.path, { readonly: true });
+    expect(check.prepare('SELECT count(*) AS count FROM route_decisions').get()).toEqual({ count: 1 });
+    check.close();
+  });
+});
+
+describe('several processes writing at once', () => {
+  const workerScript = fileURLToPath(new URL('./__fixtures__/concurrent-writer.mjs', import.meta.url));
+  const writerCount = 4;
+  const rowsPerWriter = 200;
+
+  it(`keeps all ${writerCount} × ${rowsPerWriter} rows without SQLITE_BUSY`, async () => {
+    const file = join(directory, 'shared', LEDGER_FILE_NAME);
+    mkdirSync(join(directory, 'shared'));
+
+    const children = Array.from({ length: writerCount }, (_, writer) => {
+      const stderr: Buffer[] = [];
+      const child = fork(workerScript, [file, String(writer), String(rowsPerWriter)], {
+        execPath: process.execPath,
+        execArgv: ['--experimental-strip-types', '--disable-warning=ExperimentalWarning'],
+        stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+      });
+      child.stderr?.on('data', (chunk: Buffer) => stderr.push(chunk));
+      const ready = new Promise<void>((resolve, reject) => {
+        child.once('message', () => resolve());
+        child.once('exit', (code) =>
+          reject(new Error(`writer ${writer} exited early (${code}): ${Buffer.concat(stderr)}`)),
+        );
+      });
+      const exited = new Promise<{ writer: number; code: number | null; stderr: string }>((resolve) => {
+        child.on('exit', (code) => resolve({ writer, code, stderr: Buffer.concat(stderr).toString() }));
+      });
+      return { child, ready, exited };
+    });
+
+    // Start every writer only once all have loaded, so their opens and inserts really overlap.
+    await Promise.all(children.map(({ ready }) => ready));
+    for (const { child } of children) child.send('go');
+    const results = await Promise.all(children.map(({ exited }) => exited));
+
+    for (const result of results) expect(result, result.stderr).toMatchObject({ code: 0 });
+    const ledger = open({ path: file });
+    expect(ledger.countRouteDecisions()).toBe(writerCount * rowsPerWriter);
+    const ids = new Set(
+      ledger.listRouteDecisions({ limit: writerCount * rowsPerWriter }).map((row) => row.id),
+    );
+    for (let writer = 0; writer < writerCount; writer += 1) {
+      for (let index = 0; index < rowsPerWriter; index += 1) {
+        expect(ids.has(`writer-${writer}-${index}`)).toBe(true);
+      }
+    }
+  });
+});

@@ -1,0 +1,410 @@
+import { createHash } from 'node:crypto';
+import { mkdirSync, statSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import Database from 'better-sqlite3';
+import { SwitchboardError } from '../core/errors.js';
+import type { RouteCandidate, RouteDecision, RouteMethod } from '../core/route-types.js';
+import { LATEST_SCHEMA_VERSION, findSchemaProblem, migrate, readSchemaState } from './migrations.js';
+import type { SchemaProblem } from './migrations.js';
+
+/** Folder, relative to the working directory, that holds Switchboard's state by default. */
+export const DEFAULT_STATE_DIR = '.switchboard';
+/** File name of the ledger inside the state folder. */
+export const LEDGER_FILE_NAME = 'ledger.db';
+/**
+ * How long a write waits for another process's lock before failing. Generous, because writes are tiny
+ * and a failure loses a ledger row; a stall this long means something is wrong anyway.
+ */
+export const BUSY_TIMEOUT_MS = 10_000;
+/** Rows `listRouteDecisions` returns when no limit is given. */
+export const DEFAULT_LIST_LIMIT = 100;
+
+export interface OpenLedgerOptions {
+  /**
+   * The database file. `:memory:` gives a private in-memory ledger (tests, dry runs).
+   * @default `<stateDir>/ledger.db`
+   */
+  path?: string;
+  /**
+   * Folder for Switchboard's state, created when missing. Ignored when `path` is given.
+   * @default `.switchboard` in the current working directory
+   */
+  stateDir?: string;
+  /**
+   * Store request text alongside its hash. Off by default: prompts may hold private data, and the
+   * ledger keeps only what the user opted in to.
+   * @default false
+   */
+  storeText?: boolean;
+}
+
+/** What the caller knows about a routed request beyond the decision itself. */
+export interface RouteDecisionContext {
+  /** The request as the user sent it. Stored only when the ledger was opened with `storeText`. */
+  requestText: string;
+  /** The text the router actually matched on; hashed instead of `requestText` when given. */
+  normalizedText?: string;
+  /** The routing mode that produced the decision. */
+  mode: string;
+  /** Identifies the skill set the router chose from. */
+  skillsHash?: string;
+  /** Free labels (e.g. caller, experiment). */
+  tags?: Record<string, string>;
+  /**
+   * When the decision was made.
+   * @default now
+   */
+  createdAt?: Date;
+}
+
+/** A route decision as read back from the ledger. */
+export interface StoredRouteDecision extends Omit<RouteDecision, 'warnings'> {
+  /** ISO 8601 timestamp, UTC. */
+  createdAt: string;
+  /** sha256 hex of the normalized request text. */
+  requestHash: string;
+  /** Present only when the ledger stored text. */
+  requestText?: string;
+  mode: string;
+  skillsHash?: string;
+  tags: Record<string, string>;
+}
+
+export interface ListRouteDecisionsOptions {
+  /**
+   * Most rows to return, newest first.
+   * @default 100
+   */
+  limit?: number;
+  /** Only decisions made at or after this moment (a Date, epoch milliseconds or an ISO string). */
+  since?: Date | number | string;
+}
+
+/** The append-only record of what Switchboard decided and did. */
+export interface Ledger {
+  /** Absolute path of the database file (or `:memory:`). */
+  readonly path: string;
+  /** Whether request text is stored next to its hash. */
+  readonly storeText: boolean;
+  /** Appends one decision. Throws `STORE_ERROR` if the write fails (for example a duplicate id). */
+  recordRouteDecision(decision: RouteDecision, context: RouteDecisionContext): void;
+  /** Decisions, newest first. */
+  listRouteDecisions(options?: ListRouteDecisionsOptions): StoredRouteDecision[];
+  /** One decision by id, or `undefined`. */
+  getRouteDecision(id: string): StoredRouteDecision | undefined;
+  countRouteDecisions(): number;
+  /** Releases the file. Safe to call twice; any other call afterwards throws `STORE_ERROR`. */
+  close(): void;
+}
+
+/** sha256 of the UTF-8 text, as lowercase hex. Used for request hashes. */
+export function hashText(text: string): string {
+  return createHash('sha256').update(text, 'utf8').digest('hex');
+}
+
+/**
+ * Opens (creating if needed) the ledger database and brings its schema up to date. Safe to call from
+ * several processes on the same file at once.
+ *
+ * @throws SwitchboardError `STORE_ERROR` when the folder cannot be created, the file is not a SQLite
+ *   database, belongs to another program, or was written by a newer Switchboard.
+ */
+export function openLedger(options: OpenLedgerOptions = {}): Ledger {
+  const file = resolveLedgerPath(options);
+  const database = openDatabase(file);
+  try {
+    const statements = prepareStatements(database);
+    return createLedger(database, statements, file, options.storeText ?? false);
+  } catch (error) {
+    database.close();
+    throw toStoreError(error, file, 'cannot prepare the ledger');
+  }
+}
+
+function resolveLedgerPath(options: OpenLedgerOptions): string {
+  if (options.path === ':memory:') return options.path;
+  const file =
+    options.path === undefined
+      ? resolve(options.stateDir ?? DEFAULT_STATE_DIR, LEDGER_FILE_NAME)
+      : resolve(options.path);
+  const directory = dirname(file);
+  try {
+    mkdirSync(directory, { recursive: true });
+  } catch (error) {
+    throw new SwitchboardError('STORE_ERROR', `cannot create the ledger folder ${directory}`, {
+      hint: 'make the folder writable, or choose another state directory or ledger path',
+      cause: error,
+      details: { file },
+    });
+  }
+  if (isDirectory(file)) {
+    throw new SwitchboardError('STORE_ERROR', `ledger path ${file} is a directory`, {
+      hint: 'point the ledger path at a file, e.g. ' + join(file, LEDGER_FILE_NAME),
+      details: { file },
+    });
+  }
+  return file;
+}
+
+function isDirectory(file: string): boolean {
+  try {
+    return statSync(file).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+function openDatabase(file: string): Database.Database {
+  let database: Database.Database;
+  try {
+    database = new Database(file);
+  } catch (error) {
+    throw toStoreError(error, file, 'cannot open the ledger');
+  }
+  try {
+    // Set first, so every later step (including the pragmas below) waits for other writers.
+    database.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+    // Checked before switching to WAL, which would rewrite the header of someone else's file.
+    throwOnSchemaProblem(findSchemaProblem(readSchemaState(database)), file);
+    // WAL lets readers and one writer proceed together; NORMAL sync is durable across crashes of
+    // the process and only risks the last transactions on power loss, which a ledger can accept.
+    database.pragma('journal_mode = WAL');
+    database.pragma('synchronous = NORMAL');
+    throwOnSchemaProblem(migrate(database), file);
+    return database;
+  } catch (error) {
+    database.close();
+    throw toStoreError(error, file, 'cannot open the ledger');
+  }
+}
+
+function throwOnSchemaProblem(problem: SchemaProblem | undefined, file: string): void {
+  if (problem === undefined) return;
+  if (problem.kind === 'foreign') {
+    throw new SwitchboardError(
+      'STORE_ERROR',
+      `${file} is a SQLite database that Switchboard did not create`,
+      {
+        hint: 'point the ledger at another path; Switchboard leaves files it does not own untouched',
+        details: { file },
+      },
+    );
+  }
+  throw new SwitchboardError(
+    'STORE_ERROR',
+    `ledger ${file} has schema version ${problem.version}, newer than this Switchboard supports (${LATEST_SCHEMA_VERSION})`,
+    {
+      hint: 'upgrade Switchboard, or point the ledger at another path',
+      details: { file, schemaVersion: problem.version, supportedVersion: LATEST_SCHEMA_VERSION },
+    },
+  );
+}
+
+/** Hints for SQLite result codes a user can do something about. */
+const HINTS_BY_SQLITE_CODE: Record<string, string> = {
+  SQLITE_NOTADB:
+    'the file is not a SQLite database; point the ledger at another path (Switchboard will not overwrite it)',
+  SQLITE_CORRUPT: 'the ledger is damaged; move it aside and Switchboard will start a new one',
+  SQLITE_CANTOPEN: 'check that the folder exists and is writable, or choose another ledger path',
+  SQLITE_READONLY: 'make the ledger file and its folder writable, or choose another ledger path',
+  SQLITE_PERM: 'make the ledger file and its folder writable, or choose another ledger path',
+  SQLITE_FULL: 'free some disk space',
+  SQLITE_IOERR: 'check the disk and the file system holding the ledger',
+  SQLITE_BUSY: 'another process held the ledger locked for too long; retry, or look for a stuck process',
+  SQLITE_CONSTRAINT_PRIMARYKEY: 'each route decision needs a unique id',
+};
+
+function sqliteCode(error: unknown): string | undefined {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && code.startsWith('SQLITE_') ? code : undefined;
+}
+
+/** Wraps any failure as a one-line `STORE_ERROR` naming the file; passes our own errors through. */
+function toStoreError(error: unknown, file: string, what: string): SwitchboardError {
+  if (error instanceof SwitchboardError) return error;
+  const code = sqliteCode(error);
+  const reason = error instanceof Error ? error.message.split('\n', 1)[0] : String(error);
+  const hint =
+    (code === undefined
+      ? undefined
+      : (HINTS_BY_SQLITE_CODE[code] ?? HINTS_BY_SQLITE_CODE[code.replace(/_[A-Z]+$/, '')])) ??
+    'check the ledger path and its permissions';
+  return new SwitchboardError('STORE_ERROR', `${what} ${file}: ${reason}`, {
+    hint,
+    cause: error,
+    details: code === undefined ? { file } : { file, sqliteCode: code },
+  });
+}
+
+interface RouteDecisionRow {
+  id: string;
+  created_at: number;
+  request_hash: string;
+  request_text: string | null;
+  skill: string;
+  confidence: number;
+  method: string;
+  reasoning: string;
+  candidates: string;
+  duration_ms: number;
+  cost_usd: number;
+  timings: string;
+  mode: string;
+  skills_hash: string | null;
+  tags: string;
+}
+
+interface Statements {
+  insertRouteDecision: Database.Statement<[RouteDecisionRow]>;
+  listRouteDecisions: Database.Statement<[{ since: number; limit: number }], RouteDecisionRow>;
+  getRouteDecision: Database.Statement<[string], RouteDecisionRow>;
+  countRouteDecisions: Database.Statement<[], { count: number }>;
+}
+
+const ROUTE_DECISION_COLUMNS =
+  'id, created_at, request_hash, request_text, skill, confidence, method, reasoning, candidates, ' +
+  'duration_ms, cost_usd, timings, mode, skills_hash, tags';
+
+// Prepared once per connection: parsing SQL per row would dominate the cost of these tiny writes.
+function prepareStatements(database: Database.Database): Statements {
+  return {
+    insertRouteDecision: database.prepare(
+      `INSERT INTO route_decisions (${ROUTE_DECISION_COLUMNS}) VALUES (` +
+        '@id, @created_at, @request_hash, @request_text, @skill, @confidence, @method, @reasoning, ' +
+        '@candidates, @duration_ms, @cost_usd, @timings, @mode, @skills_hash, @tags)',
+    ),
+    listRouteDecisions: database.prepare(
+      `SELECT ${ROUTE_DECISION_COLUMNS} FROM route_decisions WHERE created_at >= @since ` +
+        'ORDER BY created_at DESC, rowid DESC LIMIT @limit',
+    ),
+    getRouteDecision: database.prepare(`SELECT ${ROUTE_DECISION_COLUMNS} FROM route_decisions WHERE id = ?`),
+    countRouteDecisions: database.prepare('SELECT count(*) AS count FROM route_decisions'),
+  };
+}
+
+function createLedger(
+  database: Database.Database,
+  statements: Statements,
+  file: string,
+  storeText: boolean,
+): Ledger {
+  let closed = false;
+
+  // Every public call goes through here so callers only ever see STORE_ERROR, never a raw SqliteError.
+  function guarded<T>(what: string, action: () => T): T {
+    if (closed) {
+      throw new SwitchboardError('STORE_ERROR', `${what} ${file}: the ledger is closed`, {
+        hint: 'open the ledger again with openLedger()',
+        details: { file },
+      });
+    }
+    try {
+      return action();
+    } catch (error) {
+      throw toStoreError(error, file, what);
+    }
+  }
+
+  return {
+    path: file,
+    storeText,
+
+    recordRouteDecision(decision, context) {
+      const row = toRow(decision, context, storeText);
+      guarded('cannot record a route decision in', () => statements.insertRouteDecision.run(row));
+    },
+
+    listRouteDecisions(options = {}) {
+      const limit = options.limit ?? DEFAULT_LIST_LIMIT;
+      if (!Number.isSafeInteger(limit) || limit < 1) {
+        throw new SwitchboardError('INVALID_INPUT', `limit must be a positive integer, got ${limit}`, {
+          hint: 'pass a limit of 1 or more',
+        });
+      }
+      const since = options.since === undefined ? Number.MIN_SAFE_INTEGER : toEpochMs(options.since);
+      return guarded('cannot read route decisions from', () =>
+        statements.listRouteDecisions.all({ since, limit }).map(fromRow),
+      );
+    },
+
+    getRouteDecision(id) {
+      const row = guarded('cannot read a route decision from', () => statements.getRouteDecision.get(id));
+      return row === undefined ? undefined : fromRow(row);
+    },
+
+    countRouteDecisions() {
+      return guarded(
+        'cannot count route decisions in',
+        () => statements.countRouteDecisions.get()?.count ?? 0,
+      );
+    },
+
+    close() {
+      if (closed) return;
+      closed = true;
+      try {
+        database.close();
+      } catch (error) {
+        throw toStoreError(error, file, 'cannot close the ledger');
+      }
+    },
+  };
+}
+
+function toEpochMs(value: Date | number | string): number {
+  const epochMs =
+    value instanceof Date ? value.getTime() : typeof value === 'number' ? value : Date.parse(value);
+  if (!Number.isFinite(epochMs)) {
+    throw new SwitchboardError('INVALID_INPUT', `since is not a valid time: ${String(value)}`, {
+      hint: 'pass a Date, epoch milliseconds, or an ISO 8601 timestamp such as 2025-01-31T12:00:00Z',
+    });
+  }
+  return epochMs;
+}
+
+function toRow(decision: RouteDecision, context: RouteDecisionContext, storeText: boolean): RouteDecisionRow {
+  const createdAt = context.createdAt ?? new Date();
+  if (!Number.isFinite(createdAt.getTime())) {
+    throw new SwitchboardError('INVALID_INPUT', `createdAt is an invalid date for decision ${decision.id}`, {
+      hint: 'pass a valid Date, or leave createdAt out to use the current time',
+    });
+  }
+  return {
+    id: decision.id,
+    created_at: createdAt.getTime(),
+    request_hash: hashText(context.normalizedText ?? context.requestText),
+    request_text: storeText ? context.requestText : null,
+    skill: decision.skill,
+    confidence: decision.confidence,
+    method: decision.method,
+    reasoning: decision.reasoning,
+    candidates: JSON.stringify(decision.candidates),
+    duration_ms: decision.durationMs,
+    cost_usd: decision.costUsd,
+    timings: JSON.stringify(decision.timings),
+    mode: context.mode,
+    skills_hash: context.skillsHash ?? null,
+    tags: JSON.stringify(context.tags ?? {}),
+  };
+}
+
+function fromRow(row: RouteDecisionRow): StoredRouteDecision {
+  const stored: StoredRouteDecision = {
+    id: row.id,
+    createdAt: new Date(row.created_at).toISOString(),
+    requestHash: row.request_hash,
+    skill: row.skill,
+    confidence: row.confidence,
+    method: row.method as RouteMethod,
+    reasoning: row.reasoning,
+    candidates: JSON.parse(row.candidates) as RouteCandidate[],
+    durationMs: row.duration_ms,
+    costUsd: row.cost_usd,
+    timings: JSON.parse(row.timings) as Record<string, number>,
+    mode: row.mode,
+    tags: JSON.parse(row.tags) as Record<string, string>,
+  };
+  if (row.request_text !== null) stored.requestText = row.request_text;
+  if (row.skills_hash !== null) stored.skillsHash = row.skills_hash;
+  return stored;
+}

@@ -1,0 +1,111 @@
+import type Database from 'better-sqlite3';
+
+/**
+ * Marks a SQLite file as a Switchboard ledger (`PRAGMA application_id`, the ASCII bytes "SWBD"), so we
+ * can tell our own files from other applications' databases and refuse to touch the latter.
+ */
+export const LEDGER_APPLICATION_ID = 0x53574244;
+
+/** One forward-only schema step. Version `n` turns a schema at `n - 1` into one at `n`. */
+export interface Migration {
+  /** The `PRAGMA user_version` the database has after this step. Consecutive, starting at 1. */
+  version: number;
+  /** What the step adds, for humans reading the list. */
+  description: string;
+  /** SQL run inside the migration transaction. Statements only; no `BEGIN`/`COMMIT`. */
+  sql: string;
+}
+
+/**
+ * Every schema step, oldest first. Never edit or reorder a released entry: existing ledgers have
+ * already run it. To change the schema, append a new entry with the next version number (tables for
+ * call attempts, agent runs and workflow steps arrive this way).
+ */
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    description: 'route decisions',
+    sql: `
+      CREATE TABLE route_decisions (
+        id            TEXT PRIMARY KEY NOT NULL,
+        created_at    INTEGER NOT NULL,        -- epoch milliseconds, UTC
+        request_hash  TEXT NOT NULL,           -- sha256 hex of the normalized request text
+        request_text  TEXT,                    -- NULL unless the user opted in to storing text
+        skill         TEXT NOT NULL,
+        confidence    REAL NOT NULL,
+        method        TEXT NOT NULL,
+        reasoning     TEXT NOT NULL,
+        candidates    TEXT NOT NULL,           -- JSON array of {skill, score}
+        duration_ms   REAL NOT NULL,
+        cost_usd      REAL NOT NULL,
+        timings       TEXT NOT NULL,           -- JSON object, tier name -> milliseconds
+        mode          TEXT NOT NULL,
+        skills_hash   TEXT,                    -- identifies the skill set the router used
+        tags          TEXT NOT NULL DEFAULT '{}' -- JSON object of free string tags
+      );
+      CREATE INDEX route_decisions_created_at ON route_decisions (created_at);
+      CREATE INDEX route_decisions_skill ON route_decisions (skill);
+    `,
+  },
+];
+
+/** The schema version this build of Switchboard writes. */
+export const LATEST_SCHEMA_VERSION = MIGRATIONS.reduce((latest, step) => Math.max(latest, step.version), 0);
+
+/** What `readSchemaState` found in a database file. */
+export interface SchemaState {
+  applicationId: number;
+  userVersion: number;
+  /** Tables, views, indexes and triggers outside SQLite's own `sqlite_*` names. */
+  objectCount: number;
+}
+
+/** Reads the markers that tell a fresh file, one of our ledgers and someone else's database apart. */
+export function readSchemaState(database: Database.Database): SchemaState {
+  const applicationId = database.pragma('application_id', { simple: true }) as number;
+  const userVersion = database.pragma('user_version', { simple: true }) as number;
+  const { count } = database
+    .prepare("SELECT count(*) AS count FROM sqlite_master WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\'")
+    .get() as { count: number };
+  return { applicationId, userVersion, objectCount: count };
+}
+
+/** Why a database cannot be used as a ledger, or `undefined` when it can. */
+export type SchemaProblem = { kind: 'foreign' } | { kind: 'newer'; version: number };
+
+/**
+ * A file is ours if it carries our application id, or is still completely empty (a fresh file we
+ * are about to claim). Anything else belongs to another program.
+ */
+export function findSchemaProblem(state: SchemaState): SchemaProblem | undefined {
+  const fresh = state.applicationId === 0 && state.userVersion === 0 && state.objectCount === 0;
+  if (!fresh && state.applicationId !== LEDGER_APPLICATION_ID) return { kind: 'foreign' };
+  if (state.userVersion > LATEST_SCHEMA_VERSION) return { kind: 'newer', version: state.userVersion };
+  return undefined;
+}
+
+/**
+ * Brings the schema up to `LATEST_SCHEMA_VERSION`. Runs in one `BEGIN IMMEDIATE` transaction so that
+ * several processes opening a fresh ledger at once serialise here: the first migrates, the others wait
+ * for the write lock (busy timeout), then re-read the version and find nothing left to do.
+ *
+ * @returns the problem that stopped the migration, if the file turned out not to be usable.
+ */
+export function migrate(database: Database.Database): SchemaProblem | undefined {
+  const run = database.transaction((): SchemaProblem | undefined => {
+    // Re-checked under the write lock: another process may have migrated since we first looked.
+    const state = readSchemaState(database);
+    const problem = findSchemaProblem(state);
+    if (problem !== undefined) return problem;
+    for (const step of MIGRATIONS) {
+      if (step.version <= state.userVersion) continue;
+      database.exec(step.sql);
+      database.pragma(`user_version = ${step.version}`);
+    }
+    if (state.applicationId !== LEDGER_APPLICATION_ID) {
+      database.pragma(`application_id = ${LEDGER_APPLICATION_ID}`);
+    }
+    return undefined;
+  });
+  return run.immediate();
+}
