@@ -19,7 +19,8 @@ function percent(value: number): string {
 }
 
 function milliseconds(value: number): string {
-  return value >= 100 ? value.toFixed(0) : value.toFixed(1);
+  // Sub-millisecond tiers (rules, cache) would all read 0.0 with one decimal.
+  return value >= 100 ? value.toFixed(0) : value < 1 ? value.toFixed(2) : value.toFixed(1);
 }
 
 /** Cuts text to `width` characters, marking the cut with an ellipsis. */
@@ -45,7 +46,10 @@ function table(header: readonly string[], rows: readonly (readonly string[])[]):
 function headline(metrics: EvalMetrics): string[] {
   const line = (label: string, value: string): string => `${label.padEnd(20)}${value}`;
   return [
-    line('Examples', `${metrics.count} (${metrics.inScopeCount} in scope, ${metrics.outOfScopeCount} out of scope)`),
+    line(
+      'Examples',
+      `${metrics.count} (${metrics.inScopeCount} in scope, ${metrics.outOfScopeCount} out of scope)`,
+    ),
     line(
       'Accuracy',
       `${percent(metrics.accuracy)} strict, ${percent(metrics.accuracyWithAlternates)} counting alternates`,
@@ -118,9 +122,7 @@ function topConfusions(metrics: EvalMetrics): string[] {
   );
   confusions.sort(
     (a, b) =>
-      b.count - a.count ||
-      a.expected.localeCompare(b.expected) ||
-      a.predicted.localeCompare(b.predicted),
+      b.count - a.count || a.expected.localeCompare(b.expected) || a.predicted.localeCompare(b.predicted),
   );
   if (confusions.length === 0) return ['no confusions'];
   // Half the width each keeps the longest line within REPORT_WIDTH.
@@ -167,7 +169,10 @@ function latency(metrics: EvalMetrics): string[] {
     .sort(([a, shareA], [b, shareB]) => shareB - shareA || a.localeCompare(b))
     .map(([method, share]) => `${method} ${percent(share)}`);
   return [
-    ...table(['tier (ms)', 'count', 'p50', 'p95', 'p99', 'max'], [row('total', metrics.latency.overall), ...tiers]),
+    ...table(
+      ['tier (ms)', 'count', 'p50', 'p95', 'p99', 'max'],
+      [row('total', metrics.latency.overall), ...tiers],
+    ),
     ...wrap(`Decided by: ${methods.length === 0 ? 'nothing' : methods.join(', ')}`),
   ];
 }

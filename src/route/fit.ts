@@ -206,7 +206,9 @@ export function fitThresholds(rows: readonly FitRow[], options: FitOptions = {})
     const { top, second } = topTwo(row.candidates);
     // No threshold makes the router answer these, so they only ever count as refused.
     if (top === undefined || top.skill === NONE) continue;
-    const confidenceIndex = countPassing(confidenceGrid, (threshold) => passesConfidence(top.score, threshold));
+    const confidenceIndex = countPassing(confidenceGrid, (threshold) =>
+      passesConfidence(top.score, threshold),
+    );
     const marginIndex = countPassing(marginGrid, (threshold) => passesMargin(top.score - second, threshold));
     const cell = confidenceIndex * width + marginIndex;
     const gain = (includesLabel(row, top.skill) ? 1 : 0) - correctIfRefused;

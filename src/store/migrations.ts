@@ -60,14 +60,19 @@ export interface SchemaState {
   objectCount: number;
 }
 
-/** Reads the markers that tell a fresh file, one of our ledgers and someone else's database apart. */
+/**
+ * Reads the markers that tell a fresh file, one of our ledgers and someone else's database apart.
+ * One statement, so all three come from the same snapshot: read separately, they could straddle another
+ * process's migration commit and show tables without our application id, i.e. look foreign.
+ */
 export function readSchemaState(database: Database.Database): SchemaState {
-  const applicationId = database.pragma('application_id', { simple: true }) as number;
-  const userVersion = database.pragma('user_version', { simple: true }) as number;
-  const { count } = database
-    .prepare("SELECT count(*) AS count FROM sqlite_master WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\'")
-    .get() as { count: number };
-  return { applicationId, userVersion, objectCount: count };
+  return database
+    .prepare(
+      'SELECT (SELECT application_id FROM pragma_application_id) AS applicationId, ' +
+        '(SELECT user_version FROM pragma_user_version) AS userVersion, ' +
+        "(SELECT count(*) FROM sqlite_master WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\') AS objectCount",
+    )
+    .get() as SchemaState;
 }
 
 /** Why a database cannot be used as a ledger, or `undefined` when it can. */
