@@ -234,7 +234,12 @@ function readEnvironment(env: NodeJS.ProcessEnv): EnvironmentSettings {
   assign('confidenceThreshold', fraction('SWITCHBOARD_ROUTE_CONFIDENCE_THRESHOLD'));
   assign('marginThreshold', fraction('SWITCHBOARD_ROUTE_MARGIN_THRESHOLD'));
   assign('rulesFile', text('SWITCHBOARD_ROUTE_RULES_FILE'));
-  assign('examples', text('SWITCHBOARD_ROUTE_EXAMPLES')?.split(',').map((value) => value.trim()));
+  assign(
+    'examples',
+    text('SWITCHBOARD_ROUTE_EXAMPLES')
+      ?.split(',')
+      .map((value) => value.trim()),
+  );
   assign('strict', flag('SWITCHBOARD_ROUTE_STRICT'));
   assign('cache', flag('SWITCHBOARD_ROUTE_CACHE'));
   return settings;

@@ -16,8 +16,12 @@ export interface LoadDatasetOptions {
 /**
  * Reads a labelled dataset: JSONL rows `{text, expected, alternates?}` (`expected: "none"` means the
  * request must be refused), or CLINC150's JSON object of splits, each a list of `[text, intent]`.
+ * The reference may name splits after a `#`: `data_full.json#test,oos_test`. A JSON file of several
+ * splits must name them, so that no test split leaks into training by accident.
  */
-export function loadDataset(file: string, options: LoadDatasetOptions = {}): LabelledExample[] {
+export function loadDataset(reference: string, options: LoadDatasetOptions = {}): LabelledExample[] {
+  const { file, splits: referencedSplits } = parseDatasetReference(reference);
+  if (referencedSplits !== undefined) options = { ...options, splits: referencedSplits };
   let content: string;
   try {
     content = readFileSync(file, 'utf8');
@@ -37,6 +41,20 @@ export function loadDataset(file: string, options: LoadDatasetOptions = {}): Lab
     });
   }
   return parseJsonLines(file, content);
+}
+
+/** Splits `path#a,b` into the file and its split names. */
+export function parseDatasetReference(reference: string): { file: string; splits?: string[] } {
+  const hash = reference.lastIndexOf('#');
+  if (hash <= 0) return { file: reference };
+  const splits = reference
+    .slice(hash + 1)
+    .split(',')
+    .map((split) => split.trim())
+    .filter((split) => split !== '');
+  return splits.length === 0
+    ? { file: reference.slice(0, hash) }
+    : { file: reference.slice(0, hash), splits };
 }
 
 function looksLikeJsonLines(text: string): boolean {
@@ -80,7 +98,10 @@ function parseJsonLines(file: string, content: string): LabelledExample[] {
         hint: 'use "expected": "none" for requests that must be refused',
       });
     }
-    if (alternates !== undefined && !(Array.isArray(alternates) && alternates.every((a) => typeof a === 'string'))) {
+    if (
+      alternates !== undefined &&
+      !(Array.isArray(alternates) && alternates.every((a) => typeof a === 'string'))
+    ) {
       throw new SwitchboardError('DATASET_INVALID', `${where}: "alternates" must be a list of skill names`);
     }
     const row: LabelledExample = { text, expected: normalizeLabel(expected) };
@@ -95,15 +116,30 @@ function parseJsonLines(file: string, content: string): LabelledExample[] {
   return rows;
 }
 
-function parseClincJson(file: string, content: string, splits: readonly string[] | undefined): LabelledExample[] {
+function parseClincJson(
+  file: string,
+  content: string,
+  splits: readonly string[] | undefined,
+): LabelledExample[] {
   const parsed = safeJsonParse(content);
-  if (!parsed.ok || typeof parsed.value !== 'object' || parsed.value === null || Array.isArray(parsed.value)) {
+  if (
+    !parsed.ok ||
+    typeof parsed.value !== 'object' ||
+    parsed.value === null ||
+    Array.isArray(parsed.value)
+  ) {
     throw new SwitchboardError('DATASET_INVALID', `${file} is not a JSON object of splits`, {
       hint: 'expected CLINC150 JSON ({"train": [[text, intent], ...], ...}) or JSONL rows',
     });
   }
   const all = parsed.value as Record<string, unknown>;
-  const names = splits ?? Object.keys(all);
+  const available = Object.keys(all);
+  if (splits === undefined && available.length > 1) {
+    throw new SwitchboardError('DATASET_INVALID', `${file} holds several splits; name the ones to use`, {
+      hint: `write ${file}#${available.slice(0, 2).join(',')} (splits: ${available.join(', ')})`,
+    });
+  }
+  const names = splits ?? available;
   const rows: LabelledExample[] = [];
   for (const name of names) {
     const split = all[name];

@@ -78,7 +78,16 @@ export interface Router {
   readonly model: LocalModel | undefined;
   /** Hash identifying the skill set (recorded in the ledger). */
   readonly skillsHash: string;
-  route(text: string, options?: { abortSignal?: AbortSignal; tags?: Record<string, string> }): Promise<RouteDecision>;
+  route(
+    text: string,
+    options?: { abortSignal?: AbortSignal; tags?: Record<string, string> },
+  ): Promise<RouteDecision>;
+  /**
+   * Every skill's raw score for a request before any threshold: the matching rule's skill at score 1
+   * (rules are not subject to thresholds), otherwise the model's full distribution, `none` included.
+   * What `switchboard fit` tunes thresholds on. Uses neither the cache nor the ledger.
+   */
+  rank(text: string): { method: RouteMethod; candidates: RouteCandidate[] };
   close(): void;
 }
 
@@ -101,7 +110,10 @@ export function createRouter({
   _internal = {},
 }: RouterOptions = {}): Router {
   if (!(ROUTE_MODES as readonly string[]).includes(mode)) {
-    throw new SwitchboardError('INVALID_INPUT', `"mode" must be one of ${ROUTE_MODES.join(', ')}, got "${mode}"`);
+    throw new SwitchboardError(
+      'INVALID_INPUT',
+      `"mode" must be one of ${ROUTE_MODES.join(', ')}, got "${mode}"`,
+    );
   }
   checkFraction('confidenceThreshold', confidenceThreshold);
   checkFraction('marginThreshold', marginThreshold);
@@ -120,14 +132,19 @@ export function createRouter({
     skills = skillsFromLabels(labelled);
   }
   if (skills.length === 0) {
-    throw new SwitchboardError('SKILLS_INVALID', 'no routes: give a skills folder or labelled training examples', {
-      hint: 'pass --skills DIR, or --train FILE with {text, expected} rows',
-    });
+    throw new SwitchboardError(
+      'SKILLS_INVALID',
+      'no routes: give a skills folder or labelled training examples',
+      {
+        hint: 'pass --skills DIR, or --train FILE with {text, expected} rows',
+      },
+    );
   }
   checkLabels(labelled, skills);
 
   const allRules = [...(rulesFile === undefined ? [] : loadRulesFile(rulesFile)), ...rules];
-  const tiers: RouteTier[] = [new RulesTier(skills, allRules, rulesFile ?? 'rules')];
+  const rulesTier = new RulesTier(skills, allRules, rulesFile ?? 'rules');
+  const tiers: RouteTier[] = [rulesTier];
   let model: LocalModel | undefined;
   if (mode === 'local') {
     const examples: TrainingExample[] = [
@@ -161,7 +178,9 @@ export function createRouter({
     const started = now();
     const warnings: string[] = [];
     if (text.length > MAX_ROUTED_CHARACTERS) {
-      warnings.push(`request cut to its first ${MAX_ROUTED_CHARACTERS} of ${text.length} characters for routing`);
+      warnings.push(
+        `request cut to its first ${MAX_ROUTED_CHARACTERS} of ${text.length} characters for routing`,
+      );
     }
     const routedText = text.slice(0, MAX_ROUTED_CHARACTERS);
     const normalized = normalizeRequest(routedText);
@@ -230,6 +249,21 @@ export function createRouter({
     return decision;
   }
 
+  function rank(text: string): { method: RouteMethod; candidates: RouteCandidate[] } {
+    const routedText = text.slice(0, MAX_ROUTED_CHARACTERS);
+    const rule = rulesTier.decide({
+      text: routedText,
+      normalized: normalizeRequest(routedText),
+      candidates: [],
+    });
+    if (rule !== undefined) return { method: 'rules', candidates: [{ skill: rule.skill, score: 1 }] };
+    if (model === undefined) return { method: 'default', candidates: [] };
+    const candidates = model.classifier
+      .predict(routedText)
+      .map((prediction) => ({ skill: prediction.label, score: prediction.probability }));
+    return { method: 'local', candidates };
+  }
+
   return {
     mode,
     skills,
@@ -237,6 +271,7 @@ export function createRouter({
     model,
     skillsHash,
     route,
+    rank,
     close() {
       if (ownsLedger) ledger?.close();
       cache?.clear();
@@ -246,7 +281,10 @@ export function createRouter({
 
 function checkFraction(name: string, value: number): void {
   if (typeof value !== 'number' || !(value >= 0 && value <= 1)) {
-    throw new SwitchboardError('INVALID_INPUT', `Expected "${name}" to be a number between 0 and 1, got ${value}`);
+    throw new SwitchboardError(
+      'INVALID_INPUT',
+      `Expected "${name}" to be a number between 0 and 1, got ${value}`,
+    );
   }
 }
 
@@ -269,9 +307,13 @@ function checkLabels(rows: readonly LabelledExample[], skills: readonly Skill[])
       .slice(0, 5)
       .map(([label, count]) => `"${label}" (${count})`)
       .join(', ');
-    throw new SwitchboardError('DATASET_INVALID', `training examples use labels that are not skills: ${listed}`, {
-      hint: `label each example with a skill name or "${NONE}"`,
-      details: { unknownLabels: Object.fromEntries(unknown) },
-    });
+    throw new SwitchboardError(
+      'DATASET_INVALID',
+      `training examples use labels that are not skills: ${listed}`,
+      {
+        hint: `label each example with a skill name or "${NONE}"`,
+        details: { unknownLabels: Object.fromEntries(unknown) },
+      },
+    );
   }
 }

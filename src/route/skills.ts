@@ -92,7 +92,9 @@ export function loadSkills(directory: string, options: LoadSkillsOptions = {}): 
 
 /** Markdown files that may be skills, in a stable (sorted) order. */
 function findSkillFiles(directory: string): string[] {
-  const entries = readdirSync(directory, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name));
+  const entries = readdirSync(directory, { withFileTypes: true }).sort((a, b) =>
+    a.name.localeCompare(b.name),
+  );
   if (entries.some((entry) => entry.isFile() && entry.name === SKILL_FILE)) {
     return [join(directory, SKILL_FILE)];
   }
@@ -152,7 +154,8 @@ function parseSkillFile(file: string): Skill | { reason: string } | undefined {
   if (!Array.isArray(patterns)) return patterns;
   for (const pattern of patterns) {
     const problem = regexProblem(pattern);
-    if (problem !== undefined) return { reason: `pattern ${JSON.stringify(pattern)} is not a valid regex: ${problem}` };
+    if (problem !== undefined)
+      return { reason: `pattern ${JSON.stringify(pattern)} is not a valid regex: ${problem}` };
   }
   const category = fields['category'];
   if (category !== undefined && typeof category !== 'string') {
@@ -203,4 +206,3 @@ export function hashSkills(skills: readonly Skill[]): string {
   }
   return hash.digest('hex').slice(0, 16);
 }
-

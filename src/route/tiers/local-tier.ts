@@ -1,5 +1,13 @@
 import { createHash } from 'node:crypto';
-import { mkdirSync, readdirSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import {
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  statSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { NONE } from '../../core/route-types.js';
 import { applyThresholds } from '../fit.js';
@@ -99,21 +107,28 @@ export interface LocalTierOptions {
 /** The learned model as a routing tier: a probability per skill, abstaining when unsure. */
 export class LocalTier implements RouteTier {
   readonly method = 'local' as const;
+  private readonly classifier: TextClassifier;
+  private readonly options: LocalTierOptions;
 
-  constructor(
-    private readonly classifier: TextClassifier,
-    private readonly options: LocalTierOptions,
-  ) {}
+  constructor(classifier: TextClassifier, options: LocalTierOptions) {
+    this.classifier = classifier;
+    this.options = options;
+  }
 
   decide({ text }: TierInput): TierVerdict {
     const predictions = this.classifier.predict(text);
-    const candidates = predictions.map((prediction) => ({ skill: prediction.label, score: prediction.probability }));
+    const candidates = predictions.map((prediction) => ({
+      skill: prediction.label,
+      score: prediction.probability,
+    }));
     const { confidenceThreshold, marginThreshold } = this.options;
     const verdict = applyThresholds(candidates, { confidenceThreshold, marginThreshold });
     const top = candidates[0];
     const second = candidates[1];
     const margin = (top?.score ?? 0) - (second?.score ?? 0);
-    const listed = candidates.filter((candidate) => candidate.skill !== NONE).slice(0, this.options.topCandidates);
+    const listed = candidates
+      .filter((candidate) => candidate.skill !== NONE)
+      .slice(0, this.options.topCandidates);
     let reasoning: string;
     if (verdict.skill !== NONE) {
       reasoning = `model: ${verdict.skill} p=${format(top?.score)}, margin ${format(margin)} over ${second?.skill ?? 'nothing'}`;

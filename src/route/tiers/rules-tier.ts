@@ -43,7 +43,9 @@ export class RulesTier implements RouteTier {
           hint: `use one of: ${[...known].join(', ')}, or ${NONE}`,
         });
       }
-      this.rules.push(compileRule(rule.pattern, rule.skill, rule.confidence ?? DEFAULT_RULE_CONFIDENCE, where));
+      this.rules.push(
+        compileRule(rule.pattern, rule.skill, rule.confidence ?? DEFAULT_RULE_CONFIDENCE, where),
+      );
     }
     for (const skill of skills) {
       for (const pattern of skill.patterns) {
@@ -74,9 +76,13 @@ export class RulesTier implements RouteTier {
 function compileRule(pattern: string, skill: string, confidence: number, origin: string): CompiledRule {
   const problem = regexProblem(pattern);
   if (problem !== undefined) {
-    throw new SwitchboardError('CONFIG_INVALID', `${origin}: pattern ${JSON.stringify(pattern)} is invalid: ${problem}`, {
-      hint: 'fix the regular expression',
-    });
+    throw new SwitchboardError(
+      'CONFIG_INVALID',
+      `${origin}: pattern ${JSON.stringify(pattern)} is invalid: ${problem}`,
+      {
+        hint: 'fix the regular expression',
+      },
+    );
   }
   if (!(confidence >= 0 && confidence <= 1)) {
     throw new SwitchboardError('CONFIG_INVALID', `${origin}: confidence must be between 0 and 1`);
@@ -115,10 +121,16 @@ export function loadRulesFile(file: string): RouteRule[] {
   return list.map((entry: unknown, index) => {
     const rule = entry as Partial<RouteRule> | null;
     if (typeof rule?.pattern !== 'string' || typeof rule.skill !== 'string') {
-      throw new SwitchboardError('CONFIG_INVALID', `rules file ${file}: rule ${index + 1} needs "pattern" and "skill"`);
+      throw new SwitchboardError(
+        'CONFIG_INVALID',
+        `rules file ${file}: rule ${index + 1} needs "pattern" and "skill"`,
+      );
     }
     if (rule.confidence !== undefined && typeof rule.confidence !== 'number') {
-      throw new SwitchboardError('CONFIG_INVALID', `rules file ${file}: rule ${index + 1} "confidence" must be a number`);
+      throw new SwitchboardError(
+        'CONFIG_INVALID',
+        `rules file ${file}: rule ${index + 1} "confidence" must be a number`,
+      );
     }
     const result: RouteRule = { pattern: rule.pattern, skill: rule.skill };
     if (rule.confidence !== undefined) result.confidence = rule.confidence;

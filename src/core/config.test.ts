@@ -1,0 +1,60 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { DEFAULT_CONFIDENCE_THRESHOLD, loadConfig } from './config.js';
+
+function directoryWith(yaml?: string): string {
+  const dir = mkdtempSync(join(tmpdir(), 'switchboard-config-'));
+  if (yaml !== undefined) writeFileSync(join(dir, 'switchboard.yaml'), yaml);
+  return dir;
+}
+
+describe('loadConfig', () => {
+  it('uses defaults when there is no file', () => {
+    const cwd = directoryWith();
+    const config = loadConfig({ cwd, env: {} });
+    expect(config.route).toMatchObject({ mode: 'local', confidenceThreshold: DEFAULT_CONFIDENCE_THRESHOLD });
+    expect(config.stateDir).toBe(join(cwd, '.switchboard'));
+    expect(config.ledger).toEqual({ enabled: true, storeText: false });
+  });
+
+  it('layers file < environment < overrides and resolves paths against the file', () => {
+    const cwd = directoryWith(
+      'route:\n  skills: skills\n  mode: rules-only\n  confidence_threshold: 0.4\n  margin_threshold: 0.2\n',
+    );
+    const fromFile = loadConfig({ cwd, env: {} });
+    expect(fromFile.route).toMatchObject({
+      skills: join(cwd, 'skills'),
+      mode: 'rules-only',
+      confidenceThreshold: 0.4,
+      marginThreshold: 0.2,
+    });
+    const env = { SWITCHBOARD_ROUTE_CONFIDENCE_THRESHOLD: '0.6', SWITCHBOARD_ROUTE_MODE: 'local' };
+    const fromEnv = loadConfig({ cwd, env });
+    expect(fromEnv.route).toMatchObject({ confidenceThreshold: 0.6, mode: 'local', marginThreshold: 0.2 });
+    const fromFlags = loadConfig({ cwd, env, overrides: { route: { confidenceThreshold: 0.7 } } });
+    expect(fromFlags.route.confidenceThreshold).toBe(0.7);
+  });
+
+  it('names the key and the problem in a bad file', () => {
+    expect(() => loadConfig({ cwd: directoryWith('route:\n  confidence_threshold: 2\n'), env: {} })).toThrow(
+      /route\.confidence_threshold/,
+    );
+    expect(() => loadConfig({ cwd: directoryWith('route:\n  mdoe: local\n'), env: {} })).toThrow(
+      expect.objectContaining({ code: 'CONFIG_INVALID' }),
+    );
+    expect(() => loadConfig({ cwd: directoryWith('route: [\n'), env: {} })).toThrow(/not valid YAML/);
+  });
+
+  it('rejects bad environment values and a missing --config file', () => {
+    const cwd = directoryWith();
+    expect(() => loadConfig({ cwd, env: { SWITCHBOARD_ROUTE_MARGIN_THRESHOLD: 'lots' } })).toThrow(
+      /SWITCHBOARD_ROUTE_MARGIN_THRESHOLD=lots/,
+    );
+    expect(() => loadConfig({ cwd, env: { SWITCHBOARD_ROUTE_MODE: 'psychic' } })).toThrow(
+      /not a routing mode/,
+    );
+    expect(() => loadConfig({ cwd, env: {}, configFile: 'nope.yaml' })).toThrow(/does not exist/);
+  });
+});

@@ -1,0 +1,41 @@
+/** Switchboard's public library API. The CLI (`switchboard`) is a thin layer over these. */
+export { createRouter, type Router, type RouterOptions } from './route/router.js';
+export {
+  loadSkills,
+  type LoadSkillsOptions,
+  type LoadSkillsResult,
+  type SkillProblem,
+} from './route/skills.js';
+export { loadDataset, type LoadDatasetOptions } from './route/datasets.js';
+export { evaluateRouter, fitRouter, rankExamples, type FitReport } from './route/evaluate.js';
+export { computeMetrics, type EvalMetrics, type ScoredRow } from './route/metrics.js';
+export {
+  applyThresholds,
+  fitThresholds,
+  type FitObjective,
+  type FitResult,
+  type Thresholds,
+} from './route/fit.js';
+export { formatEvalReport } from './route/eval-report.js';
+export type { RouteRule } from './route/tiers/rules-tier.js';
+export type { RouteTier, TierInput, TierVerdict } from './route/tier.js';
+export { loadConfig, type LoadConfigOptions, type SwitchboardConfig } from './core/config.js';
+export {
+  EXIT_CODES,
+  ERROR_CODES,
+  exitCodeFor,
+  isSwitchboardError,
+  SwitchboardError,
+  type ErrorCode,
+} from './core/errors.js';
+export {
+  NONE,
+  ROUTE_MODES,
+  type LabelledExample,
+  type RouteCandidate,
+  type RouteDecision,
+  type RouteMethod,
+  type RouteMode,
+  type Skill,
+} from './core/route-types.js';
+export { openLedger, type Ledger } from './store/ledger.js';

@@ -1,0 +1,91 @@
+import { NONE, type LabelledExample } from '../core/route-types.js';
+import { SwitchboardError } from '../core/errors.js';
+import { fitThresholds, type FitObjective, type FitResult, type FitRow, type Thresholds } from './fit.js';
+import { computeMetrics, toScoredRow, type EvalMetrics, type ScoredRow } from './metrics.js';
+import type { Router } from './router.js';
+
+/**
+ * Routes every example and measures the result. Decisions go through `router.route`, the same path
+ * a user's requests take (give it a router without cache or ledger to measure the tiers alone).
+ */
+export async function evaluateRouter(
+  router: Router,
+  examples: readonly LabelledExample[],
+): Promise<{ metrics: EvalMetrics; rows: ScoredRow[] }> {
+  checkDatasetLabels(router, examples);
+  const rows: ScoredRow[] = [];
+  for (const example of examples) {
+    const decision = await router.route(example.text.trim() === '' ? '(empty)' : example.text);
+    rows.push(toScoredRow(example, decision));
+  }
+  return { metrics: computeMetrics(rows), rows };
+}
+
+/**
+ * Scores examples with the router's raw candidates, ready for `fitThresholds` or `scoreWithThresholds`.
+ * Only the top two candidates are kept: the abstain rule reads no more, and with 150 routes the full
+ * lists of a few thousand rows would cost a hundred megabytes.
+ */
+export function rankExamples(router: Router, examples: readonly LabelledExample[]): FitRow[] {
+  checkDatasetLabels(router, examples);
+  return examples.map((example) => ({
+    expected: example.expected,
+    ...(example.alternates === undefined ? {} : { alternates: example.alternates }),
+    candidates: router.rank(example.text).candidates.slice(0, 2),
+  }));
+}
+
+export interface FitReport {
+  thresholds: FitResult;
+  /** The held-out figures at the fitted thresholds, when a test set was given. */
+  test?: FitResult;
+}
+
+/** Picks thresholds on tuning examples and reports a held-out set at those thresholds. */
+export function fitRouter(
+  router: Router,
+  tune: readonly LabelledExample[],
+  test: readonly LabelledExample[] | undefined,
+  objective: FitObjective = 'balanced',
+): FitReport {
+  const thresholds = fitThresholds(rankExamples(router, tune), { objective });
+  if (test === undefined) return { thresholds };
+  return { thresholds, test: scoreWithThresholds(rankExamples(router, test), thresholds, objective) };
+}
+
+/** The figures a threshold pair gives on ranked rows (a one-point grid search). */
+export function scoreWithThresholds(
+  rows: readonly FitRow[],
+  thresholds: Thresholds,
+  objective: FitObjective,
+): FitResult {
+  return fitThresholds(rows, {
+    objective,
+    confidenceGrid: [thresholds.confidenceThreshold],
+    marginGrid: [thresholds.marginThreshold],
+  });
+}
+
+/** A dataset whose labels the router cannot produce would make every metric quietly wrong. */
+function checkDatasetLabels(router: Router, examples: readonly LabelledExample[]): void {
+  if (examples.length === 0) {
+    throw new SwitchboardError('DATASET_INVALID', 'the dataset holds no examples', {
+      hint: 'check the file and the split names',
+    });
+  }
+  const known = new Set(router.skills.map((skill) => skill.name));
+  const unknown = new Set<string>();
+  for (const example of examples) {
+    for (const label of [example.expected, ...(example.alternates ?? [])]) {
+      if (label !== NONE && !known.has(label)) unknown.add(label);
+    }
+  }
+  if (unknown.size > 0) {
+    const listed = [...unknown].slice(0, 5).join(', ');
+    throw new SwitchboardError(
+      'DATASET_INVALID',
+      `the dataset uses ${unknown.size} label(s) that are not routes: ${listed}`,
+      { hint: `label rows with skill names from the skills folder or "${NONE}"` },
+    );
+  }
+}

@@ -1,0 +1,29 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+const root = join(import.meta.dirname, '..');
+const stamp = join(root, 'dist/.build-stamp');
+
+function newestSource(directory: string): number {
+  let newest = 0;
+  for (const entry of readdirSync(directory, { withFileTypes: true })) {
+    const path = join(directory, entry.name);
+    newest = Math.max(newest, entry.isDirectory() ? newestSource(path) : statSync(path).mtimeMs);
+  }
+  return newest;
+}
+
+/** CLI tests run the built CLI; build it first when any source is newer than the last build. */
+export default function setup(): void {
+  if (existsSync(stamp) && statSync(stamp).mtimeMs >= newestSource(join(root, 'src'))) return;
+  execFileSync(
+    process.execPath,
+    [join(root, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'],
+    {
+      cwd: root,
+      stdio: 'inherit',
+    },
+  );
+  writeFileSync(stamp, '');
+}

@@ -1,0 +1,172 @@
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { openLedger } from '../src/store/ledger.js';
+
+const root = join(import.meta.dirname, '..');
+const cli = join(root, 'dist/cli/main.js');
+const skills = join(root, 'test/fixtures/skills');
+const brokenSkills = join(root, 'test/fixtures/broken-skills');
+const devSet = join(root, 'test/fixtures/dev.jsonl');
+
+interface Run {
+  status: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the built CLI in a fresh working directory, so each test has its own ledger and models. */
+function run(
+  args: string[],
+  options: { input?: string | Buffer; cwd?: string; env?: Record<string, string> } = {},
+): Run {
+  const cwd = options.cwd ?? mkdtempSync(join(tmpdir(), 'switchboard-cli-'));
+  const result = spawnSync(process.execPath, [cli, ...args], {
+    cwd,
+    input: options.input ?? '',
+    encoding: 'utf8',
+    env: { ...process.env, ...options.env },
+  });
+  return { status: result.status, stdout: result.stdout, stderr: result.stderr };
+}
+
+function expectOneLineError(result: Run, status: number, pattern: RegExp): void {
+  expect(result.status).toBe(status);
+  const lines = result.stderr.trim().split('\n');
+  expect(lines).toHaveLength(1);
+  expect(lines[0]).toMatch(/^switchboard: /);
+  expect(lines[0]).toMatch(pattern);
+  expect(result.stderr).not.toMatch(/\n\s+at /);
+}
+
+describe('switchboard route', () => {
+  it('prints a readable decision and exits 0 when routed', () => {
+    const result = run(['route', '--skills', skills, 'the app crashes whenever I save']);
+    expect(result.stderr).toBe('');
+    expect(result.status).toBe(0);
+    expect(result.stdout).toMatch(/^fix-bug\s+confidence 0\.\d\d\s+via local/);
+    expect(result.stdout).toMatch(/candidates: fix-bug/);
+  });
+
+  it('prints the RouteDecision as JSON and exits 10 when it abstains', () => {
+    const result = run(['route', '--skills', skills, '--json', 'order a large pepperoni pizza for dinner']);
+    expect(result.status).toBe(10);
+    const decision = JSON.parse(result.stdout) as Record<string, unknown>;
+    expect(decision).toMatchObject({ skill: 'none', method: 'local' });
+    for (const field of ['id', 'confidence', 'reasoning', 'candidates', 'costUsd', 'durationMs', 'timings']) {
+      expect(decision).toHaveProperty(field);
+    }
+  });
+
+  it('reads the request from standard input, including invalid UTF-8 and 100 kB of text', () => {
+    const piped = run(['route', '--skills', skills, '--json'], { input: 'add a dark mode setting\n' });
+    expect(JSON.parse(piped.stdout)).toMatchObject({ skill: 'add-feature' });
+    const invalid = run(['route', '--skills', skills, '--json', '-'], {
+      input: Buffer.from([
+        0x66, 0x69, 0x78, 0x20, 0xff, 0xfe, 0xc3, 0x28, 0x20, 0x63, 0x72, 0x61, 0x73, 0x68,
+      ]),
+    });
+    expect([0, 10]).toContain(invalid.status);
+    expect(JSON.parse(invalid.stdout)).toHaveProperty('skill');
+    const huge = run(['route', '--skills', skills, '--json'], {
+      input: 'the app crashes on save. '.repeat(4000),
+    });
+    expect(huge.status).toBe(0);
+    expect(JSON.parse(huge.stdout).warnings[0]).toMatch(/cut to its first/);
+  });
+
+  it('rejects an empty request with a one-line error and exit 2', () => {
+    expectOneLineError(run(['route', '--skills', skills, '   ']), 2, /request is empty/);
+    expectOneLineError(run(['route', '--skills', skills], { input: '' }), 2, /request is empty/);
+  });
+
+  it('names a missing or empty skills folder (exit 4)', () => {
+    expectOneLineError(run(['route', '--skills', '/no/such/skills', 'hi']), 4, /does not exist.*--skills/);
+    const empty = mkdtempSync(join(tmpdir(), 'switchboard-empty-'));
+    expectOneLineError(run(['route', '--skills', empty, 'hi']), 4, /no skills found/);
+    expectOneLineError(run(['route', 'hi']), 2, /no skills given/);
+  });
+
+  it('warns about broken skill files and still routes, unless --strict', () => {
+    const result = run(['route', '--skills', brokenSkills, 'the app crashes on startup']);
+    expect(result.status).toBe(0);
+    expect(result.stderr).toMatch(/bad-yaml\.md: front matter is not valid YAML/);
+    expect(result.stderr).toMatch(/zz-duplicate\.md: duplicate skill name "fix-bug"/);
+    expectOneLineError(run(['route', '--strict', '--skills', brokenSkills, 'crash']), 4, /bad-yaml\.md/);
+  });
+
+  it('rejects an unknown mode, a bad threshold and a malformed config', () => {
+    expectOneLineError(run(['route', '--skills', skills, '--mode', 'psychic', 'x']), 2, /not a routing mode/);
+    expect(run(['route', '--skills', skills, '--confidence-threshold', '7', 'x']).status).toBe(2);
+    const cwd = mkdtempSync(join(tmpdir(), 'switchboard-config-'));
+    writeFileSync(join(cwd, 'switchboard.yaml'), 'route:\n  mode: [local\n');
+    expectOneLineError(run(['route', '--skills', skills, 'x'], { cwd }), 3, /not valid YAML/);
+  });
+
+  it('takes thresholds from the config file, the environment and flags, in that order', () => {
+    const cwd = mkdtempSync(join(tmpdir(), 'switchboard-precedence-'));
+    writeFileSync(
+      join(cwd, 'switchboard.yaml'),
+      `route:\n  skills: ${skills}\n  confidence_threshold: 0.99\n`,
+    );
+    const text = 'the app crashes whenever I save';
+    expect(run(['route', text], { cwd }).status).toBe(10);
+    const env = { SWITCHBOARD_ROUTE_CONFIDENCE_THRESHOLD: '0.01' };
+    expect(run(['route', text], { cwd, env }).status).toBe(0);
+    expect(run(['route', '--confidence-threshold', '0.99', text], { cwd, env }).status).toBe(10);
+  });
+
+  it('records decisions from several processes routing at once, none lost', async () => {
+    const cwd = mkdtempSync(join(tmpdir(), 'switchboard-concurrent-'));
+    run(['route', '--skills', skills, 'warm the model cache'], { cwd });
+    const processes = 6;
+    const perProcess = 5;
+    const script = `for line in $(seq 1 ${perProcess}); do "${process.execPath}" "${cli}" route --skills "${skills}" "crash number $line $$" >/dev/null; done`;
+    const codes = await Promise.all(
+      Array.from(
+        { length: processes },
+        () =>
+          new Promise<number | null>((resolve) => {
+            const child = spawn('bash', ['-c', script], { cwd, stdio: ['ignore', 'ignore', 'inherit'] });
+            child.on('exit', resolve);
+          }),
+      ),
+    );
+    expect(codes.every((code) => code === 0)).toBe(true);
+    const ledger = openLedger({ stateDir: join(cwd, '.switchboard') });
+    expect(ledger.countRouteDecisions()).toBe(1 + processes * perProcess);
+    ledger.close();
+  });
+});
+
+describe('switchboard eval and fit', () => {
+  it('evaluates a labelled dataset as a table and as JSON', () => {
+    const table = run(['eval', '--skills', skills, '--dataset', devSet]);
+    expect(table.status).toBe(0);
+    expect(table.stdout).toMatch(/accuracy/i);
+    const json = run(['eval', '--skills', skills, '--dataset', devSet, '--json']);
+    const { metrics } = JSON.parse(json.stdout) as { metrics: Record<string, unknown> };
+    expect(metrics).toMatchObject({ count: 5, inScopeCount: 4, outOfScopeCount: 1 });
+    expect(metrics['accuracy']).toBeGreaterThanOrEqual(0.6);
+  });
+
+  it('rejects a dataset with labels that are not skills (exit 5)', () => {
+    const cwd = mkdtempSync(join(tmpdir(), 'switchboard-labels-'));
+    writeFileSync(join(cwd, 'bad.jsonl'), '{"text": "x", "expected": "ghost"}\n');
+    expectOneLineError(run(['eval', '--skills', skills, '--dataset', 'bad.jsonl'], { cwd }), 5, /"?ghost"?/);
+  });
+
+  it('fits thresholds on a tuning set and reports the held-out set apart', () => {
+    const result = run(['fit', '--skills', skills, '--dataset', devSet, '--test', devSet, '--json']);
+    expect(result.status).toBe(0);
+    const report = JSON.parse(result.stdout) as {
+      thresholds: Record<string, number>;
+      test: Record<string, number>;
+    };
+    expect(report.thresholds.confidenceThreshold).toBeGreaterThanOrEqual(0);
+    expect(report.test.count).toBe(5);
+    expect(run(['fit', '--skills', skills, '--dataset', devSet]).stdout).toMatch(/confidence_threshold: /);
+  });
+});
