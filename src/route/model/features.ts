@@ -1,7 +1,8 @@
 /**
  * Turns request text into sparse features: word unigrams and bigrams plus character n-grams taken
  * inside word boundaries. Character n-grams let the model match inflections and typos it never saw
- * ("broke" shares "<bro", "brok" with "broken"); word n-grams keep phrase-level signal.
+ * ("broke" shares "<bro", "brok" with "broken"); word n-grams keep phrase-level signal. Stop words
+ * can be kept apart in a block of their own so that, in a tiny training set, they carry no route.
  */
 
 /** Which feature families to extract and how much each weighs. */
@@ -14,13 +15,23 @@ export interface FeatureOptions {
   wordWeight: number;
   /** Weight of the character n-gram block. */
   charWeight: number;
+  /** Weight of the function-word block: stop words and the bigrams that contain one. */
+  functionWordWeight: number;
+  /**
+   * Whether stop words go to their own, lightly weighted block (and make no character n-grams);
+   * otherwise they are ordinary words. Right for a few phrases per label, where idf cannot tell "can
+   * you" from "crash"; wrong for thousands of examples, where the model learns what they are worth.
+   */
+  separateFunctionWords: boolean;
 }
 
 export const DEFAULT_FEATURE_OPTIONS: Readonly<FeatureOptions> = {
-  minCharGram: 2,
+  minCharGram: 3,
   maxCharGram: 5,
   wordWeight: 1,
   charWeight: 1,
+  functionWordWeight: 0.25,
+  separateFunctionWords: true,
 };
 
 /**
@@ -37,9 +48,16 @@ const WORD_SEED = 0x811c9dc5;
 const BIGRAM_SEED = 0x01000193;
 const CHAR_SEED = 0x9e3779b1;
 
-/** Splits text into lower-case words; apostrophes are dropped so "what's" and "whats" match. */
+/**
+ * Splits text into lower-case words. A possessive or contracted "'s" is dropped ("something's" →
+ * "something", "user's" → "user"); other apostrophes are removed so "doesn't" and "doesnt" match.
+ */
 export function tokenize(text: string): string[] {
-  const normalized = text.normalize('NFKC').toLowerCase().replace(/['’`]/g, '');
+  const normalized = text
+    .normalize('NFKC')
+    .toLowerCase()
+    .replace(/(\p{L})['’`]s\b/gu, '$1')
+    .replace(/['’`]/g, '');
   const words: string[] = [];
   for (const match of normalized.matchAll(/[\p{L}\p{N}]+/gu)) {
     const word = match[0];
@@ -64,12 +82,33 @@ export function hashString(text: string, seed: number): number {
 }
 
 /**
+ * English function words: pronouns, articles, auxiliaries, prepositions, conjunctions (after NLTK's
+ * list, apostrophes dropped as `tokenize` does). Negations ("not", "doesnt") are deliberately absent:
+ * "it doesn't work" is a request about a defect. In a training set of a few dozen phrases idf cannot
+ * tell these words from content words, so without this list "can you" or "with the" could carry a route.
+ */
+export const STOP_WORDS: ReadonlySet<string> = new Set(
+  (
+    'i me my myself we our ours ourselves you your yours yourself yourselves he him his himself she her ' +
+    'hers herself it its itself they them their theirs themselves what which who whom whose this that ' +
+    'these those am is are was were be been being have has had having do does did doing a an the and ' +
+    'but if or because as until while of at by for with about against between into through during ' +
+    'before after above below to from up down in out on off over under again further then once here ' +
+    'there when where why how all any both each few more most other some such only own same so than ' +
+    'too very s t can will just should now d ll m o re ve y ma could would shall might must also ' +
+    'please us lets whats thats theres heres im ive youre weve theyre hes shes youd youll ' +
+    'something anything everything nothing someone anyone everyone somebody anybody everybody'
+  ).split(' '),
+);
+
+/**
  * Raw feature counts of one text, split by block: keys are 32-bit feature hashes, values are term
  * counts. Weighting (idf, sublinear tf, normalisation) is applied later by the vocabulary.
  */
 export interface RawFeatures {
   words: Map<number, number>;
   chars: Map<number, number>;
+  functionWords: Map<number, number>;
 }
 
 function increment(counts: Map<number, number>, key: number): void {
@@ -81,10 +120,21 @@ export function extractFeatures(text: string, options: FeatureOptions): RawFeatu
   const words = tokenize(text);
   const wordCounts = new Map<number, number>();
   const charCounts = new Map<number, number>();
+  const functionCounts = new Map<number, number>();
   for (let index = 0; index < words.length; index++) {
     const word = words[index] as string;
+    const isFunction = options.separateFunctionWords && STOP_WORDS.has(word);
+    const previous = index > 0 ? (words[index - 1] as string) : undefined;
+    if (previous !== undefined) {
+      // A bigram with a stop word in it ("the build", "can you") is as weak a cue as the stop word.
+      const weak = isFunction || (options.separateFunctionWords && STOP_WORDS.has(previous));
+      increment(weak ? functionCounts : wordCounts, hashString(`${previous} ${word}`, BIGRAM_SEED));
+    }
+    if (isFunction) {
+      increment(functionCounts, hashString(word, WORD_SEED));
+      continue;
+    }
     increment(wordCounts, hashString(word, WORD_SEED));
-    if (index > 0) increment(wordCounts, hashString(`${words[index - 1] as string} ${word}`, BIGRAM_SEED));
     const marked = `<${word}>`;
     for (let size = options.minCharGram; size <= options.maxCharGram; size++) {
       if (size > marked.length) break;
@@ -93,5 +143,5 @@ export function extractFeatures(text: string, options: FeatureOptions): RawFeatu
       }
     }
   }
-  return { words: wordCounts, chars: charCounts };
+  return { words: wordCounts, chars: charCounts, functionWords: functionCounts };
 }

@@ -1,12 +1,17 @@
 import { crc32 } from 'node:zlib';
 import { NONE } from '../../core/route-types.js';
-import { DEFAULT_FEATURE_OPTIONS, extractFeatures, type FeatureOptions, type RawFeatures } from './features.js';
+import {
+  DEFAULT_FEATURE_OPTIONS,
+  extractFeatures,
+  type FeatureOptions,
+  type RawFeatures,
+} from './features.js';
 
 /**
  * Identifies the feature extraction, training algorithm and binary layout. Part of the router's cache
  * key: bump it whenever any of them changes so stale cached models are retrained, never misread.
  */
-export const MODEL_VERSION = 'tfidf-softmax-1';
+export const MODEL_VERSION = 'tfidf-softmax-2';
 
 /** One labelled training text. `label` may be `NONE`: an out-of-scope example the router must refuse. */
 export interface TrainingExample {
@@ -24,16 +29,30 @@ export interface Prediction {
 export interface TrainOptions {
   /** Seed of the example shuffling; the same examples and seed give the same model. @default 1 */
   seed?: number;
-  /** Passes over the examples. @default 12 */
+  /** Passes over the examples. @default 7, more for small sets so training takes at least 2,000 steps */
   epochs?: number;
-  /** Initial SGD step size, decayed linearly to zero. @default 0.5 */
+  /** Initial SGD step size, decayed linearly to zero. @default 4 */
   learningRate?: number;
-  /** L2 penalty on the weights, which keeps probabilities from becoming overconfident. @default 1e-5 */
+  /** L2 penalty on the weights, applied once per epoch; it made the few-shot dev sets worse. @default 0 */
   l2?: number;
   /** Features seen in fewer training texts than this are dropped. @default 1 */
   minDocumentFrequency?: number;
+  /**
+   * Feature extraction. `separateFunctionWords` defaults to true when the labels average fewer than
+   * 20 examples each (skills described in a sentence) and false for larger sets.
+   */
   features?: Partial<FeatureOptions>;
 }
+
+/**
+ * Seven passes suffice with thousands of examples; a few dozen skill phrases need many more passes
+ * to converge, so small training sets get enough epochs to take at least MIN_STEPS steps.
+ */
+const MIN_EPOCHS = 7;
+const MAX_EPOCHS = 200;
+const MIN_STEPS = 2000;
+/** Below this many examples per label, stop words are kept apart from content words (see FeatureOptions). */
+const FEW_SHOT_EXAMPLES_PER_LABEL = 20;
 
 interface ResolvedTrainOptions {
   seed: number;
@@ -42,6 +61,7 @@ interface ResolvedTrainOptions {
   l2: number;
   minDocumentFrequency: number;
   features: FeatureOptions;
+  gradientFloor: number;
 }
 
 /** A sparse, L2-normalised feature vector over vocabulary indices. */
@@ -53,7 +73,7 @@ interface SparseVector {
 /** Magic bytes "SWTC" (Switchboard text classifier) at the start of every serialized model. */
 const MAGIC = 0x43545753;
 /** Version of the binary layout below; independent of MODEL_VERSION so layout errors read clearly. */
-const FORMAT_VERSION = 1;
+const FORMAT_VERSION = 2;
 
 /** What the JSON header of a serialized model holds. */
 interface SerializedHeader {
@@ -76,9 +96,18 @@ export class TextClassifier {
   private readonly vocabulary: Map<number, number>;
   private readonly featureHashes: Uint32Array;
   private readonly inverseDocumentFrequency: Float32Array;
-  /** Row-major: one row of `labels.length` weights per feature. */
+  /**
+   * Row-major: one row of `labels.length` weights per feature. There is no bias term: a request
+   * with no known feature then scores every label alike (a flat, refusable prediction) instead of
+   * going to whichever label had the most training phrases.
+   */
   private readonly weights: Float32Array;
-  private readonly bias: Float32Array;
+  /**
+   * Unseen features still count towards a text's norm (at the idf of a feature seen nowhere), so a
+   * request made mostly of words the skills never mention gets a short vector and a flat, low-confidence
+   * prediction instead of having one accidental overlap normalised up to full strength.
+   */
+  private readonly unseenFeatureWeight: number;
 
   private constructor(
     labels: readonly string[],
@@ -86,14 +115,15 @@ export class TextClassifier {
     featureHashes: Uint32Array,
     inverseDocumentFrequency: Float32Array,
     weights: Float32Array,
-    bias: Float32Array,
   ) {
     this.labels = Object.freeze([...labels]);
     this.featureOptions = featureOptions;
     this.featureHashes = featureHashes;
     this.inverseDocumentFrequency = inverseDocumentFrequency;
     this.weights = weights;
-    this.bias = bias;
+    let maxIdf = 1;
+    for (const idf of inverseDocumentFrequency) if (idf > maxIdf) maxIdf = idf;
+    this.unseenFeatureWeight = maxIdf;
     this.vocabulary = new Map();
     for (let index = 0; index < featureHashes.length; index++) {
       this.vocabulary.set(featureHashes[index] as number, index);
@@ -102,19 +132,23 @@ export class TextClassifier {
 
   /** Trains a classifier. Deterministic: the same examples (in the same order) and options give the same model. */
   static train(examples: readonly TrainingExample[], options: TrainOptions = {}): TextClassifier {
-    const resolved = resolveOptions(options);
     const labels = [...new Set(examples.map((example) => example.label))].sort();
     if (labels.length === 0) throw new Error('cannot train a text classifier without examples');
+    const resolved = resolveOptions(options, examples.length, labels.length);
     const labelIndex = new Map(labels.map((label, index) => [label, index]));
 
-    const raw = examples.map((example) => extractFeatures(example.text, resolved.features));
+    // Features are extracted twice (counting, then vectorising) rather than kept: 15,000 texts' Maps
+    // would cost over 100 MB of resident memory for a saving of a fraction of a second.
     const documentFrequency = new Map<number, number>();
-    for (const features of raw) {
-      for (const block of [features.words, features.chars]) {
+    for (const example of examples) {
+      const features = extractFeatures(example.text, resolved.features);
+      for (const block of [features.words, features.chars, features.functionWords]) {
         for (const hash of block.keys()) documentFrequency.set(hash, (documentFrequency.get(hash) ?? 0) + 1);
       }
     }
-    const kept = [...documentFrequency.entries()].filter(([, count]) => count >= resolved.minDocumentFrequency);
+    const kept = [...documentFrequency.entries()].filter(
+      ([, count]) => count >= resolved.minDocumentFrequency,
+    );
     const featureHashes = Uint32Array.from(kept.map(([hash]) => hash));
     // Smoothed idf (as in scikit-learn) so a feature present in every text still counts a little.
     const inverseDocumentFrequency = Float32Array.from(
@@ -122,20 +156,20 @@ export class TextClassifier {
     );
     const classCount = labels.length;
     const weights = new Float32Array(featureHashes.length * classCount);
-    const bias = new Float32Array(classCount);
     const model = new TextClassifier(
       labels,
       resolved.features,
       featureHashes,
       inverseDocumentFrequency,
       weights,
-      bias,
     );
     if (classCount === 1) return model;
 
-    const vectors = raw.map((features) => model.vectorize(features));
+    const vectors = examples.map((example) =>
+      model.vectorize(extractFeatures(example.text, resolved.features)),
+    );
     const targets = Int32Array.from(examples.map((example) => labelIndex.get(example.label) as number));
-    trainSoftmax(vectors, targets, weights, bias, classCount, resolved);
+    trainSoftmax(vectors, targets, weights, classCount, resolved);
     return model;
   }
 
@@ -155,7 +189,7 @@ export class TextClassifier {
   probabilities(text: string): Float64Array {
     const vector = this.vectorize(extractFeatures(text, this.featureOptions));
     const scores = new Float64Array(this.labels.length);
-    scoreInto(vector, this.weights, this.bias, scores);
+    scoreInto(vector, this.weights, scores);
     softmaxInPlace(scores);
     return scores;
   }
@@ -170,7 +204,7 @@ export class TextClassifier {
     };
     const headerBytes = new TextEncoder().encode(JSON.stringify(header));
     const headerEnd = align4(12 + headerBytes.length);
-    const arrays = [this.featureHashes, this.inverseDocumentFrequency, this.weights, this.bias];
+    const arrays = [this.featureHashes, this.inverseDocumentFrequency, this.weights];
     const bodyLength = arrays.reduce((total, array) => total + array.byteLength, 0);
     const bytes = new Uint8Array(headerEnd + bodyLength + 4);
     const view = new DataView(bytes.buffer);
@@ -205,7 +239,9 @@ export class TextClassifier {
     if (12 + headerLength > checksumOffset) fail('header length out of range');
     let header: SerializedHeader;
     try {
-      header = JSON.parse(new TextDecoder().decode(bytes.subarray(12, 12 + headerLength))) as SerializedHeader;
+      header = JSON.parse(
+        new TextDecoder().decode(bytes.subarray(12, 12 + headerLength)),
+      ) as SerializedHeader;
     } catch {
       return fail('header is not valid JSON');
     }
@@ -217,23 +253,20 @@ export class TextClassifier {
     const classCount = header.labels.length;
     if (!Number.isInteger(featureCount) || featureCount < 0) fail('bad feature count');
     let offset = align4(12 + headerLength);
-    const expectedEnd = offset + 4 * (featureCount * 2 + featureCount * classCount + classCount);
+    const expectedEnd = offset + 4 * (featureCount * 2 + featureCount * classCount);
     if (expectedEnd !== checksumOffset) fail('body length does not match the header');
     const featureHashes = new Uint32Array(featureCount);
     offset = readLittleEndian32(view, offset, featureHashes);
     const inverseDocumentFrequency = new Float32Array(featureCount);
     offset = readLittleEndian32(view, offset, inverseDocumentFrequency);
     const weights = new Float32Array(featureCount * classCount);
-    offset = readLittleEndian32(view, offset, weights);
-    const bias = new Float32Array(classCount);
-    readLittleEndian32(view, offset, bias);
+    readLittleEndian32(view, offset, weights);
     return new TextClassifier(
       header.labels,
       { ...DEFAULT_FEATURE_OPTIONS, ...header.features },
       featureHashes,
       inverseDocumentFrequency,
       weights,
-      bias,
     );
   }
 
@@ -245,24 +278,31 @@ export class TextClassifier {
       [features.words, this.featureOptions.wordWeight],
       [features.chars, this.featureOptions.charWeight],
     ];
+    if (this.featureOptions.separateFunctionWords) {
+      blocks.push([features.functionWords, this.featureOptions.functionWordWeight]);
+    }
     let totalSquared = 0;
     for (const [counts, blockWeight] of blocks) {
       const start = values.length;
       let squared = 0;
       for (const [hash, count] of counts) {
         const index = this.vocabulary.get(hash);
+        const idf =
+          index === undefined ? this.unseenFeatureWeight : (this.inverseDocumentFrequency[index] as number);
+        const value = (1 + Math.log(count)) * idf;
+        squared += value * value;
         if (index === undefined) continue;
-        const value = (1 + Math.log(count)) * (this.inverseDocumentFrequency[index] as number);
         indices.push(index);
         values.push(value);
-        squared += value * value;
       }
+      // Every block counts towards the total, present or not, so a request of stop words alone
+      // stays a short vector (weak evidence) instead of being normalised up to full strength.
+      totalSquared += blockWeight * blockWeight;
       if (squared === 0) continue;
       const scale = blockWeight / Math.sqrt(squared);
       for (let position = start; position < values.length; position++) {
         values[position] = (values[position] as number) * scale;
       }
-      totalSquared += blockWeight * blockWeight;
     }
     if (totalSquared > 0) {
       const scale = 1 / Math.sqrt(totalSquared);
@@ -274,20 +314,27 @@ export class TextClassifier {
   }
 }
 
-function resolveOptions(options: TrainOptions): ResolvedTrainOptions {
+function resolveOptions(
+  options: TrainOptions,
+  exampleCount: number,
+  labelCount: number,
+): ResolvedTrainOptions {
+  const separateFunctionWords =
+    options.features?.separateFunctionWords ?? exampleCount / labelCount < FEW_SHOT_EXAMPLES_PER_LABEL;
   return {
     seed: options.seed ?? 1,
-    epochs: options.epochs ?? 12,
-    learningRate: options.learningRate ?? 0.5,
-    l2: options.l2 ?? 1e-5,
+    epochs: options.epochs ?? Math.min(MAX_EPOCHS, Math.max(MIN_EPOCHS, Math.ceil(MIN_STEPS / exampleCount))),
+    learningRate: options.learningRate ?? 4,
+    l2: options.l2 ?? 0,
     minDocumentFrequency: options.minDocumentFrequency ?? 1,
-    features: { ...DEFAULT_FEATURE_OPTIONS, ...options.features },
+    features: { ...DEFAULT_FEATURE_OPTIONS, ...options.features, separateFunctionWords },
+    gradientFloor: 1e-4,
   };
 }
 
-function scoreInto(vector: SparseVector, weights: Float32Array, bias: Float32Array, scores: Float64Array): void {
+function scoreInto(vector: SparseVector, weights: Float32Array, scores: Float64Array): void {
   const classCount = scores.length;
-  for (let label = 0; label < classCount; label++) scores[label] = bias[label] as number;
+  scores.fill(0);
   const { indices, values } = vector;
   for (let position = 0; position < indices.length; position++) {
     const row = (indices[position] as number) * classCount;
@@ -311,21 +358,29 @@ function softmaxInPlace(scores: Float64Array): void {
 }
 
 /**
- * Plain SGD on the softmax cross-entropy with a linearly decaying step. L2 decay is applied only to
- * the rows an example touches (a common sparse approximation) so each step stays O(nonzeros × labels).
+ * Plain SGD on the class-balanced softmax cross-entropy with a linearly decaying step; optional L2
+ * decay once per epoch.
  */
 function trainSoftmax(
   vectors: readonly SparseVector[],
   targets: Int32Array,
   weights: Float32Array,
-  bias: Float32Array,
   classCount: number,
   options: ResolvedTrainOptions,
 ): void {
   const random = mulberry32(options.seed);
   const order = Int32Array.from(vectors.keys());
   const scores = new Float64Array(classCount);
+  const active = new Int32Array(classCount);
   const totalSteps = Math.max(1, options.epochs * vectors.length);
+  // Each label carries the same total weight: a skill whose description splits into many phrases
+  // must not become the default answer just by having more of them.
+  const labelCounts = new Float64Array(classCount);
+  for (const target of targets) labelCounts[target] = (labelCounts[target] as number) + 1;
+  const presentLabels = labelCounts.filter((count) => count > 0).length;
+  const labelWeights = labelCounts.map((count) =>
+    count === 0 ? 0 : vectors.length / (presentLabels * count),
+  );
   let step = 0;
   for (let epoch = 0; epoch < options.epochs; epoch++) {
     shuffle(order, random);
@@ -333,22 +388,37 @@ function trainSoftmax(
       const rate = options.learningRate * Math.max(1e-4, 1 - step / totalSteps);
       step++;
       const vector = vectors[exampleIndex] as SparseVector;
-      scoreInto(vector, weights, bias, scores);
+      scoreInto(vector, weights, scores);
       softmaxInPlace(scores);
       const target = targets[exampleIndex] as number;
       scores[target] = (scores[target] as number) - 1;
+      const exampleWeight = labelWeights[target] as number;
+      let activeCount = 0;
       for (let label = 0; label < classCount; label++) {
-        bias[label] = (bias[label] as number) - rate * (scores[label] as number);
+        const gradient = (scores[label] as number) * exampleWeight;
+        scores[label] = gradient;
+        // Labels with a negligible gradient are skipped: after the first epoch that is most of them.
+        if (gradient > options.gradientFloor || gradient < -options.gradientFloor) {
+          active[activeCount++] = label;
+        }
       }
-      const decay = 1 - rate * options.l2;
       const { indices, values } = vector;
       for (let position = 0; position < indices.length; position++) {
         const row = (indices[position] as number) * classCount;
-        const step = rate * (values[position] as number);
-        for (let label = 0; label < classCount; label++) {
-          weights[row + label] = (weights[row + label] as number) * decay - step * (scores[label] as number);
+        const scaled = rate * (values[position] as number);
+        for (let slot = 0; slot < activeCount; slot++) {
+          const label = active[slot] as number;
+          weights[row + label] = (weights[row + label] as number) - scaled * (scores[label] as number);
         }
       }
+    }
+    if (options.l2 > 0) {
+      const decay = Math.max(
+        0,
+        1 - options.learningRate * options.l2 * vectors.length * (1 - step / totalSteps),
+      );
+      for (let index = 0; index < weights.length; index++)
+        weights[index] = (weights[index] as number) * decay;
     }
   }
 }
@@ -390,7 +460,9 @@ function writeLittleEndian32(view: DataView, offset: number, array: Uint32Array 
 function readLittleEndian32(view: DataView, offset: number, into: Uint32Array | Float32Array): number {
   const isFloat = into instanceof Float32Array;
   for (let index = 0; index < into.length; index++) {
-    into[index] = isFloat ? view.getFloat32(offset + index * 4, true) : view.getUint32(offset + index * 4, true);
+    into[index] = isFloat
+      ? view.getFloat32(offset + index * 4, true)
+      : view.getUint32(offset + index * 4, true);
   }
   return offset + into.length * 4;
 }

@@ -1,0 +1,155 @@
+import { describe, expect, it } from 'vitest';
+import { NONE } from '../../core/route-types.js';
+import { DEFAULT_CONFIDENCE_THRESHOLD, DEFAULT_MARGIN_THRESHOLD } from '../../core/config.js';
+import { applyThresholds } from '../fit.js';
+import { MODEL_VERSION, TextClassifier, type Prediction, type TrainingExample } from './text-classifier.js';
+
+/** The router's abstain rule at the default thresholds: the top label, or `none`. */
+function decide(predictions: readonly Prediction[]): string {
+  const candidates = predictions.map((prediction) => ({
+    skill: prediction.label,
+    score: prediction.probability,
+  }));
+  return applyThresholds(candidates, {
+    confidenceThreshold: DEFAULT_CONFIDENCE_THRESHOLD,
+    marginThreshold: DEFAULT_MARGIN_THRESHOLD,
+  }).skill;
+}
+
+/** A small synthetic routing task: three routes with a few phrasings each, plus out-of-scope rows. */
+const EXAMPLES: TrainingExample[] = [
+  { text: 'the build is broken', label: 'bugs' },
+  { text: 'the app crashes on startup', label: 'bugs' },
+  { text: 'this throws an error when I click save', label: 'bugs' },
+  { text: 'fix the failing login', label: 'bugs' },
+  { text: 'add a dark mode setting', label: 'features' },
+  { text: 'build a new export command', label: 'features' },
+  { text: 'we need an option to filter results', label: 'features' },
+  { text: 'implement search in the sidebar', label: 'features' },
+  { text: 'update the readme', label: 'docs' },
+  { text: 'write a tutorial for new users', label: 'docs' },
+  { text: 'document the api reference', label: 'docs' },
+  { text: 'improve the user guide', label: 'docs' },
+];
+
+const WITH_NONE: TrainingExample[] = [
+  ...EXAMPLES,
+  { text: 'what is the weather tomorrow', label: NONE },
+  { text: 'tell me a joke', label: NONE },
+  { text: 'order a pizza for dinner', label: NONE },
+  { text: 'play some music', label: NONE },
+];
+
+describe('TextClassifier', () => {
+  const model = TextClassifier.train(EXAMPLES);
+
+  it('learns a small task', () => {
+    expect(model.labels).toEqual(['bugs', 'docs', 'features']);
+    expect(model.predict('the app crashes')[0]?.label).toBe('bugs');
+    expect(model.predict('add a new setting')[0]?.label).toBe('features');
+    expect(model.predict('update the tutorial')[0]?.label).toBe('docs');
+  });
+
+  it('generalises to unseen word forms through character n-grams', () => {
+    // "broke" and "crashing" never occur in training; "broken" and "crashes" do.
+    expect(model.predict('why this broke')[0]?.label).toBe('bugs');
+    expect(model.predict('crashing constantly')[0]?.label).toBe('bugs');
+    expect(model.predict('documentation please')[0]?.label).toBe('docs');
+  });
+
+  it('returns every label, probabilities summing to 1, best first', () => {
+    const predictions = model.predict('the build crashes');
+    expect(predictions.map((prediction) => prediction.label).sort()).toEqual([...model.labels].sort());
+    const total = predictions.reduce((sum, prediction) => sum + prediction.probability, 0);
+    expect(total).toBeCloseTo(1, 6);
+    for (let index = 1; index < predictions.length; index++) {
+      expect(predictions[index - 1]?.probability).toBeGreaterThanOrEqual(
+        predictions[index]?.probability ?? 0,
+      );
+    }
+    expect(model.predict('the build crashes', 2)).toHaveLength(2);
+    expect(model.predict('the build crashes', 0)).toHaveLength(0);
+  });
+
+  it('is deterministic for a given seed', () => {
+    const again = TextClassifier.train(EXAMPLES);
+    expect(again.predict('fix the export command')).toEqual(model.predict('fix the export command'));
+    expect(Buffer.from(again.serialize()).equals(Buffer.from(model.serialize()))).toBe(true);
+    const otherSeed = TextClassifier.train(EXAMPLES, { seed: 7 });
+    expect(otherSeed.predict('the app crashes')[0]?.label).toBe('bugs');
+  });
+
+  it('round-trips through serialize/deserialize with identical predictions', () => {
+    const restored = TextClassifier.deserialize(model.serialize());
+    expect(restored.labels).toEqual(model.labels);
+    for (const text of ['the build is broken', 'a brand new feature', 'docs', '', 'zzz qqq']) {
+      expect(restored.predict(text)).toEqual(model.predict(text));
+    }
+  });
+
+  it('rejects corrupt, truncated, foreign and outdated bytes with a clear error', () => {
+    const bytes = model.serialize();
+    const flipped = bytes.slice();
+    flipped[Math.floor(flipped.length / 2)] = (flipped[Math.floor(flipped.length / 2)] ?? 0) ^ 0xff;
+    expect(() => TextClassifier.deserialize(flipped)).toThrow(/checksum/);
+    expect(() => TextClassifier.deserialize(bytes.subarray(0, bytes.length - 10))).toThrow(/text classifier/);
+    expect(() => TextClassifier.deserialize(new Uint8Array(3))).toThrow(/too short/);
+    expect(() => TextClassifier.deserialize(new TextEncoder().encode('{"not":"a model at all"}'))).toThrow(
+      /not a Switchboard text classifier/,
+    );
+    const otherFormat = bytes.slice();
+    new DataView(otherFormat.buffer).setUint32(4, 999, true);
+    expect(() => TextClassifier.deserialize(otherFormat)).toThrow(/binary format 999/);
+    expect(MODEL_VERSION).toMatch(/\S/);
+  });
+
+  it('does not throw on empty, whitespace, huge or odd Unicode input', () => {
+    const inputs = [
+      '',
+      '   \n\t ',
+      'x'.repeat(100_000),
+      'fix the bug '.repeat(10_000),
+      '🔥🔥 ça plante 💥 \u0000 \uD800 ﷽ 𝔟𝔲𝔤',
+      '日本語のテキストが壊れた',
+    ];
+    for (const text of inputs) {
+      const predictions = model.predict(text);
+      expect(predictions).toHaveLength(3);
+      const total = predictions.reduce((sum, prediction) => sum + prediction.probability, 0);
+      expect(total).toBeCloseTo(1, 6);
+      for (const prediction of predictions) expect(Number.isFinite(prediction.probability)).toBe(true);
+    }
+  });
+
+  it('learns a NONE class from out-of-scope examples', () => {
+    const withNone = TextClassifier.train(WITH_NONE);
+    expect(withNone.labels).toContain(NONE);
+    expect(withNone.predict('what is the weather like')[0]?.label).toBe(NONE);
+    expect(withNone.predict('tell me a joke please')[0]?.label).toBe(NONE);
+    expect(withNone.predict('the app crashes on save')[0]?.label).toBe('bugs');
+  });
+
+  it('is less confident on unrelated requests than on related ones', () => {
+    const unrelated = model.predict('quarterly tax filing deadline in norway')[0]?.probability ?? 1;
+    const related = model.predict('the app crashes on startup')[0]?.probability ?? 0;
+    expect(unrelated).toBeLessThan(related - 0.3);
+    expect(decide(model.predict('the app crashes on startup', 2))).toBe('bugs');
+  });
+
+  it('gives a flat prediction, not the most frequent label, when no feature is known', () => {
+    const unbalanced = TextClassifier.train([
+      ...EXAMPLES,
+      { text: 'the save button is broken', label: 'bugs' },
+      { text: 'the export crashes on large files', label: 'bugs' },
+      { text: 'an error appears after login', label: 'bugs' },
+    ]);
+    for (const prediction of unbalanced.predict('zzzz qqqq'))
+      expect(prediction.probability).toBeCloseTo(1 / 3, 6);
+  });
+
+  it('refuses to train on nothing and copes with a single label', () => {
+    expect(() => TextClassifier.train([])).toThrow(/without examples/);
+    const single = TextClassifier.train([{ text: 'anything', label: 'only' }]);
+    expect(single.predict('whatever')).toEqual([{ label: 'only', probability: 1 }]);
+  });
+});
