@@ -6,6 +6,7 @@ import { registerEvalCommand } from './eval.js';
 import { registerFitCommand } from './fit.js';
 import { registerRouteCommand } from './route.js';
 import { reportError } from './shared.js';
+import { registerSimCommand } from './sim.js';
 
 const packageJson = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
   version: string;
@@ -22,6 +23,7 @@ const program = new Command('switchboard')
 registerRouteCommand(program);
 registerEvalCommand(program);
 registerFitCommand(program);
+registerSimCommand(program);
 
 try {
   await program.parseAsync(process.argv);

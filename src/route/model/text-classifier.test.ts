@@ -87,6 +87,29 @@ describe('TextClassifier', () => {
     }
   });
 
+  it('stores weights as int8, about a quarter of their float32 size', () => {
+    // Forty labels, so the weight rows dominate the file as they do in a real model.
+    const many: TrainingExample[] = [];
+    for (let label = 0; label < 40; label++) {
+      for (const phrase of ['alpha task', 'beta job number', 'gamma request for']) {
+        many.push({ text: `${phrase} item${label} topic${label * 7}`, label: `label-${label}` });
+      }
+    }
+    const manyLabels = TextClassifier.train(many);
+    const bytes = manyLabels.serialize();
+    const headerLength = new DataView(bytes.buffer, bytes.byteOffset).getUint32(8, true);
+    const header = JSON.parse(new TextDecoder().decode(bytes.subarray(12, 12 + headerLength))) as {
+      featureCount: number;
+    };
+    const float32WeightBytes = header.featureCount * 40 * 4;
+    expect(bytes.length).toBeLessThan(float32WeightBytes * 0.35);
+    const restored = TextClassifier.deserialize(bytes);
+    for (const text of ['alpha task item3', 'gamma request for topic70', 'nothing known here']) {
+      expect(restored.probabilities(text)).toEqual(manyLabels.probabilities(text));
+    }
+    expect(manyLabels.predict('beta job number item12 topic84')[0]?.label).toBe('label-12');
+  });
+
   it('rejects corrupt, truncated, foreign and outdated bytes with a clear error', () => {
     const bytes = model.serialize();
     const flipped = bytes.slice();

@@ -11,7 +11,7 @@ import {
  * Identifies the feature extraction, training algorithm and binary layout. Part of the router's cache
  * key: bump it whenever any of them changes so stale cached models are retrained, never misread.
  */
-export const MODEL_VERSION = 'tfidf-softmax-2';
+export const MODEL_VERSION = 'tfidf-softmax-3';
 
 /** One labelled training text. `label` may be `NONE`: an out-of-scope example the router must refuse. */
 export interface TrainingExample {
@@ -73,7 +73,7 @@ interface SparseVector {
 /** Magic bytes "SWTC" (Switchboard text classifier) at the start of every serialized model. */
 const MAGIC = 0x43545753;
 /** Version of the binary layout below; independent of MODEL_VERSION so layout errors read clearly. */
-const FORMAT_VERSION = 2;
+const FORMAT_VERSION = 3;
 
 /** What the JSON header of a serialized model holds. */
 interface SerializedHeader {
@@ -103,6 +103,12 @@ export class TextClassifier {
    */
   private readonly weights: Float32Array;
   /**
+   * Per-feature scale of the int8 weights: row `f` of `weights` holds `int8 × rowScales[f]`, rounded
+   * to float32. Weights are quantised when training ends, not when saving, so a trained model and
+   * the same model read back from disk predict bit for bit alike.
+   */
+  private readonly rowScales: Float32Array;
+  /**
    * Unseen features still count towards a text's norm (at the idf of a feature seen nowhere), so a
    * request made mostly of words the skills never mention gets a short vector and a flat, low-confidence
    * prediction instead of having one accidental overlap normalised up to full strength.
@@ -115,12 +121,14 @@ export class TextClassifier {
     featureHashes: Uint32Array,
     inverseDocumentFrequency: Float32Array,
     weights: Float32Array,
+    rowScales: Float32Array,
   ) {
     this.labels = Object.freeze([...labels]);
     this.featureOptions = featureOptions;
     this.featureHashes = featureHashes;
     this.inverseDocumentFrequency = inverseDocumentFrequency;
     this.weights = weights;
+    this.rowScales = rowScales;
     let maxIdf = 1;
     for (const idf of inverseDocumentFrequency) if (idf > maxIdf) maxIdf = idf;
     this.unseenFeatureWeight = maxIdf;
@@ -156,12 +164,14 @@ export class TextClassifier {
     );
     const classCount = labels.length;
     const weights = new Float32Array(featureHashes.length * classCount);
+    const rowScales = new Float32Array(featureHashes.length);
     const model = new TextClassifier(
       labels,
       resolved.features,
       featureHashes,
       inverseDocumentFrequency,
       weights,
+      rowScales,
     );
     if (classCount === 1) return model;
 
@@ -170,6 +180,7 @@ export class TextClassifier {
     );
     const targets = Int32Array.from(examples.map((example) => labelIndex.get(example.label) as number));
     trainSoftmax(vectors, targets, weights, classCount, resolved);
+    quantizeRows(weights, classCount, rowScales);
     return model;
   }
 
@@ -204,9 +215,9 @@ export class TextClassifier {
     };
     const headerBytes = new TextEncoder().encode(JSON.stringify(header));
     const headerEnd = align4(12 + headerBytes.length);
-    const arrays = [this.featureHashes, this.inverseDocumentFrequency, this.weights];
-    const bodyLength = arrays.reduce((total, array) => total + array.byteLength, 0);
-    const bytes = new Uint8Array(headerEnd + bodyLength + 4);
+    const arrays = [this.featureHashes, this.inverseDocumentFrequency, this.rowScales];
+    const arraysLength = arrays.reduce((total, array) => total + array.byteLength, 0);
+    const bytes = new Uint8Array(headerEnd + arraysLength + align4(this.weights.length) + 4);
     const view = new DataView(bytes.buffer);
     view.setUint32(0, MAGIC, true);
     view.setUint32(4, FORMAT_VERSION, true);
@@ -217,6 +228,8 @@ export class TextClassifier {
       writeLittleEndian32(view, offset, array);
       offset += array.byteLength;
     }
+    writeQuantizedRows(this.weights, this.rowScales, new Int8Array(bytes.buffer, offset, this.weights.length));
+    offset += align4(this.weights.length);
     view.setUint32(offset, crc32(bytes.subarray(0, offset)), true);
     return bytes;
   }
@@ -253,20 +266,27 @@ export class TextClassifier {
     const classCount = header.labels.length;
     if (!Number.isInteger(featureCount) || featureCount < 0) fail('bad feature count');
     let offset = align4(12 + headerLength);
-    const expectedEnd = offset + 4 * (featureCount * 2 + featureCount * classCount);
+    const expectedEnd = offset + 4 * featureCount * 3 + align4(featureCount * classCount);
     if (expectedEnd !== checksumOffset) fail('body length does not match the header');
     const featureHashes = new Uint32Array(featureCount);
     offset = readLittleEndian32(view, offset, featureHashes);
     const inverseDocumentFrequency = new Float32Array(featureCount);
     offset = readLittleEndian32(view, offset, inverseDocumentFrequency);
+    const rowScales = new Float32Array(featureCount);
+    offset = readLittleEndian32(view, offset, rowScales);
     const weights = new Float32Array(featureCount * classCount);
-    readLittleEndian32(view, offset, weights);
+    readQuantizedRows(
+      new Int8Array(bytes.buffer, bytes.byteOffset + offset, weights.length),
+      rowScales,
+      weights,
+    );
     return new TextClassifier(
       header.labels,
       { ...DEFAULT_FEATURE_OPTIONS, ...header.features },
       featureHashes,
       inverseDocumentFrequency,
       weights,
+      rowScales,
     );
   }
 
@@ -441,6 +461,47 @@ function shuffle(order: Int32Array, random: () => number): void {
     const held = order[index] as number;
     order[index] = order[other] as number;
     order[other] = held;
+  }
+}
+
+/** Largest int8 magnitude used; -128 is left out so the range is symmetric. */
+const INT8_LIMIT = 127;
+
+/**
+ * Rounds each feature's row of weights to int8 steps of a per-row scale (its largest magnitude / 127),
+ * in place, and records the scales. Per-row rather than global scales keep rare, strong features
+ * and common, weak ones equally precise; the on-disk model is then a quarter of its float32 size.
+ */
+function quantizeRows(weights: Float32Array, classCount: number, rowScales: Float32Array): void {
+  for (let row = 0; row < rowScales.length; row++) {
+    const start = row * classCount;
+    let largest = 0;
+    for (let index = start; index < start + classCount; index++) {
+      const magnitude = Math.abs(weights[index] as number);
+      if (magnitude > largest) largest = magnitude;
+    }
+    const scale = Math.fround(largest / INT8_LIMIT);
+    rowScales[row] = scale;
+    for (let index = start; index < start + classCount; index++) {
+      weights[index] = scale === 0 ? 0 : Math.round((weights[index] as number) / scale) * scale;
+    }
+  }
+}
+
+/** Writes quantised weights as int8; exact because every weight is already an int8 multiple of its scale. */
+function writeQuantizedRows(weights: Float32Array, rowScales: Float32Array, into: Int8Array): void {
+  const classCount = rowScales.length === 0 ? 0 : weights.length / rowScales.length;
+  for (let index = 0; index < weights.length; index++) {
+    const scale = rowScales[Math.floor(index / classCount)] as number;
+    into[index] = scale === 0 ? 0 : Math.round((weights[index] as number) / scale);
+  }
+}
+
+/** The inverse of `writeQuantizedRows`, with the same float32 rounding as `quantizeRows`. */
+function readQuantizedRows(from: Int8Array, rowScales: Float32Array, weights: Float32Array): void {
+  const classCount = rowScales.length === 0 ? 0 : weights.length / rowScales.length;
+  for (let index = 0; index < weights.length; index++) {
+    weights[index] = (from[index] as number) * (rowScales[Math.floor(index / classCount)] as number);
   }
 }
 

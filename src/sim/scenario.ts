@@ -1,0 +1,165 @@
+import { readFileSync } from 'node:fs';
+import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
+import { SwitchboardError } from '../core/errors.js';
+
+export const SIM_PROVIDERS = ['anthropic', 'gemini', 'openai'] as const;
+export type SimProvider = (typeof SIM_PROVIDERS)[number];
+
+const usageSchema = z.strictObject({
+  input: z.number().int().nonnegative().optional(),
+  output: z.number().int().nonnegative().optional(),
+  cacheRead: z.number().int().nonnegative().optional(),
+  cacheWrite: z.number().int().nonnegative().optional(),
+});
+
+const toolCallSchema = z.strictObject({
+  name: z.string().min(1),
+  input: z.record(z.string(), z.unknown()).default({}),
+  id: z.string().optional(),
+});
+
+const replySchema = z.strictObject({
+  /** Text of the answer. */
+  text: z.string().optional(),
+  /** A JSON value sent as the answer's text (or as Gemini/OpenAI structured output). */
+  json: z.unknown().optional(),
+  /** A tool call; `tools` for several in one answer. */
+  tool: toolCallSchema.optional(),
+  tools: z.array(toolCallSchema).optional(),
+  usage: usageSchema.optional(),
+  /** The model name the response reports (default: the one requested). */
+  model: z.string().optional(),
+  /** Milliseconds before the response starts. */
+  delayMs: z.number().nonnegative().optional(),
+  /** Streams only: milliseconds between the headers and the first content. */
+  firstTokenDelayMs: z.number().nonnegative().optional(),
+  /** Streams only: milliseconds between chunks. */
+  chunkDelayMs: z.number().nonnegative().optional(),
+  stopReason: z.string().optional(),
+});
+
+const faultSchema = z.strictObject({
+  /**
+   * `status`: an HTTP error (give `status`); `overload`: the provider's overload answer (Anthropic 529,
+   * others 503); `drop-before`: the connection closes before any response; `drop-during`: it closes in
+   * the middle of the body or stream; `stall`: headers are never sent; `malformed`: 200 with a body
+   * that is not valid JSON (or SSE whose data is not).
+   */
+  kind: z.enum(['status', 'overload', 'drop-before', 'drop-during', 'stall', 'malformed']).default('status'),
+  status: z.number().int().min(100).max(599).optional(),
+  /** Response body; default: the provider's own error shape. */
+  body: z.unknown().optional(),
+  message: z.string().optional(),
+  /** Seconds, sent as `retry-after`. */
+  retryAfter: z.number().nonnegative().optional(),
+  /** Milliseconds, sent as `retry-after-ms`. */
+  retryAfterMs: z.number().nonnegative().optional(),
+  /** Extra response headers. */
+  headers: z.record(z.string(), z.string()).optional(),
+  delayMs: z.number().nonnegative().optional(),
+});
+
+const matchSchema = z.strictObject({
+  provider: z.enum(SIM_PROVIDERS).optional(),
+  /** Regex (case-insensitive) on the requested model. */
+  model: z.string().optional(),
+  /** Regex (case-insensitive) on the text of the last user message. */
+  text: z.string().optional(),
+  /** Regex (case-insensitive) on the system prompt. */
+  system: z.string().optional(),
+  /** true: the request offers tools; false: it offers none; a string: a regex one tool name must match. */
+  tools: z.union([z.boolean(), z.string()]).optional(),
+  /** 1-based number of user turns in the request (a tool result counts as a turn). */
+  turn: z.number().int().positive().optional(),
+  stream: z.boolean().optional(),
+});
+
+const ruleSchema = z
+  .strictObject({
+    name: z.string().optional(),
+    match: matchSchema.default({}),
+    /** The rule stops matching after it has fired this many times. */
+    times: z.number().int().positive().optional(),
+    /** The rule matches only once it has been passed over (matched but skipped) this many times. */
+    after: z.number().int().nonnegative().optional(),
+    reply: replySchema.optional(),
+    fault: faultSchema.optional(),
+  })
+  .refine((rule) => (rule.reply === undefined) !== (rule.fault === undefined), {
+    message: 'a rule needs exactly one of "reply" or "fault"',
+  });
+
+export const scenarioSchema = z.strictObject({
+  rules: z.array(ruleSchema).default([]),
+  /** The answer when no rule matches. @default { text: 'ok' } */
+  fallback: replySchema.optional(),
+});
+
+export type Scenario = z.input<typeof scenarioSchema>;
+export type ScenarioRule = z.output<typeof ruleSchema>;
+export type ScenarioReply = z.output<typeof replySchema>;
+export type ScenarioFault = z.output<typeof faultSchema>;
+export type ScenarioMatch = z.output<typeof matchSchema>;
+export type ParsedScenario = z.output<typeof scenarioSchema>;
+
+/** Validates a scenario given as an object, naming the bad key. */
+export function parseScenario(value: unknown, source = 'scenario'): ParsedScenario {
+  const result = scenarioSchema.safeParse(value ?? {});
+  if (!result.success) {
+    const issue = result.error.issues[0];
+    const where = issue === undefined || issue.path.length === 0 ? '' : ` at "${issue.path.join('.')}"`;
+    throw new SwitchboardError(
+      'CONFIG_INVALID',
+      `${source}${where}: ${issue?.message ?? 'invalid scenario'}`,
+      {
+        hint: 'see "switchboard sim" in the README for the scenario format',
+      },
+    );
+  }
+  for (const [index, rule] of result.data.rules.entries()) {
+    for (const [key, pattern] of Object.entries({
+      model: rule.match.model,
+      text: rule.match.text,
+      system: rule.match.system,
+    })) {
+      if (pattern === undefined) continue;
+      try {
+        new RegExp(pattern, 'i');
+      } catch (error) {
+        throw new SwitchboardError(
+          'CONFIG_INVALID',
+          `${source} at "rules.${index}.match.${key}": invalid regex ${JSON.stringify(pattern)}`,
+          {
+            hint: 'fix the regular expression',
+            cause: error,
+          },
+        );
+      }
+    }
+  }
+  return result.data;
+}
+
+/** Reads a scenario file (YAML or JSON). */
+export function loadScenario(file: string): ParsedScenario {
+  let content: string;
+  try {
+    content = readFileSync(file, 'utf8');
+  } catch (error) {
+    throw new SwitchboardError('CONFIG_INVALID', `scenario file ${file} cannot be read`, {
+      hint: 'check the --scenario path',
+      cause: error,
+    });
+  }
+  let data: unknown;
+  try {
+    data = parseYaml(content);
+  } catch (error) {
+    const message = error instanceof Error ? error.message.split('\n')[0] : String(error);
+    throw new SwitchboardError('CONFIG_INVALID', `scenario file ${file} is not valid YAML/JSON: ${message}`, {
+      hint: 'fix the syntax at the position shown',
+    });
+  }
+  return parseScenario(data, file);
+}
