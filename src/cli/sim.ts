@@ -28,7 +28,10 @@ export function registerSimCommand(program: Command): void {
   program
     .command('sim')
     .description('run the LLM API simulator (Anthropic, Gemini, OpenAI wire protocols) for offline tests')
-    .option('--scenario <file>', 'YAML/JSON scenario: ordered rules that match requests and script answers or faults')
+    .option(
+      '--scenario <file>',
+      'YAML/JSON scenario: ordered rules that match requests and script answers or faults',
+    )
     .option('--port <port>', 'port to listen on; 0 picks a free one and prints it', parsePort, 0)
     .option('--host <host>', 'address to bind', '127.0.0.1')
     .option('--log <file>', 'append every request as a JSON line to this file')

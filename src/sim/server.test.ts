@@ -115,9 +115,8 @@ describe('simulator: Anthropic Messages', () => {
     const say = (content: string) =>
       client.messages.create({ ...ask, messages: [{ role: 'user', content }] });
     await expect(say('limit')).rejects.toMatchObject({ status: 429, headers: expect.anything() });
-    const limited = await say('limit').catch(
-      (error: unknown) => error as InstanceType<typeof Anthropic.APIError>,
-    );
+    const limited: unknown = await say('limit').catch((error: unknown) => error);
+    if (!(limited instanceof Anthropic.APIError)) throw new Error('expected an API error');
     expect(limited.headers?.get('retry-after')).toBe('7');
     expect(limited.error).toMatchObject({ error: { type: 'rate_limit_error' } });
     await expect(say('busy')).rejects.toMatchObject({ status: 529 });
