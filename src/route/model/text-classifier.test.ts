@@ -101,13 +101,28 @@ describe('TextClassifier', () => {
     const header = JSON.parse(new TextDecoder().decode(bytes.subarray(12, 12 + headerLength))) as {
       featureCount: number;
     };
-    const float32WeightBytes = header.featureCount * 40 * 4;
-    expect(bytes.length).toBeLessThan(float32WeightBytes * 0.35);
+    // The body (after the JSON header) against what float32 weights alone would take.
+    const bodyBytes = bytes.length - 12 - headerLength;
+    expect(bodyBytes).toBeLessThan(header.featureCount * 40 * 4 * 0.35);
     const restored = TextClassifier.deserialize(bytes);
     for (const text of ['alpha task item3', 'gamma request for topic70', 'nothing known here']) {
       expect(restored.probabilities(text)).toEqual(manyLabels.probabilities(text));
     }
     expect(manyLabels.predict('beta job number item12 topic84')[0]?.label).toBe('label-12');
+  });
+
+  it('averages a separate word model and character model when asked to', () => {
+    const ensemble = TextClassifier.train(WITH_NONE, { ensemble: true });
+    expect(ensemble.predict('the app crashes')[0]?.label).toBe('bugs');
+    expect(ensemble.predict('update the tutorial')[0]?.label).toBe('docs');
+    // Only the character model knows "crashing"; the word model, seeing nothing, stays flat.
+    expect(ensemble.predict('crashing constantly')[0]?.label).toBe('bugs');
+    const restored = TextClassifier.deserialize(ensemble.serialize());
+    for (const text of ['the build is broken', 'tell me a joke', 'zzz qqq']) {
+      expect(restored.probabilities(text)).toEqual(ensemble.probabilities(text));
+    }
+    for (const prediction of ensemble.predict('zzzz qqqq'))
+      expect(prediction.probability).toBeCloseTo(1 / ensemble.labels.length, 6);
   });
 
   it('rejects corrupt, truncated, foreign and outdated bytes with a clear error', () => {
@@ -157,6 +172,20 @@ describe('TextClassifier', () => {
     const related = model.predict('the app crashes on startup')[0]?.probability ?? 0;
     expect(unrelated).toBeLessThan(related - 0.3);
     expect(decide(model.predict('the app crashes on startup', 2))).toBe('bugs');
+  });
+
+  it('flattens a few-shot prediction that no training phrase explains', () => {
+    // Three labels put a flat prediction at 0.33, above the default confidence threshold, so only
+    // the margin can refuse; a stray n-gram overlap ("movie" and "improve") must not open one up.
+    for (const text of [
+      'recommend a good movie for tonight',
+      'translate good morning into spanish',
+      'play some relaxing music',
+    ]) {
+      expect(decide(model.predict(text, 2))).toBe(NONE);
+    }
+    expect(model.predict('the app crashes')[0]?.probability).toBeGreaterThan(0.9);
+    expect(decide(model.predict('update the tutorial', 2))).toBe('docs');
   });
 
   it('gives a flat prediction, not the most frequent label, when no feature is known', () => {
