@@ -20,6 +20,7 @@ export const ERROR_CODES = [
   'PROVIDER_UNAVAILABLE',
   'PROVIDER_ERROR',
   'MODEL_DOWNGRADED',
+  'MAX_TURNS',
   'ABORTED',
   'INTERNAL',
 ] as const;
@@ -114,6 +115,7 @@ export const EXIT_CODES = {
   PROVIDER_UNAVAILABLE: 28,
   PROVIDER_ERROR: 29,
   MODEL_DOWNGRADED: 30,
+  MAX_TURNS: 31,
   ABORTED: 130,
 } as const satisfies Record<string, number>;
 

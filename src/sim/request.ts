@@ -5,7 +5,7 @@ export interface SimRequestView {
   provider: SimProvider;
   model: string;
   stream: boolean;
-  /** Text of the last user message (tool results included as text). */
+  /** Text of the last user message (tool results included as text; Claude Code's reminders left out). */
   text: string;
   system: string;
   /** Names of the tools the request offers. */
@@ -22,6 +22,18 @@ const asObject = (value: unknown): Json =>
   typeof value === 'object' && value !== null ? (value as Json) : {};
 const asArray = (value: unknown): unknown[] => (Array.isArray(value) ? value : []);
 const asString = (value: unknown): string => (typeof value === 'string' ? value : '');
+
+/**
+ * Markup Claude Code wraps around a user's words: system reminders (environment, date, token budget)
+ * and the echo of local commands such as `/clear`. Rules match what the user wrote, not this.
+ */
+const HARNESS_MARKUP =
+  /<(system-reminder|local-command-caveat|local-command-stdout|local-command-stderr|command-name|command-message|command-args)>[\s\S]*?<\/\1>/g;
+
+/** The user's own words in a message text. */
+export function stripHarnessMarkup(text: string): string {
+  return text.replace(HARNESS_MARKUP, '').trim();
+}
 
 /** Text inside Anthropic/OpenAI content: a string, or a list of blocks with `text` / `content`. */
 function contentText(content: unknown): string {
@@ -44,7 +56,7 @@ export function viewAnthropicRequest(body: Json): SimRequestView {
     provider: 'anthropic',
     model: asString(body['model']),
     stream: body['stream'] === true,
-    text: contentText(users.at(-1)?.['content']),
+    text: stripHarnessMarkup(contentText(users.at(-1)?.['content'])),
     system: contentText(body['system']),
     tools: asArray(body['tools']).map((tool) => asString(asObject(tool)['name'])),
     turn: Math.max(1, users.length),

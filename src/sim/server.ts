@@ -55,7 +55,7 @@ export interface SimLogEntry {
   tools: string[];
   /** Name (or index) of the rule that answered, null for the fallback. */
   rule: string | null;
-  /** `reply`, `fault:<kind>`, `count_tokens`, `models` or `not_found`. */
+  /** `reply`, `fault:<kind>`, `count_tokens`, `models`, `head` or `not_found`. */
   outcome: string;
   status: number | null;
   headers: Record<string, string>;
@@ -188,6 +188,11 @@ export async function startSimulator({
         decodeURIComponent(gemini[2] ?? ''),
         gemini[3] === 'streamGenerateContent',
       );
+    } else if (request.method === 'HEAD') {
+      // Claude Code checks connectivity with HEAD /api/hello before its first call.
+      record({ ...base, ...emptyView(), outcome: 'head', status: 200 });
+      response.writeHead(200).end();
+      return;
     } else if (request.method === 'GET' && /\/models$/.test(url.pathname)) {
       record({ ...base, ...emptyView(), outcome: 'models', status: 200 });
       return sendJson(response, 200, { data: [], object: 'list', has_more: false });

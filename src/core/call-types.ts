@@ -1,0 +1,127 @@
+import { SwitchboardError, type ErrorCode } from './errors.js';
+
+/** A JSON Schema object (draft 2020-12 or 7), as given by a user or produced by `z.toJSONSchema`. */
+export type JsonSchema = Record<string, unknown>;
+
+/** One LLM call, whatever the provider. */
+export interface CallRequest {
+  /** The user prompt. */
+  prompt: string;
+  /** The system prompt; replaces the provider's default. */
+  system?: string;
+  /** Ask for structured output matching this JSON Schema; the value arrives in `CallResult.structured`. */
+  schema?: JsonSchema;
+  /** Wall-clock limit for the whole call, in milliseconds. */
+  timeoutMs?: number;
+  /** Fail with `IDLE_TIMEOUT` when the provider sends nothing for this many milliseconds. */
+  idleTimeoutMs?: number;
+  abortSignal?: AbortSignal;
+  /** Free tags recorded with the call. */
+  tags?: Record<string, string>;
+}
+
+export interface TokenUsage {
+  inputTokens: number;
+  outputTokens: number;
+  cacheReadTokens: number;
+  cacheWriteTokens: number;
+}
+
+/** One try at one provider; a call made of retries or fallbacks has several. */
+export interface CallAttempt {
+  provider: string;
+  model: string;
+  /** Error code when the attempt failed. */
+  errorCode?: ErrorCode;
+  errorMessage?: string;
+  durationMs: number;
+}
+
+export interface CallResult {
+  success: true;
+  /** The answer's text (for structured output, the JSON text). */
+  text: string;
+  /** The validated structured value when a schema was given. */
+  structured?: unknown;
+  /** The provider spec that answered, e.g. `claude:haiku`. */
+  provider: string;
+  modelRequested: string;
+  /** The model that actually answered, as reported by the provider. */
+  modelUsed: string;
+  durationMs: number;
+  usage: TokenUsage;
+  /** Cost in US dollars, or null when the provider does not report it and the model has no known price. */
+  costUsd: number | null;
+  rateLimited: boolean;
+  attempts: CallAttempt[];
+  sessionId?: string;
+  /** Agent turns, for agentic providers such as Claude Code. */
+  turns?: number;
+  /** Non-fatal problems: settings the provider ignored, and the like. */
+  warnings: string[];
+}
+
+/** What a provider needs to answer one call. */
+export interface ProviderCall extends CallRequest {
+  /** The model id or alias, as given after the provider name in the spec. */
+  model: string;
+}
+
+/** The interface every provider implements. */
+export interface Provider {
+  /** The provider's name in specs: `claude`, `anthropic`, `gemini`, `openai`. */
+  readonly name: string;
+  call(request: ProviderCall): Promise<CallResult>;
+  /** Releases processes, pools and sockets. */
+  close(): Promise<void>;
+}
+
+export interface ProviderSpec {
+  provider: string;
+  model: string;
+  /** Base URL given inline: `openai@http://127.0.0.1:11434/v1:llama3.2`. */
+  baseUrl?: string;
+  /** The spec as written. */
+  text: string;
+}
+
+/**
+ * Parses `provider:model` or `provider@baseUrl:model`. A comma-separated list is a fallback chain;
+ * see `parseProviderChain`.
+ */
+export function parseProviderSpec(text: string): ProviderSpec {
+  const trimmed = text.trim();
+  const inline = /^([a-z][a-z0-9-]*)@(https?:\/\/[^\s]+):([^:/\s][^\s]*)$/i.exec(trimmed);
+  if (inline !== null) {
+    return {
+      provider: (inline[1] as string).toLowerCase(),
+      baseUrl: inline[2] as string,
+      model: inline[3] as string,
+      text: trimmed,
+    };
+  }
+  const plain = /^([a-z][a-z0-9-]*):([^\s]+)$/i.exec(trimmed);
+  if (plain === null) {
+    throw new SwitchboardError('INVALID_INPUT', `"${text}" is not a provider spec`, {
+      hint: 'write provider:model, e.g. claude:haiku, anthropic:claude-sonnet-4-5 or openai@http://127.0.0.1:11434/v1:llama3.2',
+    });
+  }
+  return { provider: (plain[1] as string).toLowerCase(), model: plain[2] as string, text: trimmed };
+}
+
+export function parseProviderChain(text: string): ProviderSpec[] {
+  const parts = text.split(',').filter((part) => part.trim() !== '');
+  if (parts.length === 0) {
+    throw new SwitchboardError('INVALID_INPUT', 'no provider given', {
+      hint: 'write provider:model, e.g. claude:haiku',
+    });
+  }
+  return parts.map(parseProviderSpec);
+}
+
+export const ZERO_USAGE: TokenUsage = Object.freeze({
+  inputTokens: 0,
+  outputTokens: 0,
+  cacheReadTokens: 0,
+  cacheWriteTokens: 0,
+});

@@ -1,0 +1,212 @@
+import type { Options, SDKMessage } from '@anthropic-ai/claude-agent-sdk';
+import type { CallResult, ProviderCall } from '../../core/call-types.js';
+import { isSwitchboardError, SwitchboardError } from '../../core/errors.js';
+import { schemaErrors } from '../../core/json-schema.js';
+import type { ClaudeProcess } from './process-group.js';
+import { mapClaudeResult, type ClaudeResultMessage } from './result-mapping.js';
+
+/** Per-call options only Claude Code understands. */
+export interface ClaudeCallOptions extends ProviderCall {
+  /** Resume this session id (implies session persistence). */
+  resume?: string;
+  /** Tools the agent may use, e.g. `['Read', 'Write', 'Bash(git:*)']`. @default none */
+  allowedTools?: string[];
+  cwd?: string;
+  /** Keep the session on disk so it can be resumed. @default false */
+  persistSession?: boolean;
+  maxTurns?: number;
+  maxBudgetUsd?: number;
+}
+
+/** Everything a Claude Code process needs that does not change from call to call. */
+export interface ClaudeLaunch {
+  executable: string;
+  env: Record<string, string>;
+  cwd: string;
+  idleTimeoutMs: number;
+  timeoutMs: number;
+}
+
+/** SDK options for a side-effect-free call: no tools, no MCP servers, no settings, no saved session. */
+export function baseQueryOptions(
+  launch: ClaudeLaunch,
+  request: Pick<ClaudeCallOptions, 'model' | 'system' | 'cwd'>,
+): Options {
+  const options: Options = {
+    model: request.model,
+    pathToClaudeCodeExecutable: launch.executable,
+    env: launch.env,
+    cwd: request.cwd ?? launch.cwd,
+    tools: [],
+    settingSources: [],
+    mcpServers: {},
+    strictMcpConfig: true,
+    persistSession: false,
+  };
+  if (request.system !== undefined) options.systemPrompt = request.system;
+  return options;
+}
+
+/** Watches one call: wall clock, idle output, the caller's abort. The first failure wins. */
+export class CallWatch {
+  failure: SwitchboardError | undefined;
+  private readonly wall: NodeJS.Timeout;
+  private idle: NodeJS.Timeout | undefined;
+  private readonly onAbort: () => void;
+  private readonly abortSignal: AbortSignal | undefined;
+  private readonly idleTimeoutMs: number;
+  private readonly onFail: () => void;
+
+  constructor(options: {
+    timeoutMs: number;
+    idleTimeoutMs: number;
+    abortSignal: AbortSignal | undefined;
+    onFail: () => void;
+  }) {
+    this.idleTimeoutMs = options.idleTimeoutMs;
+    this.onFail = options.onFail;
+    this.abortSignal = options.abortSignal;
+    this.wall = setTimeout(
+      () =>
+        this.fail(
+          new SwitchboardError('TIMEOUT', `Claude Code did not finish within ${options.timeoutMs} ms`, {
+            hint: 'raise --timeout',
+            provider: 'claude',
+          }),
+        ),
+      options.timeoutMs,
+    );
+    this.onAbort = () =>
+      this.fail(
+        new SwitchboardError('ABORTED', 'the call was aborted', { retryable: false, provider: 'claude' }),
+      );
+    if (this.abortSignal?.aborted === true) this.onAbort();
+    this.abortSignal?.addEventListener('abort', this.onAbort, { once: true });
+    this.touch();
+  }
+
+  /** Output arrived: restart the idle watchdog. */
+  touch(): void {
+    if (this.idle !== undefined) clearTimeout(this.idle);
+    this.idle = setTimeout(
+      () =>
+        this.fail(
+          new SwitchboardError('IDLE_TIMEOUT', `Claude Code sent nothing for ${this.idleTimeoutMs} ms`, {
+            hint: 'the API may be stalled; retry, or raise the idle timeout',
+            provider: 'claude',
+          }),
+        ),
+      this.idleTimeoutMs,
+    );
+  }
+
+  fail(error: SwitchboardError): void {
+    if (this.failure !== undefined) return;
+    this.failure = error;
+    this.onFail();
+  }
+
+  stop(): void {
+    clearTimeout(this.wall);
+    if (this.idle !== undefined) clearTimeout(this.idle);
+    this.abortSignal?.removeEventListener('abort', this.onAbort);
+  }
+}
+
+/** Reads messages until the result; tracks the init model and rate-limit rejections on the way. */
+export async function readUntilResult(
+  messages: AsyncIterator<SDKMessage>,
+  watch: CallWatch,
+): Promise<{ result: ClaudeResultMessage | undefined; initModel?: string; rateLimitResetsAt?: number }> {
+  let initModel: string | undefined;
+  let rateLimitResetsAt: number | undefined;
+  for (;;) {
+    const next = await messages.next();
+    if (next.done === true) break;
+    watch.touch();
+    const message = next.value;
+    if (message.type === 'system' && message.subtype === 'init') initModel = message.model;
+    if (message.type === 'rate_limit_event' && message.rate_limit_info.status === 'rejected') {
+      rateLimitResetsAt = message.rate_limit_info.resetsAt;
+    }
+    if (message.type === 'result') {
+      return {
+        result: message as unknown as ClaudeResultMessage,
+        ...(initModel === undefined ? {} : { initModel }),
+        ...(rateLimitResetsAt === undefined ? {} : { rateLimitResetsAt }),
+      };
+    }
+  }
+  return { result: undefined };
+}
+
+/** Maps the result and checks structured output against the schema. */
+export function finishCall(
+  found: Awaited<ReturnType<typeof readUntilResult>>,
+  request: ClaudeCallOptions,
+  durationMs: number,
+  stderr: string,
+): CallResult {
+  if (found.result === undefined) {
+    throw new SwitchboardError(
+      'PROVIDER_ERROR',
+      `Claude Code ended without a result${stderr === '' ? '' : `: ${lastLine(stderr)}`}`,
+      {
+        hint: 'run the same prompt with `claude -p` to see the full error',
+        provider: 'claude',
+      },
+    );
+  }
+  const mapped = mapClaudeResult(found.result, {
+    spec: `claude:${request.model}`,
+    modelRequested: request.model,
+    durationMs,
+    schemaRequested: request.schema !== undefined,
+    ...(found.initModel === undefined ? {} : { initModel: found.initModel }),
+    ...(found.rateLimitResetsAt === undefined ? {} : { rateLimitResetsAt: found.rateLimitResetsAt }),
+  });
+  if (isSwitchboardError(mapped)) throw mapped;
+  if (request.schema !== undefined) {
+    const errors = schemaErrors(request.schema, mapped.structured);
+    if (errors.length > 0) {
+      throw new SwitchboardError(
+        'SCHEMA',
+        `Claude Code's output does not match the schema: ${errors.slice(0, 3).join('; ')}`,
+        {
+          hint: 'simplify the schema or say in the prompt which fields to fill',
+          provider: 'claude',
+          details: { raw: mapped.text, errors },
+        },
+      );
+    }
+  }
+  mapped.attempts.push({ provider: mapped.provider, model: request.model, durationMs });
+  return mapped;
+}
+
+function lastLine(text: string): string {
+  return text.trim().split('\n').at(-1)?.slice(0, 300) ?? '';
+}
+
+/** Turns what escaped the SDK into a coded error. */
+export function asClaudeError(error: unknown, process: ClaudeProcess | undefined): SwitchboardError {
+  if (isSwitchboardError(error)) return error;
+  const message = error instanceof Error ? error.message : String(error);
+  if (/ENOENT|not found|EACCES/i.test(message) && process?.pid === undefined) {
+    return new SwitchboardError('PROVIDER_UNAVAILABLE', `Claude Code could not start: ${message}`, {
+      hint: 'install it with `npm install @anthropic-ai/claude-agent-sdk`, or pass the path of your own claude',
+      provider: 'claude',
+      cause: error,
+    });
+  }
+  const stderr = process?.stderr ?? '';
+  return new SwitchboardError(
+    'PROVIDER_ERROR',
+    `Claude Code failed: ${message}${stderr === '' ? '' : ` (${lastLine(stderr)})`}`,
+    {
+      hint: 'retry; if it persists, run the same prompt with `claude -p` to see the full error',
+      provider: 'claude',
+      cause: error,
+    },
+  );
+}

@@ -1,0 +1,154 @@
+import { query } from '@anthropic-ai/claude-agent-sdk';
+import type { CallResult, Provider } from '../../core/call-types.js';
+import { SwitchboardError } from '../../core/errors.js';
+import { compileSchema } from '../../core/json-schema.js';
+import {
+  asClaudeError,
+  baseQueryOptions,
+  CallWatch,
+  finishCall,
+  readUntilResult,
+  type ClaudeCallOptions,
+  type ClaudeLaunch,
+} from './call-session.js';
+import { resolveClaudeExecutable } from './executable.js';
+import { ClaudeProcess } from './process-group.js';
+import { WarmPool, type WarmPoolOptions } from './warm-pool.js';
+
+export type { ClaudeCallOptions } from './call-session.js';
+
+export interface ClaudeCodeProviderOptions {
+  /** Path of a `claude` executable to use instead of the one the Agent SDK ships. Env: `SWITCHBOARD_CLAUDE_PATH`. */
+  executable?: string;
+  /** API base URL for the Claude Code process (`ANTHROPIC_BASE_URL`), e.g. a `switchboard sim` address. */
+  baseUrl?: string;
+  /** API key for the process (`ANTHROPIC_API_KEY`); otherwise Claude Code's own login or environment. */
+  apiKey?: string;
+  /** Extra environment variables for the process. */
+  env?: Record<string, string>;
+  /** Claude Code's configuration folder (`CLAUDE_CONFIG_DIR`); tests point it at a temporary folder. */
+  configDir?: string;
+  /** Working directory of the process. @default process.cwd() */
+  cwd?: string;
+  /**
+   * Claude Code's own API retries (`CLAUDE_CODE_MAX_RETRIES`). Left to itself it retries even a 401 ten
+   * times over three minutes; Switchboard's retry policy decides instead.
+   * @default 0
+   */
+  maxRetries?: number;
+  /** Fail with `IDLE_TIMEOUT` when the process prints nothing for this long (ms). @default 120_000 */
+  idleTimeoutMs?: number;
+  /** Wall-clock limit per call (ms). @default 600_000 */
+  timeoutMs?: number;
+  /** Keep Claude Code processes ready so calls skip start-up. Off unless given. */
+  pool?: WarmPoolOptions;
+}
+
+export interface ClaudeCodeProvider extends Provider {
+  call(request: ClaudeCallOptions): Promise<CallResult>;
+  /** The warm pool, when one is configured. */
+  readonly pool: WarmPool | undefined;
+}
+
+export function createClaudeCodeProvider({
+  executable,
+  baseUrl,
+  apiKey,
+  env = {},
+  configDir,
+  cwd = process.cwd(),
+  maxRetries = 0,
+  idleTimeoutMs = 120_000,
+  timeoutMs = 600_000,
+  pool: poolOptions,
+}: ClaudeCodeProviderOptions = {}): ClaudeCodeProvider {
+  checkPositive('idleTimeoutMs', idleTimeoutMs);
+  checkPositive('timeoutMs', timeoutMs);
+  let resolvedExecutable: string | undefined;
+  const launch = (): ClaudeLaunch => {
+    resolvedExecutable ??= resolveClaudeExecutable(executable ?? process.env['SWITCHBOARD_CLAUDE_PATH']);
+    const environment: Record<string, string> = {
+      ...(process.env as Record<string, string>),
+      ...env,
+      // The title-generation and other side requests double the traffic of a headless call.
+      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+      CLAUDE_CODE_MAX_RETRIES: String(maxRetries),
+    };
+    if (baseUrl !== undefined) environment['ANTHROPIC_BASE_URL'] = baseUrl;
+    if (apiKey !== undefined) environment['ANTHROPIC_API_KEY'] = apiKey;
+    if (configDir !== undefined) environment['CLAUDE_CONFIG_DIR'] = configDir;
+    return { executable: resolvedExecutable, env: environment, cwd, idleTimeoutMs, timeoutMs };
+  };
+  const pool = poolOptions === undefined ? undefined : new WarmPool(launch, poolOptions);
+
+  return {
+    name: 'claude',
+    pool,
+    async call(request) {
+      if (typeof request.prompt !== 'string' || request.prompt.trim() === '') {
+        throw new SwitchboardError('INVALID_INPUT', 'the prompt is empty', {
+          hint: 'pass a prompt, or "-" to read standard input',
+        });
+      }
+      if (request.schema !== undefined) compileSchema(request.schema);
+      if (pool?.canServe(request) === true) return pool.call(request);
+      return coldCall(launch(), request);
+    },
+    async close() {
+      await pool?.close();
+    },
+  };
+}
+
+function checkPositive(name: string, value: number): void {
+  if (!(typeof value === 'number' && value > 0)) {
+    throw new SwitchboardError('INVALID_INPUT', `Expected "${name}" to be a positive number of milliseconds`);
+  }
+}
+
+/** A call in a fresh Claude Code process, which exits when the call ends. */
+async function coldCall(launch: ClaudeLaunch, request: ClaudeCallOptions): Promise<CallResult> {
+  const started = performance.now();
+  const abortController = new AbortController();
+  let child: ClaudeProcess | undefined;
+  const watch = new CallWatch({
+    timeoutMs: request.timeoutMs ?? launch.timeoutMs,
+    idleTimeoutMs: request.idleTimeoutMs ?? launch.idleTimeoutMs,
+    abortSignal: request.abortSignal,
+    onFail: () => {
+      // Kill first: the SDK's abort waits two seconds before it signals the process.
+      child?.killTree();
+      abortController.abort();
+    },
+  });
+  const options = baseQueryOptions(launch, request);
+  options.abortController = abortController;
+  options.spawnClaudeCodeProcess = (spawnOptions) => {
+    child = new ClaudeProcess(spawnOptions);
+    child.child.stdout.on('data', () => watch.touch());
+    return child.child;
+  };
+  if (request.allowedTools !== undefined) {
+    options.tools = request.allowedTools.map((tool) => tool.replace(/\(.*$/, ''));
+    options.allowedTools = request.allowedTools;
+  }
+  if (request.resume !== undefined) options.resume = request.resume;
+  if (request.resume !== undefined || request.persistSession === true) options.persistSession = true;
+  if (request.maxTurns !== undefined) options.maxTurns = request.maxTurns;
+  if (request.maxBudgetUsd !== undefined) options.maxBudgetUsd = request.maxBudgetUsd;
+  if (request.schema !== undefined) options.outputFormat = { type: 'json_schema', schema: request.schema };
+
+  const messages = query({ prompt: request.prompt, options });
+  try {
+    const found = await readUntilResult(messages[Symbol.asyncIterator](), watch);
+    if (watch.failure !== undefined) throw watch.failure;
+    return finishCall(found, request, performance.now() - started, child?.stderr ?? '');
+  } catch (error) {
+    throw watch.failure ?? asClaudeError(error, child);
+  } finally {
+    watch.stop();
+    void messages.return?.(undefined).catch(() => undefined);
+    // The CLI exits on its own once its input closes; make sure of it without holding the caller.
+    void child?.waitForExit(5_000);
+  }
+}
