@@ -22,6 +22,8 @@ const toolCallSchema = z.strictObject({
 const replySchema = z.strictObject({
   /** Text of the answer. */
   text: z.string().optional(),
+  /** Answer with the user's own text (what `match.text` sees), prefixed by `text` when given. */
+  echo: z.boolean().optional(),
   /** A JSON value sent as the answer's text (or as Gemini/OpenAI structured output). */
   json: z.unknown().optional(),
   /** A tool call; `tools` for several in one answer. */

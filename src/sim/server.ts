@@ -389,7 +389,8 @@ function ruleMatches(rule: ScenarioRule, view: SimRequestView): boolean {
 }
 
 function buildAnswer(reply: ScenarioReply, view: SimRequestView, requestBytes: number): SimAnswer {
-  const text = reply.text ?? (reply.json === undefined ? '' : JSON.stringify(reply.json));
+  const scripted = reply.text ?? (reply.json === undefined ? '' : JSON.stringify(reply.json));
+  const text = reply.echo === true ? `${scripted}${view.text}` : scripted;
   const calls = [...(reply.tool === undefined ? [] : [reply.tool]), ...(reply.tools ?? [])];
   return {
     id: `sim_${randomBytes(8).toString('hex')}`,

@@ -117,6 +117,8 @@ export class CallWatch {
 export async function readUntilResult(
   messages: AsyncIterator<SDKMessage>,
   watch: CallWatch,
+  /** In a streaming session, the uuid of the prompt whose result to wait for; results of others are skipped. */
+  promptUuid?: string,
 ): Promise<{ result: ClaudeResultMessage | undefined; initModel?: string; rateLimitResetsAt?: number }> {
   let initModel: string | undefined;
   let rateLimitResetsAt: number | undefined;
@@ -130,6 +132,9 @@ export async function readUntilResult(
       rateLimitResetsAt = message.rate_limit_info.resetsAt;
     }
     if (message.type === 'result') {
+      const answered = (message as { user_message_uuids?: string[]; user_message_uuid?: string })
+        .user_message_uuids ?? [(message as { user_message_uuid?: string }).user_message_uuid];
+      if (promptUuid !== undefined && answered[0] !== undefined && !answered.includes(promptUuid)) continue;
       return {
         result: message as unknown as ClaudeResultMessage,
         ...(initModel === undefined ? {} : { initModel }),

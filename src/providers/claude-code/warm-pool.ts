@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { query, type SDKMessage, type SDKUserMessage } from '@anthropic-ai/claude-agent-sdk';
 import type { CallResult } from '../../core/call-types.js';
 import { SwitchboardError } from '../../core/errors.js';
@@ -32,15 +33,19 @@ class PromptQueue implements AsyncIterable<SDKUserMessage> {
   private readonly queued: SDKUserMessage[] = [];
   private ended = false;
 
-  push(text: string): void {
+  /** Queues a prompt; returns the uuid its result will carry. */
+  push(text: string): string {
+    const uuid = randomUUID();
     const message: SDKUserMessage = {
       type: 'user',
       message: { role: 'user', content: text },
       parent_tool_use_id: null,
+      uuid,
     };
     const waiter = this.waiting.shift();
     if (waiter !== undefined) waiter({ value: message, done: false });
     else this.queued.push(message);
+    return uuid;
   }
 
   end(): void {
@@ -65,7 +70,8 @@ class PooledProcess {
   readonly prompts = new PromptQueue();
   readonly messages: AsyncIterator<SDKMessage>;
   child: ClaudeProcess | undefined;
-  busy = false;
+  /** Busy from birth: a starting process must not be handed to a call before its start-up `/clear` ends. */
+  busy = true;
   dead = false;
   idleTimer: NodeJS.Timeout | undefined;
   /** The watch of the call in flight; output from the process keeps it alive. */
@@ -93,8 +99,8 @@ class PooledProcess {
   async ask(text: string, watch: CallWatch): ReturnType<typeof readUntilResult> {
     this.watch = watch;
     try {
-      this.prompts.push(text);
-      return await readUntilResult(this.messages, watch);
+      const uuid = this.prompts.push(text);
+      return await readUntilResult(this.messages, watch, uuid);
     } finally {
       this.watch = undefined;
     }
@@ -230,9 +236,7 @@ export class WarmPool {
     }
     const live = this.processes.filter((process) => !process.dead).length;
     if (live < this.options.size) {
-      const process = await this.startProcess();
-      process.busy = true;
-      return process;
+      return this.startProcess();
     }
     return new Promise((resolve) => this.waiters.push(resolve));
   }
@@ -257,10 +261,7 @@ export class WarmPool {
       const waiter = this.waiters.shift();
       if (waiter !== undefined && !this.closed) {
         this.startProcess()
-          .then((replacement) => {
-            replacement.busy = true;
-            waiter(replacement);
-          })
+          .then((replacement) => waiter(replacement))
           .catch(() => this.waiters.unshift(waiter));
       }
     } finally {

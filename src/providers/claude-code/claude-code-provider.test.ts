@@ -1,0 +1,261 @@
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import {
+  claudeAgainstSimulator,
+  claudeProcessIds,
+  waitForNoNewClaudeProcesses,
+  type ClaudeHarness,
+} from '../../../test/helpers/claude.js';
+
+// Every test here runs the real Claude Code binary (shipped by @anthropic-ai/claude-agent-sdk) against
+// `switchboard sim` on loopback.
+
+let harness: ClaudeHarness | undefined;
+afterEach(async () => {
+  await harness?.close();
+  harness = undefined;
+});
+
+const replies = (sim: ClaudeHarness['sim']) =>
+  sim.requests.filter((entry) => entry.outcome === 'reply' || entry.outcome.startsWith('fault'));
+
+describe('claude-code provider, cold calls', () => {
+  it('answers a plain call with no tools, the caller’s system prompt, usage, cost and session id', async () => {
+    harness = await claudeAgainstSimulator({
+      rules: [{ match: { text: '^ping$' }, reply: { text: 'pong', usage: { input: 120, output: 4 } } }],
+    });
+    const result = await harness.provider.call({
+      model: 'claude-haiku-4-5',
+      prompt: 'ping',
+      system: 'You answer with one word.',
+    });
+    expect(result).toMatchObject({
+      success: true,
+      text: 'pong',
+      provider: 'claude:claude-haiku-4-5',
+      modelRequested: 'claude-haiku-4-5',
+      turns: 1,
+    });
+    expect(result.usage.outputTokens).toBe(4);
+    expect(result.costUsd).toBeGreaterThan(0);
+    expect(result.sessionId).toMatch(/^[0-9a-f-]{36}$/);
+    const requests = replies(harness.sim);
+    // One API request: no title generation, no connectivity probe, no tools offered.
+    expect(requests).toHaveLength(1);
+    expect(harness.sim.requests.some((entry) => entry.method === 'HEAD')).toBe(false);
+    expect(requests[0]?.tools).toEqual([]);
+    expect(JSON.stringify(requests[0]?.body)).toContain('You answer with one word.');
+  });
+
+  it('returns structured output validated against the schema, and SCHEMA with the raw text otherwise', async () => {
+    harness = await claudeAgainstSimulator({
+      rules: [
+        {
+          match: { text: 'weather' },
+          reply: { tool: { name: 'StructuredOutput', input: { city: 'Lisbon', celsius: 21 } } },
+        },
+        // Also answers Claude Code's own nudge to use the StructuredOutput tool.
+        { match: {}, reply: { text: 'It is sunny, about 21 degrees.' } },
+      ],
+    });
+    const schema = {
+      type: 'object',
+      properties: { city: { type: 'string' }, celsius: { type: 'number' } },
+      required: ['city', 'celsius'],
+    };
+    const result = await harness.provider.call({
+      model: 'claude-haiku-4-5',
+      prompt: 'weather in Lisbon',
+      schema,
+    });
+    expect(result.structured).toEqual({ city: 'Lisbon', celsius: 21 });
+    await expect(
+      harness.provider.call({ model: 'claude-haiku-4-5', prompt: 'answer in prose', schema }),
+    ).rejects.toMatchObject({
+      code: 'SCHEMA',
+      details: { raw: expect.stringContaining('sunny') },
+    });
+    await expect(
+      harness.provider.call({ model: 'claude-haiku-4-5', prompt: 'x', schema: { type: 'nonsense' } }),
+    ).rejects.toMatchObject({
+      code: 'INVALID_INPUT',
+    });
+  });
+
+  it('maps API failures to codes: AUTH (not retryable), RATE_LIMITED with its reset, OVERLOADED, PROVIDER_ERROR', async () => {
+    const resetsAt = Math.floor(Date.now() / 1000) + 3600;
+    harness = await claudeAgainstSimulator({
+      rules: [
+        { match: { text: 'auth' }, fault: { status: 401, message: 'invalid x-api-key' } },
+        {
+          match: { text: 'limit' },
+          fault: { status: 429, retryAfter: 30, message: `Claude AI usage limit reached|${resetsAt}` },
+        },
+        { match: { text: 'busy' }, fault: { kind: 'overload' } },
+        { match: { text: 'broken' }, fault: { status: 500 } },
+      ],
+    });
+    const call = (prompt: string) => harness!.provider.call({ model: 'claude-haiku-4-5', prompt });
+    await expect(call('auth please')).rejects.toMatchObject({ code: 'AUTH', retryable: false });
+    const limited = (await call('limit please').catch((error: unknown) => error)) as {
+      code: string;
+      retryAfterMs?: number;
+    };
+    expect(limited.code).toBe('RATE_LIMITED');
+    expect(limited.retryAfterMs).toBeGreaterThan(3_500_000);
+    expect(limited.retryAfterMs).toBeLessThanOrEqual(3_600_000);
+    await expect(call('busy please')).rejects.toMatchObject({ code: 'OVERLOADED', retryable: true });
+    await expect(call('broken please')).rejects.toMatchObject({ code: 'PROVIDER_ERROR' });
+    // Claude Code's own retries are off: one request per call.
+    expect(replies(harness.sim)).toHaveLength(4);
+  });
+
+  it('says how to install Claude Code when the binary is missing', async () => {
+    harness = await claudeAgainstSimulator({}, { executable: '/nonexistent/claude' });
+    await expect(harness.provider.call({ model: 'haiku', prompt: 'hi' })).rejects.toMatchObject({
+      code: 'PROVIDER_UNAVAILABLE',
+      hint: expect.stringMatching(/npm install/),
+    });
+  });
+
+  it('stops a stalled call with IDLE_TIMEOUT and leaves no claude process behind', async () => {
+    const before = claudeProcessIds();
+    harness = await claudeAgainstSimulator(
+      { rules: [{ match: {}, fault: { kind: 'stall' } }] },
+      { idleTimeoutMs: 1_500 },
+    );
+    const started = Date.now();
+    await expect(harness.provider.call({ model: 'haiku', prompt: 'hang' })).rejects.toMatchObject({
+      code: 'IDLE_TIMEOUT',
+    });
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(await waitForNoNewClaudeProcesses(before)).toEqual([]);
+  });
+
+  it('enforces the wall-clock timeout and an abort, killing the process tree', async () => {
+    const before = claudeProcessIds();
+    harness = await claudeAgainstSimulator(
+      { rules: [{ match: {}, reply: { text: 'slowly', delayMs: 30_000 } }] },
+      { idleTimeoutMs: 60_000 },
+    );
+    await expect(
+      harness.provider.call({ model: 'haiku', prompt: 'slow', timeoutMs: 1_500 }),
+    ).rejects.toMatchObject({ code: 'TIMEOUT' });
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(), 1_200);
+    await expect(
+      harness.provider.call({ model: 'haiku', prompt: 'slow', abortSignal: controller.signal }),
+    ).rejects.toMatchObject({ code: 'ABORTED' });
+    expect(await waitForNoNewClaudeProcesses(before)).toEqual([]);
+  });
+
+  it('runs allowed tools in the working directory it is given', async () => {
+    const workspace = mkdtempSync(join(tmpdir(), 'switchboard-workspace-'));
+    const target = join(workspace, 'hello.txt');
+    harness = await claudeAgainstSimulator({
+      rules: [
+        {
+          match: { turn: 1, tools: 'Write' },
+          reply: { tool: { name: 'Write', input: { file_path: target, content: 'written by the agent\n' } } },
+        },
+        { match: { turn: 2 }, reply: { text: 'done' } },
+      ],
+    });
+    const result = await harness.provider.call({
+      model: 'haiku',
+      prompt: 'write the file',
+      allowedTools: ['Write'],
+      cwd: workspace,
+    });
+    expect(result.text).toBe('done');
+    expect(readFileSync(target, 'utf8')).toBe('written by the agent\n');
+    // A plain call offers no tools, so the same script cannot write anything.
+    const plain = mkdtempSync(join(tmpdir(), 'switchboard-workspace-'));
+    harness.sim.setScenario({
+      rules: [
+        {
+          match: { turn: 1 },
+          reply: { tool: { name: 'Write', input: { file_path: join(plain, 'x.txt'), content: 'x' } } },
+        },
+      ],
+    });
+    await harness.provider
+      .call({ model: 'haiku', prompt: 'write the file', cwd: plain })
+      .catch(() => undefined);
+    expect(existsSync(join(plain, 'x.txt'))).toBe(false);
+  });
+
+  it('resumes a persisted session', async () => {
+    harness = await claudeAgainstSimulator({
+      rules: [{ match: {}, reply: { text: 'noted: ', echo: true } }],
+    });
+    const first = await harness.provider.call({
+      model: 'haiku',
+      prompt: 'remember the word teal',
+      persistSession: true,
+    });
+    expect(first.sessionId).toBeDefined();
+    const second = await harness.provider.call({
+      model: 'haiku',
+      prompt: 'which word?',
+      resume: first.sessionId as string,
+    });
+    expect(second.text).toBe('noted: which word?');
+    const last = replies(harness.sim).at(-1);
+    expect(JSON.stringify(last?.body)).toContain('remember the word teal');
+  });
+});
+
+describe('claude-code provider, warm pool', () => {
+  it('serves calls from ready processes, each independent of the one before', async () => {
+    harness = await claudeAgainstSimulator(
+      { rules: [{ match: {}, reply: { text: 'echo: ', echo: true } }] },
+      { pool: { size: 2, model: 'claude-haiku-4-5' } },
+    );
+    await harness.provider.pool?.warm();
+    expect(harness.provider.pool?.pids).toHaveLength(2);
+    for (const word of ['alpha', 'bravo', 'charlie', 'delta']) {
+      const result = await harness.provider.call({ model: 'claude-haiku-4-5', prompt: `say ${word}` });
+      expect(result.text).toBe(`echo: say ${word}`);
+      expect(result.warnings).toContain('served by a warm Claude Code process');
+    }
+    const requests = replies(harness.sim);
+    expect(requests).toHaveLength(4);
+    for (const [index, request] of requests.entries()) {
+      const body = request.body as { messages: { role: string; content: unknown }[] };
+      const users = body.messages.filter((message) => message.role === 'user');
+      expect(users).toHaveLength(1);
+      const earlier = ['alpha', 'bravo', 'charlie', 'delta'].slice(0, index);
+      for (const word of earlier) expect(JSON.stringify(body)).not.toContain(`say ${word}`);
+    }
+  });
+
+  it('returns every one of 20 concurrent calls to its own caller', async () => {
+    harness = await claudeAgainstSimulator(
+      { rules: [{ match: {}, reply: { text: 'answer to ', echo: true } }] },
+      { pool: { size: 3, model: 'claude-haiku-4-5' } },
+    );
+    const prompts = Array.from({ length: 20 }, (_, index) => `question ${index}`);
+    const results = await Promise.all(
+      prompts.map((prompt) => harness!.provider.call({ model: 'claude-haiku-4-5', prompt })),
+    );
+    expect(results.map((result) => result.text)).toEqual(prompts.map((prompt) => `answer to ${prompt}`));
+    expect(harness.provider.pool?.pids.length).toBeLessThanOrEqual(3);
+  });
+
+  it('starts cold for a call the pool cannot serve, and closes its processes', async () => {
+    const before = claudeProcessIds();
+    harness = await claudeAgainstSimulator(
+      { rules: [{ match: {}, reply: { text: 'ok' } }] },
+      { pool: { size: 1, model: 'claude-haiku-4-5' } },
+    );
+    const other = await harness.provider.call({ model: 'claude-sonnet-4-5', prompt: 'hi' });
+    expect(other.warnings).not.toContain('served by a warm Claude Code process');
+    await harness.provider.pool?.warm();
+    await harness.close();
+    harness = undefined;
+    expect(await waitForNoNewClaudeProcesses(before)).toEqual([]);
+  });
+});
