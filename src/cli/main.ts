@@ -2,11 +2,13 @@
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { EXIT_CODES } from '../core/errors.js';
+import { registerCallCommand } from './call.js';
 import { registerEvalCommand } from './eval.js';
 import { registerFitCommand } from './fit.js';
 import { registerRouteCommand } from './route.js';
 import { reportError } from './shared.js';
 import { registerSimCommand } from './sim.js';
+import { registerStatsCommand } from './stats.js';
 
 const packageJson = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
   version: string;
@@ -24,6 +26,8 @@ registerRouteCommand(program);
 registerEvalCommand(program);
 registerFitCommand(program);
 registerSimCommand(program);
+registerCallCommand(program);
+registerStatsCommand(program);
 
 try {
   await program.parseAsync(process.argv);

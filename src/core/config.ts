@@ -18,6 +18,15 @@ const fileSchema = z.strictObject({
       store_text: z.boolean().optional(),
     })
     .optional(),
+  claude: z
+    .strictObject({
+      executable: z.string().optional(),
+      base_url: z.string().url().optional(),
+      max_retries: z.number().int().min(0).max(20).optional(),
+      timeout_seconds: z.number().positive().optional(),
+      idle_timeout_seconds: z.number().positive().optional(),
+    })
+    .optional(),
   route: z
     .strictObject({
       skills: z.string().optional(),
@@ -50,12 +59,22 @@ export interface RouteSettings {
   cache: { enabled: boolean; ttlMs: number; maxEntries: number };
 }
 
+/** Claude Code provider settings (`claude:` in switchboard.yaml). */
+export interface ClaudeSettings {
+  executable?: string;
+  baseUrl?: string;
+  maxRetries?: number;
+  timeoutMs?: number;
+  idleTimeoutMs?: number;
+}
+
 export interface SwitchboardConfig {
   /** Absolute path of the config file that was read, if any. */
   configFile?: string;
   stateDir: string;
   ledger: { enabled: boolean; storeText: boolean };
   route: RouteSettings;
+  claude: ClaudeSettings;
 }
 
 /**
@@ -155,9 +174,25 @@ export function loadConfig({
       storeText: overrides.storeText ?? environment.storeText ?? file.ledger?.store_text ?? false,
     },
     route,
+    claude: claudeSettings(file.claude, fromFile, environment.claudeExecutable),
   };
   if (exists) config.configFile = path;
   return config;
+}
+
+function claudeSettings(
+  file: z.infer<typeof fileSchema>['claude'],
+  fromFile: (value: string | undefined) => string | undefined,
+  environmentExecutable: string | undefined,
+): ClaudeSettings {
+  const settings: ClaudeSettings = {};
+  const executable = environmentExecutable ?? fromFile(file?.executable);
+  if (executable !== undefined) settings.executable = executable;
+  if (file?.base_url !== undefined) settings.baseUrl = file.base_url;
+  if (file?.max_retries !== undefined) settings.maxRetries = file.max_retries;
+  if (file?.timeout_seconds !== undefined) settings.timeoutMs = file.timeout_seconds * 1000;
+  if (file?.idle_timeout_seconds !== undefined) settings.idleTimeoutMs = file.idle_timeout_seconds * 1000;
+  return settings;
 }
 
 function parseConfigFile(path: string): z.infer<typeof fileSchema> {
@@ -182,6 +217,7 @@ function parseConfigFile(path: string): z.infer<typeof fileSchema> {
 }
 
 interface EnvironmentSettings {
+  claudeExecutable?: string;
   stateDir?: string;
   ledger?: boolean;
   storeText?: boolean;
@@ -226,6 +262,7 @@ function readEnvironment(env: NodeJS.ProcessEnv): EnvironmentSettings {
   };
 
   assign('stateDir', text('SWITCHBOARD_STATE_DIR'));
+  assign('claudeExecutable', text('SWITCHBOARD_CLAUDE_PATH'));
   assign('ledger', flag('SWITCHBOARD_LEDGER'));
   assign('storeText', flag('SWITCHBOARD_STORE_TEXT'));
   assign('skills', text('SWITCHBOARD_ROUTE_SKILLS'));

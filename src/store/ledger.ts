@@ -2,6 +2,14 @@ import { createHash } from 'node:crypto';
 import { mkdirSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
+import {
+  callAttemptRow,
+  prepareCallStatements,
+  summariseCalls,
+  type CallAttemptRecord,
+  type CallStatements,
+  type CallStats,
+} from './call-records.js';
 import { SwitchboardError } from '../core/errors.js';
 import type { RouteCandidate, RouteDecision, RouteMethod } from '../core/route-types.js';
 import { LATEST_SCHEMA_VERSION, findSchemaProblem, migrate, readSchemaState } from './migrations.js';
@@ -93,6 +101,10 @@ export interface Ledger {
   /** One decision by id, or `undefined`. */
   getRouteDecision(id: string): StoredRouteDecision | undefined;
   countRouteDecisions(): number;
+  /** Appends one call attempt (a call with retries or fallbacks has several). */
+  recordCallAttempt(record: CallAttemptRecord): void;
+  /** Calls, success rate, latency, tokens and cost by provider and model, error codes; since a time. */
+  callStats(options?: { since?: Date | number | string }): CallStats;
   /** Releases the file. Safe to call twice; any other call afterwards throws `STORE_ERROR`. */
   close(): void;
 }
@@ -254,7 +266,7 @@ interface RouteDecisionRow {
   tags: string;
 }
 
-interface Statements {
+interface Statements extends CallStatements {
   insertRouteDecision: Database.Statement<[RouteDecisionRow]>;
   listRouteDecisions: Database.Statement<[{ since: number; limit: number }], RouteDecisionRow>;
   getRouteDecision: Database.Statement<[string], RouteDecisionRow>;
@@ -279,6 +291,7 @@ function prepareStatements(database: Database.Database): Statements {
     ),
     getRouteDecision: database.prepare(`SELECT ${ROUTE_DECISION_COLUMNS} FROM route_decisions WHERE id = ?`),
     countRouteDecisions: database.prepare('SELECT count(*) AS count FROM route_decisions'),
+    ...prepareCallStatements(database),
   };
 }
 
@@ -308,6 +321,18 @@ function createLedger(
   return {
     path: file,
     storeText,
+
+    recordCallAttempt(record) {
+      const row = callAttemptRow(record, storeText);
+      guarded('cannot record a call attempt in', () => statements.insertCallAttempt.run(row));
+    },
+
+    callStats(options = {}) {
+      const since = options.since === undefined ? Number.MIN_SAFE_INTEGER : toEpochMs(options.since);
+      return guarded('cannot read call attempts from', () =>
+        summariseCalls(statements.selectAttemptsSince.all(since)),
+      );
+    },
 
     recordRouteDecision(decision, context) {
       const row = toRow(decision, context, storeText);

@@ -47,6 +47,36 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX route_decisions_skill ON route_decisions (skill);
     `,
   },
+  {
+    version: 2,
+    description: 'call attempts',
+    sql: `
+      CREATE TABLE call_attempts (
+        id                 TEXT PRIMARY KEY NOT NULL,
+        call_id            TEXT NOT NULL,           -- groups the attempts of one call
+        attempt            INTEGER NOT NULL,        -- 1-based, in the order they were made
+        created_at         INTEGER NOT NULL,        -- epoch milliseconds, UTC
+        provider           TEXT NOT NULL,           -- claude, anthropic, gemini, openai
+        spec               TEXT NOT NULL,           -- as written, e.g. claude:haiku
+        model_requested    TEXT NOT NULL,
+        model_used         TEXT,                    -- as reported by the provider
+        success            INTEGER NOT NULL,        -- 1 or 0
+        error_code         TEXT,
+        duration_ms        REAL NOT NULL,
+        input_tokens       INTEGER NOT NULL DEFAULT 0,
+        output_tokens      INTEGER NOT NULL DEFAULT 0,
+        cache_read_tokens  INTEGER NOT NULL DEFAULT 0,
+        cache_write_tokens INTEGER NOT NULL DEFAULT 0,
+        cost_usd           REAL,                    -- NULL when unknown, never a silent 0
+        session_id         TEXT,
+        prompt_hash        TEXT NOT NULL,           -- sha256 hex of the prompt
+        prompt_text        TEXT,                    -- NULL unless the user opted in to storing text
+        tags               TEXT NOT NULL DEFAULT '{}'
+      );
+      CREATE INDEX call_attempts_created_at ON call_attempts (created_at);
+      CREATE INDEX call_attempts_provider ON call_attempts (provider, model_requested, created_at);
+    `,
+  },
 ];
 
 /** The schema version this build of Switchboard writes. */

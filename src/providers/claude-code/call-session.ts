@@ -50,6 +50,7 @@ export function baseQueryOptions(
 /** Watches one call: wall clock, idle output, the caller's abort. The first failure wins. */
 export class CallWatch {
   failure: SwitchboardError | undefined;
+  private stopped = false;
   private readonly wall: NodeJS.Timeout;
   private idle: NodeJS.Timeout | undefined;
   private readonly onAbort: () => void;
@@ -87,6 +88,8 @@ export class CallWatch {
 
   /** Output arrived: restart the idle watchdog. */
   touch(): void {
+    // Output that arrives after the call ended (the CLI shutting down) must not re-arm anything.
+    if (this.stopped) return;
     if (this.idle !== undefined) clearTimeout(this.idle);
     this.idle = setTimeout(
       () =>
@@ -107,6 +110,7 @@ export class CallWatch {
   }
 
   stop(): void {
+    this.stopped = true;
     clearTimeout(this.wall);
     if (this.idle !== undefined) clearTimeout(this.idle);
     this.abortSignal?.removeEventListener('abort', this.onAbort);

@@ -112,6 +112,17 @@ describe('claude-code provider, cold calls', () => {
     expect(replies(harness.sim)).toHaveLength(4);
   });
 
+  it('names a dead API server', async () => {
+    const closed = await claudeAgainstSimulator({});
+    const deadUrl = closed.sim.url;
+    await closed.close();
+    harness = await claudeAgainstSimulator({}, { baseUrl: deadUrl });
+    await expect(harness.provider.call({ model: 'haiku', prompt: 'hi' })).rejects.toMatchObject({
+      code: 'PROVIDER_UNAVAILABLE',
+      hint: expect.stringMatching(/running/),
+    });
+  });
+
   it('says how to install Claude Code when the binary is missing', async () => {
     harness = await claudeAgainstSimulator({}, { executable: '/nonexistent/claude' });
     await expect(harness.provider.call({ model: 'haiku', prompt: 'hi' })).rejects.toMatchObject({

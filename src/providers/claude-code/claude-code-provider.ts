@@ -149,6 +149,7 @@ async function coldCall(launch: ClaudeLaunch, request: ClaudeCallOptions): Promi
     watch.stop();
     void messages.return?.(undefined).catch(() => undefined);
     // The CLI exits on its own once its input closes; make sure of it without holding the caller.
+    child?.detach();
     void child?.waitForExit(5_000);
   }
 }

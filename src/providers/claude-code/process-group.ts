@@ -10,6 +10,22 @@ export interface SpawnRequest {
 }
 
 /**
+ * Runs the CLI under a small shell that also watches its parent: if the Node process that started it
+ * dies (even by SIGKILL, which runs no cleanup), the watcher kills the whole group within a second.
+ * Claude Code blocked on an API request does not notice its input closing, so without this it would
+ * outlive its parent.
+ */
+const PARENT_WATCH = [
+  'parent=$PPID',
+  '( while kill -0 "$parent" 2>/dev/null; do sleep 1; done; kill -KILL 0 ) &',
+  'watcher=$!',
+  '"$@"',
+  'status=$?',
+  'kill "$watcher" 2>/dev/null',
+  'exit $status',
+].join('\n');
+
+/**
  * A Claude Code process started in its own process group, so that killing the group takes the CLI and
  * every tool process it started (Bash commands, subagents) with it. The SDK's own abort path waits
  * about two seconds and then signals only the CLI; a timeout must not leave anything behind.
@@ -22,7 +38,11 @@ export class ClaudeProcess {
     const cleanEnvironment = Object.fromEntries(
       Object.entries(env).filter((entry): entry is [string, string] => entry[1] !== undefined),
     );
-    this.child = spawn(command, args, {
+    const [file, argv] =
+      process.platform === 'win32'
+        ? [command, args]
+        : ['/bin/sh', ['-c', PARENT_WATCH, 'claude-watch', command, ...args]];
+    this.child = spawn(file, argv, {
       cwd,
       env: cleanEnvironment,
       stdio: ['pipe', 'pipe', 'pipe'],
@@ -46,6 +66,17 @@ export class ClaudeProcess {
   /** The last few kilobytes the process wrote to stderr, for error messages. */
   get stderr(): string {
     return this.stderrTail;
+  }
+
+  /**
+   * Lets the caller's process exit while this one winds down: a finished call must not keep a CLI
+   * waiting for Claude Code's shutdown. The parent watch still ends the group if we exit first.
+   */
+  detach(): void {
+    this.child.unref();
+    for (const stream of [this.child.stdin, this.child.stdout, this.child.stderr]) {
+      (stream as unknown as { unref?: () => void }).unref?.();
+    }
   }
 
   /** Kills the whole process group at once. Safe to call more than once. */

@@ -43,6 +43,8 @@ const AUTH_TEXT =
   /invalid api key|api key|please run \/login|not logged in|authentication|oauth token|unauthori[sz]ed|forbidden/i;
 const RATE_TEXT = /usage limit|rate limit|hit your limit|limit reached|too many requests|\(429\)/i;
 const OVERLOAD_TEXT = /overloaded|\b529\b/i;
+const UNREACHABLE_TEXT =
+  /ECONNREFUSED|connection refused|ENOTFOUND|getaddrinfo|EHOSTUNREACH|ECONNRESET|socket hang up/i;
 
 /**
  * Turns Claude Code's final message into a `CallResult`, or the `SwitchboardError` it means. `is_error`
@@ -115,6 +117,13 @@ export function mapClaudeResult(
       return new SwitchboardError('OVERLOADED', `the Claude API is overloaded: ${detail}`, {
         hint: 'retry later, or fall back to another provider',
         provider: 'claude',
+      });
+    }
+    if (status === undefined && UNREACHABLE_TEXT.test(detail)) {
+      return new SwitchboardError('PROVIDER_UNAVAILABLE', `Claude Code cannot reach the API: ${detail}`, {
+        hint: 'check that the API server (ANTHROPIC_BASE_URL or --base-url) is running and reachable',
+        provider: 'claude',
+        retryable: true,
       });
     }
     if (status !== undefined && status >= 400 && status < 500) {

@@ -1,0 +1,142 @@
+import { readFileSync } from 'node:fs';
+import { InvalidArgumentError, type Command } from 'commander';
+import type { JsonSchema } from '../core/call-types.js';
+import { loadConfig, type ConfigOverrides } from '../core/config.js';
+import { SwitchboardError } from '../core/errors.js';
+import { call } from '../invoke/call.js';
+import type { ClaudeCodeProviderOptions } from '../providers/claude-code/claude-code-provider.js';
+import { ProviderRegistry } from '../providers/registry.js';
+import { openLedger } from '../store/ledger.js';
+import type { GlobalFlags } from './shared.js';
+import { readStandardInput } from './stdin.js';
+
+interface CallFlags {
+  system?: string;
+  schema?: string;
+  json?: boolean;
+  timeout?: number;
+  idleTimeout?: number;
+  resume?: string;
+  allowedTools?: string;
+  cwd?: string;
+  claudePath?: string;
+  baseUrl?: string;
+  storeText?: boolean;
+  ledger?: boolean;
+}
+
+function parseSeconds(value: string): number {
+  const seconds = Number(value);
+  if (value.trim() === '' || !Number.isFinite(seconds) || seconds <= 0) {
+    throw new InvalidArgumentError('expected a positive number of seconds');
+  }
+  return seconds;
+}
+
+export function registerCallCommand(program: Command): void {
+  program
+    .command('call')
+    .description('call an LLM: claude:<model> runs Claude Code headless (prints the answer)')
+    .argument('<spec>', 'provider:model, e.g. claude:haiku or claude:claude-sonnet-4-5')
+    .argument('[prompt...]', 'the prompt; omit or give "-" to read standard input')
+    .option('--system <text>', 'system prompt (replaces the default one)')
+    .option('--schema <file>', 'JSON Schema file: the answer must match it (printed as JSON)')
+    .option('--json', 'print the whole CallResult as JSON')
+    .option('--timeout <seconds>', 'wall-clock limit for the call', parseSeconds)
+    .option('--idle-timeout <seconds>', 'fail when the provider sends nothing for this long', parseSeconds)
+    .option('--resume <session-id>', 'continue a Claude Code session')
+    .option('--allowed-tools <list>', 'comma-separated tools Claude Code may use (default: none)')
+    .option('--cwd <dir>', 'working directory for Claude Code')
+    .option('--claude-path <path>', 'your own claude executable (env SWITCHBOARD_CLAUDE_PATH)')
+    .option('--base-url <url>', 'API base URL for Claude Code, e.g. a `switchboard sim` address')
+    .option('--store-text', 'store the prompt text in the ledger (default: a hash only)')
+    .option('--no-ledger', 'do not record the call')
+    .action(async (spec: string, words: string[], flags: CallFlags, command: Command) => {
+      const globals = command.optsWithGlobals<GlobalFlags>();
+      const overrides: ConfigOverrides = {};
+      if (globals.stateDir !== undefined) overrides.stateDir = globals.stateDir;
+      if (flags.ledger === false) overrides.ledger = false;
+      if (flags.storeText === true) overrides.storeText = true;
+      const config = loadConfig(
+        globals.config === undefined ? { overrides } : { configFile: globals.config, overrides },
+      );
+      const prompt = await promptText(words);
+      const schema = flags.schema === undefined ? undefined : readSchema(flags.schema);
+
+      const claude: ClaudeCodeProviderOptions = {};
+      const executable = flags.claudePath ?? config.claude.executable;
+      if (executable !== undefined) claude.executable = executable;
+      const baseUrl = flags.baseUrl ?? config.claude.baseUrl;
+      if (baseUrl !== undefined) claude.baseUrl = baseUrl;
+      if (config.claude.maxRetries !== undefined) claude.maxRetries = config.claude.maxRetries;
+      if (config.claude.timeoutMs !== undefined) claude.timeoutMs = config.claude.timeoutMs;
+      if (config.claude.idleTimeoutMs !== undefined) claude.idleTimeoutMs = config.claude.idleTimeoutMs;
+      const providers = new ProviderRegistry({ claude });
+      const ledger = config.ledger.enabled
+        ? openLedger({ stateDir: config.stateDir, storeText: config.ledger.storeText })
+        : undefined;
+
+      const providerOptions: Record<string, unknown> = {};
+      if (flags.resume !== undefined) providerOptions['resume'] = flags.resume;
+      if (flags.allowedTools !== undefined)
+        providerOptions['allowedTools'] = flags.allowedTools
+          .split(',')
+          .map((tool) => tool.trim())
+          .filter(Boolean);
+      if (flags.cwd !== undefined) providerOptions['cwd'] = flags.cwd;
+      try {
+        const result = await call(
+          spec,
+          {
+            prompt,
+            ...(flags.system === undefined ? {} : { system: flags.system }),
+            ...(schema === undefined ? {} : { schema }),
+            ...(flags.timeout === undefined ? {} : { timeoutMs: flags.timeout * 1000 }),
+            ...(flags.idleTimeout === undefined ? {} : { idleTimeoutMs: flags.idleTimeout * 1000 }),
+          },
+          { providers, ledger: ledger ?? false, providerOptions },
+        );
+        if (flags.json === true) process.stdout.write(`${JSON.stringify(result)}\n`);
+        else if (result.structured !== undefined)
+          process.stdout.write(`${JSON.stringify(result.structured, null, 2)}\n`);
+        else process.stdout.write(result.text.endsWith('\n') ? result.text : `${result.text}\n`);
+      } finally {
+        ledger?.close();
+        await providers.close();
+      }
+    });
+}
+
+async function promptText(words: readonly string[]): Promise<string> {
+  if (words.length > 0 && !(words.length === 1 && words[0] === '-')) return words.join(' ');
+  if (process.stdin.isTTY) {
+    throw new SwitchboardError('INVALID_INPUT', 'no prompt given', {
+      hint: 'pass the prompt as an argument, or pipe it on standard input',
+    });
+  }
+  return readStandardInput();
+}
+
+function readSchema(file: string): JsonSchema {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch {
+    throw new SwitchboardError('INVALID_INPUT', `schema file ${file} cannot be read`, {
+      hint: 'check the --schema path',
+    });
+  }
+  try {
+    const value = JSON.parse(text) as unknown;
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new Error('not an object');
+    return value as JsonSchema;
+  } catch (error) {
+    throw new SwitchboardError(
+      'INVALID_INPUT',
+      `schema file ${file} is not a JSON object: ${error instanceof Error ? error.message : String(error)}`,
+      {
+        hint: 'write a JSON Schema such as {"type": "object", "properties": {...}}',
+      },
+    );
+  }
+}

@@ -1,0 +1,78 @@
+import { InvalidArgumentError, type Command } from 'commander';
+import { loadConfig } from '../core/config.js';
+import { openLedger } from '../store/ledger.js';
+import type { GlobalFlags } from './shared.js';
+
+interface StatsFlags {
+  since?: number;
+  json?: boolean;
+}
+
+const UNITS: Record<string, number> = { m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** `30m`, `24h`, `7d` → epoch milliseconds that long ago. */
+function parseSince(value: string): number {
+  const match = /^(\d+(?:\.\d+)?)([mhd])$/.exec(value.trim());
+  if (match === null) throw new InvalidArgumentError('expected a duration such as 30m, 24h or 7d');
+  return Date.now() - Number(match[1]) * (UNITS[match[2] as string] as number);
+}
+
+export function registerStatsCommand(program: Command): void {
+  program
+    .command('stats')
+    .description(
+      'what the ledger recorded: calls, success rate, latency, tokens and cost by provider and model',
+    )
+    .option('--since <duration>', 'only the last 30m, 24h, 7d, …', parseSince)
+    .option('--json', 'print the figures as JSON')
+    .action((flags: StatsFlags, command: Command) => {
+      const globals = command.optsWithGlobals<GlobalFlags>();
+      const overrides = globals.stateDir === undefined ? {} : { stateDir: globals.stateDir };
+      const config = loadConfig(
+        globals.config === undefined ? { overrides } : { configFile: globals.config, overrides },
+      );
+      const ledger = openLedger({ stateDir: config.stateDir });
+      try {
+        const since = flags.since === undefined ? {} : { since: flags.since };
+        const calls = ledger.callStats(since);
+        const routeDecisions = ledger.listRouteDecisions({ limit: 1_000_000, ...since }).length;
+        if (flags.json === true) {
+          process.stdout.write(`${JSON.stringify({ calls, routeDecisions })}\n`);
+          return;
+        }
+        const percent = (value: number) => `${(value * 100).toFixed(1)}%`;
+        const lines = [
+          `calls ${calls.calls} (${calls.attempts} attempts), success ${percent(calls.successRate)}, p50 ${calls.p50Ms.toFixed(0)} ms, p95 ${calls.p95Ms.toFixed(0)} ms, cost $${calls.costUsd.toFixed(4)}`,
+          `route decisions ${routeDecisions}`,
+        ];
+        if (calls.byProviderModel.length > 0) {
+          lines.push(
+            '',
+            'provider  model                          attempts  success   p50 ms   p95 ms   tokens in/out        cost',
+          );
+          for (const group of calls.byProviderModel) {
+            lines.push(
+              [
+                group.provider.padEnd(9),
+                group.model.slice(0, 30).padEnd(30),
+                String(group.attempts).padStart(8),
+                percent(group.successRate).padStart(8),
+                group.p50Ms.toFixed(0).padStart(8),
+                group.p95Ms.toFixed(0).padStart(8),
+                `${group.inputTokens}/${group.outputTokens}`.padStart(15),
+                `$${group.costUsd.toFixed(4)}${group.unpricedAttempts > 0 ? ` (+${group.unpricedAttempts} unpriced)` : ''}`.padStart(
+                  11,
+                ),
+              ].join(' '),
+            );
+          }
+        }
+        const codes = Object.entries(calls.errorCodes).sort((a, b) => b[1] - a[1]);
+        if (codes.length > 0)
+          lines.push('', `errors: ${codes.map(([code, count]) => `${code} ${count}`).join(', ')}`);
+        process.stdout.write(`${lines.join('\n')}\n`);
+      } finally {
+        ledger.close();
+      }
+    });
+}

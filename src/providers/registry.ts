@@ -1,0 +1,45 @@
+import type { Provider } from '../core/call-types.js';
+import { SwitchboardError } from '../core/errors.js';
+import {
+  createClaudeCodeProvider,
+  type ClaudeCodeProviderOptions,
+} from './claude-code/claude-code-provider.js';
+
+/** Provider names a spec may start with. The API providers arrive with their own issue. */
+export const PROVIDER_NAMES = ['claude'] as const;
+
+export interface ProviderRegistryOptions {
+  claude?: ClaudeCodeProviderOptions;
+}
+
+/** Creates providers on first use and closes them together. */
+export class ProviderRegistry {
+  private readonly providers = new Map<string, Provider>();
+  private readonly options: ProviderRegistryOptions;
+
+  constructor(options: ProviderRegistryOptions = {}) {
+    this.options = options;
+  }
+
+  get(name: string): Provider {
+    const existing = this.providers.get(name);
+    if (existing !== undefined) return existing;
+    let provider: Provider;
+    switch (name) {
+      case 'claude':
+        provider = createClaudeCodeProvider(this.options.claude);
+        break;
+      default:
+        throw new SwitchboardError('INVALID_INPUT', `unknown provider "${name}"`, {
+          hint: `use one of: ${PROVIDER_NAMES.join(', ')} (e.g. claude:haiku)`,
+        });
+    }
+    this.providers.set(name, provider);
+    return provider;
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.providers.values()].map((provider) => provider.close()));
+    this.providers.clear();
+  }
+}

@@ -1,0 +1,165 @@
+import type Database from 'better-sqlite3';
+import type { TokenUsage } from '../core/call-types.js';
+import { percentile } from '../core/percentile.js';
+
+/** One call attempt as the ledger keeps it. */
+export interface CallAttemptRecord {
+  id: string;
+  callId: string;
+  attempt: number;
+  createdAt: number;
+  provider: string;
+  spec: string;
+  modelRequested: string;
+  modelUsed?: string;
+  success: boolean;
+  errorCode?: string;
+  durationMs: number;
+  usage?: TokenUsage;
+  costUsd: number | null;
+  sessionId?: string;
+  promptHash: string;
+  /** Stored only when the ledger stores text. */
+  promptText?: string;
+  tags?: Record<string, string>;
+}
+
+export interface ProviderModelStats {
+  provider: string;
+  model: string;
+  attempts: number;
+  successes: number;
+  successRate: number;
+  p50Ms: number;
+  p95Ms: number;
+  inputTokens: number;
+  outputTokens: number;
+  cacheReadTokens: number;
+  cacheWriteTokens: number;
+  /** Sum of known costs; attempts with an unknown cost are counted in `unpricedAttempts`. */
+  costUsd: number;
+  unpricedAttempts: number;
+}
+
+export interface CallStats {
+  calls: number;
+  attempts: number;
+  successfulCalls: number;
+  successRate: number;
+  p50Ms: number;
+  p95Ms: number;
+  costUsd: number;
+  byProviderModel: ProviderModelStats[];
+  errorCodes: Record<string, number>;
+}
+
+interface AttemptRow {
+  call_id: string;
+  provider: string;
+  model_requested: string;
+  success: number;
+  error_code: string | null;
+  duration_ms: number;
+  input_tokens: number;
+  output_tokens: number;
+  cache_read_tokens: number;
+  cache_write_tokens: number;
+  cost_usd: number | null;
+}
+
+export interface CallStatements {
+  insertCallAttempt: Database.Statement<[Record<string, unknown>]>;
+  selectAttemptsSince: Database.Statement<[number], AttemptRow>;
+}
+
+export function prepareCallStatements(database: Database.Database): CallStatements {
+  return {
+    insertCallAttempt: database.prepare<[Record<string, unknown>]>(
+      'INSERT INTO call_attempts (id, call_id, attempt, created_at, provider, spec, model_requested, model_used, success, ' +
+        'error_code, duration_ms, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, session_id, ' +
+        'prompt_hash, prompt_text, tags) VALUES (@id, @call_id, @attempt, @created_at, @provider, @spec, @model_requested, ' +
+        '@model_used, @success, @error_code, @duration_ms, @input_tokens, @output_tokens, @cache_read_tokens, ' +
+        '@cache_write_tokens, @cost_usd, @session_id, @prompt_hash, @prompt_text, @tags)',
+    ),
+    selectAttemptsSince: database.prepare<[number], AttemptRow>(
+      'SELECT call_id, provider, model_requested, success, error_code, duration_ms, input_tokens, output_tokens, ' +
+        'cache_read_tokens, cache_write_tokens, cost_usd FROM call_attempts WHERE created_at >= ? ORDER BY created_at',
+    ),
+  };
+}
+
+export function callAttemptRow(record: CallAttemptRecord, storeText: boolean): Record<string, unknown> {
+  return {
+    id: record.id,
+    call_id: record.callId,
+    attempt: record.attempt,
+    created_at: record.createdAt,
+    provider: record.provider,
+    spec: record.spec,
+    model_requested: record.modelRequested,
+    model_used: record.modelUsed ?? null,
+    success: record.success ? 1 : 0,
+    error_code: record.errorCode ?? null,
+    duration_ms: record.durationMs,
+    input_tokens: record.usage?.inputTokens ?? 0,
+    output_tokens: record.usage?.outputTokens ?? 0,
+    cache_read_tokens: record.usage?.cacheReadTokens ?? 0,
+    cache_write_tokens: record.usage?.cacheWriteTokens ?? 0,
+    cost_usd: record.costUsd,
+    session_id: record.sessionId ?? null,
+    prompt_hash: record.promptHash,
+    prompt_text: storeText ? (record.promptText ?? null) : null,
+    tags: JSON.stringify(record.tags ?? {}),
+  };
+}
+
+/** Aggregates attempts: a call succeeded when any of its attempts did. */
+export function summariseCalls(rows: readonly AttemptRow[]): CallStats {
+  const callOutcome = new Map<string, { success: boolean; durationMs: number }>();
+  const groups = new Map<string, AttemptRow[]>();
+  const errorCodes: Record<string, number> = {};
+  for (const row of rows) {
+    const outcome = callOutcome.get(row.call_id) ?? { success: false, durationMs: 0 };
+    outcome.success ||= row.success === 1;
+    outcome.durationMs += row.duration_ms;
+    callOutcome.set(row.call_id, outcome);
+    const key = `${row.provider}\u0000${row.model_requested}`;
+    groups.set(key, [...(groups.get(key) ?? []), row]);
+    if (row.error_code !== null) errorCodes[row.error_code] = (errorCodes[row.error_code] ?? 0) + 1;
+  }
+  const callDurations = [...callOutcome.values()].map((call) => call.durationMs).sort((a, b) => a - b);
+  const successfulCalls = [...callOutcome.values()].filter((call) => call.success).length;
+  const byProviderModel = [...groups.values()].map((group): ProviderModelStats => {
+    const durations = group.map((row) => row.duration_ms).sort((a, b) => a - b);
+    const successes = group.filter((row) => row.success === 1).length;
+    const sum = (pick: (row: AttemptRow) => number) => group.reduce((total, row) => total + pick(row), 0);
+    const first = group[0] as AttemptRow;
+    return {
+      provider: first.provider,
+      model: first.model_requested,
+      attempts: group.length,
+      successes,
+      successRate: successes / group.length,
+      p50Ms: percentile(durations, 50),
+      p95Ms: percentile(durations, 95),
+      inputTokens: sum((row) => row.input_tokens),
+      outputTokens: sum((row) => row.output_tokens),
+      cacheReadTokens: sum((row) => row.cache_read_tokens),
+      cacheWriteTokens: sum((row) => row.cache_write_tokens),
+      costUsd: sum((row) => row.cost_usd ?? 0),
+      unpricedAttempts: group.filter((row) => row.cost_usd === null && row.success === 1).length,
+    };
+  });
+  byProviderModel.sort((a, b) => b.attempts - a.attempts);
+  return {
+    calls: callOutcome.size,
+    attempts: rows.length,
+    successfulCalls,
+    successRate: callOutcome.size === 0 ? 0 : successfulCalls / callOutcome.size,
+    p50Ms: callDurations.length === 0 ? 0 : percentile(callDurations, 50),
+    p95Ms: callDurations.length === 0 ? 0 : percentile(callDurations, 95),
+    costUsd: byProviderModel.reduce((total, group) => total + group.costUsd, 0),
+    byProviderModel,
+    errorCodes,
+  };
+}

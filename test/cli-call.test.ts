@@ -1,0 +1,200 @@
+import { execFile, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startSimulator, type Simulator } from '../src/sim/server.js';
+import { claudeProcessIds, waitForNoNewClaudeProcesses } from './helpers/claude.js';
+
+// `switchboard call`, `stats` and `sim` as a user runs them: the built CLI, the real Claude Code binary,
+// `switchboard sim` on loopback.
+
+const root = join(import.meta.dirname, '..');
+const cli = join(root, 'dist/cli/main.js');
+const secret = 'sk-ant-api03-very-secret-key';
+let sim: Simulator;
+let cwd: string;
+let env: NodeJS.ProcessEnv;
+
+beforeAll(async () => {
+  sim = await startSimulator({
+    maxLifetimeMs: 300_000,
+    scenario: {
+      rules: [
+        {
+          match: { text: 'weather' },
+          reply: { tool: { name: 'StructuredOutput', input: { city: 'Lisbon' } } },
+        },
+        { match: { text: 'auth' }, fault: { status: 401 } },
+        { match: { text: 'hang' }, fault: { kind: 'stall' } },
+        { match: {}, reply: { text: 'pong', usage: { input: 50, output: 2 } } },
+      ],
+    },
+  });
+  cwd = mkdtempSync(join(tmpdir(), 'switchboard-call-cli-'));
+  env = {
+    ...process.env,
+    ANTHROPIC_API_KEY: secret,
+    CLAUDE_CONFIG_DIR: mkdtempSync(join(tmpdir(), 'switchboard-claude-config-')),
+  };
+});
+afterAll(async () => {
+  await sim.close();
+});
+
+interface Run {
+  status: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the CLI without blocking: the simulator answers from this same process. */
+function run(args: string[], input = ''): Promise<Run> {
+  return new Promise((resolve) => {
+    const child = execFile(
+      process.execPath,
+      [cli, ...args],
+      { cwd, env, encoding: 'utf8', timeout: 60_000 },
+      (error, stdout, stderr) => {
+        const status = error === null ? 0 : typeof error.code === 'number' ? error.code : null;
+        resolve({ status, stdout, stderr });
+      },
+    );
+    child.stdin?.end(input);
+  });
+}
+
+describe('switchboard call', () => {
+  it('prints the answer, or the whole CallResult with --json', async () => {
+    const plain = await run(['call', 'claude:haiku', 'ping', '--base-url', sim.url]);
+    expect(plain).toMatchObject({ status: 0, stdout: 'pong\n', stderr: '' });
+    const piped = await run(
+      ['call', 'claude:claude-haiku-4-5', '-', '--base-url', sim.url, '--json'],
+      'ping from stdin',
+    );
+    const result = JSON.parse(piped.stdout) as Record<string, unknown>;
+    expect(result).toMatchObject({
+      success: true,
+      text: 'pong',
+      provider: 'claude:claude-haiku-4-5',
+      modelRequested: 'claude-haiku-4-5',
+    });
+    expect(result['sessionId']).toBeDefined();
+    expect(result['attempts']).toHaveLength(1);
+  });
+
+  it('prints structured output for --schema', async () => {
+    const schemaFile = join(cwd, 'weather.json');
+    writeFileSync(
+      schemaFile,
+      JSON.stringify({ type: 'object', properties: { city: { type: 'string' } }, required: ['city'] }),
+    );
+    const result = await run([
+      'call',
+      'claude:haiku',
+      'weather please',
+      '--schema',
+      schemaFile,
+      '--base-url',
+      sim.url,
+    ]);
+    expect(result.status).toBe(0);
+    expect(JSON.parse(result.stdout)).toEqual({ city: 'Lisbon' });
+  });
+
+  it('fails with one line and a distinct exit code for each problem', async () => {
+    const oneLine = (result: Run, status: number, pattern: RegExp) => {
+      expect(result.status).toBe(status);
+      expect(result.stderr.trim().split('\n')).toHaveLength(1);
+      expect(result.stderr).toMatch(pattern);
+    };
+    oneLine(
+      await run(['call', 'claude:haiku', 'auth now', '--base-url', sim.url]),
+      22,
+      /could not authenticate/,
+    );
+    oneLine(await run(['call', 'claude:haiku', 'hi', '--claude-path', '/no/such/claude']), 28, /npm install/);
+    oneLine(await run(['call', 'gpt:4', 'hi']), 2, /unknown provider "gpt"/);
+    oneLine(await run(['call', 'nonsense', 'hi']), 2, /not a provider spec/);
+    writeFileSync(join(cwd, 'bad.json'), '{ not json');
+    oneLine(await run(['call', 'claude:haiku', 'hi', '--schema', 'bad.json']), 2, /not a JSON object/);
+    oneLine(
+      await run(['call', 'claude:haiku', 'hang', '--base-url', sim.url, '--idle-timeout', '1.5']),
+      24,
+      /sent nothing for 1500 ms/,
+    );
+  });
+
+  it('never writes the API key to output or the ledger', async () => {
+    const result = await run(['call', 'claude:haiku', 'auth again', '--base-url', sim.url, '--json']);
+    expect(result.stdout + result.stderr).not.toContain(secret);
+    const ledger = readFileSync(join(cwd, '.switchboard/ledger.db'));
+    expect(ledger.includes(Buffer.from(secret))).toBe(false);
+    expect(ledger.includes(Buffer.from('auth again'))).toBe(false);
+    expect(JSON.stringify(sim.requests)).not.toContain(secret);
+  });
+
+  it('leaves no claude process behind when the caller is killed', async () => {
+    const before = claudeProcessIds();
+    const child = spawn(
+      process.execPath,
+      [cli, 'call', 'claude:haiku', 'hang forever', '--base-url', sim.url],
+      { cwd, env, stdio: 'ignore' },
+    );
+    const deadline = Date.now() + 10_000;
+    while (claudeProcessIds().filter((pid) => !before.includes(pid)).length === 0 && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect(claudeProcessIds().filter((pid) => !before.includes(pid)).length).toBeGreaterThan(0);
+    child.kill('SIGKILL');
+    expect(await waitForNoNewClaudeProcesses(before, 10_000)).toEqual([]);
+  });
+});
+
+describe('switchboard stats', () => {
+  it('reports calls, success rate, latency, tokens, cost and error codes from the ledger', async () => {
+    const result = await run(['stats', '--json']);
+    expect(result.status).toBe(0);
+    const { calls } = JSON.parse(result.stdout) as {
+      calls: {
+        calls: number;
+        successfulCalls: number;
+        errorCodes: Record<string, number>;
+        byProviderModel: { provider: string; outputTokens: number; costUsd: number }[];
+      };
+    };
+    expect(calls.calls).toBeGreaterThanOrEqual(6);
+    expect(calls.successfulCalls).toBeGreaterThanOrEqual(3);
+    expect(calls.errorCodes).toMatchObject({ AUTH: 2, PROVIDER_UNAVAILABLE: 1, IDLE_TIMEOUT: 1 });
+    const claude = calls.byProviderModel.filter((group) => group.provider === 'claude');
+    expect(claude.reduce((total, group) => total + group.outputTokens, 0)).toBeGreaterThan(0);
+    expect(claude.reduce((total, group) => total + group.costUsd, 0)).toBeGreaterThan(0);
+    expect((await run(['stats'])).stdout).toMatch(/calls \d+ \(\d+ attempts\), success/);
+  });
+});
+
+describe('switchboard sim', () => {
+  it('prints the port it chose and stops by itself', async () => {
+    const child = spawn(process.execPath, [cli, 'sim', '--port', '0', '--max-lifetime', '2', '--json'], {
+      cwd,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const line = await new Promise<string>((resolve) =>
+      child.stdout.once('data', (chunk: Buffer) => resolve(chunk.toString())),
+    );
+    const { url, port } = JSON.parse(line) as { url: string; port: number };
+    expect(url).toBe(`http://127.0.0.1:${port}`);
+    const response = await fetch(`${url}/v1/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        model: 'claude-haiku-4-5',
+        max_tokens: 10,
+        messages: [{ role: 'user', content: 'hi' }],
+      }),
+    });
+    expect(((await response.json()) as { content: { text: string }[] }).content[0]?.text).toBe('ok');
+    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    expect(code).toBe(0);
+  });
+});
