@@ -1,4 +1,3 @@
-import { SwitchboardError } from '../core/errors.js';
 import { percentile } from '../core/percentile.js';
 
 export { percentile };
