@@ -198,6 +198,24 @@ describe('claude-code provider, cold calls', () => {
     expect(existsSync(join(plain, 'x.txt'))).toBe(false);
   });
 
+  it('maps the turn limit to MAX_TURNS and the cost cap to BUDGET_EXCEEDED', async () => {
+    const workspace = mkdtempSync(join(tmpdir(), 'switchboard-workspace-'));
+    harness = await claudeAgainstSimulator({
+      rules: [
+        {
+          match: { tools: 'Write' },
+          reply: {
+            tool: { name: 'Write', input: { file_path: join(workspace, 'loop.txt'), content: 'again' } },
+            usage: { input: 2_000_000, output: 100_000 },
+          },
+        },
+      ],
+    });
+    const agent = { model: 'claude-haiku-4-5', prompt: 'keep writing', allowedTools: ['Write'], cwd: workspace };
+    await expect(harness.provider.call({ ...agent, maxTurns: 1 })).rejects.toMatchObject({ code: 'MAX_TURNS' });
+    await expect(harness.provider.call({ ...agent, maxBudgetUsd: 0.01 })).rejects.toMatchObject({ code: 'BUDGET_EXCEEDED' });
+  });
+
   it('resumes a persisted session', async () => {
     harness = await claudeAgainstSimulator({
       rules: [{ match: {}, reply: { text: 'noted: ', echo: true } }],
