@@ -3,10 +3,7 @@ import { InvalidArgumentError, type Command } from 'commander';
 import type { JsonSchema } from '../core/call-types.js';
 import { loadConfig, type ConfigOverrides } from '../core/config.js';
 import { SwitchboardError } from '../core/errors.js';
-import { call } from '../invoke/call.js';
 import type { ClaudeCodeProviderOptions } from '../providers/claude-code/claude-code-provider.js';
-import { ProviderRegistry } from '../providers/registry.js';
-import { openLedger } from '../store/ledger.js';
 import type { GlobalFlags } from './shared.js';
 import { readStandardInput } from './stdin.js';
 
@@ -52,6 +49,9 @@ export function registerCallCommand(program: Command): void {
     .option('--store-text', 'store the prompt text in the ledger (default: a hash only)')
     .option('--no-ledger', 'do not record the call')
     .action(async (spec: string, words: string[], flags: CallFlags, command: Command) => {
+      const { call } = await import('../invoke/call.js');
+      const { ProviderRegistry } = await import('../providers/registry.js');
+      const { openLedger } = await import('../store/ledger.js');
       const globals = command.optsWithGlobals<GlobalFlags>();
       const overrides: ConfigOverrides = {};
       if (globals.stateDir !== undefined) overrides.stateDir = globals.stateDir;

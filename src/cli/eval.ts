@@ -1,8 +1,4 @@
 import type { Command } from 'commander';
-import { formatEvalReport } from '../route/eval-report.js';
-import { loadDataset } from '../route/datasets.js';
-import { evaluateRouter } from '../route/evaluate.js';
-import { createRouter } from '../route/router.js';
 import {
   addRoutingFlags,
   requireRoutes,
@@ -28,6 +24,10 @@ export function registerEvalCommand(program: Command): void {
       )
       .option('--json', 'print the metrics as JSON'),
   ).action(async (flags: EvalFlags, command: Command) => {
+    const { formatEvalReport } = await import('../route/eval-report.js');
+    const { loadDataset } = await import('../route/datasets.js');
+    const { evaluateRouter } = await import('../route/evaluate.js');
+    const { createRouter } = await import('../route/router.js');
     const config = resolveConfig(command.optsWithGlobals<GlobalFlags>(), flags);
     requireRoutes(config);
     const examples = loadDataset(flags.dataset);

@@ -1,8 +1,5 @@
 import { InvalidArgumentError, type Command } from 'commander';
-import { loadDataset } from '../route/datasets.js';
-import { fitRouter } from '../route/evaluate.js';
 import type { FitObjective, FitResult } from '../route/fit.js';
-import { createRouter } from '../route/router.js';
 import {
   addRoutingFlags,
   requireRoutes,
@@ -40,7 +37,10 @@ export function registerFitCommand(program: Command): void {
         'balanced' as FitObjective,
       )
       .option('--json', 'print the result as JSON'),
-  ).action((flags: FitFlags, command: Command) => {
+  ).action(async (flags: FitFlags, command: Command) => {
+    const { loadDataset } = await import('../route/datasets.js');
+    const { fitRouter } = await import('../route/evaluate.js');
+    const { createRouter } = await import('../route/router.js');
     const config = resolveConfig(command.optsWithGlobals<GlobalFlags>(), flags);
     requireRoutes(config);
     const tune = loadDataset(flags.dataset);

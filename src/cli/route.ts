@@ -1,7 +1,6 @@
 import type { Command } from 'commander';
 import { NONE, type RouteDecision } from '../core/route-types.js';
 import { SwitchboardError } from '../core/errors.js';
-import { createRouter } from '../route/router.js';
 import {
   addRoutingFlags,
   EXIT_CODES,
@@ -22,6 +21,7 @@ export function registerRouteCommand(program: Command): void {
       .argument('[text...]', 'the request; omit or give "-" to read standard input')
       .option('--json', 'print the RouteDecision as JSON'),
   ).action(async (words: string[], flags: RoutingFlags, command: Command) => {
+    const { createRouter } = await import('../route/router.js');
     const globals = command.optsWithGlobals<GlobalFlags>();
     const config = resolveConfig(globals, flags);
     requireRoutes(config);

@@ -1,5 +1,5 @@
 import { InvalidArgumentError, type Command } from 'commander';
-import { startSimulator, type SimulatorOptions } from '../sim/server.js';
+import type { SimulatorOptions } from '../sim/server.js';
 
 interface SimFlags {
   scenario?: string;
@@ -38,6 +38,7 @@ export function registerSimCommand(program: Command): void {
     .option('--max-lifetime <seconds>', 'stop by itself after this many seconds', parseNonNegativeInteger)
     .option('--json', 'print the address as JSON')
     .action(async (flags: SimFlags) => {
+      const { startSimulator } = await import('../sim/server.js');
       const options: SimulatorOptions = { port: flags.port, host: flags.host };
       if (flags.scenario !== undefined) options.scenario = flags.scenario;
       if (flags.log !== undefined) options.logFile = flags.log;

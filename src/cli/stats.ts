@@ -1,6 +1,5 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import { loadConfig } from '../core/config.js';
-import { openLedger } from '../store/ledger.js';
 import type { GlobalFlags } from './shared.js';
 
 interface StatsFlags {
@@ -25,7 +24,8 @@ export function registerStatsCommand(program: Command): void {
     )
     .option('--since <duration>', 'only the last 30m, 24h, 7d, …', parseSince)
     .option('--json', 'print the figures as JSON')
-    .action((flags: StatsFlags, command: Command) => {
+    .action(async (flags: StatsFlags, command: Command) => {
+      const { openLedger } = await import('../store/ledger.js');
       const globals = command.optsWithGlobals<GlobalFlags>();
       const overrides = globals.stateDir === undefined ? {} : { stateDir: globals.stateDir };
       const config = loadConfig(

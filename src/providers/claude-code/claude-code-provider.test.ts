@@ -211,9 +211,18 @@ describe('claude-code provider, cold calls', () => {
         },
       ],
     });
-    const agent = { model: 'claude-haiku-4-5', prompt: 'keep writing', allowedTools: ['Write'], cwd: workspace };
-    await expect(harness.provider.call({ ...agent, maxTurns: 1 })).rejects.toMatchObject({ code: 'MAX_TURNS' });
-    await expect(harness.provider.call({ ...agent, maxBudgetUsd: 0.01 })).rejects.toMatchObject({ code: 'BUDGET_EXCEEDED' });
+    const agent = {
+      model: 'claude-haiku-4-5',
+      prompt: 'keep writing',
+      allowedTools: ['Write'],
+      cwd: workspace,
+    };
+    await expect(harness.provider.call({ ...agent, maxTurns: 1 })).rejects.toMatchObject({
+      code: 'MAX_TURNS',
+    });
+    await expect(harness.provider.call({ ...agent, maxBudgetUsd: 0.01 })).rejects.toMatchObject({
+      code: 'BUDGET_EXCEEDED',
+    });
   });
 
   it('resumes a persisted session', async () => {
