@@ -39,3 +39,22 @@ export {
   type Skill,
 } from './core/route-types.js';
 export { openLedger, type Ledger } from './store/ledger.js';
+export {
+  createClaudeCodeProvider,
+  type ClaudeCallOptions,
+  type ClaudeCodeProvider,
+  type ClaudeCodeProviderOptions,
+} from './providers/claude-code/claude-code-provider.js';
+export { ProviderRegistry } from './providers/registry.js';
+export { call, type CallOptions } from './invoke/call.js';
+export {
+  parseProviderSpec,
+  type CallAttempt,
+  type CallRequest,
+  type CallResult,
+  type JsonSchema,
+  type Provider,
+  type TokenUsage,
+} from './core/call-types.js';
+export { startSimulator, type SimLogEntry, type Simulator, type SimulatorOptions } from './sim/server.js';
+export type { Scenario } from './sim/scenario.js';
