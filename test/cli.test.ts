@@ -116,6 +116,12 @@ describe('switchboard route', () => {
     const env = { SWITCHBOARD_ROUTE_CONFIDENCE_THRESHOLD: '0.01' };
     expect(run(['route', text], { cwd, env }).status).toBe(0);
     expect(run(['route', '--confidence-threshold', '0.99', text], { cwd, env }).status).toBe(10);
+    // A .env file counts as environment, below the real environment.
+    writeFileSync(join(cwd, '.env'), 'SWITCHBOARD_ROUTE_CONFIDENCE_THRESHOLD=0.01\n');
+    expect(run(['route', text], { cwd }).status).toBe(0);
+    expect(
+      run(['route', text], { cwd, env: { SWITCHBOARD_ROUTE_CONFIDENCE_THRESHOLD: '0.99' } }).status,
+    ).toBe(10);
   });
 
   it('records decisions from several processes routing at once, none lost', async () => {

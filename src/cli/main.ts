@@ -14,6 +14,15 @@ const packageJson = JSON.parse(readFileSync(new URL('../../package.json', import
   version: string;
 };
 
+// Secrets and settings may live in a `.env` file in the working directory; the environment wins.
+try {
+  process.loadEnvFile('.env');
+} catch (error) {
+  if ((error as NodeJS.ErrnoException).code !== 'ENOENT') {
+    process.stderr.write(`switchboard: warning: .env could not be read (${(error as Error).message})\n`);
+  }
+}
+
 const program = new Command('switchboard')
   .description('Use LLMs reliably from orchestrators: routing, calls, agents, workflows.')
   .version(packageJson.version)

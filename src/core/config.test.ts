@@ -37,6 +37,20 @@ describe('loadConfig', () => {
     expect(fromFlags.route.confidenceThreshold).toBe(0.7);
   });
 
+  it('reads Claude Code settings and lets SWITCHBOARD_CLAUDE_PATH override the executable', () => {
+    const cwd = directoryWith(
+      'claude:\n  executable: bin/claude\n  base_url: http://127.0.0.1:9\n  idle_timeout_seconds: 5\n',
+    );
+    expect(loadConfig({ cwd, env: {} }).claude).toEqual({
+      executable: join(cwd, 'bin/claude'),
+      baseUrl: 'http://127.0.0.1:9',
+      idleTimeoutMs: 5000,
+    });
+    expect(loadConfig({ cwd, env: { SWITCHBOARD_CLAUDE_PATH: '/opt/claude' } }).claude.executable).toBe(
+      '/opt/claude',
+    );
+  });
+
   it('names the key and the problem in a bad file', () => {
     expect(() => loadConfig({ cwd: directoryWith('route:\n  confidence_threshold: 2\n'), env: {} })).toThrow(
       /route\.confidence_threshold/,
