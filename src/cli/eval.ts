@@ -4,7 +4,7 @@ import {
   requireRoutes,
   resolveConfig,
   routerOptions,
-  warn,
+  warnSkippedSkills,
   type GlobalFlags,
   type RoutingFlags,
 } from './shared.js';
@@ -34,7 +34,7 @@ export function registerEvalCommand(program: Command): void {
     // Evaluation measures the tiers themselves: no cache hits from repeated texts, no ledger rows.
     const router = createRouter({ ...routerOptions(config), cache: false, ledger: false });
     try {
-      for (const problem of router.problems) warn(`${problem.file}: ${problem.reason} (skipped)`);
+      warnSkippedSkills(router);
       const { metrics } = await evaluateRouter(router, examples);
       const settings = {
         mode: router.mode,

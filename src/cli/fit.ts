@@ -5,7 +5,7 @@ import {
   requireRoutes,
   resolveConfig,
   routerOptions,
-  warn,
+  warnSkippedSkills,
   type GlobalFlags,
   type RoutingFlags,
 } from './shared.js';
@@ -47,7 +47,7 @@ export function registerFitCommand(program: Command): void {
     const test = flags.test === undefined ? undefined : loadDataset(flags.test);
     const router = createRouter({ ...routerOptions(config), mode: 'local', cache: false, ledger: false });
     try {
-      for (const problem of router.problems) warn(`${problem.file}: ${problem.reason} (skipped)`);
+      warnSkippedSkills(router);
       const report = fitRouter(router, tune, test, flags.objective);
       if (flags.json === true) {
         process.stdout.write(`${JSON.stringify(report)}\n`);

@@ -7,7 +7,7 @@ import {
   requireRoutes,
   resolveConfig,
   routerOptions,
-  warn,
+  warnSkippedSkills,
   type GlobalFlags,
   type RoutingFlags,
 } from './shared.js';
@@ -28,7 +28,7 @@ export function registerRouteCommand(program: Command): void {
     const text = await requestText(words);
     const router = createRouter(routerOptions(config));
     try {
-      for (const problem of router.problems) warn(`${problem.file}: ${problem.reason} (skipped)`);
+      warnSkippedSkills(router);
       const decision = await router.route(text);
       decision.warnings.push(...router.problems.map((problem) => `${problem.file}: ${problem.reason}`));
       process.stdout.write(flags.json === true ? `${JSON.stringify(decision)}\n` : formatDecision(decision));

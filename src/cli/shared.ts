@@ -120,4 +120,9 @@ export function warn(message: string): void {
   process.stderr.write(`switchboard: warning: ${message}\n`);
 }
 
+/** Warns once about each skill file the router skipped. */
+export function warnSkippedSkills(router: { problems: readonly { file: string; reason: string }[] }): void {
+  for (const problem of router.problems) warn(`${problem.file}: ${problem.reason} (skipped)`);
+}
+
 export { EXIT_CODES };

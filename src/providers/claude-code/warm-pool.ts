@@ -202,9 +202,22 @@ export class WarmPool {
 
   private async startProcess(): Promise<PooledProcess> {
     this.starting++;
-    const launch = this.launch();
-    const process = new PooledProcess(launch, this.options);
+    const process = new PooledProcess(this.launch(), this.options);
     this.processes.push(process);
+    try {
+      await this.clear(process);
+      return process;
+    } finally {
+      this.starting--;
+    }
+  }
+
+  /**
+   * Sends `/clear` and waits for its result: a local command, so no API request. It starts a new
+   * process up and empties a used one's conversation. A process that fails it is killed and forgotten.
+   */
+  private async clear(process: PooledProcess): Promise<void> {
+    const launch = this.launch();
     const watch = new CallWatch({
       timeoutMs: launch.timeoutMs,
       idleTimeoutMs: launch.idleTimeoutMs,
@@ -212,18 +225,15 @@ export class WarmPool {
       onFail: () => process.kill(),
     });
     try {
-      // `/clear` makes the process start up and answer without an API request.
       const found = await process.ask(CLEAR, watch);
       if (watch.failure !== undefined) throw watch.failure;
-      if (found.result === undefined) throw new Error('the process ended during start-up');
-      return process;
+      if (found.result === undefined) throw new Error('the process ended before answering /clear');
     } catch (error) {
       process.kill();
       this.forget(process);
       throw watch.failure ?? asClaudeError(error, process.child);
     } finally {
       watch.stop();
-      this.starting--;
     }
   }
 
@@ -243,20 +253,10 @@ export class WarmPool {
 
   /** Clears the conversation, then hands the process to a waiting call or marks it idle. */
   private async reset(process: PooledProcess): Promise<void> {
-    const launch = this.launch();
-    const watch = new CallWatch({
-      timeoutMs: launch.idleTimeoutMs,
-      idleTimeoutMs: launch.idleTimeoutMs,
-      abortSignal: undefined,
-      onFail: () => process.kill(),
-    });
     try {
-      const found = await process.ask(CLEAR, watch);
-      if (found.result === undefined || watch.failure !== undefined) throw new Error('reset failed');
+      await this.clear(process);
       this.release(process);
     } catch {
-      process.kill();
-      this.forget(process);
       // A waiting call still needs a process; start a replacement for it.
       const waiter = this.waiters.shift();
       if (waiter !== undefined && !this.closed) {
@@ -264,8 +264,6 @@ export class WarmPool {
           .then((replacement) => waiter(replacement))
           .catch(() => this.waiters.unshift(waiter));
       }
-    } finally {
-      watch.stop();
     }
   }
 
