@@ -65,6 +65,8 @@ export interface CallResult {
 export interface ProviderCall extends CallRequest {
   /** The model id or alias, as given after the provider name in the spec. */
   model: string;
+  /** A base URL given in the spec (`openai@http://127.0.0.1:11434/v1:llama3.2`). */
+  baseUrl?: string;
 }
 
 /** The interface every provider implements. */

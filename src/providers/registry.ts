@@ -21,6 +21,11 @@ export class ProviderRegistry {
     this.options = options;
   }
 
+  /** Adds a provider of your own (or replaces a built-in one) under its `name`. */
+  register(provider: Provider): void {
+    this.providers.set(provider.name, provider);
+  }
+
   get(name: string): Provider {
     const existing = this.providers.get(name);
     if (existing !== undefined) return existing;

@@ -67,9 +67,23 @@ interface AttemptRow {
   cost_usd: number | null;
 }
 
+/** A provider's circuit breaker as the ledger keeps it, shared by every process. */
+export interface CooldownRecord {
+  spec: string;
+  until: number;
+  failures: number;
+  reason: string;
+}
+
 export interface CallStatements {
   insertCallAttempt: Database.Statement<[Record<string, unknown>]>;
   selectAttemptsSince: Database.Statement<[number], AttemptRow>;
+  spendSince: Database.Statement<
+    [{ since: number; provider: string | null; tag: string | null }],
+    { total: number | null }
+  >;
+  upsertCooldown: Database.Statement<[CooldownRecord & { updated_at: number }]>;
+  selectCooldown: Database.Statement<[string], CooldownRecord>;
 }
 
 export function prepareCallStatements(database: Database.Database): CallStatements {
@@ -84,6 +98,19 @@ export function prepareCallStatements(database: Database.Database): CallStatemen
     selectAttemptsSince: database.prepare<[number], AttemptRow>(
       'SELECT call_id, provider, model_requested, success, error_code, duration_ms, input_tokens, output_tokens, ' +
         'cache_read_tokens, cache_write_tokens, cost_usd FROM call_attempts WHERE created_at >= ? ORDER BY created_at',
+    ),
+    // A tag filter is `key=value`, matched against the JSON tags column.
+    spendSince: database.prepare(
+      'SELECT sum(cost_usd) AS total FROM call_attempts WHERE created_at >= @since ' +
+        'AND (@provider IS NULL OR provider = @provider) ' +
+        "AND (@tag IS NULL OR json_extract(tags, '$.' || substr(@tag, 1, instr(@tag, '=') - 1)) = substr(@tag, instr(@tag, '=') + 1))",
+    ),
+    upsertCooldown: database.prepare(
+      'INSERT INTO provider_cooldowns (spec, until, failures, reason, updated_at) VALUES (@spec, @until, @failures, @reason, @updated_at) ' +
+        'ON CONFLICT (spec) DO UPDATE SET until = excluded.until, failures = excluded.failures, reason = excluded.reason, updated_at = excluded.updated_at',
+    ),
+    selectCooldown: database.prepare(
+      'SELECT spec, until, failures, reason FROM provider_cooldowns WHERE spec = ?',
     ),
   };
 }

@@ -9,6 +9,7 @@ import {
   type CallAttemptRecord,
   type CallStatements,
   type CallStats,
+  type CooldownRecord,
 } from './call-records.js';
 import { SwitchboardError } from '../core/errors.js';
 import type { RouteCandidate, RouteDecision, RouteMethod } from '../core/route-types.js';
@@ -103,6 +104,11 @@ export interface Ledger {
   countRouteDecisions(): number;
   /** Appends one call attempt (a call with retries or fallbacks has several). */
   recordCallAttempt(record: CallAttemptRecord): void;
+  /** Dollars spent since a time, optionally for one provider and/or one `key=value` tag. */
+  spendSince(since: number, filter?: { provider?: string; tag?: string }): number;
+  /** Records a tripped circuit breaker, visible to every process using this ledger. */
+  setCooldown(record: CooldownRecord): void;
+  getCooldown(spec: string): CooldownRecord | undefined;
   /** Calls, success rate, latency, tokens and cost by provider and model, error codes; since a time. */
   callStats(options?: { since?: Date | number | string }): CallStats;
   /** Releases the file. Safe to call twice; any other call afterwards throws `STORE_ERROR`. */
@@ -325,6 +331,27 @@ function createLedger(
     recordCallAttempt(record) {
       const row = callAttemptRow(record, storeText);
       guarded('cannot record a call attempt in', () => statements.insertCallAttempt.run(row));
+    },
+
+    spendSince(since, filter = {}) {
+      return guarded('cannot read spending from', () => {
+        const row = statements.spendSince.get({
+          since,
+          provider: filter.provider ?? null,
+          tag: filter.tag ?? null,
+        });
+        return row?.total ?? 0;
+      });
+    },
+
+    setCooldown(record) {
+      guarded('cannot record a cooldown in', () =>
+        statements.upsertCooldown.run({ ...record, updated_at: Date.now() }),
+      );
+    },
+
+    getCooldown(spec) {
+      return guarded('cannot read cooldowns from', () => statements.selectCooldown.get(spec));
     },
 
     callStats(options = {}) {

@@ -77,6 +77,19 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX call_attempts_provider ON call_attempts (provider, model_requested, created_at);
     `,
   },
+  {
+    version: 3,
+    description: 'provider cooldowns',
+    sql: `
+      CREATE TABLE provider_cooldowns (
+        spec        TEXT PRIMARY KEY NOT NULL,  -- provider:model the breaker guards
+        until       INTEGER NOT NULL,           -- epoch milliseconds; no calls before this
+        failures    INTEGER NOT NULL,           -- consecutive failures that tripped it
+        reason      TEXT NOT NULL,              -- the last error code
+        updated_at  INTEGER NOT NULL
+      );
+    `,
+  },
 ];
 
 /** The schema version this build of Switchboard writes. */

@@ -1,0 +1,231 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import type { CallResult, Provider, ProviderCall } from '../core/call-types.js';
+import { SwitchboardError } from '../core/errors.js';
+import { ProviderRegistry } from '../providers/registry.js';
+import { openLedger } from '../store/ledger.js';
+import { call } from './call.js';
+import { CircuitBreaker } from './circuit-breaker.js';
+
+// The retry, fallback, re-ask, cooldown and budget logic, driven by scripted providers (plain objects
+// implementing Provider) and a real SQLite ledger. The providers' own wire behaviour is tested against
+// the simulator in their folders.
+
+type Step = Partial<CallResult> | SwitchboardError;
+
+function scripted(name: string, steps: Step[]): Provider & { prompts: string[] } {
+  const prompts: string[] = [];
+  return {
+    name,
+    prompts,
+    async call(request: ProviderCall): Promise<CallResult> {
+      prompts.push(request.prompt);
+      const step = steps.shift() ?? {};
+      if (step instanceof SwitchboardError) throw step;
+      return {
+        success: true,
+        text: 'ok',
+        provider: `${name}:${request.model}`,
+        modelRequested: request.model,
+        modelUsed: request.model,
+        durationMs: 1,
+        usage: { inputTokens: 10, outputTokens: 5, cacheReadTokens: 0, cacheWriteTokens: 0 },
+        costUsd: 0.01,
+        rateLimited: false,
+        attempts: [],
+        warnings: [],
+        ...step,
+      };
+    },
+    async close() {},
+  };
+}
+
+function setup(...providers: Provider[]) {
+  const registry = new ProviderRegistry();
+  for (const provider of providers) registry.register(provider);
+  const ledger = openLedger({ stateDir: mkdtempSync(join(tmpdir(), 'switchboard-invoke-')) });
+  const delays: number[] = [];
+  const options = {
+    providers: registry,
+    ledger,
+    _internal: { sleep: async (milliseconds: number) => void delays.push(milliseconds) },
+  };
+  return { registry, ledger, delays, options };
+}
+
+const error = (
+  code: ConstructorParameters<typeof SwitchboardError>[0],
+  extra: ConstructorParameters<typeof SwitchboardError>[2] = {},
+) => new SwitchboardError(code, `${code.toLowerCase()} happened`, extra);
+
+describe('call: retries and fallbacks', () => {
+  it('retries a rate limit after the retry-after the provider gave, and records both attempts', async () => {
+    const first = scripted('alpha', [error('RATE_LIMITED', { retryAfterMs: 1_234 }), { text: 'done' }]);
+    const { ledger, delays, options } = setup(first);
+    const result = await call('alpha:model', { prompt: 'hi' }, options);
+    expect(result.text).toBe('done');
+    expect(delays).toEqual([1_234]);
+    expect(result.attempts.map((attempt) => attempt.errorCode ?? 'ok')).toEqual(['RATE_LIMITED', 'ok']);
+    expect(ledger.callStats()).toMatchObject({
+      calls: 1,
+      attempts: 2,
+      successfulCalls: 1,
+      errorCodes: { RATE_LIMITED: 1 },
+    });
+  });
+
+  it('stops at once on AUTH: no retry, no fallback', async () => {
+    const alpha = scripted('alpha', [error('AUTH', { retryable: false })]);
+    const beta = scripted('beta', [{}]);
+    const { options } = setup(alpha, beta);
+    await expect(call('alpha:m,beta:m', { prompt: 'hi' }, options)).rejects.toMatchObject({ code: 'AUTH' });
+    expect(beta.prompts).toHaveLength(0);
+  });
+
+  it('falls back down the chain when a provider is unavailable or out of retries', async () => {
+    const alpha = scripted('alpha', [error('PROVIDER_UNAVAILABLE')]);
+    const beta = scripted('beta', [error('OVERLOADED'), error('OVERLOADED'), error('OVERLOADED')]);
+    const gamma = scripted('gamma', [{ text: 'from gamma' }]);
+    const { options } = setup(alpha, beta, gamma);
+    const result = await call('alpha:a,beta:b,gamma:c', { prompt: 'hi' }, options);
+    expect(result.text).toBe('from gamma');
+    expect(result.provider).toBe('gamma:c');
+    expect(result.attempts.map((attempt) => `${attempt.provider} ${attempt.errorCode ?? 'ok'}`)).toEqual([
+      'alpha:a PROVIDER_UNAVAILABLE',
+      'beta:b OVERLOADED',
+      'beta:b OVERLOADED',
+      'beta:b OVERLOADED',
+      'gamma:c ok',
+    ]);
+  });
+
+  it('moves on instead of waiting when retry-after is longer than the longest backoff', async () => {
+    const alpha = scripted('alpha', [error('RATE_LIMITED', { retryAfterMs: 3_600_000 })]);
+    const beta = scripted('beta', [{}]);
+    const { delays, options } = setup(alpha, beta);
+    await call('alpha:a,beta:b', { prompt: 'hi' }, options);
+    expect(delays).toEqual([]);
+  });
+
+  it('keeps a hard cap on attempts and reports every attempt when it gives up', async () => {
+    const alpha = scripted(
+      'alpha',
+      Array.from({ length: 10 }, () => error('PROVIDER_ERROR')),
+    );
+    const { options } = setup(alpha);
+    const failure = (await call(
+      'alpha:a',
+      { prompt: 'hi' },
+      { ...options, retry: { retriesPerProvider: 9, maxAttempts: 4 } },
+    ).catch((caught: unknown) => caught)) as SwitchboardError;
+    expect(failure.code).toBe('PROVIDER_ERROR');
+    expect(failure.details?.['attempts']).toHaveLength(4);
+  });
+
+  it('never retries an abort, and an abort during backoff ends the call', async () => {
+    const alpha = scripted('alpha', [error('OVERLOADED'), {}]);
+    const { options } = setup(alpha);
+    const controller = new AbortController();
+    controller.abort();
+    await expect(
+      call('alpha:a', { prompt: 'hi', abortSignal: controller.signal }, { ...options, _internal: {} }),
+    ).rejects.toMatchObject({ code: 'ABORTED' });
+  });
+});
+
+describe('call: structured output re-asks', () => {
+  it('re-asks with a diagnosis of what was wrong, then succeeds', async () => {
+    const alpha = scripted('alpha', [
+      error('SCHEMA', {
+        details: { raw: '{"town": "Lisbon"}', errors: ["(root): must have required property 'city'"] },
+      }),
+      { structured: { city: 'Lisbon' } },
+    ]);
+    const { options } = setup(alpha);
+    const result = await call('alpha:a', { prompt: 'Where?', schema: { type: 'object' } }, options);
+    expect(result.structured).toEqual({ city: 'Lisbon' });
+    expect(alpha.prompts[1]).toContain('missing field "city"');
+    expect(alpha.prompts[1]).toContain('{"town": "Lisbon"}');
+    expect(result.attempts).toHaveLength(2);
+  });
+
+  it('gives up after the set number of re-asks, keeping the raw text, and tries the next provider', async () => {
+    const bad = () => error('SCHEMA', { details: { raw: 'sunny', errors: [] } });
+    const alpha = scripted('alpha', [bad(), bad()]);
+    const { options } = setup(alpha);
+    const failure = (await call('alpha:a', { prompt: 'Where?' }, { ...options, schemaRetries: 1 }).catch(
+      (caught: unknown) => caught,
+    )) as SwitchboardError;
+    expect(failure.code).toBe('SCHEMA');
+    expect(failure.details?.['raw']).toBe('sunny');
+    expect(alpha.prompts[1]).toContain('it is not valid JSON');
+    await expect(call('alpha:a', { prompt: 'x' }, { ...options, schemaRetries: 11 })).rejects.toMatchObject({
+      code: 'INVALID_INPUT',
+    });
+  });
+});
+
+describe('call: cooldowns and budgets', () => {
+  it('puts a failing provider on cooldown, in this process and in others sharing the ledger', async () => {
+    const alpha = scripted(
+      'alpha',
+      Array.from({ length: 3 }, () => error('PROVIDER_UNAVAILABLE')),
+    );
+    const beta = scripted('beta', [{}, {}, {}, {}]);
+    const { ledger, options } = setup(alpha, beta);
+    for (let index = 0; index < 3; index++) await call('alpha:a,beta:b', { prompt: 'hi' }, options);
+    expect(alpha.prompts).toHaveLength(3);
+    const skipped = await call('alpha:a,beta:b', { prompt: 'hi' }, options);
+    expect(alpha.prompts).toHaveLength(3);
+    expect(skipped.warnings.join()).toMatch(/alpha:a skipped: cooling down/);
+    // Another process: a fresh breaker reading the same ledger.
+    const other = await call(
+      'alpha:a,beta:b',
+      { prompt: 'hi' },
+      { ...options, breaker: new CircuitBreaker({}, ledger) },
+    );
+    expect(other.provider).toBe('beta:b');
+    expect(alpha.prompts).toHaveLength(3);
+  });
+
+  it('refuses a call before spending when a daily cap is reached, and warns near it', async () => {
+    const alpha = scripted('alpha', [{ costUsd: 0.85 }, {}, {}]);
+    const { options } = setup(alpha);
+    const budget = { rules: [{ provider: 'alpha', dailyUsd: 1 }] };
+    await call('alpha:a', { prompt: 'hi' }, { ...options, budget });
+    const warned = await call('alpha:a', { prompt: 'hi' }, { ...options, budget });
+    expect(warned.warnings.join()).toMatch(/85% of the daily budget of \$1 for alpha/);
+    const alphaAfter = alpha.prompts.length;
+    const tight = { rules: [{ provider: 'alpha', dailyUsd: 0.5 }] };
+    await expect(call('alpha:a', { prompt: 'hi' }, { ...options, budget: tight })).rejects.toMatchObject({
+      code: 'BUDGET_EXCEEDED',
+    });
+    expect(alpha.prompts).toHaveLength(alphaAfter);
+  });
+
+  it('applies tag caps and a per-call cost cap estimated before the call', async () => {
+    const alpha = scripted('alpha', [{ costUsd: 2 }, {}]);
+    const { options } = setup(alpha);
+    await call('alpha:a', { prompt: 'hi', tags: { team: 'search' } }, options);
+    await expect(
+      call(
+        'alpha:a',
+        { prompt: 'hi', tags: { team: 'search' } },
+        { ...options, budget: { rules: [{ tag: 'team=search', monthlyUsd: 1 }] } },
+      ),
+    ).rejects.toMatchObject({ code: 'BUDGET_EXCEEDED' });
+    const opus = scripted('opusish', [{}]);
+    const second = setup(opus);
+    await expect(
+      call(
+        'opusish:claude-opus-4-1',
+        { prompt: 'x'.repeat(400_000) },
+        { ...second.options, budget: { maxCostUsd: 0.01 } },
+      ),
+    ).rejects.toMatchObject({ code: 'BUDGET_EXCEEDED' });
+    expect(opus.prompts).toHaveLength(0);
+  });
+});

@@ -1,0 +1,52 @@
+import type { Ledger } from '../store/ledger.js';
+
+export interface CircuitBreakerOptions {
+  /** Consecutive failures that put a provider on cooldown. @default 3 */
+  failures: number;
+  /** How long the cooldown lasts, in milliseconds. @default 60_000 */
+  cooldownMs: number;
+}
+
+export const DEFAULT_BREAKER: CircuitBreakerOptions = { failures: 3, cooldownMs: 60_000 };
+
+/**
+ * Puts a provider spec on cooldown after repeated failures, so calls skip it instead of waiting on it.
+ * The state lives in this process and, when a ledger is given, in the ledger too, so every process
+ * sharing the ledger skips the provider.
+ */
+export class CircuitBreaker {
+  private readonly failureCounts = new Map<string, number>();
+  private readonly cooldowns = new Map<string, number>();
+  private readonly options: CircuitBreakerOptions;
+  private readonly ledger: Ledger | undefined;
+  private readonly now: () => number;
+
+  constructor(options: Partial<CircuitBreakerOptions> = {}, ledger?: Ledger, now: () => number = Date.now) {
+    this.options = { ...DEFAULT_BREAKER, ...options };
+    this.ledger = ledger;
+    this.now = now;
+  }
+
+  /** Milliseconds until the spec may be called again (0 when it may be called now). */
+  coolingFor(spec: string): number {
+    const local = this.cooldowns.get(spec) ?? 0;
+    const shared = this.ledger?.getCooldown(spec)?.until ?? 0;
+    return Math.max(0, Math.max(local, shared) - this.now());
+  }
+
+  recordSuccess(spec: string): void {
+    this.failureCounts.delete(spec);
+  }
+
+  /** Counts a failure; returns true when this one tripped the breaker. */
+  recordFailure(spec: string, reason: string): boolean {
+    const failures = (this.failureCounts.get(spec) ?? 0) + 1;
+    this.failureCounts.set(spec, failures);
+    if (failures < this.options.failures) return false;
+    const until = this.now() + this.options.cooldownMs;
+    this.cooldowns.set(spec, until);
+    this.failureCounts.delete(spec);
+    this.ledger?.setCooldown({ spec, until, failures, reason });
+    return true;
+  }
+}
