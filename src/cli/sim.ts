@@ -42,7 +42,6 @@ export function registerSimCommand(program: Command): void {
       const options: SimulatorOptions = { port: flags.port, host: flags.host };
       if (flags.scenario !== undefined) options.scenario = flags.scenario;
       if (flags.log !== undefined) options.logFile = flags.log;
-      if (flags.maxLifetime !== undefined) options.maxLifetimeMs = flags.maxLifetime * 1000;
       const simulator = await startSimulator(options);
       process.stdout.write(
         flags.json === true
@@ -53,7 +52,8 @@ export function registerSimCommand(program: Command): void {
         const stop = () => void simulator.close().then(resolve);
         process.once('SIGINT', stop);
         process.once('SIGTERM', stop);
-        if (options.maxLifetimeMs !== undefined) setTimeout(stop, options.maxLifetimeMs).unref();
+        // The command's own timer (kept referenced) ends it, so the top-level await always settles.
+        if (flags.maxLifetime !== undefined) setTimeout(stop, flags.maxLifetime * 1000);
       });
     });
 }

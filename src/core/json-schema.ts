@@ -1,8 +1,11 @@
-import { Ajv, type ValidateFunction } from 'ajv';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import type { ValidateFunction } from 'ajv';
 import type { JsonSchema } from './call-types.js';
 import { SwitchboardError } from './errors.js';
 
-const ajv = new Ajv({ allErrors: true, strict: false });
+// Draft 2020-12, the draft zod's `z.toJSONSchema` writes; `$schema` is dropped before compiling so
+// schemas that declare draft-07 compile too (the keywords models are asked to follow are the same).
+const ajv = new Ajv2020({ allErrors: true, strict: false });
 const compiled = new WeakMap<JsonSchema, ValidateFunction>();
 
 /** Compiles a JSON Schema once, failing early with `INVALID_INPUT` when it is not a valid schema. */
@@ -15,7 +18,8 @@ export function compileSchema(schema: JsonSchema): ValidateFunction {
     });
   }
   try {
-    const validate = ajv.compile(schema);
+    const { $schema: _declaredDraft, ...body } = schema;
+    const validate = ajv.compile(body);
     compiled.set(schema, validate);
     return validate;
   } catch (error) {

@@ -215,6 +215,9 @@ export async function call(
             },
             { prompt },
           );
+          // Failures after an answer (schema, downgrade) were still billed.
+          const failedCost = failure.details?.['costUsd'];
+          if (typeof failedCost === 'number') spent += failedCost;
           const raw = failure.details?.['raw'];
           if (failure.code === 'SCHEMA' && typeof raw === 'string' && reasks < schemaRetries) {
             reasks++;

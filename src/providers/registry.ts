@@ -1,15 +1,21 @@
 import type { Provider } from '../core/call-types.js';
 import { SwitchboardError } from '../core/errors.js';
+import { createAnthropicProvider, type AnthropicProviderOptions } from './anthropic/anthropic-provider.js';
 import {
   createClaudeCodeProvider,
   type ClaudeCodeProviderOptions,
 } from './claude-code/claude-code-provider.js';
+import { createGeminiProvider, type GeminiProviderOptions } from './gemini/gemini-provider.js';
+import { createOpenAiProvider, type OpenAiProviderOptions } from './openai/openai-provider.js';
 
-/** Provider names a spec may start with. The API providers arrive with their own issue. */
-export const PROVIDER_NAMES = ['claude'] as const;
+/** Provider names a spec may start with. */
+export const PROVIDER_NAMES = ['claude', 'anthropic', 'gemini', 'openai'] as const;
 
 export interface ProviderRegistryOptions {
   claude?: ClaudeCodeProviderOptions;
+  anthropic?: AnthropicProviderOptions;
+  gemini?: GeminiProviderOptions;
+  openai?: OpenAiProviderOptions;
 }
 
 /** Creates providers on first use and closes them together. */
@@ -33,6 +39,15 @@ export class ProviderRegistry {
     switch (name) {
       case 'claude':
         provider = createClaudeCodeProvider(this.options.claude);
+        break;
+      case 'anthropic':
+        provider = createAnthropicProvider(this.options.anthropic);
+        break;
+      case 'gemini':
+        provider = createGeminiProvider(this.options.gemini);
+        break;
+      case 'openai':
+        provider = createOpenAiProvider(this.options.openai);
         break;
       default:
         throw new SwitchboardError('INVALID_INPUT', `unknown provider "${name}"`, {

@@ -1,0 +1,105 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ProviderRegistry } from '../providers/registry.js';
+import { startSimulator, type Simulator } from '../sim/server.js';
+import { openLedger } from '../store/ledger.js';
+import { call } from './call.js';
+
+// Fallback chains and schema re-asks end to end: the official SDKs over loopback to `switchboard sim`.
+
+let sim: Simulator | undefined;
+afterEach(async () => {
+  await sim?.close();
+  sim = undefined;
+});
+
+function registry(simulator: Simulator): ProviderRegistry {
+  return new ProviderRegistry({
+    anthropic: { apiKey: 'sk-ant-chain-test', baseUrl: simulator.url },
+    openai: { apiKey: 'sk-openai-chain-test', baseUrl: simulator.openAiBaseUrl },
+    gemini: { apiKeys: ['gemini-chain-test'], baseUrl: simulator.url },
+  });
+}
+
+const noWait = { sleep: async () => undefined };
+
+describe('call() over real SDKs', () => {
+  it('falls back from an overloaded Anthropic to OpenAI, recording every attempt', async () => {
+    sim = await startSimulator({
+      scenario: {
+        rules: [
+          { match: { provider: 'anthropic' }, fault: { kind: 'overload' } },
+          { match: { provider: 'openai' }, reply: { text: 'from openai', usage: { input: 10, output: 3 } } },
+        ],
+      },
+    });
+    const ledger = openLedger({ stateDir: mkdtempSync(join(tmpdir(), 'switchboard-chain-')) });
+    const result = await call(
+      'anthropic:claude-sonnet-4-6,openai:gpt-4.1-mini',
+      { prompt: 'hello' },
+      { providers: registry(sim), ledger, _internal: noWait },
+    );
+    expect(result).toMatchObject({ text: 'from openai', provider: 'openai:gpt-4.1-mini' });
+    expect(result.costUsd).toBeGreaterThan(0);
+    expect(result.attempts.map((attempt) => attempt.errorCode ?? 'ok')).toEqual([
+      'OVERLOADED',
+      'OVERLOADED',
+      'OVERLOADED',
+      'ok',
+    ]);
+    expect(sim.requests.map((request) => request.provider)).toEqual([
+      'anthropic',
+      'anthropic',
+      'anthropic',
+      'openai',
+    ]);
+    expect(ledger.callStats()).toMatchObject({ calls: 1, attempts: 4, successfulCalls: 1 });
+  });
+
+  it('re-asks Anthropic after output that breaks the schema, telling it what was wrong', async () => {
+    sim = await startSimulator({
+      scenario: {
+        rules: [
+          {
+            match: { provider: 'anthropic' },
+            times: 1,
+            reply: { tool: { name: 'emit_output', input: { town: 'Lisbon' } } },
+          },
+          {
+            match: { provider: 'anthropic' },
+            reply: { tool: { name: 'emit_output', input: { city: 'Lisbon' } } },
+          },
+        ],
+      },
+    });
+    const schema = { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] };
+    const result = await call(
+      'anthropic:claude-sonnet-4-6',
+      { prompt: 'Capital of Portugal?', schema },
+      { providers: registry(sim), _internal: noWait },
+    );
+    expect(result.structured).toEqual({ city: 'Lisbon' });
+    expect(result.attempts.map((attempt) => attempt.errorCode ?? 'ok')).toEqual(['SCHEMA', 'ok']);
+    expect(sim.requests[1]?.text).toContain('missing field "city"');
+  });
+
+  it('turns a silent Gemini downgrade into a fallback', async () => {
+    sim = await startSimulator({
+      scenario: {
+        rules: [
+          { match: { provider: 'gemini' }, reply: { text: 'cheaper answer', model: 'gemini-2.5-flash' } },
+          { match: { provider: 'anthropic' }, reply: { text: 'the real answer' } },
+        ],
+      },
+    });
+    const result = await call(
+      'gemini:2.5-pro,anthropic:claude-sonnet-4-6',
+      { prompt: 'think hard' },
+      { providers: registry(sim), _internal: noWait },
+    );
+    expect(result.text).toBe('the real answer');
+    expect(result.attempts[0]).toMatchObject({ provider: 'gemini:2.5-pro', errorCode: 'MODEL_DOWNGRADED' });
+  });
+});

@@ -1,0 +1,312 @@
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import type { ProviderCall } from '../../core/call-types.js';
+import { isSwitchboardError, type SwitchboardError } from '../../core/errors.js';
+import { startSimulator, type Simulator } from '../../sim/server.js';
+import type { Scenario } from '../../sim/scenario.js';
+import {
+  createAnthropicProvider,
+  OUTPUT_TOOL_NAME,
+  type AnthropicProviderOptions,
+} from './anthropic-provider.js';
+
+const API_KEY = 'sk-ant-test-0123456789-do-not-leak';
+
+let simulator: Simulator | undefined;
+afterEach(async () => {
+  vi.unstubAllEnvs();
+  await simulator?.close();
+  simulator = undefined;
+});
+
+async function start(scenario: Scenario): Promise<Simulator> {
+  simulator = await startSimulator({ scenario });
+  return simulator;
+}
+
+const providerFor = (sim: Simulator, options: AnthropicProviderOptions = {}) =>
+  createAnthropicProvider({ apiKey: API_KEY, baseUrl: sim.url, ...options });
+
+const ask = (overrides: Partial<ProviderCall> = {}): ProviderCall => ({
+  model: 'claude-sonnet-4-6',
+  prompt: 'hello',
+  ...overrides,
+});
+
+async function failure(promise: Promise<unknown>): Promise<SwitchboardError> {
+  const error = await promise.then(
+    () => undefined,
+    (reason: unknown) => reason,
+  );
+  if (!isSwitchboardError(error)) throw new Error(`expected a SwitchboardError, got ${String(error)}`);
+  return error;
+}
+
+/** Everything about an error a log or `--json` output might show. */
+function everythingShown(error: SwitchboardError): string {
+  const cause = error.cause instanceof Error ? `${error.cause.message} ${JSON.stringify(error.cause)}` : '';
+  return `${JSON.stringify(error)} ${error.message} ${error.hint ?? ''} ${error.stack ?? ''} ${cause}`;
+}
+
+const answerSchema = {
+  type: 'object',
+  properties: { answer: { type: 'string' }, score: { type: 'integer', minimum: 0 } },
+  required: ['answer', 'score'],
+  additionalProperties: false,
+};
+
+describe('anthropic provider: plain calls', () => {
+  it('returns text, usage with cache tokens, the model that answered and its cost', async () => {
+    const sim = await start({
+      rules: [
+        {
+          match: { model: 'opus' },
+          reply: {
+            text: 'hello back',
+            model: 'claude-sonnet-4-5-20250929',
+            usage: { input: 1000, output: 200, cacheRead: 4000, cacheWrite: 800 },
+          },
+        },
+      ],
+    });
+    const result = await providerFor(sim).call(
+      ask({ model: 'claude-opus-4-1', system: 'be brief', prompt: 'say hello' }),
+    );
+    expect(result).toMatchObject({
+      success: true,
+      text: 'hello back',
+      provider: 'anthropic:claude-opus-4-1',
+      modelRequested: 'claude-opus-4-1',
+      modelUsed: 'claude-sonnet-4-5-20250929',
+      usage: { inputTokens: 1000, outputTokens: 200, cacheReadTokens: 4000, cacheWriteTokens: 800 },
+      rateLimited: false,
+      warnings: [],
+    });
+    // Priced as the Sonnet that answered, not the Opus that was asked for.
+    expect(result.costUsd).toBeCloseTo((1000 * 3 + 200 * 15 + 4000 * 0.3 + 800 * 3.75) / 1_000_000, 10);
+    expect(result.structured).toBeUndefined();
+    expect(result.attempts).toEqual([
+      { provider: 'anthropic:claude-opus-4-1', model: 'claude-opus-4-1', durationMs: result.durationMs },
+    ]);
+    expect(result.durationMs).toBeGreaterThanOrEqual(0);
+    expect(sim.requests).toHaveLength(1);
+    expect(sim.requests[0]?.body).toEqual({
+      model: 'claude-opus-4-1',
+      max_tokens: 4096,
+      system: 'be brief',
+      messages: [{ role: 'user', content: 'say hello' }],
+    });
+  });
+
+  it('reports an unknown price as null with a warning, and warns about idleTimeoutMs', async () => {
+    const sim = await start({ rules: [{ reply: { text: 'hi', model: 'claude-future-9' } }] });
+    const result = await providerFor(sim).call(ask({ model: 'claude-future-9', idleTimeoutMs: 5_000 }));
+    expect(result.costUsd).toBeNull();
+    expect(result.warnings).toEqual([
+      'no price for model claude-future-9; cost unknown',
+      'idleTimeoutMs is not used by the anthropic provider (no streaming)',
+    ]);
+    expect(sim.requests).toHaveLength(1);
+  });
+
+  it('prices from the prices option, sends maxTokens, and warns when the answer hit it', async () => {
+    const sim = await start({
+      rules: [{ reply: { text: 'cut', usage: { input: 10, output: 20 }, stopReason: 'max_tokens' } }],
+    });
+    const provider = providerFor(sim, {
+      maxTokens: 20,
+      prices: { 'claude-future': { input: 1, output: 2, cacheRead: 0, cacheWrite: 0 } },
+    });
+    const result = await provider.call(ask({ model: 'claude-future-9' }));
+    expect(result.costUsd).toBeCloseTo((10 * 1 + 20 * 2) / 1_000_000, 12);
+    expect(result.warnings).toEqual(['the answer stopped at the maxTokens limit (20); it may be cut off']);
+    expect(sim.requests[0]?.body).toMatchObject({ max_tokens: 20 });
+    expect(sim.requests).toHaveLength(1);
+  });
+
+  it('reads ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL from the environment', async () => {
+    const sim = await start({ rules: [{ reply: { text: 'from env' } }] });
+    vi.stubEnv('ANTHROPIC_API_KEY', API_KEY);
+    vi.stubEnv('ANTHROPIC_BASE_URL', sim.url);
+    const result = await createAnthropicProvider().call(ask());
+    expect(result.text).toBe('from env');
+    expect(sim.requests).toHaveLength(1);
+  });
+});
+
+describe('anthropic provider: structured output', () => {
+  it('offers and forces the emit_output tool and returns its input', async () => {
+    const sim = await start({
+      rules: [
+        {
+          match: { tools: OUTPUT_TOOL_NAME },
+          reply: { tool: { name: OUTPUT_TOOL_NAME, input: { answer: 'forty-two', score: 42 } } },
+        },
+      ],
+    });
+    const result = await providerFor(sim).call(ask({ schema: answerSchema }));
+    expect(result.structured).toEqual({ answer: 'forty-two', score: 42 });
+    expect(JSON.parse(result.text)).toEqual({ answer: 'forty-two', score: 42 });
+    expect(sim.requests).toHaveLength(1);
+    const body = sim.requests[0]?.body as Record<string, unknown>;
+    expect(body['tools']).toEqual([
+      {
+        name: 'emit_output',
+        description: expect.stringMatching(/final answer/i),
+        input_schema: answerSchema,
+      },
+    ]);
+    expect(body['tool_choice']).toEqual({ type: 'tool', name: 'emit_output' });
+  });
+
+  it('extracts JSON the model wrote in prose instead of calling the tool', async () => {
+    const sim = await start({
+      rules: [{ reply: { text: 'Sure! Here it is: {"answer": "yes", "score": 3} — hope that helps.' } }],
+    });
+    const result = await providerFor(sim).call(ask({ schema: answerSchema }));
+    expect(result.structured).toEqual({ answer: 'yes', score: 3 });
+    expect(result.text).toBe('{"answer":"yes","score":3}');
+    expect(sim.requests).toHaveLength(1);
+  });
+
+  it('wraps a schema that is not an object in { value } and unwraps the answer', async () => {
+    const sim = await start({
+      rules: [{ reply: { tool: { name: OUTPUT_TOOL_NAME, input: { value: ['a', 'b'] } } } }],
+    });
+    const listSchema = { type: 'array', items: { type: 'string' } };
+    const result = await providerFor(sim).call(ask({ schema: listSchema }));
+    expect(result.structured).toEqual(['a', 'b']);
+    const body = sim.requests[0]?.body as { tools: { input_schema: unknown }[] };
+    expect(body.tools[0]?.input_schema).toEqual({
+      type: 'object',
+      properties: { value: listSchema },
+      required: ['value'],
+    });
+    expect(sim.requests).toHaveLength(1);
+  });
+
+  it('fails with SCHEMA, the raw input and the errors when the tool input breaks the schema', async () => {
+    const sim = await start({
+      rules: [{ reply: { tool: { name: OUTPUT_TOOL_NAME, input: { answer: 7, score: -1 } } } }],
+    });
+    const error = await failure(providerFor(sim).call(ask({ schema: answerSchema })));
+    expect(error.code).toBe('SCHEMA');
+    expect(error.provider).toBe('anthropic');
+    expect(error.details?.['raw']).toBe('{"answer":7,"score":-1}');
+    expect(error.details?.['errors']).toEqual(['/answer: must be string', '/score: must be >= 0']);
+    expect(sim.requests).toHaveLength(1);
+  });
+
+  it('fails with SCHEMA when the text holds no JSON', async () => {
+    const sim = await start({ rules: [{ reply: { text: 'I would rather not answer in JSON.' } }] });
+    const error = await failure(providerFor(sim).call(ask({ schema: answerSchema })));
+    expect(error.code).toBe('SCHEMA');
+    expect(error.details?.['raw']).toBe('I would rather not answer in JSON.');
+    expect(error.details?.['errors']).toEqual(['the answer holds no JSON value']);
+    expect(sim.requests).toHaveLength(1);
+  });
+
+  it('rejects an invalid schema before sending anything', async () => {
+    const sim = await start({});
+    const error = await failure(providerFor(sim).call(ask({ schema: { type: 'no-such-type' } })));
+    expect(error.code).toBe('INVALID_INPUT');
+    expect(sim.requests).toHaveLength(0);
+  });
+});
+
+describe('anthropic provider: faults', () => {
+  const cases: {
+    name: string;
+    fault: NonNullable<Scenario['rules']>[number]['fault'];
+    code: string;
+    retryable: boolean;
+    timeoutMs?: number;
+    retryAfterMs?: number;
+  }[] = [
+    {
+      name: '429 with retry-after',
+      fault: { status: 429, retryAfter: 7 },
+      code: 'RATE_LIMITED',
+      retryable: true,
+      retryAfterMs: 7000,
+    },
+    { name: '529 overload', fault: { kind: 'overload' }, code: 'OVERLOADED', retryable: true },
+    { name: '500', fault: { status: 500 }, code: 'PROVIDER_ERROR', retryable: true },
+    { name: '401', fault: { status: 401 }, code: 'AUTH', retryable: false },
+    { name: 'drop-before', fault: { kind: 'drop-before' }, code: 'PROVIDER_UNAVAILABLE', retryable: true },
+    { name: 'drop-during', fault: { kind: 'drop-during' }, code: 'PROVIDER_ERROR', retryable: true },
+    { name: 'stall', fault: { kind: 'stall' }, code: 'TIMEOUT', retryable: true, timeoutMs: 300 },
+    { name: 'malformed body', fault: { kind: 'malformed' }, code: 'PARSE', retryable: true },
+  ];
+
+  it.each(cases)('$name → $code after exactly one request', async (testCase) => {
+    const sim = await start({ rules: [{ fault: testCase.fault }] });
+    const request = ask(testCase.timeoutMs === undefined ? {} : { timeoutMs: testCase.timeoutMs });
+    const error = await failure(providerFor(sim).call(request));
+    expect(error.code).toBe(testCase.code);
+    expect(error.retryable).toBe(testCase.retryable);
+    expect(error.provider).toBe('anthropic');
+    if (testCase.retryAfterMs !== undefined) expect(error.retryAfterMs).toBe(testCase.retryAfterMs);
+    expect(everythingShown(error)).not.toContain(API_KEY);
+    expect(sim.requests).toHaveLength(1);
+  });
+
+  it('names the base URL when the server cannot be reached', async () => {
+    const sim = await start({ rules: [{ fault: { kind: 'drop-before' } }] });
+    const error = await failure(providerFor(sim).call(ask()));
+    expect(error.message).toContain(sim.url);
+    expect(error.hint).toMatch(new RegExp(`is the server at ${sim.url}.* reachable`));
+  });
+
+  it('maps an abort to ABORTED, not retryable', async () => {
+    const sim = await start({ rules: [{ fault: { kind: 'stall' } }] });
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(), 100);
+    const started = performance.now();
+    const error = await failure(providerFor(sim).call(ask({ abortSignal: controller.signal })));
+    expect(error.code).toBe('ABORTED');
+    expect(error.retryable).toBe(false);
+    expect(performance.now() - started).toBeLessThan(5_000);
+    expect(sim.requests).toHaveLength(1);
+    const aborted = await failure(providerFor(sim).call(ask({ abortSignal: AbortSignal.abort() })));
+    expect(aborted.code).toBe('ABORTED');
+    expect(sim.requests).toHaveLength(1);
+  });
+
+  it('fails with AUTH naming ANTHROPIC_API_KEY, before any request, when there is no key', async () => {
+    const sim = await start({});
+    vi.stubEnv('ANTHROPIC_API_KEY', '');
+    const error = await failure(createAnthropicProvider({ baseUrl: sim.url }).call(ask()));
+    expect(error.code).toBe('AUTH');
+    expect(error.retryable).toBe(false);
+    expect(error.hint).toContain('ANTHROPIC_API_KEY');
+    expect(sim.requests).toHaveLength(0);
+  });
+
+  it('never repeats the key, even when the server echoes it back', async () => {
+    const sim = await start({
+      rules: [{ fault: { status: 401, message: `invalid x-api-key: ${API_KEY}` } }],
+    });
+    const error = await failure(providerFor(sim).call(ask()));
+    expect(error.code).toBe('AUTH');
+    expect(error.message).toContain('[redacted]');
+    expect(everythingShown(error)).not.toContain(API_KEY);
+    expect(sim.requests).toHaveLength(1);
+  });
+});
+
+describe('anthropic provider: options', () => {
+  it.each([
+    [{ timeoutMs: 0 }, '"timeoutMs"'],
+    [{ maxTokens: 1.5 }, '"maxTokens"'],
+    [{ baseUrl: 'not a url' }, '"baseUrl"'],
+  ] as const)('rejects %o with a message naming the option', (options, named) => {
+    expect(() => createAnthropicProvider(options)).toThrow(named);
+  });
+
+  it('rejects an empty prompt before sending anything', async () => {
+    const sim = await start({});
+    const error = await failure(providerFor(sim).call(ask({ prompt: '  ' })));
+    expect(error.code).toBe('INVALID_INPUT');
+    expect(sim.requests).toHaveLength(0);
+  });
+});

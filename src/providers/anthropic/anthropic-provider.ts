@@ -1,0 +1,264 @@
+import Anthropic from '@anthropic-ai/sdk';
+import type { CallResult, JsonSchema, Provider, ProviderCall, TokenUsage } from '../../core/call-types.js';
+import { SwitchboardError } from '../../core/errors.js';
+import { extractJson } from '../../core/json-extract.js';
+import { compileSchema, schemaErrors } from '../../core/json-schema.js';
+import { costOf, DEFAULT_PRICES, type ModelPrice } from '../../core/prices.js';
+import { asAnthropicError } from './anthropic-errors.js';
+
+/** The tool offered (and forced) when a call asks for structured output. */
+export const OUTPUT_TOOL_NAME = 'emit_output';
+
+const PROVIDER = 'anthropic';
+
+export interface AnthropicProviderOptions {
+  /**
+   * The Anthropic API key. When there is none, every call fails with `AUTH` before sending anything.
+   * @default process.env.ANTHROPIC_API_KEY
+   */
+  apiKey?: string;
+  /**
+   * Base URL of the Messages API, e.g. a `switchboard sim` address.
+   * @default process.env.ANTHROPIC_BASE_URL, else the SDK's default (https://api.anthropic.com)
+   */
+  baseUrl?: string;
+  /**
+   * Prices (USD per million tokens) by model id or id prefix, added to and overriding the built-in table.
+   * @default DEFAULT_PRICES from core/prices
+   */
+  prices?: Readonly<Record<string, ModelPrice>>;
+  /** Wall-clock limit per call in milliseconds; a call's own `timeoutMs` wins. @default 600_000 */
+  timeoutMs?: number;
+  /** `max_tokens` of every request: the longest answer, in tokens. @default 4096 */
+  maxTokens?: number;
+}
+
+/**
+ * The Anthropic Messages API through the official SDK: one non-streaming request per call, no
+ * retries of its own, structured output through a forced `emit_output` tool.
+ */
+export function createAnthropicProvider({
+  apiKey = process.env['ANTHROPIC_API_KEY'],
+  baseUrl = process.env['ANTHROPIC_BASE_URL'],
+  prices,
+  timeoutMs = 600_000,
+  maxTokens = 4096,
+}: AnthropicProviderOptions = {}): Provider {
+  if (apiKey !== undefined && typeof apiKey !== 'string') {
+    throw new SwitchboardError('INVALID_INPUT', 'Expected "apiKey" to be a string');
+  }
+  if (baseUrl !== undefined && baseUrl !== '' && !URL.canParse(baseUrl)) {
+    throw new SwitchboardError(
+      'INVALID_INPUT',
+      `Expected "baseUrl" to be a URL, got ${JSON.stringify(baseUrl)}`,
+      {
+        hint: 'write it like http://127.0.0.1:8080 or https://api.anthropic.com',
+      },
+    );
+  }
+  if (prices !== undefined && (typeof prices !== 'object' || prices === null || Array.isArray(prices))) {
+    throw new SwitchboardError('INVALID_INPUT', 'Expected "prices" to be an object of model → price');
+  }
+  checkPositive('timeoutMs', timeoutMs);
+  if (!(Number.isInteger(maxTokens) && maxTokens > 0)) {
+    throw new SwitchboardError(
+      'INVALID_INPUT',
+      'Expected "maxTokens" to be a positive whole number of tokens',
+    );
+  }
+  const key = apiKey ?? '';
+  const priceTable = prices === undefined ? DEFAULT_PRICES : { ...DEFAULT_PRICES, ...prices };
+  let client: Anthropic | undefined;
+
+  const connect = (): Anthropic => {
+    client ??= new Anthropic({
+      apiKey: key,
+      ...(baseUrl === undefined || baseUrl === '' ? {} : { baseURL: baseUrl }),
+      // Switchboard's retry policy decides what to retry, with cooldowns and fallbacks across
+      // providers; SDK retries would hide attempts from the ledger and multiply the wait.
+      maxRetries: 0,
+      timeout: timeoutMs,
+    });
+    return client;
+  };
+
+  return {
+    name: PROVIDER,
+    async call(request) {
+      checkRequest(request);
+      if (key === '') {
+        throw new SwitchboardError('AUTH', 'no Anthropic API key is set', {
+          provider: PROVIDER,
+          hint: 'set ANTHROPIC_API_KEY in the environment or .env, or pass the apiKey option',
+          retryable: false,
+        });
+      }
+      const anthropic = connect();
+      const callTimeoutMs = request.timeoutMs ?? timeoutMs;
+      const started = performance.now();
+      let message: Anthropic.Message;
+      try {
+        message = await anthropic.messages.create(requestBody(request, maxTokens), {
+          timeout: callTimeoutMs,
+          ...(request.abortSignal === undefined ? {} : { signal: request.abortSignal }),
+        });
+      } catch (error) {
+        throw asAnthropicError(error, { apiKey: key, baseUrl: anthropic.baseURL, timeoutMs: callTimeoutMs });
+      }
+      const durationMs = Math.round(performance.now() - started);
+      try {
+        return toResult(message, request, { durationMs, prices: priceTable, maxTokens });
+      } catch (error) {
+        throw asAnthropicError(error, { apiKey: key, baseUrl: anthropic.baseURL, timeoutMs: callTimeoutMs });
+      }
+    },
+    async close() {
+      // fetch keeps no sockets of ours open beyond Node's shared pool; nothing to release.
+      client = undefined;
+    },
+  };
+}
+
+function checkPositive(name: string, value: unknown): void {
+  if (!(typeof value === 'number' && Number.isFinite(value) && value > 0)) {
+    throw new SwitchboardError('INVALID_INPUT', `Expected "${name}" to be a positive number of milliseconds`);
+  }
+}
+
+function checkRequest(request: ProviderCall): void {
+  if (typeof request.prompt !== 'string' || request.prompt.trim() === '') {
+    throw new SwitchboardError('INVALID_INPUT', 'the prompt is empty', {
+      hint: 'pass a prompt, or "-" to read standard input',
+    });
+  }
+  if (typeof request.model !== 'string' || request.model.trim() === '') {
+    throw new SwitchboardError('INVALID_INPUT', 'no model given for anthropic', {
+      hint: 'write anthropic:<model>, e.g. anthropic:claude-sonnet-4-5',
+    });
+  }
+  if (request.timeoutMs !== undefined) checkPositive('timeoutMs', request.timeoutMs);
+  if (request.schema !== undefined) compileSchema(request.schema);
+}
+
+/**
+ * The tool's `input_schema` must describe an object; any other schema (an array, a string) is
+ * wrapped in `{ value }` and unwrapped from the answer.
+ */
+function toolSchema(schema: JsonSchema): { inputSchema: Anthropic.Tool.InputSchema; wrapped: boolean } {
+  if (schema['type'] === 'object') {
+    return { inputSchema: schema as Anthropic.Tool.InputSchema, wrapped: false };
+  }
+  return {
+    inputSchema: { type: 'object', properties: { value: schema }, required: ['value'] },
+    wrapped: true,
+  };
+}
+
+function requestBody(request: ProviderCall, maxTokens: number): Anthropic.MessageCreateParamsNonStreaming {
+  const body: Anthropic.MessageCreateParamsNonStreaming = {
+    model: request.model,
+    max_tokens: maxTokens,
+    messages: [{ role: 'user', content: request.prompt }],
+  };
+  if (request.system !== undefined) body.system = request.system;
+  if (request.schema !== undefined) {
+    body.tools = [
+      {
+        name: OUTPUT_TOOL_NAME,
+        description:
+          'Emit the final answer. Call this tool exactly once, with the complete answer as its input, matching the schema.',
+        input_schema: toolSchema(request.schema).inputSchema,
+      },
+    ];
+    body.tool_choice = { type: 'tool', name: OUTPUT_TOOL_NAME };
+  }
+  return body;
+}
+
+interface ResultContext {
+  durationMs: number;
+  prices: Readonly<Record<string, ModelPrice>>;
+  maxTokens: number;
+}
+
+function toResult(message: Anthropic.Message, request: ProviderCall, context: ResultContext): CallResult {
+  const spec = `${PROVIDER}:${request.model}`;
+  const usage = usageOf(message.usage);
+  const modelUsed = typeof message.model === 'string' && message.model !== '' ? message.model : request.model;
+  const costUsd = costOf(modelUsed, usage, context.prices);
+  const warnings: string[] = [];
+  if (costUsd === null) warnings.push(`no price for model ${modelUsed}; cost unknown`);
+  if (request.idleTimeoutMs !== undefined) {
+    warnings.push('idleTimeoutMs is not used by the anthropic provider (no streaming)');
+  }
+  if (message.stop_reason === 'max_tokens') {
+    warnings.push(`the answer stopped at the maxTokens limit (${context.maxTokens}); it may be cut off`);
+  }
+  const text = (message.content ?? [])
+    .flatMap((block) => (block.type === 'text' ? [block.text] : []))
+    .join('');
+  const result: CallResult = {
+    success: true,
+    text,
+    provider: spec,
+    modelRequested: request.model,
+    modelUsed,
+    durationMs: context.durationMs,
+    usage,
+    costUsd,
+    rateLimited: false,
+    attempts: [{ provider: spec, model: request.model, durationMs: context.durationMs }],
+    warnings,
+  };
+  if (request.schema === undefined) return result;
+
+  const structured = structuredValue(message, request.schema, text);
+  const failure = (errors: string[], raw: string, reason: string): SwitchboardError =>
+    new SwitchboardError('SCHEMA', `anthropic answered ${reason}`, {
+      provider: PROVIDER,
+      hint:
+        message.stop_reason === 'max_tokens'
+          ? `the answer was cut off at maxTokens (${context.maxTokens}); raise maxTokens`
+          : 're-ask with the errors, or simplify the schema',
+      details: { raw, errors, modelUsed, usage, costUsd },
+    });
+  if (!structured.ok) throw failure([structured.reason], structured.raw, 'without JSON output');
+  const errors = schemaErrors(request.schema, structured.value);
+  if (errors.length > 0) throw failure(errors, structured.raw, 'with output that does not match the schema');
+  result.structured = structured.value;
+  result.text = JSON.stringify(structured.value);
+  return result;
+}
+
+type StructuredValue = { ok: true; value: unknown; raw: string } | { ok: false; reason: string; raw: string };
+
+/** The forced tool's input, else JSON the model wrote as text despite the forced tool. */
+function structuredValue(message: Anthropic.Message, schema: JsonSchema, text: string): StructuredValue {
+  const call = (message.content ?? []).find(
+    (block): block is Anthropic.ToolUseBlock => block.type === 'tool_use' && block.name === OUTPUT_TOOL_NAME,
+  );
+  if (call !== undefined) {
+    const input = call.input as unknown;
+    const raw = JSON.stringify(input) ?? '';
+    if (!toolSchema(schema).wrapped) return { ok: true, value: input, raw };
+    if (typeof input === 'object' && input !== null && 'value' in input) {
+      return { ok: true, value: (input as { value: unknown }).value, raw };
+    }
+    return { ok: false, reason: `the ${OUTPUT_TOOL_NAME} input has no "value"`, raw };
+  }
+  const extracted = extractJson(text);
+  return extracted.ok
+    ? { ok: true, value: extracted.value, raw: text }
+    : { ok: false, reason: extracted.reason, raw: text };
+}
+
+function usageOf(usage: Anthropic.Usage | undefined): TokenUsage {
+  const count = (value: number | null | undefined): number =>
+    typeof value === 'number' && Number.isFinite(value) ? value : 0;
+  return {
+    inputTokens: count(usage?.input_tokens),
+    outputTokens: count(usage?.output_tokens),
+    cacheReadTokens: count(usage?.cache_read_input_tokens),
+    cacheWriteTokens: count(usage?.cache_creation_input_tokens),
+  };
+}

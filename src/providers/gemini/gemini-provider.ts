@@ -1,0 +1,646 @@
+import { GoogleGenAI, type GenerateContentConfig, type GenerateContentResponse } from '@google/genai';
+import type {
+  CallAttempt,
+  CallResult,
+  JsonSchema,
+  Provider,
+  ProviderCall,
+  TokenUsage,
+} from '../../core/call-types.js';
+import { SwitchboardError, type SwitchboardErrorOptions } from '../../core/errors.js';
+import { extractJson } from '../../core/json-extract.js';
+import { compileSchema, schemaErrors } from '../../core/json-schema.js';
+import { costOf, DEFAULT_PRICES, type ModelPrice } from '../../core/prices.js';
+import { errorFromStatus } from '../http-errors.js';
+import { KeyPool } from './key-pool.js';
+
+const PROVIDER = 'gemini';
+const KEY_VARIABLES = ['GEMINI_API_KEYS', 'GEMINI_API_KEY', 'GOOGLE_API_KEY'] as const;
+
+export interface GeminiProviderOptions {
+  /**
+   * API keys, tried in turn; a key that hits its quota rests while the others answer.
+   * @default env `GEMINI_API_KEYS` (comma-separated), else `GEMINI_API_KEY`, else `GOOGLE_API_KEY`
+   */
+  apiKeys?: readonly string[];
+  /** API base URL, e.g. a `switchboard sim` address. @default env `GEMINI_BASE_URL`, else the SDK's default */
+  baseUrl?: string;
+  /** Prices (USD per million tokens) added to or replacing the built-in ones, by model id prefix. */
+  prices?: Readonly<Record<string, ModelPrice>>;
+  /** Wall-clock limit per call (ms), key rotations included; a request's own `timeoutMs` wins. @default 600_000 */
+  timeoutMs?: number;
+  /**
+   * How long a key rests after a 429 / RESOURCE_EXHAUSTED (ms), unless the answer said how long
+   * to wait (`retry-after` or Gemini's `RetryInfo`).
+   * @default 60_000
+   */
+  keyCooldownMs?: number;
+  /**
+   * What to do when Gemini answers with another model family than the one asked for (e.g. asked
+   * `gemini-2.5-pro`, served `gemini-2.5-flash`): fail with `MODEL_DOWNGRADED`, or answer with a warning.
+   * @default 'error'
+   */
+  onDowngrade?: 'error' | 'warn';
+  /**
+   * Models that must never answer. A plain name (`gemini-2.5-flash` or `2.5-flash`) forbids that model
+   * and its versions (`-001`, dated previews); `/pattern/flags` or a RegExp is matched anywhere in the
+   * model id. Asking for one fails with `INVALID_INPUT`, being served one with `MODEL_DOWNGRADED`.
+   * @default []
+   */
+  forbiddenModels?: ReadonlyArray<string | RegExp>;
+  /** Test seams. */
+  _internal?: {
+    /** Clock for key cooldowns (ms). @default Date.now */
+    now?: () => number;
+  };
+}
+
+/**
+ * A Gemini provider over the official `@google/genai` client (one client per key, no SDK retries:
+ * the key rotation here and the retry policy in `invoke/` decide).
+ */
+export function createGeminiProvider({
+  apiKeys,
+  baseUrl = process.env['GEMINI_BASE_URL'] || undefined,
+  prices,
+  timeoutMs = 600_000,
+  keyCooldownMs = 60_000,
+  onDowngrade = 'error',
+  forbiddenModels = [],
+  _internal = {},
+}: GeminiProviderOptions = {}): Provider {
+  checkPositive('timeoutMs', timeoutMs);
+  if (!(typeof keyCooldownMs === 'number' && Number.isFinite(keyCooldownMs) && keyCooldownMs >= 0)) {
+    throw new SwitchboardError(
+      'INVALID_INPUT',
+      'Expected "keyCooldownMs" to be a non-negative number of milliseconds',
+    );
+  }
+  if (onDowngrade !== 'error' && onDowngrade !== 'warn') {
+    throw new SwitchboardError('INVALID_INPUT', `Expected "onDowngrade" to be "error" or "warn"`);
+  }
+  if (apiKeys !== undefined && (!Array.isArray(apiKeys) || apiKeys.some((key) => typeof key !== 'string'))) {
+    throw new SwitchboardError('INVALID_INPUT', 'Expected "apiKeys" to be a list of strings');
+  }
+  if (baseUrl !== undefined && !/^https?:\/\/\S+$/i.test(baseUrl)) {
+    throw new SwitchboardError('INVALID_INPUT', 'Expected "baseUrl" to be an http(s) URL');
+  }
+  if (prices !== undefined && (typeof prices !== 'object' || prices === null)) {
+    throw new SwitchboardError('INVALID_INPUT', 'Expected "prices" to map model ids to prices');
+  }
+  const forbidden = compileForbidden(forbiddenModels);
+  const keys = (apiKeys ?? keysFromEnvironment()).map((key) => key.trim()).filter((key) => key !== '');
+  const pool = new KeyPool({
+    keys,
+    cooldownMs: keyCooldownMs,
+    ...(_internal.now === undefined ? {} : { now: _internal.now }),
+  });
+  const priceList = prices === undefined ? DEFAULT_PRICES : { ...DEFAULT_PRICES, ...prices };
+  const clients = new Map<number, GoogleGenAI>();
+  const clientFor = (index: number): GoogleGenAI => {
+    let client = clients.get(index);
+    if (client === undefined) {
+      // No `retryOptions`: the SDK then makes exactly one request per call.
+      client = new GoogleGenAI({
+        apiKey: pool.keyAt(index),
+        vertexai: false,
+        ...(baseUrl === undefined ? {} : { httpOptions: { baseUrl } }),
+      });
+      clients.set(index, client);
+    }
+    return client;
+  };
+
+  return {
+    name: PROVIDER,
+    async call(request) {
+      const model = normalizeModel(request.model);
+      if (typeof request.prompt !== 'string' || request.prompt.trim() === '') {
+        throw new SwitchboardError('INVALID_INPUT', 'the prompt is empty', {
+          hint: 'pass a prompt, or "-" to read standard input',
+        });
+      }
+      if (request.timeoutMs !== undefined) checkPositive('timeoutMs', request.timeoutMs);
+      if (request.schema !== undefined) compileSchema(request.schema);
+      if (forbidden.some((rule) => rule(model))) {
+        throw new SwitchboardError('INVALID_INPUT', `${model} is in "forbiddenModels"`, {
+          provider: PROVIDER,
+          hint: 'ask for another model, or remove it from forbiddenModels',
+          retryable: false,
+        });
+      }
+      if (pool.size === 0) {
+        throw new SwitchboardError('AUTH', 'no Gemini API key is set', {
+          provider: PROVIDER,
+          hint: `set ${KEY_VARIABLES.join(', ')} (comma-separated for several keys) in the environment or .env`,
+          retryable: false,
+        });
+      }
+      return callWithRotation({
+        request,
+        model,
+        pool,
+        clientFor,
+        timeoutMs: request.timeoutMs ?? timeoutMs,
+        onDowngrade,
+        forbidden,
+        prices: priceList,
+      });
+    },
+    async close() {
+      clients.clear();
+    },
+  };
+}
+
+interface CallContext {
+  request: ProviderCall;
+  model: string;
+  pool: KeyPool;
+  clientFor: (index: number) => GoogleGenAI;
+  timeoutMs: number;
+  onDowngrade: 'error' | 'warn';
+  forbidden: ReadonlyArray<(model: string) => boolean>;
+  prices: Readonly<Record<string, ModelPrice>>;
+}
+
+async function callWithRotation(context: CallContext): Promise<CallResult> {
+  const { request, model, pool } = context;
+  const provider = `${PROVIDER}:${model}`;
+  const started = performance.now();
+  const attempts: CallAttempt[] = [];
+  const warnings: string[] = [];
+  if (request.idleTimeoutMs !== undefined) {
+    warnings.push('gemini calls do not stream, so "idleTimeoutMs" is ignored; "timeoutMs" still applies');
+  }
+  const deadline = new CallDeadline(context.timeoutMs, request.abortSignal);
+  try {
+    for (;;) {
+      const choice = pool.next();
+      if (choice === undefined) {
+        const waitMs = pool.msUntilAvailable();
+        throw new SwitchboardError(
+          'RATE_LIMITED',
+          `every Gemini key is rate limited (${pool.size} ${pool.size === 1 ? 'key' : 'keys'}); the first is free again in ${Math.ceil(waitMs / 1000)} s`,
+          {
+            provider: PROVIDER,
+            retryAfterMs: waitMs,
+            hint: 'wait, add keys to GEMINI_API_KEYS, or fall back to another provider',
+            details: { attempts },
+          },
+        );
+      }
+      // Checked between keys too, so a call aborted or out of time lists no attempt it never made.
+      const stopped = deadline.failure();
+      if (stopped !== undefined) throw withDetails(stopped, { attempts });
+      const attemptStarted = performance.now();
+      let response: GenerateContentResponse;
+      try {
+        response = await generate(context, choice.index, deadline.signal);
+      } catch (error) {
+        const failure = deadline.failure() ?? errorFromGemini(error, context.pool, choice.label);
+        attempts.push({
+          provider,
+          model,
+          errorCode: failure.code,
+          errorMessage: `${choice.label}: ${failure.message}`,
+          durationMs: performance.now() - attemptStarted,
+        });
+        if (failure.code === 'RATE_LIMITED') {
+          pool.coolDown(choice.index, failure.retryAfterMs);
+          warnings.push(`${choice.label} is rate limited; it rests and the next key is tried`);
+          continue;
+        }
+        throw withDetails(failure, { attempts });
+      }
+      attempts.push({ provider, model, durationMs: performance.now() - attemptStarted });
+      return finish(context, response, { provider, attempts, warnings, started });
+    }
+  } finally {
+    deadline.stop();
+  }
+}
+
+async function generate(
+  { request, model, clientFor }: CallContext,
+  keyIndex: number,
+  abortSignal: AbortSignal,
+): Promise<GenerateContentResponse> {
+  const config: GenerateContentConfig = { abortSignal };
+  if (request.system !== undefined) config.systemInstruction = request.system;
+  if (request.schema !== undefined) {
+    config.responseMimeType = 'application/json';
+    config.responseJsonSchema = schemaForGemini(request.schema);
+  }
+  let failedHeaders: Headers | undefined;
+  // The SDK's ApiError keeps only the status and body, so a per-request fetch keeps the headers
+  // (retry-after) of a failed answer.
+  config.httpOptions = {
+    fetch: async (input, init) => {
+      const response = await fetch(input, init);
+      if (!response.ok) failedHeaders = response.headers;
+      return response;
+    },
+  };
+  try {
+    return await clientFor(keyIndex).models.generateContent({ model, contents: request.prompt, config });
+  } catch (error) {
+    throw failedHeaders === undefined ? error : new FailedAnswer(error, failedHeaders);
+  }
+}
+
+/** An SDK error plus the headers of the HTTP answer that caused it. */
+class FailedAnswer extends Error {
+  readonly error: unknown;
+  readonly headers: Headers;
+
+  constructor(error: unknown, headers: Headers) {
+    super('gemini answered with an error');
+    this.error = error;
+    this.headers = headers;
+  }
+}
+
+interface Progress {
+  provider: string;
+  attempts: CallAttempt[];
+  warnings: string[];
+  started: number;
+}
+
+function finish(context: CallContext, response: GenerateContentResponse, progress: Progress): CallResult {
+  const { request, model } = context;
+  const { provider, attempts, warnings } = progress;
+  const usage = usageOf(response);
+  const servedReported = typeof response.modelVersion === 'string' && response.modelVersion !== '';
+  const served = servedReported ? stripModelsPrefix(response.modelVersion as string) : model;
+  if (!servedReported) warnings.push(`gemini did not report the model that answered; assuming ${model}`);
+  const costUsd = costOf(served, usage, context.prices);
+  if (costUsd === null) warnings.push(`no price is known for ${served}; costUsd is null`);
+  const spent = { attempts, usage, costUsd };
+
+  if (context.forbidden.some((rule) => rule(served))) {
+    throw new SwitchboardError(
+      'MODEL_DOWNGRADED',
+      `gemini answered with ${served}, which is in "forbiddenModels" (asked for ${model})`,
+      {
+        provider: PROVIDER,
+        retryable: true,
+        hint: 'fall back to another provider, or remove the model from forbiddenModels',
+        details: { requested: model, served, ...spent },
+      },
+    );
+  }
+  if (servedReported && familyOf(served) !== familyOf(model) && !aliasCovers(model, served)) {
+    const message = `gemini answered with ${served} instead of ${model}`;
+    if (context.onDowngrade === 'error') {
+      throw new SwitchboardError('MODEL_DOWNGRADED', message, {
+        provider: PROVIDER,
+        retryable: true,
+        hint: 'fall back to another provider, or set onDowngrade: "warn" to accept the answer',
+        details: { requested: model, served, ...spent },
+      });
+    }
+    warnings.push(message);
+  }
+
+  const candidate = response.candidates?.[0];
+  const blockReason = response.promptFeedback?.blockReason;
+  if (candidate === undefined && blockReason !== undefined) {
+    throw new SwitchboardError('PROVIDER_ERROR', `gemini refused the prompt (${blockReason})`, {
+      provider: PROVIDER,
+      retryable: false,
+      hint: 'rephrase the prompt, or fall back to another provider',
+      details: { blockReason, ...spent },
+    });
+  }
+  const text = (candidate?.content?.parts ?? [])
+    .filter((part) => typeof part.text === 'string' && part.thought !== true)
+    .map((part) => part.text)
+    .join('');
+  const finishReason = candidate?.finishReason;
+  if (finishReason === 'MAX_TOKENS') warnings.push('the answer was cut off at the output token limit');
+  else if (finishReason !== undefined && finishReason !== 'STOP' && text === '') {
+    throw new SwitchboardError('PROVIDER_ERROR', `gemini stopped without an answer (${finishReason})`, {
+      provider: PROVIDER,
+      retryable: false,
+      hint: 'rephrase the prompt, or fall back to another provider',
+      details: { finishReason, ...spent },
+    });
+  }
+
+  let structured: unknown;
+  if (request.schema !== undefined) {
+    const extracted = extractJson(text);
+    const errors = extracted.ok ? schemaErrors(request.schema, extracted.value) : [extracted.reason];
+    if (errors.length > 0) {
+      throw new SwitchboardError(
+        'SCHEMA',
+        `gemini's answer does not match the schema: ${errors.slice(0, 3).join('; ')}`,
+        {
+          provider: PROVIDER,
+          hint: 'retry, simplify the schema, or fall back to another provider',
+          details: { raw: text, errors, ...spent },
+        },
+      );
+    }
+    structured = extracted.ok ? extracted.value : undefined;
+  }
+
+  return {
+    success: true,
+    text,
+    ...(request.schema === undefined ? {} : { structured }),
+    provider,
+    modelRequested: model,
+    modelUsed: served,
+    durationMs: performance.now() - progress.started,
+    usage,
+    costUsd,
+    rateLimited: attempts.some((attempt) => attempt.errorCode === 'RATE_LIMITED'),
+    attempts,
+    warnings,
+  };
+}
+
+function usageOf(response: GenerateContentResponse): TokenUsage {
+  const metadata = response.usageMetadata;
+  const cached = metadata?.cachedContentTokenCount ?? 0;
+  return {
+    inputTokens: Math.max(0, (metadata?.promptTokenCount ?? 0) - cached),
+    // Thinking tokens are billed as output but not counted in candidatesTokenCount.
+    outputTokens: (metadata?.candidatesTokenCount ?? 0) + (metadata?.thoughtsTokenCount ?? 0),
+    cacheReadTokens: cached,
+    cacheWriteTokens: 0,
+  };
+}
+
+/**
+ * One wall-clock limit for the whole call (every key tried) plus the caller's abort signal, keeping
+ * track of which one fired: the SDK turns both into the same anonymous AbortError.
+ */
+class CallDeadline {
+  readonly #controller = new AbortController();
+  readonly #timer: NodeJS.Timeout;
+  readonly #callerSignal: AbortSignal | undefined;
+  readonly #onCallerAbort = (): void => this.#controller.abort();
+  readonly #timeoutMs: number;
+  #timedOut = false;
+
+  constructor(timeoutMs: number, callerSignal: AbortSignal | undefined) {
+    this.#timeoutMs = timeoutMs;
+    this.#callerSignal = callerSignal;
+    this.#timer = setTimeout(() => {
+      this.#timedOut = true;
+      this.#controller.abort();
+    }, timeoutMs);
+    if (callerSignal?.aborted === true) this.#controller.abort();
+    else callerSignal?.addEventListener('abort', this.#onCallerAbort, { once: true });
+  }
+
+  get signal(): AbortSignal {
+    return this.#controller.signal;
+  }
+
+  /** The abort or timeout error when one of them ended the call. */
+  failure(): SwitchboardError | undefined {
+    if (this.#callerSignal?.aborted === true) {
+      return new SwitchboardError('ABORTED', 'the gemini call was aborted', {
+        provider: PROVIDER,
+        retryable: false,
+      });
+    }
+    if (this.#timedOut) {
+      return new SwitchboardError('TIMEOUT', `gemini did not answer within ${this.#timeoutMs} ms`, {
+        provider: PROVIDER,
+        hint: 'raise timeoutMs, or fall back to another provider',
+      });
+    }
+    return undefined;
+  }
+
+  stop(): void {
+    clearTimeout(this.#timer);
+    this.#callerSignal?.removeEventListener('abort', this.#onCallerAbort);
+  }
+}
+
+/** Maps what the SDK threw to a coded error whose message names the key by label, never by value. */
+function errorFromGemini(thrown: unknown, pool: KeyPool, label: string): SwitchboardError {
+  const headers = thrown instanceof FailedAnswer ? thrown.headers : undefined;
+  const error = thrown instanceof FailedAnswer ? thrown.error : thrown;
+  const redact = (text: string): string => redactKeys(text, pool);
+  if (isApiError(error)) {
+    const body = parseErrorBody(error.message);
+    const message = redact(body.message ?? error.message);
+    const exhausted = error.status === 429 || body.status === 'RESOURCE_EXHAUSTED';
+    const mapped = errorFromStatus(PROVIDER, exhausted ? 429 : error.status, message, headers);
+    const retryAfterMs = mapped.retryAfterMs ?? body.retryDelayMs;
+    return new SwitchboardError(mapped.code, mapped.message, {
+      provider: PROVIDER,
+      retryable: mapped.retryable,
+      ...(mapped.hint === undefined ? {} : { hint: mapped.hint }),
+      ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
+      details: { status: error.status, ...(body.status === undefined ? {} : { reason: body.status }) },
+      cause: error,
+    });
+  }
+  const text = redact(error instanceof Error ? error.message : String(error));
+  if (error instanceof SyntaxError) {
+    // A broken body is a provider glitch, so unlike a model's unparseable answer it is worth retrying.
+    return new SwitchboardError('PARSE', `gemini sent a response that is not valid JSON: ${text}`, {
+      provider: PROVIDER,
+      retryable: true,
+      hint: 'retry, or fall back to another provider',
+      cause: error,
+    });
+  }
+  if (error instanceof TypeError || hasNetworkCode(error)) {
+    const reason = networkReason(error);
+    return new SwitchboardError(
+      'PROVIDER_UNAVAILABLE',
+      `gemini could not be reached with ${label}: ${text}${reason === undefined ? '' : ` (${reason})`}`,
+      {
+        provider: PROVIDER,
+        retryable: true,
+        hint: 'check the network and GEMINI_BASE_URL, then retry or fall back to another provider',
+        cause: error,
+      },
+    );
+  }
+  return new SwitchboardError('PROVIDER_ERROR', `gemini failed: ${text}`, {
+    provider: PROVIDER,
+    retryable: true,
+    cause: error,
+  });
+}
+
+function isApiError(value: unknown): value is Error & { status: number } {
+  return (
+    value instanceof Error &&
+    value.name === 'ApiError' &&
+    typeof (value as { status?: unknown }).status === 'number'
+  );
+}
+
+interface ErrorBody {
+  message?: string;
+  status?: string;
+  retryDelayMs?: number;
+}
+
+/** The SDK puts the whole JSON error body in `message`; Gemini's quota errors carry a RetryInfo delay. */
+function parseErrorBody(text: string): ErrorBody {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return {};
+  }
+  const error = (parsed as { error?: unknown } | null)?.error;
+  if (typeof error !== 'object' || error === null) return {};
+  const { message, status, details } = error as { message?: unknown; status?: unknown; details?: unknown };
+  const body: ErrorBody = {};
+  if (typeof message === 'string') body.message = message;
+  if (typeof status === 'string') body.status = status;
+  for (const detail of Array.isArray(details) ? (details as unknown[]) : []) {
+    const delay = (detail as { retryDelay?: unknown } | null)?.retryDelay;
+    const seconds = typeof delay === 'string' ? /^(\d+(?:\.\d+)?)s$/.exec(delay)?.[1] : undefined;
+    if (seconds !== undefined) body.retryDelayMs = Number(seconds) * 1000;
+  }
+  return body;
+}
+
+function hasNetworkCode(error: unknown): boolean {
+  return networkReason(error) !== undefined;
+}
+
+/** The system error code (ECONNRESET, UND_ERR_SOCKET, …) fetch hides in `cause`. */
+function networkReason(error: unknown): string | undefined {
+  for (let current = error, depth = 0; current !== undefined && depth < 4; depth++) {
+    const code = (current as { code?: unknown } | null)?.code;
+    if (typeof code === 'string' && /^(E[A-Z]+|UND_ERR_[A-Z_]+)$/.test(code)) return code;
+    current = (current as { cause?: unknown } | null)?.cause;
+  }
+  return undefined;
+}
+
+function redactKeys(text: string, pool: KeyPool): string {
+  let result = text;
+  for (let index = 0; index < pool.size; index++) {
+    result = result.split(pool.keyAt(index)).join(`key #${index + 1}`);
+  }
+  return result;
+}
+
+function withDetails(error: SwitchboardError, details: Record<string, unknown>): SwitchboardError {
+  const options: SwitchboardErrorOptions = {
+    retryable: error.retryable,
+    details: { ...error.details, ...details },
+  };
+  if (error.hint !== undefined) options.hint = error.hint;
+  if (error.provider !== undefined) options.provider = error.provider;
+  if (error.retryAfterMs !== undefined) options.retryAfterMs = error.retryAfterMs;
+  if (error.cause !== undefined) options.cause = error.cause;
+  return new SwitchboardError(error.code, error.message, options);
+}
+
+/**
+ * `2.5-pro` → `gemini-2.5-pro`. Names starting with a digit or with `flash` / `pro` (the `-latest`
+ * aliases) get the `gemini-` prefix; others (`gemma-3-27b-it`) are Google's own names and stay.
+ */
+export function normalizeModel(model: string): string {
+  const trimmed = stripModelsPrefix(typeof model === 'string' ? model.trim() : '');
+  if (trimmed === '') {
+    throw new SwitchboardError('INVALID_INPUT', 'no Gemini model given', {
+      hint: 'write gemini:<model>, e.g. gemini:2.5-flash',
+    });
+  }
+  return /^(\d|flash|pro)/i.test(trimmed) ? `gemini-${trimmed}` : trimmed;
+}
+
+function stripModelsPrefix(model: string): string {
+  return model.replace(/^models\//, '');
+}
+
+/**
+ * The model without its version: `gemini-2.5-pro-001`, `gemini-2.5-pro-preview-06-05` and
+ * `gemini-2.5-pro-latest` are all `gemini-2.5-pro`; `gemini-2.5-flash-lite` stays apart from
+ * `gemini-2.5-flash`.
+ */
+export function familyOf(model: string): string {
+  let family = stripModelsPrefix(model).toLowerCase();
+  for (;;) {
+    const next = family
+      .replace(/-\d{3}$/, '')
+      .replace(/-(latest|exp|experimental)$/, '')
+      .replace(/-(preview|exp)(-\d{2,4})+$/, '')
+      .replace(/-preview$/, '')
+      .replace(/(-\d{2}){2}$|-\d{2}-\d{4}$|-\d{8}$|-\d{4}$/, '');
+    if (next === family) return family;
+    family = next;
+  }
+}
+
+/** `gemini-flash-latest` names no version, so any version of flash answers it. */
+function aliasCovers(requested: string, served: string): boolean {
+  const family = familyOf(requested);
+  if (/\d/.test(family)) return false;
+  return familyOf(served).replace(/-\d+(\.\d+)?(?=-|$)/g, '') === family;
+}
+
+function compileForbidden(
+  entries: ReadonlyArray<string | RegExp>,
+): ReadonlyArray<(model: string) => boolean> {
+  if (!Array.isArray(entries)) {
+    throw new SwitchboardError(
+      'INVALID_INPUT',
+      'Expected "forbiddenModels" to be a list of model names or regexes',
+    );
+  }
+  return entries.map((entry) => {
+    if (entry instanceof RegExp) {
+      const pattern = new RegExp(entry.source, entry.flags.replace(/[gy]/g, ''));
+      return (model: string) => pattern.test(model);
+    }
+    if (typeof entry !== 'string' || entry.trim() === '') {
+      throw new SwitchboardError(
+        'INVALID_INPUT',
+        'Expected "forbiddenModels" to be a list of model names or regexes',
+      );
+    }
+    const literal = /^\/(.+)\/([a-z]*)$/.exec(entry.trim());
+    if (literal !== null) {
+      let pattern: RegExp;
+      try {
+        pattern = new RegExp(literal[1] as string, (literal[2] as string).replace(/[gy]/g, ''));
+      } catch (error) {
+        throw new SwitchboardError('INVALID_INPUT', `"forbiddenModels" holds an invalid regex: ${entry}`, {
+          cause: error,
+        });
+      }
+      return (model: string) => pattern.test(model);
+    }
+    const family = familyOf(normalizeModel(entry));
+    return (model: string) => familyOf(model) === family;
+  });
+}
+
+/** `$schema` is not among the JSON Schema keywords Gemini documents as supported, so it is left out. */
+function schemaForGemini(schema: JsonSchema): JsonSchema {
+  const { $schema: _ignored, ...rest } = schema;
+  return rest;
+}
+
+function keysFromEnvironment(): string[] {
+  const several = process.env['GEMINI_API_KEYS'];
+  if (several !== undefined && several.trim() !== '') return several.split(',');
+  const single = process.env['GEMINI_API_KEY'] || process.env['GOOGLE_API_KEY'];
+  return single === undefined || single === '' ? [] : [single];
+}
+
+function checkPositive(name: string, value: number): void {
+  if (!(typeof value === 'number' && Number.isFinite(value) && value > 0)) {
+    throw new SwitchboardError('INVALID_INPUT', `Expected "${name}" to be a positive number of milliseconds`);
+  }
+}

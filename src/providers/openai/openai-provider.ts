@@ -1,0 +1,335 @@
+import OpenAI from 'openai';
+import type {
+  ChatCompletion,
+  ChatCompletionCreateParamsNonStreaming,
+  ChatCompletionMessageParam,
+} from 'openai/resources/chat/completions';
+import type { CallResult, JsonSchema, Provider, ProviderCall, TokenUsage } from '../../core/call-types.js';
+import { SwitchboardError } from '../../core/errors.js';
+import { extractJson } from '../../core/json-extract.js';
+import { compileSchema, schemaErrors } from '../../core/json-schema.js';
+import { costOf, DEFAULT_PRICES, type ModelPrice } from '../../core/prices.js';
+import { openAiError } from './openai-errors.js';
+
+/** How a JSON Schema is asked of the server. */
+export type OpenAiStructuredOutput = 'json_schema' | 'tool';
+
+const STRUCTURED_OUTPUT_MODES: readonly OpenAiStructuredOutput[] = ['json_schema', 'tool'];
+
+/** Name of the forced function in `structuredOutput: 'tool'` mode. */
+export const OUTPUT_TOOL_NAME = 'emit_output';
+
+// Local servers ignore the key, but the SDK refuses to start without one.
+const PLACEHOLDER_API_KEY = 'switchboard-no-key';
+
+export interface OpenAiProviderOptions {
+  /**
+   * The API key. Not needed for a local server with a custom `baseUrl`.
+   * @default process.env.OPENAI_API_KEY
+   */
+  apiKey?: string;
+  /**
+   * Base URL of an OpenAI-compatible API, e.g. `http://127.0.0.1:11434/v1` for Ollama. A call may
+   * override it (`openai@http://…:model`).
+   * @default process.env.OPENAI_BASE_URL, else `https://api.openai.com/v1`
+   */
+  baseUrl?: string;
+  /**
+   * Prices in USD per million tokens, matched by model-id prefix; merged over the built-in table.
+   * @default DEFAULT_PRICES
+   */
+  prices?: Readonly<Record<string, ModelPrice>>;
+  /** Wall-clock limit per call in milliseconds, unless the call sets its own. @default 600_000 */
+  timeoutMs?: number;
+  /**
+   * How a schema is requested: `json_schema` sends `response_format`; `tool` forces a function call
+   * named `emit_output`, for local servers without `response_format` support.
+   * @default 'json_schema'
+   */
+  structuredOutput?: OpenAiStructuredOutput;
+  /** The `fetch` the SDK uses; for proxies and tests. @default globalThis.fetch */
+  fetch?: typeof fetch;
+}
+
+/** A call to the openai provider; `baseUrl` comes from a spec such as `openai@http://127.0.0.1:11434/v1:llama3.2`. */
+export interface OpenAiProviderCall extends ProviderCall {
+  baseUrl?: string;
+}
+
+export interface OpenAiProvider extends Provider {
+  call(request: OpenAiProviderCall): Promise<CallResult>;
+}
+
+/**
+ * A provider for OpenAI and any OpenAI-compatible server (vLLM, Ollama, llama.cpp), through the
+ * official `openai` client, non-streaming chat completions.
+ */
+export function createOpenAiProvider({
+  apiKey = nonEmpty(process.env['OPENAI_API_KEY']),
+  baseUrl = nonEmpty(process.env['OPENAI_BASE_URL']),
+  prices,
+  timeoutMs = 600_000,
+  structuredOutput = 'json_schema',
+  fetch: customFetch,
+}: OpenAiProviderOptions = {}): OpenAiProvider {
+  if (!(typeof timeoutMs === 'number' && Number.isFinite(timeoutMs) && timeoutMs > 0)) {
+    throw invalidOption('Expected "timeoutMs" to be a positive number of milliseconds');
+  }
+  if (!STRUCTURED_OUTPUT_MODES.includes(structuredOutput)) {
+    throw invalidOption(
+      `Expected "structuredOutput" to be one of ${STRUCTURED_OUTPUT_MODES.map((mode) => `"${mode}"`).join(', ')}`,
+    );
+  }
+  if (apiKey !== undefined && (typeof apiKey !== 'string' || apiKey.trim() === '')) {
+    throw invalidOption('Expected "apiKey" to be a non-empty string');
+  }
+  if (baseUrl !== undefined) checkBaseUrl('baseUrl', baseUrl);
+  const priceTable = prices === undefined ? DEFAULT_PRICES : { ...DEFAULT_PRICES, ...prices };
+  const clients = new Map<string, OpenAI>();
+
+  function clientFor(target: string | undefined): { client: OpenAI; key: string } {
+    const key = apiKey ?? (isOpenAiHost(target) ? undefined : PLACEHOLDER_API_KEY);
+    if (key === undefined) {
+      throw new SwitchboardError('AUTH', 'no OpenAI API key: OPENAI_API_KEY is not set', {
+        provider: 'openai',
+        retryable: false,
+        hint: 'set OPENAI_API_KEY in the environment or .env, or give a baseUrl for a local server',
+      });
+    }
+    const cacheKey = target ?? '';
+    let client = clients.get(cacheKey);
+    if (client === undefined) {
+      client = new OpenAI({
+        apiKey: key,
+        // Passed even when undefined would do: the SDK would otherwise read OPENAI_BASE_URL itself.
+        baseURL: target ?? null,
+        // Switchboard's retry policy decides what to retry, with cooldowns and fallbacks; SDK retries
+        // would hide attempts from the ledger and multiply the wait on a rate limit.
+        maxRetries: 0,
+        timeout: timeoutMs,
+        ...(customFetch === undefined ? {} : { fetch: customFetch }),
+      });
+      clients.set(cacheKey, client);
+    }
+    return { client, key };
+  }
+
+  return {
+    name: 'openai',
+    async call(request) {
+      const started = performance.now();
+      if (typeof request.model !== 'string' || request.model.trim() === '') {
+        throw invalidOption('Expected "model" to be a model id, e.g. gpt-4.1-mini or llama3.2');
+      }
+      if (typeof request.prompt !== 'string' || request.prompt.trim() === '') {
+        throw new SwitchboardError('INVALID_INPUT', 'the prompt is empty', {
+          hint: 'pass a prompt, or "-" to read standard input',
+        });
+      }
+      const callTimeoutMs = request.timeoutMs ?? timeoutMs;
+      if (!(typeof callTimeoutMs === 'number' && Number.isFinite(callTimeoutMs) && callTimeoutMs > 0)) {
+        throw invalidOption('Expected "timeoutMs" to be a positive number of milliseconds');
+      }
+      if (request.baseUrl !== undefined) checkBaseUrl('baseUrl', request.baseUrl);
+      if (request.schema !== undefined) compileSchema(request.schema);
+      const target = request.baseUrl ?? baseUrl;
+      const { client, key } = clientFor(target);
+      const warnings: string[] = [];
+      if (request.idleTimeoutMs !== undefined) {
+        warnings.push('idleTimeoutMs is ignored: the openai provider does not stream, so timeoutMs applies');
+      }
+
+      let response: ChatCompletion;
+      try {
+        response = await client.chat.completions.create(buildBody(request, structuredOutput), {
+          timeout: callTimeoutMs,
+          ...(request.abortSignal === undefined ? {} : { signal: request.abortSignal }),
+        });
+      } catch (error) {
+        throw openAiError(error, {
+          baseUrl: target,
+          timeoutMs: callTimeoutMs,
+          abortSignal: request.abortSignal,
+          apiKey: key,
+        });
+      }
+      return toResult(response, request, {
+        started,
+        warnings,
+        priceTable,
+        structuredOutput,
+        where: target ?? 'the OpenAI API',
+      });
+    },
+    async close() {
+      clients.clear();
+    },
+  };
+}
+
+function buildBody(
+  request: OpenAiProviderCall,
+  structuredOutput: OpenAiStructuredOutput,
+): ChatCompletionCreateParamsNonStreaming {
+  const messages: ChatCompletionMessageParam[] = [];
+  if (request.system !== undefined && request.system !== '') {
+    messages.push({ role: 'system', content: request.system });
+  }
+  messages.push({ role: 'user', content: request.prompt });
+  const body: ChatCompletionCreateParamsNonStreaming = { model: request.model, messages };
+  if (request.schema === undefined) return body;
+  if (structuredOutput === 'tool') {
+    body.tools = [
+      {
+        type: 'function',
+        function: {
+          name: OUTPUT_TOOL_NAME,
+          description: 'Give the answer as arguments matching this schema.',
+          parameters: request.schema,
+        },
+      },
+    ];
+    body.tool_choice = { type: 'function', function: { name: OUTPUT_TOOL_NAME } };
+  } else {
+    // strict: true would reject most user schemas (it needs every property required and no extras).
+    body.response_format = {
+      type: 'json_schema',
+      json_schema: { name: 'output', schema: request.schema, strict: false },
+    };
+  }
+  return body;
+}
+
+interface ResultContext {
+  started: number;
+  warnings: string[];
+  priceTable: Readonly<Record<string, ModelPrice>>;
+  structuredOutput: OpenAiStructuredOutput;
+  where: string;
+}
+
+function toResult(response: ChatCompletion, request: OpenAiProviderCall, context: ResultContext): CallResult {
+  const { warnings } = context;
+  const choice = Array.isArray(response.choices) ? response.choices[0] : undefined;
+  if (choice === undefined) {
+    throw new SwitchboardError('PARSE', `${context.where} answered without any choice`, {
+      provider: 'openai',
+      hint: 'check that the base URL points at an OpenAI-compatible /v1 endpoint',
+    });
+  }
+  if (choice.finish_reason === 'length') warnings.push('the answer was cut off at the token limit');
+  if (choice.finish_reason === 'content_filter') warnings.push('the answer was cut by a content filter');
+  const modelUsed =
+    typeof response.model === 'string' && response.model !== '' ? response.model : request.model;
+  const usage = tokenUsage(response, warnings);
+  const costUsd = costOf(modelUsed, usage, context.priceTable);
+  if (costUsd === null) warnings.push(`no price for model ${modelUsed}; cost unknown`);
+  const content = choice.message.content ?? '';
+
+  let text = content;
+  let structured: unknown;
+  if (request.schema !== undefined) {
+    const raw =
+      context.structuredOutput === 'tool' ? toolArguments(choice.message, content, warnings) : content;
+    structured = validated(raw, request.schema);
+    text = JSON.stringify(structured);
+  }
+
+  const durationMs = Math.round(performance.now() - context.started);
+  const provider = `openai:${request.model}`;
+  return {
+    success: true,
+    text,
+    ...(request.schema === undefined ? {} : { structured }),
+    provider,
+    modelRequested: request.model,
+    modelUsed,
+    durationMs,
+    usage,
+    costUsd,
+    rateLimited: false,
+    attempts: [{ provider, model: request.model, durationMs }],
+    warnings,
+  };
+}
+
+function tokenUsage(response: ChatCompletion, warnings: string[]): TokenUsage {
+  const usage = response.usage;
+  if (usage === undefined || usage === null) {
+    warnings.push('the server reported no token usage; counts are 0');
+    return { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 };
+  }
+  const cached = count(usage.prompt_tokens_details?.cached_tokens);
+  return {
+    // OpenAI counts cached tokens inside prompt_tokens; Switchboard keeps them apart, as Anthropic does.
+    inputTokens: Math.max(0, count(usage.prompt_tokens) - cached),
+    outputTokens: count(usage.completion_tokens),
+    cacheReadTokens: cached,
+    cacheWriteTokens: 0,
+  };
+}
+
+function count(value: number | null | undefined): number {
+  return typeof value === 'number' && Number.isFinite(value) && value > 0 ? value : 0;
+}
+
+/** The forced tool call's arguments; the text when a server ignored `tool_choice`. */
+function toolArguments(
+  message: ChatCompletion['choices'][number]['message'],
+  content: string,
+  warnings: string[],
+): string {
+  for (const call of message.tool_calls ?? []) {
+    if (call.type === 'function' && call.function.name === OUTPUT_TOOL_NAME) return call.function.arguments;
+  }
+  warnings.push(`the server did not call ${OUTPUT_TOOL_NAME}; the JSON was read from the text`);
+  return content;
+}
+
+/** The JSON value in `raw` when it matches the schema; otherwise SCHEMA, so the caller can re-ask. */
+function validated(raw: string, schema: JsonSchema): unknown {
+  const extracted = extractJson(raw);
+  if (!extracted.ok) {
+    throw new SwitchboardError('SCHEMA', `the answer holds no JSON value (${extracted.reason})`, {
+      provider: 'openai',
+      hint: 'ask again with the schema errors, or try structuredOutput "tool" for servers without response_format',
+      details: { raw, errors: [extracted.reason] },
+    });
+  }
+  const errors = schemaErrors(schema, extracted.value);
+  if (errors.length > 0) {
+    throw new SwitchboardError('SCHEMA', `the answer does not match the schema: ${errors.join('; ')}`, {
+      provider: 'openai',
+      hint: 'ask again with the schema errors',
+      details: { raw, errors },
+    });
+  }
+  return extracted.value;
+}
+
+function isOpenAiHost(target: string | undefined): boolean {
+  if (target === undefined) return true;
+  return new URL(target).hostname.toLowerCase() === 'api.openai.com';
+}
+
+function checkBaseUrl(name: string, value: string): void {
+  let url: URL | undefined;
+  try {
+    url = typeof value === 'string' ? new URL(value) : undefined;
+  } catch {
+    url = undefined;
+  }
+  if (url === undefined || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
+    throw invalidOption(
+      `Expected "${name}" to be an http(s) URL such as http://127.0.0.1:11434/v1, got ${JSON.stringify(value)}`,
+    );
+  }
+}
+
+function invalidOption(message: string): SwitchboardError {
+  return new SwitchboardError('INVALID_INPUT', message, { provider: 'openai', retryable: false });
+}
+
+function nonEmpty(value: string | undefined): string | undefined {
+  return value === undefined || value.trim() === '' ? undefined : value;
+}
