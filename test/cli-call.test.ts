@@ -115,7 +115,7 @@ describe('switchboard call', () => {
     );
     oneLine(await run(['call', 'claude:haiku', 'hi', '--claude-path', '/no/such/claude']), 28, /npm install/);
     oneLine(await run(['call', 'gpt:4', 'hi']), 2, /unknown provider "gpt"/);
-    oneLine(await run(['call', 'nonsense', 'hi']), 2, /not a provider spec/);
+    oneLine(await run(['call', 'nonsense', 'hi']), 2, /neither a provider spec nor a role/);
     writeFileSync(join(cwd, 'bad.json'), '{ not json');
     oneLine(await run(['call', 'claude:haiku', 'hi', '--schema', 'bad.json']), 2, /not a JSON object/);
     oneLine(

@@ -8,6 +8,9 @@ import type { GlobalFlags } from './shared.js';
 import { readStandardInput } from './stdin.js';
 
 interface CallFlags {
+  tag: Record<string, string>;
+  schemaRetries?: number;
+  maxCost?: number;
   system?: string;
   schema?: string;
   json?: boolean;
@@ -22,6 +25,40 @@ interface CallFlags {
   ledger?: boolean;
 }
 
+function collectTags(value: string, previous: Record<string, string>): Record<string, string> {
+  const match = /^([^=]+)=(.*)$/.exec(value);
+  if (match === null) throw new InvalidArgumentError('expected key=value');
+  return { ...previous, [match[1] as string]: match[2] as string };
+}
+
+function parseCount(value: string): number {
+  const count = Number(value);
+  if (!Number.isInteger(count) || count < 0 || count > 10)
+    throw new InvalidArgumentError('expected a whole number from 0 to 10');
+  return count;
+}
+
+function parseDollars(value: string): number {
+  const dollars = Number(value);
+  if (value.trim() === '' || !Number.isFinite(dollars) || dollars <= 0)
+    throw new InvalidArgumentError('expected a positive number of dollars');
+  return dollars;
+}
+
+/** A role name from switchboard.yaml (`drafter`) stands for its provider chain. */
+export function resolveRole(spec: string, roles: Readonly<Record<string, string>>): string {
+  if (spec.includes(':')) return spec;
+  const chain = roles[spec];
+  if (chain !== undefined) return chain;
+  const known = Object.keys(roles);
+  throw new SwitchboardError('INVALID_INPUT', `"${spec}" is neither a provider spec nor a role`, {
+    hint:
+      known.length === 0
+        ? 'write provider:model (e.g. claude:haiku), or define roles in switchboard.yaml'
+        : `write provider:model, or one of the roles: ${known.join(', ')}`,
+  });
+}
+
 function parseSeconds(value: string): number {
   const seconds = Number(value);
   if (value.trim() === '' || !Number.isFinite(seconds) || seconds <= 0) {
@@ -33,8 +70,11 @@ function parseSeconds(value: string): number {
 export function registerCallCommand(program: Command): void {
   program
     .command('call')
-    .description('call an LLM: claude:<model> runs Claude Code headless (prints the answer)')
-    .argument('<spec>', 'provider:model, e.g. claude:haiku or claude:claude-sonnet-4-5')
+    .description('call an LLM or a fallback chain and print the answer')
+    .argument(
+      '<spec>',
+      'provider:model (claude:haiku, anthropic:claude-sonnet-4-5, gemini:2.5-pro, openai:gpt-4.1-mini), a comma-separated fallback chain, or a role from switchboard.yaml',
+    )
     .argument('[prompt...]', 'the prompt; omit or give "-" to read standard input')
     .option('--system <text>', 'system prompt (replaces the default one)')
     .option('--schema <file>', 'JSON Schema file: the answer must match it (printed as JSON)')
@@ -46,6 +86,13 @@ export function registerCallCommand(program: Command): void {
     .option('--cwd <dir>', 'working directory for Claude Code')
     .option('--claude-path <path>', 'your own claude executable (env SWITCHBOARD_CLAUDE_PATH)')
     .option('--base-url <url>', 'API base URL for Claude Code, e.g. a `switchboard sim` address')
+    .option('--tag <key=value>', 'tag the call (for budgets and stats); repeatable', collectTags, {})
+    .option(
+      '--schema-retries <n>',
+      're-asks with a diagnosis when the answer breaks the schema (0–10)',
+      parseCount,
+    )
+    .option('--max-cost <usd>', 'the most this call may cost, all attempts together', parseDollars)
     .option('--store-text', 'store the prompt text in the ledger (default: a hash only)')
     .option('--no-ledger', 'do not record the call')
     .action(async (spec: string, words: string[], flags: CallFlags, command: Command) => {
@@ -71,7 +118,15 @@ export function registerCallCommand(program: Command): void {
       if (config.claude.maxRetries !== undefined) claude.maxRetries = config.claude.maxRetries;
       if (config.claude.timeoutMs !== undefined) claude.timeoutMs = config.claude.timeoutMs;
       if (config.claude.idleTimeoutMs !== undefined) claude.idleTimeoutMs = config.claude.idleTimeoutMs;
-      const providers = new ProviderRegistry({ claude });
+      const { call: callSettings } = config;
+      const prices = Object.keys(callSettings.prices).length > 0 ? { prices: callSettings.prices } : {};
+      const providers = new ProviderRegistry({
+        claude,
+        anthropic: { ...prices },
+        openai: { ...prices },
+        gemini: { ...prices, ...callSettings.gemini },
+      });
+      const chain = resolveRole(spec, callSettings.roles);
       const ledger = config.ledger.enabled
         ? openLedger({ stateDir: config.stateDir, storeText: config.ledger.storeText })
         : undefined;
@@ -86,16 +141,43 @@ export function registerCallCommand(program: Command): void {
       if (flags.cwd !== undefined) providerOptions['cwd'] = flags.cwd;
       try {
         const result = await call(
-          spec,
+          chain,
           {
             prompt,
             ...(flags.system === undefined ? {} : { system: flags.system }),
             ...(schema === undefined ? {} : { schema }),
             ...(flags.timeout === undefined ? {} : { timeoutMs: flags.timeout * 1000 }),
             ...(flags.idleTimeout === undefined ? {} : { idleTimeoutMs: flags.idleTimeout * 1000 }),
+            ...(Object.keys(flags.tag).length === 0 ? {} : { tags: flags.tag }),
           },
-          { providers, ledger: ledger ?? false, providerOptions },
+          {
+            providers,
+            ledger: ledger ?? false,
+            providerOptions,
+            retry: {
+              ...(callSettings.maxAttempts === undefined ? {} : { maxAttempts: callSettings.maxAttempts }),
+              ...(callSettings.retriesPerProvider === undefined
+                ? {}
+                : { retriesPerProvider: callSettings.retriesPerProvider }),
+            },
+            ...((flags.schemaRetries ?? callSettings.schemaRetries) === undefined
+              ? {}
+              : { schemaRetries: (flags.schemaRetries ?? callSettings.schemaRetries) as number }),
+            ...(callSettings.stageTimeoutMs === undefined
+              ? {}
+              : { stageTimeoutMs: callSettings.stageTimeoutMs }),
+            budget: {
+              rules: callSettings.budgetRules,
+              ...((flags.maxCost ?? callSettings.maxCostPerCallUsd) === undefined
+                ? {}
+                : { maxCostUsd: (flags.maxCost ?? callSettings.maxCostPerCallUsd) as number }),
+            },
+          },
         );
+        for (const warning of result.warnings) {
+          if (warning !== 'served by a warm Claude Code process')
+            process.stderr.write(`switchboard: warning: ${warning}\n`);
+        }
         if (flags.json === true) process.stdout.write(`${JSON.stringify(result)}\n`);
         else if (result.structured !== undefined)
           process.stdout.write(`${JSON.stringify(result.structured, null, 2)}\n`);

@@ -1,5 +1,5 @@
 import { InvalidArgumentError, type Command } from 'commander';
-import { loadConfig } from '../core/config.js';
+import { loadConfig, type SwitchboardConfig } from '../core/config.js';
 import type { GlobalFlags } from './shared.js';
 
 interface StatsFlags {
@@ -14,6 +14,36 @@ function parseSince(value: string): number {
   const match = /^(\d+(?:\.\d+)?)([mhd])$/.exec(value.trim());
   if (match === null) throw new InvalidArgumentError('expected a duration such as 30m, 24h or 7d');
   return Date.now() - Number(match[1]) * (UNITS[match[2] as string] as number);
+}
+
+interface BudgetStatus {
+  scope: string;
+  period: 'daily' | 'monthly';
+  cap: number;
+  spent: number;
+}
+
+/** Spending against each cap in switchboard.yaml, today and this month (UTC). */
+function budgetStatus(
+  ledger: { spendSince(since: number, filter?: { provider?: string; tag?: string }): number },
+  rules: SwitchboardConfig['call']['budgetRules'],
+  now: number,
+): BudgetStatus[] {
+  const date = new Date(now);
+  const periods = [
+    ['daily', Date.UTC(date.getUTCFullYear(), date.getUTCMonth(), date.getUTCDate())],
+    ['monthly', Date.UTC(date.getUTCFullYear(), date.getUTCMonth(), 1)],
+  ] as const;
+  return rules.flatMap((rule) => {
+    const filter: { provider?: string; tag?: string } = {};
+    if (rule.provider !== undefined) filter.provider = rule.provider;
+    if (rule.tag !== undefined) filter.tag = rule.tag;
+    const scope = [rule.provider ?? 'all providers', rule.tag].filter(Boolean).join(' ');
+    return periods.flatMap(([period, since]) => {
+      const cap = period === 'daily' ? rule.dailyUsd : rule.monthlyUsd;
+      return cap === undefined ? [] : [{ scope, period, cap, spent: ledger.spendSince(since, filter) }];
+    });
+  });
 }
 
 export function registerStatsCommand(program: Command): void {
@@ -35,15 +65,23 @@ export function registerStatsCommand(program: Command): void {
       try {
         const since = flags.since === undefined ? {} : { since: flags.since };
         const calls = ledger.callStats(since);
-        const routeDecisions = ledger.listRouteDecisions({ limit: 1_000_000, ...since }).length;
+        const routeDecisions =
+          flags.since === undefined
+            ? ledger.countRouteDecisions()
+            : ledger.listRouteDecisions({ limit: 1_000_000, ...since }).length;
+        const now = Date.now();
+        const cooldowns = ledger
+          .activeCooldowns(now)
+          .map((cooldown) => ({ ...cooldown, remainingMs: cooldown.until - now }));
+        const budgets = budgetStatus(ledger, config.call.budgetRules, now);
         if (flags.json === true) {
-          process.stdout.write(`${JSON.stringify({ calls, routeDecisions })}\n`);
+          process.stdout.write(`${JSON.stringify({ calls, routeDecisions, cooldowns, budgets })}\n`);
           return;
         }
         const percent = (value: number) => `${(value * 100).toFixed(1)}%`;
         const lines = [
           `calls ${calls.calls} (${calls.attempts} attempts), success ${percent(calls.successRate)}, p50 ${calls.p50Ms.toFixed(0)} ms, p95 ${calls.p95Ms.toFixed(0)} ms, cost $${calls.costUsd.toFixed(4)}`,
-          `route decisions ${routeDecisions}`,
+          `retries ${calls.retries}, fallback rate ${percent(calls.fallbackRate)}; route decisions ${routeDecisions}`,
         ];
         if (calls.byProviderModel.length > 0) {
           lines.push(
@@ -66,6 +104,16 @@ export function registerStatsCommand(program: Command): void {
               ].join(' '),
             );
           }
+        }
+        for (const cooldown of cooldowns) {
+          lines.push(
+            `cooling down: ${cooldown.spec} for ${Math.ceil(cooldown.remainingMs / 1000)} s more (${cooldown.failures}× ${cooldown.reason})`,
+          );
+        }
+        for (const budget of budgets) {
+          lines.push(
+            `budget ${budget.scope}, ${budget.period}: $${budget.spent.toFixed(4)} of $${budget.cap} (${percent(budget.spent / budget.cap)})`,
+          );
         }
         const codes = Object.entries(calls.errorCodes).sort((a, b) => b[1] - a[1]);
         if (codes.length > 0)

@@ -27,6 +27,57 @@ const fileSchema = z.strictObject({
       idle_timeout_seconds: z.number().positive().optional(),
     })
     .optional(),
+  /** Named provider chains: `drafter: claude:sonnet,anthropic:claude-sonnet-4-5`. */
+  roles: z
+    .record(
+      z.string().regex(/^[a-z][a-z0-9_-]*$/i, 'role names are letters, digits, - and _'),
+      z.string().min(1),
+    )
+    .optional(),
+  call: z
+    .strictObject({
+      schema_retries: z.number().int().min(0).max(10).optional(),
+      stage_timeout_seconds: z.number().positive().optional(),
+      max_attempts: z.number().int().min(1).max(50).optional(),
+      retries_per_provider: z.number().int().min(0).max(10).optional(),
+    })
+    .optional(),
+  budgets: z
+    .strictObject({
+      max_cost_per_call_usd: z.number().positive().optional(),
+      rules: z
+        .array(
+          z.strictObject({
+            provider: z.string().optional(),
+            tag: z
+              .string()
+              .regex(/^[^=]+=.*$/, 'a tag is key=value')
+              .optional(),
+            daily_usd: z.number().positive().optional(),
+            monthly_usd: z.number().positive().optional(),
+            warn_at: z.number().min(0).max(1).optional(),
+          }),
+        )
+        .optional(),
+    })
+    .optional(),
+  prices: z
+    .record(
+      z.string(),
+      z.strictObject({
+        input: z.number().min(0),
+        output: z.number().min(0),
+        cache_read: z.number().min(0).optional(),
+        cache_write: z.number().min(0).optional(),
+      }),
+    )
+    .optional(),
+  gemini: z
+    .strictObject({
+      on_downgrade: z.enum(['error', 'warn']).optional(),
+      forbidden_models: z.array(z.string()).optional(),
+    })
+    .optional(),
   route: z
     .strictObject({
       skills: z.string().optional(),
@@ -68,6 +119,19 @@ export interface ClaudeSettings {
   idleTimeoutMs?: number;
 }
 
+/** How `call()` retries, falls back and spends (`call:`, `budgets:`, `roles:`, `prices:` in switchboard.yaml). */
+export interface CallSettings {
+  roles: Record<string, string>;
+  schemaRetries?: number;
+  stageTimeoutMs?: number;
+  maxAttempts?: number;
+  retriesPerProvider?: number;
+  maxCostPerCallUsd?: number;
+  budgetRules: { provider?: string; tag?: string; dailyUsd?: number; monthlyUsd?: number; warnAt?: number }[];
+  prices: Record<string, { input: number; output: number; cacheRead: number; cacheWrite: number }>;
+  gemini: { onDowngrade?: 'error' | 'warn'; forbiddenModels?: string[] };
+}
+
 export interface SwitchboardConfig {
   /** Absolute path of the config file that was read, if any. */
   configFile?: string;
@@ -75,6 +139,7 @@ export interface SwitchboardConfig {
   ledger: { enabled: boolean; storeText: boolean };
   route: RouteSettings;
   claude: ClaudeSettings;
+  call: CallSettings;
 }
 
 /**
@@ -175,9 +240,49 @@ export function loadConfig({
     },
     route,
     claude: claudeSettings(file.claude, fromFile, environment.claudeExecutable),
+    call: callSettings(file),
   };
   if (exists) config.configFile = path;
   return config;
+}
+
+function callSettings(file: z.infer<typeof fileSchema>): CallSettings {
+  const settings: CallSettings = {
+    roles: { ...file.roles },
+    budgetRules: (file.budgets?.rules ?? []).map((rule) => {
+      const converted: CallSettings['budgetRules'][number] = {};
+      if (rule.provider !== undefined) converted.provider = rule.provider;
+      if (rule.tag !== undefined) converted.tag = rule.tag;
+      if (rule.daily_usd !== undefined) converted.dailyUsd = rule.daily_usd;
+      if (rule.monthly_usd !== undefined) converted.monthlyUsd = rule.monthly_usd;
+      if (rule.warn_at !== undefined) converted.warnAt = rule.warn_at;
+      return converted;
+    }),
+    prices: Object.fromEntries(
+      Object.entries(file.prices ?? {}).map(([model, price]) => [
+        model,
+        {
+          input: price.input,
+          output: price.output,
+          cacheRead: price.cache_read ?? 0,
+          cacheWrite: price.cache_write ?? 0,
+        },
+      ]),
+    ),
+    gemini: {},
+  };
+  if (file.call?.schema_retries !== undefined) settings.schemaRetries = file.call.schema_retries;
+  if (file.call?.stage_timeout_seconds !== undefined)
+    settings.stageTimeoutMs = file.call.stage_timeout_seconds * 1000;
+  if (file.call?.max_attempts !== undefined) settings.maxAttempts = file.call.max_attempts;
+  if (file.call?.retries_per_provider !== undefined)
+    settings.retriesPerProvider = file.call.retries_per_provider;
+  if (file.budgets?.max_cost_per_call_usd !== undefined)
+    settings.maxCostPerCallUsd = file.budgets.max_cost_per_call_usd;
+  if (file.gemini?.on_downgrade !== undefined) settings.gemini.onDowngrade = file.gemini.on_downgrade;
+  if (file.gemini?.forbidden_models !== undefined)
+    settings.gemini.forbiddenModels = file.gemini.forbidden_models;
+  return settings;
 }
 
 function claudeSettings(

@@ -44,6 +44,10 @@ export interface ProviderModelStats {
 export interface CallStats {
   calls: number;
   attempts: number;
+  /** Attempts beyond the first of each call: retries, re-asks and fallbacks. */
+  retries: number;
+  /** Share of calls that tried more than one provider spec. */
+  fallbackRate: number;
   successfulCalls: number;
   successRate: number;
   p50Ms: number;
@@ -55,6 +59,7 @@ export interface CallStats {
 
 interface AttemptRow {
   call_id: string;
+  spec: string;
   provider: string;
   model_requested: string;
   success: number;
@@ -84,6 +89,7 @@ export interface CallStatements {
   >;
   upsertCooldown: Database.Statement<[CooldownRecord & { updated_at: number }]>;
   selectCooldown: Database.Statement<[string], CooldownRecord>;
+  selectActiveCooldowns: Database.Statement<[number], CooldownRecord>;
 }
 
 export function prepareCallStatements(database: Database.Database): CallStatements {
@@ -96,7 +102,7 @@ export function prepareCallStatements(database: Database.Database): CallStatemen
         '@cache_write_tokens, @cost_usd, @session_id, @prompt_hash, @prompt_text, @tags)',
     ),
     selectAttemptsSince: database.prepare<[number], AttemptRow>(
-      'SELECT call_id, provider, model_requested, success, error_code, duration_ms, input_tokens, output_tokens, ' +
+      'SELECT call_id, spec, provider, model_requested, success, error_code, duration_ms, input_tokens, output_tokens, ' +
         'cache_read_tokens, cache_write_tokens, cost_usd FROM call_attempts WHERE created_at >= ? ORDER BY created_at',
     ),
     // A tag filter is `key=value`, matched against the JSON tags column.
@@ -111,6 +117,9 @@ export function prepareCallStatements(database: Database.Database): CallStatemen
     ),
     selectCooldown: database.prepare(
       'SELECT spec, until, failures, reason FROM provider_cooldowns WHERE spec = ?',
+    ),
+    selectActiveCooldowns: database.prepare(
+      'SELECT spec, until, failures, reason FROM provider_cooldowns WHERE until > ? ORDER BY until',
     ),
   };
 }
@@ -142,13 +151,18 @@ export function callAttemptRow(record: CallAttemptRecord, storeText: boolean): R
 
 /** Aggregates attempts: a call succeeded when any of its attempts did. */
 export function summariseCalls(rows: readonly AttemptRow[]): CallStats {
-  const callOutcome = new Map<string, { success: boolean; durationMs: number }>();
+  const callOutcome = new Map<string, { success: boolean; durationMs: number; specs: Set<string> }>();
   const groups = new Map<string, AttemptRow[]>();
   const errorCodes: Record<string, number> = {};
   for (const row of rows) {
-    const outcome = callOutcome.get(row.call_id) ?? { success: false, durationMs: 0 };
+    const outcome = callOutcome.get(row.call_id) ?? {
+      success: false,
+      durationMs: 0,
+      specs: new Set<string>(),
+    };
     outcome.success ||= row.success === 1;
     outcome.durationMs += row.duration_ms;
+    outcome.specs.add(row.spec);
     callOutcome.set(row.call_id, outcome);
     const key = `${row.provider}\u0000${row.model_requested}`;
     groups.set(key, [...(groups.get(key) ?? []), row]);
@@ -178,9 +192,12 @@ export function summariseCalls(rows: readonly AttemptRow[]): CallStats {
     };
   });
   byProviderModel.sort((a, b) => b.attempts - a.attempts);
+  const fallbacks = [...callOutcome.values()].filter((call) => call.specs.size > 1).length;
   return {
     calls: callOutcome.size,
     attempts: rows.length,
+    retries: rows.length - callOutcome.size,
+    fallbackRate: callOutcome.size === 0 ? 0 : fallbacks / callOutcome.size,
     successfulCalls,
     successRate: callOutcome.size === 0 ? 0 : successfulCalls / callOutcome.size,
     p50Ms: callDurations.length === 0 ? 0 : percentile(callDurations, 50),

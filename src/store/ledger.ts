@@ -109,6 +109,8 @@ export interface Ledger {
   /** Records a tripped circuit breaker, visible to every process using this ledger. */
   setCooldown(record: CooldownRecord): void;
   getCooldown(spec: string): CooldownRecord | undefined;
+  /** Breakers still open at `now`. */
+  activeCooldowns(now: number): CooldownRecord[];
   /** Calls, success rate, latency, tokens and cost by provider and model, error codes; since a time. */
   callStats(options?: { since?: Date | number | string }): CallStats;
   /** Releases the file. Safe to call twice; any other call afterwards throws `STORE_ERROR`. */
@@ -348,6 +350,10 @@ function createLedger(
       guarded('cannot record a cooldown in', () =>
         statements.upsertCooldown.run({ ...record, updated_at: Date.now() }),
       );
+    },
+
+    activeCooldowns(now) {
+      return guarded('cannot read cooldowns from', () => statements.selectActiveCooldowns.all(now));
     },
 
     getCooldown(spec) {

@@ -1,0 +1,136 @@
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startSimulator, type Simulator } from '../src/sim/server.js';
+
+// `switchboard call` with API providers, roles, budgets and stats, as a user runs it: the built CLI,
+// the official SDKs, `switchboard sim` on loopback. Keys come from the environment.
+
+const cli = join(import.meta.dirname, '../dist/cli/main.js');
+const keys = {
+  anthropic: 'sk-ant-api03-cli-secret-0001',
+  openai: 'sk-proj-cli-secret-0002',
+  gemini: 'gemini-cli-secret-0003',
+};
+let sim: Simulator;
+let cwd: string;
+
+beforeAll(async () => {
+  sim = await startSimulator({
+    maxLifetimeMs: 300_000,
+    scenario: {
+      rules: [
+        { match: { provider: 'anthropic', text: 'overload' }, fault: { kind: 'overload' } },
+        {
+          match: { provider: 'anthropic' },
+          reply: { text: 'claude says hi', usage: { input: 50_000, output: 10_000 } },
+        },
+        { match: { provider: 'openai' }, reply: { text: 'gpt says hi', usage: { input: 100, output: 10 } } },
+      ],
+    },
+  });
+  cwd = mkdtempSync(join(tmpdir(), 'switchboard-api-cli-'));
+  writeFileSync(
+    join(cwd, 'switchboard.yaml'),
+    [
+      'roles:',
+      '  drafter: anthropic:claude-sonnet-4-6,openai:gpt-4.1-mini',
+      'call:',
+      '  retries_per_provider: 0',
+      'budgets:',
+      '  rules:',
+      '    - { provider: anthropic, daily_usd: 0.5, warn_at: 0.5 }',
+    ].join('\n'),
+  );
+});
+afterAll(async () => {
+  await sim.close();
+});
+
+interface Run {
+  status: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+function run(args: string[]): Promise<Run> {
+  const env = {
+    ...process.env,
+    ANTHROPIC_API_KEY: keys.anthropic,
+    ANTHROPIC_BASE_URL: sim.url,
+    OPENAI_API_KEY: keys.openai,
+    OPENAI_BASE_URL: sim.openAiBaseUrl,
+    GEMINI_API_KEY: keys.gemini,
+    GEMINI_BASE_URL: sim.url,
+  };
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [cli, ...args],
+      { cwd, env, encoding: 'utf8', timeout: 60_000 },
+      (error, stdout, stderr) => {
+        resolve({
+          status: error === null ? 0 : typeof error.code === 'number' ? error.code : null,
+          stdout,
+          stderr,
+        });
+      },
+    );
+  });
+}
+
+describe('switchboard call with API providers', () => {
+  it('runs a role from switchboard.yaml as a fallback chain', async () => {
+    const result = await run(['call', 'drafter', 'please overload', '--json']);
+    expect(result.status).toBe(0);
+    const parsed = JSON.parse(result.stdout) as {
+      text: string;
+      provider: string;
+      attempts: { errorCode?: string }[];
+    };
+    expect(parsed).toMatchObject({ text: 'gpt says hi', provider: 'openai:gpt-4.1-mini' });
+    expect(parsed.attempts.map((attempt) => attempt.errorCode ?? 'ok')).toEqual(['OVERLOADED', 'ok']);
+  });
+
+  it('warns near a daily budget and refuses past it, before spending', async () => {
+    const first = await run(['call', 'anthropic:claude-sonnet-4-6', 'hello']);
+    expect(first).toMatchObject({ status: 0, stdout: 'claude says hi\n' });
+    const second = await run(['call', 'anthropic:claude-sonnet-4-6', 'hello again']);
+    expect(second.status).toBe(0);
+    expect(second.stderr).toMatch(/warning: \d+% of the daily budget of \$0.5 for anthropic is spent/);
+    const before = sim.requests.length;
+    const refused = await run(['call', 'anthropic:claude-sonnet-4-6', 'one more']);
+    expect(refused.status).toBe(27);
+    expect(refused.stderr.trim().split('\n')).toHaveLength(1);
+    expect(sim.requests.length).toBe(before);
+  });
+
+  it('rejects an unknown role or provider with one line', async () => {
+    const role = await run(['call', 'editor', 'hi']);
+    expect(role.status).toBe(2);
+    expect(role.stderr).toMatch(/neither a provider spec nor a role.*drafter/);
+    expect((await run(['call', 'mistral:large', 'hi'])).stderr).toMatch(
+      /unknown provider "mistral".*claude, anthropic, gemini, openai/,
+    );
+  });
+
+  it('reports retries, fallback rate and budgets in stats, and keeps every key out of output and the ledger', async () => {
+    const stats = await run(['stats', '--json']);
+    const parsed = JSON.parse(stats.stdout) as {
+      calls: { fallbackRate: number; retries: number };
+      budgets: { scope: string; period: string; spent: number; cap: number }[];
+    };
+    expect(parsed.calls.fallbackRate).toBeGreaterThan(0);
+    expect(parsed.calls.retries).toBeGreaterThanOrEqual(1);
+    expect(parsed.budgets[0]).toMatchObject({ scope: 'anthropic', period: 'daily', cap: 0.5 });
+    expect(parsed.budgets[0]?.spent).toBeGreaterThan(0.5);
+    const ledger = readFileSync(join(cwd, '.switchboard/ledger.db'));
+    for (const key of Object.values(keys)) {
+      expect(ledger.includes(Buffer.from(key))).toBe(false);
+      expect(stats.stdout).not.toContain(key);
+    }
+    expect(JSON.stringify(sim.requests)).not.toContain(keys.anthropic);
+  });
+});
