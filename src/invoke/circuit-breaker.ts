@@ -7,6 +7,9 @@ export interface CircuitBreakerOptions {
   cooldownMs: number;
 }
 
+/** How stale another process's cooldown may be seen: a ledger read per call would cost every call. */
+const SHARED_REFRESH_MS = 1_000;
+
 export const DEFAULT_BREAKER: CircuitBreakerOptions = { failures: 3, cooldownMs: 60_000 };
 
 /**
@@ -17,6 +20,8 @@ export const DEFAULT_BREAKER: CircuitBreakerOptions = { failures: 3, cooldownMs:
 export class CircuitBreaker {
   private readonly failureCounts = new Map<string, number>();
   private readonly cooldowns = new Map<string, number>();
+  /** The ledger's cooldown per spec and when it was read: other processes' breakers, seen within a second. */
+  private readonly shared = new Map<string, { until: number; readAt: number }>();
   private readonly options: CircuitBreakerOptions;
   private readonly ledger: Ledger | undefined;
   private readonly now: () => number;
@@ -30,8 +35,13 @@ export class CircuitBreaker {
   /** Milliseconds until the spec may be called again (0 when it may be called now). */
   coolingFor(spec: string): number {
     const local = this.cooldowns.get(spec) ?? 0;
-    const shared = this.ledger?.getCooldown(spec)?.until ?? 0;
-    return Math.max(0, Math.max(local, shared) - this.now());
+    const now = this.now();
+    let shared = this.shared.get(spec);
+    if (this.ledger !== undefined && (shared === undefined || now - shared.readAt >= SHARED_REFRESH_MS)) {
+      shared = { until: this.ledger.getCooldown(spec)?.until ?? 0, readAt: now };
+      this.shared.set(spec, shared);
+    }
+    return Math.max(0, Math.max(local, shared?.until ?? 0) - now);
   }
 
   recordSuccess(spec: string): void {
