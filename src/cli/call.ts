@@ -5,7 +5,7 @@ import { loadConfig, type ConfigOverrides } from '../core/config.js';
 import { SwitchboardError } from '../core/errors.js';
 import type { ClaudeCodeProviderOptions } from '../providers/claude-code/claude-code-provider.js';
 import type { GlobalFlags } from './shared.js';
-import { readStandardInput } from './stdin.js';
+import { textFromArguments } from './stdin.js';
 
 interface CallFlags {
   tag: Record<string, string>;
@@ -107,7 +107,7 @@ export function registerCallCommand(program: Command): void {
       const config = loadConfig(
         globals.config === undefined ? { overrides } : { configFile: globals.config, overrides },
       );
-      const prompt = await promptText(words);
+      const prompt = await textFromArguments(words, 'prompt');
       const schema = flags.schema === undefined ? undefined : readSchema(flags.schema);
 
       const claude: ClaudeCodeProviderOptions = {};
@@ -187,16 +187,6 @@ export function registerCallCommand(program: Command): void {
         await providers.close();
       }
     });
-}
-
-async function promptText(words: readonly string[]): Promise<string> {
-  if (words.length > 0 && !(words.length === 1 && words[0] === '-')) return words.join(' ');
-  if (process.stdin.isTTY) {
-    throw new SwitchboardError('INVALID_INPUT', 'no prompt given', {
-      hint: 'pass the prompt as an argument, or pipe it on standard input',
-    });
-  }
-  return readStandardInput();
 }
 
 function readSchema(file: string): JsonSchema {

@@ -1,6 +1,5 @@
 import type { Command } from 'commander';
 import { NONE, type RouteDecision } from '../core/route-types.js';
-import { SwitchboardError } from '../core/errors.js';
 import {
   addRoutingFlags,
   EXIT_CODES,
@@ -11,7 +10,7 @@ import {
   type GlobalFlags,
   type RoutingFlags,
 } from './shared.js';
-import { readStandardInput } from './stdin.js';
+import { textFromArguments } from './stdin.js';
 
 export function registerRouteCommand(program: Command): void {
   addRoutingFlags(
@@ -25,7 +24,7 @@ export function registerRouteCommand(program: Command): void {
     const globals = command.optsWithGlobals<GlobalFlags>();
     const config = resolveConfig(globals, flags);
     requireRoutes(config);
-    const text = await requestText(words);
+    const text = await textFromArguments(words, 'request');
     const router = createRouter(routerOptions(config));
     try {
       warnSkippedSkills(router);
@@ -37,16 +36,6 @@ export function registerRouteCommand(program: Command): void {
       router.close();
     }
   });
-}
-
-async function requestText(words: readonly string[]): Promise<string> {
-  if (words.length > 0 && !(words.length === 1 && words[0] === '-')) return words.join(' ');
-  if (process.stdin.isTTY) {
-    throw new SwitchboardError('INVALID_INPUT', 'no request given', {
-      hint: 'pass the request as an argument, or pipe it on standard input',
-    });
-  }
-  return readStandardInput();
 }
 
 export function formatDecision(decision: RouteDecision): string {

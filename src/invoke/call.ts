@@ -58,6 +58,23 @@ function abortError(): SwitchboardError {
 
 const breakers = new WeakMap<ProviderRegistry, CircuitBreaker>();
 
+/** The error a call ends with: the last failure, carrying every attempt (AI SDK `RetryError` style). */
+function withAttempts(
+  error: SwitchboardError,
+  message: string,
+  attempts: CallAttempt[],
+  warnings: string[],
+): SwitchboardError {
+  return new SwitchboardError(error.code, message, {
+    retryable: error.retryable,
+    ...(error.hint === undefined ? {} : { hint: error.hint }),
+    ...(error.provider === undefined ? {} : { provider: error.provider }),
+    ...(error.retryAfterMs === undefined ? {} : { retryAfterMs: error.retryAfterMs }),
+    details: { ...error.details, attempts, warnings },
+    cause: error,
+  });
+}
+
 /**
  * Calls a provider spec or a fallback chain (`claude:sonnet,anthropic:claude-sonnet-4-5`): retries
  * transient failures with backoff that honours `retry-after`, moves down the chain when a provider
@@ -244,28 +261,15 @@ export async function call(
       if (attempts.length >= policy.maxAttempts) break;
     }
     const final = lastError ?? new SwitchboardError('PROVIDER_UNAVAILABLE', 'no provider could be tried');
-    throw new SwitchboardError(
-      final.code,
+    throw withAttempts(
+      final,
       chain.length > 1 ? `every provider failed; last: ${final.message}` : final.message,
-      {
-        retryable: final.retryable,
-        ...(final.hint === undefined ? {} : { hint: final.hint }),
-        ...(final.provider === undefined ? {} : { provider: final.provider }),
-        ...(final.retryAfterMs === undefined ? {} : { retryAfterMs: final.retryAfterMs }),
-        details: { ...final.details, attempts, warnings },
-        cause: final,
-      },
+      attempts,
+      warnings,
     );
   } catch (error) {
     if (isSwitchboardError(error) && error.details?.['attempts'] === undefined) {
-      throw new SwitchboardError(error.code, error.message, {
-        retryable: error.retryable,
-        ...(error.hint === undefined ? {} : { hint: error.hint }),
-        ...(error.provider === undefined ? {} : { provider: error.provider }),
-        ...(error.retryAfterMs === undefined ? {} : { retryAfterMs: error.retryAfterMs }),
-        details: { ...error.details, attempts, warnings },
-        cause: error,
-      });
+      throw withAttempts(error, error.message, attempts, warnings);
     }
     throw error;
   } finally {

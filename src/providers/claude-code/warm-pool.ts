@@ -187,9 +187,7 @@ export class WarmPool {
       void this.reset(process);
       return result;
     } catch (error) {
-      process.kill();
-      this.forget(process);
-      throw watch.failure ?? asClaudeError(error, process.child);
+      throw this.discard(process, watch, error);
     } finally {
       watch.stop();
     }
@@ -229,9 +227,7 @@ export class WarmPool {
       if (watch.failure !== undefined) throw watch.failure;
       if (found.result === undefined) throw new Error('the process ended before answering /clear');
     } catch (error) {
-      process.kill();
-      this.forget(process);
-      throw watch.failure ?? asClaudeError(error, process.child);
+      throw this.discard(process, watch, error);
     } finally {
       watch.stop();
     }
@@ -283,6 +279,13 @@ export class WarmPool {
       }
     }, this.options.idleShutdownMs);
     process.idleTimer.unref();
+  }
+
+  /** Kills and forgets a process that failed; returns the error to throw. */
+  private discard(process: PooledProcess, watch: CallWatch, error: unknown): SwitchboardError {
+    process.kill();
+    this.forget(process);
+    return watch.failure ?? asClaudeError(error, process.child);
   }
 
   private forget(process: PooledProcess): void {
