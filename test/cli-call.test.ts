@@ -68,6 +68,8 @@ describe('switchboard call', () => {
   it('prints the answer, or the whole CallResult with --json', async () => {
     const plain = await run(['call', 'claude:haiku', 'ping', '--base-url', sim.url]);
     expect(plain).toMatchObject({ status: 0, stdout: 'pong\n', stderr: '' });
+    const streamed = await run(['call', 'claude:haiku', 'ping', '--base-url', sim.url, '--stream']);
+    expect(streamed).toMatchObject({ status: 0, stdout: 'pong\n' });
     const piped = await run(
       ['call', 'claude:claude-haiku-4-5', '-', '--base-url', sim.url, '--json'],
       'ping from stdin',

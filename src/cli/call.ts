@@ -8,6 +8,7 @@ import type { GlobalFlags } from './shared.js';
 import { textFromArguments } from './stdin.js';
 
 interface CallFlags {
+  stream?: boolean;
   tag: Record<string, string>;
   schemaRetries?: number;
   maxCost?: number;
@@ -79,6 +80,7 @@ export function registerCallCommand(program: Command): void {
     .option('--system <text>', 'system prompt (replaces the default one)')
     .option('--schema <file>', 'JSON Schema file: the answer must match it (printed as JSON)')
     .option('--json', 'print the whole CallResult as JSON')
+    .option('--stream', 'print the answer as it arrives')
     .option('--timeout <seconds>', 'wall-clock limit for the call', parseSeconds)
     .option('--idle-timeout <seconds>', 'fail when the provider sends nothing for this long', parseSeconds)
     .option('--resume <session-id>', 'continue a Claude Code session')
@@ -127,6 +129,14 @@ export function registerCallCommand(program: Command): void {
         gemini: { ...prices, ...callSettings.gemini },
       });
       const chain = resolveRole(spec, callSettings.roles);
+      let streamedAny = false;
+      const streamed =
+        flags.stream === true && flags.json !== true && schema === undefined
+          ? (delta: string) => {
+              streamedAny = true;
+              process.stdout.write(delta);
+            }
+          : undefined;
       const ledger = config.ledger.enabled
         ? openLedger({ stateDir: config.stateDir, storeText: config.ledger.storeText })
         : undefined;
@@ -149,6 +159,7 @@ export function registerCallCommand(program: Command): void {
             ...(flags.timeout === undefined ? {} : { timeoutMs: flags.timeout * 1000 }),
             ...(flags.idleTimeout === undefined ? {} : { idleTimeoutMs: flags.idleTimeout * 1000 }),
             ...(Object.keys(flags.tag).length === 0 ? {} : { tags: flags.tag }),
+            ...(streamed === undefined ? {} : { onText: streamed }),
           },
           {
             providers,
@@ -174,11 +185,9 @@ export function registerCallCommand(program: Command): void {
             },
           },
         );
-        for (const warning of result.warnings) {
-          if (warning !== 'served by a warm Claude Code process')
-            process.stderr.write(`switchboard: warning: ${warning}\n`);
-        }
-        if (flags.json === true) process.stdout.write(`${JSON.stringify(result)}\n`);
+        for (const warning of result.warnings) process.stderr.write(`switchboard: warning: ${warning}\n`);
+        if (streamedAny) process.stdout.write(result.text.endsWith('\n') ? '' : '\n');
+        else if (flags.json === true) process.stdout.write(`${JSON.stringify(result)}\n`);
         else if (result.structured !== undefined)
           process.stdout.write(`${JSON.stringify(result.structured, null, 2)}\n`);
         else process.stdout.write(result.text.endsWith('\n') ? result.text : `${result.text}\n`);

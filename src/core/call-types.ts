@@ -18,6 +18,11 @@ export interface CallRequest {
   abortSignal?: AbortSignal;
   /** Free tags recorded with the call. */
   tags?: Record<string, string>;
+  /**
+   * Stream the answer: called with each piece of text as it arrives. A fallback chain moves to the
+   * next provider only before the first piece; once text has been delivered, a failure ends the call.
+   */
+  onText?: (delta: string) => void;
 }
 
 export interface TokenUsage {

@@ -136,6 +136,58 @@ describe('call: retries and fallbacks', () => {
   });
 });
 
+describe('call: streaming', () => {
+  function streaming(
+    name: string,
+    pieces: string[],
+    failure?: SwitchboardError,
+  ): Provider & { prompts: string[] } {
+    const prompts: string[] = [];
+    return {
+      name,
+      prompts,
+      async call(request: ProviderCall): Promise<CallResult> {
+        prompts.push(request.prompt);
+        for (const piece of pieces) request.onText?.(piece);
+        if (failure !== undefined) throw failure;
+        return (await scripted(name, [{ text: pieces.join('') }]).call(request)) as CallResult;
+      },
+      async close() {},
+    };
+  }
+
+  it('falls back when a stream fails before its first byte', async () => {
+    const alpha = streaming('alpha', [], error('PROVIDER_UNAVAILABLE'));
+    const beta = streaming('beta', ['hel', 'lo']);
+    const { options } = setup(alpha, beta);
+    const pieces: string[] = [];
+    const result = await call(
+      'alpha:a,beta:b',
+      { prompt: 'hi', onText: (piece) => pieces.push(piece) },
+      options,
+    );
+    expect(pieces).toEqual(['hel', 'lo']);
+    expect(result.text).toBe('hello');
+  });
+
+  it('does not retry or fall back once text has been streamed', async () => {
+    const alpha = streaming('alpha', ['partial '], error('PROVIDER_ERROR'));
+    const beta = streaming('beta', ['other']);
+    const { options } = setup(alpha, beta);
+    const pieces: string[] = [];
+    await expect(
+      call('alpha:a,beta:b', { prompt: 'hi', onText: (piece) => pieces.push(piece) }, options),
+    ).rejects.toMatchObject({
+      code: 'PROVIDER_ERROR',
+      retryable: false,
+      details: expect.objectContaining({ streamed: true }),
+    });
+    expect(pieces).toEqual(['partial ']);
+    expect(alpha.prompts).toHaveLength(1);
+    expect(beta.prompts).toHaveLength(0);
+  });
+});
+
 describe('call: structured output re-asks', () => {
   it('re-asks with a diagnosis of what was wrong, then succeeds', async () => {
     const alpha = scripted('alpha', [

@@ -171,6 +171,19 @@ export async function call(
       }
       const provider = registry.get(target.provider);
       let retries = 0;
+      // Streamed text already handed to the caller cannot be taken back: after the first piece, a
+      // failure ends the call instead of retrying or falling back.
+      let delivered = false;
+      const onText = request.onText;
+      const streaming =
+        onText === undefined
+          ? {}
+          : {
+              onText: (delta: string) => {
+                delivered = true;
+                onText(delta);
+              },
+            };
       let reasks = 0;
       let prompt = request.prompt;
       while (attempts.length < policy.maxAttempts) {
@@ -195,6 +208,7 @@ export async function call(
           const result = await provider.call({
             ...options.providerOptions,
             ...request,
+            ...streaming,
             prompt,
             model: target.model,
             ...(timeoutMs === undefined ? {} : { timeoutMs }),
@@ -243,6 +257,19 @@ export async function call(
               : [];
             prompt = reaskPrompt(request.prompt, raw, errors);
             continue;
+          }
+          if (delivered) {
+            throw new SwitchboardError(
+              failure.code,
+              `${failure.message} (after part of the answer was streamed; not retried)`,
+              {
+                retryable: false,
+                ...(failure.hint === undefined ? {} : { hint: failure.hint }),
+                ...(failure.provider === undefined ? {} : { provider: failure.provider }),
+                details: { ...failure.details, streamed: true },
+                cause: failure,
+              },
+            );
           }
           const action = actionFor(failure.code);
           if (action === 'stop') throw failure;

@@ -123,6 +123,8 @@ export async function readUntilResult(
   watch: CallWatch,
   /** In a streaming session, the uuid of the prompt whose result to wait for; results of others are skipped. */
   promptUuid?: string,
+  /** Receives the answer's text deltas (needs `includePartialMessages`). */
+  onText?: (delta: string) => void,
 ): Promise<{ result: ClaudeResultMessage | undefined; initModel?: string; rateLimitResetsAt?: number }> {
   let initModel: string | undefined;
   let rateLimitResetsAt: number | undefined;
@@ -132,6 +134,16 @@ export async function readUntilResult(
     watch.touch();
     const message = next.value;
     if (message.type === 'system' && message.subtype === 'init') initModel = message.model;
+    if (onText !== undefined && message.type === 'stream_event' && message.parent_tool_use_id === null) {
+      const event = message.event as { type: string; delta?: { type?: string; text?: string } };
+      if (
+        event.type === 'content_block_delta' &&
+        event.delta?.type === 'text_delta' &&
+        event.delta.text !== undefined
+      ) {
+        onText(event.delta.text);
+      }
+    }
     if (message.type === 'rate_limit_event' && message.rate_limit_info.status === 'rejected') {
       rateLimitResetsAt = message.rate_limit_info.resetsAt;
     }

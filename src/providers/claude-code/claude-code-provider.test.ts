@@ -225,6 +225,20 @@ describe('claude-code provider, cold calls', () => {
     });
   });
 
+  it('streams the answer as it arrives', async () => {
+    const text = 'a long answer that the simulator sends in several pieces so that streaming shows';
+    harness = await claudeAgainstSimulator({ rules: [{ match: {}, reply: { text, chunkDelayMs: 5 } }] });
+    const deltas: string[] = [];
+    const result = await harness.provider.call({
+      model: 'haiku',
+      prompt: 'stream please',
+      onText: (delta) => deltas.push(delta),
+    });
+    expect(deltas.length).toBeGreaterThan(1);
+    expect(deltas.join('')).toBe(text);
+    expect(result.text).toBe(text);
+  });
+
   it('resumes a persisted session', async () => {
     harness = await claudeAgainstSimulator({
       rules: [{ match: {}, reply: { text: 'noted: ', echo: true } }],

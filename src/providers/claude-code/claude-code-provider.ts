@@ -137,10 +137,11 @@ async function coldCall(launch: ClaudeLaunch, request: ClaudeCallOptions): Promi
   if (request.maxTurns !== undefined) options.maxTurns = request.maxTurns;
   if (request.maxBudgetUsd !== undefined) options.maxBudgetUsd = request.maxBudgetUsd;
   if (request.schema !== undefined) options.outputFormat = { type: 'json_schema', schema: request.schema };
+  if (request.onText !== undefined) options.includePartialMessages = true;
 
   const messages = query({ prompt: request.prompt, options });
   try {
-    const found = await readUntilResult(messages[Symbol.asyncIterator](), watch);
+    const found = await readUntilResult(messages[Symbol.asyncIterator](), watch, undefined, request.onText);
     if (watch.failure !== undefined) throw watch.failure;
     return finishCall(found, request, performance.now() - started, child?.stderr ?? '');
   } catch (error) {

@@ -147,7 +147,9 @@ export class WarmPool {
       request.cwd === undefined &&
       request.persistSession !== true &&
       request.maxTurns === undefined &&
-      request.maxBudgetUsd === undefined
+      request.maxBudgetUsd === undefined &&
+      // Pooled processes run without partial messages; a streamed call starts cold.
+      request.onText === undefined
     );
   }
 
