@@ -33,21 +33,8 @@ export function asAnthropicError(error: unknown, context: AnthropicErrorContext)
 function mapError(error: unknown, context: AnthropicErrorContext): SwitchboardError {
   if (isSwitchboardError(error)) return error;
   const cause = safeCause(error, context.apiKey);
-  if (error instanceof APIUserAbortError || isAbortError(error)) {
-    return new SwitchboardError('ABORTED', 'the call was aborted', {
-      provider: PROVIDER,
-      retryable: false,
-      cause,
-    });
-  }
-  if (error instanceof APIConnectionTimeoutError) {
-    return new SwitchboardError('TIMEOUT', `anthropic did not answer within ${context.timeoutMs} ms`, {
-      provider: PROVIDER,
-      hint: 'retry, raise timeoutMs, or fall back to another provider',
-      retryable: true,
-      cause,
-    });
-  }
+  if (error instanceof APIUserAbortError || isAbortError(error)) return abortedError(cause);
+  if (error instanceof APIConnectionTimeoutError) return timeoutError(context, cause);
   if (error instanceof APIConnectionError) {
     const reason = connectionReason(error);
     return new SwitchboardError(
@@ -89,18 +76,7 @@ function mapError(error: unknown, context: AnthropicErrorContext): SwitchboardEr
       },
     );
   }
-  if (isBodyCutOff(error)) {
-    return new SwitchboardError(
-      'PROVIDER_ERROR',
-      'the connection to anthropic closed in the middle of the answer',
-      {
-        provider: PROVIDER,
-        hint: 'retry, or fall back to another provider',
-        retryable: true,
-        cause,
-      },
-    );
-  }
+  if (isBodyCutOff(error)) return cutOffError(cause);
   if (error instanceof AnthropicError) {
     // Raised by the SDK before sending, e.g. options it refuses; sending the same call again cannot help.
     return new SwitchboardError('INVALID_INPUT', `the Anthropic SDK refused the call: ${error.message}`, {
@@ -116,6 +92,39 @@ function mapError(error: unknown, context: AnthropicErrorContext): SwitchboardEr
     retryable: false,
     cause,
   });
+}
+
+/** The caller's abort signal fired. */
+export function abortedError(cause?: unknown): SwitchboardError {
+  return new SwitchboardError('ABORTED', 'the call was aborted', {
+    provider: PROVIDER,
+    retryable: false,
+    ...(cause === undefined ? {} : { cause }),
+  });
+}
+
+/** The call's wall-clock limit ran out, before the headers or in the middle of a stream. */
+export function timeoutError(context: AnthropicErrorContext, cause?: unknown): SwitchboardError {
+  return new SwitchboardError('TIMEOUT', `anthropic did not answer within ${context.timeoutMs} ms`, {
+    provider: PROVIDER,
+    hint: 'retry, raise timeoutMs, or fall back to another provider',
+    retryable: true,
+    ...(cause === undefined ? {} : { cause: safeCause(cause, context.apiKey) }),
+  });
+}
+
+/** The body or stream ended before the answer was complete. */
+export function cutOffError(cause?: unknown): SwitchboardError {
+  return new SwitchboardError(
+    'PROVIDER_ERROR',
+    'the connection to anthropic closed in the middle of the answer',
+    {
+      provider: PROVIDER,
+      hint: 'retry, or fall back to another provider',
+      retryable: true,
+      ...(cause === undefined ? {} : { cause }),
+    },
+  );
 }
 
 function isAbortError(error: unknown): boolean {

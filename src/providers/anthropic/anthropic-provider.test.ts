@@ -310,3 +310,168 @@ describe('anthropic provider: options', () => {
     expect(sim.requests).toHaveLength(0);
   });
 });
+
+describe('anthropic provider: streaming with onText', () => {
+  const longText =
+    'Streaming sends the answer in pieces. Each piece reaches onText as soon as it arrives, ' +
+    'in order, and the pieces joined are the whole answer that the call returns at the end.';
+
+  it('hands each text delta to onText in order and returns what the non-streaming call returns', async () => {
+    const sim = await start({
+      rules: [
+        {
+          reply: {
+            text: longText,
+            model: 'claude-sonnet-4-5-20250929',
+            usage: { input: 1000, output: 200, cacheRead: 4000, cacheWrite: 800 },
+            chunkDelayMs: 15,
+          },
+        },
+      ],
+    });
+    const provider = providerFor(sim);
+    const plain = await provider.call(ask({ system: 'be brief' }));
+
+    const deltas: { text: string; at: number }[] = [];
+    const streamed = await provider.call(
+      ask({ system: 'be brief', onText: (delta) => deltas.push({ text: delta, at: performance.now() }) }),
+    );
+    const finishedAt = performance.now();
+
+    expect(deltas.length).toBeGreaterThan(1);
+    expect(deltas.map((delta) => delta.text).join('')).toBe(longText);
+    // The first piece came while the rest of the answer was still on its way.
+    expect(finishedAt - (deltas[0]?.at ?? finishedAt)).toBeGreaterThanOrEqual(15 * (deltas.length - 2));
+    expect(streamed.text).toBe(longText);
+    expect(streamed).toMatchObject({
+      success: true,
+      text: plain.text,
+      provider: plain.provider,
+      modelRequested: plain.modelRequested,
+      modelUsed: 'claude-sonnet-4-5-20250929',
+      usage: { inputTokens: 1000, outputTokens: 200, cacheReadTokens: 4000, cacheWriteTokens: 800 },
+      costUsd: plain.costUsd,
+      rateLimited: false,
+      warnings: [],
+    });
+    expect(streamed.usage).toEqual(plain.usage);
+    expect(streamed.costUsd).toBeCloseTo((1000 * 3 + 200 * 15 + 4000 * 0.3 + 800 * 3.75) / 1_000_000, 10);
+    expect(streamed.attempts).toEqual([
+      {
+        provider: 'anthropic:claude-sonnet-4-6',
+        model: 'claude-sonnet-4-6',
+        durationMs: streamed.durationMs,
+      },
+    ]);
+    expect(sim.requests).toHaveLength(2);
+    expect(sim.requests[0]?.stream).toBe(false);
+    expect(sim.requests[1]?.stream).toBe(true);
+    expect(sim.requests[1]?.body).toEqual({
+      model: 'claude-sonnet-4-6',
+      max_tokens: 4096,
+      system: 'be brief',
+      messages: [{ role: 'user', content: 'hello' }],
+      stream: true,
+    });
+  });
+
+  it('warns when the streamed answer hit maxTokens', async () => {
+    const sim = await start({
+      rules: [{ reply: { text: longText, usage: { input: 10, output: 20 }, stopReason: 'max_tokens' } }],
+    });
+    const deltas: string[] = [];
+    const result = await providerFor(sim, { maxTokens: 20 }).call(
+      ask({ onText: (delta) => deltas.push(delta) }),
+    );
+    expect(deltas.join('')).toBe(longText);
+    expect(result.usage).toMatchObject({ inputTokens: 10, outputTokens: 20 });
+    expect(result.warnings).toEqual(['the answer stopped at the maxTokens limit (20); it may be cut off']);
+    expect(sim.requests[0]?.stream).toBe(true);
+  });
+
+  it('drop-during → PROVIDER_ERROR, retryable, after some deltas were delivered', async () => {
+    const sim = await start({ rules: [{ fault: { kind: 'drop-during' } }] });
+    const deltas: string[] = [];
+    const error = await failure(providerFor(sim).call(ask({ onText: (delta) => deltas.push(delta) })));
+    expect(deltas.length).toBeGreaterThanOrEqual(1);
+    expect(error.code).toBe('PROVIDER_ERROR');
+    expect(error.retryable).toBe(true);
+    expect(error.provider).toBe('anthropic');
+    expect(everythingShown(error)).not.toContain(API_KEY);
+    expect(sim.requests).toHaveLength(1);
+    expect(sim.requests[0]?.stream).toBe(true);
+  });
+
+  it('stall before the first byte → TIMEOUT with no delta', async () => {
+    const sim = await start({ rules: [{ fault: { kind: 'stall' } }] });
+    const deltas: string[] = [];
+    const started = performance.now();
+    const error = await failure(
+      providerFor(sim).call(ask({ timeoutMs: 300, onText: (delta) => deltas.push(delta) })),
+    );
+    expect(error.code).toBe('TIMEOUT');
+    expect(error.retryable).toBe(true);
+    expect(error.message).toContain('300 ms');
+    expect(deltas).toEqual([]);
+    expect(performance.now() - started).toBeLessThan(5_000);
+    expect(sim.requests).toHaveLength(1);
+    expect(sim.requests[0]?.stream).toBe(true);
+  });
+
+  it('a stream that stalls after its headers → TIMEOUT within the call timeout', async () => {
+    const sim = await start({ rules: [{ reply: { text: longText, firstTokenDelayMs: 10_000 } }] });
+    const deltas: string[] = [];
+    const started = performance.now();
+    const error = await failure(
+      providerFor(sim).call(ask({ timeoutMs: 300, onText: (delta) => deltas.push(delta) })),
+    );
+    expect(error.code).toBe('TIMEOUT');
+    expect(error.retryable).toBe(true);
+    expect(deltas).toEqual([]);
+    expect(performance.now() - started).toBeLessThan(5_000);
+  });
+
+  it('an abort in the middle of the stream → ABORTED, not retryable', async () => {
+    const sim = await start({ rules: [{ reply: { text: longText, chunkDelayMs: 50 } }] });
+    const controller = new AbortController();
+    const deltas: string[] = [];
+    const error = await failure(
+      providerFor(sim).call(
+        ask({
+          abortSignal: controller.signal,
+          onText: (delta) => {
+            deltas.push(delta);
+            controller.abort();
+          },
+        }),
+      ),
+    );
+    expect(error.code).toBe('ABORTED');
+    expect(error.retryable).toBe(false);
+    expect(deltas).toHaveLength(1);
+  });
+
+  it('a malformed stream → PARSE', async () => {
+    const sim = await start({ rules: [{ fault: { kind: 'malformed' } }] });
+    const error = await failure(providerFor(sim).call(ask({ onText: () => undefined })));
+    expect(error.code).toBe('PARSE');
+    expect(error.retryable).toBe(true);
+    expect(sim.requests[0]?.stream).toBe(true);
+  });
+
+  it('does not stream a call with a schema, and says so in a warning', async () => {
+    const sim = await start({
+      rules: [{ reply: { tool: { name: OUTPUT_TOOL_NAME, input: { answer: 'forty-two', score: 42 } } } }],
+    });
+    const deltas: string[] = [];
+    const result = await providerFor(sim).call(
+      ask({ schema: answerSchema, onText: (delta) => deltas.push(delta) }),
+    );
+    expect(result.structured).toEqual({ answer: 'forty-two', score: 42 });
+    expect(result.warnings).toContain('streaming is not used with a schema');
+    expect(deltas).toEqual([]);
+    expect(sim.requests).toHaveLength(1);
+    expect(sim.requests[0]?.stream).toBe(false);
+    expect(sim.requests[0]?.body).not.toHaveProperty('stream');
+  });
+});

@@ -4,12 +4,27 @@ import { SwitchboardError } from '../../core/errors.js';
 import { extractJson } from '../../core/json-extract.js';
 import { compileSchema, schemaErrors } from '../../core/json-schema.js';
 import { costOf, DEFAULT_PRICES, type ModelPrice } from '../../core/prices.js';
-import { asAnthropicError } from './anthropic-errors.js';
+import {
+  abortedError,
+  asAnthropicError,
+  cutOffError,
+  redactError,
+  timeoutError,
+  type AnthropicErrorContext,
+} from './anthropic-errors.js';
 
 /** The tool offered (and forced) when a call asks for structured output. */
 export const OUTPUT_TOOL_NAME = 'emit_output';
 
 const PROVIDER = 'anthropic';
+
+/** Receives each piece of the answer's text as it arrives. */
+type TextListener = NonNullable<ProviderCall['onText']>;
+
+/** The text listener of a call that is streamed: one with `onText` and without a schema. */
+function streamListener(request: ProviderCall): TextListener | undefined {
+  return request.schema === undefined && typeof request.onText === 'function' ? request.onText : undefined;
+}
 
 export interface AnthropicProviderOptions {
   /**
@@ -34,8 +49,9 @@ export interface AnthropicProviderOptions {
 }
 
 /**
- * The Anthropic Messages API through the official SDK: one non-streaming request per call, no
- * retries of its own, structured output through a forced `emit_output` tool.
+ * The Anthropic Messages API through the official SDK: one request per call, streamed when the call
+ * has `onText` (and no schema), no retries of its own, structured output through a forced
+ * `emit_output` tool.
  */
 export function createAnthropicProvider({
   apiKey = process.env['ANTHROPIC_API_KEY'],
@@ -95,21 +111,36 @@ export function createAnthropicProvider({
       }
       const anthropic = connect();
       const callTimeoutMs = request.timeoutMs ?? timeoutMs;
+      const errorContext: AnthropicErrorContext = {
+        apiKey: key,
+        baseUrl: anthropic.baseURL,
+        timeoutMs: callTimeoutMs,
+      };
+      const onText = streamListener(request);
       const started = performance.now();
       let message: Anthropic.Message;
-      try {
-        message = await anthropic.messages.create(requestBody(request, maxTokens), {
-          timeout: callTimeoutMs,
-          ...(request.abortSignal === undefined ? {} : { signal: request.abortSignal }),
-        });
-      } catch (error) {
-        throw asAnthropicError(error, { apiKey: key, baseUrl: anthropic.baseURL, timeoutMs: callTimeoutMs });
+      if (onText === undefined) {
+        try {
+          message = await anthropic.messages.create(requestBody(request, maxTokens), {
+            timeout: callTimeoutMs,
+            ...(request.abortSignal === undefined ? {} : { signal: request.abortSignal }),
+          });
+        } catch (error) {
+          throw asAnthropicError(error, errorContext);
+        }
+      } else {
+        message = await streamMessage(anthropic, request, { maxTokens, onText, errorContext });
       }
       const durationMs = Math.round(performance.now() - started);
       try {
-        return toResult(message, request, { durationMs, prices: priceTable, maxTokens });
+        return toResult(message, request, {
+          durationMs,
+          prices: priceTable,
+          maxTokens,
+          streamed: onText !== undefined,
+        });
       } catch (error) {
-        throw asAnthropicError(error, { apiKey: key, baseUrl: anthropic.baseURL, timeoutMs: callTimeoutMs });
+        throw asAnthropicError(error, errorContext);
       }
     },
     async close() {
@@ -175,10 +206,106 @@ function requestBody(request: ProviderCall, maxTokens: number): Anthropic.Messag
   return body;
 }
 
+interface StreamContext {
+  maxTokens: number;
+  onText: TextListener;
+  errorContext: AnthropicErrorContext;
+}
+
+/**
+ * Sends the call as a stream, hands each text delta to `onText` as it arrives, and puts the events
+ * back together into the message a non-streaming call would have returned. `timeoutMs` limits the
+ * whole stream, not only the wait for the headers.
+ */
+async function streamMessage(
+  anthropic: Anthropic,
+  request: ProviderCall,
+  { maxTokens, onText, errorContext }: StreamContext,
+): Promise<Anthropic.Message> {
+  const timer = new AbortController();
+  let timedOut = false;
+  const timeout = setTimeout(() => {
+    timedOut = true;
+    timer.abort();
+  }, errorContext.timeoutMs);
+  const signal =
+    request.abortSignal === undefined ? timer.signal : AbortSignal.any([request.abortSignal, timer.signal]);
+  // The SDK ends a stream quietly when its signal aborts, so how the stream ended is checked here.
+  const stopped = (cause?: unknown) =>
+    timedOut
+      ? timeoutError(errorContext, cause)
+      : request.abortSignal?.aborted === true
+        ? abortedError(cause)
+        : undefined;
+  let message: Anthropic.Message | undefined;
+  let finished = false;
+  try {
+    const events = await anthropic.messages.create(
+      { ...requestBody(request, maxTokens), stream: true },
+      { timeout: errorContext.timeoutMs, signal },
+    );
+    for await (const event of events) {
+      switch (event.type) {
+        case 'message_start':
+          message = { ...event.message, content: [], usage: { ...event.message.usage } };
+          break;
+        case 'content_block_start':
+          message?.content.push({ ...event.content_block } as Anthropic.ContentBlock);
+          break;
+        case 'content_block_delta': {
+          if (event.delta.type !== 'text_delta') break;
+          const block = message?.content[event.index];
+          if (block?.type === 'text') block.text += event.delta.text;
+          if (event.delta.text !== '') onText(event.delta.text);
+          break;
+        }
+        case 'message_delta':
+          if (message === undefined) break;
+          message.stop_reason = event.delta.stop_reason;
+          message.stop_sequence = event.delta.stop_sequence;
+          addDeltaUsage(message.usage, event.usage);
+          break;
+        case 'message_stop':
+          finished = true;
+          break;
+        default:
+          break;
+      }
+    }
+  } catch (error) {
+    const stop = stopped(error);
+    throw stop === undefined ? asAnthropicError(error, errorContext) : redactError(stop, errorContext.apiKey);
+  } finally {
+    clearTimeout(timeout);
+  }
+  const stop = stopped();
+  if (stop !== undefined) throw stop;
+  if (!finished || message === undefined) throw cutOffError();
+  return message;
+}
+
+/** `message_delta` carries cumulative counts; those it gives replace the ones from `message_start`. */
+function addDeltaUsage(
+  usage: Anthropic.Usage,
+  delta: Partial<Anthropic.MessageDeltaUsage> | undefined,
+): void {
+  if (delta === undefined || delta === null) return;
+  if (typeof delta.output_tokens === 'number') usage.output_tokens = delta.output_tokens;
+  if (typeof delta.input_tokens === 'number') usage.input_tokens = delta.input_tokens;
+  if (typeof delta.cache_read_input_tokens === 'number') {
+    usage.cache_read_input_tokens = delta.cache_read_input_tokens;
+  }
+  if (typeof delta.cache_creation_input_tokens === 'number') {
+    usage.cache_creation_input_tokens = delta.cache_creation_input_tokens;
+  }
+}
+
 interface ResultContext {
   durationMs: number;
   prices: Readonly<Record<string, ModelPrice>>;
   maxTokens: number;
+  /** Whether the answer came as a stream. */
+  streamed: boolean;
 }
 
 function toResult(message: Anthropic.Message, request: ProviderCall, context: ResultContext): CallResult {
@@ -189,7 +316,14 @@ function toResult(message: Anthropic.Message, request: ProviderCall, context: Re
   const warnings: string[] = [];
   if (costUsd === null) warnings.push(`no price for model ${modelUsed}; cost unknown`);
   if (request.idleTimeoutMs !== undefined) {
-    warnings.push('idleTimeoutMs is not used by the anthropic provider (no streaming)');
+    warnings.push(
+      context.streamed
+        ? 'idleTimeoutMs is not used by the anthropic provider; timeoutMs limits the whole stream'
+        : 'idleTimeoutMs is not used by the anthropic provider (no streaming)',
+    );
+  }
+  if (request.schema !== undefined && request.onText !== undefined) {
+    warnings.push('streaming is not used with a schema');
   }
   if (message.stop_reason === 'max_tokens') {
     warnings.push(`the answer stopped at the maxTokens limit (${context.maxTokens}); it may be cut off`);

@@ -409,3 +409,136 @@ describe('gemini provider: faults', () => {
     expect(simulator?.requests.length).toBe(requestsSoFar);
   });
 });
+
+describe('gemini provider: streaming', () => {
+  const longText =
+    'The Tagus rises in the Sierra de Albarracín and flows west across Spain and Portugal, ' +
+    'reaching the Atlantic at Lisbon after more than a thousand kilometres.';
+
+  it('hands each piece of text to onText in order and answers as without streaming', async () => {
+    const { sim, gemini } = await setUp({
+      rules: [
+        {
+          match: { provider: 'gemini' },
+          reply: {
+            text: longText,
+            model: 'gemini-2.5-pro-001',
+            usage: { input: 100, output: 20, cacheRead: 30 },
+            chunkDelayMs: 5,
+          },
+        },
+      ],
+    });
+    const deltas: string[] = [];
+    const result = await gemini.call({
+      model: '2.5-pro',
+      prompt: 'tell me about the Tagus',
+      onText: (delta) => deltas.push(delta),
+    });
+    expect(deltas.length).toBeGreaterThan(1);
+    expect(deltas.join('')).toBe(longText);
+    expect(result).toMatchObject({
+      success: true,
+      text: longText,
+      provider: 'gemini:gemini-2.5-pro',
+      modelUsed: 'gemini-2.5-pro-001',
+      usage: { inputTokens: 100, outputTokens: 20, cacheReadTokens: 30, cacheWriteTokens: 0 },
+      rateLimited: false,
+      warnings: [],
+    });
+    expect(result.costUsd).toBeCloseTo((100 * 1.25 + 20 * 10 + 30 * 0.31) / 1_000_000, 12);
+    expect(sim.requests).toHaveLength(1);
+    expect(sim.requests[0]?.stream).toBe(true);
+    expect(sim.requests[0]?.path).toMatch(/:streamGenerateContent(\?|$)/);
+  });
+
+  it('moves to the next key on a 429 before the first piece', async () => {
+    const { sim, gemini } = await setUp({
+      rules: [
+        { match: { provider: 'gemini' }, times: 1, fault: { status: 429 } },
+        { match: { provider: 'gemini' }, reply: { text: longText } },
+      ],
+    });
+    const deltas: string[] = [];
+    const result = await gemini.call({ model: '2.5-flash', prompt: 'hi', onText: (d) => deltas.push(d) });
+    expect(deltas.join('')).toBe(longText);
+    expect(result.attempts.map((attempt) => attempt.errorCode ?? 'ok')).toEqual(['RATE_LIMITED', 'ok']);
+    expect(sim.requests.map((request) => request.stream)).toEqual([true, true]);
+  });
+
+  it('fails with PROVIDER_ERROR when the stream breaks off after some text', async () => {
+    const { sim, gemini } = await setUp({
+      rules: [{ match: { provider: 'gemini' }, fault: { kind: 'drop-during' } }],
+    });
+    const deltas: string[] = [];
+    const error = await failure(
+      gemini.call({ model: '2.5-flash', prompt: 'hi', onText: (delta) => deltas.push(delta) }),
+    );
+    expect(deltas.length).toBeGreaterThanOrEqual(1);
+    expect(error).toMatchObject({ code: 'PROVIDER_ERROR', retryable: true, provider: 'gemini' });
+    expect(error.message).toMatch(/stream broke off/);
+    expect(sim.requests).toHaveLength(1);
+    expect(sim.requests[0]?.stream).toBe(true);
+    expectNoKeys(error);
+  });
+
+  it('fails with TIMEOUT and no text when the stream stalls before the first byte', async () => {
+    const { sim, gemini } = await setUp(
+      { rules: [{ match: { provider: 'gemini' }, fault: { kind: 'stall' } }] },
+      { timeoutMs: 300 },
+    );
+    const deltas: string[] = [];
+    const error = await failure(
+      gemini.call({ model: '2.5-flash', prompt: 'hi', onText: (delta) => deltas.push(delta) }),
+    );
+    expect(error).toMatchObject({ code: 'TIMEOUT', retryable: true });
+    expect(deltas).toEqual([]);
+    expect(sim.requests).toHaveLength(1);
+    expect(sim.requests[0]?.stream).toBe(true);
+  });
+
+  it('fails with TIMEOUT when the first piece comes too late, and ABORTED when aborted mid-stream', async () => {
+    const { gemini } = await setUp({
+      rules: [
+        { match: { text: 'slow' }, reply: { text: longText, firstTokenDelayMs: 2_000 } },
+        { match: { text: 'drip' }, reply: { text: longText, chunkDelayMs: 200 } },
+      ],
+    });
+    const deltas: string[] = [];
+    const late = await failure(
+      gemini.call({ model: '2.5-flash', prompt: 'slow', timeoutMs: 200, onText: (d) => deltas.push(d) }),
+    );
+    expect(late).toMatchObject({ code: 'TIMEOUT' });
+    expect(deltas).toEqual([]);
+
+    const controller = new AbortController();
+    const aborted = await failure(
+      gemini.call({
+        model: '2.5-flash',
+        prompt: 'drip',
+        abortSignal: controller.signal,
+        onText: (delta) => {
+          deltas.push(delta);
+          controller.abort();
+        },
+      }),
+    );
+    expect(aborted).toMatchObject({ code: 'ABORTED', retryable: false });
+    expect(deltas).toHaveLength(1);
+  });
+
+  it('does not stream with a schema, and says so', async () => {
+    const { sim, gemini } = await setUp({ rules: [{ reply: { json: { answer: 42 } } }] });
+    const deltas: string[] = [];
+    const result = await gemini.call({
+      model: '2.5-flash',
+      prompt: 'the answer?',
+      schema: { type: 'object', properties: { answer: { type: 'number' } }, required: ['answer'] },
+      onText: (delta) => deltas.push(delta),
+    });
+    expect(result.structured).toEqual({ answer: 42 });
+    expect(deltas).toEqual([]);
+    expect(result.warnings).toEqual([expect.stringContaining('streaming is not used with a schema')]);
+    expect(sim.requests[0]?.stream).toBe(false);
+  });
+});

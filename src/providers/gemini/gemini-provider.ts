@@ -1,4 +1,10 @@
-import { GoogleGenAI, type GenerateContentConfig, type GenerateContentResponse } from '@google/genai';
+import {
+  GoogleGenAI,
+  type Candidate,
+  type FinishReason,
+  type GenerateContentConfig,
+  type GenerateContentResponse,
+} from '@google/genai';
 import type {
   CallAttempt,
   CallResult,
@@ -170,8 +176,16 @@ async function callWithRotation(context: CallContext): Promise<CallResult> {
   const started = performance.now();
   const attempts: CallAttempt[] = [];
   const warnings: string[] = [];
+  const onText = request.schema === undefined ? request.onText : undefined;
+  if (request.onText !== undefined && request.schema !== undefined) {
+    warnings.push('streaming is not used with a schema; "onText" is not called');
+  }
   if (request.idleTimeoutMs !== undefined) {
-    warnings.push('gemini calls do not stream, so "idleTimeoutMs" is ignored; "timeoutMs" still applies');
+    warnings.push(
+      onText === undefined
+        ? 'gemini calls do not stream, so "idleTimeoutMs" is ignored; "timeoutMs" still applies'
+        : 'the gemini provider does not check "idleTimeoutMs"; "timeoutMs" still applies',
+    );
   }
   const deadline = new CallDeadline(context.timeoutMs, request.abortSignal);
   try {
@@ -194,11 +208,18 @@ async function callWithRotation(context: CallContext): Promise<CallResult> {
       const stopped = deadline.failure();
       if (stopped !== undefined) throw withDetails(stopped, { attempts });
       const attemptStarted = performance.now();
-      let response: GenerateContentResponse;
+      const stream: StreamProgress = { started: false, delivered: 0 };
+      let response: AnswerParts;
       try {
-        response = await generate(context, choice.index, deadline.signal);
+        response =
+          onText === undefined
+            ? await generate(context, choice.index, deadline.signal)
+            : await generateStreaming(context, choice.index, deadline.signal, onText, stream);
       } catch (error) {
-        const failure = deadline.failure() ?? errorFromGemini(error, context.pool, choice.label);
+        // The caller's own callback threw: its error, not a provider failure.
+        if (error instanceof CallbackFailure) throw error.error;
+        const failure =
+          deadline.failure() ?? streamFailure(errorFromGemini(error, context.pool, choice.label), stream);
         attempts.push({
           provider,
           model,
@@ -208,8 +229,11 @@ async function callWithRotation(context: CallContext): Promise<CallResult> {
         });
         if (failure.code === 'RATE_LIMITED') {
           pool.coolDown(choice.index, failure.retryAfterMs);
-          warnings.push(`${choice.label} is rate limited; it rests and the next key is tried`);
-          continue;
+          // Text already handed to onText cannot be taken back, so another key only before the first piece.
+          if (stream.delivered === 0) {
+            warnings.push(`${choice.label} is rate limited; it rests and the next key is tried`);
+            continue;
+          }
         }
         throw withDetails(failure, { attempts });
       }
@@ -221,11 +245,19 @@ async function callWithRotation(context: CallContext): Promise<CallResult> {
   }
 }
 
-async function generate(
-  { request, model, clientFor }: CallContext,
-  keyIndex: number,
-  abortSignal: AbortSignal,
-): Promise<GenerateContentResponse> {
+/** The fields of a Gemini answer that `finish` reads; a streamed answer is merged into one. */
+type AnswerParts = Pick<
+  GenerateContentResponse,
+  'candidates' | 'usageMetadata' | 'modelVersion' | 'promptFeedback'
+>;
+
+interface RequestSetup {
+  config: GenerateContentConfig;
+  /** The headers of a failed HTTP answer, once one arrived. */
+  failedHeaders: () => Headers | undefined;
+}
+
+function requestSetup(request: ProviderCall, abortSignal: AbortSignal): RequestSetup {
   const config: GenerateContentConfig = { abortSignal };
   if (request.system !== undefined) config.systemInstruction = request.system;
   if (request.schema !== undefined) {
@@ -242,11 +274,134 @@ async function generate(
       return response;
     },
   };
+  return { config, failedHeaders: () => failedHeaders };
+}
+
+async function generate(
+  { request, model, clientFor }: CallContext,
+  keyIndex: number,
+  abortSignal: AbortSignal,
+): Promise<AnswerParts> {
+  const { config, failedHeaders } = requestSetup(request, abortSignal);
   try {
     return await clientFor(keyIndex).models.generateContent({ model, contents: request.prompt, config });
   } catch (error) {
-    throw failedHeaders === undefined ? error : new FailedAnswer(error, failedHeaders);
+    const headers = failedHeaders();
+    throw headers === undefined ? error : new FailedAnswer(error, headers);
   }
+}
+
+/** How far a streamed attempt got, for mapping its failure and deciding whether another key may answer. */
+interface StreamProgress {
+  /** The answer's headers arrived and its body is being read. */
+  started: boolean;
+  /** Pieces of text handed to `onText`. */
+  delivered: number;
+}
+
+/**
+ * `streamGenerateContent`: hands each chunk's text to `onText` as it arrives and returns the chunks
+ * merged into one answer (the whole text; usage, model version and finish reason from the last chunk
+ * that has them).
+ */
+async function generateStreaming(
+  { request, model, clientFor }: CallContext,
+  keyIndex: number,
+  abortSignal: AbortSignal,
+  onText: (delta: string) => void,
+  progress: StreamProgress,
+): Promise<AnswerParts> {
+  const { config, failedHeaders } = requestSetup(request, abortSignal);
+  let text = '';
+  let last: GenerateContentResponse | undefined;
+  let usageMetadata: GenerateContentResponse['usageMetadata'];
+  let modelVersion: string | undefined;
+  let promptFeedback: GenerateContentResponse['promptFeedback'];
+  let finishReason: FinishReason | undefined;
+  let sawCandidate = false;
+  try {
+    const chunks = await clientFor(keyIndex).models.generateContentStream({
+      model,
+      contents: request.prompt,
+      config,
+    });
+    progress.started = true;
+    for await (const chunk of chunks) {
+      last = chunk;
+      if (chunk.usageMetadata !== undefined) usageMetadata = chunk.usageMetadata;
+      if (typeof chunk.modelVersion === 'string' && chunk.modelVersion !== '')
+        modelVersion = chunk.modelVersion;
+      if (chunk.promptFeedback !== undefined) promptFeedback = chunk.promptFeedback;
+      const candidate = chunk.candidates?.[0];
+      if (candidate === undefined) continue;
+      sawCandidate = true;
+      if (candidate.finishReason !== undefined) finishReason = candidate.finishReason;
+      const delta = textOf(candidate);
+      if (delta === '') continue;
+      text += delta;
+      progress.delivered++;
+      try {
+        onText(delta);
+      } catch (error) {
+        throw new CallbackFailure(error);
+      }
+    }
+  } catch (error) {
+    if (error instanceof CallbackFailure) throw error;
+    const headers = failedHeaders();
+    throw headers === undefined ? error : new FailedAnswer(error, headers);
+  }
+  const candidate = last?.candidates?.[0];
+  return {
+    ...(sawCandidate
+      ? {
+          candidates: [
+            {
+              ...candidate,
+              content: { role: 'model', parts: text === '' ? [] : [{ text }] },
+              ...(finishReason === undefined ? {} : { finishReason }),
+            },
+          ],
+        }
+      : {}),
+    ...(usageMetadata === undefined ? {} : { usageMetadata }),
+    ...(modelVersion === undefined ? {} : { modelVersion }),
+    ...(promptFeedback === undefined ? {} : { promptFeedback }),
+  };
+}
+
+/** What `onText` threw, kept apart so that it reaches the caller unchanged. */
+class CallbackFailure extends Error {
+  readonly error: unknown;
+
+  constructor(error: unknown) {
+    super('onText threw');
+    this.error = error;
+  }
+}
+
+/** A connection lost after the stream began is a broken answer, not an unreachable provider. */
+function streamFailure(failure: SwitchboardError, progress: StreamProgress): SwitchboardError {
+  if (!progress.started || failure.code !== 'PROVIDER_UNAVAILABLE') return failure;
+  const reason = failure.message.replace(/^gemini could not be reached with [^:]*: /, '');
+  return new SwitchboardError(
+    'PROVIDER_ERROR',
+    `the gemini stream broke off after ${progress.delivered} ${progress.delivered === 1 ? 'piece' : 'pieces'} of text: ${reason}`,
+    {
+      provider: PROVIDER,
+      retryable: true,
+      hint: 'retry, or fall back to another provider',
+      ...(failure.cause === undefined ? {} : { cause: failure.cause }),
+    },
+  );
+}
+
+/** The answer's text parts, thoughts left out. */
+function textOf(candidate: Candidate | undefined): string {
+  return (candidate?.content?.parts ?? [])
+    .filter((part) => typeof part.text === 'string' && part.thought !== true)
+    .map((part) => part.text)
+    .join('');
 }
 
 /** An SDK error plus the headers of the HTTP answer that caused it. */
@@ -268,7 +423,7 @@ interface Progress {
   started: number;
 }
 
-function finish(context: CallContext, response: GenerateContentResponse, progress: Progress): CallResult {
+function finish(context: CallContext, response: AnswerParts, progress: Progress): CallResult {
   const { request, model } = context;
   const { provider, attempts, warnings } = progress;
   const usage = usageOf(response);
@@ -314,10 +469,7 @@ function finish(context: CallContext, response: GenerateContentResponse, progres
       details: { blockReason, ...spent },
     });
   }
-  const text = (candidate?.content?.parts ?? [])
-    .filter((part) => typeof part.text === 'string' && part.thought !== true)
-    .map((part) => part.text)
-    .join('');
+  const text = textOf(candidate);
   const finishReason = candidate?.finishReason;
   if (finishReason === 'MAX_TOKENS') warnings.push('the answer was cut off at the output token limit');
   else if (finishReason !== undefined && finishReason !== 'STOP' && text === '') {
@@ -363,7 +515,7 @@ function finish(context: CallContext, response: GenerateContentResponse, progres
   };
 }
 
-function usageOf(response: GenerateContentResponse): TokenUsage {
+function usageOf(response: AnswerParts): TokenUsage {
   const metadata = response.usageMetadata;
   const cached = metadata?.cachedContentTokenCount ?? 0;
   return {

@@ -82,10 +82,27 @@ export function openAiError(error: unknown, context: OpenAiErrorContext): Switch
   });
 }
 
-function timeoutError(where: string, timeoutMs: number): SwitchboardError {
+export function timeoutError(where: string, timeoutMs: number): SwitchboardError {
   return new SwitchboardError('TIMEOUT', `${where} did not answer within ${timeoutMs} ms`, {
     provider: 'openai',
     hint: 'raise timeoutMs, or use a smaller model or prompt',
+  });
+}
+
+/** A stream that went quiet for `idleTimeoutMs`. */
+export function idleTimeoutError(where: string, idleTimeoutMs: number): SwitchboardError {
+  return new SwitchboardError('IDLE_TIMEOUT', `${where} sent nothing for ${idleTimeoutMs} ms`, {
+    provider: 'openai',
+    hint: 'raise idleTimeoutMs, or retry',
+  });
+}
+
+/** A stream that ended cleanly but before its last chunk (no finish reason). */
+export function streamCutError(where: string): SwitchboardError {
+  return new SwitchboardError('PROVIDER_ERROR', `${where} ended the stream before the answer was complete`, {
+    provider: 'openai',
+    retryable: true,
+    hint: 'retry, or fall back to another provider',
   });
 }
 

@@ -363,3 +363,211 @@ describe('openai provider: options', () => {
     expect(completions(sim)).toHaveLength(0);
   });
 });
+
+describe('openai provider: streaming with onText', () => {
+  const longText =
+    'Streaming hands the answer over piece by piece, so a reader sees the first words long before ' +
+    'the last ones are written; this reply is long enough to arrive in many separate chunks.';
+
+  it('hands over each delta in order and returns the same result as the non-streaming call', async () => {
+    const sim = await simulator({
+      rules: [
+        {
+          reply: {
+            text: longText,
+            model: 'gpt-4.1-mini-2025-04-14',
+            usage: { input: 1000, output: 200, cacheRead: 400 },
+            chunkDelayMs: 2,
+          },
+        },
+      ],
+    });
+    const provider = providerFor(sim);
+    const deltas: string[] = [];
+    const streamed = await provider.call({
+      model: 'gpt-4.1',
+      prompt: 'tell me',
+      onText: (delta) => deltas.push(delta),
+    });
+    const plain = await provider.call({ model: 'gpt-4.1', prompt: 'tell me' });
+
+    expect(deltas.length).toBeGreaterThan(1);
+    expect(deltas.every((delta) => delta !== '')).toBe(true);
+    expect(deltas.join('')).toBe(longText);
+    expect(streamed.text).toBe(longText);
+    const { durationMs: _streamedMs, attempts: _streamedAttempts, ...streamedRest } = streamed;
+    const { durationMs: _plainMs, attempts: _plainAttempts, ...plainRest } = plain;
+    expect(streamedRest).toEqual(plainRest);
+    expect(streamed).toMatchObject({
+      modelUsed: 'gpt-4.1-mini-2025-04-14',
+      usage: { inputTokens: 1000, outputTokens: 200, cacheReadTokens: 400, cacheWriteTokens: 0 },
+      warnings: [],
+    });
+    expect(streamed.costUsd).toBeCloseTo((1000 * 0.4 + 200 * 1.6 + 400 * 0.1) / 1_000_000, 12);
+    expect(streamed.attempts).toEqual([
+      { provider: 'openai:gpt-4.1', model: 'gpt-4.1', durationMs: streamed.durationMs },
+    ]);
+
+    expect(completions(sim).map((entry) => entry.stream)).toEqual([true, false]);
+    expect(completions(sim)[0]?.body).toMatchObject({
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+  });
+
+  it('calls onText while the answer is still arriving, not all at the end', async () => {
+    const sim = await simulator({ rules: [{ reply: { text: longText, chunkDelayMs: 40 } }] });
+    const arrivals: number[] = [];
+    const started = performance.now();
+    const result = await providerFor(sim).call({
+      model: 'llama3.2',
+      prompt: 'tell me',
+      onText: () => arrivals.push(performance.now() - started),
+    });
+    const total = performance.now() - started;
+    expect(arrivals.length).toBeGreaterThan(2);
+    expect(arrivals[0]).toBeLessThan(total - 80);
+    expect(result.text).toBe(longText);
+  });
+
+  it('fails with PROVIDER_ERROR (retryable) when the stream is cut, after the first deltas arrived', async () => {
+    const sim = await simulator({ rules: [{ fault: { kind: 'drop-during' } }] });
+    const deltas: string[] = [];
+    const error = await failure(
+      providerFor(sim, { timeoutMs: 2_000 }).call({
+        model: 'gpt-4.1-mini',
+        prompt: 'hello',
+        onText: (delta) => deltas.push(delta),
+      }),
+    );
+    expect(error).toMatchObject({ name: 'SwitchboardError', code: 'PROVIDER_ERROR', retryable: true });
+    expect(deltas.length).toBeGreaterThanOrEqual(1);
+    expect(completions(sim)).toHaveLength(1);
+    expect(completions(sim)[0]?.stream).toBe(true);
+    expect(JSON.stringify(error) + inspect(error, { depth: 10 })).not.toContain(SECRET_KEY);
+  });
+
+  it('fails with TIMEOUT and no delta when the server stalls before the first byte', async () => {
+    const sim = await simulator({ rules: [{ fault: { kind: 'stall' } }] });
+    const deltas: string[] = [];
+    const started = performance.now();
+    const error = await failure(
+      providerFor(sim, { timeoutMs: 300 }).call({
+        model: 'gpt-4.1-mini',
+        prompt: 'hello',
+        onText: (delta) => deltas.push(delta),
+      }),
+    );
+    expect(error).toMatchObject({ code: 'TIMEOUT', retryable: true, provider: 'openai' });
+    expect(deltas).toEqual([]);
+    expect(performance.now() - started).toBeLessThan(3_000);
+    expect(completions(sim)[0]?.stream).toBe(true);
+  });
+
+  it('keeps timeoutMs over the body: headers sent, then no token in time → TIMEOUT', async () => {
+    const sim = await simulator({ rules: [{ reply: { text: 'late', firstTokenDelayMs: 5_000 } }] });
+    const deltas: string[] = [];
+    const started = performance.now();
+    const error = await failure(
+      providerFor(sim).call({
+        model: 'gpt-4.1-mini',
+        prompt: 'hello',
+        timeoutMs: 300,
+        onText: (delta) => deltas.push(delta),
+      }),
+    );
+    expect(error).toMatchObject({ code: 'TIMEOUT', retryable: true });
+    expect(deltas).toEqual([]);
+    expect(performance.now() - started).toBeLessThan(3_000);
+  });
+
+  it('honours idleTimeoutMs between chunks with IDLE_TIMEOUT, without the "ignored" warning', async () => {
+    const slow = await simulator({ rules: [{ reply: { text: longText, chunkDelayMs: 1_000 } }] });
+    const started = performance.now();
+    const error = await failure(
+      providerFor(slow).call({
+        model: 'gpt-4.1-mini',
+        prompt: 'hello',
+        idleTimeoutMs: 200,
+        onText: () => undefined,
+      }),
+    );
+    expect(error).toMatchObject({ code: 'IDLE_TIMEOUT', retryable: true, provider: 'openai' });
+    // The first chunk (the role) arrives at once; the next would come a second later.
+    expect(performance.now() - started).toBeLessThan(900);
+
+    const brisk = await simulator({ rules: [{ reply: { text: longText, chunkDelayMs: 5 } }] });
+    const result = await providerFor(brisk).call({
+      model: 'gpt-4.1-mini',
+      prompt: 'hello',
+      idleTimeoutMs: 2_000,
+      onText: () => undefined,
+    });
+    expect(result.text).toBe(longText);
+    expect(result.warnings.some((warning) => warning.startsWith('idleTimeoutMs'))).toBe(false);
+  });
+
+  it('fails with ABORTED, not a partial answer, when aborted mid-stream', async () => {
+    const sim = await simulator({ rules: [{ reply: { text: longText, chunkDelayMs: 50 } }] });
+    const controller = new AbortController();
+    const deltas: string[] = [];
+    const error = await failure(
+      providerFor(sim).call({
+        model: 'gpt-4.1-mini',
+        prompt: 'hello',
+        abortSignal: controller.signal,
+        onText: (delta) => {
+          deltas.push(delta);
+          if (deltas.length === 2) controller.abort();
+        },
+      }),
+    );
+    expect(error).toMatchObject({ code: 'ABORTED', retryable: false });
+    expect(deltas).toHaveLength(2);
+  });
+
+  it('fails with PARSE on a malformed event stream', async () => {
+    const sim = await simulator({ rules: [{ fault: { kind: 'malformed' } }] });
+    const error = await failure(
+      providerFor(sim, { timeoutMs: 2_000 }).call({
+        model: 'gpt-4.1-mini',
+        prompt: 'hello',
+        onText: () => undefined,
+      }),
+    );
+    expect(error).toMatchObject({ code: 'PARSE', retryable: false, provider: 'openai' });
+    expect(completions(sim)[0]?.stream).toBe(true);
+  });
+
+  it('rethrows what onText throws, unchanged', async () => {
+    const sim = await simulator({ rules: [{ reply: { text: longText } }] });
+    const thrown = new Error('the caller broke');
+    const error = await failure(
+      providerFor(sim).call({
+        model: 'gpt-4.1-mini',
+        prompt: 'hello',
+        onText: () => {
+          throw thrown;
+        },
+      }),
+    );
+    expect(error).toBe(thrown);
+  });
+
+  it('does not stream with a schema: onText is not called and a warning says so', async () => {
+    const sim = await simulator({ rules: [{ reply: { json: { city: 'Lisbon', celsius: 21 } } }] });
+    const deltas: string[] = [];
+    const result = await providerFor(sim).call({
+      model: 'gpt-4.1-mini',
+      prompt: 'weather in Lisbon',
+      schema: weatherSchema,
+      onText: (delta) => deltas.push(delta),
+    });
+    expect(result.structured).toEqual({ city: 'Lisbon', celsius: 21 });
+    expect(result.warnings).toContain('streaming is not used with a schema');
+    expect(deltas).toEqual([]);
+    expect(completions(sim)).toHaveLength(1);
+    expect(completions(sim)[0]?.stream).toBe(false);
+    expect(completions(sim)[0]?.body).not.toHaveProperty('stream');
+  });
+});

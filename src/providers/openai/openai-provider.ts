@@ -1,7 +1,9 @@
 import OpenAI from 'openai';
 import type {
   ChatCompletion,
+  ChatCompletionChunk,
   ChatCompletionCreateParamsNonStreaming,
+  ChatCompletionCreateParamsStreaming,
   ChatCompletionMessageParam,
 } from 'openai/resources/chat/completions';
 import type { CallResult, JsonSchema, Provider, ProviderCall, TokenUsage } from '../../core/call-types.js';
@@ -9,7 +11,7 @@ import { SwitchboardError } from '../../core/errors.js';
 import { extractJson } from '../../core/json-extract.js';
 import { compileSchema, schemaErrors } from '../../core/json-schema.js';
 import { costOf, DEFAULT_PRICES, type ModelPrice } from '../../core/prices.js';
-import { openAiError } from './openai-errors.js';
+import { idleTimeoutError, openAiError, streamCutError, timeoutError } from './openai-errors.js';
 
 /** How a JSON Schema is asked of the server. */
 export type OpenAiStructuredOutput = 'json_schema' | 'tool';
@@ -62,7 +64,7 @@ export interface OpenAiProvider extends Provider {
 
 /**
  * A provider for OpenAI and any OpenAI-compatible server (vLLM, Ollama, llama.cpp), through the
- * official `openai` client, non-streaming chat completions.
+ * official `openai` client: chat completions, streamed when the call sets `onText` (and no schema).
  */
 export function createOpenAiProvider({
   apiKey = nonEmpty(process.env['OPENAI_API_KEY']),
@@ -135,30 +137,47 @@ export function createOpenAiProvider({
       const target = request.baseUrl ?? baseUrl;
       const { client, key } = clientFor(target);
       const warnings: string[] = [];
-      if (request.idleTimeoutMs !== undefined) {
+      const onText = typeof request.onText === 'function' ? request.onText : undefined;
+      if (onText !== undefined && request.schema !== undefined) {
+        warnings.push('streaming is not used with a schema');
+      }
+      const streaming = onText !== undefined && request.schema === undefined;
+      if (!streaming && request.idleTimeoutMs !== undefined) {
         warnings.push('idleTimeoutMs is ignored: the openai provider does not stream, so timeoutMs applies');
       }
+      const errorContext = {
+        baseUrl: target,
+        timeoutMs: callTimeoutMs,
+        abortSignal: request.abortSignal,
+        apiKey: key,
+      };
+      const where = target ?? 'the OpenAI API';
 
       let response: ChatCompletion;
-      try {
-        response = await client.chat.completions.create(buildBody(request, structuredOutput), {
-          timeout: callTimeoutMs,
-          ...(request.abortSignal === undefined ? {} : { signal: request.abortSignal }),
-        });
-      } catch (error) {
-        throw openAiError(error, {
-          baseUrl: target,
+      if (streaming) {
+        response = await streamCompletion(client, buildStreamingBody(request, structuredOutput), {
+          request,
+          onText,
           timeoutMs: callTimeoutMs,
-          abortSignal: request.abortSignal,
-          apiKey: key,
+          where,
+          errorContext,
         });
+      } else {
+        try {
+          response = await client.chat.completions.create(buildBody(request, structuredOutput), {
+            timeout: callTimeoutMs,
+            ...(request.abortSignal === undefined ? {} : { signal: request.abortSignal }),
+          });
+        } catch (error) {
+          throw openAiError(error, errorContext);
+        }
       }
       return toResult(response, request, {
         started,
         warnings,
         priceTable,
         structuredOutput,
-        where: target ?? 'the OpenAI API',
+        where,
       });
     },
     async close() {
@@ -198,6 +217,135 @@ function buildBody(
     };
   }
   return body;
+}
+
+function buildStreamingBody(
+  request: OpenAiProviderCall,
+  structuredOutput: OpenAiStructuredOutput,
+): ChatCompletionCreateParamsStreaming {
+  return {
+    ...buildBody(request, structuredOutput),
+    stream: true,
+    // Without it the stream carries no token counts.
+    stream_options: { include_usage: true },
+  };
+}
+
+interface StreamContext {
+  request: OpenAiProviderCall;
+  onText: (delta: string) => void;
+  timeoutMs: number;
+  where: string;
+  errorContext: Parameters<typeof openAiError>[1];
+}
+
+/**
+ * Streams a completion, handing each text delta to `onText`, and assembles the chunks into the
+ * `ChatCompletion` the non-streaming path would have returned. The SDK's `timeout` stops at the
+ * response headers, so the wall-clock and idle limits over the body are kept here.
+ */
+async function streamCompletion(
+  client: OpenAI,
+  body: ChatCompletionCreateParamsStreaming,
+  { request, onText, timeoutMs, where, errorContext }: StreamContext,
+): Promise<ChatCompletion> {
+  const local = new AbortController();
+  const signal =
+    request.abortSignal === undefined ? local.signal : AbortSignal.any([local.signal, request.abortSignal]);
+  // Set when one of our own timers stopped the stream; the SDK then sees only an abort.
+  let stopped: SwitchboardError | undefined;
+  const stop = (error: SwitchboardError) => {
+    stopped ??= error;
+    local.abort();
+  };
+  const deadline = setTimeout(() => stop(timeoutError(where, timeoutMs)), timeoutMs);
+  const idleMs = request.idleTimeoutMs;
+  let idle: ReturnType<typeof setTimeout> | undefined;
+  const touch = () => {
+    if (idleMs === undefined) return;
+    clearTimeout(idle);
+    idle = setTimeout(() => stop(idleTimeoutError(where, idleMs)), idleMs);
+  };
+
+  let text = '';
+  let id = '';
+  let created = 0;
+  let model = '';
+  let finishReason: ChatCompletion.Choice['finish_reason'] | undefined;
+  let usage: ChatCompletion['usage'];
+  try {
+    touch();
+    let stream: AsyncIterable<ChatCompletionChunk>;
+    try {
+      stream = await client.chat.completions.create(body, { timeout: timeoutMs, signal });
+    } catch (error) {
+      throw stopped ?? openAiError(error, errorContext);
+    }
+    try {
+      for await (const chunk of stream) {
+        touch();
+        if (typeof chunk.id === 'string' && chunk.id !== '') id = chunk.id;
+        if (typeof chunk.created === 'number') created = chunk.created;
+        if (typeof chunk.model === 'string' && chunk.model !== '') model = chunk.model;
+        if (chunk.usage !== undefined && chunk.usage !== null) usage = chunk.usage;
+        const choice = Array.isArray(chunk.choices)
+          ? chunk.choices.find((entry) => (entry.index ?? 0) === 0)
+          : undefined;
+        if (choice === undefined) continue;
+        if (choice.finish_reason !== null && choice.finish_reason !== undefined) {
+          finishReason = choice.finish_reason;
+        }
+        const delta = choice.delta?.content;
+        if (typeof delta === 'string' && delta !== '') {
+          text += delta;
+          deliver(onText, delta, local);
+        }
+      }
+    } catch (error) {
+      if (error instanceof CallbackError) throw error.original;
+      throw stopped ?? openAiError(error, errorContext);
+    }
+  } finally {
+    clearTimeout(deadline);
+    clearTimeout(idle);
+  }
+  // The SDK ends the iteration quietly when the request is aborted, so a stop is noticed here.
+  if (stopped !== undefined) throw stopped;
+  if (request.abortSignal?.aborted === true) throw openAiError(request.abortSignal.reason, errorContext);
+  if (finishReason === undefined) throw streamCutError(where);
+  return {
+    id,
+    object: 'chat.completion',
+    created,
+    model,
+    choices: [
+      {
+        index: 0,
+        message: { role: 'assistant', content: text, refusal: null },
+        finish_reason: finishReason,
+        logprobs: null,
+      },
+    ],
+    ...(usage === undefined ? {} : { usage }),
+  };
+}
+
+/** Wraps an error thrown by the caller's `onText`, so it is rethrown as is rather than mapped. */
+class CallbackError extends Error {
+  readonly original: unknown;
+  constructor(original: unknown) {
+    super('onText threw');
+    this.original = original;
+  }
+}
+
+function deliver(onText: (delta: string) => void, delta: string, local: AbortController): void {
+  try {
+    onText(delta);
+  } catch (error) {
+    local.abort();
+    throw new CallbackError(error);
+  }
 }
 
 interface ResultContext {
