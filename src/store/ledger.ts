@@ -118,7 +118,7 @@ export interface Ledger {
 }
 
 /** How long call attempts wait to be written together. */
-const ATTEMPT_FLUSH_MS = 5;
+const ATTEMPT_FLUSH_MS = 20;
 
 /** sha256 of the UTF-8 text, as lowercase hex. Used for request hashes. */
 export function hashText(text: string): string {
@@ -318,7 +318,7 @@ function createLedger(
   // row costs about 60 µs of synchronous work on the event loop, on every call's path; batched rows
   // cost a fraction of that. Reads, close() and process exit flush first, so nothing recorded is ever
   // missing from a read or lost on a normal exit; a process killed outright loses at most the last
-  // few milliseconds of attempts.
+  // 20 milliseconds of attempts.
   const pendingAttempts: Record<string, unknown>[] = [];
   const insertAttempts = database.transaction((rows: Record<string, unknown>[]) => {
     for (const row of rows) statements.insertCallAttempt.run(row);
@@ -351,6 +351,7 @@ function createLedger(
 
     recordCallAttempt(record) {
       guarded('cannot record a call attempt in', () => undefined);
+      // Built now, not at flush time: the caller may reuse or change the record object afterwards.
       pendingAttempts.push(callAttemptRow(record, storeText));
       if (pendingAttempts.length === 1) setTimeout(flushAttempts, ATTEMPT_FLUSH_MS).unref();
     },
