@@ -1,4 +1,4 @@
-import { fork } from 'node:child_process';
+import { fork, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { chmodSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -357,6 +357,44 @@ describe('bad paths', () => {
     const check = new Database(ledger.path, { readonly: true });
     expect(check.prepare('SELECT count(*) AS count FROM route_decisions').get()).toEqual({ count: 1 });
     check.close();
+  });
+});
+
+describe('batched call attempts', () => {
+  it('are on disk after the process exits without closing the ledger', () => {
+    const file = join(directory, 'exit', LEDGER_FILE_NAME);
+    mkdirSync(join(directory, 'exit'));
+    const script = fileURLToPath(new URL('./__fixtures__/exit-without-close.mjs', import.meta.url));
+    const child = spawnSync(
+      process.execPath,
+      ['--experimental-strip-types', '--no-warnings', script, file, '25'],
+      {
+        encoding: 'utf8',
+      },
+    );
+    expect(child.status).toBe(0);
+    const ledger = openLedger({ path: file });
+    expect(ledger.callStats().attempts).toBe(25);
+    ledger.close();
+  });
+
+  it('are visible to reads in the same process at once', () => {
+    const ledger = openLedger({ path: join(directory, 'reads.db') });
+    ledger.recordCallAttempt({
+      id: 'a',
+      callId: 'c',
+      attempt: 1,
+      createdAt: Date.now(),
+      provider: 'openai',
+      spec: 'openai:gpt-4.1-mini',
+      modelRequested: 'gpt-4.1-mini',
+      success: true,
+      durationMs: 1,
+      costUsd: 0.25,
+      promptHash: 'h',
+    });
+    expect(ledger.spendSince(0, { provider: 'openai' })).toBe(0.25);
+    ledger.close();
   });
 });
 

@@ -117,6 +117,12 @@ export interface Ledger {
   close(): void;
 }
 
+/** Pending-attempt flushes of every open ledger, run once at process exit by a single listener. */
+const flushOnExit = new Set<() => void>();
+process.on('exit', () => {
+  for (const flush of flushOnExit) flush();
+});
+
 /** How long call attempts wait to be written together. */
 const ATTEMPT_FLUSH_MS = 20;
 
@@ -328,7 +334,7 @@ function createLedger(
     const rows = pendingAttempts.splice(0);
     guarded('cannot record call attempts in', () => insertAttempts(rows));
   }
-  process.on('exit', flushAttempts);
+  flushOnExit.add(flushAttempts);
 
   // Every public call goes through here so callers only ever see STORE_ERROR, never a raw SqliteError.
   function guarded<T>(what: string, action: () => T): T {
@@ -423,7 +429,7 @@ function createLedger(
     close() {
       if (closed) return;
       flushAttempts();
-      process.off('exit', flushAttempts);
+      flushOnExit.delete(flushAttempts);
       closed = true;
       try {
         database.close();

@@ -1,0 +1,37 @@
+// Child process for the ledger test: records call attempts through the real `openLedger` and exits
+// without closing the ledger, before the batch timer fires. The rows must still be on disk.
+// Usage: node --experimental-strip-types exit-without-close.mjs <db> <rows>
+import { registerHooks } from 'node:module';
+import process from 'node:process';
+
+registerHooks({
+  resolve(specifier, context, nextResolve) {
+    try {
+      return nextResolve(specifier, context);
+    } catch (error) {
+      const relative = specifier.startsWith('./') || specifier.startsWith('../');
+      if (error?.code !== 'ERR_MODULE_NOT_FOUND' || !relative || !specifier.endsWith('.js')) throw error;
+      return nextResolve(`${specifier.slice(0, -'.js'.length)}.ts`, context);
+    }
+  },
+});
+
+const [file, rowCount] = process.argv.slice(2);
+const { openLedger } = await import('../ledger.ts');
+const ledger = openLedger({ path: file });
+for (let index = 0; index < Number(rowCount); index++) {
+  ledger.recordCallAttempt({
+    id: `attempt-${index}`,
+    callId: `call-${index}`,
+    attempt: 1,
+    createdAt: Date.now(),
+    provider: 'anthropic',
+    spec: 'anthropic:claude-sonnet-4-6',
+    modelRequested: 'claude-sonnet-4-6',
+    success: true,
+    durationMs: 1,
+    costUsd: 0.001,
+    promptHash: 'hash',
+  });
+}
+process.exit(0);
