@@ -8,7 +8,7 @@ import {
 } from '../core/call-types.js';
 import { isSwitchboardError, SwitchboardError } from '../core/errors.js';
 import { ProviderRegistry } from '../providers/registry.js';
-import { hashText, type Ledger } from '../store/ledger.js';
+import type { Ledger } from '../store/ledger.js';
 import { checkBudgetRules, estimateCost, type CallBudget } from './budget.js';
 import { CircuitBreaker } from './circuit-breaker.js';
 import { actionFor, backoffDelay, DEFAULT_RETRY_POLICY, type RetryPolicy } from './retry-policy.js';
@@ -130,7 +130,6 @@ export async function call(
       success: attempt.errorCode === undefined,
       durationMs: attempt.durationMs,
       costUsd: result?.costUsd ?? null,
-      promptHash: hashText(extra.prompt),
       promptText: extra.prompt,
       tags,
       ...(attempt.errorCode === undefined ? {} : { errorCode: attempt.errorCode }),

@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3';
+import { createHash } from 'node:crypto';
 import type { TokenUsage } from '../core/call-types.js';
 import { percentile } from '../core/percentile.js';
 
@@ -18,7 +19,8 @@ export interface CallAttemptRecord {
   usage?: TokenUsage;
   costUsd: number | null;
   sessionId?: string;
-  promptHash: string;
+  /** sha256 of the prompt; computed from `promptText` when absent (off the call's path, at write time). */
+  promptHash?: string;
   /** Stored only when the ledger stores text. */
   promptText?: string;
   tags?: Record<string, string>;
@@ -143,7 +145,7 @@ export function callAttemptRow(record: CallAttemptRecord, storeText: boolean): R
     cache_write_tokens: record.usage?.cacheWriteTokens ?? 0,
     cost_usd: record.costUsd,
     session_id: record.sessionId ?? null,
-    prompt_hash: record.promptHash,
+    prompt_hash: record.promptHash ?? hashText(record.promptText ?? ''),
     prompt_text: storeText ? (record.promptText ?? null) : null,
     tags: JSON.stringify(record.tags ?? {}),
   };
@@ -206,4 +208,9 @@ export function summariseCalls(rows: readonly AttemptRow[]): CallStats {
     byProviderModel,
     errorCodes,
   };
+}
+
+/** sha256 of the UTF-8 text, as lowercase hex. */
+export function hashText(text: string): string {
+  return createHash('sha256').update(text, 'utf8').digest('hex');
 }

@@ -1,9 +1,9 @@
-import { createHash } from 'node:crypto';
 import { mkdirSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import {
   callAttemptRow,
+  hashText,
   prepareCallStatements,
   summariseCalls,
   type CallAttemptRecord,
@@ -126,11 +126,6 @@ process.on('exit', () => {
 /** How long call attempts wait to be written together. */
 const ATTEMPT_FLUSH_MS = 20;
 
-/** sha256 of the UTF-8 text, as lowercase hex. Used for request hashes. */
-export function hashText(text: string): string {
-  return createHash('sha256').update(text, 'utf8').digest('hex');
-}
-
 /**
  * Opens (creating if needed) the ledger database and brings its schema up to date. Safe to call from
  * several processes on the same file at once.
@@ -138,6 +133,8 @@ export function hashText(text: string): string {
  * @throws SwitchboardError `STORE_ERROR` when the folder cannot be created, the file is not a SQLite
  *   database, belongs to another program, or was written by a newer Switchboard.
  */
+export { hashText };
+
 export function openLedger(options: OpenLedgerOptions = {}): Ledger {
   const file = resolveLedgerPath(options);
   const database = openDatabase(file);
@@ -325,9 +322,9 @@ function createLedger(
   // cost a fraction of that. Reads, close() and process exit flush first, so nothing recorded is ever
   // missing from a read or lost on a normal exit; a process killed outright loses at most the last
   // 20 milliseconds of attempts.
-  const pendingAttempts: Record<string, unknown>[] = [];
-  const insertAttempts = database.transaction((rows: Record<string, unknown>[]) => {
-    for (const row of rows) statements.insertCallAttempt.run(row);
+  const pendingAttempts: CallAttemptRecord[] = [];
+  const insertAttempts = database.transaction((records: CallAttemptRecord[]) => {
+    for (const record of records) statements.insertCallAttempt.run(callAttemptRow(record, storeText));
   });
   function flushAttempts(): void {
     if (closed || pendingAttempts.length === 0) return;
@@ -357,8 +354,9 @@ function createLedger(
 
     recordCallAttempt(record) {
       guarded('cannot record a call attempt in', () => undefined);
-      // Built now, not at flush time: the caller may reuse or change the record object afterwards.
-      pendingAttempts.push(callAttemptRow(record, storeText));
+      // A copy, turned into a row (and its prompt hashed) at flush time, off the call's path; the
+      // caller may reuse or change its own record object afterwards.
+      pendingAttempts.push({ ...record, ...(record.tags === undefined ? {} : { tags: { ...record.tags } }) });
       if (pendingAttempts.length === 1) setTimeout(flushAttempts, ATTEMPT_FLUSH_MS).unref();
     },
 
