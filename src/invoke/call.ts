@@ -115,10 +115,13 @@ export async function call(
   const record = (
     target: ProviderSpec,
     attempt: CallAttempt,
-    extra: { result?: CallResult; prompt: string },
+    extra: { result?: CallResult; prompt: string; failure?: SwitchboardError },
   ) => {
     attempts.push(attempt);
     const result = extra.result;
+    // A failure after an answer (schema, downgrade) was still billed: keep what the provider reported.
+    const billedCost = extra.failure?.details?.['costUsd'];
+    const billedUsage = extra.failure?.details?.['usage'] as CallResult['usage'] | undefined;
     ledger?.recordCallAttempt({
       id: generateId(),
       callId,
@@ -129,8 +132,9 @@ export async function call(
       modelRequested: target.model,
       success: attempt.errorCode === undefined,
       durationMs: attempt.durationMs,
-      costUsd: result?.costUsd ?? null,
+      costUsd: result?.costUsd ?? (typeof billedCost === 'number' ? billedCost : null),
       promptText: extra.prompt,
+      ...(billedUsage === undefined ? {} : { usage: billedUsage }),
       tags,
       ...(attempt.errorCode === undefined ? {} : { errorCode: attempt.errorCode }),
       ...(result === undefined ? {} : { modelUsed: result.modelUsed, usage: result.usage }),
@@ -243,7 +247,7 @@ export async function call(
               errorCode: failure.code,
               errorMessage: failure.message,
             },
-            { prompt },
+            { prompt, failure },
           );
           // Failures after an answer (schema, downgrade) were still billed.
           const failedCost = failure.details?.['costUsd'];

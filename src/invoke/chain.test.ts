@@ -75,14 +75,18 @@ describe('call() over real SDKs', () => {
       },
     });
     const schema = { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] };
+    const ledger = openLedger({ stateDir: mkdtempSync(join(tmpdir(), 'switchboard-chain-')) });
     const result = await call(
       'anthropic:claude-sonnet-4-6',
       { prompt: 'Capital of Portugal?', schema },
-      { providers: registry(sim), _internal: noWait },
+      { providers: registry(sim), ledger, _internal: noWait },
     );
     expect(result.structured).toEqual({ city: 'Lisbon' });
     expect(result.attempts.map((attempt) => attempt.errorCode ?? 'ok')).toEqual(['SCHEMA', 'ok']);
     expect(sim.requests[1]?.text).toContain('missing field "city"');
+    // The rejected answer was billed too, and the ledger says so.
+    expect(ledger.callStats().byProviderModel[0]?.unpricedAttempts).toBe(0);
+    expect(ledger.spendSince(0)).toBeGreaterThan(result.costUsd ?? 0);
   });
 
   it('turns a silent Gemini downgrade into a fallback', async () => {
