@@ -4,21 +4,7 @@
 //
 // Usage (forked with IPC): node --experimental-strip-types concurrent-writer.mjs <db> <writer> <rows>
 // Sends `ready` once loaded, waits for `go` so every writer starts at the same moment, then exits 0.
-import { registerHooks } from 'node:module';
-import process from 'node:process';
-
-// Our sources import siblings as `./x.js` (what `tsc` emits); at run time only `./x.ts` exists.
-registerHooks({
-  resolve(specifier, context, nextResolve) {
-    try {
-      return nextResolve(specifier, context);
-    } catch (error) {
-      const relative = specifier.startsWith('./') || specifier.startsWith('../');
-      if (error?.code !== 'ERR_MODULE_NOT_FOUND' || !relative || !specifier.endsWith('.js')) throw error;
-      return nextResolve(`${specifier.slice(0, -'.js'.length)}.ts`, context);
-    }
-  },
-});
+import './typescript-sources.mjs';
 
 const [file, writer, rowCount] = process.argv.slice(2);
 const { openLedger } = await import('../ledger.ts');

@@ -1,20 +1,7 @@
 // Child process for the ledger test: records call attempts through the real `openLedger` and exits
 // without closing the ledger, before the batch timer fires. The rows must still be on disk.
 // Usage: node --experimental-strip-types exit-without-close.mjs <db> <rows>
-import { registerHooks } from 'node:module';
-import process from 'node:process';
-
-registerHooks({
-  resolve(specifier, context, nextResolve) {
-    try {
-      return nextResolve(specifier, context);
-    } catch (error) {
-      const relative = specifier.startsWith('./') || specifier.startsWith('../');
-      if (error?.code !== 'ERR_MODULE_NOT_FOUND' || !relative || !specifier.endsWith('.js')) throw error;
-      return nextResolve(`${specifier.slice(0, -'.js'.length)}.ts`, context);
-    }
-  },
-});
+import './typescript-sources.mjs';
 
 const [file, rowCount] = process.argv.slice(2);
 const { openLedger } = await import('../ledger.ts');
