@@ -4,6 +4,7 @@
 //
 // Usage (forked with IPC): node --experimental-strip-types concurrent-writer.mjs <db> <writer> <rows>
 // Sends `ready` once loaded, waits for `go` so every writer starts at the same moment, then exits 0.
+import process from 'node:process';
 import './typescript-sources.mjs';
 
 const [file, writer, rowCount] = process.argv.slice(2);

@@ -1,6 +1,7 @@
 // Child process for the ledger test: records call attempts through the real `openLedger` and exits
 // without closing the ledger, before the batch timer fires. The rows must still be on disk.
 // Usage: node --experimental-strip-types exit-without-close.mjs <db> <rows>
+import process from 'node:process';
 import './typescript-sources.mjs';
 
 const [file, rowCount] = process.argv.slice(2);
