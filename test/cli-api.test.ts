@@ -22,6 +22,15 @@ beforeAll(async () => {
     maxLifetimeMs: 300_000,
     scenario: {
       rules: [
+        {
+          match: { provider: 'anthropic', system: 'route requests' },
+          reply: {
+            tool: {
+              name: 'emit_output',
+              input: { skill: 'fix-bug', confidence: 0.9, reasoning: 'something broke' },
+            },
+          },
+        },
         { match: { provider: 'anthropic', text: 'overload' }, fault: { kind: 'overload' } },
         {
           match: { provider: 'anthropic' },
@@ -80,6 +89,27 @@ function run(args: string[]): Promise<Run> {
     );
   });
 }
+
+describe('switchboard route --mode hybrid', () => {
+  it('asks the LLM when the local tiers abstain', async () => {
+    const skills = join(import.meta.dirname, 'fixtures/skills');
+    const args = [
+      'route',
+      '--skills',
+      skills,
+      '--mode',
+      'hybrid',
+      '--provider',
+      'anthropic:claude-haiku-4-5',
+      '--json',
+    ];
+    const unsure = await run([...args, 'the gizmo went kaput']);
+    expect(unsure.status).toBe(0);
+    expect(JSON.parse(unsure.stdout)).toMatchObject({ skill: 'fix-bug', method: 'llm' });
+    const confident = await run([...args, 'add a dark mode setting']);
+    expect(JSON.parse(confident.stdout)).toMatchObject({ skill: 'add-feature', method: 'local' });
+  });
+});
 
 describe('switchboard call with API providers', () => {
   it('runs a role from switchboard.yaml as a fallback chain', async () => {

@@ -32,7 +32,7 @@ export function registerEvalCommand(program: Command): void {
     requireRoutes(config);
     const examples = loadDataset(flags.dataset);
     // Evaluation measures the tiers themselves: no cache hits from repeated texts, no ledger rows.
-    const router = createRouter({ ...routerOptions(config), cache: false, ledger: false });
+    const router = createRouter({ ...(await routerOptions(config)), cache: false, ledger: false });
     try {
       warnSkippedSkills(router);
       const { metrics } = await evaluateRouter(router, examples);

@@ -45,7 +45,12 @@ export function registerFitCommand(program: Command): void {
     requireRoutes(config);
     const tune = loadDataset(flags.dataset);
     const test = flags.test === undefined ? undefined : loadDataset(flags.test);
-    const router = createRouter({ ...routerOptions(config), mode: 'local', cache: false, ledger: false });
+    const router = createRouter({
+      ...(await routerOptions(config)),
+      mode: 'local',
+      cache: false,
+      ledger: false,
+    });
     try {
       warnSkippedSkills(router);
       const report = fitRouter(router, tune, test, flags.objective);

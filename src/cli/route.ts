@@ -25,7 +25,7 @@ export function registerRouteCommand(program: Command): void {
     const config = resolveConfig(globals, flags);
     requireRoutes(config);
     const text = await textFromArguments(words, 'request');
-    const router = createRouter(routerOptions(config));
+    const router = createRouter(await routerOptions(config));
     try {
       warnSkippedSkills(router);
       const decision = await router.route(text);

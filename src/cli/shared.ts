@@ -7,6 +7,7 @@ import type { RouterOptions } from '../route/router.js';
 export interface RoutingFlags {
   skills?: string;
   mode?: string;
+  provider?: string;
   train?: string[];
   rules?: string;
   confidenceThreshold?: number;
@@ -39,7 +40,14 @@ function collect(value: string, previous: string[] | undefined): string[] {
 export function addRoutingFlags(command: Command): Command {
   return command
     .option('--skills <dir>', 'skills folder (SKILL.md or *.md files with front matter)')
-    .option('--mode <mode>', 'rules-only | local (rules, then the learned model)')
+    .option(
+      '--mode <mode>',
+      'rules-only | local (rules, then the learned model) | hybrid (then an LLM when unsure) | llm-only',
+    )
+    .option(
+      '--provider <spec>',
+      'LLM for hybrid and llm-only modes, e.g. claude:haiku or anthropic:claude-haiku-4-5',
+    )
     .option('--train <file>', 'labelled examples for the model (JSONL or CLINC150 JSON); repeatable', collect)
     .option('--rules <file>', 'extra rules file (YAML/JSON list of {pattern, skill, confidence})')
     .option('--confidence-threshold <p>', 'abstain below this top probability', parseFraction)
@@ -55,6 +63,7 @@ export function resolveConfig(globals: GlobalFlags, flags: RoutingFlags): Switch
   const route: NonNullable<ConfigOverrides['route']> = {};
   if (flags.skills !== undefined) route.skills = flags.skills;
   if (flags.mode !== undefined) route.mode = parseRouteMode(flags.mode, '--mode');
+  if (flags.provider !== undefined) route.provider = flags.provider;
   if (flags.train !== undefined) route.examples = flags.train;
   if (flags.rules !== undefined) route.rulesFile = flags.rules;
   if (flags.confidenceThreshold !== undefined) route.confidenceThreshold = flags.confidenceThreshold;
@@ -70,7 +79,11 @@ export function resolveConfig(globals: GlobalFlags, flags: RoutingFlags): Switch
 }
 
 /** Router options for a resolved config. */
-export function routerOptions(config: SwitchboardConfig): RouterOptions {
+/**
+ * Router options for a resolved config. The LLM tier's providers load only when a mode needs them, so
+ * plain routing stays quick to start.
+ */
+export async function routerOptions(config: SwitchboardConfig): Promise<RouterOptions> {
   const { route } = config;
   const options: RouterOptions = {
     mode: route.mode,
@@ -85,6 +98,15 @@ export function routerOptions(config: SwitchboardConfig): RouterOptions {
   if (route.skills !== undefined) options.skills = route.skills;
   if (route.rulesFile !== undefined) options.rulesFile = route.rulesFile;
   if (!config.ledger.enabled) options.ledger = false;
+  if (route.provider !== undefined && (route.mode === 'hybrid' || route.mode === 'llm-only')) {
+    const { ProviderRegistry } = await import('../providers/registry.js');
+    options.llm = {
+      provider: route.provider,
+      timeoutMs: route.llmTimeoutMs,
+      confidenceThreshold: route.llmConfidenceThreshold,
+      callOptions: { providers: new ProviderRegistry({ claude: config.claude }) },
+    };
+  }
   return options;
 }
 
@@ -121,8 +143,12 @@ export function warn(message: string): void {
 }
 
 /** Warns once about each skill file the router skipped. */
-export function warnSkippedSkills(router: { problems: readonly { file: string; reason: string }[] }): void {
+export function warnSkippedSkills(router: {
+  problems: readonly { file: string; reason: string }[];
+  warnings: readonly string[];
+}): void {
   for (const problem of router.problems) warn(`${problem.file}: ${problem.reason} (skipped)`);
+  for (const warning of router.warnings) warn(warning);
 }
 
 export { EXIT_CODES };

@@ -82,6 +82,9 @@ const fileSchema = z.strictObject({
     .strictObject({
       skills: z.string().optional(),
       mode: z.enum(ROUTE_MODES).optional(),
+      provider: z.string().min(1).optional(),
+      llm_timeout_seconds: z.number().positive().optional(),
+      llm_confidence_threshold: probability.optional(),
       confidence_threshold: probability.optional(),
       margin_threshold: probability.optional(),
       rules_file: z.string().optional(),
@@ -102,6 +105,10 @@ const fileSchema = z.strictObject({
 export interface RouteSettings {
   skills?: string;
   mode: RouteMode;
+  /** Provider spec or chain for the LLM tier (`hybrid`, `llm-only`). */
+  provider?: string;
+  llmTimeoutMs: number;
+  llmConfidenceThreshold: number;
   confidenceThreshold: number;
   marginThreshold: number;
   rulesFile?: string;
@@ -154,7 +161,9 @@ export interface ConfigOverrides {
   stateDir?: string;
   ledger?: boolean;
   storeText?: boolean;
-  route?: Partial<Omit<RouteSettings, 'cache'>> & { cache?: boolean };
+  route?: Partial<Omit<RouteSettings, 'cache' | 'llmTimeoutMs' | 'llmConfidenceThreshold'>> & {
+    cache?: boolean;
+  };
 }
 
 export interface LoadConfigOptions {
@@ -214,6 +223,8 @@ export function loadConfig({
       file.route?.margin_threshold ??
       DEFAULT_MARGIN_THRESHOLD,
     examples,
+    llmTimeoutMs: (file.route?.llm_timeout_seconds ?? 10) * 1000,
+    llmConfidenceThreshold: file.route?.llm_confidence_threshold ?? 0.5,
     strict: routeOverrides.strict ?? environment.strict ?? file.route?.strict ?? false,
     cache: {
       enabled: routeOverrides.cache ?? environment.cache ?? file.route?.cache?.enabled ?? true,
@@ -224,6 +235,8 @@ export function loadConfig({
   const skills =
     fromCwd(routeOverrides.skills) ?? fromCwd(environment.skills) ?? fromFile(file.route?.skills);
   if (skills !== undefined) route.skills = skills;
+  const provider = routeOverrides.provider ?? environment.provider ?? file.route?.provider;
+  if (provider !== undefined) route.provider = provider;
   const rulesFile =
     fromCwd(routeOverrides.rulesFile) ?? fromCwd(environment.rulesFile) ?? fromFile(file.route?.rules_file);
   if (rulesFile !== undefined) route.rulesFile = rulesFile;
@@ -322,6 +335,7 @@ function parseConfigFile(path: string): z.infer<typeof fileSchema> {
 }
 
 interface EnvironmentSettings {
+  provider?: string;
   claudeExecutable?: string;
   stateDir?: string;
   ledger?: boolean;
@@ -371,6 +385,7 @@ function readEnvironment(env: NodeJS.ProcessEnv): EnvironmentSettings {
   assign('ledger', flag('SWITCHBOARD_LEDGER'));
   assign('storeText', flag('SWITCHBOARD_STORE_TEXT'));
   assign('skills', text('SWITCHBOARD_ROUTE_SKILLS'));
+  assign('provider', text('SWITCHBOARD_ROUTE_PROVIDER'));
   const mode = text('SWITCHBOARD_ROUTE_MODE');
   if (mode !== undefined) settings.mode = parseRouteMode(mode, 'SWITCHBOARD_ROUTE_MODE');
   assign('confidenceThreshold', fraction('SWITCHBOARD_ROUTE_CONFIDENCE_THRESHOLD'));

@@ -4,8 +4,11 @@ export const NONE = 'none';
 /** Which tier produced a decision. */
 export type RouteMethod = 'cache' | 'rules' | 'local' | 'llm' | 'fallback' | 'default';
 
-/** Routing modes. `hybrid` and `llm-only` arrive with the LLM tier. */
-export const ROUTE_MODES = ['rules-only', 'local'] as const;
+/**
+ * Routing modes. `rules-only`: cache and rules. `local`: then the learned model. `hybrid`: then an LLM
+ * for the requests the local tiers abstain on. `llm-only`: cache, then the LLM, which must answer.
+ */
+export const ROUTE_MODES = ['rules-only', 'local', 'hybrid', 'llm-only'] as const;
 export type RouteMode = (typeof ROUTE_MODES)[number];
 
 /** A skill as discovered from a skills folder. */

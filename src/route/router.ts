@@ -21,6 +21,7 @@ import { hashSkills, loadSkills, type SkillProblem } from './skills.js';
 import type { RouteTier, TierVerdict } from './tier.js';
 import { DecisionCache, type DecisionCacheOptions } from './tiers/cache-tier.js';
 import { LocalTier, loadOrTrainModel, type LocalModel } from './tiers/local-tier.js';
+import { LlmTier, type LlmTierOptions } from './tiers/llm-tier.js';
 import { loadRulesFile, RulesTier, type RouteRule } from './tiers/rules-tier.js';
 
 export interface RouterOptions {
@@ -63,8 +64,13 @@ export interface RouterOptions {
   ledger?: Ledger | false;
   /** Store request text in the ledger (otherwise only its hash). @default false */
   storeText?: boolean;
-  /** Candidates listed in a decision. @default 5 */
+  /** Candidates listed in a decision (and shown to the LLM tier). @default 5 */
   topCandidates?: number;
+  /**
+   * The LLM tier for `hybrid` and `llm-only`: a provider spec or chain and how to call it. Without it,
+   * `hybrid` routes as `local` and says so in a warning.
+   */
+  llm?: Omit<LlmTierOptions, 'skills' | 'required' | 'topK'>;
   /** Test seams. */
   _internal?: { now?: () => number; generateId?: () => string };
 }
@@ -74,6 +80,8 @@ export interface Router {
   readonly skills: readonly Skill[];
   /** Skill files that failed to load, with the reason. */
   readonly problems: readonly SkillProblem[];
+  /** Said once for the router, not per decision (e.g. hybrid running as local without a provider). */
+  readonly warnings: readonly string[];
   /** The learned model, when the mode uses one. */
   readonly model: LocalModel | undefined;
   /** Hash identifying the skill set (recorded in the ledger). */
@@ -107,6 +115,7 @@ export function createRouter({
   ledger: ledgerOption,
   storeText = false,
   topCandidates = 5,
+  llm,
   _internal = {},
 }: RouterOptions = {}): Router {
   if (!(ROUTE_MODES as readonly string[]).includes(mode)) {
@@ -146,13 +155,28 @@ export function createRouter({
   const rulesTier = new RulesTier(skills, allRules, rulesFile ?? 'rules');
   const tiers: RouteTier[] = [rulesTier];
   let model: LocalModel | undefined;
-  if (mode === 'local') {
+  if (mode === 'local' || mode === 'hybrid') {
     const examples: TrainingExample[] = [
       ...examplesFromSkills(skills),
       ...labelled.map((row) => ({ text: row.text, label: row.expected })),
     ];
     model = loadOrTrainModel(examples, modelCache ? join(stateDir, 'models') : undefined);
     tiers.push(new LocalTier(model.classifier, { confidenceThreshold, marginThreshold, topCandidates }));
+  }
+  const routerWarnings: string[] = [];
+  if (mode === 'hybrid' || mode === 'llm-only') {
+    if (llm === undefined) {
+      if (mode === 'llm-only') {
+        throw new SwitchboardError('CONFIG_INVALID', 'llm-only routing needs a provider', {
+          hint: 'pass --provider (e.g. claude:haiku) or set route.provider in switchboard.yaml',
+        });
+      }
+      routerWarnings.push('no LLM provider configured: hybrid routing runs as local');
+    } else {
+      // llm-only asks the model about every request: no rules, no local model in front of it.
+      if (mode === 'llm-only') tiers.length = 0;
+      tiers.push(new LlmTier({ ...llm, skills, topK: topCandidates, required: mode === 'llm-only' }));
+    }
   }
 
   const skillsHash = hashSkills(skills);
@@ -209,6 +233,8 @@ export function createRouter({
       let verdict: TierVerdict | undefined;
       let method: RouteMethod = 'default';
       let candidates: readonly RouteCandidate[] = [];
+      let fallbackReason: string | undefined;
+      let fallbackCost = 0;
       for (const tier of tiers) {
         abortSignal?.throwIfAborted();
         const tierStarted = now();
@@ -219,19 +245,29 @@ export function createRouter({
         );
         timings[tier.method] = now() - tierStarted;
         if (result === undefined) continue;
+        if (result.fallbackReason !== undefined) {
+          fallbackReason = result.fallbackReason;
+          fallbackCost += result.costUsd ?? 0;
+          continue;
+        }
         verdict = result;
         method = tier.method;
         if (result.candidates.length > 0) candidates = result.candidates;
         if (result.skill !== NONE) break;
       }
+      const reasoning = verdict?.reasoning ?? 'no rule matched';
       decision = {
         id: generateId(),
         skill: verdict?.skill ?? NONE,
         confidence: verdict?.confidence ?? 0,
-        reasoning: verdict?.reasoning ?? 'no rule matched',
-        method,
+        // The LLM could not decide: the earlier tiers' decision stands, marked as a fallback.
+        reasoning:
+          fallbackReason === undefined
+            ? reasoning
+            : `${reasoning}; ${fallbackReason}, so the local decision stands`,
+        method: fallbackReason === undefined ? method : 'fallback',
         candidates: [...(verdict?.candidates ?? candidates)],
-        costUsd: verdict?.costUsd ?? 0,
+        costUsd: (verdict?.costUsd ?? 0) + fallbackCost,
         durationMs: 0,
         timings,
         warnings,
@@ -268,6 +304,7 @@ export function createRouter({
     mode,
     skills,
     problems,
+    warnings: routerWarnings,
     model,
     skillsHash,
     route,

@@ -8,6 +8,8 @@ export interface TierVerdict {
   reasoning: string;
   candidates: RouteCandidate[];
   costUsd?: number;
+  /** Set when the tier could not decide and leaves the earlier tiers' verdict in place, saying why. */
+  fallbackReason?: string;
 }
 
 export interface TierInput {

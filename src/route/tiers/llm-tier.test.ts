@@ -1,0 +1,116 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ProviderRegistry } from '../../providers/registry.js';
+import type { Scenario } from '../../sim/scenario.js';
+import { startSimulator, type Simulator } from '../../sim/server.js';
+import { createRouter, type RouterOptions } from '../router.js';
+
+// The LLM tier in the router chain, with the official Anthropic SDK answering from `switchboard sim`.
+
+const skills = join(import.meta.dirname, '../../../test/fixtures/skills');
+let sim: Simulator | undefined;
+afterEach(async () => {
+  await sim?.close();
+  sim = undefined;
+});
+
+async function router(scenario: Scenario, options: Partial<RouterOptions> = {}) {
+  sim = await startSimulator({ scenario, maxLifetimeMs: 120_000 });
+  const providers = new ProviderRegistry({ anthropic: { apiKey: 'sk-ant-route-test', baseUrl: sim.url } });
+  return createRouter({
+    skills,
+    mode: 'hybrid',
+    stateDir: mkdtempSync(join(tmpdir(), 'switchboard-llm-tier-')),
+    ledger: false,
+    cache: false,
+    llm: {
+      provider: 'anthropic:claude-haiku-4-5',
+      timeoutMs: 2_000,
+      callOptions: {
+        providers,
+        retry: { retriesPerProvider: 0 },
+        _internal: { sleep: async () => undefined },
+      },
+    },
+    ...options,
+  });
+}
+
+const answer = (skill: string, confidence: number) => ({
+  tool: { name: 'emit_output', input: { skill, confidence, reasoning: `looks like ${skill}` } },
+  usage: { input: 300, output: 20 },
+});
+
+describe('hybrid routing', () => {
+  it('asks the LLM only when the local tiers abstain, with the candidates and none as the only choices', async () => {
+    const hybrid = await router({
+      rules: [{ match: { provider: 'anthropic' }, reply: answer('fix-bug', 0.9) }],
+    });
+    const confident = await hybrid.route('the app crashes whenever I save');
+    expect(confident.method).toBe('local');
+    expect(sim?.requests).toHaveLength(0);
+    const unsure = await hybrid.route('the gizmo went kaput');
+    expect(unsure).toMatchObject({ skill: 'fix-bug', method: 'llm', confidence: 0.9 });
+    expect(unsure.costUsd).toBeGreaterThan(0);
+    expect(unsure.timings).toHaveProperty('llm');
+    const body = sim?.requests[0]?.body as {
+      tools: { input_schema: { properties: { skill: { enum: string[] } } } }[];
+    };
+    const choices = body.tools[0]?.input_schema.properties.skill.enum ?? [];
+    expect(choices).toContain('none');
+    expect(choices.length).toBeLessThanOrEqual(6);
+    expect(sim?.requests[0]?.text).toContain('the gizmo went kaput');
+  });
+
+  it('keeps the local decision when the LLM fails, is unsure or answers outside the set', async () => {
+    const failing = await router({ rules: [{ match: { provider: 'anthropic' }, fault: { status: 500 } }] });
+    const failed = await failing.route('the gizmo went kaput');
+    expect(failed).toMatchObject({ skill: 'none', method: 'fallback' });
+    expect(failed.reasoning).toMatch(/LLM tier failed/);
+    await sim?.close();
+    const unsure = await router({
+      rules: [{ match: { provider: 'anthropic' }, reply: answer('fix-bug', 0.2) }],
+    });
+    expect(await unsure.route('the gizmo went kaput')).toMatchObject({ method: 'fallback', skill: 'none' });
+    await sim?.close();
+    const late = await router({
+      rules: [{ match: { provider: 'anthropic' }, reply: { ...answer('fix-bug', 0.9), delayMs: 5_000 } }],
+    });
+    const slow = await late.route('the gizmo went kaput');
+    expect(slow).toMatchObject({ method: 'fallback' });
+    expect(slow.durationMs).toBeLessThan(4_000);
+  });
+
+  it('runs as local without a provider and says so once', async () => {
+    const local = createRouter({
+      skills,
+      mode: 'hybrid',
+      ledger: false,
+      stateDir: mkdtempSync(join(tmpdir(), 'switchboard-llm-tier-')),
+    });
+    expect(local.warnings).toEqual(['no LLM provider configured: hybrid routing runs as local']);
+    expect((await local.route('the app crashes whenever I save')).warnings).toEqual([]);
+  });
+});
+
+describe('llm-only routing', () => {
+  it('asks the LLM about every request and fails when it cannot answer', async () => {
+    const only = await router(
+      {
+        rules: [
+          { match: { provider: 'anthropic', text: 'kaboom' }, fault: { status: 500 } },
+          { match: { provider: 'anthropic' }, reply: answer('write-docs', 0.8) },
+        ],
+      },
+      { mode: 'llm-only' },
+    );
+    expect(await only.route('the app crashes whenever I save')).toMatchObject({
+      skill: 'write-docs',
+      method: 'llm',
+    });
+    await expect(only.route('kaboom')).rejects.toMatchObject({ code: 'PROVIDER_ERROR' });
+    expect(() => createRouter({ skills, mode: 'llm-only', ledger: false })).toThrow(/needs a provider/);
+  });
+});

@@ -1,0 +1,145 @@
+import type { CallOptions } from '../../invoke/call.js';
+import { call } from '../../invoke/call.js';
+import { isSwitchboardError, SwitchboardError } from '../../core/errors.js';
+import { NONE, type RouteCandidate, type Skill } from '../../core/route-types.js';
+import type { RouteTier, TierInput, TierVerdict } from '../tier.js';
+
+export interface LlmTierOptions {
+  /** Provider spec or fallback chain, e.g. `claude:haiku` or `anthropic:claude-haiku-4-5,openai:gpt-4.1-mini`. */
+  provider: string;
+  skills: readonly Skill[];
+  /** Candidates shown to the model when earlier tiers offer some. @default 5 */
+  topK?: number;
+  /** An answer is late after this long and the earlier tiers' decision stands. @default 10_000 */
+  timeoutMs?: number;
+  /** An answer under this confidence is not trusted. @default 0.5 */
+  confidenceThreshold?: number;
+  /** Fail the route instead of falling back when the model cannot answer (`llm-only` mode). @default false */
+  required?: boolean;
+  /** Passed to `call()`: providers, ledger, retry settings. */
+  callOptions?: CallOptions;
+}
+
+/** What the model is asked to return. */
+interface LlmAnswer {
+  skill: string;
+  confidence: number;
+  reasoning: string;
+}
+
+const EXAMPLES_PER_SKILL = 3;
+
+/**
+ * The LLM as a routing tier: a narrow prompt holding only the candidates (name, description, a few
+ * examples) and `none`, with structured output whose `skill` is constrained to those names. A failed,
+ * late, out-of-set or unsure answer leaves the earlier tiers' decision in place (the router marks it
+ * `fallback`), unless the tier is `required`.
+ */
+export class LlmTier implements RouteTier {
+  readonly method = 'llm' as const;
+  private readonly options: Required<Omit<LlmTierOptions, 'callOptions'>> & { callOptions: CallOptions };
+  private readonly byName: Map<string, Skill>;
+
+  constructor({
+    topK = 5,
+    timeoutMs = 10_000,
+    confidenceThreshold = 0.5,
+    required = false,
+    callOptions = {},
+    ...rest
+  }: LlmTierOptions) {
+    this.options = { topK, timeoutMs, confidenceThreshold, required, callOptions, ...rest };
+    this.byName = new Map(rest.skills.map((skill) => [skill.name, skill]));
+  }
+
+  async decide({ text, candidates, abortSignal }: TierInput): Promise<TierVerdict | undefined> {
+    const shortlist = this.shortlist(candidates);
+    const names = [...shortlist.map((skill) => skill.name), NONE];
+    const schema = {
+      type: 'object',
+      properties: {
+        skill: { type: 'string', enum: names },
+        confidence: { type: 'number', minimum: 0, maximum: 1 },
+        reasoning: { type: 'string' },
+      },
+      required: ['skill', 'confidence', 'reasoning'],
+    };
+    const listing = shortlist
+      .map((skill) => {
+        const examples = skill.examples
+          .slice(0, EXAMPLES_PER_SKILL)
+          .map((example) => `"${example}"`)
+          .join('; ');
+        return `- ${skill.name}: ${skill.description}${examples === '' ? '' : ` Examples: ${examples}.`}`;
+      })
+      .join('\n');
+    const prompt = [
+      'Choose the one skill that should handle the request below, or "none" if no skill fits.',
+      '',
+      'Skills:',
+      listing,
+      '',
+      'Request:',
+      text,
+    ].join('\n');
+    try {
+      const result = await call(
+        this.options.provider,
+        {
+          prompt,
+          system: 'You route requests to skills. Answer only with the requested JSON.',
+          schema,
+          timeoutMs: this.options.timeoutMs,
+          tags: { purpose: 'route' },
+          ...(abortSignal === undefined ? {} : { abortSignal }),
+        },
+        this.options.callOptions,
+      );
+      const answer = result.structured as LlmAnswer | undefined;
+      const cost = result.costUsd ?? 0;
+      if (answer === undefined || !names.includes(answer.skill)) {
+        return this.unusable(`the model answered outside the candidates (${String(answer?.skill)})`, cost);
+      }
+      if (answer.confidence < this.options.confidenceThreshold) {
+        return this.unusable(
+          `the model was unsure (${answer.confidence.toFixed(2)} < ${this.options.confidenceThreshold})`,
+          cost,
+        );
+      }
+      return {
+        skill: answer.skill,
+        confidence: answer.confidence,
+        reasoning: `llm (${result.provider}): ${answer.reasoning}`,
+        candidates: [{ skill: answer.skill, score: answer.confidence }],
+        costUsd: cost,
+      };
+    } catch (error) {
+      if (this.options.required) throw error;
+      const reason = isSwitchboardError(error) ? `${error.code}: ${error.message}` : String(error);
+      return this.unusable(`the LLM tier failed (${reason})`, 0);
+    }
+  }
+
+  /** Earlier tiers' top candidates, or every skill when there are none (`llm-only`). */
+  private shortlist(candidates: readonly RouteCandidate[]): Skill[] {
+    const picked = candidates
+      .filter((candidate) => candidate.skill !== NONE)
+      .slice(0, this.options.topK)
+      .flatMap((candidate) => {
+        const skill = this.byName.get(candidate.skill);
+        return skill === undefined ? [] : [skill];
+      });
+    return picked.length > 0 ? picked : [...this.byName.values()];
+  }
+
+  private unusable(reason: string, costUsd: number): TierVerdict {
+    if (this.options.required) {
+      throw new SwitchboardError('PROVIDER_ERROR', `the LLM router could not decide: ${reason}`, {
+        hint: 'check the provider, or route in hybrid mode to fall back to the local tiers',
+        retryable: false,
+      });
+    }
+    // The earlier tiers' decision stands; the router records why, and what the attempt cost.
+    return { skill: NONE, confidence: 0, reasoning: reason, candidates: [], costUsd, fallbackReason: reason };
+  }
+}
