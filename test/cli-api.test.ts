@@ -111,6 +111,71 @@ describe('switchboard route --mode hybrid', () => {
   });
 });
 
+describe('switchboard route learn and feedback', () => {
+  it('teaches the local model from confident LLM decisions and corrections', async () => {
+    const skills = join(import.meta.dirname, 'fixtures/skills');
+    const nothing = await run(['route', 'learn', '--skills', skills, '--state-dir', 'learning']);
+    expect(nothing.status).toBe(2);
+    expect(nothing.stderr).toMatch(/nothing to learn/);
+    const hybrid = [
+      'route',
+      '--skills',
+      skills,
+      '--state-dir',
+      'learning',
+      '--mode',
+      'hybrid',
+      '--provider',
+      'anthropic:claude-haiku-4-5',
+      '--store-text',
+      '--json',
+    ];
+    const unknown = ['the gizmo went kaput', 'my widget is kaput again', 'kaput gizmo on the dashboard'];
+    for (const text of unknown)
+      expect(JSON.parse((await run([...hybrid, text])).stdout)).toMatchObject({ method: 'llm' });
+    const corrected = JSON.parse((await run([...hybrid, 'order a large pepperoni pizza'])).stdout) as {
+      id: string;
+    };
+    const feedback = await run([
+      'route',
+      'feedback',
+      corrected.id,
+      'write-docs',
+      '--skills',
+      skills,
+      '--state-dir',
+      'learning',
+    ]);
+    expect(feedback.status).toBe(0);
+    const learned = await run(['route', 'learn', '--skills', skills, '--state-dir', 'learning']);
+    expect(learned.status).toBe(0);
+    expect(learned.stdout).toMatch(/learned 4 example\(s\): 3 from LLM decisions, 1 from corrections/);
+    const shares = /leave to the LLM: (\d+)% before, (\d+)% after/.exec(learned.stdout);
+    expect(Number(shares?.[2])).toBeLessThan(Number(shares?.[1]));
+    const now = await run([
+      'route',
+      '--skills',
+      skills,
+      '--state-dir',
+      'learning',
+      '--json',
+      'the gizmo went kaput',
+    ]);
+    expect(JSON.parse(now.stdout)).toMatchObject({ skill: 'fix-bug', method: 'local' });
+    const unknownId = await run([
+      'route',
+      'feedback',
+      'no-such-id',
+      'fix-bug',
+      '--skills',
+      skills,
+      '--state-dir',
+      'learning',
+    ]);
+    expect(unknownId.status).toBe(2);
+  });
+});
+
 describe('switchboard call with API providers', () => {
   it('runs a role from switchboard.yaml as a fallback chain', async () => {
     const result = await run(['call', 'drafter', 'please overload', '--json']);

@@ -1,8 +1,12 @@
 import type { Command } from 'commander';
+import type { SwitchboardConfig } from '../core/config.js';
+import { SwitchboardError } from '../core/errors.js';
 import { NONE, type RouteDecision } from '../core/route-types.js';
+import type { RouterOptions } from '../route/router.js';
 import {
   addRoutingFlags,
   EXIT_CODES,
+  parseFraction,
   requireRoutes,
   resolveConfig,
   routerOptions,
@@ -17,12 +21,38 @@ export function registerRouteCommand(program: Command): void {
     program
       .command('route')
       .description('route a request to a skill (exit 0 routed, 10 abstained)')
-      .argument('[text...]', 'the request; omit or give "-" to read standard input')
-      .option('--json', 'print the RouteDecision as JSON'),
-  ).action(async (words: string[], flags: RoutingFlags, command: Command) => {
+      .argument(
+        '[text...]',
+        'the request (omit or "-" for standard input); or `learn`, or `feedback <decision-id> <skill>`',
+      )
+      .option('--json', 'print the RouteDecision as JSON')
+      .option(
+        '--min-confidence <p>',
+        'learn: LLM decisions at least this confident teach the model (0.8)',
+        parseFraction,
+      ),
+  ).action(async (words: string[], flags: RouteFlags, command: Command) => {
     const { createRouter } = await import('../route/router.js');
     const globals = command.optsWithGlobals<GlobalFlags>();
     const config = resolveConfig(globals, flags);
+    if (words.length === 3 && words[0] === 'feedback') {
+      const { openLedger } = await import('../store/ledger.js');
+      const ledger = openLedger({ stateDir: config.stateDir });
+      try {
+        ledger.recordFeedback(words[1] as string, words[2] as string);
+      } finally {
+        ledger.close();
+      }
+      process.stdout.write(
+        `recorded: decision ${words[1]} should have gone to ${words[2]}; run \`switchboard route learn\`\n`,
+      );
+      return;
+    }
+    if (words.length === 1 && words[0] === 'learn') {
+      requireRoutes(config);
+      await learn(config, await routerOptions(config), flags);
+      return;
+    }
     requireRoutes(config);
     const text = await textFromArguments(words, 'request');
     const router = createRouter(await routerOptions(config));
@@ -36,6 +66,59 @@ export function registerRouteCommand(program: Command): void {
       router.close();
     }
   });
+}
+
+interface RouteFlags extends RoutingFlags {
+  minConfidence?: number;
+}
+
+/** `route learn`: ledger → learned examples → retrained model; shows the LLM share before and after. */
+async function learn(config: SwitchboardConfig, options: RouterOptions, flags: RouteFlags): Promise<void> {
+  const { createRouter } = await import('../route/router.js');
+  const { openLedger } = await import('../store/ledger.js');
+  const { collectLearnedExamples, writeLearnedExamples } = await import('../route/learn.js');
+  const ledger = openLedger({ stateDir: config.stateDir });
+  let collected;
+  try {
+    collected = collectLearnedExamples(
+      ledger,
+      flags.minConfidence === undefined ? {} : { minConfidence: flags.minConfidence },
+    );
+  } finally {
+    ledger.close();
+  }
+  if (collected.examples.length === 0) {
+    const why =
+      collected.withoutText > 0
+        ? `${collected.withoutText} decision(s) could teach but their text was not stored`
+        : 'no confident LLM decisions or corrections yet';
+    throw new SwitchboardError('INVALID_INPUT', `nothing to learn: ${why}`, {
+      hint: 'route in hybrid mode with ledger.store_text: true (or --store-text), or correct decisions with `route feedback`',
+    });
+  }
+  // The share of these requests the local tiers leave to the LLM, before and after learning.
+  const local = { ...options, mode: 'local' as const, cache: false as const, ledger: false as const };
+  const needsLlm = async (learned: boolean): Promise<number> => {
+    const router = createRouter({ ...local, learned });
+    let abstained = 0;
+    for (const example of collected.examples)
+      if ((await router.route(example.text)).skill === NONE) abstained++;
+    router.close();
+    return abstained / collected.examples.length;
+  };
+  const before = await needsLlm(false);
+  const file = writeLearnedExamples(config.stateDir, collected.examples);
+  const after = await needsLlm(true);
+  const percent = (value: number) => `${(value * 100).toFixed(0)}%`;
+  process.stdout.write(
+    [
+      `learned ${collected.examples.length} example(s): ${collected.fromLlm} from LLM decisions, ${collected.fromFeedback} from corrections → ${file}`,
+      `requests among them the local tiers leave to the LLM: ${percent(before)} before, ${percent(after)} after`,
+      ...(collected.withoutText > 0
+        ? [`skipped ${collected.withoutText} decision(s) without stored text`]
+        : []),
+    ].join('\n') + '\n',
+  );
 }
 
 export function formatDecision(decision: RouteDecision): string {

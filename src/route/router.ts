@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DEFAULT_CONFIDENCE_THRESHOLD, DEFAULT_MARGIN_THRESHOLD } from '../core/config.js';
 import { SwitchboardError } from '../core/errors.js';
@@ -14,6 +15,7 @@ import {
 } from '../core/route-types.js';
 import { openLedger, type Ledger } from '../store/ledger.js';
 import { loadDataset } from './datasets.js';
+import { hasLearnedExamples, learnedFilePath, usableLearned } from './learn.js';
 import { examplesFromSkills } from './model/skill-examples.js';
 import type { TrainingExample } from './model/text-classifier.js';
 import { MAX_ROUTED_CHARACTERS, normalizeRequest } from './normalize.js';
@@ -71,6 +73,8 @@ export interface RouterOptions {
    * `hybrid` routes as `local` and says so in a warning.
    */
   llm?: Omit<LlmTierOptions, 'skills' | 'required' | 'topK'>;
+  /** Train also on `<stateDir>/learned.jsonl`, written by `switchboard route learn`. @default true */
+  learned?: boolean;
   /** Test seams. */
   _internal?: { now?: () => number; generateId?: () => string };
 }
@@ -116,6 +120,7 @@ export function createRouter({
   storeText = false,
   topCandidates = 5,
   llm,
+  learned = true,
   _internal = {},
 }: RouterOptions = {}): Router {
   if (!(ROUTE_MODES as readonly string[]).includes(mode)) {
@@ -150,6 +155,13 @@ export function createRouter({
     );
   }
   checkLabels(labelled, skills);
+  // What `switchboard route learn` taught from earlier LLM decisions and corrections.
+  if (learned && hasLearnedExamples(stateDir)) {
+    const names = new Set(skills.map((skill) => skill.name));
+    const file = learnedFilePath(stateDir);
+    const rows = readFileSync(file, 'utf8').trim() === '' ? [] : loadDataset(file);
+    labelled.push(...usableLearned(rows, names));
+  }
 
   const allRules = [...(rulesFile === undefined ? [] : loadRulesFile(rulesFile)), ...rules];
   const rulesTier = new RulesTier(skills, allRules, rulesFile ?? 'rules');

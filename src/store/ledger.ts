@@ -102,6 +102,10 @@ export interface Ledger {
   /** One decision by id, or `undefined`. */
   getRouteDecision(id: string): StoredRouteDecision | undefined;
   countRouteDecisions(): number;
+  /** Records a user's correction of a decision (the latest one wins). */
+  recordFeedback(decisionId: string, skill: string): void;
+  /** Every correction, oldest first. */
+  listFeedback(): { decisionId: string; skill: string }[];
   /** Appends one call attempt (a call with retries or fallbacks has several). */
   recordCallAttempt(record: CallAttemptRecord): void;
   /** Dollars spent since a time, optionally for one provider and/or one `key=value` tag. */
@@ -281,6 +285,8 @@ interface RouteDecisionRow {
 }
 
 interface Statements extends CallStatements {
+  upsertFeedback: Database.Statement<[{ decision_id: string; skill: string; created_at: number }]>;
+  listFeedback: Database.Statement<[], { decision_id: string; skill: string }>;
   insertRouteDecision: Database.Statement<[RouteDecisionRow]>;
   listRouteDecisions: Database.Statement<[{ since: number; limit: number }], RouteDecisionRow>;
   getRouteDecision: Database.Statement<[string], RouteDecisionRow>;
@@ -305,6 +311,11 @@ function prepareStatements(database: Database.Database): Statements {
     ),
     getRouteDecision: database.prepare(`SELECT ${ROUTE_DECISION_COLUMNS} FROM route_decisions WHERE id = ?`),
     countRouteDecisions: database.prepare('SELECT count(*) AS count FROM route_decisions'),
+    upsertFeedback: database.prepare(
+      'INSERT INTO route_feedback (decision_id, skill, created_at) VALUES (@decision_id, @skill, @created_at) ' +
+        'ON CONFLICT (decision_id) DO UPDATE SET skill = excluded.skill, created_at = excluded.created_at',
+    ),
+    listFeedback: database.prepare('SELECT decision_id, skill FROM route_feedback ORDER BY created_at'),
     ...prepareCallStatements(database),
   };
 }
@@ -358,6 +369,23 @@ function createLedger(
       // caller may reuse or change its own record object afterwards.
       pendingAttempts.push({ ...record, ...(record.tags === undefined ? {} : { tags: { ...record.tags } }) });
       if (pendingAttempts.length === 1) setTimeout(flushAttempts, ATTEMPT_FLUSH_MS).unref();
+    },
+
+    recordFeedback(decisionId, skill) {
+      guarded('cannot record feedback in', () => {
+        if (statements.getRouteDecision.get(decisionId) === undefined) {
+          throw new SwitchboardError('INVALID_INPUT', `there is no route decision ${decisionId} in ${file}`, {
+            hint: 'use an id printed by `switchboard route --json` (run in the same folder)',
+          });
+        }
+        statements.upsertFeedback.run({ decision_id: decisionId, skill, created_at: Date.now() });
+      });
+    },
+
+    listFeedback() {
+      return guarded('cannot read feedback from', () =>
+        statements.listFeedback.all().map((row) => ({ decisionId: row.decision_id, skill: row.skill })),
+      );
     },
 
     spendSince(since, filter = {}) {

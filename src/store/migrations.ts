@@ -90,6 +90,17 @@ export const MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 4,
+    description: 'route feedback',
+    sql: `
+      CREATE TABLE route_feedback (
+        decision_id TEXT PRIMARY KEY NOT NULL,  -- the route decision being corrected
+        skill       TEXT NOT NULL,              -- the skill that should have been chosen, or none
+        created_at  INTEGER NOT NULL
+      );
+    `,
+  },
 ];
 
 /** The schema version this build of Switchboard writes. */
