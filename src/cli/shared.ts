@@ -104,6 +104,7 @@ export async function routerOptions(config: SwitchboardConfig): Promise<RouterOp
       provider: route.provider,
       timeoutMs: route.llmTimeoutMs,
       confidenceThreshold: route.llmConfidenceThreshold,
+      race: route.llmRace,
       callOptions: { providers: new ProviderRegistry({ claude: config.claude }) },
     };
   }

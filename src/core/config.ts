@@ -85,6 +85,7 @@ const fileSchema = z.strictObject({
       provider: z.string().min(1).optional(),
       llm_timeout_seconds: z.number().positive().optional(),
       llm_confidence_threshold: probability.optional(),
+      llm_race: z.boolean().optional(),
       confidence_threshold: probability.optional(),
       margin_threshold: probability.optional(),
       rules_file: z.string().optional(),
@@ -109,6 +110,8 @@ export interface RouteSettings {
   provider?: string;
   llmTimeoutMs: number;
   llmConfidenceThreshold: number;
+  /** Start the LLM beside the local tiers and cancel it when they are confident. */
+  llmRace: boolean;
   confidenceThreshold: number;
   marginThreshold: number;
   rulesFile?: string;
@@ -225,6 +228,7 @@ export function loadConfig({
     examples,
     llmTimeoutMs: (file.route?.llm_timeout_seconds ?? 10) * 1000,
     llmConfidenceThreshold: file.route?.llm_confidence_threshold ?? 0.5,
+    llmRace: file.route?.llm_race ?? false,
     strict: routeOverrides.strict ?? environment.strict ?? file.route?.strict ?? false,
     cache: {
       enabled: routeOverrides.cache ?? environment.cache ?? file.route?.cache?.enabled ?? true,

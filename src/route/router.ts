@@ -72,7 +72,14 @@ export interface RouterOptions {
    * The LLM tier for `hybrid` and `llm-only`: a provider spec or chain and how to call it. Without it,
    * `hybrid` routes as `local` and says so in a warning.
    */
-  llm?: Omit<LlmTierOptions, 'skills' | 'required' | 'topK'>;
+  llm?: Omit<LlmTierOptions, 'skills' | 'required' | 'topK'> & {
+    /**
+     * Start the LLM at once, beside the local tiers, and cancel it when they are confident: lower
+     * latency for the requests that need it, at the price of calls that get cancelled.
+     * @default false
+     */
+    race?: boolean;
+  };
   /** Train also on `<stateDir>/learned.jsonl`, written by `switchboard route learn`. @default true */
   learned?: boolean;
   /** Test seams. */
@@ -176,6 +183,8 @@ export function createRouter({
     tiers.push(new LocalTier(model.classifier, { confidenceThreshold, marginThreshold, topCandidates }));
   }
   const routerWarnings: string[] = [];
+  let llmTier: LlmTier | undefined;
+  const raceLlm = mode === 'hybrid' && llm?.race === true;
   if (mode === 'hybrid' || mode === 'llm-only') {
     if (llm === undefined) {
       if (mode === 'llm-only') {
@@ -187,7 +196,8 @@ export function createRouter({
     } else {
       // llm-only asks the model about every request: no rules, no local model in front of it.
       if (mode === 'llm-only') tiers.length = 0;
-      tiers.push(new LlmTier({ ...llm, skills, topK: topCandidates, required: mode === 'llm-only' }));
+      llmTier = new LlmTier({ ...llm, skills, topK: topCandidates, required: mode === 'llm-only' });
+      tiers.push(llmTier);
     }
   }
 
@@ -247,15 +257,30 @@ export function createRouter({
       let candidates: readonly RouteCandidate[] = [];
       let fallbackReason: string | undefined;
       let fallbackCost = 0;
+      // Racing: the LLM starts at once, beside the local tiers, and is cancelled when they are confident.
+      const race = raceLlm && llmTier !== undefined ? new AbortController() : undefined;
+      const raceStarted = now();
+      const raced =
+        race === undefined || llmTier === undefined
+          ? undefined
+          : llmTier.decide({
+              text: routedText,
+              normalized,
+              candidates: [],
+              abortSignal:
+                abortSignal === undefined ? race.signal : AbortSignal.any([race.signal, abortSignal]),
+            });
+      // A cancelled race must not surface as an unhandled rejection.
+      raced?.catch(() => undefined);
       for (const tier of tiers) {
         abortSignal?.throwIfAborted();
         const tierStarted = now();
-        const result = await tier.decide(
+        const input =
           abortSignal === undefined
             ? { text: routedText, normalized, candidates }
-            : { text: routedText, normalized, candidates, abortSignal },
-        );
-        timings[tier.method] = now() - tierStarted;
+            : { text: routedText, normalized, candidates, abortSignal };
+        const result = tier === llmTier && raced !== undefined ? await raced : await tier.decide(input);
+        timings[tier.method] = now() - (tier === llmTier && raced !== undefined ? raceStarted : tierStarted);
         if (result === undefined) continue;
         if (result.fallbackReason !== undefined) {
           fallbackReason = result.fallbackReason;
@@ -267,6 +292,7 @@ export function createRouter({
         if (result.candidates.length > 0) candidates = result.candidates;
         if (result.skill !== NONE) break;
       }
+      if (race !== undefined && method !== 'llm') race.abort();
       const reasoning = verdict?.reasoning ?? 'no rule matched';
       decision = {
         id: generateId(),

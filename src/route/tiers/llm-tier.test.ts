@@ -95,6 +95,43 @@ describe('hybrid routing', () => {
   });
 });
 
+describe('racing', () => {
+  it('starts the LLM at once and cancels it when the local tiers are confident', async () => {
+    const racing = await router({
+      rules: [{ match: { provider: 'anthropic' }, reply: { ...answer('fix-bug', 0.9), delayMs: 400 } }],
+    });
+    const raced = createRouter({
+      skills,
+      mode: 'hybrid',
+      stateDir: mkdtempSync(join(tmpdir(), 'switchboard-llm-tier-')),
+      ledger: false,
+      cache: false,
+      llm: {
+        provider: 'anthropic:claude-haiku-4-5',
+        timeoutMs: 2_000,
+        race: true,
+        callOptions: {
+          providers: new ProviderRegistry({
+            anthropic: { apiKey: 'sk-ant-route-test', baseUrl: sim?.url as string },
+          }),
+          retry: { retriesPerProvider: 0 },
+        },
+      },
+    });
+    racing.close();
+    const confident = await raced.route('the app crashes whenever I save');
+    expect(confident.method).toBe('local');
+    expect(confident.durationMs).toBeLessThan(300);
+    // The cancelled race never produced an answer that counted.
+    expect(confident.costUsd).toBe(0);
+    const unsure = await raced.route('the gizmo went kaput');
+    expect(unsure).toMatchObject({ method: 'llm', skill: 'fix-bug' });
+    // Its LLM call began with the request, not after the local tiers: the whole decision takes about
+    // one simulated LLM answer (400 ms), with its timing counted from the start.
+    expect(unsure.timings['llm']).toBeGreaterThanOrEqual(390);
+  });
+});
+
 describe('llm-only routing', () => {
   it('asks the LLM about every request and fails when it cannot answer', async () => {
     const only = await router(
