@@ -164,6 +164,35 @@ describe('switchboard eval and fit', () => {
     expectOneLineError(run(['eval', '--skills', skills, '--dataset', 'bad.jsonl'], { cwd }), 5, /"?ghost"?/);
   });
 
+  it('fits the confidence threshold to a target share of LLM calls', () => {
+    const cwd = mkdtempSync(join(tmpdir(), 'switchboard-share-'));
+    const requests = [
+      'the app crashes whenever I save',
+      'add a dark mode setting',
+      'update the README with install steps',
+      'the gizmo went kaput',
+      'order a large pepperoni pizza',
+      'something odd with the thing',
+    ];
+    writeFileSync(join(cwd, 'requests.txt'), requests.join('\n'));
+    const strict = JSON.parse(
+      run(['fit', '--skills', skills, '--llm-share', '0.5', '--requests', 'requests.txt', '--json'], { cwd })
+        .stdout,
+    ) as {
+      llmShare: number;
+      confidenceThreshold: number;
+    };
+    expect(strict.llmShare).toBeLessThanOrEqual(0.5);
+    const loose = JSON.parse(
+      run(['fit', '--skills', skills, '--llm-share', '0.9', '--requests', 'requests.txt', '--json'], { cwd })
+        .stdout,
+    ) as {
+      confidenceThreshold: number;
+    };
+    expect(loose.confidenceThreshold).toBeGreaterThanOrEqual(strict.confidenceThreshold);
+    expect(run(['fit', '--skills', skills, '--llm-share', '0.3'], { cwd }).status).toBe(2);
+  });
+
   it('fits thresholds on a tuning set and reports the held-out set apart', () => {
     const result = run(['fit', '--skills', skills, '--dataset', devSet, '--test', devSet, '--json']);
     expect(result.status).toBe(0);

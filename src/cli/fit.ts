@@ -1,7 +1,11 @@
+import { readFileSync } from 'node:fs';
 import { InvalidArgumentError, type Command } from 'commander';
+import type { SwitchboardConfig } from '../core/config.js';
+import { SwitchboardError } from '../core/errors.js';
 import type { FitObjective, FitResult } from '../route/fit.js';
 import {
   addRoutingFlags,
+  parseFraction,
   requireRoutes,
   resolveConfig,
   routerOptions,
@@ -11,7 +15,9 @@ import {
 } from './shared.js';
 
 interface FitFlags extends RoutingFlags {
-  dataset: string;
+  dataset?: string;
+  llmShare?: number;
+  requests?: string;
   test?: string;
   objective: FitObjective;
 }
@@ -28,7 +34,16 @@ export function registerFitCommand(program: Command): void {
     program
       .command('fit')
       .description('choose the confidence and margin thresholds on tuning data; report a held-out set apart')
-      .requiredOption('--dataset <file>', 'tuning (validation) set: JSONL or CLINC150 JSON#split,split')
+      .option('--dataset <file>', 'tuning (validation) set: JSONL or CLINC150 JSON#split,split')
+      .option(
+        '--llm-share <p>',
+        'instead: the confidence threshold that sends at most this share of --requests to the LLM',
+        parseFraction,
+      )
+      .option(
+        '--requests <file>',
+        'with --llm-share: unlabelled requests, one per line (or JSONL with "text")',
+      )
       .option('--test <file>', 'held-out set reported at the chosen thresholds, never tuned on')
       .option(
         '--objective <name>',
@@ -43,6 +58,19 @@ export function registerFitCommand(program: Command): void {
     const { createRouter } = await import('../route/router.js');
     const config = resolveConfig(command.optsWithGlobals<GlobalFlags>(), flags);
     requireRoutes(config);
+    if (flags.llmShare !== undefined) {
+      await fitLlmShare(config, flags);
+      return;
+    }
+    if (flags.dataset === undefined) {
+      throw new SwitchboardError(
+        'INVALID_INPUT',
+        'fit needs --dataset (labelled) or --llm-share with --requests',
+        {
+          hint: 'e.g. switchboard fit --skills DIR --dataset val.jsonl --test test.jsonl',
+        },
+      );
+    }
     const tune = loadDataset(flags.dataset);
     const test = flags.test === undefined ? undefined : loadDataset(flags.test);
     const router = createRouter({
@@ -76,6 +104,63 @@ export function registerFitCommand(program: Command): void {
       router.close();
     }
   });
+}
+
+/** Escalation by budget: the threshold that keeps the LLM's share of these requests at the target. */
+async function fitLlmShare(config: SwitchboardConfig, flags: FitFlags): Promise<void> {
+  const { fitForLlmShare } = await import('../route/evaluate.js');
+  const { createRouter } = await import('../route/router.js');
+  if (flags.requests === undefined) {
+    throw new SwitchboardError('INVALID_INPUT', '--llm-share needs --requests FILE', {
+      hint: 'give unlabelled requests, one per line',
+    });
+  }
+  let content: string;
+  try {
+    content = readFileSync(flags.requests, 'utf8');
+  } catch {
+    throw new SwitchboardError('DATASET_INVALID', `cannot read requests file ${flags.requests}`, {
+      hint: 'check the --requests path',
+    });
+  }
+  const texts = content
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line !== '')
+    .map((line) => {
+      if (!line.startsWith('{')) return line;
+      try {
+        const row = JSON.parse(line) as { text?: unknown };
+        return typeof row.text === 'string' ? row.text : line;
+      } catch {
+        return line;
+      }
+    });
+  const router = createRouter({
+    ...(await routerOptions(config)),
+    mode: 'local',
+    cache: false,
+    ledger: false,
+  });
+  try {
+    warnSkippedSkills(router);
+    const fit = fitForLlmShare(router, texts, flags.llmShare as number, config.route.marginThreshold);
+    if (flags.json === true) {
+      process.stdout.write(`${JSON.stringify(fit)}\n`);
+      return;
+    }
+    process.stdout.write(
+      [
+        `confidence ${fit.confidenceThreshold} (margin ${fit.marginThreshold}) sends ${(fit.llmShare * 100).toFixed(1)}% of ${fit.count} requests to the LLM (target ≤ ${((flags.llmShare as number) * 100).toFixed(0)}%)`,
+        '',
+        'to use it, put this in switchboard.yaml:',
+        'route:',
+        `  confidence_threshold: ${fit.confidenceThreshold}`,
+      ].join('\n') + '\n',
+    );
+  } finally {
+    router.close();
+  }
 }
 
 function describe(result: FitResult): string {

@@ -1,6 +1,13 @@
 import { NONE, type LabelledExample } from '../core/route-types.js';
 import { SwitchboardError } from '../core/errors.js';
-import { fitThresholds, type FitObjective, type FitResult, type FitRow, type Thresholds } from './fit.js';
+import {
+  applyThresholds,
+  fitThresholds,
+  type FitObjective,
+  type FitResult,
+  type FitRow,
+  type Thresholds,
+} from './fit.js';
 import { computeMetrics, toScoredRow, type EvalMetrics, type ScoredRow } from './metrics.js';
 import type { Router } from './router.js';
 
@@ -88,4 +95,48 @@ function checkDatasetLabels(router: Router, examples: readonly LabelledExample[]
       { hint: `label rows with skill names from the skills folder or "${NONE}"` },
     );
   }
+}
+
+export interface LlmShareFit {
+  confidenceThreshold: number;
+  marginThreshold: number;
+  /** Share of the requests the local tiers would leave to the LLM at these thresholds. */
+  llmShare: number;
+  count: number;
+}
+
+/**
+ * Escalation by budget: the highest confidence threshold (so the local model decides only what it is
+ * surest of) at which no more than `targetShare` of these unlabelled requests would go to the LLM.
+ * Rule matches never go to the LLM. The margin threshold stays as given.
+ */
+export function fitForLlmShare(
+  router: Router,
+  texts: readonly string[],
+  targetShare: number,
+  marginThreshold: number,
+): LlmShareFit {
+  if (!(targetShare >= 0 && targetShare <= 1)) {
+    throw new SwitchboardError(
+      'INVALID_INPUT',
+      `Expected the LLM share to be between 0 and 1, got ${targetShare}`,
+    );
+  }
+  if (texts.length === 0) {
+    throw new SwitchboardError('DATASET_INVALID', 'there are no requests to fit on', {
+      hint: 'give a file with one request per line',
+    });
+  }
+  const ranked = texts.map((text) => router.rank(text).candidates.slice(0, 2));
+  const shareAt = (confidenceThreshold: number): number =>
+    ranked.filter(
+      (candidates) => applyThresholds(candidates, { confidenceThreshold, marginThreshold }).skill === NONE,
+    ).length / ranked.length;
+  let best = 0;
+  for (let step = 0; step <= 99; step++) {
+    const threshold = step / 100;
+    if (shareAt(threshold) <= targetShare) best = threshold;
+    else break;
+  }
+  return { confidenceThreshold: best, marginThreshold, llmShare: shareAt(best), count: texts.length };
 }
