@@ -1,14 +1,13 @@
-import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../src/sim/server.js';
+import { runCli, type CliRun } from './helpers/run-cli.js';
 
 // `switchboard call` with API providers, roles, budgets and stats, as a user runs it: the built CLI,
 // the official SDKs, `switchboard sim` on loopback. Keys come from the environment.
 
-const cli = join(import.meta.dirname, '../dist/cli/main.js');
 const keys = {
   anthropic: 'sk-ant-api03-cli-secret-0001',
   openai: 'sk-proj-cli-secret-0002',
@@ -58,13 +57,7 @@ afterAll(async () => {
   await sim.close();
 });
 
-interface Run {
-  status: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function run(args: string[]): Promise<Run> {
+function run(args: string[]): Promise<CliRun> {
   const env = {
     ...process.env,
     ANTHROPIC_API_KEY: keys.anthropic,
@@ -74,20 +67,7 @@ function run(args: string[]): Promise<Run> {
     GEMINI_API_KEY: keys.gemini,
     GEMINI_BASE_URL: sim.url,
   };
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [cli, ...args],
-      { cwd, env, encoding: 'utf8', timeout: 60_000 },
-      (error, stdout, stderr) => {
-        resolve({
-          status: error === null ? 0 : typeof error.code === 'number' ? error.code : null,
-          stdout,
-          stderr,
-        });
-      },
-    );
-  });
+  return runCli(args, { cwd, env });
 }
 
 describe('switchboard route --mode hybrid', () => {

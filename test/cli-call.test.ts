@@ -1,10 +1,11 @@
-import { execFile, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../src/sim/server.js';
 import { claudeProcessIds, waitForNoNewClaudeProcesses } from './helpers/claude.js';
+import { runCli, type CliRun } from './helpers/run-cli.js';
 
 // `switchboard call`, `stats` and `sim` as a user runs them: the built CLI, the real Claude Code binary,
 // `switchboard sim` on loopback.
@@ -42,26 +43,10 @@ afterAll(async () => {
   await sim.close();
 });
 
-interface Run {
-  status: number | null;
-  stdout: string;
-  stderr: string;
-}
+type Run = CliRun;
 
-/** Runs the CLI without blocking: the simulator answers from this same process. */
 function run(args: string[], input = ''): Promise<Run> {
-  return new Promise((resolve) => {
-    const child = execFile(
-      process.execPath,
-      [cli, ...args],
-      { cwd, env, encoding: 'utf8', timeout: 60_000 },
-      (error, stdout, stderr) => {
-        const status = error === null ? 0 : typeof error.code === 'number' ? error.code : null;
-        resolve({ status, stdout, stderr });
-      },
-    );
-    child.stdin?.end(input);
-  });
+  return runCli(args, { cwd, env, input });
 }
 
 describe('switchboard call', () => {

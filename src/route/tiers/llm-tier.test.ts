@@ -16,7 +16,7 @@ afterEach(async () => {
   sim = undefined;
 });
 
-async function router(scenario: Scenario, options: Partial<RouterOptions> = {}) {
+async function router(scenario: Scenario, options: Partial<RouterOptions> = {}, { race = false } = {}) {
   sim = await startSimulator({ scenario, maxLifetimeMs: 120_000 });
   const providers = new ProviderRegistry({ anthropic: { apiKey: 'sk-ant-route-test', baseUrl: sim.url } });
   return createRouter({
@@ -28,6 +28,7 @@ async function router(scenario: Scenario, options: Partial<RouterOptions> = {}) 
     llm: {
       provider: 'anthropic:claude-haiku-4-5',
       timeoutMs: 2_000,
+      race,
       callOptions: {
         providers,
         retry: { retriesPerProvider: 0 },
@@ -97,28 +98,11 @@ describe('hybrid routing', () => {
 
 describe('racing', () => {
   it('starts the LLM at once and cancels it when the local tiers are confident', async () => {
-    const racing = await router({
-      rules: [{ match: { provider: 'anthropic' }, reply: { ...answer('fix-bug', 0.9), delayMs: 400 } }],
-    });
-    const raced = createRouter({
-      skills,
-      mode: 'hybrid',
-      stateDir: mkdtempSync(join(tmpdir(), 'switchboard-llm-tier-')),
-      ledger: false,
-      cache: false,
-      llm: {
-        provider: 'anthropic:claude-haiku-4-5',
-        timeoutMs: 2_000,
-        race: true,
-        callOptions: {
-          providers: new ProviderRegistry({
-            anthropic: { apiKey: 'sk-ant-route-test', baseUrl: sim?.url as string },
-          }),
-          retry: { retriesPerProvider: 0 },
-        },
-      },
-    });
-    racing.close();
+    const raced = await router(
+      { rules: [{ match: { provider: 'anthropic' }, reply: { ...answer('fix-bug', 0.9), delayMs: 400 } }] },
+      {},
+      { race: true },
+    );
     const confident = await raced.route('the app crashes whenever I save');
     expect(confident.method).toBe('local');
     expect(confident.durationMs).toBeLessThan(300);
