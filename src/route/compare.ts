@@ -1,0 +1,183 @@
+import { NONE, type LabelledExample, type RouteMode } from '../core/route-types.js';
+import { SwitchboardError } from '../core/errors.js';
+import {
+  computeMetrics,
+  isCorrect,
+  summariseLatency,
+  toScoredRow,
+  type EvalMetrics,
+  type LatencySummary,
+  type ScoredRow,
+} from './metrics.js';
+import { createRouter, type RouterOptions } from './router.js';
+
+/** One evaluated example in one mode: the scored row plus what the decision cost. */
+export interface ComparedRow extends ScoredRow {
+  costUsd: number;
+  /** Set when the router failed on this request (llm-only with a dead provider); predicted is `none`. */
+  error?: string;
+}
+
+/** Everything measured for one mode over the dataset. */
+export interface ModeRun {
+  mode: RouteMode;
+  metrics: EvalMetrics;
+  /** One row per example, in dataset order. */
+  rows: ComparedRow[];
+  /** Rows whose decision involved an LLM call (answered, fallen back or failed). */
+  llmShare: number;
+  totalCostUsd: number;
+  costPer1k: number;
+  /** Routing time without the LLM tier's own time: what Switchboard adds around the model. */
+  overhead: LatencySummary;
+  errors: number;
+  /** Said once by the router (e.g. hybrid running as local without a provider). */
+  warnings: string[];
+}
+
+export interface Disagreement {
+  /** Position in the dataset. */
+  index: number;
+  text: string;
+  expected: string;
+  alternates?: readonly string[];
+  /** What each mode answered, in the order of `ModeComparison.modes`. */
+  answers: { mode: RouteMode; skill: string; confidence: number; method: string; correct: boolean }[];
+}
+
+export interface ModeComparison {
+  count: number;
+  modes: ModeRun[];
+  /** `rates[i][j]`: share of examples where modes i and j chose the same skill (`none` included). */
+  agreement: { modes: RouteMode[]; rates: number[][] };
+  /** Examples where at least two modes chose different skills, in dataset order. */
+  disagreements: Disagreement[];
+}
+
+export interface CompareOptions {
+  /** Called after each mode finishes, e.g. to print progress. */
+  onMode?: (run: ModeRun) => void;
+}
+
+/**
+ * Routes every example once per mode, each with its own router built from the same options (no
+ * cache and no ledger, so every mode measures its tiers), and compares the answers.
+ */
+export async function compareModes(
+  routerOptions: Omit<RouterOptions, 'mode'>,
+  modes: readonly RouteMode[],
+  examples: readonly LabelledExample[],
+  options: CompareOptions = {},
+): Promise<ModeComparison> {
+  if (modes.length === 0) {
+    throw new SwitchboardError('INVALID_INPUT', 'no modes to compare', {
+      hint: 'name at least one of rules-only, local, hybrid, llm-only',
+    });
+  }
+  if (examples.length === 0) {
+    throw new SwitchboardError('DATASET_INVALID', 'the dataset holds no examples', {
+      hint: 'check the file and the split names',
+    });
+  }
+  const runs: ModeRun[] = [];
+  for (const mode of modes) {
+    const run = await runMode({ ...routerOptions, mode, cache: false, ledger: false }, examples);
+    options.onMode?.(run);
+    runs.push(run);
+  }
+  return { count: examples.length, modes: runs, ...agreementOf(runs, examples) };
+}
+
+async function runMode(routerOptions: RouterOptions, examples: readonly LabelledExample[]): Promise<ModeRun> {
+  const mode = routerOptions.mode as RouteMode;
+  const router = createRouter(routerOptions);
+  try {
+    const known = new Set(router.skills.map((skill) => skill.name));
+    const unknown = examples.find((example) => example.expected !== NONE && !known.has(example.expected));
+    if (unknown !== undefined) {
+      throw new SwitchboardError(
+        'DATASET_INVALID',
+        `the dataset uses a label that is not a route: ${unknown.expected}`,
+        {
+          hint: `label rows with skill names from the skills folder or "${NONE}"`,
+        },
+      );
+    }
+    const rows: ComparedRow[] = [];
+    for (const example of examples) {
+      const text = example.text.trim() === '' ? '(empty)' : example.text;
+      const started = performance.now();
+      try {
+        const decision = await router.route(text);
+        rows.push({ ...toScoredRow(example, decision), costUsd: decision.costUsd });
+      } catch (error) {
+        const durationMs = performance.now() - started;
+        rows.push({
+          ...toScoredRow(example, {
+            skill: NONE,
+            confidence: 0,
+            method: 'fallback',
+            timings: {},
+            durationMs,
+          }),
+          method: 'error',
+          costUsd: 0,
+          error: error instanceof Error ? error.message : String(error),
+        });
+      }
+    }
+    const totalCostUsd = rows.reduce((sum, row) => sum + row.costUsd, 0);
+    const llmRows = rows.filter((row) => row.timings.llm !== undefined).length;
+    return {
+      mode,
+      metrics: computeMetrics(rows),
+      rows,
+      llmShare: llmRows / rows.length,
+      totalCostUsd,
+      costPer1k: (totalCostUsd / rows.length) * 1000,
+      overhead: summariseLatency(rows.map((row) => Math.max(row.durationMs - (row.timings.llm ?? 0), 0))),
+      errors: rows.filter((row) => row.error !== undefined).length,
+      warnings: [...router.warnings],
+    };
+  } finally {
+    router.close();
+  }
+}
+
+function agreementOf(
+  runs: readonly ModeRun[],
+  examples: readonly LabelledExample[],
+): Pick<ModeComparison, 'agreement' | 'disagreements'> {
+  const rates = runs.map((first) =>
+    runs.map((second) => {
+      let same = 0;
+      first.rows.forEach((row, index) => {
+        if (row.predicted === second.rows[index]?.predicted) same += 1;
+      });
+      return first.rows.length === 0 ? 0 : same / first.rows.length;
+    }),
+  );
+  const disagreements: Disagreement[] = [];
+  examples.forEach((example, index) => {
+    const answers = runs.map((run) => {
+      const row = run.rows[index] as ComparedRow;
+      return {
+        mode: run.mode,
+        skill: row.predicted,
+        confidence: row.confidence,
+        method: row.method,
+        correct: isCorrect(row),
+      };
+    });
+    if (new Set(answers.map((answer) => answer.skill)).size > 1) {
+      disagreements.push({
+        index,
+        text: example.text,
+        expected: example.expected,
+        ...(example.alternates === undefined ? {} : { alternates: example.alternates }),
+        answers,
+      });
+    }
+  });
+  return { agreement: { modes: runs.map((run) => run.mode), rates }, disagreements };
+}
