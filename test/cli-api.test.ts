@@ -91,6 +91,84 @@ describe('switchboard route --mode hybrid', () => {
   });
 });
 
+describe('switchboard eval --modes', () => {
+  it('compares local, hybrid and llm-only on one dataset and writes the disagreements for review', async () => {
+    const skills = join(import.meta.dirname, 'fixtures/skills');
+    const dataset = join(import.meta.dirname, 'fixtures/dev.jsonl');
+    const result = await run([
+      'eval',
+      '--skills',
+      skills,
+      '--dataset',
+      dataset,
+      '--modes',
+      'local,hybrid,llm-only',
+      '--provider',
+      'anthropic:claude-haiku-4-5',
+      '--disagreements',
+      'review/disagreements.md',
+      '--json',
+    ]);
+    expect(result.status).toBe(0);
+    const comparison = JSON.parse(result.stdout) as {
+      count: number;
+      modes: {
+        mode: string;
+        llmShare: number;
+        costPer1k: number;
+        errors: number;
+        metrics: { accuracy: number };
+      }[];
+      agreement: { modes: string[]; rates: number[][] };
+      disagreements: { index: number; answers: { mode: string; skill: string }[] }[];
+    };
+    expect(comparison.count).toBe(5);
+    expect(comparison.modes.map((run) => run.mode)).toEqual(['local', 'hybrid', 'llm-only']);
+    const [local, hybrid, llmOnly] = comparison.modes;
+    // The simulated LLM answers fix-bug to everything: llm-only asks it every time and is often wrong.
+    expect(local?.llmShare).toBe(0);
+    expect(llmOnly?.llmShare).toBe(1);
+    expect(llmOnly?.costPer1k).toBeGreaterThan(0);
+    expect(local?.costPer1k).toBe(0);
+    expect(hybrid?.llmShare).toBeLessThan(1);
+    expect(llmOnly?.metrics.accuracy).toBeLessThan(local?.metrics.accuracy ?? 0);
+    expect(comparison.agreement.rates.map((row, index) => row[index])).toEqual([1, 1, 1]);
+    expect(comparison.disagreements.length).toBeGreaterThan(0);
+    for (const item of comparison.disagreements) {
+      expect(new Set(item.answers.map((answer) => answer.skill)).size).toBeGreaterThan(1);
+    }
+    const review = readFileSync(join(cwd, 'review/disagreements.md'), 'utf8');
+    expect(review).toContain('| # | request | expected | local | hybrid | llm-only | verdict |');
+    expect(review.match(/^\| \d+ \|/gm)).toHaveLength(comparison.disagreements.length);
+
+    const table = await run([
+      'eval',
+      '--skills',
+      skills,
+      '--dataset',
+      dataset,
+      '--modes',
+      'local,llm-only',
+      '--provider',
+      'anthropic:claude-haiku-4-5',
+    ]);
+    expect(table.status).toBe(0);
+    expect(table.stdout).toMatch(/^llm-only\s+\S+%/m);
+    expect(table.stdout).toMatch(/agreement\s+local\s+llm-only/);
+  });
+
+  it('refuses an unknown mode and llm-only without a provider before doing any work', async () => {
+    const skills = join(import.meta.dirname, 'fixtures/skills');
+    const dataset = join(import.meta.dirname, 'fixtures/dev.jsonl');
+    const unknown = await run(['eval', '--skills', skills, '--dataset', dataset, '--modes', 'local,psychic']);
+    expect(unknown.status).toBe(2);
+    expect(unknown.stderr).toMatch(/unknown mode\(s\) in --modes: psychic/);
+    const noProvider = await run(['eval', '--skills', skills, '--dataset', dataset, '--modes', 'llm-only']);
+    expect(noProvider.status).toBe(3);
+    expect(noProvider.stderr).toMatch(/llm-only mode needs an LLM provider.*--provider/);
+  });
+});
+
 describe('switchboard route learn and feedback', () => {
   it('teaches the local model from confident LLM decisions and corrections', async () => {
     const skills = join(import.meta.dirname, 'fixtures/skills');

@@ -1,4 +1,6 @@
 import type { Command } from 'commander';
+import { SwitchboardError } from '../core/errors.js';
+import { ROUTE_MODES, type LabelledExample, type RouteMode } from '../core/route-types.js';
 import {
   addRoutingFlags,
   requireRoutes,
@@ -11,6 +13,26 @@ import {
 
 interface EvalFlags extends RoutingFlags {
   dataset: string;
+  modes?: string;
+  disagreements?: string;
+}
+
+function parseModes(text: string): RouteMode[] {
+  const modes = text
+    .split(',')
+    .map((mode) => mode.trim())
+    .filter((mode) => mode !== '');
+  const unknown = modes.filter((mode) => !(ROUTE_MODES as readonly string[]).includes(mode));
+  if (modes.length === 0 || unknown.length > 0) {
+    throw new SwitchboardError(
+      'INVALID_INPUT',
+      `unknown mode(s) in --modes: ${unknown.join(', ') || '(none given)'}`,
+      {
+        hint: `use a comma-separated list of ${ROUTE_MODES.join(', ')}`,
+      },
+    );
+  }
+  return [...new Set(modes)] as RouteMode[];
 }
 
 export function registerEvalCommand(program: Command): void {
@@ -22,15 +44,26 @@ export function registerEvalCommand(program: Command): void {
         '--dataset <file>',
         'labelled JSONL {text, expected, alternates?} or CLINC150 JSON#split,split',
       )
+      .option(
+        '--modes <list>',
+        'compare modes on the dataset, e.g. local,hybrid,llm-only (agreement, disagreements, LLM share, cost)',
+      )
+      .option('--disagreements <file>', 'write the requests the modes routed differently as markdown')
       .option('--json', 'print the metrics as JSON'),
   ).action(async (flags: EvalFlags, command: Command) => {
-    const { formatEvalReport } = await import('../route/eval-report.js');
-    const { loadDataset } = await import('../route/datasets.js');
-    const { evaluateRouter } = await import('../route/evaluate.js');
-    const { createRouter } = await import('../route/router.js');
     const config = resolveConfig(command.optsWithGlobals<GlobalFlags>(), flags);
     requireRoutes(config);
+    // Check the flags before loading data or training anything.
+    const modes = flags.modes === undefined ? undefined : parseModes(flags.modes);
+    const { loadDataset } = await import('../route/datasets.js');
     const examples = loadDataset(flags.dataset);
+    if (modes !== undefined || flags.disagreements !== undefined) {
+      await compare(config, modes ?? [config.route.mode], examples, flags);
+      return;
+    }
+    const { formatEvalReport } = await import('../route/eval-report.js');
+    const { evaluateRouter } = await import('../route/evaluate.js');
+    const { createRouter } = await import('../route/router.js');
     // Evaluation measures the tiers themselves: no cache hits from repeated texts, no ledger rows.
     const router = createRouter({ ...(await routerOptions(config)), cache: false, ledger: false });
     try {
@@ -56,4 +89,47 @@ export function registerEvalCommand(program: Command): void {
       router.close();
     }
   });
+}
+
+async function compare(
+  config: ReturnType<typeof resolveConfig>,
+  modes: RouteMode[],
+  examples: LabelledExample[],
+  flags: EvalFlags,
+): Promise<void> {
+  const { compareModes } = await import('../route/compare.js');
+  const { formatComparisonReport } = await import('../route/eval-report.js');
+  const { writeReport } = await import('./write-report.js');
+  const needsLlm = modes.includes('hybrid') || modes.includes('llm-only');
+  if (modes.includes('llm-only') && config.route.provider === undefined) {
+    throw new SwitchboardError('CONFIG_INVALID', 'llm-only mode needs an LLM provider', {
+      hint: 'pass --provider SPEC (e.g. claude:haiku) or set route.provider in switchboard.yaml',
+    });
+  }
+  // One set of router options for every mode; the LLM tier is built when any mode needs it.
+  const options = await routerOptions(
+    needsLlm ? { ...config, route: { ...config.route, mode: 'hybrid' } } : config,
+  );
+  const comparison = await compareModes(options, modes, examples, {
+    onMode: (run) => {
+      if (flags.json !== true) {
+        process.stderr.write(`switchboard: ${run.mode}: ${run.rows.length} requests routed\n`);
+      }
+    },
+  });
+  const title = `${flags.dataset}: ${modes.join(' vs ')}, ${examples.length} examples`;
+  if (flags.disagreements !== undefined) {
+    const { formatDisagreementReport } = await import('../route/disagreement-report.js');
+    writeReport(flags.disagreements, formatDisagreementReport(comparison, { dataset: flags.dataset }));
+  }
+  if (flags.json === true) {
+    // Per-row data stays out of the JSON: the reports hold it, and CLINC would make it megabytes.
+    const { modes: runs, ...rest } = comparison;
+    const summary = runs.map(({ rows: _rows, ...run }) => run);
+    process.stdout.write(`${JSON.stringify({ ...rest, modes: summary })}\n`);
+  } else {
+    process.stdout.write(formatComparisonReport(comparison, { title }));
+    if (flags.disagreements !== undefined)
+      process.stdout.write(`\nDisagreements written to ${flags.disagreements}\n`);
+  }
 }

@@ -1,4 +1,5 @@
 import type { EvalMetrics, LatencySummary } from './metrics.js';
+import type { ModeComparison } from './compare.js';
 
 export interface EvalReportOptions {
   /** First line of the report. @default 'Routing evaluation' */
@@ -209,6 +210,83 @@ export function formatEvalReport(metrics: EvalMetrics, options: EvalReportOption
     calibration(metrics),
     ['Latency', ...latency(metrics)],
   ];
+  return `${sections
+    .map((section) => section.map((line) => fit(line, REPORT_WIDTH)).join('\n'))
+    .join('\n\n')}\n`;
+}
+
+function money(value: number): string {
+  return value === 0 ? '$0' : value < 0.01 ? `$${value.toFixed(5)}` : `$${value.toFixed(3)}`;
+}
+
+/** Lines of at most this many disagreements are listed in the terminal report. */
+const LISTED_DISAGREEMENTS = 10;
+
+/**
+ * Renders a comparison of routing modes for a terminal: one row of headline figures per mode, the
+ * agreement matrix, and the first disagreements (the markdown report lists them all).
+ */
+export function formatComparisonReport(comparison: ModeComparison, options: EvalReportOptions = {}): string {
+  const title = fit(options.title ?? 'Routing modes compared', REPORT_WIDTH);
+  const summary = table(
+    [
+      'mode',
+      'accuracy',
+      'macro-F1',
+      'abstain',
+      'LLM share',
+      'p50 ms',
+      'p95 ms',
+      'overhead p95',
+      '$/1k',
+      'errors',
+    ],
+    comparison.modes.map((run) => [
+      run.mode,
+      percent(run.metrics.accuracyWithAlternates),
+      run.metrics.macroF1.toFixed(3),
+      percent(run.metrics.abstainRate),
+      percent(run.llmShare),
+      milliseconds(run.metrics.latency.overall.p50),
+      milliseconds(run.metrics.latency.overall.p95),
+      milliseconds(run.overhead.p95),
+      money(run.costPer1k),
+      String(run.errors),
+    ]),
+  );
+  const tiers = comparison.modes.map(
+    (run) =>
+      `${run.mode}: ${Object.entries(run.metrics.methodShare)
+        .sort(([a, shareA], [b, shareB]) => shareB - shareA || a.localeCompare(b))
+        .map(([method, share]) => `${method} ${percent(share)}`)
+        .join(', ')}`,
+  );
+  const { modes, rates } = comparison.agreement;
+  const agreement = table(
+    ['agreement', ...modes],
+    modes.map((mode, row) => [mode, ...modes.map((_, column) => percent(rates[row]?.[column] ?? 0))]),
+  );
+  const listed = comparison.disagreements.slice(0, LISTED_DISAGREEMENTS).map((item) => {
+    const answers = item.answers
+      .map((answer) => `${answer.mode}=${answer.skill}${answer.correct ? '' : '✗'}`)
+      .join(' ');
+    return fit(`  #${item.index + 1} "${item.text}" expected ${item.expected}: ${answers}`, REPORT_WIDTH);
+  });
+  const warnings = comparison.modes.flatMap((run) =>
+    run.warnings.map((warning) => `${run.mode}: ${warning}`),
+  );
+  const sections: string[][] = [
+    [title, '='.repeat(title.length), `${comparison.count} examples`],
+    summary,
+    ['Decided by', ...tiers.flatMap((line) => wrap(line))],
+    agreement,
+    [
+      `Disagreements: ${comparison.disagreements.length}` +
+        (comparison.disagreements.length > LISTED_DISAGREEMENTS ? ` (first ${LISTED_DISAGREEMENTS})` : ''),
+      ...listed,
+    ],
+  ];
+  if (warnings.length > 0) sections.push(['Warnings', ...warnings]);
   return `${sections
     .map((section) => section.map((line) => fit(line, REPORT_WIDTH)).join('\n'))
     .join('\n\n')}\n`;
