@@ -7,6 +7,13 @@ import { SwitchboardError } from './errors.js';
 // schemas that declare draft-07 compile too (the keywords models are asked to follow are the same).
 const ajv = new Ajv2020({ allErrors: true, strict: false });
 const compiled = new WeakMap<JsonSchema, ValidateFunction>();
+/**
+ * Compiled schemas by their text, for callers that build an equal schema object per call (the LLM
+ * routing tier does, with the candidates as an enum). Bounded, least recently used out first: a
+ * long-running process must not keep every schema it ever saw.
+ */
+const byText = new Map<string, ValidateFunction>();
+const MAX_SCHEMAS_BY_TEXT = 500;
 
 /** Compiles a JSON Schema once, failing early with `INVALID_INPUT` when it is not a valid schema. */
 export function compileSchema(schema: JsonSchema): ValidateFunction {
@@ -19,7 +26,17 @@ export function compileSchema(schema: JsonSchema): ValidateFunction {
   }
   try {
     const { $schema: _declaredDraft, ...body } = schema;
-    const validate = ajv.compile(body);
+    const text = JSON.stringify(body);
+    let validate = byText.get(text);
+    if (validate === undefined) {
+      validate = ajv.compile(body);
+      // Ajv caches by object identity; this module's caches replace that one, which would grow forever.
+      ajv.removeSchema(body);
+      if (byText.size >= MAX_SCHEMAS_BY_TEXT) byText.delete(byText.keys().next().value as string);
+    } else {
+      byText.delete(text);
+    }
+    byText.set(text, validate);
     compiled.set(schema, validate);
     return validate;
   } catch (error) {

@@ -371,19 +371,31 @@ function resolveScenario(input: Scenario | string | undefined): ParsedScenario {
   return parseScenario(input ?? {});
 }
 
+/** Compiled match patterns: a scenario with thousands of rules is matched on every request. */
+const compiledPatterns = new Map<string, RegExp>();
+
+function pattern(source: string): RegExp {
+  let compiled = compiledPatterns.get(source);
+  if (compiled === undefined) {
+    if (compiledPatterns.size >= 50_000) compiledPatterns.clear();
+    compiledPatterns.set(source, (compiled = new RegExp(source, 'i')));
+  }
+  return compiled;
+}
+
 function ruleMatches(rule: ScenarioRule, view: SimRequestView): boolean {
   const { match } = rule;
   if (match.provider !== undefined && match.provider !== view.provider) return false;
-  if (match.model !== undefined && !new RegExp(match.model, 'i').test(view.model)) return false;
-  if (match.text !== undefined && !new RegExp(match.text, 'i').test(view.text)) return false;
-  if (match.system !== undefined && !new RegExp(match.system, 'i').test(view.system)) return false;
+  if (match.model !== undefined && !pattern(match.model).test(view.model)) return false;
+  if (match.text !== undefined && !pattern(match.text).test(view.text)) return false;
+  if (match.system !== undefined && !pattern(match.system).test(view.system)) return false;
   if (match.turn !== undefined && match.turn !== view.turn) return false;
   if (match.stream !== undefined && match.stream !== view.stream) return false;
   if (match.tools === true && view.tools.length === 0) return false;
   if (match.tools === false && view.tools.length > 0) return false;
   if (typeof match.tools === 'string') {
-    const pattern = new RegExp(match.tools, 'i');
-    if (!view.tools.some((name) => pattern.test(name))) return false;
+    const tools = pattern(match.tools);
+    if (!view.tools.some((name) => tools.test(name))) return false;
   }
   return true;
 }
