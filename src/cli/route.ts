@@ -77,6 +77,7 @@ async function learn(config: SwitchboardConfig, options: RouterOptions, flags: R
   const { createRouter } = await import('../route/router.js');
   const { openLedger } = await import('../store/ledger.js');
   const { collectLearnedExamples, writeLearnedExamples } = await import('../route/learn.js');
+  const { escalatesToLlm } = await import('../route/fit.js');
   const ledger = openLedger({ stateDir: config.stateDir });
   let collected;
   try {
@@ -100,9 +101,13 @@ async function learn(config: SwitchboardConfig, options: RouterOptions, flags: R
   const local = { ...options, mode: 'local' as const, cache: false as const, ledger: false as const };
   const needsLlm = async (learned: boolean): Promise<number> => {
     const router = createRouter({ ...local, learned });
+    const thresholds = {
+      confidenceThreshold: config.route.confidenceThreshold,
+      marginThreshold: config.route.marginThreshold,
+    };
     let abstained = 0;
     for (const example of collected.examples)
-      if ((await router.route(example.text)).skill === NONE) abstained++;
+      if (escalatesToLlm(router.rank(example.text).candidates, thresholds)) abstained++;
     router.close();
     return abstained / collected.examples.length;
   };

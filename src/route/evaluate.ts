@@ -1,7 +1,7 @@
 import { NONE, type LabelledExample } from '../core/route-types.js';
 import { SwitchboardError } from '../core/errors.js';
 import {
-  applyThresholds,
+  escalatesToLlm,
   fitThresholds,
   type FitObjective,
   type FitResult,
@@ -128,10 +128,10 @@ export function fitForLlmShare(
     });
   }
   const ranked = texts.map((text) => router.rank(text).candidates.slice(0, 2));
+  // A request reaches the LLM when the local tiers abstain; a confident refusal is a decision.
   const shareAt = (confidenceThreshold: number): number =>
-    ranked.filter(
-      (candidates) => applyThresholds(candidates, { confidenceThreshold, marginThreshold }).skill === NONE,
-    ).length / ranked.length;
+    ranked.filter((candidates) => escalatesToLlm(candidates, { confidenceThreshold, marginThreshold }))
+      .length / ranked.length;
   let best = 0;
   for (let step = 0; step <= 99; step++) {
     const threshold = step / 100;

@@ -69,6 +69,27 @@ export function applyThresholds(
   return { skill: answers ? top.skill : NONE, confidence: top.score };
 }
 
+/**
+ * True when the model's answer is a refusal it is sure of: `none` on top, passing both thresholds (a
+ * model trained with `none` examples says "out of scope" this way). Such a refusal is a decision, not
+ * an abstention: hybrid routing does not ask the LLM about it.
+ */
+export function isConfidentRefusal(candidates: readonly RouteCandidate[], thresholds: Thresholds): boolean {
+  const { top, second } = topTwo(candidates);
+  return (
+    top?.skill === NONE &&
+    passesConfidence(top.score, thresholds.confidenceThreshold) &&
+    passesMargin(top.score - second, thresholds.marginThreshold)
+  );
+}
+
+/** True when hybrid routing would ask the LLM: the local tiers abstain without a confident refusal. */
+export function escalatesToLlm(candidates: readonly RouteCandidate[], thresholds: Thresholds): boolean {
+  return (
+    applyThresholds(candidates, thresholds).skill === NONE && !isConfidentRefusal(candidates, thresholds)
+  );
+}
+
 /** One labelled example with the model's raw candidates, before any threshold. */
 export interface FitRow {
   expected: string;

@@ -290,7 +290,7 @@ export function createRouter({
         verdict = result;
         method = tier.method;
         if (result.candidates.length > 0) candidates = result.candidates;
-        if (result.skill !== NONE) break;
+        if (result.skill !== NONE || result.final === true) break;
       }
       if (race !== undefined && method !== 'llm') race.abort();
       const reasoning = verdict?.reasoning ?? 'no rule matched';

@@ -10,6 +10,11 @@ export interface TierVerdict {
   costUsd?: number;
   /** Set when the tier could not decide and leaves the earlier tiers' verdict in place, saying why. */
   fallbackReason?: string;
+  /**
+   * A refusal the tier is sure of (a rule that routes to `none`, or the model's confident out-of-scope
+   * answer): it ends the chain like a skill does, so no later tier (no LLM call) is spent on it.
+   */
+  final?: boolean;
 }
 
 export interface TierInput {

@@ -65,6 +65,30 @@ describe('hybrid routing', () => {
     expect(sim?.requests[0]?.text).toContain('the gizmo went kaput');
   });
 
+  it('spends no LLM call on a refusal the earlier tiers are sure of (a none rule, a confident out-of-scope)', async () => {
+    const outOfScope = [
+      'order a large pepperoni pizza',
+      'book a table for two tonight',
+      'what is the weather in paris',
+      'play some jazz music',
+      'set an alarm for 7 am',
+      'how tall is mount everest',
+    ].map((text) => ({ text, expected: 'none' }));
+    const hybrid = await router(
+      { rules: [{ match: { provider: 'anthropic' }, reply: answer('fix-bug', 0.9) }] },
+      { rules: [{ pattern: 'lottery', skill: 'none' }], training: outOfScope },
+    );
+    const ruled = await hybrid.route('pick my lottery numbers');
+    expect(ruled).toMatchObject({ skill: 'none', method: 'rules' });
+    const refused = await hybrid.route('order a pepperoni pizza for tonight');
+    expect(refused).toMatchObject({ skill: 'none', method: 'local' });
+    expect(refused.reasoning).toMatch(/out of scope/);
+    expect(sim?.requests).toHaveLength(0);
+    // An abstention (unsure, not a refusal) still goes to the LLM.
+    expect(await hybrid.route('the gizmo went kaput')).toMatchObject({ method: 'llm' });
+    expect(sim?.requests).toHaveLength(1);
+  });
+
   it('keeps the local decision when the LLM fails, is unsure or answers outside the set', async () => {
     const failing = await router({ rules: [{ match: { provider: 'anthropic' }, fault: { status: 500 } }] });
     const failed = await failing.route('the gizmo went kaput');

@@ -10,7 +10,7 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import { NONE } from '../../core/route-types.js';
-import { applyThresholds } from '../fit.js';
+import { applyThresholds, isConfidentRefusal } from '../fit.js';
 import { MODEL_VERSION, TextClassifier, type TrainingExample } from '../model/text-classifier.js';
 import type { RouteTier, TierInput, TierVerdict } from '../tier.js';
 
@@ -139,7 +139,13 @@ export class LocalTier implements RouteTier {
     } else {
       reasoning = `model: ambiguous, ${top?.skill ?? '-'} leads ${second?.skill ?? '-'} by ${format(margin)} < margin ${marginThreshold}`;
     }
-    return { skill: verdict.skill, confidence: verdict.confidence, reasoning, candidates: listed };
+    return {
+      skill: verdict.skill,
+      confidence: verdict.confidence,
+      reasoning,
+      candidates: listed,
+      ...(isConfidentRefusal(candidates, { confidenceThreshold, marginThreshold }) ? { final: true } : {}),
+    };
   }
 }
 

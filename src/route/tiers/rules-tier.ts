@@ -66,6 +66,7 @@ export class RulesTier implements RouteTier {
           confidence: rule.confidence,
           reasoning: `matched /${rule.source}/ (${rule.origin})`,
           candidates: [{ skill: rule.skill, score: rule.confidence }],
+          ...(rule.skill === NONE ? { final: true } : {}),
         };
       }
     }
