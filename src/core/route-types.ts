@@ -43,7 +43,10 @@ export interface RouteDecision {
   candidates: RouteCandidate[];
   costUsd: number;
   durationMs: number;
-  /** Milliseconds spent in each tier that ran, by tier name. */
+  /**
+   * Milliseconds spent in each tier that ran, by tier name; `provider` is the part of the `llm` tier
+   * spent inside provider calls (the model's own time), so the rest is what routing adds.
+   */
   timings: Record<string, number>;
   /** Non-fatal problems, such as skill files that failed to load. */
   warnings: string[];

@@ -28,7 +28,7 @@ export interface ModeRun {
   llmShare: number;
   totalCostUsd: number;
   costPer1k: number;
-  /** Routing time without the LLM tier's own time: what Switchboard adds around the model. */
+  /** Routing time without the time spent inside provider calls: what Switchboard adds around the model. */
   overhead: LatencySummary;
   errors: number;
   /** Said once by the router (e.g. hybrid running as local without a provider). */
@@ -135,7 +135,9 @@ async function runMode(routerOptions: RouterOptions, examples: readonly Labelled
       llmShare: llmRows / rows.length,
       totalCostUsd,
       costPer1k: (totalCostUsd / rows.length) * 1000,
-      overhead: summariseLatency(rows.map((row) => Math.max(row.durationMs - (row.timings.llm ?? 0), 0))),
+      overhead: summariseLatency(
+        rows.map((row) => Math.max(row.durationMs - (row.timings.provider ?? 0), 0)),
+      ),
       errors: rows.filter((row) => row.error !== undefined).length,
       warnings: [...router.warnings],
     };

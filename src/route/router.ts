@@ -282,6 +282,8 @@ export function createRouter({
         const result = tier === llmTier && raced !== undefined ? await raced : await tier.decide(input);
         timings[tier.method] = now() - (tier === llmTier && raced !== undefined ? raceStarted : tierStarted);
         if (result === undefined) continue;
+        // The model's own time, so reports can tell what routing adds around it.
+        if (result.providerMs !== undefined) timings.provider = result.providerMs;
         if (result.fallbackReason !== undefined) {
           fallbackReason = result.fallbackReason;
           fallbackCost += result.costUsd ?? 0;

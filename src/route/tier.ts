@@ -15,6 +15,8 @@ export interface TierVerdict {
    * answer): it ends the chain like a skill does, so no later tier (no LLM call) is spent on it.
    */
   final?: boolean;
+  /** Milliseconds spent inside provider calls (the model's own time, over HTTP), for tiers that call one. */
+  providerMs?: number;
 }
 
 export interface TierInput {

@@ -56,6 +56,9 @@ describe('hybrid routing', () => {
     expect(unsure).toMatchObject({ skill: 'fix-bug', method: 'llm', confidence: 0.9 });
     expect(unsure.costUsd).toBeGreaterThan(0);
     expect(unsure.timings).toHaveProperty('llm');
+    // The model's own time is told apart from what routing adds around it.
+    expect(unsure.timings.provider).toBeGreaterThan(0);
+    expect(unsure.timings.provider).toBeLessThanOrEqual(unsure.timings.llm ?? 0);
     const body = sim?.requests[0]?.body as {
       tools: { input_schema: { properties: { skill: { enum: string[] } } } }[];
     };

@@ -97,6 +97,7 @@ export class LlmTier implements RouteTier {
       );
       const answer = result.structured as LlmAnswer | undefined;
       const cost = result.costUsd ?? 0;
+      const providerMs = result.attempts.reduce((total, attempt) => total + attempt.durationMs, 0);
       if (answer === undefined || !names.includes(answer.skill)) {
         return this.unusable(`the model answered outside the candidates (${String(answer?.skill)})`, cost);
       }
@@ -112,6 +113,7 @@ export class LlmTier implements RouteTier {
         reasoning: `llm (${result.provider}): ${answer.reasoning}`,
         candidates: [{ skill: answer.skill, score: answer.confidence }],
         costUsd: cost,
+        providerMs,
       };
     } catch (error) {
       if (this.options.required) throw error;
