@@ -509,7 +509,7 @@ function topConfusions(mode: string, confusion: ConfusionMatrix): string {
           )
           .join('')}</ol>`;
   return `<div class="confusion-list">
-<h3>Top confusions <span class="note">(${count(shown.length)} of ${count(total)} pairs; expected → predicted)</span></h3>
+<h3>Top confusions${total === 0 ? '' : ` <span class="note">(${count(shown.length)} of ${count(total)} pairs; expected → predicted)</span>`}</h3>
 ${body}
 </div>`;
 }
