@@ -59,7 +59,14 @@ export function registerServeCommand(program: Command): void {
       }
       const { createServer } = await import('node:http');
       const inFlight = new AbortController();
+      // Responses not yet sent. Once stopping, each says `Connection: close`, so a keep-alive client
+      // does not hold the server open after its last answer.
+      const unanswered = new Set<ServerResponse>();
+      let stopping = false;
       const server = createServer((request, response) => {
+        if (stopping) response.setHeader('connection', 'close');
+        unanswered.add(response);
+        response.once('close', () => unanswered.delete(response));
         handle(request, response, { router, metrics, abortSignal: inFlight.signal }).catch(
           (error: unknown) => {
             warn(`serve: ${error instanceof Error ? error.message : String(error)}`);
@@ -68,9 +75,14 @@ export function registerServeCommand(program: Command): void {
           },
         );
       });
+      const onStop = () => {
+        stopping = true;
+        for (const response of unanswered)
+          if (!response.headersSent) response.setHeader('connection', 'close');
+      };
       await listen(server, flags.host, flags.port);
       process.stdout.write(`switchboard: listening on ${serverUrl(server)}\n`);
-      await untilSignal(server, inFlight);
+      await untilSignal(server, inFlight, onStop);
     } finally {
       router.close();
     }
@@ -128,7 +140,7 @@ function serverUrl(server: Server): string {
  * Resolves once SIGINT or SIGTERM has closed the server. Requests in flight may finish within the
  * grace period; after it, or at a second signal, they are aborted and their connections closed.
  */
-function untilSignal(server: Server, inFlight: AbortController): Promise<void> {
+function untilSignal(server: Server, inFlight: AbortController, onStop: () => void): Promise<void> {
   return new Promise((resolve) => {
     let stopping = false;
     const cutOff = () => {
@@ -138,6 +150,7 @@ function untilSignal(server: Server, inFlight: AbortController): Promise<void> {
     const stop = () => {
       if (stopping) return cutOff();
       stopping = true;
+      onStop();
       server.close(() => {
         process.off('SIGINT', stop);
         process.off('SIGTERM', stop);
