@@ -40,6 +40,15 @@ export {
 } from './core/route-types.js';
 export { openLedger, type Ledger } from './store/ledger.js';
 export {
+  fallbackReason,
+  metricsFromLedger,
+  RouteMetrics,
+  ROUTE_DURATION_BUCKETS,
+  type MetricsFromLedgerOptions,
+  type ObservedDecision,
+  type RouteMetricsOptions,
+} from './observe/prometheus.js';
+export {
   createClaudeCodeProvider,
   type ClaudeCallOptions,
   type ClaudeCodeProvider,

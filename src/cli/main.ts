@@ -5,7 +5,9 @@ import { EXIT_CODES } from '../core/errors.js';
 import { registerCallCommand } from './call.js';
 import { registerEvalCommand } from './eval.js';
 import { registerFitCommand } from './fit.js';
+import { registerMetricsCommand } from './metrics.js';
 import { registerRouteCommand } from './route.js';
+import { registerServeCommand } from './serve.js';
 import { reportError } from './shared.js';
 import { registerSimCommand } from './sim.js';
 import { registerStatsCommand } from './stats.js';
@@ -37,6 +39,8 @@ registerFitCommand(program);
 registerSimCommand(program);
 registerCallCommand(program);
 registerStatsCommand(program);
+registerServeCommand(program);
+registerMetricsCommand(program);
 
 try {
   await program.parseAsync(process.argv);

@@ -10,7 +10,7 @@ interface StatsFlags {
 const UNITS: Record<string, number> = { m: 60_000, h: 3_600_000, d: 86_400_000 };
 
 /** `30m`, `24h`, `7d` → epoch milliseconds that long ago. */
-function parseSince(value: string): number {
+export function parseSince(value: string): number {
   const match = /^(\d+(?:\.\d+)?)([mhd])$/.exec(value.trim());
   if (match === null) throw new InvalidArgumentError('expected a duration such as 30m, 24h or 7d');
   return Date.now() - Number(match[1]) * (UNITS[match[2] as string] as number);

@@ -9,6 +9,7 @@ export const ERROR_CODES = [
   'SKILLS_INVALID',
   'DATASET_INVALID',
   'STORE_ERROR',
+  'PORT_IN_USE',
   'RATE_LIMITED',
   'OVERLOADED',
   'AUTH',
@@ -103,6 +104,8 @@ export const EXIT_CODES = {
   SKILLS_INVALID: 4,
   DATASET_INVALID: 5,
   STORE_ERROR: 6,
+  /** `switchboard serve`: the address is taken by another process. */
+  PORT_IN_USE: 7,
   ABSTAINED: 10,
   RATE_LIMITED: 20,
   OVERLOADED: 21,

@@ -1,0 +1,73 @@
+import { randomUUID } from 'node:crypto';
+import { closeSync, fsyncSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+import type { Command } from 'commander';
+import { loadConfig } from '../core/config.js';
+import { SwitchboardError } from '../core/errors.js';
+import type { GlobalFlags } from './shared.js';
+import { parseSince } from './stats.js';
+
+interface MetricsFlags {
+  out?: string;
+  since?: number;
+}
+
+export function registerMetricsCommand(program: Command): void {
+  program
+    .command('metrics')
+    .description(
+      "Prometheus metrics from the ledger, printed or written atomically for node_exporter's textfile collector",
+    )
+    .option(
+      '--out <file>',
+      'write to this file (e.g. /var/lib/node_exporter/switchboard.prom) instead of printing',
+    )
+    .option('--since <duration>', 'only the last 30m, 24h, 7d, …', parseSince)
+    .action(async (flags: MetricsFlags, command: Command) => {
+      const { openLedger } = await import('../store/ledger.js');
+      const { metricsFromLedger } = await import('../observe/prometheus.js');
+      const globals = command.optsWithGlobals<GlobalFlags>();
+      const overrides = globals.stateDir === undefined ? {} : { stateDir: globals.stateDir };
+      const config = loadConfig(
+        globals.config === undefined ? { overrides } : { configFile: globals.config, overrides },
+      );
+      const ledger = openLedger({ stateDir: config.stateDir });
+      let text: string;
+      try {
+        text = await metricsFromLedger(
+          ledger,
+          flags.since === undefined ? {} : { since: flags.since },
+        ).metrics();
+      } finally {
+        ledger.close();
+      }
+      if (flags.out === undefined) process.stdout.write(text);
+      else writeAtomically(flags.out, text);
+    });
+}
+
+/**
+ * Writes a temporary file beside the target, then renames it over the target, so a reader (the
+ * textfile collector scrapes at any moment) sees the old file or the new one, never half of one. The
+ * temporary name does not end in `.prom`, so the collector ignores it.
+ */
+function writeAtomically(file: string, text: string): void {
+  const temporary = join(dirname(file), `.${basename(file)}.${process.pid}.${randomUUID().slice(0, 8)}.tmp`);
+  try {
+    const descriptor = openSync(temporary, 'wx', 0o644);
+    try {
+      writeSync(descriptor, text);
+      fsyncSync(descriptor);
+    } finally {
+      closeSync(descriptor);
+    }
+    renameSync(temporary, file);
+  } catch (error) {
+    rmSync(temporary, { force: true });
+    const reason = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
+    throw new SwitchboardError('INVALID_INPUT', `cannot write metrics to ${file} (${reason})`, {
+      hint: 'check that its folder exists and is writable, and that the path is not a folder',
+      cause: error,
+    });
+  }
+}
