@@ -147,6 +147,10 @@ async function runCase(item: Case): Promise<void> {
     const llmRows = summariseLatency(
       hybrid.rows.filter((row) => row.timings.llm !== undefined).map((row) => row.durationMs),
     );
+    const shareOf = (run: ModeRun, outOfScope: boolean) => {
+      const rows = run.rows.filter((row) => (row.expected === 'none') === outOfScope);
+      return rows.length === 0 ? 0 : rows.filter((row) => row.timings.llm !== undefined).length / rows.length;
+    };
     const accuracy = (run: ModeRun) => percent(run.metrics.accuracyWithAlternates);
     console.log(`\n${item.name}: ${item.test.length} test requests (${item.note})`);
     console.log(
@@ -164,6 +168,10 @@ async function runCase(item: Case): Promise<void> {
     console.log(
       `  LLM share: hybrid ${percent(hybrid.llmShare)} (llm-only ${percent(llmOnly.llmShare)}); ` +
         `cost per 1k: hybrid $${hybrid.costPer1k.toFixed(3)}, llm-only $${llmOnly.costPer1k.toFixed(3)}`,
+    );
+    console.log(
+      `  hybrid LLM share by kind: in-scope ${percent(shareOf(hybrid, false))}, out-of-scope ${percent(shareOf(hybrid, true))} ` +
+        `(out-of-scope rows are ${percent(item.test.filter((row) => row.expected === 'none').length / item.test.length)} of the test set)`,
     );
     console.log(
       `  after learning ${learned.examples.length} examples (${learned.fromLlm} from LLM answers) from ${item.stream.length} streamed: ` +

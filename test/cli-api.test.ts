@@ -107,6 +107,8 @@ describe('switchboard eval --modes', () => {
       'anthropic:claude-haiku-4-5',
       '--disagreements',
       'review/disagreements.md',
+      '--html',
+      'review/report.html',
       '--json',
     ]);
     expect(result.status).toBe(0);
@@ -140,6 +142,9 @@ describe('switchboard eval --modes', () => {
     const review = readFileSync(join(cwd, 'review/disagreements.md'), 'utf8');
     expect(review).toContain('| # | request | expected | local | hybrid | llm-only | verdict |');
     expect(review.match(/^\| \d+ \|/gm)).toHaveLength(comparison.disagreements.length);
+    const html = readFileSync(join(cwd, 'review/report.html'), 'utf8');
+    for (const mode of ['local', 'hybrid', 'llm-only']) expect(html).toContain(`id="chart-latency-${mode}"`);
+    expect(html).toContain('id="chart-tier-mix"');
 
     const table = await run([
       'eval',

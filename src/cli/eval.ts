@@ -15,6 +15,7 @@ interface EvalFlags extends RoutingFlags {
   dataset: string;
   modes?: string;
   disagreements?: string;
+  html?: string;
 }
 
 function parseModes(text: string): RouteMode[] {
@@ -49,6 +50,10 @@ export function registerEvalCommand(program: Command): void {
         'compare modes on the dataset, e.g. local,hybrid,llm-only (agreement, disagreements, LLM share, cost)',
       )
       .option('--disagreements <file>', 'write the requests the modes routed differently as markdown')
+      .option(
+        '--html <file>',
+        'write a self-contained HTML report (summary, agreement, tier mix, latency, confusion, calibration)',
+      )
       .option('--json', 'print the metrics as JSON'),
   ).action(async (flags: EvalFlags, command: Command) => {
     const config = resolveConfig(command.optsWithGlobals<GlobalFlags>(), flags);
@@ -57,7 +62,7 @@ export function registerEvalCommand(program: Command): void {
     const modes = flags.modes === undefined ? undefined : parseModes(flags.modes);
     const { loadDataset } = await import('../route/datasets.js');
     const examples = loadDataset(flags.dataset);
-    if (modes !== undefined || flags.disagreements !== undefined) {
+    if (modes !== undefined || flags.disagreements !== undefined || flags.html !== undefined) {
       await compare(config, modes ?? [config.route.mode], examples, flags);
       return;
     }
@@ -122,6 +127,10 @@ async function compare(
     const { formatDisagreementReport } = await import('../route/disagreement-report.js');
     writeReport(flags.disagreements, formatDisagreementReport(comparison, { dataset: flags.dataset }));
   }
+  if (flags.html !== undefined) {
+    const { renderHtmlReport } = await import('../observe/html-report.js');
+    writeReport(flags.html, renderHtmlReport(comparison, { title, dataset: flags.dataset }));
+  }
   if (flags.json === true) {
     // Per-row data stays out of the JSON: the reports hold it, and CLINC would make it megabytes.
     const { modes: runs, ...rest } = comparison;
@@ -129,7 +138,11 @@ async function compare(
     process.stdout.write(`${JSON.stringify({ ...rest, modes: summary })}\n`);
   } else {
     process.stdout.write(formatComparisonReport(comparison, { title }));
-    if (flags.disagreements !== undefined)
-      process.stdout.write(`\nDisagreements written to ${flags.disagreements}\n`);
+    for (const [what, file] of [
+      ['Disagreements', flags.disagreements],
+      ['HTML report', flags.html],
+    ] as const) {
+      if (file !== undefined) process.stdout.write(`${what} written to ${file}\n`);
+    }
   }
 }

@@ -64,13 +64,14 @@ function withAttempts(
   message: string,
   attempts: CallAttempt[],
   warnings: string[],
+  spentUsd: number,
 ): SwitchboardError {
   return new SwitchboardError(error.code, message, {
     retryable: error.retryable,
     ...(error.hint === undefined ? {} : { hint: error.hint }),
     ...(error.provider === undefined ? {} : { provider: error.provider }),
     ...(error.retryAfterMs === undefined ? {} : { retryAfterMs: error.retryAfterMs }),
-    details: { ...error.details, attempts, warnings },
+    details: { ...error.details, attempts, warnings, spentUsd },
     cause: error,
   });
 }
@@ -296,10 +297,11 @@ export async function call(
       chain.length > 1 ? `every provider failed; last: ${final.message}` : final.message,
       attempts,
       warnings,
+      spent,
     );
   } catch (error) {
     if (isSwitchboardError(error) && error.details?.['attempts'] === undefined) {
-      throw withAttempts(error, error.message, attempts, warnings);
+      throw withAttempts(error, error.message, attempts, warnings, spent);
     }
     throw error;
   } finally {

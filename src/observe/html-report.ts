@@ -180,7 +180,7 @@ ${rows.map((row) => `<tr>${row}</tr>`).join('\n')}
 </tbody>
 </table>
 <p class="note">Accuracy is strict; “alternates” also counts answers the dataset lists as acceptable. Latency is the
-router's whole decision; overhead leaves out the LLM tier's own time. LLM share is the share of requests that
+router's whole decision; overhead leaves out the time spent inside provider calls (the model's own time). LLM share is the share of requests that
 called an LLM.</p>
 ${notes.length === 0 ? '' : `<ul class="warnings" data-list="notes">${notes.join('')}</ul>`}
 </section>`;

@@ -183,6 +183,8 @@ export function createRouter({
     tiers.push(new LocalTier(model.classifier, { confidenceThreshold, marginThreshold, topCandidates }));
   }
   const routerWarnings: string[] = [];
+  const ledger = ledgerOption === false ? undefined : (ledgerOption ?? openLedger({ stateDir, storeText }));
+  const ownsLedger = ledgerOption === undefined;
   let llmTier: LlmTier | undefined;
   const raceLlm = mode === 'hybrid' && llm?.race === true;
   if (mode === 'hybrid' || mode === 'llm-only') {
@@ -196,15 +198,21 @@ export function createRouter({
     } else {
       // llm-only asks the model about every request: no rules, no local model in front of it.
       if (mode === 'llm-only') tiers.length = 0;
-      llmTier = new LlmTier({ ...llm, skills, topK: topCandidates, required: mode === 'llm-only' });
+      // The LLM's call attempts go to the router's ledger too (cost, errors, cooldowns shared by processes).
+      const callOptions = { ...(ledger === undefined ? {} : { ledger }), ...llm.callOptions };
+      llmTier = new LlmTier({
+        ...llm,
+        callOptions,
+        skills,
+        topK: topCandidates,
+        required: mode === 'llm-only',
+      });
       tiers.push(llmTier);
     }
   }
 
   const skillsHash = hashSkills(skills);
   const cache = cacheOptions === false ? undefined : new DecisionCache(cacheOptions);
-  const ledger = ledgerOption === false ? undefined : (ledgerOption ?? openLedger({ stateDir, storeText }));
-  const ownsLedger = ledgerOption === undefined;
   const now = _internal.now ?? (() => performance.now());
   const generateId = _internal.generateId ?? randomUUID;
 

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startSimulator, type Simulator } from '../../src/sim/server.js';
@@ -10,13 +10,28 @@ import {
   type ClaudeCodeProviderOptions,
 } from '../../src/providers/claude-code/claude-code-provider.js';
 
-/** Process ids of running Claude Code binaries (the Agent SDK's native CLI). */
+/** True when the process inherited this test run's TMPDIR (see test/temp-root.ts), so is ours. */
+function startedByThisRun(pid: number): boolean {
+  const marker = process.env.TMPDIR;
+  if (marker === undefined || !marker.includes('switchboard-test-run-')) return true;
+  try {
+    return readFileSync(`/proc/${pid}/environ`, 'latin1').split('\0').includes(`TMPDIR=${marker}`);
+  } catch {
+    return false; // gone already, or not ours to read
+  }
+}
+
+/**
+ * Process ids of running Claude Code binaries (the Agent SDK's native CLI) started by this test run:
+ * other checkouts' test runs on the same machine must not make these tests fail.
+ */
 export function claudeProcessIds(): number[] {
   const output = execFileSync('ps', ['-eo', 'pid=,args='], { encoding: 'utf8' });
   return output
     .split('\n')
     .filter((line) => /claude-agent-sdk-[a-z0-9-]+\/claude(\s|$)/.test(line))
-    .map((line) => Number(line.trim().split(/\s+/, 1)[0]));
+    .map((line) => Number(line.trim().split(/\s+/, 1)[0]))
+    .filter(startedByThisRun);
 }
 
 /** Waits until no Claude Code process from `before`'s complement is left, or the time is up. */

@@ -118,7 +118,9 @@ export class LlmTier implements RouteTier {
     } catch (error) {
       if (this.options.required) throw error;
       const reason = isSwitchboardError(error) ? `${error.code}: ${error.message}` : String(error);
-      return this.unusable(`the LLM tier failed (${reason})`, 0);
+      // Answers that failed validation were still billed: what every attempt of the call cost.
+      const billed = isSwitchboardError(error) ? error.details?.['spentUsd'] : undefined;
+      return this.unusable(`the LLM tier failed (${reason})`, typeof billed === 'number' ? billed : 0);
     }
   }
 
