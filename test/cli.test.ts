@@ -190,6 +190,10 @@ describe('switchboard eval and fit', () => {
       confidenceThreshold: number;
     };
     expect(loose.confidenceThreshold).toBeGreaterThanOrEqual(strict.confidenceThreshold);
+    // No LLM at all: even a confidence threshold of 0 leaves close calls, so the margin comes down too.
+    const none = run(['fit', '--skills', skills, '--llm-share', '0', '--requests', 'requests.txt'], { cwd });
+    expect(none.stdout).toMatch(/sends 0\.0% of 6 requests/);
+    expect(none.stdout).toMatch(/^ {2}margin_threshold: 0\.0\d$|^ {2}margin_threshold: 0$/m);
     expect(run(['fit', '--skills', skills, '--llm-share', '0.3'], { cwd }).status).toBe(2);
   });
 

@@ -156,6 +156,10 @@ async function fitLlmShare(config: SwitchboardConfig, flags: FitFlags): Promise<
         'to use it, put this in switchboard.yaml:',
         'route:',
         `  confidence_threshold: ${fit.confidenceThreshold}`,
+        // The margin changes only when the target could not be met without lowering it.
+        ...(fit.marginThreshold === config.route.marginThreshold
+          ? []
+          : [`  margin_threshold: ${fit.marginThreshold}`]),
       ].join('\n') + '\n',
     );
   } finally {

@@ -108,7 +108,9 @@ export interface LlmShareFit {
 /**
  * Escalation by budget: the highest confidence threshold (so the local model decides only what it is
  * surest of) at which no more than `targetShare` of these unlabelled requests would go to the LLM.
- * Rule matches never go to the LLM. The margin threshold stays as given.
+ * Rule matches and confident refusals never go to the LLM. The margin threshold stays as given unless
+ * even a confidence threshold of 0 sends too many: then it is lowered, in steps of 0.01, until the
+ * target is met (or reaches 0).
  */
 export function fitForLlmShare(
   router: Router,
@@ -129,14 +131,23 @@ export function fitForLlmShare(
   }
   const ranked = texts.map((text) => router.rank(text).candidates.slice(0, 2));
   // A request reaches the LLM when the local tiers abstain; a confident refusal is a decision.
-  const shareAt = (confidenceThreshold: number): number =>
-    ranked.filter((candidates) => escalatesToLlm(candidates, { confidenceThreshold, marginThreshold }))
-      .length / ranked.length;
+  const shareAt = (confidenceThreshold: number, margin: number): number =>
+    ranked.filter((candidates) =>
+      escalatesToLlm(candidates, { confidenceThreshold, marginThreshold: margin }),
+    ).length / ranked.length;
+  let margin = marginThreshold;
+  while (margin > 0 && shareAt(0, margin) > targetShare)
+    margin = Math.max(0, Math.round((margin - 0.01) * 100) / 100);
   let best = 0;
   for (let step = 0; step <= 99; step++) {
     const threshold = step / 100;
-    if (shareAt(threshold) <= targetShare) best = threshold;
+    if (shareAt(threshold, margin) <= targetShare) best = threshold;
     else break;
   }
-  return { confidenceThreshold: best, marginThreshold, llmShare: shareAt(best), count: texts.length };
+  return {
+    confidenceThreshold: best,
+    marginThreshold: margin,
+    llmShare: shareAt(best, margin),
+    count: texts.length,
+  };
 }
