@@ -512,7 +512,7 @@ class RunExecution {
         transcript,
       },
     );
-    if (this.signal.aborted) this.throwAborted();
+    this.stopIfCancelled();
 
     const finalCode = FINAL_AGENT_FAILURES[outcome.status];
     if (finalCode !== undefined) {
@@ -559,7 +559,7 @@ class RunExecution {
       onSpawn: (pid) => this.update({ childPid: pid }),
     });
     this.update({ childPid: null });
-    if (this.signal.aborted) this.throwAborted();
+    this.stopIfCancelled();
     writeFileSync(
       join(runDirectory(this.stateDir, this.run.id), `verify-${this.run.attempt}.log`),
       verify.outputTail,
@@ -680,6 +680,7 @@ class RunExecution {
   }
 
   private async retryOrFail(code: ErrorCode, failure: string, retryAfterMs?: number): Promise<void> {
+    this.stopIfCancelled();
     const { task } = this.run;
     this.update({ detail: failure, errorCode: code, error: firstLineOf(failure) });
     if (this.run.attempt >= task.limits.maxAttempts) {
@@ -767,6 +768,14 @@ class RunExecution {
     this.update({ phase, status, errorCode: code, error: message, ended: true, childPid: null });
     this.event(phase === 'conflict' ? 'conflict' : 'error', message, { code });
     throw new RunFinished();
+  }
+
+  /**
+   * `cancel` may kill the agent before this runner's poll notices: an agent that died that way must
+   * end the run as cancelled, not be retried or recorded as a failure.
+   */
+  private stopIfCancelled(): void {
+    if (this.signal.aborted || this.store.get(this.run.id)?.status === 'cancelled') this.throwAborted();
   }
 
   private throwAborted(): never {
