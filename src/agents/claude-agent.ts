@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { appendFileSync, lstatSync, mkdirSync, realpathSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
@@ -13,7 +14,12 @@ import { costOf } from '../core/prices.js';
 import { CallWatch } from '../providers/claude-code/call-session.js';
 import { claudeEnvironment } from '../providers/claude-code/environment.js';
 import { resolveClaudeExecutable } from '../providers/claude-code/executable.js';
-import { ClaudeProcess } from '../providers/claude-code/process-group.js';
+import {
+  ClaudeProcess,
+  killProcessTree,
+  waitForProcessesGone,
+  type ProcessTag,
+} from '../providers/claude-code/process-group.js';
 import { mapClaudeResult, type ClaudeResultMessage } from '../providers/claude-code/result-mapping.js';
 
 export interface AgentInvocation {
@@ -48,6 +54,11 @@ export interface AgentInvocation {
   /** Where Claude Code connects and with what key: baseUrl/apiKey like the provider's options, plus configDir and executable path. */
   connection?: { baseUrl?: string; apiKey?: string; configDir?: string; executable?: string };
   abortSignal?: AbortSignal;
+  /**
+   * Set as `SWITCHBOARD_AGENT_TAG` in the agent's environment, which its tools inherit, so that
+   * `killAgentProcesses(pid, processTag)` also finds tool processes that were orphaned. @default a random id
+   */
+  processTag?: string;
   /** Called once the Claude Code process is spawned, with its pid (it leads its own process group), so a runner can record it and `cancel` can kill the whole tree from another process. */
   onSpawn?: (pid: number) => void;
   /** Called with the running cost after each message that carries usage. */
@@ -86,6 +97,7 @@ export interface AgentOutcome {
 export type AgentDenial = AgentOutcome['denied'][number];
 
 const DEFAULT_IDLE_TIMEOUT_MS = 300_000;
+const PROCESS_TAG_VARIABLE = 'SWITCHBOARD_AGENT_TAG';
 const DEFAULT_WALL_CLOCK_MS = 1_800_000;
 /** How long Claude Code may take to report its own budget stop once our estimate has crossed the cap. */
 const BUDGET_GRACE_MS = 5_000;
@@ -170,6 +182,7 @@ export async function runAgent(invocation: AgentInvocation): Promise<AgentOutcom
   };
 
   const abortController = new AbortController();
+  const tag: ProcessTag = { name: PROCESS_TAG_VARIABLE, value: invocation.processTag ?? randomUUID() };
   let child: ClaudeProcess | undefined;
   const watch = new CallWatch({
     timeoutMs: wallClockMs,
@@ -177,7 +190,7 @@ export async function runAgent(invocation: AgentInvocation): Promise<AgentOutcom
     abortSignal: invocation.abortSignal,
     onFail: () => {
       // Kill first: the SDK's abort waits two seconds and then signals only the CLI, not its tools.
-      child?.killTree();
+      child?.killAll(tag);
       abortController.abort();
     },
   });
@@ -223,6 +236,7 @@ export async function runAgent(invocation: AgentInvocation): Promise<AgentOutcom
       baseUrl: connection.baseUrl,
       apiKey: connection.apiKey,
       configDir: connection.configDir,
+      env: { [PROCESS_TAG_VARIABLE]: tag.value },
     }),
     abortController,
     tools: policy.builtinTools,
@@ -337,7 +351,7 @@ export async function runAgent(invocation: AgentInvocation): Promise<AgentOutcom
     watch.stop();
     if (budgetTimer !== undefined) clearTimeout(budgetTimer);
     await messages.return(undefined).catch(() => undefined);
-    await finishProcess(child, watch.failure !== undefined);
+    await finishProcess(child, watch.failure !== undefined, tag);
   }
 
   for (const entry of result?.permission_denials ?? []) {
@@ -463,12 +477,29 @@ function validateInvocation(invocation: AgentInvocation, idleTimeoutMs: number, 
 }
 
 /** Waits for the process group to end; kills it (and whatever its tools left running) if it lingers. */
-async function finishProcess(child: ClaudeProcess | undefined, killed: boolean): Promise<void> {
+async function finishProcess(
+  child: ClaudeProcess | undefined,
+  killed: boolean,
+  tag: ProcessTag,
+): Promise<void> {
   if (child === undefined) return;
-  if (killed) child.killTree();
+  const victims = killed ? child.killAll(tag) : [];
   await child.waitForExit(killed ? 2_000 : 5_000);
-  // Background commands started by Bash stay in the group after the CLI has exited.
-  child.killTree();
+  // Commands the agent left running in the background outlive the CLI; an agent run leaves nothing behind.
+  victims.push(...child.killAll(tag));
+  await waitForProcessesGone(victims, 2_000);
+}
+
+/**
+ * Kills an agent's Claude Code process group, every process below it (Claude Code runs each Bash command
+ * in a session of its own) and, on Linux, every process carrying its `processTag`. For a runner's
+ * `cancel` from another process, with the pid `onSpawn` reported.
+ */
+export function killAgentProcesses(pid: number, processTag?: string): void {
+  killProcessTree(
+    pid,
+    processTag === undefined ? undefined : { name: PROCESS_TAG_VARIABLE, value: processTag },
+  );
 }
 
 /** Cost of one API response from the usage Claude Code reports with it (its output count may be low). */
