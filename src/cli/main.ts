@@ -2,6 +2,7 @@
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { EXIT_CODES } from '../core/errors.js';
+import { registerAgentCommand } from './agent.js';
 import { registerCallCommand } from './call.js';
 import { registerEvalCommand } from './eval.js';
 import { registerFitCommand } from './fit.js';
@@ -41,6 +42,7 @@ registerCallCommand(program);
 registerStatsCommand(program);
 registerServeCommand(program);
 registerMetricsCommand(program);
+registerAgentCommand(program);
 
 try {
   await program.parseAsync(process.argv);

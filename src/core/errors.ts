@@ -24,6 +24,14 @@ export const ERROR_CODES = [
   'MAX_TURNS',
   'ABORTED',
   'INTERNAL',
+  'AGENT_FAILED',
+  'VERIFY_FAILED',
+  'MERGE_CONFLICT',
+  'TASK_INVALID',
+  'NOT_A_GIT_REPO',
+  'UNKNOWN_BASE',
+  'DIRTY_CHECKOUT',
+  'RUN_NOT_FOUND',
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
@@ -119,6 +127,19 @@ export const EXIT_CODES = {
   PROVIDER_ERROR: 29,
   MODEL_DOWNGRADED: 30,
   MAX_TURNS: 31,
+  /** `switchboard agent`: the agent ended without a usable change (after its retries). */
+  AGENT_FAILED: 40,
+  /** `switchboard agent`: the task's verify command still failed after the retries. */
+  VERIFY_FAILED: 41,
+  /** `switchboard agent`: the change conflicts with the base branch; the base was left unmoved. */
+  MERGE_CONFLICT: 42,
+  /** `switchboard agent`: the task file or flags are malformed. */
+  TASK_INVALID: 43,
+  NOT_A_GIT_REPO: 44,
+  UNKNOWN_BASE: 45,
+  /** The checkout the merge would update has uncommitted changes; the branch was left for later. */
+  DIRTY_CHECKOUT: 46,
+  RUN_NOT_FOUND: 47,
   ABORTED: 130,
 } as const satisfies Record<string, number>;
 

@@ -101,6 +101,51 @@ export const MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 5,
+    description: 'agent runs',
+    sql: `
+      CREATE TABLE agent_runs (
+        id            TEXT PRIMARY KEY NOT NULL,
+        task_id       TEXT NOT NULL,
+        title         TEXT NOT NULL,
+        repo          TEXT NOT NULL,             -- absolute path of the repository's main worktree
+        base_branch   TEXT NOT NULL,             -- the branch the change merges into
+        base_commit   TEXT NOT NULL,             -- the commit the run's branch starts from
+        branch        TEXT NOT NULL,
+        worktree      TEXT NOT NULL,
+        phase         TEXT NOT NULL,             -- queued, worktree, agent, verify, merge, done, failed, conflict
+        status        TEXT NOT NULL,             -- running, succeeded, failed, conflict, cancelled
+        attempt       INTEGER NOT NULL DEFAULT 0,
+        session_id    TEXT,
+        runner_pid    INTEGER,
+        child_pid     INTEGER,                   -- leads the agent's (or verify command's) process group
+        cost_usd      REAL NOT NULL DEFAULT 0,
+        turns         INTEGER NOT NULL DEFAULT 0,
+        commit_sha    TEXT,
+        merged_commit TEXT,
+        error_code    TEXT,
+        error         TEXT,
+        detail        TEXT,                      -- git output of a conflict, tail of a failed verify
+        task          TEXT NOT NULL,             -- JSON of the task, so a run can be resumed
+        options       TEXT NOT NULL,             -- JSON of the run's settings (merge mode, limits)
+        created_at    INTEGER NOT NULL,
+        updated_at    INTEGER NOT NULL,
+        ended_at      INTEGER,
+        cleaned_at    INTEGER
+      );
+      CREATE INDEX agent_runs_created_at ON agent_runs (created_at);
+      CREATE TABLE agent_run_events (
+        run_id   TEXT NOT NULL,
+        at       INTEGER NOT NULL,
+        phase    TEXT NOT NULL,
+        kind     TEXT NOT NULL,                  -- phase, attempt-start, attempt-end, verify, merge, error, ...
+        message  TEXT NOT NULL,
+        data     TEXT                            -- JSON
+      );
+      CREATE INDEX agent_run_events_run ON agent_run_events (run_id, at);
+    `,
+  },
 ];
 
 /** The schema version this build of Switchboard writes. */

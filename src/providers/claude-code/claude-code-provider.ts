@@ -11,6 +11,7 @@ import {
   type ClaudeCallOptions,
   type ClaudeLaunch,
 } from './call-session.js';
+import { claudeEnvironment } from './environment.js';
 import { resolveClaudeExecutable } from './executable.js';
 import { ClaudeProcess } from './process-group.js';
 import { WarmPool, type WarmPoolOptions } from './warm-pool.js';
@@ -67,16 +68,7 @@ export function createClaudeCodeProvider({
   let resolvedExecutable: string | undefined;
   const launch = (): ClaudeLaunch => {
     resolvedExecutable ??= resolveClaudeExecutable(executable ?? process.env['SWITCHBOARD_CLAUDE_PATH']);
-    const environment: Record<string, string> = {
-      ...(process.env as Record<string, string>),
-      ...env,
-      // The title-generation and other side requests double the traffic of a headless call.
-      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
-      CLAUDE_CODE_MAX_RETRIES: String(maxRetries),
-    };
-    if (baseUrl !== undefined) environment['ANTHROPIC_BASE_URL'] = baseUrl;
-    if (apiKey !== undefined) environment['ANTHROPIC_API_KEY'] = apiKey;
-    if (configDir !== undefined) environment['CLAUDE_CONFIG_DIR'] = configDir;
+    const environment = claudeEnvironment({ baseUrl, apiKey, configDir, env, maxRetries });
     return { executable: resolvedExecutable, env: environment, cwd, idleTimeoutMs, timeoutMs };
   };
   const pool = poolOptions === undefined ? undefined : new WarmPool(launch, poolOptions);

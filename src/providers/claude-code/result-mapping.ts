@@ -14,6 +14,8 @@ export interface ClaudeResultMessage {
   duration_ms?: number;
   total_cost_usd?: number;
   structured_output?: unknown;
+  /** Tool calls refused during the run. */
+  permission_denials?: { tool_name: string; tool_use_id: string; tool_input: unknown }[];
   usage?: Record<string, unknown>;
   modelUsage?: Record<
     string,

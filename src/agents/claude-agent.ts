@@ -1,0 +1,812 @@
+import { randomUUID } from 'node:crypto';
+import { appendFileSync, lstatSync, mkdirSync, realpathSync, statSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
+import {
+  query,
+  type CanUseTool,
+  type HookCallback,
+  type Options,
+  type SDKMessage,
+} from '@anthropic-ai/claude-agent-sdk';
+import { isSwitchboardError, SwitchboardError } from '../core/errors.js';
+import { PROCESS_TAG_VARIABLE } from './processes.js';
+import { costOf } from '../core/prices.js';
+import { CallWatch } from '../providers/claude-code/call-session.js';
+import { claudeEnvironment } from '../providers/claude-code/environment.js';
+import { resolveClaudeExecutable } from '../providers/claude-code/executable.js';
+import {
+  ClaudeProcess,
+  killProcessTree,
+  waitForProcessesGone,
+  type ProcessTag,
+} from '../providers/claude-code/process-group.js';
+import { mapClaudeResult, type ClaudeResultMessage } from '../providers/claude-code/result-mapping.js';
+
+export interface AgentInvocation {
+  /** The worktree. Claude Code runs here; every write outside it is denied. */
+  cwd: string;
+  prompt: string;
+  /** Appended to Claude Code's system prompt. On a resumed session Claude Code keeps the one it recorded first. */
+  appendSystemPrompt?: string;
+  /**
+   * Tools the agent may use: 'Read', 'Write', 'Edit', 'Glob', 'Grep', and Bash patterns like
+   * 'Bash(npm test:*)' or 'Bash(git diff:*)'. Everything else is denied. File tools only reach paths
+   * inside `cwd` (links followed); a Bash command must match a pattern as a whole, so `git diff; rm x`
+   * and command substitution are denied. `Bash` alone allows any command.
+   */
+  allowedTools: readonly string[];
+  /** Folders outside `cwd` that Read, Glob and Grep may also read (absolute paths). @default none */
+  readableDirectories?: readonly string[];
+  /** MCP servers, none unless named. Their tools still need an `allowedTools` entry (`mcp__server` or `mcp__server__tool`). */
+  mcpServers?: Record<string, unknown>;
+  maxTurns?: number;
+  /** Stop the agent once its cost reaches this (USD). */
+  maxCostUsd?: number;
+  /** Kill the agent when no message arrives for this long (ms). @default 300_000 */
+  idleTimeoutMs?: number;
+  /** Kill the agent after this long in all (ms). @default 1_800_000 */
+  wallClockMs?: number;
+  /** Every SDK message is appended here as one JSON line (no secrets: never the API key or env). */
+  transcriptPath: string;
+  /** Continue an earlier session (for retries that feed back a failure). */
+  resumeSessionId?: string;
+  model?: string;
+  /** Where Claude Code connects and with what key: baseUrl/apiKey like the provider's options, plus configDir and executable path. */
+  connection?: { baseUrl?: string; apiKey?: string; configDir?: string; executable?: string };
+  abortSignal?: AbortSignal;
+  /**
+   * Set as `SWITCHBOARD_AGENT_TAG` in the agent's environment, which its tools inherit, so that
+   * `killAgentProcesses(pid, processTag)` also finds tool processes that were orphaned. @default a random id
+   */
+  processTag?: string;
+  /** Called once the Claude Code process is spawned, with its pid (it leads its own process group), so a runner can record it and `cancel` can kill the whole tree from another process. */
+  onSpawn?: (pid: number) => void;
+  /** Called with the running cost after each message that carries usage. */
+  onProgress?: (progress: { costUsd: number; turns: number; lastTool?: string }) => void;
+}
+
+export type AgentStatus =
+  | 'success'
+  | 'agent_error'
+  | 'max_turns'
+  | 'budget_exceeded'
+  | 'idle_timeout'
+  | 'timeout'
+  | 'rate_limited'
+  | 'aborted'
+  | 'spawn_failed';
+
+export interface AgentOutcome {
+  status: AgentStatus;
+  /** The result message's subtype and is_error as Claude Code sent them (undefined when no result came). */
+  subtype?: string;
+  isError: boolean;
+  resultText?: string;
+  sessionId?: string;
+  /** Claude Code's own total when a result came; otherwise Switchboard's estimate from the messages. */
+  costUsd: number;
+  turns: number;
+  durationMs: number;
+  /** Tool calls that were denied, with the reason (e.g. a Write outside the worktree). */
+  denied: { tool: string; input: unknown; reason: string }[];
+  error?: string;
+  /** For rate_limited: when to try again, if Claude Code said. */
+  retryAfterMs?: number;
+}
+
+export type AgentDenial = AgentOutcome['denied'][number];
+
+const DEFAULT_IDLE_TIMEOUT_MS = 300_000;
+
+const DEFAULT_WALL_CLOCK_MS = 1_800_000;
+/** How long Claude Code may take to report its own budget stop once our estimate has crossed the cap. */
+const BUDGET_GRACE_MS = 5_000;
+
+const WRITE_TOOLS: Readonly<Record<string, string>> = {
+  Write: 'file_path',
+  Edit: 'file_path',
+  MultiEdit: 'file_path',
+  NotebookEdit: 'notebook_path',
+};
+const READ_TOOLS: Readonly<Record<string, string>> = {
+  Read: 'file_path',
+  Glob: 'path',
+  Grep: 'path',
+  NotebookRead: 'notebook_path',
+};
+
+/**
+ * Runs Claude Code as an autonomous agent in `cwd` with hard limits, and says honestly how it ended.
+ *
+ * Permissions, as measured against Claude Code 2.1.330 headless: a bare name in the SDK's `allowedTools`
+ * approves the tool before `canUseTool` is consulted (a Write outside the working directory then goes
+ * through), and read-only Bash commands and reads inside `cwd` are approved without asking. So no tool is
+ * pre-approved: a PreToolUse hook, which sees every call, denies what the policy refuses, and `canUseTool`
+ * approves the rest when Claude Code asks. Claude Code's own `blockWritesOutsideWorkingDirectories`
+ * setting is on as well.
+ *
+ * Never throws for what happens during the run; invalid options throw `INVALID_INPUT`.
+ */
+export async function runAgent(invocation: AgentInvocation): Promise<AgentOutcome> {
+  const started = performance.now();
+  const {
+    cwd,
+    prompt,
+    allowedTools,
+    transcriptPath,
+    connection = {},
+    idleTimeoutMs = DEFAULT_IDLE_TIMEOUT_MS,
+    wallClockMs = DEFAULT_WALL_CLOCK_MS,
+  } = invocation;
+  validateInvocation(invocation, idleTimeoutMs, wallClockMs);
+  const policy = createToolPolicy({
+    cwd,
+    allowedTools,
+    readableDirectories: invocation.readableDirectories ?? [],
+  });
+
+  const denied: AgentDenial[] = [];
+  const deniedIds = new Set<string>();
+  const recordDenial = (id: string | undefined, denial: AgentDenial): void => {
+    if (id !== undefined) {
+      if (deniedIds.has(id)) return;
+      deniedIds.add(id);
+    }
+    denied.push(denial);
+  };
+  const elapsed = (): number => Math.round(performance.now() - started);
+  const outcome = (status: AgentStatus, fields: Partial<AgentOutcome> = {}): AgentOutcome => ({
+    status,
+    isError: status !== 'success',
+    costUsd: 0,
+    turns: 0,
+    durationMs: elapsed(),
+    denied,
+    ...fields,
+  });
+
+  let executable: string;
+  try {
+    executable = resolveClaudeExecutable(connection.executable ?? process.env['SWITCHBOARD_CLAUDE_PATH']);
+  } catch (error) {
+    return outcome('spawn_failed', { error: errorText(error) });
+  }
+
+  mkdirSync(dirname(resolve(transcriptPath)), { recursive: true });
+  const secret = connection.apiKey;
+  const writeTranscript = (message: SDKMessage): void => {
+    let line = JSON.stringify(message);
+    if (secret !== undefined && secret.length >= 8) line = line.split(secret).join('[redacted]');
+    // Synchronous on purpose: a crash of this process keeps every line written before it.
+    appendFileSync(transcriptPath, `${line}\n`);
+  };
+
+  const abortController = new AbortController();
+  const tag: ProcessTag = { name: PROCESS_TAG_VARIABLE, value: invocation.processTag ?? randomUUID() };
+  let child: ClaudeProcess | undefined;
+  const watch = new CallWatch({
+    timeoutMs: wallClockMs,
+    idleTimeoutMs,
+    abortSignal: invocation.abortSignal,
+    onFail: () => {
+      // Kill first: the SDK's abort waits two seconds and then signals only the CLI, not its tools.
+      child?.killAll(tag);
+      abortController.abort();
+    },
+  });
+
+  let sessionId: string | undefined;
+  let costEstimate = 0;
+  let lastTool: string | undefined;
+  let budgetReached = false;
+  let budgetTimer: NodeJS.Timeout | undefined;
+  let rateLimitResetsAt: number | undefined;
+  const messageUsage = new Map<string, number>();
+  const permissionReasons = new Map<string, string>();
+
+  const refuse = (toolUseId: string | undefined, tool: string, input: unknown): string | undefined => {
+    const reason = budgetReached
+      ? `the cost cap of $${invocation.maxCostUsd} is reached`
+      : policy.check(tool, input);
+    if (reason !== undefined) recordDenial(toolUseId, { tool, input, reason });
+    return reason;
+  };
+  const guard: HookCallback = async (input, toolUseId) => {
+    if (input.hook_event_name !== 'PreToolUse') return {};
+    const reason = refuse(input.tool_use_id ?? toolUseId, input.tool_name, input.tool_input);
+    if (reason === undefined) return {};
+    return {
+      hookSpecificOutput: {
+        hookEventName: 'PreToolUse',
+        permissionDecision: 'deny',
+        permissionDecisionReason: reason,
+      },
+    };
+  };
+  const canUseTool: CanUseTool = async (tool, input, { toolUseID }) => {
+    const reason = refuse(toolUseID, tool, input);
+    if (reason === undefined) return { behavior: 'allow', updatedInput: input };
+    return { behavior: 'deny', message: reason };
+  };
+
+  const options: Options = {
+    cwd,
+    pathToClaudeCodeExecutable: executable,
+    env: claudeEnvironment({
+      baseUrl: connection.baseUrl,
+      apiKey: connection.apiKey,
+      configDir: connection.configDir,
+      env: { [PROCESS_TAG_VARIABLE]: tag.value },
+    }),
+    abortController,
+    tools: policy.builtinTools,
+    // Nothing is pre-approved: see the function's comment.
+    allowedTools: [],
+    canUseTool,
+    hooks: { PreToolUse: [{ hooks: [guard], onFailure: 'block' }] },
+    permissionMode: 'default',
+    settingSources: [],
+    settings: { permissions: { blockWritesOutsideWorkingDirectories: true } },
+    mcpServers: (invocation.mcpServers ?? {}) as NonNullable<Options['mcpServers']>,
+    strictMcpConfig: true,
+    persistSession: true,
+    systemPrompt: {
+      type: 'preset',
+      preset: 'claude_code',
+      ...(invocation.appendSystemPrompt === undefined ? {} : { append: invocation.appendSystemPrompt }),
+    },
+    spawnClaudeCodeProcess: (spawnOptions) => {
+      const spawned = new ClaudeProcess(spawnOptions);
+      child = spawned;
+      spawned.child.stdout.on('data', () => watch.touch());
+      if (spawned.pid !== undefined) {
+        try {
+          invocation.onSpawn?.(spawned.pid);
+        } catch {
+          // A failing callback must not leave the agent without its watchdogs.
+        }
+      }
+      return spawned.child;
+    },
+  };
+  if (invocation.model !== undefined) options.model = invocation.model;
+  if (invocation.maxTurns !== undefined) options.maxTurns = invocation.maxTurns;
+  if (invocation.maxCostUsd !== undefined) options.maxBudgetUsd = invocation.maxCostUsd;
+  if (invocation.resumeSessionId !== undefined) options.resume = invocation.resumeSessionId;
+
+  const progress = (turns: number): void => {
+    try {
+      invocation.onProgress?.({
+        costUsd: costEstimate,
+        turns,
+        ...(lastTool === undefined ? {} : { lastTool }),
+      });
+    } catch {
+      // The caller's bookkeeping must not end the run.
+    }
+  };
+
+  let result: ClaudeResultMessage | undefined;
+  let streamError: unknown;
+  const messages = query({ prompt, options });
+  try {
+    for await (const message of messages) {
+      watch.touch();
+      writeTranscript(message);
+      if ('session_id' in message && typeof message.session_id === 'string') sessionId ??= message.session_id;
+      if (message.type === 'system' && message.subtype === 'init') sessionId = message.session_id;
+      if (message.type === 'system' && message.subtype === 'permission_denied') {
+        const reason = message.decision_reason ?? (message as { message?: string }).message;
+        if (reason !== undefined) permissionReasons.set(message.tool_use_id, reason);
+      }
+      if (message.type === 'rate_limit_event' && message.rate_limit_info.status === 'rejected') {
+        rateLimitResetsAt = message.rate_limit_info.resetsAt;
+      }
+      if (message.type === 'assistant' && message.parent_tool_use_id === null) {
+        const body = message.message as unknown as {
+          id?: string;
+          model?: string;
+          usage?: Record<string, unknown>;
+          content?: { type?: string; name?: string }[];
+        };
+        for (const block of body.content ?? []) {
+          if (block.type === 'tool_use' && block.name !== undefined) lastTool = block.name;
+        }
+        if (body.usage !== undefined) {
+          messageUsage.set(
+            body.id ?? message.uuid,
+            usageCost(body.model ?? invocation.model ?? '', body.usage),
+          );
+          costEstimate = [...messageUsage.values()].reduce((sum, cost) => sum + cost, 0);
+          progress(messageUsage.size);
+          if (
+            invocation.maxCostUsd !== undefined &&
+            costEstimate >= invocation.maxCostUsd &&
+            !budgetReached
+          ) {
+            // Claude Code stops itself after this response (maxBudgetUsd); kill it if it does not.
+            budgetReached = true;
+            budgetTimer = setTimeout(
+              () =>
+                watch.fail(
+                  new SwitchboardError(
+                    'BUDGET_EXCEEDED',
+                    `the agent reached its cost cap of $${invocation.maxCostUsd} (about $${costEstimate.toFixed(4)} spent)`,
+                  ),
+                ),
+              BUDGET_GRACE_MS,
+            );
+          }
+        }
+      }
+      if (message.type === 'result') {
+        result = message as unknown as ClaudeResultMessage;
+        break;
+      }
+    }
+  } catch (error) {
+    // The SDK also throws after it has handed over an error result; the result says more.
+    streamError = error;
+  } finally {
+    watch.stop();
+    if (budgetTimer !== undefined) clearTimeout(budgetTimer);
+    await messages.return(undefined).catch(() => undefined);
+    await finishProcess(child, watch.failure !== undefined, tag);
+  }
+
+  for (const entry of result?.permission_denials ?? []) {
+    recordDenial(entry.tool_use_id, {
+      tool: entry.tool_name,
+      input: entry.tool_input,
+      reason: permissionReasons.get(entry.tool_use_id) ?? 'denied by Claude Code',
+    });
+  }
+
+  const base: Partial<AgentOutcome> = {
+    costUsd: typeof result?.total_cost_usd === 'number' ? result.total_cost_usd : costEstimate,
+    turns: result?.num_turns ?? messageUsage.size,
+    ...(sessionId === undefined ? {} : { sessionId: result?.session_id ?? sessionId }),
+  };
+  if (result !== undefined) {
+    base.subtype = result.subtype;
+    base.isError = result.is_error;
+    if (result.result !== undefined) base.resultText = result.result;
+  }
+
+  const failure = watch.failure;
+  if (failure !== undefined) {
+    const status: AgentStatus =
+      failure.code === 'ABORTED'
+        ? 'aborted'
+        : failure.code === 'IDLE_TIMEOUT'
+          ? 'idle_timeout'
+          : failure.code === 'BUDGET_EXCEEDED'
+            ? 'budget_exceeded'
+            : 'timeout';
+    const message =
+      failure.code === 'TIMEOUT' ? `the agent did not finish within ${wallClockMs} ms` : failure.message;
+    return outcome(status, { ...base, isError: true, error: message });
+  }
+
+  if (result === undefined) {
+    if (child?.pid === undefined) return outcome('spawn_failed', { ...base, error: errorText(streamError) });
+    const stderr = lastLines(child.stderr);
+    return outcome('agent_error', {
+      ...base,
+      isError: true,
+      error: `Claude Code ended without a result${streamError === undefined ? '' : `: ${errorText(streamError)}`}${stderr === '' ? '' : ` (stderr: ${stderr})`}`,
+    });
+  }
+
+  if (result.subtype === 'error_max_turns') {
+    return outcome('max_turns', {
+      ...base,
+      error: `the agent stopped at its turn limit (${invocation.maxTurns})`,
+    });
+  }
+  if (result.subtype === 'error_max_budget_usd' || budgetReached) {
+    return outcome('budget_exceeded', {
+      ...base,
+      isError: true,
+      error: `the agent stopped at its cost cap of $${invocation.maxCostUsd} ($${(base.costUsd ?? 0).toFixed(4)} spent)`,
+    });
+  }
+  if (result.subtype === 'success' && !result.is_error) return outcome('success', base);
+
+  const mapped = mapClaudeResult(result, {
+    spec: 'claude:agent',
+    modelRequested: invocation.model ?? 'default',
+    durationMs: elapsed(),
+    schemaRequested: false,
+    ...(rateLimitResetsAt === undefined ? {} : { rateLimitResetsAt }),
+  });
+  const error = isSwitchboardError(mapped)
+    ? mapped
+    : new SwitchboardError('PROVIDER_ERROR', `Claude Code failed (${result.subtype})`);
+  if (error.code === 'RATE_LIMITED') {
+    return outcome('rate_limited', {
+      ...base,
+      isError: true,
+      error: error.message,
+      ...(error.retryAfterMs === undefined ? {} : { retryAfterMs: error.retryAfterMs }),
+    });
+  }
+  return outcome('agent_error', { ...base, isError: true, error: error.message });
+}
+
+function validateInvocation(invocation: AgentInvocation, idleTimeoutMs: number, wallClockMs: number): void {
+  const fail = (message: string, hint?: string): never => {
+    throw new SwitchboardError('INVALID_INPUT', message, hint === undefined ? {} : { hint });
+  };
+  if (typeof invocation.prompt !== 'string' || invocation.prompt.trim() === '') fail('the prompt is empty');
+  let isDirectory = false;
+  try {
+    isDirectory = statSync(invocation.cwd).isDirectory();
+  } catch {
+    // Reported below.
+  }
+  if (!isDirectory) fail(`Expected "cwd" to be an existing directory, got ${invocation.cwd}`);
+  if (typeof invocation.transcriptPath !== 'string' || invocation.transcriptPath === '') {
+    fail('Expected "transcriptPath" to be a file path');
+  }
+  if (!Array.isArray(invocation.allowedTools)) fail('Expected "allowedTools" to be a list of tool names');
+  for (const [name, value] of [
+    ['idleTimeoutMs', idleTimeoutMs],
+    ['wallClockMs', wallClockMs],
+  ] as const) {
+    if (!(typeof value === 'number' && value > 0 && value <= 2_147_483_647)) {
+      fail(`Expected "${name}" to be a positive number of milliseconds`);
+    }
+  }
+  if (
+    invocation.maxTurns !== undefined &&
+    !(Number.isInteger(invocation.maxTurns) && invocation.maxTurns > 0)
+  ) {
+    fail('Expected "maxTurns" to be a positive integer');
+  }
+  if (
+    invocation.maxCostUsd !== undefined &&
+    !(typeof invocation.maxCostUsd === 'number' && invocation.maxCostUsd > 0)
+  ) {
+    fail('Expected "maxCostUsd" to be a positive number of US dollars');
+  }
+  for (const directory of invocation.readableDirectories ?? []) {
+    if (!isAbsolute(directory))
+      fail(`Expected "readableDirectories" to hold absolute paths, got ${directory}`);
+  }
+}
+
+/** Waits for the process group to end; kills it (and whatever its tools left running) if it lingers. */
+async function finishProcess(
+  child: ClaudeProcess | undefined,
+  killed: boolean,
+  tag: ProcessTag,
+): Promise<void> {
+  if (child === undefined) return;
+  const victims = killed ? child.killAll(tag) : [];
+  await child.waitForExit(killed ? 2_000 : 5_000);
+  // Commands the agent left running in the background outlive the CLI; an agent run leaves nothing behind.
+  victims.push(...child.killAll(tag));
+  await waitForProcessesGone(victims, 2_000);
+}
+
+/**
+ * Kills an agent's Claude Code process group, every process below it (Claude Code runs each Bash command
+ * in a session of its own) and, on Linux, every process carrying its `processTag`. For a runner's
+ * `cancel` from another process, with the pid `onSpawn` reported.
+ */
+export function killAgentProcesses(pid: number, processTag?: string): void {
+  killProcessTree(
+    pid,
+    processTag === undefined ? undefined : { name: PROCESS_TAG_VARIABLE, value: processTag },
+  );
+}
+
+/** Cost of one API response from the usage Claude Code reports with it (its output count may be low). */
+function usageCost(model: string, usage: Record<string, unknown>): number {
+  const number = (key: string): number => (typeof usage[key] === 'number' ? (usage[key] as number) : 0);
+  return (
+    costOf(model, {
+      inputTokens: number('input_tokens'),
+      outputTokens: number('output_tokens'),
+      cacheReadTokens: number('cache_read_input_tokens'),
+      cacheWriteTokens: number('cache_creation_input_tokens'),
+    }) ?? 0
+  );
+}
+
+function errorText(error: unknown): string {
+  if (error === undefined) return 'unknown error';
+  return error instanceof Error ? error.message : String(error);
+}
+
+function lastLines(text: string): string {
+  return text.trim().split('\n').slice(-3).join(' | ').slice(-500);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Tool policy
+
+export interface ToolPolicyOptions {
+  cwd: string;
+  allowedTools: readonly string[];
+  readableDirectories?: readonly string[];
+}
+
+export interface ToolPolicy {
+  /** Built-in tool names to offer the model (the `tools` option). */
+  readonly builtinTools: string[];
+  /** Why a call is refused, or undefined when it is allowed. */
+  check(tool: string, input: unknown): string | undefined;
+}
+
+/**
+ * Decides each tool call: the tool must be listed, file tools must stay inside `cwd` (and reads may also
+ * reach `readableDirectories`) once `..`, `~` and symbolic links are resolved, and a Bash command must
+ * match an allowed pattern as a whole.
+ */
+export function createToolPolicy({
+  cwd,
+  allowedTools,
+  readableDirectories = [],
+}: ToolPolicyOptions): ToolPolicy {
+  const root = realpathSync(cwd);
+  const readRoots = [root, ...readableDirectories.map((directory) => realOrResolved(directory))];
+  const names = new Set<string>();
+  const bashPatterns: string[] = [];
+  for (const entry of allowedTools) {
+    const bash = /^Bash\((.*)\)$/s.exec(entry.trim());
+    if (bash !== null) {
+      bashPatterns.push((bash[1] ?? '').trim());
+      names.add('Bash');
+    } else if (entry.trim() === 'Bash') {
+      bashPatterns.push('*');
+      names.add('Bash');
+    } else {
+      names.add(entry.trim());
+    }
+  }
+  const builtinTools = [...names].filter((name) => !name.startsWith('mcp__'));
+
+  const toolListed = (tool: string): boolean => {
+    if (names.has(tool)) return true;
+    if (!tool.startsWith('mcp__')) return false;
+    const server = tool.split('__')[1];
+    return server !== undefined && (names.has(`mcp__${server}`) || names.has(`mcp__${server}__*`));
+  };
+
+  return {
+    builtinTools,
+    check(tool, rawInput) {
+      const input = (typeof rawInput === 'object' && rawInput !== null ? rawInput : {}) as Record<
+        string,
+        unknown
+      >;
+      if (!toolListed(tool)) return `${tool} is not among the allowed tools`;
+      const writeKey = WRITE_TOOLS[tool];
+      if (writeKey !== undefined) {
+        const path = input[writeKey];
+        if (typeof path !== 'string' || path === '') return `${tool} needs a path`;
+        return checkPath(path, root, [root], 'write', true);
+      }
+      const readKey = READ_TOOLS[tool];
+      if (readKey !== undefined) {
+        const path = input[readKey];
+        if (path !== undefined && (typeof path !== 'string' || path === '')) return `${tool} needs a path`;
+        if (typeof path === 'string') {
+          const refused = checkPath(path, root, readRoots, 'read', false);
+          if (refused !== undefined) return refused;
+        }
+        if (tool === 'Glob' && typeof input['pattern'] === 'string') {
+          const base = typeof path === 'string' ? path : root;
+          const prefix = staticPrefix(input['pattern']);
+          if (prefix !== undefined)
+            return checkPath(resolveHome(prefix, base), root, readRoots, 'read', false);
+        }
+        return undefined;
+      }
+      if (tool === 'Bash') {
+        const command = input['command'];
+        if (typeof command !== 'string') return 'Bash needs a command';
+        return checkBashCommand(command, bashPatterns);
+      }
+      return undefined;
+    },
+  };
+}
+
+function realOrResolved(path: string): string {
+  try {
+    return realpathSync(path);
+  } catch {
+    return resolve(path);
+  }
+}
+
+function isInside(path: string, directory: string): boolean {
+  const rel = relative(directory, path);
+  return rel === '' || (rel !== '..' && !rel.startsWith(`..${sep}`) && !isAbsolute(rel));
+}
+
+/** `~` and `~/x` the way Claude Code expands them; relative paths against `base`. */
+function resolveHome(path: string, base: string): string {
+  if (path === '~') return homedir();
+  if (path.startsWith('~/')) return join(homedir(), path.slice(2));
+  return isAbsolute(path) ? path : join(base, path);
+}
+
+/**
+ * Where a path really leads: walks it one name at a time as the kernel does, following each link
+ * (so `link/..` leaves from where the link points). A dangling link yields undefined.
+ */
+function walkPath(absolute: string): string | undefined {
+  let current: string = sep;
+  const parts = absolute.split(sep).filter((part) => part !== '');
+  for (const part of parts) {
+    if (part === '.') continue;
+    if (part === '..') {
+      current = dirname(current);
+      continue;
+    }
+    const candidate = join(current, part);
+    const entry = lstatSync(candidate, { throwIfNoEntry: false });
+    // A name that does not exist (yet) is created as written, and so is the rest after it.
+    if (entry === undefined || !entry.isSymbolicLink()) {
+      current = candidate;
+      continue;
+    }
+    try {
+      current = realpathSync(candidate);
+    } catch {
+      return undefined;
+    }
+  }
+  return current;
+}
+
+function checkPath(
+  path: string,
+  root: string,
+  roots: readonly string[],
+  access: 'read' | 'write',
+  protectGit: boolean,
+): string | undefined {
+  if (/^~[^/]/.test(path)) return `${path}: another user's home folder is outside the worktree`;
+  const absolute = resolveHome(path, root);
+  // Both readings must stay inside: the path as written with `..` collapsed first (what Node's path
+  // functions do) and as the kernel follows it (links before `..`).
+  const targets = [walkPath(resolve(absolute)), walkPath(absolute)];
+  for (const target of targets) {
+    if (target === undefined) return `${path} is a link that leads nowhere`;
+    if (!roots.some((directory) => isInside(target, directory))) {
+      return access === 'write'
+        ? `${path} is outside the worktree ${root}; writes are allowed only inside it`
+        : `${path} is outside the folders the agent may read`;
+    }
+    if (protectGit && isInside(target, join(root, '.git'))) {
+      return `${path} is inside .git, which the agent may not change`;
+    }
+  }
+  return undefined;
+}
+
+/** The part of a glob pattern before its first wildcard, when the pattern could leave the folder. */
+function staticPrefix(pattern: string): string | undefined {
+  const parts = pattern.split('/');
+  const fixed: string[] = [];
+  for (const part of parts) {
+    if (/[*?[\]{}]/.test(part)) break;
+    fixed.push(part);
+  }
+  const leaves = isAbsolute(pattern) || pattern.startsWith('~') || parts.includes('..');
+  if (!leaves) return undefined;
+  const prefix = fixed.join('/');
+  return prefix === '' ? '/' : prefix;
+}
+
+/** Redirections that write nowhere: `2>&1`, `>/dev/null`, `&>/dev/null`. */
+const HARMLESS_REDIRECT = /^(?:\d?>&\d|(?:\d|&)?>>?\s*\/dev\/null)$/;
+
+/**
+ * Splits a command at `;`, `&&`, `||`, `|`, `&` and newlines outside quotes. Returns a reason instead
+ * when the command substitutes commands or redirects output anywhere but /dev/null, since no prefix
+ * pattern can vouch for those.
+ */
+export function splitBashCommand(command: string): string[] | { refused: string } {
+  const segments: string[] = [];
+  let current = '';
+  let quote: "'" | '"' | undefined;
+  for (let index = 0; index < command.length; index++) {
+    const char = command[index] as string;
+    const next = command[index + 1];
+    if (quote === "'") {
+      current += char;
+      if (char === "'") quote = undefined;
+      continue;
+    }
+    if (char === '\\') {
+      current += char + (next ?? '');
+      index++;
+      continue;
+    }
+    if (char === '`' || (char === '$' && next === '(')) return { refused: 'command substitution' };
+    if (quote === '"') {
+      current += char;
+      if (char === '"') quote = undefined;
+      continue;
+    }
+    if (char === "'" || char === '"') {
+      quote = char;
+      current += char;
+      continue;
+    }
+    if ((char === '<' || char === '>') && next === '(') return { refused: 'process substitution' };
+    if (char === '>' || char === '<') {
+      // Take the redirection with its descriptor and target, and allow only the harmless ones.
+      let start = current.length;
+      while (start > 0 && /[\d&]/.test(current[start - 1] as string)) start--;
+      let end = index + 1;
+      while (end < command.length && /[>&]/.test(command[end] as string)) end++;
+      while (end < command.length && command[end] === ' ') end++;
+      while (end < command.length && !/[\s;&|<>]/.test(command[end] as string)) end++;
+      const redirect = (current.slice(start) + command.slice(index, end)).trim();
+      if (char === '<' || !HARMLESS_REDIRECT.test(redirect)) {
+        return { refused: `the redirection ${redirect}` };
+      }
+      current = current.slice(0, start);
+      index = end - 1;
+      continue;
+    }
+    if (char === ';' || char === '\n' || char === '|' || char === '&') {
+      segments.push(current);
+      current = '';
+      if ((char === '|' || char === '&') && next === char) index++;
+      continue;
+    }
+    current += char;
+  }
+  if (quote !== undefined) return { refused: 'an unterminated quote' };
+  segments.push(current);
+  return segments.map((segment) => segment.trim().replace(/\s+/g, ' ')).filter((segment) => segment !== '');
+}
+
+/** Whether one simple command matches a permission pattern: `*`, `prefix:*`, a glob with `*`, or exact. */
+export function matchesBashPattern(command: string, pattern: string): boolean {
+  if (pattern === '*' || pattern === '') return true;
+  const prefix = /^(.*):\*$/s.exec(pattern);
+  if (prefix !== null) {
+    const head = (prefix[1] ?? '').trim();
+    return command === head || command.startsWith(`${head} `);
+  }
+  if (pattern.includes('*')) {
+    const regex = new RegExp(
+      `^${pattern
+        .split('*')
+        .map((part) => part.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
+        .join('.*')}$`,
+      's',
+    );
+    return regex.test(command);
+  }
+  return command === pattern.trim();
+}
+
+function checkBashCommand(command: string, patterns: readonly string[]): string | undefined {
+  if (patterns.includes('*')) return undefined;
+  const split = splitBashCommand(command);
+  if (!Array.isArray(split)) {
+    return `Bash command refused: ${split.refused} is not allowed (allowed: ${describePatterns(patterns)})`;
+  }
+  if (split.length === 0) return 'Bash needs a command';
+  for (const segment of split) {
+    if (!patterns.some((pattern) => matchesBashPattern(segment, pattern))) {
+      return `Bash command "${segment}" matches no allowed pattern (allowed: ${describePatterns(patterns)})`;
+    }
+  }
+  return undefined;
+}
+
+function describePatterns(patterns: readonly string[]): string {
+  return patterns.length === 0 ? 'none' : patterns.map((pattern) => `Bash(${pattern})`).join(', ');
+}

@@ -1,0 +1,163 @@
+import { realpathSync } from 'node:fs';
+import { isAbsolute, resolve } from 'node:path';
+import { execa } from 'execa';
+import { SwitchboardError } from '../core/errors.js';
+
+/** Output of one git command. */
+export interface GitResult {
+  exitCode: number;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * Runs git with a fixed environment: no pager, no prompts, messages in English so that output kept
+ * in the ledger reads the same everywhere.
+ */
+export async function git(
+  cwd: string,
+  args: readonly string[],
+  env: Record<string, string> = {},
+): Promise<GitResult> {
+  const result = await execa('git', args, {
+    cwd,
+    reject: false,
+    stripFinalNewline: true,
+    env: { GIT_TERMINAL_PROMPT: '0', GIT_PAGER: 'cat', LC_ALL: 'C', ...env },
+  });
+  if (result.failed && result.exitCode === undefined) {
+    throw new SwitchboardError('INTERNAL', `git could not be started: ${result.shortMessage}`, {
+      hint: 'install git and make sure it is on PATH',
+      cause: result,
+    });
+  }
+  return { exitCode: result.exitCode ?? 1, stdout: String(result.stdout), stderr: String(result.stderr) };
+}
+
+/** Runs git and returns its standard output, or throws with git's own message. */
+export async function gitOk(
+  cwd: string,
+  args: readonly string[],
+  what: string,
+  env: Record<string, string> = {},
+): Promise<string> {
+  const result = await git(cwd, args, env);
+  if (result.exitCode !== 0) {
+    throw new SwitchboardError('INTERNAL', `${what} failed: ${firstLine(result.stderr || result.stdout)}`, {
+      hint: 'see the git message; the run was left as it was so it can be inspected or resumed',
+      details: { args, stderr: result.stderr, stdout: result.stdout },
+    });
+  }
+  return result.stdout;
+}
+
+export function firstLine(text: string): string {
+  return text.trim().split('\n', 1)[0] ?? '';
+}
+
+/** What the runner needs to know about a repository. */
+export interface RepositoryInfo {
+  /** Absolute path of the main worktree (where the user works). */
+  root: string;
+  /** Absolute path of the shared `.git` folder (holds the lock and the worktree registry). */
+  commonDir: string;
+}
+
+/** @throws SwitchboardError `NOT_A_GIT_REPO` when `directory` is not inside a git repository. */
+export async function repositoryInfo(directory: string): Promise<RepositoryInfo> {
+  const absolute = resolve(directory);
+  let result: GitResult;
+  try {
+    result = await git(absolute, ['rev-parse', '--path-format=absolute', '--git-common-dir']);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT')
+      result = { exitCode: 128, stdout: '', stderr: '' };
+    else throw error;
+  }
+  if (result.exitCode !== 0) {
+    throw new SwitchboardError('NOT_A_GIT_REPO', `${absolute} is not a git repository`, {
+      hint: 'pass --repo with the path of a git repository, or run `git init` there first',
+    });
+  }
+  const commonDir = realpathSync(result.stdout.trim());
+  const bare = (await git(absolute, ['rev-parse', '--is-bare-repository'])).stdout.trim() === 'true';
+  if (bare) {
+    throw new SwitchboardError('NOT_A_GIT_REPO', `${absolute} is a bare repository`, {
+      hint: 'pass --repo with a repository that has a working tree',
+    });
+  }
+  // The main worktree is the first entry of `git worktree list`, whichever worktree we were given.
+  const worktrees = await listWorktrees(absolute);
+  const root = worktrees[0]?.path ?? absolute;
+  return { root: realpathSync(root), commonDir };
+}
+
+/** The branch checked out in `directory`, or undefined on a detached HEAD. */
+export async function currentBranch(directory: string): Promise<string | undefined> {
+  const result = await git(directory, ['symbolic-ref', '--quiet', '--short', 'HEAD']);
+  return result.exitCode === 0 ? result.stdout.trim() : undefined;
+}
+
+/** The commit a branch points to; `undefined` when there is no such local branch. */
+export async function branchCommit(directory: string, branch: string): Promise<string | undefined> {
+  const result = await git(directory, ['rev-parse', '--verify', '--quiet', `refs/heads/${branch}^{commit}`]);
+  return result.exitCode === 0 ? result.stdout.trim() : undefined;
+}
+
+export async function isAncestor(directory: string, ancestor: string, descendant: string): Promise<boolean> {
+  return (await git(directory, ['merge-base', '--is-ancestor', ancestor, descendant])).exitCode === 0;
+}
+
+/** One entry of `git worktree list --porcelain`. */
+export interface WorktreeEntry {
+  path: string;
+  head?: string;
+  /** Short branch name, when one is checked out. */
+  branch?: string;
+  prunable: boolean;
+}
+
+export async function listWorktrees(directory: string): Promise<WorktreeEntry[]> {
+  const output = await gitOk(directory, ['worktree', 'list', '--porcelain'], 'git worktree list');
+  const entries: WorktreeEntry[] = [];
+  let current: WorktreeEntry | undefined;
+  for (const line of output.split('\n')) {
+    if (line.startsWith('worktree ')) {
+      current = { path: line.slice('worktree '.length), prunable: false };
+      entries.push(current);
+    } else if (current !== undefined && line.startsWith('HEAD ')) {
+      current.head = line.slice('HEAD '.length);
+    } else if (current !== undefined && line.startsWith('branch ')) {
+      current.branch = line.slice('branch '.length).replace(/^refs\/heads\//, '');
+    } else if (current !== undefined && line.startsWith('prunable')) {
+      current.prunable = true;
+    }
+  }
+  return entries;
+}
+
+/** Tracked changes (staged or not) in a checkout; untracked files do not count. */
+export async function trackedChanges(directory: string): Promise<string> {
+  return (await gitOk(directory, ['status', '--porcelain', '--untracked-files=no'], 'git status')).trim();
+}
+
+/** Resolves `path` against `base` unless it is absolute. */
+export function absolutePath(base: string, path: string): string {
+  return isAbsolute(path) ? path : resolve(base, path);
+}
+
+/**
+ * Environment giving commits an author when the repository has no identity configured (a fresh CI
+ * machine); empty when it has one, so the user's own identity is used.
+ */
+export async function commitIdentity(directory: string): Promise<Record<string, string>> {
+  const email = await git(directory, ['config', '--get', 'user.email']);
+  const name = await git(directory, ['config', '--get', 'user.name']);
+  if (email.exitCode === 0 && name.exitCode === 0) return {};
+  return {
+    GIT_AUTHOR_NAME: 'Switchboard agent',
+    GIT_AUTHOR_EMAIL: 'switchboard-agent@localhost',
+    GIT_COMMITTER_NAME: 'Switchboard agent',
+    GIT_COMMITTER_EMAIL: 'switchboard-agent@localhost',
+  };
+}

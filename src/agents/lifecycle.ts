@@ -1,0 +1,244 @@
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { SwitchboardError } from '../core/errors.js';
+import { git, isAncestor, branchCommit, repositoryInfo } from './git.js';
+import { killRunProcesses } from './processes.js';
+import { isProcessAlive, withRepoLock } from './repo-lock.js';
+import { runDirectory } from './runner.js';
+import { AgentRunStore, type AgentRunEvent, type AgentRunRecord } from './run-store.js';
+
+export interface LifecycleOptions {
+  /** @default `.switchboard` in the current directory */
+  stateDir?: string;
+}
+
+/** A run as `ls` and `show` present it: the record plus whether it can be resumed. */
+export interface AgentRunView extends AgentRunRecord {
+  /** Its runner process is alive. */
+  live: boolean;
+  /** Not ended, and its runner is gone (crashed or killed): `resume` picks it up. */
+  resumable: boolean;
+}
+
+function openStore(options: LifecycleOptions): AgentRunStore {
+  return AgentRunStore.open(resolve(options.stateDir ?? '.switchboard'));
+}
+
+function view(run: AgentRunRecord): AgentRunView {
+  const live =
+    (run.status === 'running' || run.status === 'conflict') &&
+    isProcessAlive(run.runnerPid) &&
+    run.endedAt === undefined;
+  return { ...run, live, resumable: run.status === 'running' && !live };
+}
+
+function requireRun(store: AgentRunStore, id: string): AgentRunRecord {
+  const run = store.find(id);
+  if (run === undefined) {
+    throw new SwitchboardError('RUN_NOT_FOUND', `there is no agent run ${id} in ${store.path}`, {
+      hint: 'list runs with `switchboard agent ls` (in the same folder, or with the same --state-dir)',
+    });
+  }
+  return run;
+}
+
+/** Runs, newest first. */
+export function listAgentRuns(options: LifecycleOptions & { limit?: number } = {}): AgentRunView[] {
+  const store = openStore(options);
+  try {
+    return store.list(options.limit === undefined ? {} : { limit: options.limit }).map(view);
+  } finally {
+    store.close();
+  }
+}
+
+/** One run (by id or unique prefix) with its events. */
+export function showAgentRun(
+  id: string,
+  options: LifecycleOptions = {},
+): AgentRunView & { events: AgentRunEvent[] } {
+  const store = openStore(options);
+  try {
+    const run = requireRun(store, id);
+    return { ...view(run), events: store.events(run.id) };
+  } finally {
+    store.close();
+  }
+}
+
+/** The run's transcripts (JSONL, one per attempt) and verify logs, oldest first. */
+export function agentRunFiles(
+  id: string,
+  options: LifecycleOptions = {},
+): { runId: string; files: string[] } {
+  const stateDir = resolve(options.stateDir ?? '.switchboard');
+  const store = AgentRunStore.open(stateDir);
+  try {
+    const run = requireRun(store, id);
+    const directory = runDirectory(stateDir, run.id);
+    const files = existsSync(directory)
+      ? readdirSync(directory)
+          .sort((a, b) => a.localeCompare(b, 'en', { numeric: true }))
+          .map((name) => resolve(directory, name))
+      : [];
+    return { runId: run.id, files };
+  } finally {
+    store.close();
+  }
+}
+
+/** Reads a transcript or log file of a run. */
+export function readRunFile(file: string): string {
+  return readFileSync(file, 'utf8');
+}
+
+export interface CancelResult {
+  id: string;
+  /** Process groups and processes that were signalled. */
+  killed: number[];
+  alreadyEnded: boolean;
+}
+
+/**
+ * Cancels a run: marks it cancelled (its runner sees that and stops), kills the agent's (or verify
+ * command's) whole process group, and kills the runner if it has not let go within `graceMs`.
+ */
+export async function cancelAgentRun(
+  id: string,
+  options: LifecycleOptions & { graceMs?: number } = {},
+): Promise<CancelResult> {
+  const store = openStore(options);
+  try {
+    const run = requireRun(store, id);
+    if (run.endedAt !== undefined || (run.status !== 'running' && run.status !== 'conflict')) {
+      return { id: run.id, killed: [], alreadyEnded: true };
+    }
+    store.update(run.id, {
+      status: 'cancelled',
+      phase: 'failed',
+      errorCode: 'ABORTED',
+      error: 'cancelled by `switchboard agent cancel`',
+      ended: true,
+    });
+    store.addEvent(run.id, run.phase, 'cancel', `cancelled by pid ${process.pid}`);
+    const killed: number[] = [];
+    const killGroup = (pid: number | undefined): void => {
+      killed.push(...killRunProcesses(pid, run.id));
+    };
+    killGroup(run.childPid);
+    // The runner may have started another child since we read the record.
+    killGroup(store.get(run.id)?.childPid);
+    const runner = run.runnerPid;
+    if (runner !== undefined && runner !== process.pid && isProcessAlive(runner)) {
+      const deadline = Date.now() + (options.graceMs ?? 3000);
+      // A runner that let go clears the child pid; one serving several runs (`run-all`) stays alive.
+      while (Date.now() < deadline && store.get(run.id)?.childPid !== undefined && isProcessAlive(runner)) {
+        await new Promise((done) => setTimeout(done, 100));
+      }
+      const stillHolding = store.get(run.id)?.childPid !== undefined;
+      if (stillHolding && isProcessAlive(runner)) {
+        killGroup(store.get(run.id)?.childPid);
+        try {
+          process.kill(runner, 'SIGKILL');
+          killed.push(runner);
+        } catch {
+          // Gone.
+        }
+      }
+    }
+    return { id: run.id, killed, alreadyEnded: false };
+  } finally {
+    store.close();
+  }
+}
+
+export interface CleanOptions extends LifecycleOptions {
+  /** Run ids whose unmerged work may be thrown away (worktree and branch deleted). */
+  abandon?: readonly string[];
+  /** Only runs of this repository. @default all repositories in the ledger */
+  repo?: string;
+}
+
+export interface CleanResult {
+  removed: { id: string; worktree: string; branch: string; reason: 'merged' | 'abandoned' }[];
+  kept: { id: string; reason: string }[];
+  pruned: string[];
+}
+
+/**
+ * Removes the worktrees (and branches) of runs that have ended and whose change is merged, or that
+ * the caller abandons by id; prunes git's records of worktrees whose folders are gone. Live runs,
+ * resumable runs and unmerged work are left alone.
+ */
+export async function cleanAgentRuns(options: CleanOptions = {}): Promise<CleanResult> {
+  const store = openStore(options);
+  const result: CleanResult = { removed: [], kept: [], pruned: [] };
+  try {
+    const abandon = new Set<string>();
+    for (const id of options.abandon ?? []) abandon.add(requireRun(store, id).id);
+    const repoRoot = options.repo === undefined ? undefined : (await repositoryInfo(options.repo)).root;
+    const runs = store
+      .list(repoRoot === undefined ? {} : { repo: repoRoot })
+      .filter((run) => run.cleanedAt === undefined);
+    const repos = new Set<string>();
+    for (const run of runs) {
+      const current = view(run);
+      const ended = run.endedAt !== undefined && !current.live;
+      if (!ended) {
+        result.kept.push({
+          id: run.id,
+          reason: current.live ? 'running' : 'resumable (runner gone); resume or cancel it',
+        });
+        continue;
+      }
+      if (!existsSync(run.repo)) {
+        result.kept.push({ id: run.id, reason: `repository ${run.repo} is gone` });
+        continue;
+      }
+      const info = await repositoryInfo(run.repo);
+      repos.add(info.root);
+      const branchTip = await branchCommit(info.root, run.branch);
+      const baseTip = await branchCommit(info.root, run.baseBranch);
+      const merged =
+        branchTip === undefined ||
+        (baseTip !== undefined &&
+          (await isAncestor(info.root, branchTip, baseTip)) &&
+          run.status === 'succeeded');
+      const abandoned = abandon.has(run.id);
+      if (!merged && !abandoned) {
+        result.kept.push({
+          id: run.id,
+          reason: `branch ${run.branch} is not merged into ${run.baseBranch}; merge it or pass --abandon ${run.id}`,
+        });
+        continue;
+      }
+      await withRepoLock(info.commonDir, async () => {
+        if (existsSync(run.worktree)) await git(info.root, ['worktree', 'remove', '--force', run.worktree]);
+        if (branchTip !== undefined) await git(info.root, ['branch', '-D', run.branch]);
+      });
+      store.update(run.id, { cleaned: true });
+      store.addEvent(
+        run.id,
+        run.phase,
+        'clean',
+        `worktree and branch removed (${abandoned && !merged ? 'abandoned' : 'merged'})`,
+      );
+      result.removed.push({
+        id: run.id,
+        worktree: run.worktree,
+        branch: run.branch,
+        reason: merged ? 'merged' : 'abandoned',
+      });
+    }
+    if (repoRoot !== undefined) repos.add(repoRoot);
+    for (const root of repos) {
+      const info = await repositoryInfo(root);
+      const pruned = await withRepoLock(info.commonDir, () => git(root, ['worktree', 'prune', '--verbose']));
+      for (const line of `${pruned.stdout}\n${pruned.stderr}`.split('\n'))
+        if (line.trim() !== '') result.pruned.push(line.trim());
+    }
+    return result;
+  } finally {
+    store.close();
+  }
+}

@@ -1,0 +1,144 @@
+import { SwitchboardError } from '../core/errors.js';
+import {
+  branchCommit,
+  commitIdentity,
+  git,
+  gitOk,
+  isAncestor,
+  listWorktrees,
+  trackedChanges,
+} from './git.js';
+import { withRepoLock } from './repo-lock.js';
+import type { MergeMode } from './task.js';
+
+/** What happened to the base branch. */
+export type MergeResult =
+  | { kind: 'merged' | 'fast-forward' | 'already-merged'; commit: string; checkout?: string }
+  | { kind: 'branch-left' }
+  | { kind: 'conflict'; output: string }
+  | { kind: 'dirty'; checkout: string; output: string };
+
+export interface MergeRequest {
+  /** Any worktree of the repository. */
+  repo: string;
+  /** The repository's shared `.git` folder (holds the lock). */
+  commonDir: string;
+  baseBranch: string;
+  /** The run's branch and the commit to merge. */
+  branch: string;
+  commit: string;
+  mode: MergeMode;
+  message: string;
+  abortSignal?: AbortSignal;
+}
+
+/**
+ * Serialises merges per target branch inside one process (several runs of `run-all`); the repository
+ * lock taken inside does the same across processes.
+ */
+export class MergeQueue {
+  private readonly tails = new Map<string, Promise<unknown>>();
+
+  run<T>(key: string, action: () => Promise<T>): Promise<T> {
+    const previous = this.tails.get(key) ?? Promise.resolve();
+    const next = previous.then(action, action);
+    const tail = next.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.tails.set(key, tail);
+    void tail.then(() => {
+      if (this.tails.get(key) === tail) this.tails.delete(key);
+    });
+    return next;
+  }
+}
+
+/**
+ * Merges a run's commit into the base branch without ever leaving the user's checkout half-merged.
+ *
+ * The merge is computed in the object store (`git merge-tree --write-tree`, then `commit-tree`), not in
+ * a working tree. Then, under the repository lock:
+ * - if no worktree has the base branch checked out, the branch moves by `update-ref` with the old value
+ *   checked (compare and swap);
+ * - if one has, it must be clean (tracked files), and it is moved by `git merge --ff-only` to the
+ *   prepared commit, which updates its files and index consistently, or refuses and changes nothing.
+ * On a conflict nothing is written and the git output is returned.
+ */
+export async function mergeIntoBase(request: MergeRequest): Promise<MergeResult> {
+  if (request.mode === 'branch') return { kind: 'branch-left' };
+  const lockOptions = request.abortSignal === undefined ? {} : { abortSignal: request.abortSignal };
+  return withRepoLock(request.commonDir, () => mergeLocked(request), lockOptions);
+}
+
+async function mergeLocked({
+  repo,
+  baseBranch,
+  branch,
+  commit,
+  mode,
+  message,
+}: MergeRequest): Promise<MergeResult> {
+  const base = await branchCommit(repo, baseBranch);
+  if (base === undefined) {
+    throw new SwitchboardError('UNKNOWN_BASE', `the base branch ${baseBranch} no longer exists`, {
+      hint: `the change is kept on branch ${branch}; merge it by hand or recreate ${baseBranch}`,
+    });
+  }
+  if (await isAncestor(repo, commit, base)) return { kind: 'already-merged', commit: base };
+
+  let target: string;
+  let kind: 'merged' | 'fast-forward';
+  if (mode === 'ff' && (await isAncestor(repo, base, commit))) {
+    target = commit;
+    kind = 'fast-forward';
+  } else {
+    const tree = await git(repo, ['merge-tree', '--write-tree', '--name-only', base, commit]);
+    if (tree.exitCode === 1) return { kind: 'conflict', output: tree.stdout.trim() };
+    if (tree.exitCode !== 0) {
+      throw new SwitchboardError('INTERNAL', `git merge-tree failed: ${tree.stderr.trim()}`, {
+        hint: 'git 2.38 or newer is needed for merges; check `git --version`',
+        details: { stderr: tree.stderr },
+      });
+    }
+    const treeId = tree.stdout.trim().split('\n', 1)[0] ?? '';
+    target = (
+      await gitOk(
+        repo,
+        ['commit-tree', treeId, '-p', base, '-p', commit, '-m', message],
+        'git commit-tree',
+        await commitIdentity(repo),
+      )
+    ).trim();
+    kind = 'merged';
+  }
+
+  const checkout = (await listWorktrees(repo)).find(
+    (entry) => entry.branch === baseBranch && !entry.prunable,
+  );
+  if (checkout === undefined) {
+    const moved = await git(repo, [
+      'update-ref',
+      '-m',
+      `switchboard agent: merge ${branch}`,
+      `refs/heads/${baseBranch}`,
+      target,
+      base,
+    ]);
+    if (moved.exitCode !== 0) {
+      throw new SwitchboardError('INTERNAL', `cannot move ${baseBranch}: ${moved.stderr.trim()}`, {
+        hint: `the change is kept on branch ${branch}; resume the run to try the merge again`,
+      });
+    }
+    return { kind, commit: target };
+  }
+
+  const changes = await trackedChanges(checkout.path);
+  if (changes !== '') return { kind: 'dirty', checkout: checkout.path, output: changes };
+  const merged = await git(checkout.path, ['merge', '--ff-only', '--no-edit', target]);
+  if (merged.exitCode !== 0) {
+    // For example an untracked file in the checkout would be overwritten; git changed nothing.
+    return { kind: 'dirty', checkout: checkout.path, output: `${merged.stdout}\n${merged.stderr}`.trim() };
+  }
+  return { kind, commit: target, checkout: checkout.path };
+}

@@ -1,0 +1,19 @@
+import { killProcessTree } from '../providers/claude-code/process-group.js';
+
+/** Environment variable that marks every process of one agent run, so all of them can be found and killed. */
+export const PROCESS_TAG_VARIABLE = 'SWITCHBOARD_AGENT_TAG';
+
+/** The tag of a run's processes: Claude Code, the commands its tools start, the verify command. */
+export function runProcessTag(runId: string): string {
+  return `switchboard-run-${runId}`;
+}
+
+/**
+ * Kills a run's recorded child (Claude Code or the verify command) with its whole tree, including
+ * commands Claude Code started in sessions of their own, and every process still carrying the run's
+ * tag (orphans of a crashed runner). Works from any process of the same user, e.g. `agent cancel`.
+ */
+export function killRunProcesses(pid: number | undefined, runId: string): number[] {
+  if (pid === undefined || pid <= 0) return [];
+  return killProcessTree(pid, { name: PROCESS_TAG_VARIABLE, value: runProcessTag(runId) });
+}

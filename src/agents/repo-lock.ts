@@ -1,0 +1,113 @@
+import { randomBytes } from 'node:crypto';
+import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { SwitchboardError } from '../core/errors.js';
+
+/** File name of the lock, inside the repository's shared `.git` folder. */
+export const REPO_LOCK_FILE = 'switchboard-agent.lock';
+
+export interface RepoLockOptions {
+  /** Give up after waiting this long (ms). @default 600_000 */
+  timeoutMs?: number;
+  abortSignal?: AbortSignal;
+}
+
+/** Whether a process with this id exists (signal 0 checks without sending anything). */
+export function isProcessAlive(pid: number | null | undefined): boolean {
+  if (pid === null || pid === undefined || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    // EPERM: it exists but belongs to someone else.
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Runs `action` holding the repository's agent lock, shared by every Switchboard process on the
+ * machine: worktree creation and removal, merges and branch deletion go through it, so two runners
+ * never interleave git operations that touch shared state (the worktree registry, the base branch).
+ *
+ * The lock is a file created exclusively (`O_EXCL`) holding the owner's pid and a token. A lock whose
+ * owner died (for example a runner killed with SIGKILL) is broken by renaming it away, which only one
+ * waiting process can win.
+ */
+export async function withRepoLock<T>(
+  commonDir: string,
+  action: () => Promise<T>,
+  { timeoutMs = 600_000, abortSignal }: RepoLockOptions = {},
+): Promise<T> {
+  const file = join(commonDir, REPO_LOCK_FILE);
+  const token = `${process.pid} ${randomBytes(8).toString('hex')}`;
+  const deadline = Date.now() + timeoutMs;
+  let delay = 10;
+  for (;;) {
+    abortSignal?.throwIfAborted();
+    try {
+      writeFileSync(file, token, { flag: 'wx' });
+      break;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw lockError(file, error);
+    }
+    breakIfStale(file);
+    if (Date.now() > deadline) {
+      throw new SwitchboardError('INTERNAL', `timed out waiting for the repository lock ${file}`, {
+        hint: `another switchboard process holds it (pid ${readOwner(file) ?? 'unknown'}); wait for it, or delete the file if that process is gone`,
+      });
+    }
+    await new Promise((resolve) => setTimeout(resolve, delay));
+    delay = Math.min(delay * 2, 200);
+  }
+  try {
+    return await action();
+  } finally {
+    // Only our own lock is removed: read back first, in case it was (wrongly) broken meanwhile.
+    if (readToken(file) === token) rmSync(file, { force: true });
+  }
+}
+
+function readToken(file: string): string | undefined {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch {
+    return undefined;
+  }
+}
+
+function readOwner(file: string): number | undefined {
+  const pid = Number(readToken(file)?.split(' ', 1)[0]);
+  return Number.isSafeInteger(pid) && pid > 0 ? pid : undefined;
+}
+
+function breakIfStale(file: string): void {
+  const token = readToken(file);
+  if (token === undefined) return;
+  const pid = Number(token.split(' ', 1)[0]);
+  // A lock file being written has no content yet; leave it to its writer.
+  if (!Number.isSafeInteger(pid) || pid <= 0 || isProcessAlive(pid)) return;
+  const aside = `${file}.stale-${randomBytes(4).toString('hex')}`;
+  try {
+    renameSync(file, aside);
+  } catch {
+    return; // Someone else broke it first.
+  }
+  if (readToken(aside) === token) {
+    rmSync(aside, { force: true });
+  } else {
+    // We moved a fresh lock taken in between; put it back if its place is still free.
+    try {
+      writeFileSync(file, readToken(aside) ?? '', { flag: 'wx' });
+    } catch {
+      // The place was taken again; the owner of the moved lock will notice on release.
+    }
+    rmSync(aside, { force: true });
+  }
+}
+
+function lockError(file: string, error: unknown): SwitchboardError {
+  return new SwitchboardError('INTERNAL', `cannot create the repository lock ${file}`, {
+    hint: 'make the repository’s .git folder writable',
+    cause: error,
+  });
+}

@@ -1,0 +1,343 @@
+import Database from 'better-sqlite3';
+import { SwitchboardError } from '../core/errors.js';
+import { BUSY_TIMEOUT_MS, openLedger } from '../store/ledger.js';
+import type { AgentTask, MergeMode } from './task.js';
+
+/** Where a run is. Recorded before each side effect, so a crashed run resumes from the right step. */
+export const AGENT_PHASES = [
+  'queued',
+  'worktree',
+  'agent',
+  'verify',
+  'merge',
+  'done',
+  'failed',
+  'conflict',
+] as const;
+export type AgentPhase = (typeof AGENT_PHASES)[number];
+
+export const AGENT_RUN_STATUSES = ['running', 'succeeded', 'failed', 'conflict', 'cancelled'] as const;
+export type AgentRunStatus = (typeof AGENT_RUN_STATUSES)[number];
+
+/** Settings of a run that resume needs besides the task. */
+export interface StoredRunOptions {
+  merge: MergeMode;
+  /** Milliseconds of the first retry's backoff; doubles each retry. */
+  retryDelayMs: number;
+  model?: string;
+  /** A template file for EXECUTION_CONTEXT.md, when the default one was overridden. */
+  contextTemplate?: string;
+}
+
+/** An agent run as recorded in the ledger. */
+export interface AgentRunRecord {
+  id: string;
+  taskId: string;
+  title: string;
+  repo: string;
+  baseBranch: string;
+  baseCommit: string;
+  branch: string;
+  worktree: string;
+  phase: AgentPhase;
+  status: AgentRunStatus;
+  attempt: number;
+  sessionId?: string;
+  runnerPid?: number;
+  childPid?: number;
+  costUsd: number;
+  turns: number;
+  commitSha?: string;
+  mergedCommit?: string;
+  errorCode?: string;
+  error?: string;
+  detail?: string;
+  task: AgentTask;
+  options: StoredRunOptions;
+  createdAt: string;
+  updatedAt: string;
+  endedAt?: string;
+  cleanedAt?: string;
+}
+
+export interface AgentRunEvent {
+  runId: string;
+  at: string;
+  phase: string;
+  kind: string;
+  message: string;
+  data?: unknown;
+}
+
+interface RunRow {
+  id: string;
+  task_id: string;
+  title: string;
+  repo: string;
+  base_branch: string;
+  base_commit: string;
+  branch: string;
+  worktree: string;
+  phase: string;
+  status: string;
+  attempt: number;
+  session_id: string | null;
+  runner_pid: number | null;
+  child_pid: number | null;
+  cost_usd: number;
+  turns: number;
+  commit_sha: string | null;
+  merged_commit: string | null;
+  error_code: string | null;
+  error: string | null;
+  detail: string | null;
+  task: string;
+  options: string;
+  created_at: number;
+  updated_at: number;
+  ended_at: number | null;
+  cleaned_at: number | null;
+}
+
+/** Fields a runner may change on its run. */
+export interface RunUpdate {
+  phase?: AgentPhase;
+  status?: AgentRunStatus;
+  attempt?: number;
+  sessionId?: string | null;
+  runnerPid?: number | null;
+  childPid?: number | null;
+  costUsd?: number;
+  turns?: number;
+  commitSha?: string | null;
+  mergedCommit?: string | null;
+  errorCode?: string | null;
+  error?: string | null;
+  detail?: string | null;
+  baseCommit?: string;
+  ended?: boolean;
+  cleaned?: boolean;
+}
+
+const COLUMN_BY_FIELD: Record<string, string> = {
+  phase: 'phase',
+  status: 'status',
+  attempt: 'attempt',
+  sessionId: 'session_id',
+  runnerPid: 'runner_pid',
+  childPid: 'child_pid',
+  costUsd: 'cost_usd',
+  turns: 'turns',
+  commitSha: 'commit_sha',
+  mergedCommit: 'merged_commit',
+  errorCode: 'error_code',
+  error: 'error',
+  detail: 'detail',
+  baseCommit: 'base_commit',
+};
+
+/**
+ * The agent-run tables of the ledger. Many runner processes write here at once (WAL, busy timeout);
+ * every write is one short statement.
+ */
+export class AgentRunStore {
+  readonly path: string;
+  private readonly database: Database.Database;
+
+  private constructor(path: string, database: Database.Database) {
+    this.path = path;
+    this.database = database;
+  }
+
+  /** Opens the ledger in `stateDir` (creating and migrating it through `openLedger`). */
+  static open(stateDir: string): AgentRunStore {
+    const ledger = openLedger({ stateDir });
+    const path = ledger.path;
+    ledger.close();
+    try {
+      const database = new Database(path);
+      database.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+      return new AgentRunStore(path, database);
+    } catch (error) {
+      throw new SwitchboardError('STORE_ERROR', `cannot open the ledger ${path}`, {
+        hint: 'check the state directory and its permissions',
+        cause: error,
+      });
+    }
+  }
+
+  close(): void {
+    if (this.database.open) this.database.close();
+  }
+
+  insert(run: AgentRunRecord): void {
+    this.guard('record an agent run', () =>
+      this.database
+        .prepare(
+          `INSERT INTO agent_runs (id, task_id, title, repo, base_branch, base_commit, branch, worktree, phase,
+            status, attempt, runner_pid, cost_usd, turns, task, options, created_at, updated_at)
+           VALUES (@id, @task_id, @title, @repo, @base_branch, @base_commit, @branch, @worktree, @phase,
+            @status, @attempt, @runner_pid, 0, 0, @task, @options, @now, @now)`,
+        )
+        .run({
+          id: run.id,
+          task_id: run.taskId,
+          title: run.title,
+          repo: run.repo,
+          base_branch: run.baseBranch,
+          base_commit: run.baseCommit,
+          branch: run.branch,
+          worktree: run.worktree,
+          phase: run.phase,
+          status: run.status,
+          attempt: run.attempt,
+          runner_pid: run.runnerPid ?? null,
+          task: JSON.stringify(run.task),
+          options: JSON.stringify(run.options),
+          now: Date.now(),
+        }),
+    );
+  }
+
+  update(id: string, update: RunUpdate): void {
+    const assignments: string[] = ['updated_at = @now'];
+    const values: Record<string, unknown> = { id, now: Date.now() };
+    for (const [field, value] of Object.entries(update)) {
+      const column = COLUMN_BY_FIELD[field];
+      if (column === undefined || value === undefined) continue;
+      assignments.push(`${column} = @${column}`);
+      values[column] = value;
+    }
+    if (update.ended === true) assignments.push('ended_at = @now');
+    if (update.cleaned === true) assignments.push('cleaned_at = @now');
+    this.guard('update an agent run', () =>
+      this.database.prepare(`UPDATE agent_runs SET ${assignments.join(', ')} WHERE id = @id`).run(values),
+    );
+  }
+
+  /**
+   * Takes a run over for this process when its recorded runner is `expectedPid` (compare and swap),
+   * so two `resume` commands cannot both pick the same run up.
+   */
+  claim(id: string, expectedPid: number | undefined, pid: number): boolean {
+    return this.guard('claim an agent run', () => {
+      const result = this.database
+        .prepare(
+          `UPDATE agent_runs SET runner_pid = @pid, updated_at = @now
+           WHERE id = @id AND runner_pid IS @expected AND status IN ('running', 'conflict')`,
+        )
+        .run({ id, pid, expected: expectedPid ?? null, now: Date.now() });
+      return result.changes === 1;
+    });
+  }
+
+  get(id: string): AgentRunRecord | undefined {
+    const row = this.guard('read an agent run', () =>
+      this.database.prepare('SELECT * FROM agent_runs WHERE id = ?').get(id),
+    ) as RunRow | undefined;
+    return row === undefined ? undefined : fromRow(row);
+  }
+
+  /** The run with this id, or the only one whose id starts with it. */
+  find(idOrPrefix: string): AgentRunRecord | undefined {
+    const exact = this.get(idOrPrefix);
+    if (exact !== undefined) return exact;
+    const rows = this.guard('read agent runs', () =>
+      this.database
+        .prepare("SELECT * FROM agent_runs WHERE id LIKE ? ESCAPE '\\' LIMIT 2")
+        .all(`${idOrPrefix.replace(/[\\%_]/g, '\\$&')}%`),
+    ) as RunRow[];
+    return rows.length === 1 && rows[0] !== undefined ? fromRow(rows[0]) : undefined;
+  }
+
+  list(options: { repo?: string; limit?: number } = {}): AgentRunRecord[] {
+    const rows = this.guard('read agent runs', () =>
+      this.database
+        .prepare(
+          'SELECT * FROM agent_runs WHERE (@repo IS NULL OR repo = @repo) ORDER BY created_at DESC, rowid DESC LIMIT @limit',
+        )
+        .all({ repo: options.repo ?? null, limit: options.limit ?? 1000 }),
+    ) as RunRow[];
+    return rows.map(fromRow);
+  }
+
+  addEvent(runId: string, phase: string, kind: string, message: string, data?: unknown): void {
+    this.guard('record an agent run event', () =>
+      this.database
+        .prepare(
+          'INSERT INTO agent_run_events (run_id, at, phase, kind, message, data) VALUES (?, ?, ?, ?, ?, ?)',
+        )
+        .run(runId, Date.now(), phase, kind, message, data === undefined ? null : JSON.stringify(data)),
+    );
+  }
+
+  events(runId: string): AgentRunEvent[] {
+    const rows = this.guard('read agent run events', () =>
+      this.database.prepare('SELECT * FROM agent_run_events WHERE run_id = ? ORDER BY at, rowid').all(runId),
+    ) as { run_id: string; at: number; phase: string; kind: string; message: string; data: string | null }[];
+    return rows.map((row) => {
+      const event: AgentRunEvent = {
+        runId: row.run_id,
+        at: new Date(row.at).toISOString(),
+        phase: row.phase,
+        kind: row.kind,
+        message: row.message,
+      };
+      if (row.data !== null) event.data = safeJson(row.data);
+      return event;
+    });
+  }
+
+  private guard<T>(what: string, action: () => T): T {
+    try {
+      return action();
+    } catch (error) {
+      if (error instanceof SwitchboardError) throw error;
+      throw new SwitchboardError('STORE_ERROR', `cannot ${what} in ${this.path}: ${String(error)}`, {
+        hint: 'check the ledger file and its permissions; retry if another process held it locked',
+        cause: error,
+      });
+    }
+  }
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return text;
+  }
+}
+
+function fromRow(row: RunRow): AgentRunRecord {
+  const record: AgentRunRecord = {
+    id: row.id,
+    taskId: row.task_id,
+    title: row.title,
+    repo: row.repo,
+    baseBranch: row.base_branch,
+    baseCommit: row.base_commit,
+    branch: row.branch,
+    worktree: row.worktree,
+    phase: row.phase as AgentPhase,
+    status: row.status as AgentRunStatus,
+    attempt: row.attempt,
+    costUsd: row.cost_usd,
+    turns: row.turns,
+    task: safeJson(row.task) as AgentTask,
+    options: safeJson(row.options) as StoredRunOptions,
+    createdAt: new Date(row.created_at).toISOString(),
+    updatedAt: new Date(row.updated_at).toISOString(),
+  };
+  if (row.session_id !== null) record.sessionId = row.session_id;
+  if (row.runner_pid !== null) record.runnerPid = row.runner_pid;
+  if (row.child_pid !== null) record.childPid = row.child_pid;
+  if (row.commit_sha !== null) record.commitSha = row.commit_sha;
+  if (row.merged_commit !== null) record.mergedCommit = row.merged_commit;
+  if (row.error_code !== null) record.errorCode = row.error_code;
+  if (row.error !== null) record.error = row.error;
+  if (row.detail !== null) record.detail = row.detail;
+  if (row.ended_at !== null) record.endedAt = new Date(row.ended_at).toISOString();
+  if (row.cleaned_at !== null) record.cleanedAt = new Date(row.cleaned_at).toISOString();
+  return record;
+}

@@ -1,0 +1,309 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { AgentInvocation, AgentOutcome } from './claude-agent.js';
+import { cleanAgentRuns, listAgentRuns, showAgentRun } from './lifecycle.js';
+import { runAgentTasks } from './run-all.js';
+import { resumeAgentRun, runAgentTask, type AgentFunction } from './runner.js';
+import { AgentRunStore } from './run-store.js';
+import { parseTask, type TaskFile } from './task.js';
+
+// The runner with an injected agent function (the real Claude Code runs in test/cli-agent.test.ts):
+// real git in temporary repositories, a real ledger file.
+
+const temporary: string[] = [];
+afterAll(() => {
+  for (const directory of temporary) rmSync(directory, { recursive: true, force: true });
+});
+
+function git(cwd: string, ...args: string[]): string {
+  return execFileSync('git', args, { cwd, encoding: 'utf8' }).trim();
+}
+
+function makeRepo(): { repo: string; stateDir: string } {
+  const root = mkdtempSync(join(tmpdir(), 'switchboard-agent-lib-'));
+  temporary.push(root);
+  const repo = join(root, 'repo');
+  mkdirSync(repo);
+  git(repo, 'init', '-q', '-b', 'main');
+  git(repo, 'config', 'user.email', 'test@example.com');
+  git(repo, 'config', 'user.name', 'Test');
+  writeFileSync(join(repo, 'README.md'), 'hello\n');
+  git(repo, 'add', '.');
+  git(repo, 'commit', '-q', '-m', 'initial');
+  return { repo, stateDir: join(root, 'state') };
+}
+
+function task(fields: Partial<TaskFile> = {}) {
+  return parseTask({ id: 'task-1', title: 'Add a file', ...fields });
+}
+
+const success = (extra: Partial<AgentOutcome> = {}): AgentOutcome => ({
+  status: 'success',
+  subtype: 'success',
+  isError: false,
+  costUsd: 0.01,
+  turns: 2,
+  durationMs: 5,
+  denied: [],
+  sessionId: '11111111-2222-3333-4444-555555555555',
+  ...extra,
+});
+
+/** An agent that writes files into its working directory and records what it was asked. */
+function fakeAgent(
+  act: (invocation: AgentInvocation, call: number) => Partial<AgentOutcome> | void,
+): AgentFunction & { invocations: AgentInvocation[] } {
+  const invocations: AgentInvocation[] = [];
+  const agent = async (invocation: AgentInvocation): Promise<AgentOutcome> => {
+    invocations.push(invocation);
+    return success(act(invocation, invocations.length) ?? {});
+  };
+  return Object.assign(agent, { invocations });
+}
+
+describe('runAgentTask', () => {
+  it('runs the agent in a worktree, verifies, commits without the context files and merges into a clean checkout', async () => {
+    const { repo, stateDir } = makeRepo();
+    const agent = fakeAgent((invocation) => {
+      expect(existsSync(join(invocation.cwd, 'EXECUTION_CONTEXT.md'))).toBe(true);
+      writeFileSync(join(invocation.cwd, 'feature.txt'), 'done\n');
+    });
+    const result = await runAgentTask({
+      task: task({ verify: 'test -f feature.txt' }),
+      repo,
+      stateDir,
+      _internal: { runAgent: agent },
+    });
+    expect(result).toMatchObject({ ok: true, status: 'succeeded', phase: 'done', attempts: 1 });
+    expect(result.costUsd).toBeCloseTo(0.01);
+    // The user's checkout moved with the branch: file present, nothing staged, a merge commit on top.
+    expect(readFileSync(join(repo, 'feature.txt'), 'utf8')).toBe('done\n');
+    expect(git(repo, 'status', '--porcelain', '--untracked-files=no')).toBe('');
+    expect(git(repo, 'rev-parse', 'HEAD')).toBe(result.mergedCommit);
+    expect(git(repo, 'log', '-1', '--format=%P').split(' ')).toHaveLength(2);
+    expect(git(repo, 'log', '-1', '--format=%s', result.commit ?? '')).toBe('feat(task-1): Add a file');
+    expect(git(repo, 'show', '--name-only', '--format=', result.commit ?? '')).toBe('feature.txt');
+    expect(agent.invocations[0]?.allowedTools).toEqual(['Read', 'Write', 'Edit', 'Glob', 'Grep']);
+    const phases = showAgentRun(result.id, { stateDir })
+      .events.filter((event) => event.kind === 'phase')
+      .map((event) => event.phase);
+    expect(phases).toEqual(['queued', 'worktree', 'agent', 'verify', 'merge']);
+  });
+
+  it('feeds a failed verify back to the agent, resumes its session and passes on the next attempt', async () => {
+    const { repo, stateDir } = makeRepo();
+    const agent = fakeAgent((invocation, call) => {
+      writeFileSync(join(invocation.cwd, 'value.txt'), call === 1 ? 'wrong\n' : 'right\n');
+    });
+    const result = await runAgentTask({
+      task: task({
+        verify: 'grep -q right value.txt || { echo "expected right, found $(cat value.txt)"; exit 3; }',
+      }),
+      repo,
+      stateDir,
+      retryDelayMs: 1,
+      _internal: { runAgent: agent },
+    });
+    expect(result).toMatchObject({ ok: true, attempts: 2 });
+    expect(agent.invocations[1]?.prompt).toContain('expected right, found wrong');
+    expect(agent.invocations[1]?.resumeSessionId).toBe('11111111-2222-3333-4444-555555555555');
+    expect(readFileSync(join(repo, 'value.txt'), 'utf8')).toBe('right\n');
+  });
+
+  it('gives up after the attempts with VERIFY_FAILED and leaves the base alone', async () => {
+    const { repo, stateDir } = makeRepo();
+    const before = git(repo, 'rev-parse', 'main');
+    const agent = fakeAgent((invocation) => writeFileSync(join(invocation.cwd, 'x.txt'), 'x'));
+    const result = await runAgentTask({
+      task: task({ verify: 'echo nope; exit 1', limits: { max_attempts: 2 } }),
+      repo,
+      stateDir,
+      retryDelayMs: 1,
+      _internal: { runAgent: agent },
+    });
+    expect(result).toMatchObject({ ok: false, errorCode: 'VERIFY_FAILED', phase: 'failed', attempts: 2 });
+    expect(result.detail).toContain('nope');
+    expect(git(repo, 'rev-parse', 'main')).toBe(before);
+  });
+
+  it('treats is_error with subtype success, and an empty change, as failures', async () => {
+    const { repo, stateDir } = makeRepo();
+    const agent = fakeAgent((invocation, call) =>
+      call === 1 ? { isError: true, resultText: 'API Error: 500' } : undefined,
+    );
+    const result = await runAgentTask({
+      task: task({ limits: { max_attempts: 2 } }),
+      repo,
+      stateDir,
+      retryDelayMs: 1,
+      _internal: { runAgent: agent },
+    });
+    expect(result).toMatchObject({ ok: false, errorCode: 'AGENT_FAILED' });
+    expect(agent.invocations[1]?.prompt).toContain('API Error: 500');
+  });
+
+  it('stops on a conflict with the base moved meanwhile: base unmoved, phase conflict, git output kept', async () => {
+    const { repo, stateDir } = makeRepo();
+    const agent = fakeAgent((invocation) => {
+      writeFileSync(join(invocation.cwd, 'README.md'), 'agent version\n');
+      // Someone commits a different change to the same line on the base in the meantime.
+      writeFileSync(join(repo, 'README.md'), 'user version\n');
+      git(repo, 'commit', '-qam', 'user change');
+    });
+    const result = await runAgentTask({ task: task(), repo, stateDir, _internal: { runAgent: agent } });
+    const userHead = git(repo, 'rev-parse', 'main');
+    expect(result).toMatchObject({
+      ok: false,
+      status: 'conflict',
+      phase: 'conflict',
+      errorCode: 'MERGE_CONFLICT',
+    });
+    expect(result.detail).toContain('CONFLICT');
+    expect(git(repo, 'log', '-1', '--format=%s', 'main')).toBe('user change');
+    expect(git(repo, 'rev-parse', 'main')).toBe(userHead);
+    expect(readFileSync(join(repo, 'README.md'), 'utf8')).toBe('user version\n');
+    expect(git(repo, 'rev-parse', result.branch)).toBe(result.commit);
+  });
+
+  it('refuses to merge into a dirty checkout and leaves the branch', async () => {
+    const { repo, stateDir } = makeRepo();
+    const agent = fakeAgent((invocation) => {
+      writeFileSync(join(invocation.cwd, 'new.txt'), 'new\n');
+      writeFileSync(join(repo, 'README.md'), 'uncommitted edit\n');
+    });
+    const before = git(repo, 'rev-parse', 'main');
+    const result = await runAgentTask({ task: task(), repo, stateDir, _internal: { runAgent: agent } });
+    expect(result).toMatchObject({ ok: false, errorCode: 'DIRTY_CHECKOUT' });
+    expect(result.error).toContain('uncommitted changes');
+    expect(git(repo, 'rev-parse', 'main')).toBe(before);
+    expect(readFileSync(join(repo, 'README.md'), 'utf8')).toBe('uncommitted edit\n');
+    expect(git(repo, 'rev-parse', '--verify', result.branch)).toBe(result.commit);
+  });
+
+  it('moves a base branch that is not checked out by compare-and-swap, and fast-forwards with merge: ff', async () => {
+    const { repo, stateDir } = makeRepo();
+    git(repo, 'branch', 'develop');
+    const agent = fakeAgent((invocation) => writeFileSync(join(invocation.cwd, 'dev.txt'), 'dev\n'));
+    const result = await runAgentTask({
+      task: task({ base: 'develop', merge: 'ff' }),
+      repo,
+      stateDir,
+      _internal: { runAgent: agent },
+    });
+    expect(result).toMatchObject({ ok: true, baseBranch: 'develop' });
+    expect(git(repo, 'rev-parse', 'develop')).toBe(result.commit);
+    expect(existsSync(join(repo, 'dev.txt'))).toBe(false);
+  });
+
+  it('rejects bad input before recording anything', async () => {
+    const { repo, stateDir } = makeRepo();
+    const notRepo = mkdtempSync(join(tmpdir(), 'switchboard-not-repo-'));
+    temporary.push(notRepo);
+    const options = { stateDir, _internal: { runAgent: fakeAgent(() => undefined) } };
+    await expect(runAgentTask({ ...options, task: task(), repo: notRepo })).rejects.toMatchObject({
+      code: 'NOT_A_GIT_REPO',
+    });
+    await expect(runAgentTask({ ...options, task: task({ base: 'nope' }), repo })).rejects.toMatchObject({
+      code: 'UNKNOWN_BASE',
+    });
+    expect(() => parseTask({ id: 'bad id!', title: 'x' })).toThrow(/field "id"/);
+    expect(() => parseTask({ id: 'ok' })).toThrow(expect.objectContaining({ code: 'TASK_INVALID' }));
+    expect(listAgentRuns({ stateDir })).toHaveLength(0);
+  });
+});
+
+describe('resume, clean and run-all', () => {
+  it('resumes a run whose runner died mid-attempt, redoing the attempt with the files kept', async () => {
+    const { repo, stateDir } = makeRepo();
+    // First runner: the agent writes a file, then the "runner dies" (the agent never returns).
+    let release: () => void = () => undefined;
+    const hung = new Promise<void>((resolve) => (release = resolve));
+    const firstAgent: AgentFunction = async (invocation) => {
+      writeFileSync(join(invocation.cwd, 'part1.txt'), 'one\n');
+      writeFileSync(
+        invocation.transcriptPath,
+        '{"type":"system","session_id":"aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee"}\n',
+      );
+      await hung;
+      return success();
+    };
+    const abort = new AbortController();
+    const first = runAgentTask({
+      task: task({ verify: 'test -f part1.txt && test -f part2.txt' }),
+      repo,
+      stateDir,
+      runId: 'crash-1',
+      abortSignal: abort.signal,
+      _internal: { runAgent: firstAgent },
+    });
+    await waitFor(() => existsSync(join(stateDir, 'agents/worktrees/crash-1/part1.txt')));
+    // Simulate the crash: the ledger says runner pid X (a dead process), phase agent, attempt 1.
+    const store = AgentRunStore.open(stateDir);
+    store.update('crash-1', { runnerPid: 999_999_99 });
+    store.close();
+    const second = fakeAgent((invocation) => {
+      expect(existsSync(join(invocation.cwd, 'part1.txt'))).toBe(true);
+      writeFileSync(join(invocation.cwd, 'part2.txt'), 'two\n');
+    });
+    const resumed = await resumeAgentRun({ runId: 'crash-1', stateDir, _internal: { runAgent: second } });
+    expect(resumed).toMatchObject({ ok: true, attempts: 1 });
+    expect(second.invocations[0]?.resumeSessionId).toBe('aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee');
+    expect(second.invocations[0]?.prompt).toContain('interrupted');
+    expect(
+      git(repo, 'show', '--name-only', '--format=', resumed.commit ?? '')
+        .split('\n')
+        .sort(),
+    ).toEqual(['part1.txt', 'part2.txt']);
+    abort.abort();
+    release();
+    await first;
+  });
+
+  it('runs several tasks in parallel, merging each onto the last: no commit lost; clean removes only merged work', async () => {
+    const { repo, stateDir } = makeRepo();
+    const agent = fakeAgent((invocation) => {
+      const id = /Task (\S+):/.exec(invocation.prompt)?.[1] ?? 'x';
+      writeFileSync(join(invocation.cwd, `${id}.txt`), `${id}\n`);
+    });
+    const tasks = ['a', 'b', 'c', 'd'].map((id) => parseTask({ id, title: `Task ${id}` }));
+    const outcomes = await runAgentTasks({
+      tasks,
+      parallel: 3,
+      repo,
+      stateDir,
+      _internal: { runAgent: agent },
+    });
+    expect(outcomes.map((outcome) => outcome.result?.ok)).toEqual([true, true, true, true]);
+    for (const id of ['a', 'b', 'c', 'd'])
+      expect(readFileSync(join(repo, `${id}.txt`), 'utf8')).toBe(`${id}\n`);
+    expect(git(repo, 'log', '--format=%s', 'main')).toContain('feat(d): Task d');
+
+    // A failed, unmerged run is kept unless abandoned; merged ones are removed.
+    const failing = fakeAgent(() => ({ status: 'agent_error', isError: true }));
+    const failed = await runAgentTask({
+      task: task({ id: 'keep', limits: { max_attempts: 1 } }),
+      repo,
+      stateDir,
+      _internal: { runAgent: failing },
+    });
+    const cleaned = await cleanAgentRuns({ stateDir });
+    expect(cleaned.removed.map((entry) => entry.reason)).toEqual(['merged', 'merged', 'merged', 'merged']);
+    expect(cleaned.kept.map((entry) => entry.id)).toEqual([failed.id]);
+    expect(existsSync(failed.worktree)).toBe(true);
+    const abandoned = await cleanAgentRuns({ stateDir, abandon: [failed.id] });
+    expect(abandoned.removed).toEqual([expect.objectContaining({ id: failed.id, reason: 'abandoned' })]);
+    expect(existsSync(failed.worktree)).toBe(false);
+    expect(git(repo, 'worktree', 'list').split('\n')).toHaveLength(1);
+  });
+});
+
+async function waitFor(condition: () => boolean, withinMs = 10_000): Promise<void> {
+  const deadline = Date.now() + withinMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error('timed out waiting');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}

@@ -1,0 +1,880 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { SwitchboardError, isSwitchboardError, type ErrorCode } from '../core/errors.js';
+import type { AgentInvocation, AgentOutcome } from './claude-agent.js';
+import {
+  attemptPrompt,
+  CONTEXT_FILES,
+  DEFAULT_CONTEXT_TEMPLATE,
+  loadContextTemplate,
+  writeContextFiles,
+  type AgentContext,
+} from './context.js';
+import {
+  branchCommit,
+  commitIdentity,
+  currentBranch,
+  git,
+  gitOk,
+  listWorktrees,
+  repositoryInfo,
+  type RepositoryInfo,
+} from './git.js';
+import { MergeQueue, mergeIntoBase } from './merge.js';
+import { PROCESS_TAG_VARIABLE, killRunProcesses, runProcessTag } from './processes.js';
+import { isProcessAlive, withRepoLock } from './repo-lock.js';
+import { AgentRunStore, type AgentPhase, type AgentRunRecord, type RunUpdate } from './run-store.js';
+import type { AgentTask, MergeMode } from './task.js';
+import { runVerify } from './verify.js';
+
+/** The function that runs Claude Code; `runAgent` from `claude-agent.ts` unless a test injects one. */
+export type AgentFunction = (invocation: AgentInvocation) => Promise<AgentOutcome>;
+
+/** How the runner reaches Claude Code. */
+export type AgentConnection = NonNullable<AgentInvocation['connection']>;
+
+/** A progress report: one per phase change and attempt, and periodically while the agent works. */
+export interface AgentRunProgress {
+  runId: string;
+  taskId: string;
+  phase: AgentPhase;
+  attempt: number;
+  costUsd: number;
+  turns: number;
+  elapsedMs: number;
+  message: string;
+  lastTool?: string;
+}
+
+/** Settings shared by `runAgentTask`, `runAgentTasks` and `resumeAgentRun`. */
+export interface AgentRunnerOptions {
+  /** Folder of the ledger, transcripts and worktrees. @default `.switchboard` in the current directory */
+  stateDir?: string;
+  /** How Claude Code is started and which API it talks to. */
+  connection?: AgentConnection;
+  /** Model for the agent when the task names none. */
+  model?: string;
+  /**
+   * First retry's delay (ms); doubles for each later retry.
+   * @default 2000
+   */
+  retryDelayMs?: number;
+  /** A template file for EXECUTION_CONTEXT.md. */
+  contextTemplate?: string;
+  abortSignal?: AbortSignal;
+  onProgress?: (progress: AgentRunProgress) => void;
+  /** Shared by runs that may merge into the same branch (`runAgentTasks` makes one). */
+  mergeQueue?: MergeQueue;
+  /** Test seams. */
+  _internal?: { runAgent?: AgentFunction; cancelPollMs?: number };
+}
+
+export interface RunAgentTaskOptions extends AgentRunnerOptions {
+  task: AgentTask;
+  /** Any directory inside the repository. @default the current directory */
+  repo?: string;
+  /** How the change reaches the base branch. @default the task's `merge`, else `no-ff` */
+  merge?: MergeMode;
+  /** Run id to use instead of a generated one. */
+  runId?: string;
+}
+
+/** How a run ended. */
+export interface AgentRunResult {
+  id: string;
+  taskId: string;
+  ok: boolean;
+  status: AgentRunRecord['status'];
+  phase: AgentPhase;
+  /** Set when the run did not succeed. */
+  errorCode?: ErrorCode;
+  error?: string;
+  attempts: number;
+  costUsd: number;
+  turns: number;
+  durationMs: number;
+  branch: string;
+  worktree: string;
+  baseBranch: string;
+  commit?: string;
+  mergedCommit?: string;
+  sessionId?: string;
+  detail?: string;
+}
+
+/** Phases in which a run has ended. */
+export const FINAL_PHASES: ReadonlySet<AgentPhase> = new Set(['done', 'failed', 'conflict']);
+
+/** The folder holding a run's transcripts and verify logs. */
+export function runDirectory(stateDir: string, runId: string): string {
+  return join(stateDir, 'agents', 'runs', runId);
+}
+
+export function transcriptPath(stateDir: string, runId: string, attempt: number): string {
+  return join(runDirectory(stateDir, runId), `attempt-${attempt}.jsonl`);
+}
+
+/**
+ * Runs one task: a worktree on a new branch, Claude Code in it, the verify command, a commit and a
+ * merge into the base branch. Every step is recorded in the ledger before it happens, so a run
+ * interrupted at any point can be resumed (`resumeAgentRun`).
+ *
+ * Bad input (a malformed task, a directory that is not a repository, an unknown base, a missing Claude
+ * Code) throws before anything is recorded. Once the run exists, failures are returned in the result
+ * (`ok: false`, `errorCode`), never thrown.
+ */
+export async function runAgentTask(options: RunAgentTaskOptions): Promise<AgentRunResult> {
+  const { task } = options;
+  const stateDir = resolve(options.stateDir ?? '.switchboard');
+  const repository = await repositoryInfo(options.repo ?? process.cwd());
+  const baseBranch = task.base ?? (await currentBranch(repository.root));
+  if (baseBranch === undefined) {
+    throw new SwitchboardError(
+      'UNKNOWN_BASE',
+      `${repository.root} has no branch checked out (detached HEAD)`,
+      {
+        hint: 'give the task a `base` branch, or pass --base BRANCH',
+      },
+    );
+  }
+  const baseCommit = await branchCommit(repository.root, baseBranch);
+  if (baseCommit === undefined) {
+    throw new SwitchboardError('UNKNOWN_BASE', `there is no branch "${baseBranch}" in ${repository.root}`, {
+      hint: 'set `base` to an existing local branch (see `git branch`), or create it first',
+    });
+  }
+  await checkClaudeAvailable(options);
+  if (options.contextTemplate !== undefined) loadContextTemplate(options.contextTemplate);
+
+  const runId = options.runId ?? `${task.id}-${randomBytes(3).toString('hex')}`;
+  const store = AgentRunStore.open(stateDir);
+  try {
+    const storedOptions: AgentRunRecord['options'] = {
+      merge: options.merge ?? task.merge ?? 'no-ff',
+      retryDelayMs: options.retryDelayMs ?? 2000,
+    };
+    const model = task.model ?? options.model;
+    if (model !== undefined) storedOptions.model = model;
+    if (options.contextTemplate !== undefined)
+      storedOptions.contextTemplate = resolve(options.contextTemplate);
+    store.insert({
+      id: runId,
+      taskId: task.id,
+      title: task.title,
+      repo: repository.root,
+      baseBranch,
+      baseCommit,
+      branch: `agent/${runId}`,
+      worktree: join(stateDir, 'agents', 'worktrees', runId),
+      phase: 'queued',
+      status: 'running',
+      attempt: 0,
+      runnerPid: process.pid,
+      costUsd: 0,
+      turns: 0,
+      task,
+      options: storedOptions,
+      createdAt: '',
+      updatedAt: '',
+    });
+    store.addEvent(
+      runId,
+      'queued',
+      'phase',
+      `queued: ${task.title} (base ${baseBranch} at ${baseCommit.slice(0, 12)})`,
+    );
+    return await new RunExecution(store, stateDir, repository, runId, options).execute();
+  } finally {
+    store.close();
+  }
+}
+
+export interface ResumeAgentRunOptions extends AgentRunnerOptions {
+  runId: string;
+}
+
+/**
+ * Picks a run up where it stopped: after a crash of its runner (even `kill -9`), or after a merge
+ * conflict (the merge is tried again). Refuses a run whose runner is still alive, or that has ended.
+ */
+export async function resumeAgentRun(options: ResumeAgentRunOptions): Promise<AgentRunResult> {
+  const stateDir = resolve(options.stateDir ?? '.switchboard');
+  const store = AgentRunStore.open(stateDir);
+  try {
+    const run = store.find(options.runId);
+    if (run === undefined) {
+      throw new SwitchboardError('RUN_NOT_FOUND', `there is no agent run ${options.runId} in ${store.path}`, {
+        hint: 'list runs with `switchboard agent ls` (in the same folder, or with the same --state-dir)',
+      });
+    }
+    if (run.status !== 'running' && run.status !== 'conflict') {
+      throw new SwitchboardError('INVALID_INPUT', `agent run ${run.id} has ended (${run.status})`, {
+        hint: 'only an interrupted run, or one that stopped on a conflict, can be resumed; start a new run instead',
+      });
+    }
+    if (run.runnerPid !== process.pid && isProcessAlive(run.runnerPid)) {
+      throw new SwitchboardError(
+        'INVALID_INPUT',
+        `agent run ${run.id} is still running (runner pid ${run.runnerPid})`,
+        {
+          hint: 'wait for it, or stop it with `switchboard agent cancel`',
+        },
+      );
+    }
+    if (!store.claim(run.id, run.runnerPid, process.pid)) {
+      throw new SwitchboardError('INVALID_INPUT', `agent run ${run.id} was picked up by another process`, {
+        hint: 'watch it with `switchboard agent show`',
+      });
+    }
+    await checkClaudeAvailable(options);
+    // The agent of a crashed runner may still be running; it must not race the resumed one.
+    killRunProcesses(run.childPid, run.id);
+    const repository = await repositoryInfo(run.repo);
+    if (run.status === 'conflict') {
+      store.update(run.id, { status: 'running', phase: 'merge', errorCode: null, error: null });
+    }
+    store.addEvent(run.id, run.phase, 'resume', `resumed in phase ${run.phase} by pid ${process.pid}`, {
+      previousRunnerPid: run.runnerPid,
+    });
+    const runOptions =
+      options.model === undefined && run.options.model !== undefined
+        ? { ...options, model: run.options.model }
+        : options;
+    return await new RunExecution(store, stateDir, repository, run.id, runOptions, true).execute();
+  } finally {
+    store.close();
+  }
+}
+
+async function checkClaudeAvailable(options: AgentRunnerOptions): Promise<void> {
+  if (options._internal?.runAgent !== undefined) return;
+  const { resolveClaudeExecutable } = await import('../providers/claude-code/executable.js');
+  resolveClaudeExecutable(options.connection?.executable ?? process.env['SWITCHBOARD_CLAUDE_PATH']);
+}
+
+/** Outcome statuses that end the run at once; the others are retried while attempts remain. */
+const FINAL_AGENT_FAILURES: Partial<Record<AgentOutcome['status'], ErrorCode>> = {
+  timeout: 'TIMEOUT',
+  budget_exceeded: 'BUDGET_EXCEEDED',
+  aborted: 'ABORTED',
+  spawn_failed: 'PROVIDER_UNAVAILABLE',
+};
+
+/** Error codes when retries run out, by the last attempt's status. */
+const EXHAUSTED_CODES: Partial<Record<AgentOutcome['status'], ErrorCode>> = {
+  rate_limited: 'RATE_LIMITED',
+  max_turns: 'MAX_TURNS',
+  idle_timeout: 'IDLE_TIMEOUT',
+};
+
+class RunFinished extends Error {}
+
+/** One run being driven from its recorded phase to an end. */
+class RunExecution {
+  private run: AgentRunRecord;
+  private readonly started = Date.now();
+  private readonly deadline: number;
+  private readonly abort = new AbortController();
+  private readonly signal: AbortSignal;
+  private readonly template: string;
+
+  private readonly store: AgentRunStore;
+  private readonly stateDir: string;
+  private readonly repository: RepositoryInfo;
+  private readonly options: AgentRunnerOptions;
+  private readonly resumed: boolean;
+
+  constructor(
+    store: AgentRunStore,
+    stateDir: string,
+    repository: RepositoryInfo,
+    runId: string,
+    options: AgentRunnerOptions,
+    resumed = false,
+  ) {
+    this.store = store;
+    this.stateDir = stateDir;
+    this.repository = repository;
+    this.options = options;
+    this.resumed = resumed;
+    const run = store.get(runId);
+    if (run === undefined) throw new SwitchboardError('RUN_NOT_FOUND', `agent run ${runId} vanished`);
+    this.run = run;
+    this.deadline = this.started + run.task.limits.wallClockMs;
+    this.signal =
+      options.abortSignal === undefined
+        ? this.abort.signal
+        : AbortSignal.any([options.abortSignal, this.abort.signal]);
+    const templateFile = run.options.contextTemplate;
+    this.template = templateFile === undefined ? DEFAULT_CONTEXT_TEMPLATE : loadContextTemplate(templateFile);
+  }
+
+  async execute(): Promise<AgentRunResult> {
+    // `cancel` from another process marks the run; the runner notices here and stops its children.
+    const poll = setInterval(() => {
+      const current = this.store.get(this.run.id);
+      if (current?.status === 'cancelled') this.abort.abort(new Error('cancelled'));
+    }, this.options._internal?.cancelPollMs ?? 500);
+    poll.unref();
+    try {
+      for (;;) {
+        this.signal.throwIfAborted();
+        switch (this.run.phase) {
+          case 'queued':
+            this.setPhase('worktree', 'creating the worktree');
+            break;
+          case 'worktree':
+            await this.ensureWorktree();
+            this.setPhase('agent', 'starting the agent');
+            break;
+          case 'agent':
+            await this.agentPhase();
+            break;
+          case 'verify':
+            await this.verifyPhase();
+            break;
+          case 'merge':
+            await this.mergePhase();
+            break;
+          default:
+            return this.result();
+        }
+      }
+    } catch (error) {
+      if (!(error instanceof RunFinished)) this.fail(error);
+      return this.result();
+    } finally {
+      clearInterval(poll);
+      this.update({ childPid: null });
+    }
+  }
+
+  // ---- phases ------------------------------------------------------------------------------------
+
+  private async ensureWorktree(): Promise<void> {
+    const { branch, worktree, baseCommit } = this.run;
+    await withRepoLock(
+      this.repository.commonDir,
+      async () => {
+        const registered = (await listWorktrees(this.repository.root)).some(
+          (entry) => samePath(entry.path, worktree) && !entry.prunable,
+        );
+        if (registered && existsSync(worktree)) return; // Made before a crash; keep whatever is in it.
+        await git(this.repository.root, ['worktree', 'prune']);
+        const existing = await branchCommit(this.repository.root, branch);
+        if (existing !== undefined) {
+          // A branch from a crash between `branch` and `worktree`: reuse it rather than lose commits.
+          await gitOk(this.repository.root, ['worktree', 'add', worktree, branch], 'git worktree add');
+        } else {
+          await gitOk(
+            this.repository.root,
+            ['worktree', 'add', '-b', branch, worktree, baseCommit],
+            'git worktree add',
+          );
+        }
+      },
+      { abortSignal: this.signal },
+    );
+    this.event('worktree', `worktree ${worktree} on branch ${branch}`);
+  }
+
+  private async agentPhase(): Promise<void> {
+    const { task } = this.run;
+    // A resumed run redoes the attempt its runner was in; otherwise this is the next attempt.
+    const interrupted = this.resumed && this.run.attempt > 0 && !this.attemptEnded();
+    const attempt = interrupted ? this.run.attempt : this.run.attempt + 1;
+    if (attempt > task.limits.maxAttempts) {
+      this.finish(
+        'failed',
+        'failed',
+        this.run.errorCode === undefined ? 'AGENT_FAILED' : (this.run.errorCode as ErrorCode),
+        this.run.error ?? 'no attempts left',
+      );
+    }
+    const remainingBudget = task.limits.maxCostUsd - this.run.costUsd;
+    if (remainingBudget <= 0) {
+      this.finish(
+        'failed',
+        'failed',
+        'BUDGET_EXCEEDED',
+        `the run has spent $${this.run.costUsd.toFixed(4)} of its $${task.limits.maxCostUsd} cap`,
+      );
+    }
+    const remainingTime = this.deadline - Date.now();
+    if (remainingTime <= 0)
+      this.finish('failed', 'failed', 'TIMEOUT', 'the run reached its wall-clock limit');
+
+    let feedback = this.run.detail;
+    if (interrupted) {
+      feedback = `The previous attempt was interrupted (its runner stopped). Files it wrote are still in the working directory; check them and finish the task.${feedback === undefined ? '' : `\n\nBefore that:\n${feedback}`}`;
+    }
+    const sessionId =
+      this.run.sessionId ?? (interrupted ? sessionFromTranscript(this.transcript(attempt)) : undefined);
+    this.update({ attempt, detail: null });
+    this.attemptStarted(attempt);
+    const context: AgentContext = {
+      runId: this.run.id,
+      task,
+      worktree: this.run.worktree,
+      branch: this.run.branch,
+      baseBranch: this.run.baseBranch,
+      baseCommit: this.run.baseCommit,
+      attempt,
+    };
+    if (feedback !== undefined) context.feedback = feedback;
+    writeContextFiles(context, this.template);
+
+    const transcript = this.transcript(attempt);
+    mkdirSync(runDirectory(this.stateDir, this.run.id), { recursive: true });
+    const costBefore = this.run.costUsd;
+    const turnsBefore = this.run.turns;
+    let lastProgressWrite = 0;
+    const invocation: AgentInvocation = {
+      cwd: this.run.worktree,
+      prompt: attemptPrompt(context, sessionId !== undefined),
+      appendSystemPrompt: [
+        `You are working on task ${task.id} in the git worktree ${this.run.worktree}. Only change files inside it; do not commit, the runner does.`,
+        task.instructions ?? '',
+      ]
+        .filter(Boolean)
+        .join('\n'),
+      allowedTools: task.tools,
+      maxTurns: task.limits.maxTurns,
+      maxCostUsd: remainingBudget,
+      idleTimeoutMs: task.limits.idleTimeoutMs,
+      wallClockMs: remainingTime,
+      transcriptPath: transcript,
+      abortSignal: this.signal,
+      processTag: runProcessTag(this.run.id),
+      onSpawn: (pid) => this.update({ childPid: pid }),
+      onProgress: (progress) => {
+        const now = Date.now();
+        if (now - lastProgressWrite >= 500) {
+          lastProgressWrite = now;
+          this.update({ costUsd: costBefore + progress.costUsd, turns: turnsBefore + progress.turns });
+        }
+        this.report(
+          `agent working${progress.lastTool === undefined ? '' : ` (${progress.lastTool})`}`,
+          progress.lastTool,
+        );
+      },
+    };
+    if (task.mcpServers !== undefined) invocation.mcpServers = task.mcpServers;
+    if (sessionId !== undefined) invocation.resumeSessionId = sessionId;
+    const model = task.model ?? this.options.model ?? this.run.options.model;
+    if (model !== undefined) invocation.model = model;
+    if (this.options.connection !== undefined) invocation.connection = this.options.connection;
+
+    const runAgent = this.options._internal?.runAgent ?? (await import('./claude-agent.js')).runAgent;
+    let outcome: AgentOutcome;
+    try {
+      outcome = await runAgent(invocation);
+    } catch (error) {
+      outcome = {
+        status: 'agent_error',
+        isError: true,
+        costUsd: 0,
+        turns: 0,
+        durationMs: 0,
+        denied: [],
+        error: error instanceof Error ? error.message : String(error),
+      };
+    }
+    const update: RunUpdate = {
+      childPid: null,
+      costUsd: costBefore + outcome.costUsd,
+      turns: turnsBefore + outcome.turns,
+    };
+    if (outcome.sessionId !== undefined) update.sessionId = outcome.sessionId;
+    this.update(update);
+    this.event(
+      'attempt-end',
+      `attempt ${attempt}: ${outcome.status}${outcome.subtype === undefined ? '' : ` (${outcome.subtype})`}, $${outcome.costUsd.toFixed(4)}, ${outcome.turns} turns`,
+      {
+        attempt,
+        status: outcome.status,
+        subtype: outcome.subtype,
+        isError: outcome.isError,
+        costUsd: outcome.costUsd,
+        turns: outcome.turns,
+        durationMs: outcome.durationMs,
+        denied: outcome.denied,
+        error: outcome.error,
+        resultText: outcome.resultText?.slice(0, 2000),
+        transcript,
+      },
+    );
+    this.stopIfCancelled();
+
+    const finalCode = FINAL_AGENT_FAILURES[outcome.status];
+    if (finalCode !== undefined) {
+      this.finish('failed', 'failed', finalCode, describeOutcome(outcome));
+    }
+    // `is_error: true` with `subtype: success` is a failure too: trust neither field alone.
+    const succeeded = outcome.status === 'success' && !outcome.isError;
+    let failure: string | undefined;
+    if (!succeeded) {
+      failure = describeOutcome(outcome);
+    } else if (!(await this.hasChange())) {
+      failure = 'The attempt finished without changing any file. Make the change the task asks for.';
+    }
+    if (failure === undefined) {
+      this.setPhase(
+        'verify',
+        task.verify === undefined ? 'checking the change' : `verifying: ${task.verify}`,
+      );
+      return;
+    }
+    const code: ErrorCode = !succeeded ? (EXHAUSTED_CODES[outcome.status] ?? 'AGENT_FAILED') : 'AGENT_FAILED';
+    await this.retryOrFail(
+      code,
+      failure,
+      outcome.status === 'rate_limited' ? outcome.retryAfterMs : undefined,
+    );
+  }
+
+  private async verifyPhase(): Promise<void> {
+    const { task } = this.run;
+    if (!(await this.hasChange())) {
+      await this.retryOrFail('AGENT_FAILED', 'The change is empty. Make the change the task asks for.');
+      return;
+    }
+    if (task.verify === undefined) {
+      this.setPhase('merge', 'committing and merging');
+      return;
+    }
+    const verify = await runVerify({
+      command: task.verify,
+      cwd: this.run.worktree,
+      timeoutMs: task.limits.verifyTimeoutMs,
+      abortSignal: this.signal,
+      env: { [PROCESS_TAG_VARIABLE]: runProcessTag(this.run.id) },
+      onSpawn: (pid) => this.update({ childPid: pid }),
+    });
+    this.update({ childPid: null });
+    this.stopIfCancelled();
+    writeFileSync(
+      join(runDirectory(this.stateDir, this.run.id), `verify-${this.run.attempt}.log`),
+      verify.outputTail,
+    );
+    this.event(
+      'verify',
+      `verify ${verify.passed ? 'passed' : verify.timedOut ? 'timed out' : `failed (exit ${verify.exitCode ?? '?'})`} in ${verify.durationMs} ms`,
+      {
+        attempt: this.run.attempt,
+        passed: verify.passed,
+        exitCode: verify.exitCode,
+        timedOut: verify.timedOut,
+        durationMs: verify.durationMs,
+        outputTail: verify.outputTail.slice(-2000),
+      },
+    );
+    if (verify.passed) {
+      this.setPhase('merge', 'committing and merging');
+      return;
+    }
+    const failure = `The verify command \`${task.verify}\` ${verify.timedOut ? 'timed out' : `failed with exit status ${verify.exitCode ?? 'unknown'}`}. The end of its output:\n${verify.outputTail.slice(-3000)}`;
+    await this.retryOrFail('VERIFY_FAILED', failure);
+  }
+
+  private async mergePhase(): Promise<void> {
+    const commit = this.run.commitSha ?? (await this.commit());
+    const mode = this.run.options.merge;
+    const queue = this.options.mergeQueue ?? new MergeQueue();
+    const request = {
+      repo: this.repository.root,
+      commonDir: this.repository.commonDir,
+      baseBranch: this.run.baseBranch,
+      branch: this.run.branch,
+      commit,
+      mode,
+      message: `Merge ${this.run.branch}: ${this.run.task.title}\n\nswitchboard agent run ${this.run.id}`,
+      abortSignal: this.signal,
+    };
+    const merged = await queue.run(`${this.repository.commonDir}\0${this.run.baseBranch}`, () =>
+      mergeIntoBase(request),
+    );
+    switch (merged.kind) {
+      case 'branch-left':
+        this.update({ phase: 'done', status: 'succeeded', ended: true, errorCode: null, error: null });
+        this.event('done', `change left on branch ${this.run.branch} for a pull request`);
+        break;
+      case 'conflict':
+        this.update({ detail: merged.output });
+        this.finish(
+          'conflict',
+          'conflict',
+          'MERGE_CONFLICT',
+          `the change conflicts with ${this.run.baseBranch}, which was left unmoved; the change is on branch ${this.run.branch}`,
+        );
+        break;
+      case 'dirty':
+        this.update({ detail: merged.output });
+        this.finish(
+          'failed',
+          'failed',
+          'DIRTY_CHECKOUT',
+          `${merged.checkout} has ${this.run.baseBranch} checked out with uncommitted changes; nothing was merged and the change is on branch ${this.run.branch}`,
+        );
+        break;
+      default:
+        this.update({
+          phase: 'done',
+          status: 'succeeded',
+          mergedCommit: merged.commit,
+          ended: true,
+          errorCode: null,
+          error: null,
+        });
+        this.event(
+          'done',
+          `${merged.kind === 'already-merged' ? 'already in' : merged.kind === 'fast-forward' ? 'fast-forwarded' : 'merged into'} ${this.run.baseBranch} at ${merged.commit.slice(0, 12)}`,
+          merged,
+        );
+    }
+    throw new RunFinished();
+  }
+
+  // ---- steps -------------------------------------------------------------------------------------
+
+  /** Commits the agent's change (without the context files) and records the commit. */
+  private async commit(): Promise<string> {
+    const { worktree, task } = this.run;
+    const identity = await commitIdentity(worktree);
+    await gitOk(worktree, ['add', '-A', '--', '.', ...excludeContext()], 'git add');
+    const staged = await git(worktree, ['diff', '--cached', '--quiet']);
+    if (staged.exitCode === 1) {
+      const body = `${task.description.trim() === '' ? '' : `${task.description.trim()}\n\n`}Switchboard-Run: ${this.run.id}`;
+      await gitOk(
+        worktree,
+        ['commit', '--no-verify', '-q', '-m', `feat(${task.id}): ${task.title}`, '-m', body],
+        'git commit',
+        identity,
+      );
+    }
+    const head = (await gitOk(worktree, ['rev-parse', 'HEAD'], 'git rev-parse')).trim();
+    if (head === this.run.baseCommit) {
+      this.finish('failed', 'failed', 'AGENT_FAILED', 'there is nothing to commit');
+    }
+    this.update({ commitSha: head });
+    this.event('commit', `committed ${head.slice(0, 12)} on ${this.run.branch}`, { commit: head });
+    return head;
+  }
+
+  private async hasChange(): Promise<boolean> {
+    const status = await gitOk(
+      this.run.worktree,
+      ['status', '--porcelain', '--', '.', ...excludeContext()],
+      'git status',
+    );
+    if (status.trim() !== '') return true;
+    const head = (await gitOk(this.run.worktree, ['rev-parse', 'HEAD'], 'git rev-parse')).trim();
+    return head !== this.run.baseCommit;
+  }
+
+  private async retryOrFail(code: ErrorCode, failure: string, retryAfterMs?: number): Promise<void> {
+    this.stopIfCancelled();
+    const { task } = this.run;
+    this.update({ detail: failure, errorCode: code, error: firstLineOf(failure) });
+    if (this.run.attempt >= task.limits.maxAttempts) {
+      this.finish(
+        'failed',
+        'failed',
+        code,
+        `${firstLineOf(failure)} (after ${this.run.attempt} attempt${this.run.attempt === 1 ? '' : 's'})`,
+      );
+    }
+    const backoff = this.run.options.retryDelayMs * 2 ** Math.max(0, this.run.attempt - 1);
+    const delay = Math.min(Math.max(backoff, retryAfterMs ?? 0), Math.max(0, this.deadline - Date.now()));
+    this.event('retry', `attempt ${this.run.attempt} failed (${code}); retrying in ${delay} ms`, {
+      code,
+      delayMs: delay,
+    });
+    this.setPhase('agent', `retrying after ${code}`);
+    await sleep(delay, this.signal);
+  }
+
+  // ---- bookkeeping -------------------------------------------------------------------------------
+
+  private transcript(attempt: number): string {
+    return transcriptPath(this.stateDir, this.run.id, attempt);
+  }
+
+  private attemptStarted(attempt: number): void {
+    this.event('attempt-start', `attempt ${attempt} of ${this.run.task.limits.maxAttempts}`, { attempt });
+  }
+
+  /** Whether the last recorded attempt has an `attempt-end` event (false after a crash mid-attempt). */
+  private attemptEnded(): boolean {
+    const events = this.store.events(this.run.id);
+    const last = events
+      .filter((event) => event.kind === 'attempt-start' || event.kind === 'attempt-end')
+      .at(-1);
+    return last === undefined || last.kind === 'attempt-end';
+  }
+
+  private update(update: RunUpdate): void {
+    this.store.update(this.run.id, update);
+    const fresh = this.store.get(this.run.id);
+    if (fresh !== undefined) this.run = fresh;
+  }
+
+  private setPhase(phase: AgentPhase, message: string): void {
+    this.update({ phase });
+    this.event('phase', message);
+  }
+
+  private event(kind: string, message: string, data?: unknown): void {
+    this.store.addEvent(this.run.id, this.run.phase, kind, message, data);
+    this.report(message);
+  }
+
+  private report(message: string, lastTool?: string): void {
+    if (this.options.onProgress === undefined) return;
+    const progress: AgentRunProgress = {
+      runId: this.run.id,
+      taskId: this.run.taskId,
+      phase: this.run.phase,
+      attempt: this.run.attempt,
+      costUsd: this.run.costUsd,
+      turns: this.run.turns,
+      elapsedMs: Date.now() - Date.parse(this.run.createdAt),
+      message,
+    };
+    if (lastTool !== undefined) progress.lastTool = lastTool;
+    this.options.onProgress(progress);
+  }
+
+  /** Ends the run (unless `cancel` already did) and stops the phase loop. */
+  private finish(
+    phase: AgentPhase,
+    status: AgentRunRecord['status'],
+    code: ErrorCode,
+    message: string,
+  ): never {
+    // A cancelled run, or one another runner already finished, keeps what was recorded.
+    const current = this.store.get(this.run.id);
+    if (current !== undefined && (current.status === 'cancelled' || current.endedAt !== undefined)) {
+      this.run = current;
+      throw new RunFinished();
+    }
+    this.update({ phase, status, errorCode: code, error: message, ended: true, childPid: null });
+    this.event(phase === 'conflict' ? 'conflict' : 'error', message, { code });
+    throw new RunFinished();
+  }
+
+  /**
+   * `cancel` may kill the agent before this runner's poll notices: an agent that died that way must
+   * end the run as cancelled, not be retried or recorded as a failure.
+   */
+  private stopIfCancelled(): void {
+    if (this.signal.aborted || this.store.get(this.run.id)?.status === 'cancelled') this.throwAborted();
+  }
+
+  private throwAborted(): never {
+    this.finish('failed', 'cancelled', 'ABORTED', 'the run was cancelled');
+  }
+
+  private fail(error: unknown): void {
+    if (this.signal.aborted) {
+      try {
+        this.throwAborted();
+      } catch {
+        return;
+      }
+    }
+    const code: ErrorCode = isSwitchboardError(error) ? error.code : 'INTERNAL';
+    const message = error instanceof Error ? error.message : String(error);
+    try {
+      this.finish('failed', 'failed', code, message);
+    } catch {
+      // RunFinished.
+    }
+  }
+
+  private result(): AgentRunResult {
+    const run = this.store.get(this.run.id) ?? this.run;
+    return toResult(run);
+  }
+}
+
+/** The result of a run as read from the ledger. */
+export function toResult(run: AgentRunRecord): AgentRunResult {
+  const result: AgentRunResult = {
+    id: run.id,
+    taskId: run.taskId,
+    ok: run.status === 'succeeded',
+    status: run.status,
+    phase: run.phase,
+    attempts: run.attempt,
+    costUsd: run.costUsd,
+    turns: run.turns,
+    durationMs: Date.parse(run.endedAt ?? run.updatedAt) - Date.parse(run.createdAt),
+    branch: run.branch,
+    worktree: run.worktree,
+    baseBranch: run.baseBranch,
+  };
+  if (run.status !== 'succeeded' && run.errorCode !== undefined)
+    result.errorCode = run.errorCode as ErrorCode;
+  if (run.status !== 'succeeded' && run.error !== undefined) result.error = run.error;
+  if (run.commitSha !== undefined) result.commit = run.commitSha;
+  if (run.mergedCommit !== undefined) result.mergedCommit = run.mergedCommit;
+  if (run.sessionId !== undefined) result.sessionId = run.sessionId;
+  if (run.detail !== undefined) result.detail = run.detail;
+  return result;
+}
+
+function excludeContext(): string[] {
+  return CONTEXT_FILES.map((file) => `:(exclude)${file}`);
+}
+
+function describeOutcome(outcome: AgentOutcome): string {
+  const parts = [
+    `The agent ended with ${outcome.status}${outcome.subtype === undefined ? '' : ` (${outcome.subtype})`}${outcome.isError ? ', reported as an error' : ''}.`,
+  ];
+  if (outcome.error !== undefined) parts.push(outcome.error);
+  if (outcome.resultText !== undefined && outcome.isError) parts.push(outcome.resultText.slice(0, 1000));
+  for (const denied of outcome.denied) parts.push(`Denied: ${denied.tool} (${denied.reason})`);
+  return parts.join('\n');
+}
+
+function firstLineOf(text: string): string {
+  return text.trim().split('\n', 1)[0] ?? '';
+}
+
+function samePath(a: string, b: string): boolean {
+  const real = (path: string): string => {
+    try {
+      return realpathSync(path);
+    } catch {
+      return resolve(path);
+    }
+  };
+  return real(a) === real(b);
+}
+
+/** The session id recorded in a transcript, so an attempt cut off by a crash can be resumed. */
+export function sessionFromTranscript(file: string): string | undefined {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch {
+    return undefined;
+  }
+  const match = /"session_id"\s*:\s*"([0-9a-f-]{8,})"/i.exec(text);
+  return match?.[1];
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  if (ms <= 0) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done(): void {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
+}

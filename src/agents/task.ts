@@ -1,0 +1,184 @@
+import { readFileSync } from 'node:fs';
+import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
+import { SwitchboardError } from '../core/errors.js';
+
+/** How a finished change reaches the base branch. */
+export const MERGE_MODES = ['no-ff', 'ff', 'branch'] as const;
+export type MergeMode = (typeof MERGE_MODES)[number];
+
+/** Tools an agent gets when the task names none: it can read, write and edit files, but not run commands. */
+export const DEFAULT_AGENT_TOOLS: readonly string[] = ['Read', 'Write', 'Edit', 'Glob', 'Grep'];
+
+const positive = z.number().positive();
+
+const taskFileSchema = z.strictObject({
+  id: z
+    .union([z.string(), z.number()])
+    .transform(String)
+    .pipe(
+      z
+        .string()
+        .regex(
+          /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/,
+          'an id is 1–64 letters, digits, ".", "_" or "-", starting with a letter or digit',
+        ),
+    ),
+  title: z.string().trim().min(1, 'a title is required'),
+  description: z.string().default(''),
+  /** What "done" means; a list or one paragraph. */
+  acceptance: z.union([z.string(), z.array(z.string())]).optional(),
+  /** Branch the work starts from and merges into. @default the repository's checked-out branch */
+  base: z.string().min(1).optional(),
+  /** Shell command run in the worktree after the agent; exit status 0 means the change is good. */
+  verify: z
+    .union([
+      z.string().min(1),
+      z.strictObject({ command: z.string().min(1), timeout_seconds: positive.optional() }),
+    ])
+    .optional(),
+  /** Claude Code tools the agent may use, e.g. `Read`, `Write`, `Edit`, `Bash(npm test:*)`. */
+  tools: z.array(z.string().min(1)).optional(),
+  /** Names of MCP servers (from `mcp_servers` in the task) the agent may use; none otherwise. */
+  mcp_servers: z.record(z.string(), z.record(z.string(), z.unknown())).optional(),
+  model: z.string().min(1).optional(),
+  merge: z.enum(MERGE_MODES).optional(),
+  /** Extra instructions appended to Claude Code's system prompt. */
+  instructions: z.string().optional(),
+  limits: z
+    .strictObject({
+      max_turns: z.number().int().positive().optional(),
+      max_cost_usd: positive.optional(),
+      idle_timeout_seconds: positive.optional(),
+      wall_clock_seconds: positive.optional(),
+      /** Agent attempts in all, the first included. */
+      max_attempts: z.number().int().min(1).max(20).optional(),
+      verify_timeout_seconds: positive.optional(),
+    })
+    .optional(),
+});
+
+export type TaskFile = z.input<typeof taskFileSchema>;
+
+/** Limits on one run; times in milliseconds. */
+export interface AgentLimits {
+  /** @default 30 */
+  maxTurns: number;
+  /** Dollars for the whole run, all attempts together. @default 5 */
+  maxCostUsd: number;
+  /** Fail an attempt when Claude Code prints nothing for this long. @default 300_000 */
+  idleTimeoutMs: number;
+  /** Wall-clock limit for the whole run. @default 1_800_000 */
+  wallClockMs: number;
+  /** @default 3 */
+  maxAttempts: number;
+  /** @default 600_000 */
+  verifyTimeoutMs: number;
+}
+
+export const DEFAULT_LIMITS: AgentLimits = {
+  maxTurns: 30,
+  maxCostUsd: 5,
+  idleTimeoutMs: 300_000,
+  wallClockMs: 1_800_000,
+  maxAttempts: 3,
+  verifyTimeoutMs: 600_000,
+};
+
+/** A task as the runner uses it: validated, defaults applied. */
+export interface AgentTask {
+  id: string;
+  title: string;
+  description: string;
+  acceptance: string[];
+  base?: string;
+  verify?: string;
+  tools: string[];
+  mcpServers?: Record<string, Record<string, unknown>>;
+  model?: string;
+  merge?: MergeMode;
+  instructions?: string;
+  limits: AgentLimits;
+}
+
+/**
+ * Validates a task given as an object (parsed YAML/JSON or built by a program).
+ *
+ * @throws SwitchboardError `TASK_INVALID` naming the field and what to write instead.
+ */
+export function parseTask(value: unknown, source = 'task'): AgentTask {
+  const result = taskFileSchema.safeParse(value ?? {});
+  if (!result.success) {
+    const issue = result.error.issues[0];
+    const field = issue === undefined || issue.path.length === 0 ? '' : ` field "${issue.path.join('.')}"`;
+    throw new SwitchboardError('TASK_INVALID', `${source}${field}: ${issue?.message ?? 'invalid task'}`, {
+      hint: 'a task needs at least `id` and `title`; see "switchboard agent" in the README for the format',
+      details: { source, path: issue?.path ?? [] },
+    });
+  }
+  const file = result.data;
+  const limits = file.limits ?? {};
+  const verifyTimeoutSeconds =
+    (typeof file.verify === 'object' ? file.verify.timeout_seconds : undefined) ??
+    limits.verify_timeout_seconds;
+  const task: AgentTask = {
+    id: file.id,
+    title: file.title,
+    description: file.description,
+    acceptance:
+      file.acceptance === undefined
+        ? []
+        : typeof file.acceptance === 'string'
+          ? [file.acceptance]
+          : file.acceptance,
+    tools: file.tools ?? [...DEFAULT_AGENT_TOOLS],
+    limits: {
+      maxTurns: limits.max_turns ?? DEFAULT_LIMITS.maxTurns,
+      maxCostUsd: limits.max_cost_usd ?? DEFAULT_LIMITS.maxCostUsd,
+      idleTimeoutMs: secondsOr(limits.idle_timeout_seconds, DEFAULT_LIMITS.idleTimeoutMs),
+      wallClockMs: secondsOr(limits.wall_clock_seconds, DEFAULT_LIMITS.wallClockMs),
+      maxAttempts: limits.max_attempts ?? DEFAULT_LIMITS.maxAttempts,
+      verifyTimeoutMs: secondsOr(verifyTimeoutSeconds, DEFAULT_LIMITS.verifyTimeoutMs),
+    },
+  };
+  if (file.base !== undefined) task.base = file.base;
+  if (file.verify !== undefined)
+    task.verify = typeof file.verify === 'string' ? file.verify : file.verify.command;
+  if (file.mcp_servers !== undefined) task.mcpServers = file.mcp_servers;
+  if (file.model !== undefined) task.model = file.model;
+  if (file.merge !== undefined) task.merge = file.merge;
+  if (file.instructions !== undefined) task.instructions = file.instructions;
+  return task;
+}
+
+function secondsOr(seconds: number | undefined, fallbackMs: number): number {
+  return seconds === undefined ? fallbackMs : Math.round(seconds * 1000);
+}
+
+/** Reads and validates a task file (YAML or JSON). */
+export function loadTask(file: string): AgentTask {
+  let content: string;
+  try {
+    content = readFileSync(file, 'utf8');
+  } catch (error) {
+    throw new SwitchboardError('TASK_INVALID', `task file ${file} cannot be read`, {
+      hint: 'check the --task path',
+      cause: error,
+    });
+  }
+  let data: unknown;
+  try {
+    data = parseYaml(content);
+  } catch (error) {
+    const message = error instanceof Error ? error.message.split('\n')[0] : String(error);
+    throw new SwitchboardError('TASK_INVALID', `task file ${file} is not valid YAML/JSON: ${message}`, {
+      hint: 'fix the syntax at the position shown',
+    });
+  }
+  if (data === null || typeof data !== 'object' || Array.isArray(data)) {
+    throw new SwitchboardError('TASK_INVALID', `task file ${file} does not hold a task object`, {
+      hint: 'write the task as a mapping with at least `id` and `title`',
+    });
+  }
+  return parseTask(data, `task file ${file}`);
+}

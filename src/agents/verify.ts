@@ -1,0 +1,87 @@
+import { execa } from 'execa';
+
+/** What the verify command did. */
+export interface VerifyResult {
+  passed: boolean;
+  exitCode?: number;
+  timedOut: boolean;
+  durationMs: number;
+  /** The last part of its combined output, for the ledger and for the agent's next attempt. */
+  outputTail: string;
+}
+
+export interface RunVerifyOptions {
+  command: string;
+  cwd: string;
+  timeoutMs: number;
+  abortSignal?: AbortSignal;
+  /** The pid of the shell, which leads its own process group (for `cancel` from another process). */
+  onSpawn?: (pid: number) => void;
+  /** @default 4000 characters */
+  tailLength?: number;
+  /** Extra environment, e.g. the run's process tag. */
+  env?: Record<string, string>;
+}
+
+/**
+ * Runs the task's verify command through the shell in the worktree. The command leads its own process
+ * group, so a timeout or an abort kills everything it started (test runners, servers), not only the
+ * shell.
+ */
+export async function runVerify({
+  command,
+  cwd,
+  timeoutMs,
+  abortSignal,
+  onSpawn,
+  tailLength = 4000,
+  env = {},
+}: RunVerifyOptions): Promise<VerifyResult> {
+  const started = Date.now();
+  const subprocess = execa(command, {
+    cwd,
+    shell: true,
+    detached: true,
+    reject: false,
+    all: true,
+    stdin: 'ignore',
+    env: { CI: '1', ...env },
+  });
+  const pid = subprocess.pid;
+  const killTree = (): void => {
+    if (pid === undefined) return;
+    try {
+      process.kill(-pid, 'SIGKILL');
+    } catch {
+      // Already gone.
+    }
+  };
+  if (pid !== undefined) onSpawn?.(pid);
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    killTree();
+  }, timeoutMs);
+  const onAbort = (): void => killTree();
+  abortSignal?.addEventListener('abort', onAbort, { once: true });
+  try {
+    const result = await subprocess;
+    // Whatever the shell left running in its group (a backgrounded server) goes too.
+    killTree();
+    const output = String(result.all ?? '');
+    const tail = output.length > tailLength ? `…${output.slice(-tailLength)}` : output;
+    const verify: VerifyResult = {
+      passed: !timedOut && result.exitCode === 0,
+      timedOut,
+      durationMs: Date.now() - started,
+      outputTail: timedOut
+        ? `${tail}\n[verify command timed out after ${timeoutMs} ms and was killed]`
+        : tail,
+    };
+    if (result.exitCode !== undefined) verify.exitCode = result.exitCode;
+    return verify;
+  } finally {
+    clearTimeout(timer);
+    abortSignal?.removeEventListener('abort', onAbort);
+  }
+}

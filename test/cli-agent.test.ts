@@ -1,0 +1,440 @@
+import { execFileSync, spawn } from 'node:child_process';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { startSimulator, type Simulator, type SimLogEntry } from '../src/sim/server.js';
+import type { Scenario } from '../src/sim/scenario.js';
+import { claudeProcessIds, waitForNoNewClaudeProcesses } from './helpers/claude.js';
+import { costlyScenario, slowScenario, writeFilesScenario } from './helpers/agent-scenarios.js';
+import { runCli, type CliRun } from './helpers/run-cli.js';
+
+// `switchboard agent` as a user runs it: the built CLI, real git in temporary repositories, the real
+// Claude Code binary against `switchboard sim` on loopback, executing the tool calls the scenario scripts.
+
+const cli = join(import.meta.dirname, '..', 'dist/cli/main.js');
+const temporary: string[] = [];
+const children: number[] = [];
+let sim: Simulator | undefined;
+const claudeBefore = claudeProcessIds();
+
+afterEach(async () => {
+  await sim?.close();
+  sim = undefined;
+});
+afterAll(async () => {
+  for (const pid of children) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // Gone.
+    }
+  }
+  expect(await waitForNoNewClaudeProcesses(claudeBefore)).toEqual([]);
+  for (const directory of temporary) rmSync(directory, { recursive: true, force: true });
+});
+
+function git(cwd: string, ...args: string[]): string {
+  return execFileSync('git', args, { cwd, encoding: 'utf8' }).trim();
+}
+
+interface Fixture {
+  root: string;
+  repo: string;
+  env: NodeJS.ProcessEnv;
+  run(args: string[]): Promise<CliRun>;
+  task(name: string, fields: Record<string, unknown>): string;
+  json<T>(args: string[]): Promise<T>;
+}
+
+async function fixture(scenario: Scenario): Promise<Fixture> {
+  sim = await startSimulator({ scenario, maxLifetimeMs: 120_000 });
+  const root = realpathSync(mkdtempSync(join(tmpdir(), 'switchboard-agent-cli-')));
+  temporary.push(root);
+  const repo = join(root, 'repo');
+  mkdirSync(repo);
+  git(repo, 'init', '-q', '-b', 'main');
+  git(repo, 'config', 'user.email', 'test@example.com');
+  git(repo, 'config', 'user.name', 'Test');
+  writeFileSync(join(repo, 'README.md'), 'hello\n');
+  git(repo, 'add', '.');
+  git(repo, 'commit', '-q', '-m', 'initial');
+  const configDir = join(root, 'claude-config');
+  mkdirSync(configDir);
+  const env = {
+    ...process.env,
+    ANTHROPIC_API_KEY: 'sk-ant-agent-cli-test',
+    CLAUDE_CONFIG_DIR: configDir,
+    SWITCHBOARD_STATE_DIR: join(root, 'state'),
+  };
+  const url = sim.url;
+  const run = (args: string[]): Promise<CliRun> => {
+    const withUrl = ['run', 'run-all', 'resume'].includes(args[1] ?? '')
+      ? [...args, '--base-url', url]
+      : args;
+    return runCli(withUrl, { cwd: repo, env });
+  };
+  return {
+    root,
+    repo,
+    env,
+    run,
+    task(name, fields) {
+      const file = join(root, `${name}.json`);
+      writeFileSync(file, JSON.stringify(fields));
+      return file;
+    },
+    async json<T>(args: string[]) {
+      const result = await run([...args, '--json']);
+      return JSON.parse(result.stdout) as T;
+    },
+  };
+}
+
+function simLog(): readonly SimLogEntry[] {
+  return sim?.requests ?? [];
+}
+
+interface RunJson {
+  id: string;
+  ok: boolean;
+  status: string;
+  phase: string;
+  errorCode?: string;
+  attempts: number;
+  costUsd: number;
+  branch: string;
+  worktree: string;
+  mergedCommit?: string;
+  durationMs: number;
+  detail?: string;
+}
+
+describe('switchboard agent run', () => {
+  it('runs a task whose change passes verify and merges it; ls, show and logs report it', async () => {
+    const f = await fixture(writeFilesScenario({ files: [{ path: 'hello.txt', content: 'hi\n' }] }));
+    const task = f.task('task', {
+      id: 'task-42',
+      title: 'Say hello',
+      acceptance: ['hello.txt exists'],
+      verify: 'test -f hello.txt',
+    });
+    const started = Date.now();
+    const result = await f.run(['agent', 'run', '--task', task, '--json']);
+    const wall = Date.now() - started;
+    expect(result.status, result.stderr).toBe(0);
+    const run = JSON.parse(result.stdout) as RunJson;
+    expect(run).toMatchObject({ ok: true, phase: 'done', attempts: 1 });
+    expect(readFileSync(join(f.repo, 'hello.txt'), 'utf8')).toBe('hi\n');
+    expect(git(f.repo, 'log', '--format=%s', '-2')).toContain('feat(task-42): Say hello');
+    expect(git(f.repo, 'status', '--porcelain', '--untracked-files=no')).toBe('');
+    // Context files stay out of the commit; the transcript is kept under the state dir.
+    expect(git(f.repo, 'ls-files')).not.toContain('EXECUTION_CONTEXT.md');
+    const transcript = await f.run(['agent', 'logs', run.id, '--transcript']);
+    expect(transcript.stdout).toContain('"session_id"');
+    const events = await f.run(['agent', 'logs', run.id]);
+    expect(events.stdout).toMatch(/verify passed/);
+    const ls = await f.run(['agent', 'ls']);
+    expect(ls.stdout).toContain(run.id);
+    const show = await f.run(['agent', 'show', run.id]);
+    expect(show.stdout).toContain('branch    agent/');
+    console.log(`agent run, one turn + verify + merge: ${wall} ms wall, ${run.durationMs} ms in the runner`);
+  });
+
+  it('retries a failed verify with the failure fed back in the next prompt, then passes', async () => {
+    const f = await fixture({
+      rules: [
+        {
+          name: 'fix',
+          match: { text: 'missing fixed.txt' },
+          times: 1,
+          reply: { tool: { name: 'Write', input: { file_path: 'fixed.txt', content: 'ok\n' } } },
+        },
+        {
+          name: 'first',
+          match: { turn: 1 },
+          times: 1,
+          reply: { tool: { name: 'Write', input: { file_path: 'wrong.txt', content: 'no\n' } } },
+        },
+      ],
+      fallback: { text: 'done' },
+    });
+    const task = f.task('task', {
+      id: 'retry',
+      title: 'Make fixed.txt',
+      verify: 'test -f fixed.txt || { echo "missing fixed.txt"; exit 1; }',
+    });
+    const result = await f.run(['agent', 'run', '--task', task, '--retry-delay', '0.05', '--json']);
+    expect(result.status, result.stderr).toBe(0);
+    expect(JSON.parse(result.stdout)).toMatchObject({ ok: true, attempts: 2 });
+    const fix = simLog().find((entry) => entry.rule === 'fix');
+    expect(fix?.text).toContain('missing fixed.txt');
+    expect(existsSync(join(f.repo, 'fixed.txt'))).toBe(true);
+  });
+
+  it('stops on a conflict with a change made on the base meanwhile: base unmoved, git output kept', async () => {
+    const f = await fixture(writeFilesScenario({ files: [{ path: 'clash.txt', content: 'agent\n' }] }));
+    // The verify command plays the user: it commits a different clash.txt on main while the run is going.
+    const task = f.task('task', {
+      id: 'clash',
+      title: 'Clash',
+      verify: `cd ${f.repo} && printf 'user\\n' > clash.txt && git add clash.txt && git commit -qm "user change"`,
+    });
+    const result = await f.run(['agent', 'run', '--task', task, '--json']);
+    const run = JSON.parse(result.stdout) as RunJson;
+    expect(result.status).toBe(42);
+    expect(run).toMatchObject({ status: 'conflict', phase: 'conflict', errorCode: 'MERGE_CONFLICT' });
+    expect(run.detail).toMatch(/CONFLICT \(add\/add\)/);
+    expect(git(f.repo, 'log', '-1', '--format=%s', 'main')).toBe('user change');
+    expect(readFileSync(join(f.repo, 'clash.txt'), 'utf8')).toBe('user\n');
+    expect(git(f.repo, 'status', '--porcelain', '--untracked-files=no')).toBe('');
+  });
+
+  it('ends with TIMEOUT at the wall-clock limit, leaving no process behind', async () => {
+    const f = await fixture(slowScenario({ delayMs: 30_000 }));
+    const task = f.task('task', { id: 'slow', title: 'Slow', limits: { wall_clock_seconds: 3 } });
+    const started = Date.now();
+    const result = await f.run(['agent', 'run', '--task', task, '--json']);
+    expect(result.status, result.stderr).toBe(23);
+    expect(JSON.parse(result.stdout)).toMatchObject({ errorCode: 'TIMEOUT', phase: 'failed' });
+    expect(Date.now() - started).toBeLessThan(15_000);
+    expect(await waitForNoNewClaudeProcesses(claudeBefore)).toEqual([]);
+  });
+
+  it('ends with BUDGET_EXCEEDED at the cost cap', async () => {
+    const f = await fixture(costlyScenario());
+    const task = f.task('task', { id: 'costly', title: 'Costly', limits: { max_cost_usd: 1 } });
+    const result = await f.run(['agent', 'run', '--task', task, '--model', 'claude-sonnet-4-5', '--json']);
+    expect(result.status, result.stderr).toBe(27);
+    const run = JSON.parse(result.stdout) as RunJson;
+    expect(run.errorCode).toBe('BUDGET_EXCEEDED');
+    expect(run.costUsd).toBeGreaterThanOrEqual(1);
+    expect(run.costUsd).toBeLessThan(2);
+  });
+
+  it('denies a write outside the worktree: the file is absent and the denial recorded', async () => {
+    const outside = join(tmpdir(), `switchboard-outside-${process.pid}-${Date.now()}.txt`);
+    const f = await fixture(
+      writeFilesScenario({
+        files: [
+          { path: outside, content: 'escaped\n' },
+          { path: 'inside.txt', content: 'inside\n' },
+        ],
+      }),
+    );
+    const task = f.task('task', { id: 'escape', title: 'Escape' });
+    const result = await f.run(['agent', 'run', '--task', task, '--json']);
+    expect(result.status, result.stderr).toBe(0);
+    expect(existsSync(outside)).toBe(false);
+    expect(existsSync(join(f.repo, 'inside.txt'))).toBe(true);
+    const run = JSON.parse(result.stdout) as RunJson;
+    const shown = await f.json<{ events: { kind: string; data?: { denied?: { tool: string }[] } }[] }>([
+      'agent',
+      'show',
+      run.id,
+    ]);
+    const denied = shown.events.find((event) => event.kind === 'attempt-end')?.data?.denied ?? [];
+    expect(denied.map((entry) => entry.tool)).toContain('Write');
+  });
+
+  it('rejects bad input with one line and a distinct exit code', async () => {
+    const f = await fixture({ rules: [] });
+    const broken = join(f.root, 'broken.yaml');
+    writeFileSync(broken, 'id: [unclosed\n');
+    const malformed = await f.run(['agent', 'run', '--task', broken]);
+    expect(malformed.status).toBe(43);
+    expect(malformed.stderr.trim().split('\n')).toHaveLength(1);
+    const missingTitle = await f.run(['agent', 'run', '--task', f.task('t', { id: 'x' })]);
+    expect(missingTitle).toMatchObject({ status: 43 });
+    expect(missingTitle.stderr).toContain('field "title"');
+    const good = f.task('good', { id: 'good', title: 'Good' });
+    const notRepo = await f.run(['agent', 'run', '--task', good, '--repo', f.root]);
+    expect(notRepo.status).toBe(44);
+    expect(notRepo.stderr).toContain('is not a git repository');
+    const unknownBase = await f.run(['agent', 'run', '--task', good, '--base', 'nope']);
+    expect(unknownBase.status).toBe(45);
+    const noClaude = await f.run(['agent', 'run', '--task', good, '--claude-path', join(f.root, 'claude')]);
+    expect(noClaude.status).toBe(28);
+    expect(noClaude.stderr).toContain('does not exist');
+    const unknownRun = await f.run(['agent', 'show', 'no-such-run']);
+    expect(unknownRun.status).toBe(47);
+  });
+});
+
+describe('switchboard agent lifecycle', () => {
+  it('resumes a run whose runner was killed with SIGKILL mid-run, with nothing lost', async () => {
+    const f = await fixture({
+      rules: [
+        {
+          name: 'resume',
+          match: { text: 'interrupted' },
+          times: 1,
+          reply: { tool: { name: 'Write', input: { file_path: 'part2.txt', content: 'two\n' } } },
+        },
+        {
+          name: 'first',
+          match: { turn: 1 },
+          times: 1,
+          reply: { tool: { name: 'Write', input: { file_path: 'part1.txt', content: 'one\n' } } },
+        },
+        { name: 'slow', match: { turn: 2 }, times: 1, reply: { text: 'late', delayMs: 60_000 } },
+      ],
+      fallback: { text: 'done' },
+    });
+    const task = f.task('task', {
+      id: 'crash',
+      title: 'Survive',
+      verify: 'test -f part1.txt && test -f part2.txt',
+    });
+    const runner = spawn(
+      process.execPath,
+      [cli, 'agent', 'run', '--task', task, '--base-url', sim?.url ?? ''],
+      {
+        cwd: f.repo,
+        env: f.env,
+        stdio: 'ignore',
+      },
+    );
+    children.push(runner.pid ?? 0);
+    await waitUntil(() => simLog().some((entry) => entry.rule === 'slow'));
+    const [before] = await f.json<{ id: string; phase: string; live: boolean }[]>(['agent', 'ls']);
+    expect(before).toMatchObject({ phase: 'agent', live: true });
+    runner.kill('SIGKILL');
+    await new Promise((resolve) => runner.once('exit', resolve));
+    const [crashed] = await f.json<{ id: string; resumable: boolean; worktree: string }[]>(['agent', 'ls']);
+    expect(crashed?.resumable).toBe(true);
+    expect(existsSync(join(crashed?.worktree ?? '', 'part1.txt'))).toBe(true);
+
+    const resumed = await f.run(['agent', 'resume', crashed?.id ?? '', '--json']);
+    expect(resumed.status, resumed.stderr).toBe(0);
+    expect(JSON.parse(resumed.stdout)).toMatchObject({ ok: true, phase: 'done' });
+    expect(readFileSync(join(f.repo, 'part1.txt'), 'utf8')).toBe('one\n');
+    expect(readFileSync(join(f.repo, 'part2.txt'), 'utf8')).toBe('two\n');
+    const events = await f.run(['agent', 'logs', crashed?.id ?? '']);
+    expect(events.stdout).toMatch(/resume/);
+  });
+
+  it('cancel leaves no process behind; clean removes merged work and leaves live work alone', async () => {
+    const f = await fixture({
+      rules: [
+        {
+          match: { text: 'Task quick:' },
+          reply: { tool: { name: 'Write', input: { file_path: 'quick.txt', content: 'q\n' } } },
+        },
+        { match: { text: 'Task slow:' }, reply: { text: 'late', delayMs: 60_000 } },
+      ],
+      fallback: { text: 'done' },
+    });
+    const quick = await f.run([
+      'agent',
+      'run',
+      '--task',
+      f.task('quick', { id: 'quick', title: 'Quick' }),
+      '--json',
+    ]);
+    expect(quick.status, quick.stderr).toBe(0);
+    const quickRun = JSON.parse(quick.stdout) as RunJson;
+
+    const runner = spawn(
+      process.execPath,
+      [
+        cli,
+        'agent',
+        'run',
+        '--task',
+        f.task('slow', { id: 'slow', title: 'Slow' }),
+        '--base-url',
+        sim?.url ?? '',
+      ],
+      { cwd: f.repo, env: f.env, stdio: 'ignore' },
+    );
+    children.push(runner.pid ?? 0);
+    const runnerExit = new Promise<number | null>((resolve) => runner.once('exit', (code) => resolve(code)));
+    await waitUntil(() => simLog().some((entry) => entry.text?.includes('Task slow:') === true));
+    const live = (
+      await f.json<{ id: string; taskId: string; childPid?: number; worktree: string }[]>(['agent', 'ls'])
+    ).find((run) => run.taskId === 'slow');
+    expect(live?.childPid).toBeGreaterThan(0);
+
+    const cleaned = await f.json<{ removed: { id: string }[]; kept: { id: string; reason: string }[] }>([
+      'agent',
+      'clean',
+    ]);
+    expect(cleaned.removed.map((entry) => entry.id)).toEqual([quickRun.id]);
+    expect(cleaned.kept).toEqual([{ id: live?.id, reason: 'running' }]);
+    expect(existsSync(live?.worktree ?? '')).toBe(true);
+    expect(existsSync(quickRun.worktree)).toBe(false);
+
+    const cancel = await f.run(['agent', 'cancel', live?.id ?? '']);
+    expect(cancel).toMatchObject({ status: 0, stdout: `${live?.id} cancelled\n` });
+    expect(await runnerExit).toBe(130);
+    expect(await waitForNoNewClaudeProcesses(claudeBefore)).toEqual([]);
+    // The agent's whole process group is gone (zombies are reaped within moments).
+    await waitUntil(() => !groupAlive(live?.childPid ?? 0), 5_000).catch(() => undefined);
+    expect(
+      groupAlive(live?.childPid ?? 0),
+      execFileSync('ps', ['-eo', 'pid,pgid,stat,args'], { encoding: 'utf8' })
+        .split('\n')
+        .filter((line) => line.includes(String(live?.childPid)))
+        .join('\n'),
+    ).toBe(false);
+    const shown = await f.json<{ status: string; phase: string }>(['agent', 'show', live?.id ?? '']);
+    expect(shown).toMatchObject({ status: 'cancelled', phase: 'failed' });
+    const abandoned = await f.json<{ removed: { id: string }[] }>([
+      'agent',
+      'clean',
+      '--abandon',
+      live?.id ?? '',
+    ]);
+    expect(abandoned.removed.map((entry) => entry.id)).toEqual([live?.id]);
+    expect(git(f.repo, 'worktree', 'list').split('\n')).toHaveLength(1);
+  });
+
+  it('run-all runs several tasks in parallel and lands every merge', async () => {
+    const ids = ['alpha', 'beta', 'gamma', 'delta'];
+    const f = await fixture({
+      rules: ids.map((id) => ({
+        match: { text: `Task ${id}:` },
+        reply: { tool: { name: 'Write', input: { file_path: `${id}.txt`, content: `${id}\n` } } },
+      })),
+      fallback: { text: 'done' },
+    });
+    const files = ids.map((id) => f.task(id, { id, title: `Add ${id}`, verify: `test -f ${id}.txt` }));
+    const started = Date.now();
+    const result = await f.run(['agent', 'run-all', ...files, '--parallel', '3', '--json']);
+    const wall = Date.now() - started;
+    expect(result.status, result.stderr).toBe(0);
+    const runs = JSON.parse(result.stdout) as RunJson[];
+    expect(runs.map((run) => run.ok)).toEqual([true, true, true, true]);
+    for (const id of ids) expect(readFileSync(join(f.repo, `${id}.txt`), 'utf8')).toBe(`${id}\n`);
+    const subjects = git(f.repo, 'log', '--format=%s', 'main');
+    for (const id of ids) expect(subjects).toContain(`feat(${id}): Add ${id}`);
+    expect(result.stderr).toMatch(/\[alpha-[0-9a-f]+\] merge/);
+    console.log(`run-all of 4 tasks, --parallel 3: ${wall} ms wall`);
+  });
+});
+
+function groupAlive(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function waitUntil(condition: () => boolean, withinMs = 30_000): Promise<void> {
+  const deadline = Date.now() + withinMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error('timed out waiting');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
