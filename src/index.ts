@@ -67,3 +67,22 @@ export {
 } from './core/call-types.js';
 export { startSimulator, type SimLogEntry, type Simulator, type SimulatorOptions } from './sim/server.js';
 export type { Scenario } from './sim/scenario.js';
+export {
+  compareModes,
+  type CompareOptions,
+  type ComparedRow,
+  type Disagreement,
+  type ModeComparison,
+  type ModeRun,
+} from './route/compare.js';
+export { fitForLlmShare, type LlmShareFit } from './route/evaluate.js';
+export { formatDisagreementReport } from './route/disagreement-report.js';
+export { renderHtmlReport } from './observe/html-report.js';
+export * from './agents/index.js';
+export {
+  killAgentProcesses,
+  runAgent,
+  type AgentInvocation,
+  type AgentOutcome,
+  type AgentStatus,
+} from './agents/claude-agent.js';

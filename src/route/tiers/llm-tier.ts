@@ -99,12 +99,17 @@ export class LlmTier implements RouteTier {
       const cost = result.costUsd ?? 0;
       const providerMs = result.attempts.reduce((total, attempt) => total + attempt.durationMs, 0);
       if (answer === undefined || !names.includes(answer.skill)) {
-        return this.unusable(`the model answered outside the candidates (${String(answer?.skill)})`, cost);
+        return this.unusable(
+          `the model answered outside the candidates (${String(answer?.skill)})`,
+          cost,
+          providerMs,
+        );
       }
       if (answer.confidence < this.options.confidenceThreshold) {
         return this.unusable(
           `the model was unsure (${answer.confidence.toFixed(2)} < ${this.options.confidenceThreshold})`,
           cost,
+          providerMs,
         );
       }
       return {
@@ -120,7 +125,18 @@ export class LlmTier implements RouteTier {
       const reason = isSwitchboardError(error) ? `${error.code}: ${error.message}` : String(error);
       // Answers that failed validation were still billed: what every attempt of the call cost.
       const billed = isSwitchboardError(error) ? error.details?.['spentUsd'] : undefined;
-      return this.unusable(`the LLM tier failed (${reason})`, typeof billed === 'number' ? billed : 0);
+      const attempts = isSwitchboardError(error) ? error.details?.['attempts'] : undefined;
+      const providerMs = Array.isArray(attempts)
+        ? (attempts as { durationMs?: number }[]).reduce(
+            (total, attempt) => total + (attempt.durationMs ?? 0),
+            0,
+          )
+        : undefined;
+      return this.unusable(
+        `the LLM tier failed (${reason})`,
+        typeof billed === 'number' ? billed : 0,
+        providerMs,
+      );
     }
   }
 
@@ -136,7 +152,7 @@ export class LlmTier implements RouteTier {
     return picked.length > 0 ? picked : [...this.byName.values()];
   }
 
-  private unusable(reason: string, costUsd: number): TierVerdict {
+  private unusable(reason: string, costUsd: number, providerMs?: number): TierVerdict {
     if (this.options.required) {
       throw new SwitchboardError('PROVIDER_ERROR', `the LLM router could not decide: ${reason}`, {
         hint: 'check the provider, or route in hybrid mode to fall back to the local tiers',
@@ -144,6 +160,14 @@ export class LlmTier implements RouteTier {
       });
     }
     // The earlier tiers' decision stands; the router records why, and what the attempt cost.
-    return { skill: NONE, confidence: 0, reasoning: reason, candidates: [], costUsd, fallbackReason: reason };
+    return {
+      skill: NONE,
+      confidence: 0,
+      reasoning: reason,
+      candidates: [],
+      costUsd,
+      fallbackReason: reason,
+      ...(providerMs === undefined ? {} : { providerMs }),
+    };
   }
 }
