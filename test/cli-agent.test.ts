@@ -72,6 +72,8 @@ async function fixture(scenario: Scenario): Promise<Fixture> {
   const env = {
     ...process.env,
     ANTHROPIC_API_KEY: 'sk-ant-agent-cli-test',
+    // The orchestrator's other credentials: neither the agent nor the verify command may see them.
+    OPENAI_API_KEY: 'sk-proj-agent-cli-secret',
     CLAUDE_CONFIG_DIR: configDir,
     SWITCHBOARD_STATE_DIR: join(root, 'state'),
   };
@@ -125,7 +127,8 @@ describe('switchboard agent run', () => {
       id: 'task-42',
       title: 'Say hello',
       acceptance: ['hello.txt exists'],
-      verify: 'test -f hello.txt',
+      // Passes only if the change is there and the orchestrator's OpenAI key is not.
+      verify: 'test -f hello.txt && test -z "$OPENAI_API_KEY" && test -n "$PATH"',
     });
     const started = Date.now();
     const result = await f.run(['agent', 'run', '--task', task, '--json']);

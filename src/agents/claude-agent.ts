@@ -10,6 +10,7 @@ import {
   type SDKMessage,
 } from '@anthropic-ai/claude-agent-sdk';
 import { isSwitchboardError, SwitchboardError } from '../core/errors.js';
+import { agentEnvironment } from './environment.js';
 import { PROCESS_TAG_VARIABLE } from './processes.js';
 import { costOf } from '../core/prices.js';
 import { CallWatch } from '../providers/claude-code/call-session.js';
@@ -60,6 +61,11 @@ export interface AgentInvocation {
    * `killAgentProcesses(pid, processTag)` also finds tool processes that were orphaned. @default a random id
    */
   processTag?: string;
+  /**
+   * Credentials in the environment other than Claude Code's own are not passed to the agent (its tools
+   * run what the model chooses); name here the ones it needs, e.g. `['NPM_TOKEN']`.
+   */
+  passEnvironment?: readonly string[];
   /** Called once the Claude Code process is spawned, with its pid (it leads its own process group), so a runner can record it and `cancel` can kill the whole tree from another process. */
   onSpawn?: (pid: number) => void;
   /** Called with the running cost after each message that carries usage. */
@@ -233,12 +239,15 @@ export async function runAgent(invocation: AgentInvocation): Promise<AgentOutcom
   const options: Options = {
     cwd,
     pathToClaudeCodeExecutable: executable,
-    env: claudeEnvironment({
-      baseUrl: connection.baseUrl,
-      apiKey: connection.apiKey,
-      configDir: connection.configDir,
-      env: { [PROCESS_TAG_VARIABLE]: tag.value },
-    }),
+    env: claudeEnvironment(
+      {
+        baseUrl: connection.baseUrl,
+        apiKey: connection.apiKey,
+        configDir: connection.configDir,
+        env: { [PROCESS_TAG_VARIABLE]: tag.value },
+      },
+      agentEnvironment(process.env, invocation.passEnvironment),
+    ),
     abortController,
     tools: policy.builtinTools,
     // Nothing is pre-approved: see the function's comment.

@@ -12,15 +12,24 @@ export interface RepoLockOptions {
   abortSignal?: AbortSignal;
 }
 
-/** Whether a process with this id exists (signal 0 checks without sending anything). */
+/**
+ * Whether a process with this id is running (signal 0 checks without sending anything). A zombie (a
+ * runner killed with SIGKILL whose parent has not reaped it yet) answers signal 0 but is dead.
+ */
 export function isProcessAlive(pid: number | null | undefined): boolean {
   if (pid === null || pid === undefined || pid <= 0) return false;
   try {
     process.kill(pid, 0);
-    return true;
   } catch (error) {
     // EPERM: it exists but belongs to someone else.
     return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+  try {
+    // The state follows the command name in parentheses, which may itself hold spaces or parentheses.
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+  } catch {
+    return true; // no /proc (not Linux): signal 0 is all there is
   }
 }
 

@@ -21,6 +21,7 @@ import {
   repositoryInfo,
   type RepositoryInfo,
 } from './git.js';
+import { agentEnvironment } from './environment.js';
 import { MergeQueue, mergeIntoBase } from './merge.js';
 import { PROCESS_TAG_VARIABLE, killRunProcesses, runProcessTag } from './processes.js';
 import { isProcessAlive, withRepoLock } from './repo-lock.js';
@@ -447,6 +448,7 @@ class RunExecution {
       transcriptPath: transcript,
       abortSignal: this.signal,
       processTag: runProcessTag(this.run.id),
+      passEnvironment: task.passEnvironment,
       onSpawn: (pid) => this.update({ childPid: pid }),
       onProgress: (progress) => {
         const now = Date.now();
@@ -549,7 +551,10 @@ class RunExecution {
       cwd: this.run.worktree,
       timeoutMs: task.limits.verifyTimeoutMs,
       abortSignal: this.signal,
-      env: { [PROCESS_TAG_VARIABLE]: runProcessTag(this.run.id) },
+      env: {
+        ...agentEnvironment(process.env, task.passEnvironment),
+        [PROCESS_TAG_VARIABLE]: runProcessTag(this.run.id),
+      },
       onSpawn: (pid) => this.update({ childPid: pid }),
     });
     this.update({ childPid: null });

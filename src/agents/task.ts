@@ -45,6 +45,8 @@ const taskFileSchema = z.strictObject({
   merge: z.enum(MERGE_MODES).optional(),
   /** Extra instructions appended to Claude Code's system prompt. */
   instructions: z.string().optional(),
+  /** Credentials the agent and the verify command may see (others named like secrets are withheld). */
+  pass_env: z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'an environment variable name')).optional(),
   limits: z
     .strictObject({
       max_turns: z.number().int().positive().optional(),
@@ -98,6 +100,8 @@ export interface AgentTask {
   model?: string;
   merge?: MergeMode;
   instructions?: string;
+  /** Credentials the agent and the verify command may see; other secret-like variables are withheld. */
+  passEnvironment: string[];
   limits: AgentLimits;
 }
 
@@ -132,6 +136,7 @@ export function parseTask(value: unknown, source = 'task'): AgentTask {
           ? [file.acceptance]
           : file.acceptance,
     tools: file.tools ?? [...DEFAULT_AGENT_TOOLS],
+    passEnvironment: file.pass_env ?? [],
     limits: {
       maxTurns: limits.max_turns ?? DEFAULT_LIMITS.maxTurns,
       maxCostUsd: limits.max_cost_usd ?? DEFAULT_LIMITS.maxCostUsd,

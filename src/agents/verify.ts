@@ -1,4 +1,5 @@
 import { execa } from 'execa';
+import { agentEnvironment } from './environment.js';
 
 /** What the verify command did. */
 export interface VerifyResult {
@@ -19,7 +20,7 @@ export interface RunVerifyOptions {
   onSpawn?: (pid: number) => void;
   /** @default 4000 characters */
   tailLength?: number;
-  /** Extra environment, e.g. the run's process tag. */
+  /** The command's whole environment (the parent's is not added), e.g. `agentEnvironment()` and the run's tag. */
   env?: Record<string, string>;
 }
 
@@ -35,7 +36,7 @@ export async function runVerify({
   abortSignal,
   onSpawn,
   tailLength = 4000,
-  env = {},
+  env = agentEnvironment(),
 }: RunVerifyOptions): Promise<VerifyResult> {
   const started = Date.now();
   const subprocess = execa(command, {
@@ -45,7 +46,8 @@ export async function runVerify({
     reject: false,
     all: true,
     stdin: 'ignore',
-    env: { CI: '1', ...env },
+    extendEnv: false,
+    env: { ...env, CI: '1' },
   });
   const pid = subprocess.pid;
   const killTree = (): void => {
