@@ -9,11 +9,12 @@
 //    through `claude -p` in a plain folder: the difference is what the runner adds.
 // 2. Eight tasks at once through `runAgentTasks` (parallel 8, one merge queue): every run must finish
 //    and merge, the base branch must hold all eight commits, and merges must not overlap in time.
-import { execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import './source-hooks.ts';
+import { createRepository, git } from '../test/helpers/git-repo.ts';
 
 const { startSimulator } = await import('../src/sim/server.js');
 const { resolveClaudeExecutable } = await import('../src/providers/claude-code/executable.js');
@@ -40,20 +41,8 @@ const sim = await startSimulator({
 });
 const connection = { baseUrl: sim.url, apiKey: 'sk-ant-bench', configDir };
 
-function git(cwd: string, ...args: string[]): string {
-  return execFileSync('git', args, { cwd, encoding: 'utf8' }).trim();
-}
-
 function newRepository(name: string): string {
-  const repo = join(root, name);
-  mkdirSync(repo);
-  git(repo, 'init', '-q', '-b', 'main');
-  git(repo, 'config', 'user.email', 'bench@example.test');
-  git(repo, 'config', 'user.name', 'bench');
-  writeFileSync(join(repo, 'README.md'), '# bench\n');
-  git(repo, 'add', '.');
-  git(repo, 'commit', '-q', '-m', 'initial');
-  return repo;
+  return createRepository(join(root, name));
 }
 
 const task = (id: string) =>

@@ -15,6 +15,7 @@ import { startSimulator, type Simulator, type SimLogEntry } from '../src/sim/ser
 import type { Scenario } from '../src/sim/scenario.js';
 import { claudeProcessIds, waitForNoNewClaudeProcesses } from './helpers/claude.js';
 import { costlyScenario, slowScenario, writeFilesScenario } from './helpers/agent-scenarios.js';
+import { createRepository, git } from './helpers/git-repo.js';
 import { runCli, type CliRun } from './helpers/run-cli.js';
 
 // `switchboard agent` as a user runs it: the built CLI, real git in temporary repositories, the real
@@ -42,10 +43,6 @@ afterAll(async () => {
   for (const directory of temporary) rmSync(directory, { recursive: true, force: true });
 });
 
-function git(cwd: string, ...args: string[]): string {
-  return execFileSync('git', args, { cwd, encoding: 'utf8' }).trim();
-}
-
 interface Fixture {
   root: string;
   repo: string;
@@ -59,14 +56,7 @@ async function fixture(scenario: Scenario): Promise<Fixture> {
   sim = await startSimulator({ scenario, maxLifetimeMs: 120_000 });
   const root = realpathSync(mkdtempSync(join(tmpdir(), 'switchboard-agent-cli-')));
   temporary.push(root);
-  const repo = join(root, 'repo');
-  mkdirSync(repo);
-  git(repo, 'init', '-q', '-b', 'main');
-  git(repo, 'config', 'user.email', 'test@example.com');
-  git(repo, 'config', 'user.name', 'Test');
-  writeFileSync(join(repo, 'README.md'), 'hello\n');
-  git(repo, 'add', '.');
-  git(repo, 'commit', '-q', '-m', 'initial');
+  const repo = createRepository(join(root, 'repo'));
   const configDir = join(root, 'claude-config');
   mkdirSync(configDir);
   const env = {

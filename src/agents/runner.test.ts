@@ -1,5 +1,4 @@
-import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -7,6 +6,7 @@ import type { AgentInvocation, AgentOutcome } from './claude-agent.js';
 import { cleanAgentRuns, listAgentRuns, showAgentRun } from './lifecycle.js';
 import { runAgentTasks } from './run-all.js';
 import { resumeAgentRun, runAgentTask, type AgentFunction } from './runner.js';
+import { createRepository, git } from '../../test/helpers/git-repo.js';
 import { AgentRunStore } from './run-store.js';
 import { parseTask, type TaskFile } from './task.js';
 
@@ -18,21 +18,10 @@ afterAll(() => {
   for (const directory of temporary) rmSync(directory, { recursive: true, force: true });
 });
 
-function git(cwd: string, ...args: string[]): string {
-  return execFileSync('git', args, { cwd, encoding: 'utf8' }).trim();
-}
-
 function makeRepo(): { repo: string; stateDir: string } {
   const root = mkdtempSync(join(tmpdir(), 'switchboard-agent-lib-'));
   temporary.push(root);
-  const repo = join(root, 'repo');
-  mkdirSync(repo);
-  git(repo, 'init', '-q', '-b', 'main');
-  git(repo, 'config', 'user.email', 'test@example.com');
-  git(repo, 'config', 'user.name', 'Test');
-  writeFileSync(join(repo, 'README.md'), 'hello\n');
-  git(repo, 'add', '.');
-  git(repo, 'commit', '-q', '-m', 'initial');
+  const repo = createRepository(join(root, 'repo'));
   return { repo, stateDir: join(root, 'state') };
 }
 

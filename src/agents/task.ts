@@ -1,5 +1,4 @@
-import { readFileSync } from 'node:fs';
-import { parse as parseYaml } from 'yaml';
+import { readDataFile } from '../core/data-file.js';
 import { z } from 'zod';
 import { SwitchboardError } from '../core/errors.js';
 
@@ -162,24 +161,11 @@ function secondsOr(seconds: number | undefined, fallbackMs: number): number {
 
 /** Reads and validates a task file (YAML or JSON). */
 export function loadTask(file: string): AgentTask {
-  let content: string;
-  try {
-    content = readFileSync(file, 'utf8');
-  } catch (error) {
-    throw new SwitchboardError('TASK_INVALID', `task file ${file} cannot be read`, {
-      hint: 'check the --task path',
-      cause: error,
-    });
-  }
-  let data: unknown;
-  try {
-    data = parseYaml(content);
-  } catch (error) {
-    const message = error instanceof Error ? error.message.split('\n')[0] : String(error);
-    throw new SwitchboardError('TASK_INVALID', `task file ${file} is not valid YAML/JSON: ${message}`, {
-      hint: 'fix the syntax at the position shown',
-    });
-  }
+  const data = readDataFile(file, {
+    code: 'TASK_INVALID',
+    kind: 'task file',
+    readHint: 'check the --task path',
+  });
   if (data === null || typeof data !== 'object' || Array.isArray(data)) {
     throw new SwitchboardError('TASK_INVALID', `task file ${file} does not hold a task object`, {
       hint: 'write the task as a mapping with at least `id` and `title`',

@@ -1,5 +1,4 @@
-import { readFileSync } from 'node:fs';
-import { parse as parseYaml } from 'yaml';
+import { readDataFile } from '../core/data-file.js';
 import { z } from 'zod';
 import { SwitchboardError } from '../core/errors.js';
 
@@ -145,23 +144,10 @@ export function parseScenario(value: unknown, source = 'scenario'): ParsedScenar
 
 /** Reads a scenario file (YAML or JSON). */
 export function loadScenario(file: string): ParsedScenario {
-  let content: string;
-  try {
-    content = readFileSync(file, 'utf8');
-  } catch (error) {
-    throw new SwitchboardError('CONFIG_INVALID', `scenario file ${file} cannot be read`, {
-      hint: 'check the --scenario path',
-      cause: error,
-    });
-  }
-  let data: unknown;
-  try {
-    data = parseYaml(content);
-  } catch (error) {
-    const message = error instanceof Error ? error.message.split('\n')[0] : String(error);
-    throw new SwitchboardError('CONFIG_INVALID', `scenario file ${file} is not valid YAML/JSON: ${message}`, {
-      hint: 'fix the syntax at the position shown',
-    });
-  }
+  const data = readDataFile(file, {
+    code: 'CONFIG_INVALID',
+    kind: 'scenario file',
+    readHint: 'check the --scenario path',
+  });
   return parseScenario(data, file);
 }

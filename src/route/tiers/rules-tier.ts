@@ -1,5 +1,4 @@
-import { readFileSync } from 'node:fs';
-import { parse as parseYaml } from 'yaml';
+import { readDataFile } from '../../core/data-file.js';
 import { SwitchboardError } from '../../core/errors.js';
 import { NONE, type Skill } from '../../core/route-types.js';
 import { compilePattern, regexProblem } from '../skills.js';
@@ -96,23 +95,12 @@ function compileRule(pattern: string, skill: string, confidence: number, origin:
 
 /** Reads a rules file: YAML or JSON, a list of `{pattern, skill, confidence?}` (or `{rules: [...]}`). */
 export function loadRulesFile(file: string): RouteRule[] {
-  let content: string;
-  try {
-    content = readFileSync(file, 'utf8');
-  } catch {
-    throw new SwitchboardError('CONFIG_INVALID', `rules file ${file} cannot be read`, {
-      hint: 'check the rules_file path in switchboard.yaml or --rules',
-    });
-  }
-  let data: unknown;
-  try {
-    data = parseYaml(content);
-  } catch (error) {
-    const message = error instanceof Error ? error.message.split('\n')[0] : String(error);
-    throw new SwitchboardError('CONFIG_INVALID', `rules file ${file} is not valid YAML/JSON: ${message}`, {
-      hint: 'write a list of {pattern, skill, confidence} entries',
-    });
-  }
+  const data = readDataFile(file, {
+    code: 'CONFIG_INVALID',
+    kind: 'rules file',
+    readHint: 'check the rules_file path in switchboard.yaml or --rules',
+    syntaxHint: 'write a list of {pattern, skill, confidence} entries',
+  });
   const list = Array.isArray(data) ? data : (data as { rules?: unknown } | null)?.rules;
   if (!Array.isArray(list)) {
     throw new SwitchboardError('CONFIG_INVALID', `rules file ${file} must hold a list of rules`, {
