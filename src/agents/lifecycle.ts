@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 import { SwitchboardError } from '../core/errors.js';
 import { git, isAncestor, branchCommit, repositoryInfo } from './git.js';
 import { killRunProcesses } from './processes.js';
-import { isProcessAlive, withRepoLock } from './repo-lock.js';
+import { isRecordedProcessAlive, withRepoLock } from './repo-lock.js';
 import { runDirectory } from './runner.js';
 import { AgentRunStore, type AgentRunEvent, type AgentRunRecord } from './run-store.js';
 
@@ -27,7 +27,7 @@ function openStore(options: LifecycleOptions): AgentRunStore {
 function view(run: AgentRunRecord): AgentRunView {
   const live =
     (run.status === 'running' || run.status === 'conflict') &&
-    isProcessAlive(run.runnerPid) &&
+    isRecordedProcessAlive(run.runnerPid, run.runnerStarted) &&
     run.endedAt === undefined;
   return { ...run, live, resumable: run.status === 'running' && !live };
 }
@@ -129,14 +129,18 @@ export async function cancelAgentRun(
     // The runner may have started another child since we read the record.
     killGroup(store.get(run.id)?.childPid);
     const runner = run.runnerPid;
-    if (runner !== undefined && runner !== process.pid && isProcessAlive(runner)) {
+    if (runner !== undefined && runner !== process.pid && isRecordedProcessAlive(runner, run.runnerStarted)) {
       const deadline = Date.now() + (options.graceMs ?? 3000);
       // A runner that let go clears the child pid; one serving several runs (`run-all`) stays alive.
-      while (Date.now() < deadline && store.get(run.id)?.childPid !== undefined && isProcessAlive(runner)) {
+      while (
+        Date.now() < deadline &&
+        store.get(run.id)?.childPid !== undefined &&
+        isRecordedProcessAlive(runner, run.runnerStarted)
+      ) {
         await new Promise((done) => setTimeout(done, 100));
       }
       const stillHolding = store.get(run.id)?.childPid !== undefined;
-      if (stillHolding && isProcessAlive(runner)) {
+      if (stillHolding && isRecordedProcessAlive(runner, run.runnerStarted)) {
         killGroup(store.get(run.id)?.childPid);
         try {
           process.kill(runner, 'SIGKILL');

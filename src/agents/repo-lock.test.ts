@@ -1,6 +1,15 @@
 import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { isProcessAlive } from './repo-lock.js';
+import {
+  isProcessAlive,
+  isRecordedProcessAlive,
+  processStartTime,
+  REPO_LOCK_FILE,
+  withRepoLock,
+} from './repo-lock.js';
 
 describe('isProcessAlive', () => {
   it('tells a running process from a zombie that still answers signal 0', async () => {
@@ -19,6 +28,38 @@ describe('isProcessAlive', () => {
       expect(isProcessAlive(process.pid)).toBe(true);
     } finally {
       parent.kill('SIGKILL');
+    }
+  });
+});
+
+describe('a recorded process identity (pid and start time)', () => {
+  it('tells the recorded process from a later one that got its pid', () => {
+    const started = processStartTime(process.pid);
+    expect(started).toBeDefined();
+    expect(Math.abs((started as number) - (Date.now() - process.uptime() * 1000))).toBeLessThan(2_000);
+    expect(isRecordedProcessAlive(process.pid, started)).toBe(true);
+    // Same pid, started a minute earlier: that was another process, now gone.
+    expect(isRecordedProcessAlive(process.pid, (started as number) - 60_000)).toBe(false);
+    expect(isRecordedProcessAlive(process.pid)).toBe(true);
+  });
+
+  it("breaks a repository lock whose owner's pid now belongs to another process, and waits on a live owner", async () => {
+    const directory = mkdtempSync(join(tmpdir(), 'switchboard-lock-'));
+    const other = spawn('sleep', ['10'], { stdio: 'ignore' });
+    try {
+      const pid = other.pid as number;
+      const started = processStartTime(pid) as number;
+      const lock = join(directory, REPO_LOCK_FILE);
+      writeFileSync(lock, `${pid} 0123456789abcdef ${started}`);
+      await expect(withRepoLock(directory, async () => 'held', { timeoutMs: 300 })).rejects.toThrow(
+        /timed out waiting for the repository lock/,
+      );
+      writeFileSync(lock, `${pid} 0123456789abcdef ${started - 3_600_000}`);
+      await expect(withRepoLock(directory, async () => 'held', { timeoutMs: 5_000 })).resolves.toBe('held');
+      expect(existsSync(lock)).toBe(false);
+    } finally {
+      other.kill('SIGKILL');
+      rmSync(directory, { recursive: true, force: true });
     }
   });
 });

@@ -33,12 +33,46 @@ export function isProcessAlive(pid: number | null | undefined): boolean {
   }
 }
 
+/** Clock ticks per second of /proc's times (USER_HZ): 100 on every Linux architecture Node runs on. */
+const TICKS_PER_SECOND = 100;
+
+/**
+ * When a process started, in milliseconds since the epoch (to about a second), or undefined where
+ * /proc cannot tell (not Linux, or the process is gone). With the pid it identifies a process even
+ * after the pid is reused, e.g. by another program after a reboot.
+ */
+export function processStartTime(pid: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command name (which may hold spaces); starttime is field 22, the 20th of these.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const ticks = Number(fields[19]);
+    const boot = /^btime (\d+)$/m.exec(readFileSync('/proc/stat', 'utf8'))?.[1];
+    if (!Number.isFinite(ticks) || boot === undefined) return undefined;
+    return Number(boot) * 1000 + (ticks * 1000) / TICKS_PER_SECOND;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Whether the process recorded as `pid`, started at `startedAt` (from `processStartTime`), is still
+ * running: a live process with that pid but another start time is someone else.
+ */
+export function isRecordedProcessAlive(pid: number | null | undefined, startedAt?: number): boolean {
+  if (!isProcessAlive(pid)) return false;
+  if (startedAt === undefined) return true;
+  const started = processStartTime(pid as number);
+  return started === undefined || Math.abs(started - startedAt) < 2_000;
+}
+
 /**
  * Runs `action` holding the repository's agent lock, shared by every Switchboard process on the
  * machine: worktree creation and removal, merges and branch deletion go through it, so two runners
  * never interleave git operations that touch shared state (the worktree registry, the base branch).
  *
- * The lock is a file created exclusively (`O_EXCL`) holding the owner's pid and a token. A lock whose
+ * The lock is a file created exclusively (`O_EXCL`) holding the owner's pid, a token and the owner's
+ * start time (so a lock left by a process whose pid was reused, e.g. across a reboot, is still stale). A lock whose
  * owner died (for example a runner killed with SIGKILL) is broken by renaming it away, which only one
  * waiting process can win.
  */
@@ -48,7 +82,8 @@ export async function withRepoLock<T>(
   { timeoutMs = 600_000, abortSignal }: RepoLockOptions = {},
 ): Promise<T> {
   const file = join(commonDir, REPO_LOCK_FILE);
-  const token = `${process.pid} ${randomBytes(8).toString('hex')}`;
+  const token =
+    `${process.pid} ${randomBytes(8).toString('hex')} ${processStartTime(process.pid) ?? ''}`.trim();
   const deadline = Date.now() + timeoutMs;
   let delay = 10;
   for (;;) {
@@ -92,9 +127,12 @@ function readOwner(file: string): number | undefined {
 function breakIfStale(file: string): void {
   const token = readToken(file);
   if (token === undefined) return;
-  const pid = Number(token.split(' ', 1)[0]);
+  const [owner, , started] = token.split(' ');
+  const pid = Number(owner);
   // A lock file being written has no content yet; leave it to its writer.
-  if (!Number.isSafeInteger(pid) || pid <= 0 || isProcessAlive(pid)) return;
+  if (!Number.isSafeInteger(pid) || pid <= 0) return;
+  if (isRecordedProcessAlive(pid, started === undefined || started === '' ? undefined : Number(started)))
+    return;
   const aside = `${file}.stale-${randomBytes(4).toString('hex')}`;
   try {
     renameSync(file, aside);

@@ -1,6 +1,7 @@
 import Database from 'better-sqlite3';
 import { SwitchboardError } from '../core/errors.js';
 import { BUSY_TIMEOUT_MS, openLedger } from '../store/ledger.js';
+import { processStartTime } from './repo-lock.js';
 import type { AgentTask, MergeMode } from './task.js';
 
 /** Where a run is. Recorded before each side effect, so a crashed run resumes from the right step. */
@@ -44,6 +45,8 @@ export interface AgentRunRecord {
   attempt: number;
   sessionId?: string;
   runnerPid?: number;
+  /** When the runner process started (ms since the epoch, Linux), telling it from a later process with its pid. */
+  runnerStarted?: number;
   childPid?: number;
   costUsd: number;
   turns: number;
@@ -83,6 +86,7 @@ interface RunRow {
   attempt: number;
   session_id: string | null;
   runner_pid: number | null;
+  runner_started: number | null;
   child_pid: number | null;
   cost_usd: number;
   turns: number;
@@ -175,9 +179,9 @@ export class AgentRunStore {
       this.database
         .prepare(
           `INSERT INTO agent_runs (id, task_id, title, repo, base_branch, base_commit, branch, worktree, phase,
-            status, attempt, runner_pid, cost_usd, turns, task, options, created_at, updated_at)
+            status, attempt, runner_pid, runner_started, cost_usd, turns, task, options, created_at, updated_at)
            VALUES (@id, @task_id, @title, @repo, @base_branch, @base_commit, @branch, @worktree, @phase,
-            @status, @attempt, @runner_pid, 0, 0, @task, @options, @now, @now)`,
+            @status, @attempt, @runner_pid, @runner_started, 0, 0, @task, @options, @now, @now)`,
         )
         .run({
           id: run.id,
@@ -192,6 +196,7 @@ export class AgentRunStore {
           status: run.status,
           attempt: run.attempt,
           runner_pid: run.runnerPid ?? null,
+          runner_started: run.runnerPid === undefined ? null : (processStartTime(run.runnerPid) ?? null),
           task: JSON.stringify(run.task),
           options: JSON.stringify(run.options),
           now: Date.now(),
@@ -223,10 +228,16 @@ export class AgentRunStore {
     return this.guard('claim an agent run', () => {
       const result = this.database
         .prepare(
-          `UPDATE agent_runs SET runner_pid = @pid, updated_at = @now
+          `UPDATE agent_runs SET runner_pid = @pid, runner_started = @started, updated_at = @now
            WHERE id = @id AND runner_pid IS @expected AND status IN ('running', 'conflict')`,
         )
-        .run({ id, pid, expected: expectedPid ?? null, now: Date.now() });
+        .run({
+          id,
+          pid,
+          started: processStartTime(pid) ?? null,
+          expected: expectedPid ?? null,
+          now: Date.now(),
+        });
       return result.changes === 1;
     });
   }
@@ -331,6 +342,7 @@ function fromRow(row: RunRow): AgentRunRecord {
   };
   if (row.session_id !== null) record.sessionId = row.session_id;
   if (row.runner_pid !== null) record.runnerPid = row.runner_pid;
+  if (row.runner_started !== null) record.runnerStarted = row.runner_started;
   if (row.child_pid !== null) record.childPid = row.child_pid;
   if (row.commit_sha !== null) record.commitSha = row.commit_sha;
   if (row.merged_commit !== null) record.mergedCommit = row.merged_commit;

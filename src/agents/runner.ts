@@ -24,7 +24,7 @@ import {
 import { agentEnvironment } from './environment.js';
 import { MergeQueue, mergeIntoBase } from './merge.js';
 import { PROCESS_TAG_VARIABLE, killRunProcesses, runProcessTag } from './processes.js';
-import { isProcessAlive, withRepoLock } from './repo-lock.js';
+import { isRecordedProcessAlive, withRepoLock } from './repo-lock.js';
 import { AgentRunStore, type AgentPhase, type AgentRunRecord, type RunUpdate } from './run-store.js';
 import type { AgentTask, MergeMode } from './task.js';
 import { runVerify } from './verify.js';
@@ -214,7 +214,7 @@ export async function resumeAgentRun(options: ResumeAgentRunOptions): Promise<Ag
         hint: 'only an interrupted run, or one that stopped on a conflict, can be resumed; start a new run instead',
       });
     }
-    if (run.runnerPid !== process.pid && isProcessAlive(run.runnerPid)) {
+    if (run.runnerPid !== process.pid && isRecordedProcessAlive(run.runnerPid, run.runnerStarted)) {
       throw new SwitchboardError(
         'INVALID_INPUT',
         `agent run ${run.id} is still running (runner pid ${run.runnerPid})`,

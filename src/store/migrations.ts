@@ -119,6 +119,7 @@ export const MIGRATIONS: readonly Migration[] = [
         attempt       INTEGER NOT NULL DEFAULT 0,
         session_id    TEXT,
         runner_pid    INTEGER,
+        runner_started INTEGER,                  -- the runner process's start (ms), so a reused pid is not taken for it
         child_pid     INTEGER,                   -- leads the agent's (or verify command's) process group
         cost_usd      REAL NOT NULL DEFAULT 0,
         turns         INTEGER NOT NULL DEFAULT 0,
