@@ -1,5 +1,5 @@
-import { realpathSync } from 'node:fs';
-import { isAbsolute, resolve } from 'node:path';
+import { appendFileSync, existsSync, mkdirSync, readFileSync, realpathSync } from 'node:fs';
+import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { execa } from 'execa';
 import { SwitchboardError } from '../core/errors.js';
 
@@ -160,4 +160,33 @@ export async function commitIdentity(directory: string): Promise<Record<string, 
     GIT_COMMITTER_NAME: 'Switchboard agent',
     GIT_COMMITTER_EMAIL: 'switchboard-agent@localhost',
   };
+}
+
+/**
+ * Keeps Switchboard's state folder out of the user's `git status` and `git add -A` when it lies inside
+ * the repository (the default `.switchboard`): its worktrees would otherwise be picked up as embedded
+ * repositories and its ledger as a new file. Adds one line to the repository's own `info/exclude`
+ * (local, never committed) unless a line already covers it or git already ignores the folder.
+ */
+export async function excludeStateFolder(repository: RepositoryInfo, stateDir: string): Promise<void> {
+  const relativePath = relative(repository.root, realpathIfExists(stateDir));
+  if (relativePath === '' || relativePath.startsWith('..') || isAbsolute(relativePath)) return;
+  const pattern = `/${relativePath.split(sep).join('/')}/`;
+  if ((await git(repository.root, ['check-ignore', '-q', '--', relativePath])).exitCode === 0) return;
+  const file = join(repository.commonDir, 'info', 'exclude');
+  const current = existsSync(file) ? readFileSync(file, 'utf8') : '';
+  if (current.split('\n').includes(pattern)) return;
+  mkdirSync(dirname(file), { recursive: true });
+  appendFileSync(
+    file,
+    `${current === '' || current.endsWith('\n') ? '' : '\n'}# switchboard state (agent worktrees, ledger)\n${pattern}\n`,
+  );
+}
+
+function realpathIfExists(path: string): string {
+  try {
+    return realpathSync(path);
+  } catch {
+    return resolve(path);
+  }
 }

@@ -82,6 +82,25 @@ describe('runAgentTask', () => {
     expect(phases).toEqual(['queued', 'worktree', 'agent', 'verify', 'merge']);
   });
 
+  it("keeps a state folder inside the repository out of the user's git status, with one exclude line", async () => {
+    const { repo } = makeRepo();
+    const stateDir = join(repo, '.switchboard');
+    for (const id of ['first', 'second']) {
+      const agent = fakeAgent((invocation) => writeFileSync(join(invocation.cwd, `${id}.txt`), `${id}\n`));
+      const result = await runAgentTask({
+        task: task({ id }),
+        repo,
+        stateDir,
+        _internal: { runAgent: agent },
+      });
+      expect(result.ok).toBe(true);
+    }
+    // Worktrees and the ledger live under .switchboard; `git add -A` must not pick them up.
+    expect(git(repo, 'status', '--porcelain')).toBe('');
+    const exclude = readFileSync(join(repo, '.git', 'info', 'exclude'), 'utf8');
+    expect(exclude.split('\n').filter((line) => line === '/.switchboard/')).toHaveLength(1);
+  });
+
   it('feeds a failed verify back to the agent, resumes its session and passes on the next attempt', async () => {
     const { repo, stateDir } = makeRepo();
     const agent = fakeAgent((invocation, call) => {

@@ -15,6 +15,7 @@ import {
   branchCommit,
   commitIdentity,
   currentBranch,
+  excludeStateFolder,
   git,
   gitOk,
   listWorktrees,
@@ -362,6 +363,7 @@ class RunExecution {
           (entry) => samePath(entry.path, worktree) && !entry.prunable,
         );
         if (registered && existsSync(worktree)) return; // Made before a crash; keep whatever is in it.
+        await excludeStateFolder(this.repository, this.stateDir);
         await git(this.repository.root, ['worktree', 'prune']);
         const existing = await branchCommit(this.repository.root, branch);
         if (existing !== undefined) {
