@@ -14,7 +14,12 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator, type SimLogEntry } from '../src/sim/server.js';
 import type { Scenario } from '../src/sim/scenario.js';
 import { claudeProcessIds, waitForNoNewClaudeProcesses } from './helpers/claude.js';
-import { costlyScenario, slowScenario, writeFilesScenario } from './helpers/agent-scenarios.js';
+import {
+  costlyScenario,
+  slowScenario,
+  toolSequenceScenario,
+  writeFilesScenario,
+} from './helpers/agent-scenarios.js';
 import { createRepository, git } from './helpers/git-repo.js';
 import { runCli, type CliRun } from './helpers/run-cli.js';
 
@@ -236,6 +241,110 @@ describe('switchboard agent run', () => {
     ]);
     const denied = shown.events.find((event) => event.kind === 'attempt-end')?.data?.denied ?? [];
     expect(denied.map((entry) => entry.tool)).toContain('Write');
+  });
+
+  it('with --merge branch leaves main where it was and the change on agent/<run-id>', async () => {
+    const f = await fixture(writeFilesScenario({ files: [{ path: 'feature.txt', content: 'pr\n' }] }));
+    const task = f.task('task', { id: 'pr-7', title: 'Open a pull request', verify: 'test -f feature.txt' });
+    const mainBefore = git(f.repo, 'rev-parse', 'main');
+    const result = await f.run(['agent', 'run', '--task', task, '--merge', 'branch', '--json']);
+    expect(result.status, result.stderr).toBe(0);
+    const run = JSON.parse(result.stdout) as RunJson;
+    expect(run).toMatchObject({ ok: true, phase: 'done', branch: `agent/${run.id}` });
+    expect(run.mergedCommit).toBeUndefined();
+    expect(git(f.repo, 'rev-parse', 'main')).toBe(mainBefore);
+    expect(existsSync(join(f.repo, 'feature.txt'))).toBe(false);
+    expect(git(f.repo, 'log', '-1', '--format=%s', run.branch)).toBe('feat(pr-7): Open a pull request');
+    expect(git(f.repo, 'rev-parse', `${run.branch}^`)).toBe(mainBefore);
+    expect(git(f.repo, 'show', `${run.branch}:feature.txt`)).toBe('pr');
+    const show = await f.run(['agent', 'show', run.id]);
+    expect(show.stdout).toContain(`branch    agent/${run.id}`);
+    expect(show.stdout).not.toContain('merged ');
+  });
+
+  it('with --merge ff fast-forwards an unmoved main to the agent commit, with no merge commit', async () => {
+    const f = await fixture(writeFilesScenario({ files: [{ path: 'fast.txt', content: 'ff\n' }] }));
+    const task = f.task('task', { id: 'ff-1', title: 'Fast forward', verify: 'test -f fast.txt' });
+    const mainBefore = git(f.repo, 'rev-parse', 'main');
+    const result = await f.run(['agent', 'run', '--task', task, '--merge', 'ff', '--json']);
+    expect(result.status, result.stderr).toBe(0);
+    const run = JSON.parse(result.stdout) as RunJson;
+    expect(run).toMatchObject({ ok: true, phase: 'done' });
+    const mainAfter = git(f.repo, 'rev-parse', 'main');
+    expect(mainAfter).toBe(git(f.repo, 'rev-parse', run.branch));
+    expect(run.mergedCommit).toBe(mainAfter);
+    expect(git(f.repo, 'rev-parse', 'main^')).toBe(mainBefore);
+    expect(git(f.repo, 'log', '-1', '--format=%s', 'main')).toBe('feat(ff-1): Fast forward');
+    expect(git(f.repo, 'log', '--merges', '--oneline', 'main')).toBe('');
+    // The checked-out main moved with its files.
+    expect(readFileSync(join(f.repo, 'fast.txt'), 'utf8')).toBe('ff\n');
+    expect(git(f.repo, 'status', '--porcelain', '--untracked-files=no')).toBe('');
+  });
+
+  it('writes EXECUTION_CONTEXT.md from --context-template and keeps it out of the commit', async () => {
+    const f = await fixture(
+      toolSequenceScenario({
+        calls: [
+          { name: 'Read', input: { file_path: 'EXECUTION_CONTEXT.md' } },
+          { name: 'Write', input: { file_path: 'templated.txt', content: 'yes\n' } },
+        ],
+      }),
+    );
+    const template = join(f.root, 'context.md');
+    writeFileSync(
+      template,
+      'House rules for {{title}}\n\nDone when:\n{{acceptance}}\n\nChecked by: {{verify}}\n\nLeft alone: {{nope}}\n',
+    );
+    const task = f.task('task', {
+      id: 'templated',
+      title: 'Use the template',
+      acceptance: ['templated.txt says yes', 'nothing else changes'],
+      verify: 'grep -q yes templated.txt',
+    });
+    const result = await f.run(['agent', 'run', '--task', task, '--context-template', template, '--json']);
+    expect(result.status, result.stderr).toBe(0);
+    const run = JSON.parse(result.stdout) as RunJson;
+    const rendered = [
+      'House rules for Use the template',
+      '',
+      'Done when:',
+      '- templated.txt says yes',
+      '- nothing else changes',
+      '',
+      'Checked by: The runner runs `grep -q yes templated.txt` in this directory; it must exit with status 0.',
+      '',
+      'Left alone: {{nope}}',
+      '',
+    ].join('\n');
+    expect(readFileSync(join(run.worktree, 'EXECUTION_CONTEXT.md'), 'utf8')).toBe(rendered);
+    // What the agent read: Claude Code's Read result, as the simulator received it with the next request.
+    const read = simLog().find((entry) => entry.rule === 'call-2-Write')?.text ?? '';
+    for (const line of rendered.split('\n').filter((line) => line !== '')) expect(read).toContain(line);
+    expect(read).not.toContain('## Where you are');
+    // The commit holds the agent's file only.
+    expect(git(f.repo, 'show', '--name-only', '--format=', run.branch).split('\n')).toEqual([
+      'templated.txt',
+    ]);
+    expect(git(f.repo, 'ls-tree', '-r', '--name-only', 'main')).not.toContain('EXECUTION_CONTEXT.md');
+    expect(existsSync(join(f.repo, 'EXECUTION_CONTEXT.md'))).toBe(false);
+  });
+
+  it('refuses a --context-template that does not exist before creating a worktree', async () => {
+    const f = await fixture({ rules: [] });
+    const task = f.task('task', { id: 'no-template', title: 'No template' });
+    const missing = join(f.root, 'missing-template.md');
+    const result = await f.run(['agent', 'run', '--task', task, '--context-template', missing]);
+    expect(result.status).toBe(2);
+    const lines = result.stderr.trim().split('\n');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toContain(`context template ${missing} cannot be read`);
+    expect(lines[0]).toContain('--context-template');
+    expect(result.stdout).toBe('');
+    expect(git(f.repo, 'worktree', 'list').split('\n')).toHaveLength(1);
+    expect(git(f.repo, 'branch', '--list', 'agent/*')).toBe('');
+    expect(existsSync(join(f.root, 'state', 'agents', 'worktrees'))).toBe(false);
+    expect(await f.json<unknown[]>(['agent', 'ls'])).toEqual([]);
+    expect(simLog()).toEqual([]);
   });
 
   it('rejects bad input with one line and a distinct exit code', async () => {
