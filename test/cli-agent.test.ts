@@ -1,4 +1,4 @@
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import {
   existsSync,
   mkdirSync,
@@ -523,6 +523,132 @@ describe('switchboard agent lifecycle', () => {
     console.log(`run-all of 4 tasks, --parallel 3: ${wall} ms wall`);
   });
 });
+
+describe('switchboard agent run-all progress', () => {
+  // south answers at once, north after 3 s: south is done well before the table stops.
+  const delays: Record<string, number> = { north: 3_000, south: 200 };
+  const ids = Object.keys(delays);
+  const scenario = (): Scenario => ({
+    rules: ids.map((id) => ({
+      match: { text: `Task ${id}:` },
+      reply: {
+        tool: { name: 'Write', input: { file_path: `${id}.txt`, content: `${id}\n` } },
+        delayMs: delays[id] ?? 0,
+      },
+    })),
+    fallback: { text: 'done' },
+  });
+  const runId = '(north|south)-[0-9a-f]{6}';
+  const phase = '(queued|worktree|agent|verify|merge|done|failed|conflict)';
+  const summaryLine = new RegExp(
+    `^${runId}: done — merged into main at [0-9a-f]{12} \\(1 attempt, \\$\\d+\\.\\d{4}, (\\d+\\.\\d)s\\)$`,
+  );
+
+  it('on a terminal shows a live table of phase, elapsed time and cost per run', async ({ skip }) => {
+    skip(!hasScript(), 'util-linux `script` is not installed: no pseudo-terminal to run the CLI in');
+    const f = await fixture(scenario());
+    const files = ids.map((id) => f.task(id, { id, title: `Add ${id}`, verify: `test -f ${id}.txt` }));
+    const command = [process.execPath, cli, 'agent', 'run-all', ...files, '--base-url', sim?.url ?? '']
+      .map(shellQuote)
+      .join(' ');
+    const result = await runInTerminal(command, { cwd: f.repo, env: f.env });
+    expect(result.status, result.output).toBe(0);
+
+    // Every redraw moves the cursor up over the previous table and clears each line it rewrites.
+    const row = new RegExp(`^${runId} +${phase} +(\\d+\\.\\d)s \\$(\\d+\\.\\d{4})  (.*)$`);
+    const parse = (text: string): RegExpExecArray[] =>
+      text
+        .split(/\r?\n/)
+        .filter((line) => line.includes(CLEAR_LINE))
+        .map((line) => row.exec(line.slice(line.lastIndexOf(CLEAR_LINE) + CLEAR_LINE.length)))
+        .filter((match) => match !== null);
+    const rows = parse(result.output);
+    expect(rows.length, result.output).toBeGreaterThan(4);
+    for (const id of ids) {
+      const own = rows.filter((match) => match[1] === id);
+      expect(new Set(own.map((match) => match[2]))).toContain('agent');
+      const seconds = own.map((match) => Number(match[3]));
+      expect(seconds.at(-1)).toBeGreaterThan(seconds[0] ?? 0);
+      expect(seconds).toEqual([...seconds].sort((a, b) => a - b));
+    }
+    const lastRedraw = result.output.lastIndexOf(`${ESCAPE}[2A`);
+    expect(lastRedraw, result.output).toBeGreaterThan(0);
+    const final = parse(result.output.slice(lastRedraw));
+    expect(final.map((match) => [match[1], match[2]]).sort()).toEqual([
+      ['north', 'done'],
+      ['south', 'done'],
+    ]);
+    for (const match of final) {
+      expect(Number(match[4])).toBeGreaterThan(0);
+      expect(match[5]).toMatch(/^merged into main at [0-9a-f]{12}$/);
+    }
+
+    // Then one summary per run; a finished run's clock stopped when it ended.
+    const summaries = result.output
+      .split(/\r?\n/)
+      .map((line) => summaryLine.exec(line))
+      .filter((match) => match !== null);
+    expect(summaries.map((match) => match[1])).toEqual(ids);
+    for (const summary of summaries) {
+      const shown = final.find((match) => match[1] === summary[1]);
+      expect(Math.abs(Number(shown?.[3]) - Number(summary[2])), result.output).toBeLessThanOrEqual(0.2);
+    }
+  });
+
+  it('without a terminal prints log lines, not the table', async () => {
+    const f = await fixture(scenario());
+    const files = ids.map((id) => f.task(id, { id, title: `Add ${id}`, verify: `test -f ${id}.txt` }));
+    const result = await f.run(['agent', 'run-all', ...files]);
+    expect(result.status, result.stderr).toBe(0);
+    expect(result.stderr).not.toContain(ESCAPE);
+    const lines = result.stderr.trimEnd().split('\n');
+    const logLine = new RegExp(`^\\[${runId}\\] ${phase} \\d+\\.\\ds \\$\\d+\\.\\d{4}: .+$`);
+    for (const line of lines) expect(line).toMatch(logLine);
+    for (const id of ids) {
+      const own = lines.filter((line) => line.startsWith(`[${id}-`));
+      expect(own.some((line) => line.includes('] agent '))).toBe(true);
+      expect(own.at(-1)).toMatch(/\] done .*: merged into main at /);
+    }
+    const summaries = result.stdout.trimEnd().split('\n');
+    expect(summaries.map((line) => summaryLine.exec(line)?.[1])).toEqual(ids);
+  });
+});
+
+const ESCAPE = '\u001b';
+const CLEAR_LINE = `${ESCAPE}[2K`;
+
+function hasScript(): boolean {
+  return spawnSync('sh', ['-c', 'command -v script'], { stdio: 'ignore' }).status === 0;
+}
+
+/** Quotes a word for `sh -c`. */
+function shellQuote(word: string): string {
+  return `'${word.replaceAll("'", `'\\''`)}'`;
+}
+
+/** Runs a shell command under a pseudo-terminal (util-linux `script`): stdout and stderr in one `output`. */
+function runInTerminal(
+  command: string,
+  options: { cwd: string; env: NodeJS.ProcessEnv },
+): Promise<{ status: number | null; output: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('script', ['-qfec', command, '/dev/null'], {
+      cwd: options.cwd,
+      env: options.env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    children.push(child.pid ?? 0);
+    let output = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+    child.once('error', reject);
+    child.once('close', (status) => {
+      clearTimeout(timer);
+      resolve({ status, output });
+    });
+  });
+}
 
 function groupAlive(pgid: number): boolean {
   try {
