@@ -1,4 +1,4 @@
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import {
   existsSync,
   mkdirSync,
@@ -14,7 +14,12 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator, type SimLogEntry } from '../src/sim/server.js';
 import type { Scenario } from '../src/sim/scenario.js';
 import { claudeProcessIds, waitForNoNewClaudeProcesses } from './helpers/claude.js';
-import { costlyScenario, slowScenario, writeFilesScenario } from './helpers/agent-scenarios.js';
+import {
+  costlyScenario,
+  slowScenario,
+  toolSequenceScenario,
+  writeFilesScenario,
+} from './helpers/agent-scenarios.js';
 import { createRepository, git } from './helpers/git-repo.js';
 import { runCli, type CliRun } from './helpers/run-cli.js';
 
@@ -238,6 +243,110 @@ describe('switchboard agent run', () => {
     expect(denied.map((entry) => entry.tool)).toContain('Write');
   });
 
+  it('with --merge branch leaves main where it was and the change on agent/<run-id>', async () => {
+    const f = await fixture(writeFilesScenario({ files: [{ path: 'feature.txt', content: 'pr\n' }] }));
+    const task = f.task('task', { id: 'pr-7', title: 'Open a pull request', verify: 'test -f feature.txt' });
+    const mainBefore = git(f.repo, 'rev-parse', 'main');
+    const result = await f.run(['agent', 'run', '--task', task, '--merge', 'branch', '--json']);
+    expect(result.status, result.stderr).toBe(0);
+    const run = JSON.parse(result.stdout) as RunJson;
+    expect(run).toMatchObject({ ok: true, phase: 'done', branch: `agent/${run.id}` });
+    expect(run.mergedCommit).toBeUndefined();
+    expect(git(f.repo, 'rev-parse', 'main')).toBe(mainBefore);
+    expect(existsSync(join(f.repo, 'feature.txt'))).toBe(false);
+    expect(git(f.repo, 'log', '-1', '--format=%s', run.branch)).toBe('feat(pr-7): Open a pull request');
+    expect(git(f.repo, 'rev-parse', `${run.branch}^`)).toBe(mainBefore);
+    expect(git(f.repo, 'show', `${run.branch}:feature.txt`)).toBe('pr');
+    const show = await f.run(['agent', 'show', run.id]);
+    expect(show.stdout).toContain(`branch    agent/${run.id}`);
+    expect(show.stdout).not.toContain('merged ');
+  });
+
+  it('with --merge ff fast-forwards an unmoved main to the agent commit, with no merge commit', async () => {
+    const f = await fixture(writeFilesScenario({ files: [{ path: 'fast.txt', content: 'ff\n' }] }));
+    const task = f.task('task', { id: 'ff-1', title: 'Fast forward', verify: 'test -f fast.txt' });
+    const mainBefore = git(f.repo, 'rev-parse', 'main');
+    const result = await f.run(['agent', 'run', '--task', task, '--merge', 'ff', '--json']);
+    expect(result.status, result.stderr).toBe(0);
+    const run = JSON.parse(result.stdout) as RunJson;
+    expect(run).toMatchObject({ ok: true, phase: 'done' });
+    const mainAfter = git(f.repo, 'rev-parse', 'main');
+    expect(mainAfter).toBe(git(f.repo, 'rev-parse', run.branch));
+    expect(run.mergedCommit).toBe(mainAfter);
+    expect(git(f.repo, 'rev-parse', 'main^')).toBe(mainBefore);
+    expect(git(f.repo, 'log', '-1', '--format=%s', 'main')).toBe('feat(ff-1): Fast forward');
+    expect(git(f.repo, 'log', '--merges', '--oneline', 'main')).toBe('');
+    // The checked-out main moved with its files.
+    expect(readFileSync(join(f.repo, 'fast.txt'), 'utf8')).toBe('ff\n');
+    expect(git(f.repo, 'status', '--porcelain', '--untracked-files=no')).toBe('');
+  });
+
+  it('writes EXECUTION_CONTEXT.md from --context-template and keeps it out of the commit', async () => {
+    const f = await fixture(
+      toolSequenceScenario({
+        calls: [
+          { name: 'Read', input: { file_path: 'EXECUTION_CONTEXT.md' } },
+          { name: 'Write', input: { file_path: 'templated.txt', content: 'yes\n' } },
+        ],
+      }),
+    );
+    const template = join(f.root, 'context.md');
+    writeFileSync(
+      template,
+      'House rules for {{title}}\n\nDone when:\n{{acceptance}}\n\nChecked by: {{verify}}\n\nLeft alone: {{nope}}\n',
+    );
+    const task = f.task('task', {
+      id: 'templated',
+      title: 'Use the template',
+      acceptance: ['templated.txt says yes', 'nothing else changes'],
+      verify: 'grep -q yes templated.txt',
+    });
+    const result = await f.run(['agent', 'run', '--task', task, '--context-template', template, '--json']);
+    expect(result.status, result.stderr).toBe(0);
+    const run = JSON.parse(result.stdout) as RunJson;
+    const rendered = [
+      'House rules for Use the template',
+      '',
+      'Done when:',
+      '- templated.txt says yes',
+      '- nothing else changes',
+      '',
+      'Checked by: The runner runs `grep -q yes templated.txt` in this directory; it must exit with status 0.',
+      '',
+      'Left alone: {{nope}}',
+      '',
+    ].join('\n');
+    expect(readFileSync(join(run.worktree, 'EXECUTION_CONTEXT.md'), 'utf8')).toBe(rendered);
+    // What the agent read: Claude Code's Read result, as the simulator received it with the next request.
+    const read = simLog().find((entry) => entry.rule === 'call-2-Write')?.text ?? '';
+    for (const line of rendered.split('\n').filter((line) => line !== '')) expect(read).toContain(line);
+    expect(read).not.toContain('## Where you are');
+    // The commit holds the agent's file only.
+    expect(git(f.repo, 'show', '--name-only', '--format=', run.branch).split('\n')).toEqual([
+      'templated.txt',
+    ]);
+    expect(git(f.repo, 'ls-tree', '-r', '--name-only', 'main')).not.toContain('EXECUTION_CONTEXT.md');
+    expect(existsSync(join(f.repo, 'EXECUTION_CONTEXT.md'))).toBe(false);
+  });
+
+  it('refuses a --context-template that does not exist before creating a worktree', async () => {
+    const f = await fixture({ rules: [] });
+    const task = f.task('task', { id: 'no-template', title: 'No template' });
+    const missing = join(f.root, 'missing-template.md');
+    const result = await f.run(['agent', 'run', '--task', task, '--context-template', missing]);
+    expect(result.status).toBe(2);
+    const lines = result.stderr.trim().split('\n');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toContain(`context template ${missing} cannot be read`);
+    expect(lines[0]).toContain('--context-template');
+    expect(result.stdout).toBe('');
+    expect(git(f.repo, 'worktree', 'list').split('\n')).toHaveLength(1);
+    expect(git(f.repo, 'branch', '--list', 'agent/*')).toBe('');
+    expect(existsSync(join(f.root, 'state', 'agents', 'worktrees'))).toBe(false);
+    expect(await f.json<unknown[]>(['agent', 'ls'])).toEqual([]);
+    expect(simLog()).toEqual([]);
+  });
+
   it('rejects bad input with one line and a distinct exit code', async () => {
     const f = await fixture({ rules: [] });
     const broken = join(f.root, 'broken.yaml');
@@ -414,6 +523,132 @@ describe('switchboard agent lifecycle', () => {
     console.log(`run-all of 4 tasks, --parallel 3: ${wall} ms wall`);
   });
 });
+
+describe('switchboard agent run-all progress', () => {
+  // south answers at once, north after 3 s: south is done well before the table stops.
+  const delays: Record<string, number> = { north: 3_000, south: 200 };
+  const ids = Object.keys(delays);
+  const scenario = (): Scenario => ({
+    rules: ids.map((id) => ({
+      match: { text: `Task ${id}:` },
+      reply: {
+        tool: { name: 'Write', input: { file_path: `${id}.txt`, content: `${id}\n` } },
+        delayMs: delays[id] ?? 0,
+      },
+    })),
+    fallback: { text: 'done' },
+  });
+  const runId = '(north|south)-[0-9a-f]{6}';
+  const phase = '(queued|worktree|agent|verify|merge|done|failed|conflict)';
+  const summaryLine = new RegExp(
+    `^${runId}: done — merged into main at [0-9a-f]{12} \\(1 attempt, \\$\\d+\\.\\d{4}, (\\d+\\.\\d)s\\)$`,
+  );
+
+  it('on a terminal shows a live table of phase, elapsed time and cost per run', async ({ skip }) => {
+    skip(!hasScript(), 'util-linux `script` is not installed: no pseudo-terminal to run the CLI in');
+    const f = await fixture(scenario());
+    const files = ids.map((id) => f.task(id, { id, title: `Add ${id}`, verify: `test -f ${id}.txt` }));
+    const command = [process.execPath, cli, 'agent', 'run-all', ...files, '--base-url', sim?.url ?? '']
+      .map(shellQuote)
+      .join(' ');
+    const result = await runInTerminal(command, { cwd: f.repo, env: f.env });
+    expect(result.status, result.output).toBe(0);
+
+    // Every redraw moves the cursor up over the previous table and clears each line it rewrites.
+    const row = new RegExp(`^${runId} +${phase} +(\\d+\\.\\d)s \\$(\\d+\\.\\d{4})  (.*)$`);
+    const parse = (text: string): RegExpExecArray[] =>
+      text
+        .split(/\r?\n/)
+        .filter((line) => line.includes(CLEAR_LINE))
+        .map((line) => row.exec(line.slice(line.lastIndexOf(CLEAR_LINE) + CLEAR_LINE.length)))
+        .filter((match) => match !== null);
+    const rows = parse(result.output);
+    expect(rows.length, result.output).toBeGreaterThan(4);
+    for (const id of ids) {
+      const own = rows.filter((match) => match[1] === id);
+      expect(new Set(own.map((match) => match[2]))).toContain('agent');
+      const seconds = own.map((match) => Number(match[3]));
+      expect(seconds.at(-1)).toBeGreaterThan(seconds[0] ?? 0);
+      expect(seconds).toEqual([...seconds].sort((a, b) => a - b));
+    }
+    const lastRedraw = result.output.lastIndexOf(`${ESCAPE}[2A`);
+    expect(lastRedraw, result.output).toBeGreaterThan(0);
+    const final = parse(result.output.slice(lastRedraw));
+    expect(final.map((match) => [match[1], match[2]]).sort()).toEqual([
+      ['north', 'done'],
+      ['south', 'done'],
+    ]);
+    for (const match of final) {
+      expect(Number(match[4])).toBeGreaterThan(0);
+      expect(match[5]).toMatch(/^merged into main at [0-9a-f]{12}$/);
+    }
+
+    // Then one summary per run; a finished run's clock stopped when it ended.
+    const summaries = result.output
+      .split(/\r?\n/)
+      .map((line) => summaryLine.exec(line))
+      .filter((match) => match !== null);
+    expect(summaries.map((match) => match[1])).toEqual(ids);
+    for (const summary of summaries) {
+      const shown = final.find((match) => match[1] === summary[1]);
+      expect(Math.abs(Number(shown?.[3]) - Number(summary[2])), result.output).toBeLessThanOrEqual(0.2);
+    }
+  });
+
+  it('without a terminal prints log lines, not the table', async () => {
+    const f = await fixture(scenario());
+    const files = ids.map((id) => f.task(id, { id, title: `Add ${id}`, verify: `test -f ${id}.txt` }));
+    const result = await f.run(['agent', 'run-all', ...files]);
+    expect(result.status, result.stderr).toBe(0);
+    expect(result.stderr).not.toContain(ESCAPE);
+    const lines = result.stderr.trimEnd().split('\n');
+    const logLine = new RegExp(`^\\[${runId}\\] ${phase} \\d+\\.\\ds \\$\\d+\\.\\d{4}: .+$`);
+    for (const line of lines) expect(line).toMatch(logLine);
+    for (const id of ids) {
+      const own = lines.filter((line) => line.startsWith(`[${id}-`));
+      expect(own.some((line) => line.includes('] agent '))).toBe(true);
+      expect(own.at(-1)).toMatch(/\] done .*: merged into main at /);
+    }
+    const summaries = result.stdout.trimEnd().split('\n');
+    expect(summaries.map((line) => summaryLine.exec(line)?.[1])).toEqual(ids);
+  });
+});
+
+const ESCAPE = '\u001b';
+const CLEAR_LINE = `${ESCAPE}[2K`;
+
+function hasScript(): boolean {
+  return spawnSync('sh', ['-c', 'command -v script'], { stdio: 'ignore' }).status === 0;
+}
+
+/** Quotes a word for `sh -c`. */
+function shellQuote(word: string): string {
+  return `'${word.replaceAll("'", `'\\''`)}'`;
+}
+
+/** Runs a shell command under a pseudo-terminal (util-linux `script`): stdout and stderr in one `output`. */
+function runInTerminal(
+  command: string,
+  options: { cwd: string; env: NodeJS.ProcessEnv },
+): Promise<{ status: number | null; output: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('script', ['-qfec', command, '/dev/null'], {
+      cwd: options.cwd,
+      env: options.env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    children.push(child.pid ?? 0);
+    let output = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+    child.once('error', reject);
+    child.once('close', (status) => {
+      clearTimeout(timer);
+      resolve({ status, output });
+    });
+  });
+}
 
 function groupAlive(pgid: number): boolean {
   try {

@@ -1,4 +1,5 @@
 import { InvalidArgumentError, type Command } from 'commander';
+import type { AgentPhase } from '../agents/run-store.js';
 import type { AgentRunProgress, AgentRunResult, AgentRunnerOptions } from '../agents/runner.js';
 import type { AgentTask } from '../agents/task.js';
 import { loadConfig, type SwitchboardConfig } from '../core/config.js';
@@ -189,13 +190,19 @@ function logLines(): (progress: AgentRunProgress) => void {
   };
 }
 
-/** A table redrawn in place on a terminal: phase, elapsed time and cost of each run. */
-function progressTable(): { update: (progress: AgentRunProgress) => void; stop: () => void } {
+/**
+ * A table redrawn in place on a terminal: phase, elapsed time and cost of each run. Between progress
+ * reports a running row's clock ticks on; an ended run's stops at its end.
+ */
+function progressTable(finalPhases: ReadonlySet<AgentPhase>): {
+  update: (progress: AgentRunProgress) => void;
+  stop: () => void;
+} {
   const rows = new Map<string, AgentRunProgress & { seen: number }>();
   let drawn = 0;
   const draw = (): void => {
     const lines = [...rows.values()].map((row) => {
-      const age = row.elapsedMs + (Date.now() - row.seen);
+      const age = finalPhases.has(row.phase) ? row.elapsedMs : row.elapsedMs + (Date.now() - row.seen);
       return `${row.runId.padEnd(28)} ${row.phase.padEnd(9)} ${elapsed(age).padStart(7)} $${row.costUsd.toFixed(4)}  ${row.message.slice(0, 60)}`;
     });
     if (drawn > 0) process.stderr.write(`\x1b[${drawn}A`);
@@ -270,6 +277,7 @@ export function registerAgentCommand(program: Command): void {
     ),
   ).action(async (files: string[], flags: RunFlags, command: Command) => {
     const { runAgentTasks } = await import('../agents/run-all.js');
+    const { FINAL_PHASES } = await import('../agents/runner.js');
     const settings = config(command);
     const tasks: AgentTask[] = [];
     for (const file of files) tasks.push(await taskFromFlags({ ...flags, task: file }));
@@ -283,7 +291,7 @@ export function registerAgentCommand(program: Command): void {
       ids.add(task.id);
     }
     const controller = abortOnSignals();
-    const table = process.stderr.isTTY && flags.json !== true ? progressTable() : undefined;
+    const table = process.stderr.isTTY && flags.json !== true ? progressTable(FINAL_PHASES) : undefined;
     const outcomes = await runAgentTasks({
       ...runnerOptions(settings, flags),
       tasks,
