@@ -101,6 +101,60 @@ describe('runAgentTask', () => {
     expect(exclude.split('\n').filter((line) => line === '/.switchboard/')).toHaveLength(1);
   });
 
+  it('runs the setup command once in the new worktree before the agent, in an environment without foreign keys', async () => {
+    const { repo, stateDir } = makeRepo();
+    writeFileSync(join(repo, '.gitignore'), 'deps/\n');
+    git(repo, 'add', '.gitignore');
+    git(repo, 'commit', '-q', '-m', 'ignore deps');
+    const agent = fakeAgent((invocation) => {
+      // What setup made is there when the agent starts.
+      expect(readFileSync(join(invocation.cwd, 'deps', 'ready'), 'utf8')).toBe('yes\n');
+      writeFileSync(join(invocation.cwd, 'feature.txt'), 'done\n');
+    });
+    process.env['OPENAI_API_KEY'] = 'sk-proj-not-for-setup';
+    try {
+      const result = await runAgentTask({
+        task: task({
+          setup: 'test -z "$OPENAI_API_KEY" && mkdir -p deps && echo yes > deps/ready',
+          verify: 'test -f deps/ready && test -f feature.txt',
+        }),
+        repo,
+        stateDir,
+        _internal: { runAgent: agent },
+      });
+      expect(result).toMatchObject({ ok: true, phase: 'done' });
+    } finally {
+      delete process.env['OPENAI_API_KEY'];
+    }
+    expect(git(repo, 'show', '--name-only', '--format=', 'HEAD^2')).toBe('feature.txt');
+    const messages = showAgentRun(listAgentRuns({ stateDir })[0]?.id ?? '', { stateDir }).events.map(
+      (event) => event.message,
+    );
+    expect(messages).toContain(
+      'setting up: ' + 'test -z "$OPENAI_API_KEY" && mkdir -p deps && echo yes > deps/ready',
+    );
+  });
+
+  it('ends with SETUP_FAILED, the agent never started, when setup fails or leaves files git would commit', async () => {
+    for (const [setup, reason] of [
+      ['exit 3', /setup command `exit 3` failed with exit status 3/],
+      ['echo x > stray.txt', /left files git does not ignore \(stray\.txt\); add them to \.gitignore/],
+    ] as const) {
+      const { repo, stateDir } = makeRepo();
+      const agent = fakeAgent(() => undefined);
+      const result = await runAgentTask({
+        task: task({ setup }),
+        repo,
+        stateDir,
+        _internal: { runAgent: agent },
+      });
+      expect(result).toMatchObject({ ok: false, errorCode: 'SETUP_FAILED', phase: 'failed' });
+      expect(result.error).toMatch(reason);
+      expect(agent.invocations).toHaveLength(0);
+      expect(git(repo, 'log', '--format=%s')).toBe('initial');
+    }
+  });
+
   it('feeds a failed verify back to the agent, resumes its session and passes on the next attempt', async () => {
     const { repo, stateDir } = makeRepo();
     const agent = fakeAgent((invocation, call) => {

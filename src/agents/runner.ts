@@ -328,6 +328,7 @@ class RunExecution {
             break;
           case 'worktree':
             await this.ensureWorktree();
+            await this.setupWorktree();
             this.setPhase('agent', 'starting the agent');
             break;
           case 'agent':
@@ -380,6 +381,60 @@ class RunExecution {
       { abortSignal: this.signal },
     );
     this.event('worktree', `worktree ${worktree} on branch ${branch}`);
+  }
+
+  /** The task's setup command, once per new worktree; a failure ends the run (the agent never starts). */
+  private async setupWorktree(): Promise<void> {
+    const { setup } = this.run.task;
+    if (setup === undefined) return;
+    this.event('setup', `setting up: ${setup.command}`);
+    const result = await runVerify({
+      command: setup.command,
+      cwd: this.run.worktree,
+      timeoutMs: setup.timeoutMs,
+      abortSignal: this.signal,
+      env: this.commandEnvironment(),
+      onSpawn: (pid) => this.update({ childPid: pid }),
+    });
+    this.update({ childPid: null });
+    this.stopIfCancelled();
+    mkdirSync(runDirectory(this.stateDir, this.run.id), { recursive: true });
+    writeFileSync(join(runDirectory(this.stateDir, this.run.id), 'setup.log'), result.outputTail);
+    if (!result.passed) {
+      const why = result.timedOut ? 'timed out' : `failed with exit status ${result.exitCode ?? 'unknown'}`;
+      this.update({ detail: result.outputTail.slice(-3000) });
+      this.finish('failed', 'failed', 'SETUP_FAILED', `the setup command \`${setup.command}\` ${why}`);
+    }
+    // Whatever setup makes (node_modules, build output) must not pass for the agent's change.
+    if (await this.hasChange()) {
+      const left = (
+        await gitOk(
+          this.run.worktree,
+          ['status', '--porcelain', '--', '.', ...excludeContext()],
+          'git status',
+        )
+      )
+        .trim()
+        .split('\n')
+        .slice(0, 5)
+        .map((line) => line.slice(3))
+        .join(', ');
+      this.finish(
+        'failed',
+        'failed',
+        'SETUP_FAILED',
+        `the setup command \`${setup.command}\` left files git does not ignore (${left}); add them to .gitignore`,
+      );
+    }
+    this.event('setup', `setup passed in ${result.durationMs} ms`);
+  }
+
+  /** The environment of commands the runner starts in the worktree: no foreign credentials, the run's tag. */
+  private commandEnvironment(): Record<string, string> {
+    return {
+      ...agentEnvironment(process.env, this.run.task.passEnvironment),
+      [PROCESS_TAG_VARIABLE]: runProcessTag(this.run.id),
+    };
   }
 
   private async agentPhase(): Promise<void> {
@@ -553,10 +608,7 @@ class RunExecution {
       cwd: this.run.worktree,
       timeoutMs: task.limits.verifyTimeoutMs,
       abortSignal: this.signal,
-      env: {
-        ...agentEnvironment(process.env, task.passEnvironment),
-        [PROCESS_TAG_VARIABLE]: runProcessTag(this.run.id),
-      },
+      env: this.commandEnvironment(),
       onSpawn: (pid) => this.update({ childPid: pid }),
     });
     this.update({ childPid: null });

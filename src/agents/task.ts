@@ -29,6 +29,16 @@ const taskFileSchema = z.strictObject({
   acceptance: z.union([z.string(), z.array(z.string())]).optional(),
   /** Branch the work starts from and merges into. @default the repository's checked-out branch */
   base: z.string().min(1).optional(),
+  /**
+   * Shell command run once in a new worktree before the agent, e.g. `npm ci` (a worktree starts without
+   * ignored files such as node_modules). What it makes must be ignored by git.
+   */
+  setup: z
+    .union([
+      z.string().min(1),
+      z.strictObject({ command: z.string().min(1), timeout_seconds: positive.optional() }),
+    ])
+    .optional(),
   /** Shell command run in the worktree after the agent; exit status 0 means the change is good. */
   verify: z
     .union([
@@ -93,6 +103,8 @@ export interface AgentTask {
   description: string;
   acceptance: string[];
   base?: string;
+  /** Run once in a new worktree before the agent; what it makes must be ignored by git. */
+  setup?: { command: string; timeoutMs: number };
   verify?: string;
   tools: string[];
   mcpServers?: Record<string, Record<string, unknown>>;
@@ -148,6 +160,15 @@ export function parseTask(value: unknown, source = 'task'): AgentTask {
   if (file.base !== undefined) task.base = file.base;
   if (file.verify !== undefined)
     task.verify = typeof file.verify === 'string' ? file.verify : file.verify.command;
+  if (file.setup !== undefined) {
+    task.setup =
+      typeof file.setup === 'string'
+        ? { command: file.setup, timeoutMs: DEFAULT_LIMITS.verifyTimeoutMs }
+        : {
+            command: file.setup.command,
+            timeoutMs: secondsOr(file.setup.timeout_seconds, DEFAULT_LIMITS.verifyTimeoutMs),
+          };
+  }
   if (file.mcp_servers !== undefined) task.mcpServers = file.mcp_servers;
   if (file.model !== undefined) task.model = file.model;
   if (file.merge !== undefined) task.merge = file.merge;

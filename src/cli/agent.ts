@@ -23,6 +23,7 @@ interface RunFlags extends ConnectionFlags {
   description?: string;
   acceptance?: string[];
   base?: string;
+  setup?: string;
   verify?: string;
   tools?: string;
   merge?: string;
@@ -89,6 +90,7 @@ async function taskFromFlags(flags: RunFlags): Promise<AgentTask> {
   if (flags.description !== undefined) fields['description'] = flags.description;
   if (flags.acceptance !== undefined) fields['acceptance'] = flags.acceptance;
   if (flags.base !== undefined) fields['base'] = flags.base;
+  if (flags.setup !== undefined) fields['setup'] = flags.setup;
   if (flags.verify !== undefined) fields['verify'] = flags.verify;
   if (flags.tools !== undefined)
     fields['tools'] = flags.tools
@@ -243,6 +245,10 @@ export function registerAgentCommand(program: Command): void {
         .option('--description <text>', 'what to do')
         .option('--acceptance <text>', 'an acceptance criterion; repeatable', collect)
         .option('--base <branch>', 'branch to start from and merge into (default: the checked-out branch)')
+        .option(
+          '--setup <command>',
+          'shell command run once in the new worktree before the agent, e.g. "npm ci"',
+        )
         .option('--verify <command>', 'shell command that must pass in the worktree')
         .option(
           '--tools <list>',

@@ -32,6 +32,7 @@ export const ERROR_CODES = [
   'UNKNOWN_BASE',
   'DIRTY_CHECKOUT',
   'RUN_NOT_FOUND',
+  'SETUP_FAILED',
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
@@ -140,6 +141,8 @@ export const EXIT_CODES = {
   /** The checkout the merge would update has uncommitted changes; the branch was left for later. */
   DIRTY_CHECKOUT: 46,
   RUN_NOT_FOUND: 47,
+  /** `switchboard agent`: the task's setup command failed, or left files git does not ignore. */
+  SETUP_FAILED: 48,
   ABORTED: 130,
 } as const satisfies Record<string, number>;
 
