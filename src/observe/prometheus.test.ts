@@ -208,7 +208,7 @@ describe('metricsFromLedger', () => {
     const fromLedger = await scrape(metricsFromLedger(ledger));
     ledger.close();
     const liveSamples = await scrape(live);
-    // Ledger rows come back newest first, so series appear in another order: compare them sorted.
+    // Series may appear in another order than observed live: compare them sorted.
     const routeSamples = (samples: typeof liveSamples) =>
       samples
         .filter((sample) => sample.name.startsWith('switchboard_route_'))

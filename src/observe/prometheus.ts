@@ -258,14 +258,13 @@ export interface MetricsFromLedgerOptions extends RouteMetricsOptions {
  * node_exporter's textfile collector reads; counters then count since `since`, not since a start.
  */
 export function metricsFromLedger(
-  ledger: Pick<Ledger, 'listRouteDecisions' | 'callStats'>,
+  ledger: Pick<Ledger, 'eachRouteDecision' | 'callStats'>,
   { since, ...options }: MetricsFromLedgerOptions = {},
 ): RouteMetrics {
   const metrics = new RouteMetrics(options);
   const range = since === undefined ? {} : { since };
-  for (const decision of ledger.listRouteDecisions({ limit: Number.MAX_SAFE_INTEGER, ...range })) {
-    metrics.observe(decision);
-  }
+  // Row by row: a ledger of millions of decisions is never in memory at once.
+  ledger.eachRouteDecision(range, (decision) => metrics.observe(decision));
   for (const group of ledger.callStats(range).byProviderModel) {
     const { provider, model } = group;
     metrics.observeCallAttempts({

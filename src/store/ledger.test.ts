@@ -207,6 +207,13 @@ describe('route decisions', () => {
     for (const value of [since, since.getTime(), since.toISOString()]) {
       expect(ledger.listRouteDecisions({ since: value }).map((row) => row.id)).toEqual(['d4', 'd3']);
     }
+    // Row by row, oldest first, for readers of the whole ledger (metrics export).
+    const visited: string[] = [];
+    expect(ledger.eachRouteDecision({}, (row) => visited.push(row.id))).toBe(5);
+    expect(visited).toEqual(['d0', 'd1', 'd2', 'd3', 'd4']);
+    const recent: string[] = [];
+    expect(ledger.eachRouteDecision({ since }, (row) => recent.push(row.id))).toBe(2);
+    expect(recent).toEqual(['d3', 'd4']);
   });
 
   it('keeps insertion order among decisions made in the same millisecond', () => {

@@ -99,6 +99,14 @@ export interface Ledger {
   recordRouteDecision(decision: RouteDecision, context: RouteDecisionContext): void;
   /** Decisions, newest first. */
   listRouteDecisions(options?: ListRouteDecisionsOptions): StoredRouteDecision[];
+  /**
+   * Every decision since `since` (all when omitted), oldest first, read one row at a time so a large
+   * ledger is never held in memory at once. Returns how many were visited.
+   */
+  eachRouteDecision(
+    options: { since?: Date | number | string },
+    visit: (decision: StoredRouteDecision) => void,
+  ): number;
   /** One decision by id, or `undefined`. */
   getRouteDecision(id: string): StoredRouteDecision | undefined;
   countRouteDecisions(): number;
@@ -289,6 +297,7 @@ interface Statements extends CallStatements {
   listFeedback: Database.Statement<[], { decision_id: string; skill: string }>;
   insertRouteDecision: Database.Statement<[RouteDecisionRow]>;
   listRouteDecisions: Database.Statement<[{ since: number; limit: number }], RouteDecisionRow>;
+  eachRouteDecision: Database.Statement<[{ since: number }], RouteDecisionRow>;
   getRouteDecision: Database.Statement<[string], RouteDecisionRow>;
   countRouteDecisions: Database.Statement<[], { count: number }>;
 }
@@ -308,6 +317,9 @@ function prepareStatements(database: Database.Database): Statements {
     listRouteDecisions: database.prepare(
       `SELECT ${ROUTE_DECISION_COLUMNS} FROM route_decisions WHERE created_at >= @since ` +
         'ORDER BY created_at DESC, rowid DESC LIMIT @limit',
+    ),
+    eachRouteDecision: database.prepare(
+      `SELECT ${ROUTE_DECISION_COLUMNS} FROM route_decisions WHERE created_at >= @since ORDER BY created_at, rowid`,
     ),
     getRouteDecision: database.prepare(`SELECT ${ROUTE_DECISION_COLUMNS} FROM route_decisions WHERE id = ?`),
     countRouteDecisions: database.prepare('SELECT count(*) AS count FROM route_decisions'),
@@ -438,6 +450,18 @@ function createLedger(
       return guarded('cannot read route decisions from', () =>
         statements.listRouteDecisions.all({ since, limit }).map(fromRow),
       );
+    },
+
+    eachRouteDecision(options, visit) {
+      const since = options.since === undefined ? Number.MIN_SAFE_INTEGER : toEpochMs(options.since);
+      return guarded('cannot read route decisions from', () => {
+        let count = 0;
+        for (const row of statements.eachRouteDecision.iterate({ since })) {
+          visit(fromRow(row));
+          count++;
+        }
+        return count;
+      });
     },
 
     getRouteDecision(id) {
