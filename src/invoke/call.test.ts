@@ -243,6 +243,48 @@ describe('call: cooldowns and budgets', () => {
     expect(alpha.prompts).toHaveLength(3);
   });
 
+  it('counts failures in a row across processes: three short-lived callers, one failure each, trip it', async () => {
+    const alpha = scripted(
+      'alpha',
+      Array.from({ length: 4 }, () => error('TIMEOUT')),
+    );
+    const beta = scripted('beta', [{}, {}, {}, {}]);
+    const { ledger, options } = setup(alpha, beta);
+    // Each caller is a new process (a fresh breaker) that makes one call, like `switchboard route`.
+    const process = () => ({
+      ...options,
+      retry: { retriesPerProvider: 0 },
+      breaker: new CircuitBreaker({}, ledger),
+    });
+    for (let index = 0; index < 3; index++) await call('alpha:a,beta:b', { prompt: 'hi' }, process());
+    expect(alpha.prompts).toHaveLength(3);
+    const fourth = await call('alpha:a,beta:b', { prompt: 'hi' }, process());
+    expect(fourth.warnings.join()).toMatch(/alpha:a skipped: cooling down/);
+    expect(alpha.prompts).toHaveLength(3);
+  });
+
+  it('does not count failures that are not in a row, nor errors of the caller (auth)', async () => {
+    const alpha = scripted('alpha', [
+      error('TIMEOUT'),
+      {},
+      error('TIMEOUT'),
+      error('AUTH'),
+      error('TIMEOUT'),
+      {},
+    ]);
+    const beta = scripted('beta', [{}, {}, {}, {}, {}, {}]);
+    const { ledger, options } = setup(alpha, beta);
+    const process = () => ({
+      ...options,
+      retry: { retriesPerProvider: 0 },
+      breaker: new CircuitBreaker({}, ledger),
+    });
+    for (let index = 0; index < 6; index++)
+      await call('alpha:a,beta:b', { prompt: 'hi' }, process()).catch(() => undefined);
+    // Never three counted failures in a row: alpha was asked every time.
+    expect(alpha.prompts).toHaveLength(6);
+  });
+
   it('refuses a call before spending when a daily cap is reached, and warns near it', async () => {
     const alpha = scripted('alpha', [{ costUsd: 0.85 }, {}, {}]);
     const { options } = setup(alpha);

@@ -6,7 +6,7 @@ import {
   type CallResult,
   type ProviderSpec,
 } from '../core/call-types.js';
-import { isSwitchboardError, SwitchboardError } from '../core/errors.js';
+import { ERROR_CODES, isSwitchboardError, SwitchboardError, type ErrorCode } from '../core/errors.js';
 import { ProviderRegistry } from '../providers/registry.js';
 import type { Ledger } from '../store/ledger.js';
 import { checkBudgetRules, estimateCost, type CallBudget } from './budget.js';
@@ -57,6 +57,15 @@ function abortError(): SwitchboardError {
 }
 
 const breakers = new WeakMap<ProviderRegistry, CircuitBreaker>();
+
+/** Recorded errors that count toward a provider's cooldown: what `call` itself counts (not bad input, auth, schema). */
+function countsForBreaker(code: string): boolean {
+  return (
+    code !== 'SCHEMA' &&
+    (ERROR_CODES as readonly string[]).includes(code) &&
+    actionFor(code as ErrorCode) !== 'stop'
+  );
+}
 
 /** The error a call ends with: the last failure, carrying every attempt (AI SDK `RetryError` style). */
 function withAttempts(
@@ -277,7 +286,7 @@ export async function call(
           }
           const action = actionFor(failure.code);
           if (action === 'stop') throw failure;
-          if (failure.code !== 'SCHEMA') breaker.recordFailure(target.text, failure.code);
+          if (failure.code !== 'SCHEMA') breaker.recordFailure(target.text, failure.code, countsForBreaker);
           if (action === 'retry' && retries < policy.retriesPerProvider) {
             const delay = backoffDelay(retries, policy, failure.retryAfterMs);
             if (delay <= policy.maxDelayMs) {

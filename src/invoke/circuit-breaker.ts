@@ -48,9 +48,26 @@ export class CircuitBreaker {
     this.failureCounts.delete(spec);
   }
 
-  /** Counts a failure; returns true when this one tripped the breaker. */
-  recordFailure(spec: string, reason: string): boolean {
-    const failures = (this.failureCounts.get(spec) ?? 0) + 1;
+  /**
+   * Counts a failure; returns true when this one tripped the breaker. With a ledger, failures in a row
+   * count across processes too (each short-lived `switchboard route` makes one call), read from the
+   * attempts recorded within the cooldown window; `counts` says which recorded errors are such failures.
+   */
+  recordFailure(spec: string, reason: string, counts: (code: string) => boolean = () => true): boolean {
+    let failures = (this.failureCounts.get(spec) ?? 0) + 1;
+    if (this.ledger !== undefined && failures < this.options.failures) {
+      const recent = this.ledger.recentOutcomes(
+        spec,
+        this.now() - this.options.cooldownMs,
+        this.options.failures,
+      );
+      let inARow = 0;
+      for (const code of recent) {
+        if (code === undefined || !counts(code)) break;
+        inARow++;
+      }
+      failures = Math.max(failures, inARow);
+    }
     this.failureCounts.set(spec, failures);
     if (failures < this.options.failures) return false;
     const until = this.now() + this.options.cooldownMs;

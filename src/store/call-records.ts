@@ -92,6 +92,10 @@ export interface CallStatements {
   upsertCooldown: Database.Statement<[CooldownRecord & { updated_at: number }]>;
   selectCooldown: Database.Statement<[string], CooldownRecord>;
   selectActiveCooldowns: Database.Statement<[number], CooldownRecord>;
+  selectRecentOutcomes: Database.Statement<
+    [{ spec: string; since: number; limit: number }],
+    { success: number; error_code: string | null }
+  >;
 }
 
 export function prepareCallStatements(database: Database.Database): CallStatements {
@@ -122,6 +126,10 @@ export function prepareCallStatements(database: Database.Database): CallStatemen
     ),
     selectActiveCooldowns: database.prepare(
       'SELECT spec, until, failures, reason FROM provider_cooldowns WHERE until > ? ORDER BY until',
+    ),
+    selectRecentOutcomes: database.prepare(
+      'SELECT success, error_code FROM call_attempts WHERE created_at >= @since AND spec = @spec ' +
+        'ORDER BY created_at DESC, rowid DESC LIMIT @limit',
     ),
   };
 }

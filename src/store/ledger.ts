@@ -121,6 +121,12 @@ export interface Ledger {
   /** Records a tripped circuit breaker, visible to every process using this ledger. */
   setCooldown(record: CooldownRecord): void;
   getCooldown(spec: string): CooldownRecord | undefined;
+  /**
+   * The outcomes of a spec's latest attempts since a time, newest first, from every process writing to
+   * this ledger: `undefined` for a success, else the error code. For circuit breakers that count
+   * failures across short-lived processes.
+   */
+  recentOutcomes(spec: string, since: number, limit: number): (string | undefined)[];
   /** Breakers still open at `now`. */
   activeCooldowns(now: number): CooldownRecord[];
   /** Calls, success rate, latency, tokens and cost by provider and model, error codes; since a time. */
@@ -424,6 +430,15 @@ function createLedger(
 
     getCooldown(spec) {
       return guarded('cannot read cooldowns from', () => statements.selectCooldown.get(spec));
+    },
+
+    recentOutcomes(spec, since, limit) {
+      flushAttempts();
+      return guarded('cannot read call attempts from', () =>
+        statements.selectRecentOutcomes
+          .all({ spec, since, limit })
+          .map((row) => (row.success === 1 ? undefined : (row.error_code ?? 'PROVIDER_ERROR'))),
+      );
     },
 
     callStats(options = {}) {
