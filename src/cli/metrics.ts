@@ -1,9 +1,7 @@
-import { randomUUID } from 'node:crypto';
-import { closeSync, fsyncSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
 import type { Command } from 'commander';
 import { loadConfig } from '../core/config.js';
 import { SwitchboardError } from '../core/errors.js';
+import { writeFileAtomically } from '../store/atomic-file.js';
 import type { GlobalFlags } from './shared.js';
 import { parseSince } from './stats.js';
 
@@ -42,28 +40,15 @@ export function registerMetricsCommand(program: Command): void {
         ledger.close();
       }
       if (flags.out === undefined) process.stdout.write(text);
-      else writeAtomically(flags.out, text);
+      else writeMetricsFile(flags.out, text);
     });
 }
 
-/**
- * Writes a temporary file beside the target, then renames it over the target, so a reader (the
- * textfile collector scrapes at any moment) sees the old file or the new one, never half of one. The
- * temporary name does not end in `.prom`, so the collector ignores it.
- */
-function writeAtomically(file: string, text: string): void {
-  const temporary = join(dirname(file), `.${basename(file)}.${process.pid}.${randomUUID().slice(0, 8)}.tmp`);
+/** Writes the metrics atomically: the textfile collector scrapes at any moment. */
+function writeMetricsFile(file: string, text: string): void {
   try {
-    const descriptor = openSync(temporary, 'wx', 0o644);
-    try {
-      writeSync(descriptor, text);
-      fsyncSync(descriptor);
-    } finally {
-      closeSync(descriptor);
-    }
-    renameSync(temporary, file);
+    writeFileAtomically(file, text);
   } catch (error) {
-    rmSync(temporary, { force: true });
     const reason = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
     throw new SwitchboardError('INVALID_INPUT', `cannot write metrics to ${file} (${reason})`, {
       hint: 'check that its folder exists and is writable, and that the path is not a folder',

@@ -1,17 +1,13 @@
-import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { SwitchboardError } from '../core/errors.js';
+import { writeFileAtomically } from '../store/atomic-file.js';
 
-/**
- * Writes a report file whole or not at all (temp file, then rename), creating its folder, so a
- * reader never sees half a report and a failure leaves the previous one in place.
- */
+/** Writes a report file whole or not at all, creating its folder. */
 export function writeReport(path: string, content: string): void {
-  const temporary = `${path}.${process.pid}.tmp`;
   try {
     mkdirSync(dirname(path), { recursive: true });
-    writeFileSync(temporary, content);
-    renameSync(temporary, path);
+    writeFileAtomically(path, content);
   } catch (error) {
     throw new SwitchboardError('INVALID_INPUT', `cannot write ${path}: ${(error as Error).message}`, {
       hint: 'choose a path in a folder you can write to',

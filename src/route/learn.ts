@@ -1,6 +1,7 @@
-import { existsSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { NONE, type LabelledExample } from '../core/route-types.js';
+import { writeFileAtomically } from '../store/atomic-file.js';
 import type { Ledger } from '../store/ledger.js';
 
 /** The labelled examples `switchboard route learn` writes, and every later router trains on. */
@@ -57,12 +58,10 @@ export function collectLearnedExamples(
 export function writeLearnedExamples(stateDir: string, examples: readonly LabelledExample[]): string {
   mkdirSync(stateDir, { recursive: true });
   const file = learnedFilePath(stateDir);
-  const temporary = `${file}.${process.pid}.tmp`;
-  writeFileSync(
-    temporary,
+  writeFileAtomically(
+    file,
     examples.map((example) => JSON.stringify(example)).join('\n') + (examples.length > 0 ? '\n' : ''),
   );
-  renameSync(temporary, file);
   return file;
 }
 

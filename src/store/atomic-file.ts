@@ -1,0 +1,27 @@
+import { randomUUID } from 'node:crypto';
+import { closeSync, fsyncSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+
+/**
+ * Writes a file whole or not at all: a temporary file beside the target, flushed to disk, then
+ * renamed over it, so a reader (a metrics collector, a router loading learned examples, a person
+ * opening a report) sees the old file or the new one, never half of one, and a failure leaves the old
+ * one in place. The temporary name starts with a dot and ends in `.tmp`, so collectors that read
+ * `*.prom` or `*.jsonl` ignore it. Throws the file system's error; callers say what failed.
+ */
+export function writeFileAtomically(file: string, text: string): void {
+  const temporary = join(dirname(file), `.${basename(file)}.${process.pid}.${randomUUID().slice(0, 8)}.tmp`);
+  try {
+    const descriptor = openSync(temporary, 'wx', 0o644);
+    try {
+      writeSync(descriptor, text);
+      fsyncSync(descriptor);
+    } finally {
+      closeSync(descriptor);
+    }
+    renameSync(temporary, file);
+  } catch (error) {
+    rmSync(temporary, { force: true });
+    throw error;
+  }
+}
