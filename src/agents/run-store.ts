@@ -1,6 +1,6 @@
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
 import { SwitchboardError } from '../core/errors.js';
-import { BUSY_TIMEOUT_MS, openLedger } from '../store/ledger.js';
+import { openLedgerDatabase } from '../store/ledger.js';
 import { processStartTime } from './repo-lock.js';
 import type { AgentTask, MergeMode } from './task.js';
 
@@ -153,21 +153,10 @@ export class AgentRunStore {
     this.database = database;
   }
 
-  /** Opens the ledger in `stateDir` (creating and migrating it through `openLedger`). */
+  /** Opens the ledger in `stateDir`, creating and migrating it as `openLedger` does. */
   static open(stateDir: string): AgentRunStore {
-    const ledger = openLedger({ stateDir });
-    const path = ledger.path;
-    ledger.close();
-    try {
-      const database = new Database(path);
-      database.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
-      return new AgentRunStore(path, database);
-    } catch (error) {
-      throw new SwitchboardError('STORE_ERROR', `cannot open the ledger ${path}`, {
-        hint: 'check the state directory and its permissions',
-        cause: error,
-      });
-    }
+    const { path, database } = openLedgerDatabase({ stateDir });
+    return new AgentRunStore(path, database);
   }
 
   close(): void {

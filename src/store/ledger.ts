@@ -154,8 +154,7 @@ const ATTEMPT_FLUSH_MS = 20;
 export { hashText };
 
 export function openLedger(options: OpenLedgerOptions = {}): Ledger {
-  const file = resolveLedgerPath(options);
-  const database = openDatabase(file);
+  const { path: file, database } = openLedgerDatabase(options);
   try {
     const statements = prepareStatements(database);
     return createLedger(database, statements, file, options.storeText ?? false);
@@ -163,6 +162,18 @@ export function openLedger(options: OpenLedgerOptions = {}): Ledger {
     database.close();
     throw toStoreError(error, file, 'cannot prepare the ledger');
   }
+}
+
+/**
+ * The ledger's SQLite connection, opened, checked and migrated as `openLedger` does (WAL, busy timeout),
+ * for stores that keep tables of their own in the same file (agent runs). The caller closes it.
+ */
+export function openLedgerDatabase(options: OpenLedgerOptions = {}): {
+  path: string;
+  database: Database.Database;
+} {
+  const path = resolveLedgerPath(options);
+  return { path, database: openDatabase(path) };
 }
 
 function resolveLedgerPath(options: OpenLedgerOptions): string {
