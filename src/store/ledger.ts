@@ -223,13 +223,32 @@ function openDatabase(file: string): Database.Database {
     throwOnSchemaProblem(findSchemaProblem(readSchemaState(database)), file);
     // WAL lets readers and one writer proceed together; NORMAL sync is durable across crashes of
     // the process and only risks the last transactions on power loss, which a ledger can accept.
-    database.pragma('journal_mode = WAL');
+    enableWal(database);
     database.pragma('synchronous = NORMAL');
     throwOnSchemaProblem(migrate(database), file);
     return database;
   } catch (error) {
     database.close();
     throw toStoreError(error, file, 'cannot open the ledger');
+  }
+}
+
+/**
+ * Switches a ledger to WAL (a setting kept in the file, so usually already done). SQLite answers the
+ * switch with SQLITE_BUSY at once, without the busy timeout, when processes open a new ledger together;
+ * this waits and tries again for as long as the busy timeout would have.
+ */
+function enableWal(database: Database.Database): void {
+  const deadline = Date.now() + BUSY_TIMEOUT_MS;
+  const pause = new Int32Array(new SharedArrayBuffer(4));
+  for (;;) {
+    try {
+      if (database.pragma('journal_mode', { simple: true }) !== 'wal') database.pragma('journal_mode = WAL');
+      return;
+    } catch (error) {
+      if ((error as { code?: unknown }).code !== 'SQLITE_BUSY' || Date.now() > deadline) throw error;
+      Atomics.wait(pause, 0, 0, 5 + Math.random() * 20);
+    }
   }
 }
 
