@@ -89,6 +89,6 @@ describe('compareModes', () => {
   it('refuses a dataset label that is not a route, naming it', async () => {
     await expect(
       compareModes({ skills, stateDir }, ['local'], [{ text: 'hello', expected: 'order-pizza' }]),
-    ).rejects.toThrow(/not a route: order-pizza/);
+    ).rejects.toThrow(/label\(s\) that are not routes: order-pizza/);
   });
 });

@@ -9,6 +9,7 @@ import {
   type LatencySummary,
   type ScoredRow,
 } from './metrics.js';
+import { checkDatasetLabels } from './evaluate.js';
 import { createRouter, type RouterOptions } from './router.js';
 
 /** One evaluated example in one mode: the scored row plus what the decision cost. */
@@ -74,11 +75,6 @@ export async function compareModes(
       hint: 'name at least one of rules-only, local, hybrid, llm-only',
     });
   }
-  if (examples.length === 0) {
-    throw new SwitchboardError('DATASET_INVALID', 'the dataset holds no examples', {
-      hint: 'check the file and the split names',
-    });
-  }
   const runs: ModeRun[] = [];
   for (const mode of modes) {
     const run = await runMode({ ...routerOptions, mode, cache: false, ledger: false }, examples);
@@ -92,17 +88,7 @@ async function runMode(routerOptions: RouterOptions, examples: readonly Labelled
   const mode = routerOptions.mode as RouteMode;
   const router = createRouter(routerOptions);
   try {
-    const known = new Set(router.skills.map((skill) => skill.name));
-    const unknown = examples.find((example) => example.expected !== NONE && !known.has(example.expected));
-    if (unknown !== undefined) {
-      throw new SwitchboardError(
-        'DATASET_INVALID',
-        `the dataset uses a label that is not a route: ${unknown.expected}`,
-        {
-          hint: `label rows with skill names from the skills folder or "${NONE}"`,
-        },
-      );
-    }
+    checkDatasetLabels(router, examples);
     const rows: ComparedRow[] = [];
     for (const example of examples) {
       const text = example.text.trim() === '' ? '(empty)' : example.text;

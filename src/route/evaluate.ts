@@ -74,7 +74,7 @@ export function scoreWithThresholds(
 }
 
 /** A dataset whose labels the router cannot produce would make every metric quietly wrong. */
-function checkDatasetLabels(router: Router, examples: readonly LabelledExample[]): void {
+export function checkDatasetLabels(router: Router, examples: readonly LabelledExample[]): void {
   if (examples.length === 0) {
     throw new SwitchboardError('DATASET_INVALID', 'the dataset holds no examples', {
       hint: 'check the file and the split names',
