@@ -77,7 +77,7 @@ async function learn(config: SwitchboardConfig, options: RouterOptions, flags: R
   const { createRouter } = await import('../route/router.js');
   const { openLedger } = await import('../store/ledger.js');
   const { collectLearnedExamples, writeLearnedExamples } = await import('../route/learn.js');
-  const { escalatesToLlm } = await import('../route/fit.js');
+  const { escalationShare } = await import('../route/evaluate.js');
   const ledger = openLedger({ stateDir: config.stateDir });
   let collected;
   try {
@@ -105,11 +105,12 @@ async function learn(config: SwitchboardConfig, options: RouterOptions, flags: R
       confidenceThreshold: config.route.confidenceThreshold,
       marginThreshold: config.route.marginThreshold,
     };
-    let abstained = 0;
-    for (const example of collected.examples)
-      if (escalatesToLlm(router.rank(example.text).candidates, thresholds)) abstained++;
+    const share = escalationShare(
+      collected.examples.map((example) => router.rank(example.text).candidates),
+      thresholds,
+    );
     router.close();
-    return abstained / collected.examples.length;
+    return share;
   };
   const before = await needsLlm(false);
   const file = writeLearnedExamples(config.stateDir, collected.examples);

@@ -1,4 +1,4 @@
-import { NONE, type LabelledExample } from '../core/route-types.js';
+import { NONE, type LabelledExample, type RouteCandidate } from '../core/route-types.js';
 import { SwitchboardError } from '../core/errors.js';
 import {
   escalatesToLlm,
@@ -97,6 +97,18 @@ export function checkDatasetLabels(router: Router, examples: readonly LabelledEx
   }
 }
 
+/**
+ * The share of requests, given as `router.rank` candidates, that hybrid routing would send to the LLM
+ * at these thresholds: those the local tiers abstain on (a confident refusal is a decision).
+ */
+export function escalationShare(
+  ranked: readonly (readonly RouteCandidate[])[],
+  thresholds: Thresholds,
+): number {
+  if (ranked.length === 0) return 0;
+  return ranked.filter((candidates) => escalatesToLlm(candidates, thresholds)).length / ranked.length;
+}
+
 export interface LlmShareFit {
   confidenceThreshold: number;
   marginThreshold: number;
@@ -130,11 +142,8 @@ export function fitForLlmShare(
     });
   }
   const ranked = texts.map((text) => router.rank(text).candidates.slice(0, 2));
-  // A request reaches the LLM when the local tiers abstain; a confident refusal is a decision.
   const shareAt = (confidenceThreshold: number, margin: number): number =>
-    ranked.filter((candidates) =>
-      escalatesToLlm(candidates, { confidenceThreshold, marginThreshold: margin }),
-    ).length / ranked.length;
+    escalationShare(ranked, { confidenceThreshold, marginThreshold: margin });
   let margin = marginThreshold;
   while (margin > 0 && shareAt(0, margin) > targetShare)
     margin = Math.max(0, Math.round((margin - 0.01) * 100) / 100);
