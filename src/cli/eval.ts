@@ -5,6 +5,7 @@ import {
   addRoutingFlags,
   requireRoutes,
   resolveConfig,
+  measuringRouter,
   routerOptions,
   warnSkippedSkills,
   type GlobalFlags,
@@ -68,9 +69,8 @@ export function registerEvalCommand(program: Command): void {
     }
     const { formatEvalReport } = await import('../route/eval-report.js');
     const { evaluateRouter } = await import('../route/evaluate.js');
-    const { createRouter } = await import('../route/router.js');
     // Evaluation measures the tiers themselves: no cache hits from repeated texts, no ledger rows.
-    const router = createRouter({ ...(await routerOptions(config)), cache: false, ledger: false });
+    const router = await measuringRouter(config);
     try {
       warnSkippedSkills(router);
       const { metrics } = await evaluateRouter(router, examples);

@@ -8,7 +8,7 @@ import {
   parseFraction,
   requireRoutes,
   resolveConfig,
-  routerOptions,
+  measuringRouter,
   warnSkippedSkills,
   type GlobalFlags,
   type RoutingFlags,
@@ -55,7 +55,6 @@ export function registerFitCommand(program: Command): void {
   ).action(async (flags: FitFlags, command: Command) => {
     const { loadDataset } = await import('../route/datasets.js');
     const { fitRouter } = await import('../route/evaluate.js');
-    const { createRouter } = await import('../route/router.js');
     const config = resolveConfig(command.optsWithGlobals<GlobalFlags>(), flags);
     requireRoutes(config);
     if (flags.llmShare !== undefined) {
@@ -73,12 +72,7 @@ export function registerFitCommand(program: Command): void {
     }
     const tune = loadDataset(flags.dataset);
     const test = flags.test === undefined ? undefined : loadDataset(flags.test);
-    const router = createRouter({
-      ...(await routerOptions(config)),
-      mode: 'local',
-      cache: false,
-      ledger: false,
-    });
+    const router = await measuringRouter(config, { mode: 'local' });
     try {
       warnSkippedSkills(router);
       const report = fitRouter(router, tune, test, flags.objective);
@@ -109,7 +103,6 @@ export function registerFitCommand(program: Command): void {
 /** Escalation by budget: the threshold that keeps the LLM's share of these requests at the target. */
 async function fitLlmShare(config: SwitchboardConfig, flags: FitFlags): Promise<void> {
   const { fitForLlmShare } = await import('../route/evaluate.js');
-  const { createRouter } = await import('../route/router.js');
   if (flags.requests === undefined) {
     throw new SwitchboardError('INVALID_INPUT', '--llm-share needs --requests FILE', {
       hint: 'give unlabelled requests, one per line',
@@ -136,12 +129,7 @@ async function fitLlmShare(config: SwitchboardConfig, flags: FitFlags): Promise<
         return line;
       }
     });
-  const router = createRouter({
-    ...(await routerOptions(config)),
-    mode: 'local',
-    cache: false,
-    ledger: false,
-  });
+  const router = await measuringRouter(config, { mode: 'local' });
   try {
     warnSkippedSkills(router);
     const fit = fitForLlmShare(router, texts, flags.llmShare as number, config.route.marginThreshold);

@@ -1,7 +1,7 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import { loadConfig, parseRouteMode, type ConfigOverrides, type SwitchboardConfig } from '../core/config.js';
 import { EXIT_CODES, exitCodeFor, isSwitchboardError, SwitchboardError } from '../core/errors.js';
-import type { RouterOptions } from '../route/router.js';
+import type { Router, RouterOptions } from '../route/router.js';
 
 /** Options every routing command accepts; parsed by commander from the flags below. */
 export interface RoutingFlags {
@@ -109,6 +109,18 @@ export async function routerOptions(config: SwitchboardConfig): Promise<RouterOp
     };
   }
   return options;
+}
+
+/**
+ * A router for measuring (eval, fit): the config's settings without the cache, whose hits would
+ * hide the tiers, and without the ledger, which measurements must not fill.
+ */
+export async function measuringRouter(
+  config: SwitchboardConfig,
+  overrides: Pick<RouterOptions, 'mode'> = {},
+): Promise<Router> {
+  const { createRouter } = await import('../route/router.js');
+  return createRouter({ ...(await routerOptions(config)), ...overrides, cache: false, ledger: false });
 }
 
 export function requireRoutes(config: SwitchboardConfig): void {
