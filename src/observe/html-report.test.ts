@@ -3,7 +3,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NONE, type RouteMode } from '../core/route-types.js';
-import { compareModes, type ComparedRow, type ModeComparison, type ModeRun } from '../route/compare.js';
+import {
+  agreementOf,
+  compareModes,
+  type ComparedRow,
+  type ModeComparison,
+  type ModeRun,
+} from '../route/compare.js';
 import { loadDataset } from '../route/datasets.js';
 import { computeMetrics, summariseLatency } from '../route/metrics.js';
 import {
@@ -356,25 +362,6 @@ function syntheticComparison(rowCount: number, labelCount: number, modes: RouteM
       warnings: [],
     };
   });
-  const disagreements = expected.flatMap((label, index) => {
-    const answers = runs.map((run) => {
-      const row = run.rows[index] as ComparedRow;
-      return {
-        mode: run.mode,
-        skill: row.predicted,
-        confidence: row.confidence,
-        method: row.method,
-        correct: row.predicted === label,
-      };
-    });
-    return new Set(answers.map((answer) => answer.skill)).size > 1
-      ? [{ index, text: texts[index] as string, expected: label, answers }]
-      : [];
-  });
-  return {
-    count: rowCount,
-    modes: runs,
-    agreement: { modes, rates: modes.map(() => modes.map(() => 0.5)) },
-    disagreements,
-  };
+  const examples = expected.map((label, index) => ({ text: texts[index] as string, expected: label }));
+  return { count: rowCount, modes: runs, ...agreementOf(runs, examples) };
 }

@@ -132,7 +132,8 @@ async function runMode(routerOptions: RouterOptions, examples: readonly Labelled
   }
 }
 
-function agreementOf(
+/** The agreement matrix and disagreements of runs over the same examples (rows in dataset order). */
+export function agreementOf(
   runs: readonly ModeRun[],
   examples: readonly LabelledExample[],
 ): Pick<ModeComparison, 'agreement' | 'disagreements'> {
