@@ -2,9 +2,9 @@ import { InvalidArgumentError, type Command } from 'commander';
 import type { AgentPhase } from '../agents/run-store.js';
 import type { AgentRunProgress, AgentRunResult, AgentRunnerOptions } from '../agents/runner.js';
 import type { AgentTask } from '../agents/task.js';
-import { loadConfig, type SwitchboardConfig } from '../core/config.js';
+import type { SwitchboardConfig } from '../core/config.js';
 import { EXIT_CODES, exitCodeFor, SwitchboardError } from '../core/errors.js';
-import { reportError, type GlobalFlags } from './shared.js';
+import { commandConfig, reportError, type GlobalFlags } from './shared.js';
 
 interface ConnectionFlags {
   claudePath?: string;
@@ -62,9 +62,7 @@ function collect(value: string, previous: string[] | undefined): string[] {
 }
 
 function config(command: Command): SwitchboardConfig {
-  const globals = command.optsWithGlobals<GlobalFlags>();
-  const overrides = globals.stateDir === undefined ? {} : { stateDir: globals.stateDir };
-  return loadConfig(globals.config === undefined ? { overrides } : { configFile: globals.config, overrides });
+  return commandConfig(command.optsWithGlobals<GlobalFlags>());
 }
 
 function runnerOptions(settings: SwitchboardConfig, flags: ConnectionFlags): AgentRunnerOptions {

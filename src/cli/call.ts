@@ -1,10 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { InvalidArgumentError, type Command } from 'commander';
 import type { JsonSchema } from '../core/call-types.js';
-import { loadConfig, type ConfigOverrides } from '../core/config.js';
+import type { ConfigOverrides } from '../core/config.js';
 import { SwitchboardError } from '../core/errors.js';
 import type { ClaudeCodeProviderOptions } from '../providers/claude-code/claude-code-provider.js';
-import type { GlobalFlags } from './shared.js';
+import { commandConfig, type GlobalFlags } from './shared.js';
 import { textFromArguments } from './stdin.js';
 
 interface CallFlags {
@@ -101,14 +101,10 @@ export function registerCallCommand(program: Command): void {
       const { call } = await import('../invoke/call.js');
       const { ProviderRegistry } = await import('../providers/registry.js');
       const { openLedger } = await import('../store/ledger.js');
-      const globals = command.optsWithGlobals<GlobalFlags>();
       const overrides: ConfigOverrides = {};
-      if (globals.stateDir !== undefined) overrides.stateDir = globals.stateDir;
       if (flags.ledger === false) overrides.ledger = false;
       if (flags.storeText === true) overrides.storeText = true;
-      const config = loadConfig(
-        globals.config === undefined ? { overrides } : { configFile: globals.config, overrides },
-      );
+      const config = commandConfig(command.optsWithGlobals<GlobalFlags>(), overrides);
       const prompt = await textFromArguments(words, 'prompt');
       const schema = flags.schema === undefined ? undefined : readSchema(flags.schema);
 

@@ -1,8 +1,7 @@
 import type { Command } from 'commander';
-import { loadConfig } from '../core/config.js';
 import { SwitchboardError } from '../core/errors.js';
 import { writeFileAtomically } from '../store/atomic-file.js';
-import type { GlobalFlags } from './shared.js';
+import { commandConfig, type GlobalFlags } from './shared.js';
 import { parseSince } from './stats.js';
 
 interface MetricsFlags {
@@ -24,11 +23,7 @@ export function registerMetricsCommand(program: Command): void {
     .action(async (flags: MetricsFlags, command: Command) => {
       const { openLedger } = await import('../store/ledger.js');
       const { metricsFromLedger } = await import('../observe/prometheus.js');
-      const globals = command.optsWithGlobals<GlobalFlags>();
-      const overrides = globals.stateDir === undefined ? {} : { stateDir: globals.stateDir };
-      const config = loadConfig(
-        globals.config === undefined ? { overrides } : { configFile: globals.config, overrides },
-      );
+      const config = commandConfig(command.optsWithGlobals<GlobalFlags>());
       const ledger = openLedger({ stateDir: config.stateDir });
       let text: string;
       try {

@@ -59,6 +59,18 @@ export function addRoutingFlags(command: Command): Command {
 }
 
 /** Merges config file, environment and flags (in that order of precedence). */
+/**
+ * The config a command runs with: switchboard.yaml (or `--config`) < environment < the global
+ * `--state-dir` < the command's own `overrides`.
+ */
+export function commandConfig(globals: GlobalFlags, overrides: ConfigOverrides = {}): SwitchboardConfig {
+  const merged: ConfigOverrides = { ...overrides };
+  if (globals.stateDir !== undefined && merged.stateDir === undefined) merged.stateDir = globals.stateDir;
+  return loadConfig(
+    globals.config === undefined ? { overrides: merged } : { configFile: globals.config, overrides: merged },
+  );
+}
+
 export function resolveConfig(globals: GlobalFlags, flags: RoutingFlags): SwitchboardConfig {
   const route: NonNullable<ConfigOverrides['route']> = {};
   if (flags.skills !== undefined) route.skills = flags.skills;
@@ -72,13 +84,11 @@ export function resolveConfig(globals: GlobalFlags, flags: RoutingFlags): Switch
   // commander sets negatable flags to true by default; only an explicit --no-x means "off".
   if (flags.cache === false) route.cache = false;
   const overrides: ConfigOverrides = { route };
-  if (globals.stateDir !== undefined) overrides.stateDir = globals.stateDir;
   if (flags.ledger === false) overrides.ledger = false;
   if (flags.storeText === true) overrides.storeText = true;
-  return loadConfig(globals.config === undefined ? { overrides } : { configFile: globals.config, overrides });
+  return commandConfig(globals, overrides);
 }
 
-/** Router options for a resolved config. */
 /**
  * Router options for a resolved config. The LLM tier's providers load only when a mode needs them, so
  * plain routing stays quick to start.

@@ -1,6 +1,6 @@
 import { InvalidArgumentError, type Command } from 'commander';
-import { loadConfig, type SwitchboardConfig } from '../core/config.js';
-import type { GlobalFlags } from './shared.js';
+import type { SwitchboardConfig } from '../core/config.js';
+import { commandConfig, type GlobalFlags } from './shared.js';
 
 interface StatsFlags {
   since?: number;
@@ -56,11 +56,7 @@ export function registerStatsCommand(program: Command): void {
     .option('--json', 'print the figures as JSON')
     .action(async (flags: StatsFlags, command: Command) => {
       const { openLedger } = await import('../store/ledger.js');
-      const globals = command.optsWithGlobals<GlobalFlags>();
-      const overrides = globals.stateDir === undefined ? {} : { stateDir: globals.stateDir };
-      const config = loadConfig(
-        globals.config === undefined ? { overrides } : { configFile: globals.config, overrides },
-      );
+      const config = commandConfig(command.optsWithGlobals<GlobalFlags>());
       const ledger = openLedger({ stateDir: config.stateDir });
       try {
         const since = flags.since === undefined ? {} : { since: flags.since };
