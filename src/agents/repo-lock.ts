@@ -13,28 +13,52 @@ export interface RepoLockOptions {
 }
 
 /**
- * Whether a process with this id is running (signal 0 checks without sending anything). A zombie (a
- * runner killed with SIGKILL whose parent has not reaped it yet) answers signal 0 but is dead.
+ * The fields of `/proc/<pid>/stat` after the command name (which may itself hold spaces or
+ * parentheses): [0] is the state, [19] the start time in clock ticks since boot. Undefined where /proc
+ * cannot tell (not Linux, or the process is gone).
  */
-export function isProcessAlive(pid: number | null | undefined): boolean {
-  if (pid === null || pid === undefined || pid <= 0) return false;
+function statFields(pid: number): string[] | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether a process with this id exists (signal 0 checks without sending anything). */
+function signalable(pid: number): boolean {
   try {
     process.kill(pid, 0);
+    return true;
   } catch (error) {
     // EPERM: it exists but belongs to someone else.
     return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
-  try {
-    // The state follows the command name in parentheses, which may itself hold spaces or parentheses.
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
-  } catch {
-    return true; // no /proc (not Linux): signal 0 is all there is
-  }
+}
+
+/**
+ * Whether a process with this id is running. A zombie (a runner killed with SIGKILL whose parent has
+ * not reaped it yet) answers signal 0 but is dead.
+ */
+export function isProcessAlive(pid: number | null | undefined): boolean {
+  return isRecordedProcessAlive(pid);
 }
 
 /** Clock ticks per second of /proc's times (USER_HZ): 100 on every Linux architecture Node runs on. */
 const TICKS_PER_SECOND = 100;
+
+function startTimeOf(fields: readonly string[]): number | undefined {
+  const ticks = Number(fields[19]);
+  let boot: string | undefined;
+  try {
+    boot = /^btime (\d+)$/m.exec(readFileSync('/proc/stat', 'utf8'))?.[1];
+  } catch {
+    return undefined;
+  }
+  if (!Number.isFinite(ticks) || boot === undefined) return undefined;
+  return Number(boot) * 1000 + (ticks * 1000) / TICKS_PER_SECOND;
+}
 
 /**
  * When a process started, in milliseconds since the epoch (to about a second), or undefined where
@@ -42,27 +66,21 @@ const TICKS_PER_SECOND = 100;
  * after the pid is reused, e.g. by another program after a reboot.
  */
 export function processStartTime(pid: number): number | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // Fields after the command name (which may hold spaces); starttime is field 22, the 20th of these.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const ticks = Number(fields[19]);
-    const boot = /^btime (\d+)$/m.exec(readFileSync('/proc/stat', 'utf8'))?.[1];
-    if (!Number.isFinite(ticks) || boot === undefined) return undefined;
-    return Number(boot) * 1000 + (ticks * 1000) / TICKS_PER_SECOND;
-  } catch {
-    return undefined;
-  }
+  const fields = statFields(pid);
+  return fields === undefined ? undefined : startTimeOf(fields);
 }
 
 /**
  * Whether the process recorded as `pid`, started at `startedAt` (from `processStartTime`), is still
- * running: a live process with that pid but another start time is someone else.
+ * running: not a zombie, and not a live process that got the pid later (another start time).
  */
 export function isRecordedProcessAlive(pid: number | null | undefined, startedAt?: number): boolean {
-  if (!isProcessAlive(pid)) return false;
+  if (pid === null || pid === undefined || pid <= 0 || !signalable(pid)) return false;
+  const fields = statFields(pid);
+  if (fields === undefined) return true; // no /proc (not Linux): signal 0 is all there is
+  if (fields[0] === 'Z') return false;
   if (startedAt === undefined) return true;
-  const started = processStartTime(pid as number);
+  const started = startTimeOf(fields);
   return started === undefined || Math.abs(started - startedAt) < 2_000;
 }
 
