@@ -11,6 +11,7 @@ import {
 } from '@anthropic-ai/claude-agent-sdk';
 import { isSwitchboardError, SwitchboardError } from '../core/errors.js';
 import { agentEnvironment } from './environment.js';
+import { realOrResolved } from './paths.js';
 import { PROCESS_TAG_VARIABLE } from './processes.js';
 import { costOf } from '../core/prices.js';
 import { CallWatch } from '../providers/claude-code/call-session.js';
@@ -623,14 +624,6 @@ export function createToolPolicy({
       return undefined;
     },
   };
-}
-
-function realOrResolved(path: string): string {
-  try {
-    return realpathSync(path);
-  } catch {
-    return resolve(path);
-  }
 }
 
 function isInside(path: string, directory: string): boolean {

@@ -2,6 +2,7 @@ import { appendFileSync, existsSync, mkdirSync, readFileSync, realpathSync } fro
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { execa } from 'execa';
 import { SwitchboardError } from '../core/errors.js';
+import { realOrResolved } from './paths.js';
 
 /** Output of one git command. */
 export interface GitResult {
@@ -169,7 +170,7 @@ export async function commitIdentity(directory: string): Promise<Record<string, 
  * (local, never committed) unless a line already covers it or git already ignores the folder.
  */
 export async function excludeStateFolder(repository: RepositoryInfo, stateDir: string): Promise<void> {
-  const relativePath = relative(repository.root, realpathIfExists(stateDir));
+  const relativePath = relative(repository.root, realOrResolved(stateDir));
   if (relativePath === '' || relativePath.startsWith('..') || isAbsolute(relativePath)) return;
   const pattern = `/${relativePath.split(sep).join('/')}/`;
   if ((await git(repository.root, ['check-ignore', '-q', '--', relativePath])).exitCode === 0) return;
@@ -181,12 +182,4 @@ export async function excludeStateFolder(repository: RepositoryInfo, stateDir: s
     file,
     `${current === '' || current.endsWith('\n') ? '' : '\n'}# switchboard state (agent worktrees, ledger)\n${pattern}\n`,
   );
-}
-
-function realpathIfExists(path: string): string {
-  try {
-    return realpathSync(path);
-  } catch {
-    return resolve(path);
-  }
 }
