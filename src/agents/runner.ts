@@ -406,24 +406,14 @@ class RunExecution {
       this.finish('failed', 'failed', 'SETUP_FAILED', `the setup command \`${setup.command}\` ${why}`);
     }
     // Whatever setup makes (node_modules, build output) must not pass for the agent's change.
-    if (await this.hasChange()) {
-      const left = (
-        await gitOk(
-          this.run.worktree,
-          ['status', '--porcelain', '--', '.', ...excludeContext()],
-          'git status',
-        )
-      )
-        .trim()
-        .split('\n')
-        .slice(0, 5)
-        .map((line) => line.slice(3))
-        .join(', ');
+    const left = await this.changedFiles();
+    if (left.length > 0 || (await this.headMoved())) {
+      const named = left.length > 0 ? left.slice(0, 5).join(', ') : 'a commit';
       this.finish(
         'failed',
         'failed',
         'SETUP_FAILED',
-        `the setup command \`${setup.command}\` left files git does not ignore (${left}); add them to .gitignore`,
+        `the setup command \`${setup.command}\` left files git does not ignore (${named}); add them to .gitignore`,
       );
     }
     this.event('setup', `setup passed in ${result.durationMs} ms`);
@@ -721,15 +711,27 @@ class RunExecution {
     return head;
   }
 
-  private async hasChange(): Promise<boolean> {
+  /** Files changed in the worktree (the context files aside), as `git status` names them. */
+  private async changedFiles(): Promise<string[]> {
     const status = await gitOk(
       this.run.worktree,
       ['status', '--porcelain', '--', '.', ...excludeContext()],
       'git status',
     );
-    if (status.trim() !== '') return true;
+    return status
+      .split('\n')
+      .filter((line) => line.trim() !== '')
+      .map((line) => line.slice(3));
+  }
+
+  /** Whether commits were made in the worktree since the base. */
+  private async headMoved(): Promise<boolean> {
     const head = (await gitOk(this.run.worktree, ['rev-parse', 'HEAD'], 'git rev-parse')).trim();
     return head !== this.run.baseCommit;
+  }
+
+  private async hasChange(): Promise<boolean> {
+    return (await this.changedFiles()).length > 0 || (await this.headMoved());
   }
 
   private async retryOrFail(code: ErrorCode, failure: string, retryAfterMs?: number): Promise<void> {
