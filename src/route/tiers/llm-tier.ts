@@ -1,3 +1,4 @@
+import type { CallAttempt } from '../../core/call-types.js';
 import type { CallOptions } from '../../invoke/call.js';
 import { call } from '../../invoke/call.js';
 import { isSwitchboardError, SwitchboardError } from '../../core/errors.js';
@@ -97,7 +98,7 @@ export class LlmTier implements RouteTier {
       );
       const answer = result.structured as LlmAnswer | undefined;
       const cost = result.costUsd ?? 0;
-      const providerMs = result.attempts.reduce((total, attempt) => total + attempt.durationMs, 0);
+      const providerMs = timeInProviders(result.attempts);
       if (answer === undefined || !names.includes(answer.skill)) {
         return this.unusable(
           `the model answered outside the candidates (${String(answer?.skill)})`,
@@ -126,12 +127,7 @@ export class LlmTier implements RouteTier {
       // Answers that failed validation were still billed: what every attempt of the call cost.
       const billed = isSwitchboardError(error) ? error.details?.['spentUsd'] : undefined;
       const attempts = isSwitchboardError(error) ? error.details?.['attempts'] : undefined;
-      const providerMs = Array.isArray(attempts)
-        ? (attempts as { durationMs?: number }[]).reduce(
-            (total, attempt) => total + (attempt.durationMs ?? 0),
-            0,
-          )
-        : undefined;
+      const providerMs = Array.isArray(attempts) ? timeInProviders(attempts as CallAttempt[]) : undefined;
       return this.unusable(
         `the LLM tier failed (${reason})`,
         typeof billed === 'number' ? billed : 0,
@@ -170,4 +166,9 @@ export class LlmTier implements RouteTier {
       ...(providerMs === undefined ? {} : { providerMs }),
     };
   }
+}
+
+/** Milliseconds a call spent inside provider calls: its attempts' durations added up. */
+function timeInProviders(attempts: readonly Pick<CallAttempt, 'durationMs'>[]): number {
+  return attempts.reduce((total, attempt) => total + attempt.durationMs, 0);
 }
