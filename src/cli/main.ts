@@ -1,21 +1,8 @@
 #!/usr/bin/env node
-import { readFileSync } from 'node:fs';
-import { Command, CommanderError } from 'commander';
+import { CommanderError } from 'commander';
 import { EXIT_CODES } from '../core/errors.js';
-import { registerAgentCommand } from './agent.js';
-import { registerCallCommand } from './call.js';
-import { registerEvalCommand } from './eval.js';
-import { registerFitCommand } from './fit.js';
-import { registerMetricsCommand } from './metrics.js';
-import { registerRouteCommand } from './route.js';
-import { registerServeCommand } from './serve.js';
+import { createProgram } from './program.js';
 import { reportError } from './shared.js';
-import { registerSimCommand } from './sim.js';
-import { registerStatsCommand } from './stats.js';
-
-const packageJson = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
-  version: string;
-};
 
 // Secrets and settings may live in a `.env` file in the working directory; the environment wins.
 try {
@@ -26,23 +13,7 @@ try {
   }
 }
 
-const program = new Command('switchboard')
-  .description('Use LLMs reliably from orchestrators: routing, calls, agents, workflows.')
-  .version(packageJson.version)
-  .option('--config <file>', 'config file (default: ./switchboard.yaml when present)')
-  .option('--state-dir <dir>', 'where the ledger and models live (default: ./.switchboard)')
-  .showHelpAfterError('(run with --help for usage)')
-  .exitOverride();
-
-registerRouteCommand(program);
-registerEvalCommand(program);
-registerFitCommand(program);
-registerSimCommand(program);
-registerCallCommand(program);
-registerStatsCommand(program);
-registerServeCommand(program);
-registerMetricsCommand(program);
-registerAgentCommand(program);
+const program = createProgram();
 
 try {
   await program.parseAsync(process.argv);

@@ -103,7 +103,7 @@ export function isSwitchboardError(value: unknown): value is SwitchboardError {
 
 /**
  * Process exit codes. 0 = success, 10 = the router abstained (answered `none`), the rest are errors.
- * Documented in the README; keep them stable.
+ * Documented in docs/exit-codes.md (test/docs.test.ts checks the table); keep them stable.
  */
 export const EXIT_CODES = {
   OK: 0,
