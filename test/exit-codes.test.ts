@@ -1,0 +1,257 @@
+import { createServer, type Server } from 'node:net';
+import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { EXIT_CODES } from '../src/core/errors.js';
+import type { Scenario } from '../src/sim/scenario.js';
+import { startSimulator, type Simulator } from '../src/sim/server.js';
+import { endlessToolScenario, writeFileScenario } from './helpers/agent-scenarios.js';
+import { claudeProcessIds, waitForNoNewClaudeProcesses } from './helpers/claude.js';
+import { createRepository } from './helpers/git-repo.js';
+import { runCli, type CliRun } from './helpers/run-cli.js';
+
+// Every exit code in EXIT_CODES (src/core/errors.ts), made to happen by the real CLI: the built
+// `switchboard`, the official SDKs and the real Claude Code binary against `switchboard sim`, real git
+// in temporary repositories, real SQLite files. The cases are keyed by EXIT_CODES itself, so a new code
+// without a case here fails this file (and the typecheck).
+
+const root = join(import.meta.dirname, '..');
+const skills = join(root, 'test/fixtures/skills');
+const temporary: string[] = [];
+const claudeBefore = claudeProcessIds();
+/** One simulator for the API providers; rules pick the answer by the prompt's words. */
+let api: Simulator;
+
+beforeAll(async () => {
+  api = await startSimulator({
+    maxLifetimeMs: 300_000,
+    scenario: {
+      rules: [
+        { match: { text: 'please rate limit' }, fault: { status: 429, retryAfter: 0 } },
+        { match: { text: 'please overload' }, fault: { kind: 'overload' } },
+        { match: { text: 'please deny' }, fault: { status: 401 } },
+        { match: { text: 'please break' }, fault: { status: 500 } },
+        { match: { text: 'please garble' }, fault: { kind: 'malformed' } },
+        { match: { text: 'please stall' }, fault: { kind: 'stall' } },
+        { match: { text: 'please dawdle' }, reply: { text: 'late', delayMs: 30_000 } },
+        { match: { provider: 'gemini' }, reply: { text: 'flash here', model: 'gemini-2.5-flash' } },
+        { match: { text: 'please ramble' }, reply: { text: 'no JSON here, only prose' } },
+        {
+          match: { text: 'please splurge' },
+          reply: { text: 'pricey', usage: { input: 900_000, output: 1 } },
+        },
+      ],
+      fallback: { text: 'ok' },
+    },
+  });
+});
+
+afterAll(async () => {
+  await api.close();
+  expect(await waitForNoNewClaudeProcesses(claudeBefore)).toEqual([]);
+  for (const directory of temporary) rmSync(directory, { recursive: true, force: true });
+});
+
+/** A fresh working folder (its own ledger, so no cooldown carries over) whose config retries nothing. */
+function workspace(): string {
+  const directory = realpathSync(mkdtempSync(join(tmpdir(), 'switchboard-exit-')));
+  temporary.push(directory);
+  writeFileSync(join(directory, 'switchboard.yaml'), 'call:\n  retries_per_provider: 0\n');
+  return directory;
+}
+
+function apiEnv(): NodeJS.ProcessEnv {
+  return {
+    ...process.env,
+    ANTHROPIC_API_KEY: 'sk-ant-exit-codes-test',
+    ANTHROPIC_BASE_URL: api.url,
+    GEMINI_API_KEY: 'gemini-exit-codes-test',
+    GEMINI_BASE_URL: api.url,
+  };
+}
+
+function run(args: string[], cwd = workspace(), env = apiEnv()): Promise<CliRun> {
+  return runCli(args, { cwd, env });
+}
+
+function callApi(prompt: string, ...flags: string[]): Promise<CliRun> {
+  return run(['call', 'anthropic:claude-haiku-4-5', prompt, ...flags]);
+}
+
+/**
+ * An agent run of the real Claude Code binary against a simulator of its own, in a new repository.
+ * `prepare` may change the repository before the run.
+ */
+async function agentRun(
+  scenario: Scenario,
+  task: Record<string, unknown>,
+  flags: string[] = [],
+  prepare: (repo: string) => void = () => {},
+): Promise<CliRun> {
+  const sim = await startSimulator({ scenario, maxLifetimeMs: 120_000 });
+  try {
+    const directory = workspace();
+    const repo = createRepository(join(directory, 'repo'));
+    prepare(repo);
+    const configDir = join(directory, 'claude-config');
+    mkdirSync(configDir);
+    const taskFile = join(directory, 'task.json');
+    writeFileSync(taskFile, JSON.stringify({ id: 'exit', title: 'Exit code', ...task }));
+    const env = {
+      ...process.env,
+      ANTHROPIC_API_KEY: 'sk-ant-exit-codes-test',
+      CLAUDE_CONFIG_DIR: configDir,
+      SWITCHBOARD_STATE_DIR: join(directory, 'state'),
+    };
+    const args = ['agent', 'run', '--task', taskFile, '--base-url', sim.url, '--retry-delay', '0'];
+    return await runCli([...args, '--max-attempts', '1', ...flags], { cwd: repo, env });
+  } finally {
+    await sim.close();
+  }
+}
+
+/** A process listening on a loopback port, so `serve` finds it taken. */
+async function busyPort(): Promise<{ port: number; server: Server }> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  if (address === null || typeof address === 'string') throw new Error('no port');
+  return { port: address.port, server };
+}
+
+/** A case runs the CLI into the code, or names the CLI test elsewhere that already asserts it. */
+type Case = (() => Promise<CliRun>) | { coveredBy: { file: string; test: string } };
+
+const cases: Record<keyof typeof EXIT_CODES, Case> = {
+  OK: () => run(['route', '--skills', skills, 'the app crashes whenever I save']),
+  INTERNAL: () => {
+    // A folder where the learned examples file belongs is nothing Switchboard expects: it reports
+    // it as a bug, with the hint to report it and no stack trace.
+    const cwd = workspace();
+    mkdirSync(join(cwd, '.switchboard/learned.jsonl'), { recursive: true });
+    return run(['route', '--skills', skills, 'the app crashes'], cwd);
+  },
+  INVALID_INPUT: () => run(['route', '--skills', skills, '   ']),
+  CONFIG_INVALID: () => {
+    const cwd = workspace();
+    writeFileSync(join(cwd, 'switchboard.yaml'), 'route: [unclosed\n');
+    return run(['route', '--skills', skills, 'x'], cwd);
+  },
+  SKILLS_INVALID: () => run(['route', '--skills', '/no/such/skills', 'hi']),
+  DATASET_INVALID: () => run(['eval', '--skills', skills, '--dataset', 'missing.jsonl']),
+  STORE_ERROR: () => {
+    const cwd = workspace();
+    writeFileSync(join(cwd, 'not-a-folder'), '');
+    return run(['--state-dir', 'not-a-folder', 'route', '--skills', skills, 'the app crashes'], cwd);
+  },
+  PORT_IN_USE: async () => {
+    const { port, server } = await busyPort();
+    try {
+      return await run(['serve', '--skills', skills, '--port', String(port)]);
+    } finally {
+      server.close();
+    }
+  },
+  ABSTAINED: () => run(['route', '--skills', skills, 'order a large pepperoni pizza for dinner']),
+  RATE_LIMITED: () => callApi('please rate limit'),
+  OVERLOADED: () => callApi('please overload'),
+  AUTH: () => callApi('please deny'),
+  TIMEOUT: () => callApi('please dawdle', '--timeout', '1'),
+  IDLE_TIMEOUT: () => {
+    // Claude Code's silence: the request's headers never come.
+    const cwd = workspace();
+    mkdirSync(join(cwd, 'claude-config'));
+    const env = { ...apiEnv(), CLAUDE_CONFIG_DIR: join(cwd, 'claude-config') };
+    const args = ['call', 'claude:haiku', 'please stall', '--base-url', api.url, '--idle-timeout', '1'];
+    return run(args, cwd, env);
+  },
+  PARSE: () => callApi('please garble'),
+  SCHEMA: () => {
+    const cwd = workspace();
+    writeFileSync(
+      join(cwd, 'schema.json'),
+      JSON.stringify({ type: 'object', properties: { city: { type: 'string' } }, required: ['city'] }),
+    );
+    const args = ['call', 'anthropic:claude-haiku-4-5', 'please ramble', '--schema', 'schema.json'];
+    return run([...args, '--schema-retries', '0'], cwd);
+  },
+  BUDGET_EXCEEDED: async () => {
+    // The first call spends past the daily cap; the second is refused before it spends anything.
+    const cwd = workspace();
+    const budget = 'budgets:\n  rules:\n    - { provider: anthropic, daily_usd: 0.5 }\n';
+    writeFileSync(join(cwd, 'switchboard.yaml'), `call:\n  retries_per_provider: 0\n${budget}`);
+    const spent = await run(['call', 'anthropic:claude-haiku-4-5', 'please splurge'], cwd);
+    expect(spent.status, spent.stderr).toBe(0);
+    return run(['call', 'anthropic:claude-haiku-4-5', 'hello'], cwd);
+  },
+  PROVIDER_UNAVAILABLE: () => run(['call', 'claude:haiku', 'hi', '--claude-path', '/no/such/claude']),
+  PROVIDER_ERROR: () => callApi('please break'),
+  MODEL_DOWNGRADED: () => run(['call', 'gemini:2.5-pro', 'hello']),
+  MAX_TURNS: () => agentRun(endlessToolScenario(), {}, ['--max-turns', '1']),
+  AGENT_FAILED: () => agentRun({ rules: [], fallback: { text: 'nothing to change' } }, {}),
+  VERIFY_FAILED: () =>
+    agentRun(writeFileScenario({ path: 'feature.txt', content: 'x\n' }), { verify: 'test -f absent.txt' }),
+  MERGE_CONFLICT: {
+    coveredBy: {
+      file: 'test/cli-agent.test.ts',
+      test: 'stops on a conflict with a change made on the base meanwhile: base unmoved, git output kept',
+    },
+  },
+  TASK_INVALID: () => {
+    const cwd = workspace();
+    writeFileSync(join(cwd, 'task.yaml'), 'id: [unclosed\n');
+    return run(['agent', 'run', '--task', 'task.yaml'], cwd);
+  },
+  NOT_A_GIT_REPO: () => run(['agent', 'run', '--id', 'x', '--title', 'X']),
+  UNKNOWN_BASE: () => {
+    const repo = createRepository(join(workspace(), 'repo'));
+    return run(['agent', 'run', '--id', 'x', '--title', 'X', '--base', 'nope'], repo);
+  },
+  DIRTY_CHECKOUT: () =>
+    agentRun(
+      writeFileScenario({ path: 'feature.txt', content: 'x\n' }),
+      { verify: 'test -f feature.txt' },
+      [],
+      (repo) => writeFileSync(join(repo, 'README.md'), 'edited by hand, not committed\n'),
+    ),
+  RUN_NOT_FOUND: () => run(['agent', 'show', 'no-such-run']),
+  SETUP_FAILED: () => agentRun({ rules: [], fallback: { text: 'unused' } }, { setup: 'exit 3' }),
+  ABORTED: {
+    coveredBy: {
+      file: 'test/cli-agent.test.ts',
+      test: 'cancel leaves no process behind; clean removes merged work and leaves live work alone',
+    },
+  },
+};
+
+describe('every exit code in EXIT_CODES', () => {
+  for (const [name, code] of Object.entries(EXIT_CODES)) {
+    it(`${code} ${name}`, async () => {
+      const testCase = (cases as Partial<Record<string, Case>>)[name];
+      if (testCase === undefined) {
+        throw new Error(
+          `no CLI test makes switchboard exit ${code} (${name}): add one to test/exit-codes.test.ts`,
+        );
+      }
+      if (typeof testCase !== 'function') {
+        // The named test exists and asserts this code.
+        const source = readFileSync(join(root, testCase.coveredBy.file), 'utf8');
+        const start = source.indexOf(`it('${testCase.coveredBy.test}'`);
+        expect(start, `${testCase.coveredBy.file} has no test "${testCase.coveredBy.test}"`).toBeGreaterThan(
+          0,
+        );
+        const body = source.slice(start, source.indexOf('\n  it(', start + 1));
+        expect(body).toMatch(new RegExp(`toBe\\(${code}\\)`));
+        return;
+      }
+      const result = await testCase();
+      expect(result.status, result.stderr).toBe(code);
+      expect(result.stderr, 'no stack trace').not.toMatch(/\n\s+at /);
+      if (code !== EXIT_CODES.OK && code !== EXIT_CODES.ABSTAINED) {
+        // The last line on stderr says what went wrong and what to do.
+        expect(result.stderr.trimEnd().split('\n').at(-1)).toMatch(/^switchboard: .+\(.+\)$/);
+      }
+    });
+  }
+});
