@@ -245,6 +245,32 @@ describe('runAgentTask', () => {
     expect(git(repo, 'rev-parse', '--verify', result.branch)).toBe(result.commit);
   });
 
+  it('ends at once with the API failure code (AUTH, RATE_LIMITED), without retrying the agent', async () => {
+    const { repo, stateDir } = makeRepo();
+    const failures: Partial<AgentOutcome>[] = [
+      { status: 'api_error', isError: true, errorCode: 'AUTH', error: 'Claude Code could not authenticate' },
+      { status: 'rate_limited', isError: true, errorCode: 'RATE_LIMITED', retryAfterMs: 3_600_000 },
+    ];
+    for (const failure of failures) {
+      const agent = fakeAgent(() => failure);
+      const result = await runAgentTask({
+        task: task({ limits: { max_attempts: 3 } }),
+        repo,
+        stateDir,
+        retryDelayMs: 1,
+        _internal: { runAgent: agent },
+      });
+      expect(result).toMatchObject({
+        ok: false,
+        status: 'failed',
+        errorCode: failure.errorCode,
+        attempts: 1,
+      });
+      expect(result.error).toMatch(/the API failed, not the agent/);
+      expect(agent.invocations).toHaveLength(1);
+    }
+  });
+
   it('moves a base branch that is not checked out by compare-and-swap, and fast-forwards with merge: ff', async () => {
     const { repo, stateDir } = makeRepo();
     git(repo, 'branch', 'develop');

@@ -265,7 +265,6 @@ const FINAL_AGENT_FAILURES: Partial<Record<AgentOutcome['status'], ErrorCode>> =
 
 /** Error codes when retries run out, by the last attempt's status. */
 const EXHAUSTED_CODES: Partial<Record<AgentOutcome['status'], ErrorCode>> = {
-  rate_limited: 'RATE_LIMITED',
   max_turns: 'MAX_TURNS',
   idle_timeout: 'IDLE_TIMEOUT',
 };
@@ -560,6 +559,7 @@ class RunExecution {
     if (finalCode !== undefined) {
       this.finish('failed', 'failed', finalCode, describeOutcome(outcome));
     }
+    if (outcome.status === 'api_error' || outcome.status === 'rate_limited') this.stopOnApiFailure(outcome);
     // `is_error: true` with `subtype: success` is a failure too: trust neither field alone.
     const succeeded = outcome.status === 'success' && !outcome.isError;
     let failure: string | undefined;
@@ -576,10 +576,27 @@ class RunExecution {
       return;
     }
     const code: ErrorCode = !succeeded ? (EXHAUSTED_CODES[outcome.status] ?? 'AGENT_FAILED') : 'AGENT_FAILED';
-    await this.retryOrFail(
+    await this.retryOrFail(code, failure);
+  }
+
+  /**
+   * The API, not the agent, failed (a bad key, a rate limit, an overload, no connection): another
+   * attempt would meet the same wall and pay for nothing, and feeding the failure back as the agent's
+   * mistake would mislead it. The run ends with the failure's own code; the worktree keeps what the
+   * agent wrote.
+   */
+  private stopOnApiFailure(outcome: AgentOutcome): never {
+    const code = outcome.errorCode ?? (outcome.status === 'rate_limited' ? 'RATE_LIMITED' : 'PROVIDER_ERROR');
+    const wait =
+      outcome.retryAfterMs === undefined
+        ? ''
+        : ` (the API asks to wait until ${new Date(Date.now() + outcome.retryAfterMs).toISOString()})`;
+    this.update({ detail: describeOutcome(outcome) });
+    this.finish(
+      'failed',
+      'failed',
       code,
-      failure,
-      outcome.status === 'rate_limited' ? outcome.retryAfterMs : undefined,
+      `the API failed, not the agent, so the attempt was not retried: ${outcome.error ?? code}${wait}`,
     );
   }
 
@@ -734,7 +751,7 @@ class RunExecution {
     return (await this.changedFiles()).length > 0 || (await this.headMoved());
   }
 
-  private async retryOrFail(code: ErrorCode, failure: string, retryAfterMs?: number): Promise<void> {
+  private async retryOrFail(code: ErrorCode, failure: string): Promise<void> {
     this.stopIfCancelled();
     const { task } = this.run;
     this.update({ detail: failure, errorCode: code, error: firstLineOf(failure) });
@@ -747,7 +764,7 @@ class RunExecution {
       );
     }
     const backoff = this.run.options.retryDelayMs * 2 ** Math.max(0, this.run.attempt - 1);
-    const delay = Math.min(Math.max(backoff, retryAfterMs ?? 0), Math.max(0, this.deadline - Date.now()));
+    const delay = Math.min(backoff, Math.max(0, this.deadline - Date.now()));
     this.event('retry', `attempt ${this.run.attempt} failed (${code}); retrying in ${delay} ms`, {
       code,
       delayMs: delay,
