@@ -23,7 +23,7 @@ import {
   type RepositoryInfo,
 } from './git.js';
 import { agentEnvironment } from './environment.js';
-import { MergeQueue, mergeIntoBase } from './merge.js';
+import { MergeQueue, assertBaseCheckoutClean, mergeIntoBase } from './merge.js';
 import { PROCESS_TAG_VARIABLE, killRunProcesses, runProcessTag } from './processes.js';
 import { isRecordedProcessAlive, withRepoLock } from './repo-lock.js';
 import { AgentRunStore, type AgentPhase, type AgentRunRecord, type RunUpdate } from './run-store.js';
@@ -146,6 +146,8 @@ export async function runAgentTask(options: RunAgentTaskOptions): Promise<AgentR
       hint: 'set `base` to an existing local branch (see `git branch`), or create it first',
     });
   }
+  const merge = options.merge ?? task.merge ?? 'no-ff';
+  await assertBaseCheckoutClean({ repo: repository.root, baseBranch, mode: merge });
   await checkClaudeAvailable(options);
   if (options.contextTemplate !== undefined) loadContextTemplate(options.contextTemplate);
 
@@ -153,7 +155,7 @@ export async function runAgentTask(options: RunAgentTaskOptions): Promise<AgentR
   const store = AgentRunStore.open(stateDir);
   try {
     const storedOptions: AgentRunRecord['options'] = {
-      merge: options.merge ?? task.merge ?? 'no-ff',
+      merge,
       retryDelayMs: options.retryDelayMs ?? 2000,
     };
     const model = task.model ?? options.model;
@@ -224,6 +226,13 @@ export async function resumeAgentRun(options: ResumeAgentRunOptions): Promise<Ag
         },
       );
     }
+    // Before the claim: a refused resume leaves the run as it was, to be resumed once the checkout is clean.
+    await assertBaseCheckoutClean({
+      repo: run.repo,
+      baseBranch: run.baseBranch,
+      mode: run.options.merge,
+      runId: run.id,
+    });
     if (!store.claim(run.id, run.runnerPid, process.pid)) {
       throw new SwitchboardError('INVALID_INPUT', `agent run ${run.id} was picked up by another process`, {
         hint: 'watch it with `switchboard agent show`',
@@ -234,7 +243,7 @@ export async function resumeAgentRun(options: ResumeAgentRunOptions): Promise<Ag
     killRunProcesses(run.childPid, run.id);
     const repository = await repositoryInfo(run.repo);
     if (run.status === 'conflict') {
-      store.update(run.id, { status: 'running', phase: 'merge', errorCode: null, error: null });
+      store.update(run.id, { status: 'running', phase: 'merge', errorCode: null, error: null, ended: false });
     }
     store.addEvent(run.id, run.phase, 'resume', `resumed in phase ${run.phase} by pid ${process.pid}`, {
       previousRunnerPid: run.runnerPid,
@@ -676,12 +685,13 @@ class RunExecution {
         );
         break;
       case 'dirty':
+        // Like a conflict, the run waits for the user: `resume` merges the commit once the checkout is clean.
         this.update({ detail: merged.output });
         this.finish(
-          'failed',
-          'failed',
+          'conflict',
+          'conflict',
           'DIRTY_CHECKOUT',
-          `${merged.checkout} has ${this.run.baseBranch} checked out with uncommitted changes; nothing was merged and the change is on branch ${this.run.branch}`,
+          `${merged.checkout} has ${this.run.baseBranch} checked out with uncommitted changes; nothing was merged and the change is on branch ${this.run.branch} until \`switchboard agent resume ${this.run.id}\` once the checkout is clean`,
         );
         break;
       default:
