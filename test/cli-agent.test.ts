@@ -605,6 +605,32 @@ describe('switchboard agent failures that are not the agent', () => {
   });
 });
 
+describe('switchboard agent: nothing outlives the runner', () => {
+  it('kills the verify command when the runner is killed with SIGKILL', async () => {
+    const f = await fixture(writeFilesScenario({ files: [{ path: 'done.txt', content: 'done\n' }] }));
+    const pidFile = join(f.root, 'verify.pid');
+    const task = f.task('task', {
+      id: 'long-verify',
+      title: 'Long verify',
+      verify: `echo $$ > ${pidFile} && exec sleep 300`,
+    });
+    const runner = spawn(
+      process.execPath,
+      [cli, 'agent', 'run', '--task', task, '--base-url', sim?.url ?? ''],
+      { cwd: f.repo, env: f.env, stdio: 'ignore' },
+    );
+    children.push(runner.pid ?? 0);
+    await waitUntil(() => existsSync(pidFile) && readFileSync(pidFile, 'utf8').trim() !== '');
+    const verifyPid = Number(readFileSync(pidFile, 'utf8').trim());
+    children.push(verifyPid);
+    expect(processRunning(verifyPid)).toBe(true);
+    runner.kill('SIGKILL');
+    await new Promise((resolve) => runner.once('exit', resolve));
+    await waitUntil(() => !processRunning(verifyPid), 10_000).catch(() => undefined);
+    expect(processRunning(verifyPid), `verify command ${verifyPid} outlived its runner`).toBe(false);
+  });
+});
+
 describe('switchboard agent run-all progress', () => {
   // south answers at once, north after 3 s: south is done well before the table stops.
   const delays: Record<string, number> = { north: 3_000, south: 200 };
@@ -729,6 +755,18 @@ function runInTerminal(
       resolve({ status, output });
     });
   });
+}
+
+/** Whether `pid` runs (a zombie waiting to be reaped runs nothing and does not count). */
+function processRunning(pid: number): boolean {
+  try {
+    const state = readFileSync(`/proc/${pid}/stat`, 'utf8')
+      .replace(/^.*\) /s, '')
+      .charAt(0);
+    return state !== 'Z' && state !== 'X';
+  } catch {
+    return false;
+  }
 }
 
 function groupAlive(pgid: number): boolean {
