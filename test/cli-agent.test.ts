@@ -524,6 +524,113 @@ describe('switchboard agent lifecycle', () => {
   });
 });
 
+describe('switchboard agent failures that are not the agent', () => {
+  it('reports an API failure as AUTH / RATE_LIMITED / PROVIDER_UNAVAILABLE with its exit code, and does not retry it', async () => {
+    const f = await fixture({
+      rules: [
+        { name: 'auth', match: { text: 'Task auth:' }, fault: { status: 401, message: 'invalid x-api-key' } },
+        {
+          name: 'limited',
+          match: { text: 'Task limited:' },
+          fault: {
+            status: 429,
+            retryAfter: 60,
+            message: `Claude AI usage limit reached|${Math.floor(Date.now() / 1000) + 3600}`,
+          },
+        },
+        { name: 'drop', match: { text: 'Task drop:' }, fault: { kind: 'drop-before' } },
+      ],
+    });
+    const cases = [
+      ['auth', 'AUTH', 22],
+      ['limited', 'RATE_LIMITED', 20],
+      ['drop', 'PROVIDER_UNAVAILABLE', 28],
+    ] as const;
+    for (const [id, code, exit] of cases) {
+      const task = f.task(id, { id, title: `Fail ${id}`, limits: { max_attempts: 3 } });
+      const result = await f.run(['agent', 'run', '--task', task, '--retry-delay', '0.05', '--json']);
+      expect(result.status, `${id}: ${result.stderr}`).toBe(exit);
+      const run = JSON.parse(result.stdout) as RunJson;
+      expect(run).toMatchObject({ status: 'failed', errorCode: code, attempts: 1 });
+      // One request: neither Claude Code nor the runner tried again.
+      expect(simLog().filter((entry) => entry.rule === id)).toHaveLength(1);
+      const show = await f.run(['agent', 'show', run.id]);
+      expect(show.stdout).toMatch(new RegExp(`^error {5}${code}: the API failed, not the agent`, 'm'));
+      expect(show.stdout).not.toContain('agent_error');
+      expect(show.stdout).not.toContain('sk-ant-agent-cli-test');
+    }
+  });
+
+  it('refuses a dirty checkout before the agent runs; one dirtied meanwhile is merged by resume once clean', async () => {
+    const f = await fixture(writeFilesScenario({ files: [{ path: 'landed.txt', content: 'landed\n' }] }));
+    writeFileSync(join(f.repo, 'README.md'), 'work in progress\n');
+    const early = await f.run([
+      'agent',
+      'run',
+      '--task',
+      f.task('early', { id: 'early', title: 'Too early' }),
+    ]);
+    expect(early.status).toBe(46);
+    expect(early.stderr.trim().split('\n')).toHaveLength(1);
+    expect(early.stderr).toMatch(/uncommitted changes \(README\.md\).*commit or stash them/);
+    expect(simLog()).toEqual([]);
+    expect(await f.json<unknown[]>(['agent', 'ls'])).toEqual([]);
+    git(f.repo, 'checkout', '--', 'README.md');
+
+    // The verify command plays the user, editing the checkout while the run is going.
+    const task = f.task('late', {
+      id: 'late',
+      title: 'Land later',
+      verify: `test -f landed.txt && printf 'edit\\n' >> ${f.repo}/README.md`,
+    });
+    const stopped = await f.run(['agent', 'run', '--task', task, '--json']);
+    expect(stopped.status, stopped.stderr).toBe(46);
+    const run = JSON.parse(stopped.stdout) as RunJson;
+    expect(run).toMatchObject({ status: 'conflict', errorCode: 'DIRTY_CHECKOUT', attempts: 1 });
+    expect(git(f.repo, 'show', `${run.branch}:landed.txt`)).toBe('landed');
+    expect(existsSync(join(f.repo, 'landed.txt'))).toBe(false);
+    const requests = simLog().length;
+    expect(requests).toBeGreaterThan(0);
+
+    const refused = await f.run(['agent', 'resume', run.id]);
+    expect(refused.status).toBe(46);
+    expect(refused.stderr).toContain(`switchboard agent resume ${run.id}`);
+
+    git(f.repo, 'checkout', '--', 'README.md');
+    const resumed = await f.run(['agent', 'resume', run.id, '--json']);
+    expect(resumed.status, resumed.stderr).toBe(0);
+    expect(JSON.parse(resumed.stdout)).toMatchObject({ ok: true, phase: 'done', attempts: 1 });
+    expect(readFileSync(join(f.repo, 'landed.txt'), 'utf8')).toBe('landed\n');
+    expect(simLog()).toHaveLength(requests);
+  });
+});
+
+describe('switchboard agent: nothing outlives the runner', () => {
+  it('kills the verify command when the runner is killed with SIGKILL', async () => {
+    const f = await fixture(writeFilesScenario({ files: [{ path: 'done.txt', content: 'done\n' }] }));
+    const pidFile = join(f.root, 'verify.pid');
+    const task = f.task('task', {
+      id: 'long-verify',
+      title: 'Long verify',
+      verify: `echo $$ > ${pidFile} && exec sleep 300`,
+    });
+    const runner = spawn(
+      process.execPath,
+      [cli, 'agent', 'run', '--task', task, '--base-url', sim?.url ?? ''],
+      { cwd: f.repo, env: f.env, stdio: 'ignore' },
+    );
+    children.push(runner.pid ?? 0);
+    await waitUntil(() => existsSync(pidFile) && readFileSync(pidFile, 'utf8').trim() !== '');
+    const verifyPid = Number(readFileSync(pidFile, 'utf8').trim());
+    children.push(verifyPid);
+    expect(processRunning(verifyPid)).toBe(true);
+    runner.kill('SIGKILL');
+    await new Promise((resolve) => runner.once('exit', resolve));
+    await waitUntil(() => !processRunning(verifyPid), 10_000).catch(() => undefined);
+    expect(processRunning(verifyPid), `verify command ${verifyPid} outlived its runner`).toBe(false);
+  });
+});
+
 describe('switchboard agent run-all progress', () => {
   // south answers at once, north after 3 s: south is done well before the table stops.
   const delays: Record<string, number> = { north: 3_000, south: 200 };
@@ -648,6 +755,18 @@ function runInTerminal(
       resolve({ status, output });
     });
   });
+}
+
+/** Whether `pid` runs (a zombie waiting to be reaped runs nothing and does not count). */
+function processRunning(pid: number): boolean {
+  try {
+    const state = readFileSync(`/proc/${pid}/stat`, 'utf8')
+      .replace(/^.*\) /s, '')
+      .charAt(0);
+    return state !== 'Z' && state !== 'X';
+  } catch {
+    return false;
+  }
 }
 
 function groupAlive(pgid: number): boolean {

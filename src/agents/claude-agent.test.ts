@@ -328,18 +328,44 @@ describe('runAgent with the real Claude Code binary', () => {
     expect(liveProcesses().filter((process) => process.pgid === pids[0])).toEqual([]);
   });
 
-  it('reports is_error with subtype success as agent_error, with the API error', async () => {
+  it('reports is_error with subtype success as api_error with the API failure code, not agent_error', async () => {
     const harness = await agentHarness(() => apiErrorScenario({ status: 500 }));
     const outcome = await harness.run();
-    expect(outcome).toMatchObject({ status: 'agent_error', subtype: 'success', isError: true });
+    expect(outcome).toMatchObject({
+      status: 'api_error',
+      errorCode: 'PROVIDER_ERROR',
+      subtype: 'success',
+      isError: true,
+    });
     expect(outcome.error).toMatch(/500/);
+  });
+
+  it('names API failures for what they are: AUTH, OVERLOADED, PROVIDER_UNAVAILABLE', async () => {
+    const harness = await agentHarness(() => ({
+      rules: [
+        { match: { text: 'auth' }, fault: { status: 401, message: 'invalid x-api-key' } },
+        { match: { text: 'busy' }, fault: { kind: 'overload' } },
+        { match: { text: 'drop' }, fault: { kind: 'drop-before' } },
+      ],
+    }));
+    const cases = [
+      ['auth', 'AUTH'],
+      ['busy', 'OVERLOADED'],
+      ['drop', 'PROVIDER_UNAVAILABLE'],
+    ] as const;
+    for (const [prompt, code] of cases) {
+      const outcome = await harness.run({ prompt: `${prompt} please` });
+      expect(outcome, JSON.stringify(outcome)).toMatchObject({ status: 'api_error', errorCode: code });
+    }
+    // Claude Code's own retries are off: one request each.
+    expect(harness.sim.requests).toHaveLength(3);
   });
 
   it('reports a usage limit as rate_limited with the time to wait', async () => {
     const resetsAt = Math.floor(Date.now() / 1000) + 3600;
     const harness = await agentHarness(() => rateLimitScenario({ resetsAt }));
     const outcome = await harness.run();
-    expect(outcome).toMatchObject({ status: 'rate_limited', isError: true });
+    expect(outcome).toMatchObject({ status: 'rate_limited', errorCode: 'RATE_LIMITED', isError: true });
     expect(outcome.retryAfterMs).toBeGreaterThan(3_500_000);
     expect(outcome.retryAfterMs).toBeLessThanOrEqual(3_600_000);
   });

@@ -9,7 +9,7 @@ import {
   type Options,
   type SDKMessage,
 } from '@anthropic-ai/claude-agent-sdk';
-import { isSwitchboardError, SwitchboardError } from '../core/errors.js';
+import { isSwitchboardError, SwitchboardError, type ErrorCode } from '../core/errors.js';
 import { agentEnvironment } from './environment.js';
 import { realOrResolved } from './paths.js';
 import { PROCESS_TAG_VARIABLE } from './processes.js';
@@ -81,6 +81,7 @@ export type AgentStatus =
   | 'idle_timeout'
   | 'timeout'
   | 'rate_limited'
+  | 'api_error'
   | 'aborted'
   | 'spawn_failed';
 
@@ -100,11 +101,20 @@ export interface AgentOutcome {
   error?: string;
   /** For rate_limited: when to try again, if Claude Code said. */
   retryAfterMs?: number;
+  /**
+   * For `api_error` and `rate_limited`: what the API failure was (`AUTH`, `RATE_LIMITED`, `OVERLOADED`,
+   * `PROVIDER_UNAVAILABLE`, `PROVIDER_ERROR`, `INVALID_INPUT`), as the Claude Code provider maps it. Such a
+   * failure says nothing about the agent's work, so a runner must not retry it as an agent failure.
+   */
+  errorCode?: ErrorCode;
 }
 
 export type AgentDenial = AgentOutcome['denied'][number];
 
 const DEFAULT_IDLE_TIMEOUT_MS = 300_000;
+
+/** Codes that name a failure of the API or its access, whatever result subtype carried them. */
+const INFRASTRUCTURE_CODES: ReadonlySet<ErrorCode> = new Set(['AUTH', 'OVERLOADED', 'PROVIDER_UNAVAILABLE']);
 
 const DEFAULT_WALL_CLOCK_MS = 1_800_000;
 /** How long Claude Code may take to report its own budget stop once our estimate has crossed the cap. */
@@ -439,8 +449,15 @@ export async function runAgent(invocation: AgentInvocation): Promise<AgentOutcom
       ...base,
       isError: true,
       error: error.message,
+      errorCode: error.code,
       ...(error.retryAfterMs === undefined ? {} : { retryAfterMs: error.retryAfterMs }),
     });
+  }
+  // `is_error` with `subtype: success` is how Claude Code reports a failed API request.
+  const apiFailure =
+    INFRASTRUCTURE_CODES.has(error.code) || result.subtype === 'success' || result.api_error_status != null;
+  if (apiFailure) {
+    return outcome('api_error', { ...base, isError: true, error: error.message, errorCode: error.code });
   }
   return outcome('agent_error', { ...base, isError: true, error: error.message });
 }

@@ -71,6 +71,54 @@ export async function mergeIntoBase(request: MergeRequest): Promise<MergeResult>
   return withRepoLock(request.commonDir, () => mergeLocked(request), lockOptions);
 }
 
+/**
+ * Refuses to start (or resume) a run whose merge could not land: the base branch is checked out in a
+ * worktree with uncommitted changes to tracked files. Checked before the agent runs, so no paid-for
+ * work waits on a checkout the user still has to clean. A merge mode of `branch` never touches the
+ * checkout, so it is never refused. A checkout dirtied during the run is caught again at the merge.
+ */
+export async function assertBaseCheckoutClean({
+  repo,
+  baseBranch,
+  mode,
+  runId,
+}: {
+  repo: string;
+  baseBranch: string;
+  mode: MergeMode;
+  /** Set on resume, for the hint. */
+  runId?: string;
+}): Promise<void> {
+  if (mode === 'branch') return;
+  const checkout = await baseCheckout(repo, baseBranch);
+  if (checkout === undefined) return;
+  const changes = await trackedChanges(checkout);
+  if (changes === '') return;
+  const files = changes
+    .split('\n')
+    .slice(0, 3)
+    // `trackedChanges` trims the output, so the first line's two-letter code may have lost a space.
+    .map((line) => line.trim().replace(/^\S+\s+/, ''))
+    .join(', ');
+  const then = runId === undefined ? 'run the task again' : `run \`switchboard agent resume ${runId}\` again`;
+  throw new SwitchboardError(
+    'DIRTY_CHECKOUT',
+    `${checkout} has ${baseBranch} checked out with uncommitted changes (${files}), so the change could not be merged into it`,
+    {
+      hint: `commit or stash them and ${then}, or use --merge branch to leave the change on its own branch`,
+      details: { checkout, changes },
+    },
+  );
+}
+
+/** The worktree that has `baseBranch` checked out, if any. */
+async function baseCheckout(repo: string, baseBranch: string): Promise<string | undefined> {
+  const entry = (await listWorktrees(repo)).find(
+    (worktree) => worktree.branch === baseBranch && !worktree.prunable,
+  );
+  return entry?.path;
+}
+
 async function mergeLocked({
   repo,
   baseBranch,
@@ -113,9 +161,7 @@ async function mergeLocked({
     kind = 'merged';
   }
 
-  const checkout = (await listWorktrees(repo)).find(
-    (entry) => entry.branch === baseBranch && !entry.prunable,
-  );
+  const checkout = await baseCheckout(repo, baseBranch);
   if (checkout === undefined) {
     const moved = await git(repo, [
       'update-ref',
@@ -133,12 +179,12 @@ async function mergeLocked({
     return { kind, commit: target };
   }
 
-  const changes = await trackedChanges(checkout.path);
-  if (changes !== '') return { kind: 'dirty', checkout: checkout.path, output: changes };
-  const merged = await git(checkout.path, ['merge', '--ff-only', '--no-edit', target]);
+  const changes = await trackedChanges(checkout);
+  if (changes !== '') return { kind: 'dirty', checkout, output: changes };
+  const merged = await git(checkout, ['merge', '--ff-only', '--no-edit', target]);
   if (merged.exitCode !== 0) {
     // For example an untracked file in the checkout would be overwritten; git changed nothing.
-    return { kind: 'dirty', checkout: checkout.path, output: `${merged.stdout}\n${merged.stderr}`.trim() };
+    return { kind: 'dirty', checkout, output: `${merged.stdout}\n${merged.stderr}`.trim() };
   }
-  return { kind, commit: target, checkout: checkout.path };
+  return { kind, commit: target, checkout };
 }

@@ -119,6 +119,7 @@ export interface RunUpdate {
   error?: string | null;
   detail?: string | null;
   baseCommit?: string;
+  /** true stamps the end time; false clears it (a stopped run that is resumed). */
   ended?: boolean;
   cleaned?: boolean;
 }
@@ -203,6 +204,8 @@ export class AgentRunStore {
       values[column] = value;
     }
     if (update.ended === true) assignments.push('ended_at = @now');
+    // A resumed conflict is running again: it must be able to end (and be cancelled) once more.
+    if (update.ended === false) assignments.push('ended_at = NULL');
     if (update.cleaned === true) assignments.push('cleaned_at = @now');
     this.guard('update an agent run', () =>
       this.database.prepare(`UPDATE agent_runs SET ${assignments.join(', ')} WHERE id = @id`).run(values),

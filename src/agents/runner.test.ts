@@ -230,7 +230,7 @@ describe('runAgentTask', () => {
     expect(git(repo, 'rev-parse', result.branch)).toBe(result.commit);
   });
 
-  it('refuses to merge into a dirty checkout and leaves the branch', async () => {
+  it('refuses to merge into a checkout dirtied during the run, keeps the branch, and resume merges it once clean', async () => {
     const { repo, stateDir } = makeRepo();
     const agent = fakeAgent((invocation) => {
       writeFileSync(join(invocation.cwd, 'new.txt'), 'new\n');
@@ -238,11 +238,70 @@ describe('runAgentTask', () => {
     });
     const before = git(repo, 'rev-parse', 'main');
     const result = await runAgentTask({ task: task(), repo, stateDir, _internal: { runAgent: agent } });
-    expect(result).toMatchObject({ ok: false, errorCode: 'DIRTY_CHECKOUT' });
+    expect(result).toMatchObject({ ok: false, status: 'conflict', errorCode: 'DIRTY_CHECKOUT' });
     expect(result.error).toContain('uncommitted changes');
     expect(git(repo, 'rev-parse', 'main')).toBe(before);
     expect(readFileSync(join(repo, 'README.md'), 'utf8')).toBe('uncommitted edit\n');
     expect(git(repo, 'rev-parse', '--verify', result.branch)).toBe(result.commit);
+
+    // Still dirty: resume refuses and the run stays as it was.
+    await expect(
+      resumeAgentRun({ runId: result.id, stateDir, _internal: { runAgent: agent } }),
+    ).rejects.toMatchObject({ code: 'DIRTY_CHECKOUT' });
+    expect(showAgentRun(result.id, { stateDir })).toMatchObject({ status: 'conflict' });
+
+    git(repo, 'checkout', '--', 'README.md');
+    const resumed = await resumeAgentRun({ runId: result.id, stateDir, _internal: { runAgent: agent } });
+    expect(resumed).toMatchObject({ ok: true, phase: 'done', commit: result.commit });
+    expect(agent.invocations).toHaveLength(1);
+    expect(readFileSync(join(repo, 'new.txt'), 'utf8')).toBe('new\n');
+    expect(git(repo, 'rev-parse', 'main^2')).toBe(result.commit);
+  });
+
+  it('refuses a dirty base checkout before the agent runs, unless the change stays on its branch', async () => {
+    const { repo, stateDir } = makeRepo();
+    writeFileSync(join(repo, 'README.md'), 'uncommitted edit\n');
+    const agent = fakeAgent((invocation) => writeFileSync(join(invocation.cwd, 'new.txt'), 'new\n'));
+    await expect(
+      runAgentTask({ task: task(), repo, stateDir, _internal: { runAgent: agent } }),
+    ).rejects.toMatchObject({ code: 'DIRTY_CHECKOUT', message: expect.stringContaining('README.md') });
+    expect(agent.invocations).toHaveLength(0);
+    expect(listAgentRuns({ stateDir })).toHaveLength(0);
+    expect(git(repo, 'branch', '--list', 'agent/*')).toBe('');
+
+    const branch = await runAgentTask({
+      task: task({ merge: 'branch' }),
+      repo,
+      stateDir,
+      _internal: { runAgent: agent },
+    });
+    expect(branch).toMatchObject({ ok: true, phase: 'done' });
+  });
+
+  it('ends at once with the API failure code (AUTH, RATE_LIMITED), without retrying the agent', async () => {
+    const { repo, stateDir } = makeRepo();
+    const failures: Partial<AgentOutcome>[] = [
+      { status: 'api_error', isError: true, errorCode: 'AUTH', error: 'Claude Code could not authenticate' },
+      { status: 'rate_limited', isError: true, errorCode: 'RATE_LIMITED', retryAfterMs: 3_600_000 },
+    ];
+    for (const failure of failures) {
+      const agent = fakeAgent(() => failure);
+      const result = await runAgentTask({
+        task: task({ limits: { max_attempts: 3 } }),
+        repo,
+        stateDir,
+        retryDelayMs: 1,
+        _internal: { runAgent: agent },
+      });
+      expect(result).toMatchObject({
+        ok: false,
+        status: 'failed',
+        errorCode: failure.errorCode,
+        attempts: 1,
+      });
+      expect(result.error).toMatch(/the API failed, not the agent/);
+      expect(agent.invocations).toHaveLength(1);
+    }
   });
 
   it('moves a base branch that is not checked out by compare-and-swap, and fast-forwards with merge: ff', async () => {

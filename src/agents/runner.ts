@@ -23,7 +23,7 @@ import {
   type RepositoryInfo,
 } from './git.js';
 import { agentEnvironment } from './environment.js';
-import { MergeQueue, mergeIntoBase } from './merge.js';
+import { MergeQueue, assertBaseCheckoutClean, mergeIntoBase } from './merge.js';
 import { PROCESS_TAG_VARIABLE, killRunProcesses, runProcessTag } from './processes.js';
 import { isRecordedProcessAlive, withRepoLock } from './repo-lock.js';
 import { AgentRunStore, type AgentPhase, type AgentRunRecord, type RunUpdate } from './run-store.js';
@@ -146,6 +146,8 @@ export async function runAgentTask(options: RunAgentTaskOptions): Promise<AgentR
       hint: 'set `base` to an existing local branch (see `git branch`), or create it first',
     });
   }
+  const merge = options.merge ?? task.merge ?? 'no-ff';
+  await assertBaseCheckoutClean({ repo: repository.root, baseBranch, mode: merge });
   await checkClaudeAvailable(options);
   if (options.contextTemplate !== undefined) loadContextTemplate(options.contextTemplate);
 
@@ -153,7 +155,7 @@ export async function runAgentTask(options: RunAgentTaskOptions): Promise<AgentR
   const store = AgentRunStore.open(stateDir);
   try {
     const storedOptions: AgentRunRecord['options'] = {
-      merge: options.merge ?? task.merge ?? 'no-ff',
+      merge,
       retryDelayMs: options.retryDelayMs ?? 2000,
     };
     const model = task.model ?? options.model;
@@ -224,6 +226,13 @@ export async function resumeAgentRun(options: ResumeAgentRunOptions): Promise<Ag
         },
       );
     }
+    // Before the claim: a refused resume leaves the run as it was, to be resumed once the checkout is clean.
+    await assertBaseCheckoutClean({
+      repo: run.repo,
+      baseBranch: run.baseBranch,
+      mode: run.options.merge,
+      runId: run.id,
+    });
     if (!store.claim(run.id, run.runnerPid, process.pid)) {
       throw new SwitchboardError('INVALID_INPUT', `agent run ${run.id} was picked up by another process`, {
         hint: 'watch it with `switchboard agent show`',
@@ -234,7 +243,7 @@ export async function resumeAgentRun(options: ResumeAgentRunOptions): Promise<Ag
     killRunProcesses(run.childPid, run.id);
     const repository = await repositoryInfo(run.repo);
     if (run.status === 'conflict') {
-      store.update(run.id, { status: 'running', phase: 'merge', errorCode: null, error: null });
+      store.update(run.id, { status: 'running', phase: 'merge', errorCode: null, error: null, ended: false });
     }
     store.addEvent(run.id, run.phase, 'resume', `resumed in phase ${run.phase} by pid ${process.pid}`, {
       previousRunnerPid: run.runnerPid,
@@ -265,7 +274,6 @@ const FINAL_AGENT_FAILURES: Partial<Record<AgentOutcome['status'], ErrorCode>> =
 
 /** Error codes when retries run out, by the last attempt's status. */
 const EXHAUSTED_CODES: Partial<Record<AgentOutcome['status'], ErrorCode>> = {
-  rate_limited: 'RATE_LIMITED',
   max_turns: 'MAX_TURNS',
   idle_timeout: 'IDLE_TIMEOUT',
 };
@@ -560,6 +568,7 @@ class RunExecution {
     if (finalCode !== undefined) {
       this.finish('failed', 'failed', finalCode, describeOutcome(outcome));
     }
+    if (outcome.status === 'api_error' || outcome.status === 'rate_limited') this.stopOnApiFailure(outcome);
     // `is_error: true` with `subtype: success` is a failure too: trust neither field alone.
     const succeeded = outcome.status === 'success' && !outcome.isError;
     let failure: string | undefined;
@@ -576,10 +585,27 @@ class RunExecution {
       return;
     }
     const code: ErrorCode = !succeeded ? (EXHAUSTED_CODES[outcome.status] ?? 'AGENT_FAILED') : 'AGENT_FAILED';
-    await this.retryOrFail(
+    await this.retryOrFail(code, failure);
+  }
+
+  /**
+   * The API, not the agent, failed (a bad key, a rate limit, an overload, no connection): another
+   * attempt would meet the same wall and pay for nothing, and feeding the failure back as the agent's
+   * mistake would mislead it. The run ends with the failure's own code; the worktree keeps what the
+   * agent wrote.
+   */
+  private stopOnApiFailure(outcome: AgentOutcome): never {
+    const code = outcome.errorCode ?? (outcome.status === 'rate_limited' ? 'RATE_LIMITED' : 'PROVIDER_ERROR');
+    const wait =
+      outcome.retryAfterMs === undefined
+        ? ''
+        : ` (the API asks to wait until ${new Date(Date.now() + outcome.retryAfterMs).toISOString()})`;
+    this.update({ detail: describeOutcome(outcome) });
+    this.finish(
+      'failed',
+      'failed',
       code,
-      failure,
-      outcome.status === 'rate_limited' ? outcome.retryAfterMs : undefined,
+      `the API failed, not the agent, so the attempt was not retried: ${outcome.error ?? code}${wait}`,
     );
   }
 
@@ -659,12 +685,13 @@ class RunExecution {
         );
         break;
       case 'dirty':
+        // Like a conflict, the run waits for the user: `resume` merges the commit once the checkout is clean.
         this.update({ detail: merged.output });
         this.finish(
-          'failed',
-          'failed',
+          'conflict',
+          'conflict',
           'DIRTY_CHECKOUT',
-          `${merged.checkout} has ${this.run.baseBranch} checked out with uncommitted changes; nothing was merged and the change is on branch ${this.run.branch}`,
+          `${merged.checkout} has ${this.run.baseBranch} checked out with uncommitted changes; nothing was merged and the change is on branch ${this.run.branch} until \`switchboard agent resume ${this.run.id}\` once the checkout is clean`,
         );
         break;
       default:
@@ -734,7 +761,7 @@ class RunExecution {
     return (await this.changedFiles()).length > 0 || (await this.headMoved());
   }
 
-  private async retryOrFail(code: ErrorCode, failure: string, retryAfterMs?: number): Promise<void> {
+  private async retryOrFail(code: ErrorCode, failure: string): Promise<void> {
     this.stopIfCancelled();
     const { task } = this.run;
     this.update({ detail: failure, errorCode: code, error: firstLineOf(failure) });
@@ -747,7 +774,7 @@ class RunExecution {
       );
     }
     const backoff = this.run.options.retryDelayMs * 2 ** Math.max(0, this.run.attempt - 1);
-    const delay = Math.min(Math.max(backoff, retryAfterMs ?? 0), Math.max(0, this.deadline - Date.now()));
+    const delay = Math.min(backoff, Math.max(0, this.deadline - Date.now()));
     this.event('retry', `attempt ${this.run.attempt} failed (${code}); retrying in ${delay} ms`, {
       code,
       delayMs: delay,

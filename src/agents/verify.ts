@@ -1,5 +1,6 @@
 import { execa } from 'execa';
 import { agentEnvironment } from './environment.js';
+import { parentWatchedCommand } from '../providers/claude-code/process-group.js';
 
 /** What the verify command did. */
 export interface VerifyResult {
@@ -27,7 +28,8 @@ export interface RunVerifyOptions {
 /**
  * Runs the task's verify command through the shell in the worktree. The command leads its own process
  * group, so a timeout or an abort kills everything it started (test runners, servers), not only the
- * shell.
+ * shell. The group also dies with the runner: a watcher in it kills it once the runner is gone, even
+ * after a `kill -9` that gives the runner no chance to clean up.
  */
 export async function runVerify({
   command,
@@ -39,9 +41,13 @@ export async function runVerify({
   env = agentEnvironment(),
 }: RunVerifyOptions): Promise<VerifyResult> {
   const started = Date.now();
-  const subprocess = execa(command, {
+  const [file, args] =
+    process.platform === 'win32'
+      ? [command, []]
+      : parentWatchedCommand('/bin/sh', ['-c', command], 'verify-watch');
+  const subprocess = execa(file, args, {
     cwd,
-    shell: true,
+    shell: process.platform === 'win32',
     detached: true,
     reject: false,
     all: true,

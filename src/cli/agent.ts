@@ -411,7 +411,9 @@ export function registerAgentCommand(program: Command): void {
   addConnectionFlags(
     agent
       .command('resume')
-      .description('pick up a run whose runner died (or that stopped on a conflict) from its recorded phase')
+      .description(
+        'pick up a run whose runner died (or that stopped on a conflict or a dirty checkout) from its recorded phase',
+      )
       .argument('<id>', 'run id (or a unique prefix)'),
   ).action(async (id: string, flags: ConnectionFlags, command: Command) => {
     const { resumeAgentRun } = await import('../agents/runner.js');
@@ -476,9 +478,11 @@ function finishRun(result: AgentRunResult, json: boolean): void {
   else process.stdout.write(`${summary(result)}\n`);
   if (!result.ok && !json) {
     const hint =
-      result.status === 'conflict'
-        ? `resolve it on branch ${result.branch}, or run \`switchboard agent resume ${result.id}\` after moving the base`
-        : `see \`switchboard agent show ${result.id}\` and \`switchboard agent logs ${result.id}\``;
+      result.errorCode === 'DIRTY_CHECKOUT'
+        ? `commit or stash the changes in the checkout, then run \`switchboard agent resume ${result.id}\` to merge without running the agent again`
+        : result.status === 'conflict'
+          ? `resolve it on branch ${result.branch}, or run \`switchboard agent resume ${result.id}\` after moving the base`
+          : `see \`switchboard agent show ${result.id}\` and \`switchboard agent logs ${result.id}\``;
     process.stderr.write(`switchboard: ${result.error ?? result.errorCode ?? 'the run failed'} (${hint})\n`);
   }
   process.exitCode = exitCodeOf(result);

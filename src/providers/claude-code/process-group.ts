@@ -18,13 +18,29 @@ export interface SpawnRequest {
  */
 const PARENT_WATCH = [
   'parent=$PPID',
-  '( while kill -0 "$parent" 2>/dev/null; do sleep 1; done; kill -KILL 0 ) &',
+  // Away from the command's pipes: a reader waiting for their end must not wait for the watcher's sleep.
+  '( while kill -0 "$parent" 2>/dev/null; do sleep 1; done; kill -KILL 0 ) </dev/null >/dev/null 2>&1 &',
   'watcher=$!',
   '"$@"',
   'status=$?',
   'kill "$watcher" 2>/dev/null',
   'exit $status',
 ].join('\n');
+
+/**
+ * The file and arguments that run `command args…` under the parent watch (see `PARENT_WATCH`), for a
+ * process spawned with `detached: true` so that it leads a group of its own: if the spawning process
+ * dies, even by SIGKILL, everything left in that group is killed within about a second. Windows has no
+ * such shell; there the command runs as given.
+ */
+export function parentWatchedCommand(
+  command: string,
+  args: readonly string[],
+  label: string,
+): [string, string[]] {
+  if (process.platform === 'win32') return [command, [...args]];
+  return ['/bin/sh', ['-c', PARENT_WATCH, label, command, ...args]];
+}
 
 /**
  * A Claude Code process started in its own process group, so that killing the group takes the CLI and
@@ -39,10 +55,7 @@ export class ClaudeProcess {
     const cleanEnvironment = Object.fromEntries(
       Object.entries(env).filter((entry): entry is [string, string] => entry[1] !== undefined),
     );
-    const [file, argv] =
-      process.platform === 'win32'
-        ? [command, args]
-        : ['/bin/sh', ['-c', PARENT_WATCH, 'claude-watch', command, ...args]];
+    const [file, argv] = parentWatchedCommand(command, args, 'claude-watch');
     this.child = spawn(file, argv, {
       cwd,
       env: cleanEnvironment,
