@@ -111,6 +111,21 @@ describe('budgets under concurrency', () => {
     });
   });
 
+  it("estimates with the caller's prices: a model priced at 0 runs in parallel under a cap", async () => {
+    const { sim, options } = await openAiSetup({
+      rules: [{ reply: { text: 'local answer', usage: { input: 10, output: 10 }, delayMs: 300 } }],
+    });
+    const budget = {
+      rules: [{ dailyUsd: 1 }],
+      prices: { 'llama3.2': { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 } },
+    };
+    const results = await Promise.all(
+      Array.from({ length: 3 }, () => call('openai:llama3.2', { prompt: 'hi' }, { ...options, budget })),
+    );
+    expect(results.flatMap((result) => result.warnings).join()).not.toMatch(/has no price/);
+    expect(completions(sim)).toHaveLength(3);
+  });
+
   it('treats a cap of 0 as "blocked": no request is sent', async () => {
     const { sim, options } = await openAiSetup({ rules: [{ reply: { text: 'hello' } }] });
     const budget = { rules: [{ provider: 'openai', dailyUsd: 0 }] };

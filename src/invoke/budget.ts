@@ -1,6 +1,6 @@
 import { SwitchboardError } from '../core/errors.js';
 import { formatUsd } from '../core/format-usd.js';
-import { findPrice } from '../core/prices.js';
+import { DEFAULT_PRICES, findPrice, type ModelPrice } from '../core/prices.js';
 import type { CapStanding, SpendCap } from '../store/budget-reservations.js';
 import type { Ledger } from '../store/ledger.js';
 
@@ -23,6 +23,11 @@ export interface CallBudget {
   /** The most one call may cost, all attempts together: checked against an estimate before each attempt and the real cost after. */
   maxCostUsd?: number;
   rules?: readonly BudgetRule[];
+  /**
+   * Prices (USD per million tokens) over the built-in table, for the estimates made before each attempt;
+   * give the same table as the providers (`prices:` in switchboard.yaml). @default DEFAULT_PRICES
+   */
+  prices?: Readonly<Record<string, ModelPrice>>;
 }
 
 function startOfDay(now: number): number {
@@ -211,8 +216,14 @@ const ALIAS_PRICE_KEYS: ReadonlyMap<string, string> = new Map([
 ]);
 
 /** A rough cost estimate before a call (four characters a token); undefined when the model has no price. */
-export function estimateCost(model: string, prompt: string, system = ''): number | undefined {
-  const price = findPrice(ALIAS_PRICE_KEYS.get(model) ?? model);
+export function estimateCost(
+  model: string,
+  prompt: string,
+  system = '',
+  prices?: Readonly<Record<string, ModelPrice>>,
+): number | undefined {
+  const table = prices === undefined ? DEFAULT_PRICES : { ...DEFAULT_PRICES, ...prices };
+  const price = findPrice(ALIAS_PRICE_KEYS.get(model) ?? model, table);
   if (price === undefined) return undefined;
   const inputTokens = Math.ceil((prompt.length + system.length) / 4);
   return (inputTokens * price.input + ESTIMATED_OUTPUT_TOKENS * price.output) / 1_000_000;

@@ -193,7 +193,7 @@ export async function call(
       let prompt = request.prompt;
       while (attempts.length < policy.maxAttempts) {
         const maxCost = options.budget?.maxCostUsd;
-        const estimate = estimateCost(target.model, prompt, request.system);
+        const estimate = estimateCost(target.model, prompt, request.system, options.budget?.prices);
         if (maxCost !== undefined) {
           if (spent + (estimate ?? 0) > maxCost) {
             lastError = new SwitchboardError(
