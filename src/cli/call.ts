@@ -175,6 +175,7 @@ export function registerCallCommand(program: Command): void {
               : { stageTimeoutMs: callSettings.stageTimeoutMs }),
             budget: {
               rules: callSettings.budgetRules,
+              prices: callSettings.prices,
               ...((flags.maxCost ?? callSettings.maxCostPerCallUsd) === undefined
                 ? {}
                 : { maxCostUsd: (flags.maxCost ?? callSettings.maxCostPerCallUsd) as number }),

@@ -1,5 +1,7 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import type { SwitchboardConfig } from '../core/config.js';
+import { formatUsd } from '../core/format-usd.js';
+import type { Ledger } from '../store/ledger.js';
 import { commandConfig, type GlobalFlags } from './shared.js';
 
 interface StatsFlags {
@@ -21,11 +23,13 @@ interface BudgetStatus {
   period: 'daily' | 'monthly';
   cap: number;
   spent: number;
+  /** Held by calls in flight (estimates, settled to real costs when they finish). */
+  reserved: number;
 }
 
 /** Spending against each cap in switchboard.yaml, today and this month (UTC). */
 function budgetStatus(
-  ledger: { spendSince(since: number, filter?: { provider?: string; tag?: string }): number },
+  ledger: Pick<Ledger, 'spendSince' | 'reservedAt'>,
   rules: SwitchboardConfig['call']['budgetRules'],
   now: number,
 ): BudgetStatus[] {
@@ -41,7 +45,16 @@ function budgetStatus(
     const scope = [rule.provider ?? 'all providers', rule.tag].filter(Boolean).join(' ');
     return periods.flatMap(([period, since]) => {
       const cap = period === 'daily' ? rule.dailyUsd : rule.monthlyUsd;
-      return cap === undefined ? [] : [{ scope, period, cap, spent: ledger.spendSince(since, filter) }];
+      if (cap === undefined) return [];
+      return [
+        {
+          scope,
+          period,
+          cap,
+          spent: ledger.spendSince(since, filter),
+          reserved: ledger.reservedAt(now, filter),
+        },
+      ];
     });
   });
 }
@@ -76,7 +89,7 @@ export function registerStatsCommand(program: Command): void {
         }
         const percent = (value: number) => `${(value * 100).toFixed(1)}%`;
         const lines = [
-          `calls ${calls.calls} (${calls.attempts} attempts), success ${percent(calls.successRate)}, p50 ${calls.p50Ms.toFixed(0)} ms, p95 ${calls.p95Ms.toFixed(0)} ms, cost $${calls.costUsd.toFixed(4)}`,
+          `calls ${calls.calls} (${calls.attempts} attempts), success ${percent(calls.successRate)}, p50 ${calls.p50Ms.toFixed(0)} ms, p95 ${calls.p95Ms.toFixed(0)} ms, cost ${formatUsd(calls.costUsd)}`,
           `retries ${calls.retries}, fallback rate ${percent(calls.fallbackRate)}; route decisions ${routeDecisions}`,
         ];
         if (calls.byProviderModel.length > 0) {
@@ -94,7 +107,7 @@ export function registerStatsCommand(program: Command): void {
                 group.p50Ms.toFixed(0).padStart(8),
                 group.p95Ms.toFixed(0).padStart(8),
                 `${group.inputTokens}/${group.outputTokens}`.padStart(15),
-                `$${group.costUsd.toFixed(4)}${group.unpricedAttempts > 0 ? ` (+${group.unpricedAttempts} unpriced)` : ''}`.padStart(
+                `${formatUsd(group.costUsd)}${group.unpricedAttempts > 0 ? ` (+${group.unpricedAttempts} unpriced)` : ''}`.padStart(
                   11,
                 ),
               ].join(' '),
@@ -108,7 +121,9 @@ export function registerStatsCommand(program: Command): void {
         }
         for (const budget of budgets) {
           lines.push(
-            `budget ${budget.scope}, ${budget.period}: $${budget.spent.toFixed(4)} of $${budget.cap} (${percent(budget.spent / budget.cap)})`,
+            `budget ${budget.scope}, ${budget.period}: ${formatUsd(budget.spent)} of $${budget.cap}` +
+              (budget.cap > 0 ? ` (${percent(budget.spent / budget.cap)})` : ' (blocked)') +
+              (budget.reserved > 0 ? `, ${formatUsd(budget.reserved)} held by calls in flight` : ''),
           );
         }
         const codes = Object.entries(calls.errorCodes).sort((a, b) => b[1] - a[1]);

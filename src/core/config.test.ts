@@ -71,4 +71,15 @@ describe('loadConfig', () => {
     );
     expect(() => loadConfig({ cwd, env: {}, configFile: 'nope.yaml' })).toThrow(/does not exist/);
   });
+
+  it('takes a budget cap of 0 as "block these calls", and still refuses a negative one', () => {
+    const blocked = directoryWith(
+      'budgets:\n  rules:\n    - { provider: anthropic, daily_usd: 0, monthly_usd: 0 }\n',
+    );
+    expect(loadConfig({ cwd: blocked, env: {} }).call.budgetRules).toEqual([
+      { provider: 'anthropic', dailyUsd: 0, monthlyUsd: 0 },
+    ]);
+    const negative = directoryWith('budgets:\n  rules:\n    - { daily_usd: -1 }\n');
+    expect(() => loadConfig({ cwd: negative, env: {} })).toThrow(/daily_usd/);
+  });
 });

@@ -53,8 +53,9 @@ const fileSchema = z.strictObject({
               .string()
               .regex(/^[^=]+=.*$/, 'a tag is key=value')
               .optional(),
-            daily_usd: z.number().positive().optional(),
-            monthly_usd: z.number().positive().optional(),
+            // 0 blocks every call in the rule's scope (a kill switch), not a mistake.
+            daily_usd: z.number().min(0).optional(),
+            monthly_usd: z.number().min(0).optional(),
             warn_at: z.number().min(0).max(1).optional(),
           }),
         )

@@ -1,5 +1,7 @@
 import { SwitchboardError } from '../core/errors.js';
-import { findPrice } from '../core/prices.js';
+import { formatUsd } from '../core/format-usd.js';
+import { DEFAULT_PRICES, findPrice, type ModelPrice } from '../core/prices.js';
+import type { CapStanding, SpendCap } from '../store/budget-reservations.js';
 import type { Ledger } from '../store/ledger.js';
 
 /** A spending cap from the ledger, for one provider, one tag, or everything. */
@@ -8,9 +10,9 @@ export interface BudgetRule {
   provider?: string;
   /** A `key=value` tag the call must carry; all calls when absent. */
   tag?: string;
-  /** Cap on dollars spent since 00:00 UTC today. */
+  /** Cap on dollars spent since 00:00 UTC today; 0 blocks every call in the rule's scope. */
   dailyUsd?: number;
-  /** Cap on dollars spent since the first of this month, UTC. */
+  /** Cap on dollars spent since the first of this month, UTC; 0 blocks every call in the rule's scope. */
   monthlyUsd?: number;
   /** Share of a cap at which calls carry a warning. @default 0.8 */
   warnAt?: number;
@@ -21,6 +23,11 @@ export interface CallBudget {
   /** The most one call may cost, all attempts together: checked against an estimate before each attempt and the real cost after. */
   maxCostUsd?: number;
   rules?: readonly BudgetRule[];
+  /**
+   * Prices (USD per million tokens) over the built-in table, for the estimates made before each attempt;
+   * give the same table as the providers (`prices:` in switchboard.yaml). @default DEFAULT_PRICES
+   */
+  prices?: Readonly<Record<string, ModelPrice>>;
 }
 
 function startOfDay(now: number): number {
@@ -33,19 +40,22 @@ function startOfMonth(now: number): number {
   return Date.UTC(date.getUTCFullYear(), date.getUTCMonth(), 1);
 }
 
-/**
- * Checks the ledger's spending against every rule that applies to this provider and these tags.
- * Throws `BUDGET_EXCEEDED` (before anything is spent) when a cap is reached; returns warnings past `warnAt`.
- */
-export function checkBudgetRules(
-  ledger: Ledger | undefined,
+/** One cap of one rule that applies to a call, with what a person needs to read about it. */
+interface ApplicableCap {
+  cap: SpendCap;
+  period: 'daily' | 'monthly';
+  scope: string;
+  warnAt: number;
+}
+
+/** The daily and monthly caps of every rule that applies to this provider and these tags. */
+function applicableCaps(
   rules: readonly BudgetRule[],
   provider: string,
   tags: Readonly<Record<string, string>>,
   now: number,
-): string[] {
-  const warnings: string[] = [];
-  if (ledger === undefined) return warnings;
+): ApplicableCap[] {
+  const caps: ApplicableCap[] = [];
   for (const rule of rules) {
     if (rule.provider !== undefined && rule.provider !== provider) continue;
     if (rule.tag !== undefined) {
@@ -55,42 +65,165 @@ export function checkBudgetRules(
     const scope = [rule.provider ?? 'all providers', rule.tag === undefined ? undefined : `tag ${rule.tag}`]
       .filter(Boolean)
       .join(', ');
-    for (const [period, cap, since] of [
+    for (const [period, capUsd, since] of [
       ['daily', rule.dailyUsd, startOfDay(now)],
       ['monthly', rule.monthlyUsd, startOfMonth(now)],
     ] as const) {
-      if (cap === undefined) continue;
-      const filter: { provider?: string; tag?: string } = {};
-      if (rule.provider !== undefined) filter.provider = rule.provider;
-      if (rule.tag !== undefined) filter.tag = rule.tag;
-      const spent = ledger.spendSince(since, filter);
-      if (spent >= cap) {
+      if (capUsd === undefined) continue;
+      if (!Number.isFinite(capUsd) || capUsd < 0) {
         throw new SwitchboardError(
-          'BUDGET_EXCEEDED',
-          `the ${period} budget of $${cap} for ${scope} is spent ($${spent.toFixed(4)})`,
-          {
-            hint: `wait for the ${period === 'daily' ? 'next day' : 'next month'} (UTC), or raise the cap in switchboard.yaml`,
-            retryable: false,
-            details: { period, cap, spent, scope },
-          },
+          'INVALID_INPUT',
+          `Expected "${period}Usd" of the budget rule for ${scope} to be 0 or more dollars, got ${capUsd}`,
+          { hint: 'use 0 to block calls, or a positive cap', retryable: false },
         );
       }
-      if (spent >= cap * (rule.warnAt ?? 0.8)) {
-        warnings.push(
-          `${Math.round((spent / cap) * 100)}% of the ${period} budget of $${cap} for ${scope} is spent`,
-        );
-      }
+      const cap: SpendCap = { since, capUsd };
+      if (rule.provider !== undefined) cap.provider = rule.provider;
+      if (rule.tag !== undefined) cap.tag = rule.tag;
+      caps.push({ cap, period, scope, warnAt: rule.warnAt ?? 0.8 });
     }
   }
-  return warnings;
+  return caps;
+}
+
+/** A call's estimated cost held against the budget caps while it runs. */
+export interface BudgetReservation {
+  /** Caps past their `warnAt` share, for the call's warnings. */
+  readonly warnings: readonly string[];
+  /** Ends the reservation once the attempt and its real cost are recorded. Safe to call twice. */
+  release(): void;
+}
+
+/** How long a reservation counts when the call gives no timeout. */
+export const DEFAULT_RESERVATION_TTL_MS = 15 * 60_000;
+
+/** How long past its attempt's timeout a reservation still counts (the attempt's own clean-up). */
+const RESERVATION_GRACE_MS = 60_000;
+
+/** What an attempt is about to spend, for `reserveBudget`. */
+export interface BudgetAttempt {
+  id: string;
+  provider: string;
+  model: string;
+  tags: Readonly<Record<string, string>>;
+  /** From `estimateCost`; undefined when the model has no price. */
+  estimateUsd: number | undefined;
+  now: number;
+  /** The attempt's timeout: the reservation stops counting a minute after it, in case the process died. */
+  timeoutMs?: number;
+}
+
+/**
+ * Holds the attempt's estimated cost against every cap of every rule that applies to it, atomically in
+ * the ledger (so parallel calls, in this process or others sharing the ledger, cannot all pass a cap that
+ * allows one). Throws `BUDGET_EXCEEDED` before anything is spent when a cap is reached, is 0, or has less
+ * room left than the estimate. A model with no price holds all the room left under its tightest cap, so
+ * such calls run one at a time under a cap rather than unchecked.
+ */
+export function reserveBudget(
+  ledger: Ledger | undefined,
+  rules: readonly BudgetRule[],
+  attempt: BudgetAttempt,
+): BudgetReservation {
+  const applicable = applicableCaps(rules, attempt.provider, attempt.tags, attempt.now);
+  if (ledger === undefined || applicable.length === 0) return { warnings: [], release() {} };
+  const outcome = ledger.reserveSpend({
+    id: attempt.id,
+    provider: attempt.provider,
+    tags: attempt.tags,
+    createdAt: attempt.now,
+    expiresAt:
+      attempt.now +
+      (attempt.timeoutMs === undefined
+        ? DEFAULT_RESERVATION_TTL_MS
+        : attempt.timeoutMs + RESERVATION_GRACE_MS),
+    ...(attempt.estimateUsd === undefined ? {} : { amountUsd: attempt.estimateUsd }),
+    caps: applicable.map((entry) => entry.cap),
+  });
+  if (!outcome.reserved) {
+    const refused = applicable[outcome.capIndex] as ApplicableCap;
+    throw budgetError(refused, outcome.standings[outcome.capIndex] as CapStanding, attempt);
+  }
+  const warnings = applicable.flatMap(({ cap, period, scope, warnAt }, index) => {
+    const spent = (outcome.standings[index] as CapStanding).spentUsd;
+    return spent >= cap.capUsd * warnAt
+      ? [
+          `${Math.round((spent / cap.capUsd) * 100)}% of the ${period} budget of $${cap.capUsd} for ${scope} is spent`,
+        ]
+      : [];
+  });
+  if (attempt.estimateUsd === undefined) {
+    warnings.push(
+      `${attempt.model} has no price: it holds the rest of its budget while it runs, so such calls run one at a time`,
+    );
+  }
+  let open = true;
+  return {
+    warnings,
+    release() {
+      if (!open) return;
+      open = false;
+      ledger.releaseReservation(attempt.id);
+    },
+  };
+}
+
+/** Why a cap refused an attempt, in one line with what to do. */
+function budgetError(
+  refused: ApplicableCap,
+  standing: CapStanding,
+  attempt: BudgetAttempt,
+): SwitchboardError {
+  const { cap, period, scope } = refused;
+  const { spentUsd: spent, reservedUsd: reserved } = standing;
+  const later = period === 'daily' ? 'the next day' : 'the next month';
+  const details = { period, cap: cap.capUsd, spent, reserved, estimate: attempt.estimateUsd, scope };
+  const budget = `the ${period} budget of $${cap.capUsd} for ${scope}`;
+  if (cap.capUsd === 0) {
+    return new SwitchboardError('BUDGET_EXCEEDED', `${budget} blocks every call`, {
+      hint: `raise ${period}_usd for ${scope} in switchboard.yaml to allow calls`,
+      retryable: false,
+      details,
+    });
+  }
+  const held = reserved > 0 ? `, ${formatUsd(reserved)} held by calls in flight` : '';
+  const message =
+    spent + reserved >= cap.capUsd
+      ? `${budget} is used up (${formatUsd(spent)} spent${held})`
+      : `${budget} has ${formatUsd(cap.capUsd - spent - reserved)} left (${formatUsd(spent)} spent${held}), ` +
+        `less than this call's estimate of ${formatUsd(attempt.estimateUsd ?? 0)}`;
+  return new SwitchboardError('BUDGET_EXCEEDED', message, {
+    hint:
+      reserved > 0
+        ? `retry when the calls in flight finish, wait for ${later} (UTC), or raise the cap in switchboard.yaml`
+        : `wait for ${later} (UTC), raise the cap in switchboard.yaml, or use a cheaper model`,
+    retryable: false,
+    details,
+  });
 }
 
 /** Output tokens assumed when estimating a call's cost before it is made. */
 export const ESTIMATED_OUTPUT_TOKENS = 1_024;
 
+/**
+ * Claude Code's model aliases, estimated at the dearest model they may stand for, so a budget errs on
+ * the side of refusing.
+ */
+const ALIAS_PRICE_KEYS: ReadonlyMap<string, string> = new Map([
+  ['haiku', 'claude-haiku-4'],
+  ['sonnet', 'claude-sonnet-4'],
+  ['opus', 'claude-opus-4'],
+]);
+
 /** A rough cost estimate before a call (four characters a token); undefined when the model has no price. */
-export function estimateCost(model: string, prompt: string, system = ''): number | undefined {
-  const price = findPrice(model);
+export function estimateCost(
+  model: string,
+  prompt: string,
+  system = '',
+  prices?: Readonly<Record<string, ModelPrice>>,
+): number | undefined {
+  const table = prices === undefined ? DEFAULT_PRICES : { ...DEFAULT_PRICES, ...prices };
+  const price = findPrice(ALIAS_PRICE_KEYS.get(model) ?? model, table);
   if (price === undefined) return undefined;
   const inputTokens = Math.ceil((prompt.length + system.length) / 4);
   return (inputTokens * price.input + ESTIMATED_OUTPUT_TOKENS * price.output) / 1_000_000;

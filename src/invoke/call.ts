@@ -6,10 +6,11 @@ import {
   type CallResult,
   type ProviderSpec,
 } from '../core/call-types.js';
+import { formatUsd } from '../core/format-usd.js';
 import { ERROR_CODES, isSwitchboardError, SwitchboardError, type ErrorCode } from '../core/errors.js';
 import { ProviderRegistry } from '../providers/registry.js';
 import type { Ledger } from '../store/ledger.js';
-import { checkBudgetRules, estimateCost, type CallBudget } from './budget.js';
+import { estimateCost, reserveBudget, type BudgetReservation, type CallBudget } from './budget.js';
 import { CircuitBreaker } from './circuit-breaker.js';
 import { actionFor, backoffDelay, DEFAULT_RETRY_POLICY, type RetryPolicy } from './retry-policy.js';
 import { reaskPrompt } from './schema-reask.js';
@@ -121,6 +122,8 @@ export async function call(
   const warnings: string[] = [];
   let spent = 0;
   let lastError: SwitchboardError | undefined;
+  // The budget reservation of the attempt in flight, released once its attempt (and cost) is recorded.
+  let held: BudgetReservation | undefined;
 
   const record = (
     target: ProviderSpec,
@@ -150,6 +153,8 @@ export async function call(
       ...(result === undefined ? {} : { modelUsed: result.modelUsed, usage: result.usage }),
       ...(result?.sessionId === undefined ? {} : { sessionId: result.sessionId }),
     });
+    held?.release();
+    held = undefined;
   };
 
   try {
@@ -167,19 +172,6 @@ export async function call(
             retryAfterMs: cooling,
           },
         );
-        continue;
-      }
-      try {
-        warnings.push(...checkBudgetRules(ledger, options.budget?.rules ?? [], target.provider, tags, now()));
-      } catch (error) {
-        // A tag cap applies whatever the provider; a provider cap lets the next provider try.
-        if (
-          !isSwitchboardError(error) ||
-          chain.length === 1 ||
-          (error.details?.['scope'] as string).includes('tag')
-        )
-          throw error;
-        lastError = error;
         continue;
       }
       const provider = registry.get(target.provider);
@@ -201,12 +193,12 @@ export async function call(
       let prompt = request.prompt;
       while (attempts.length < policy.maxAttempts) {
         const maxCost = options.budget?.maxCostUsd;
+        const estimate = estimateCost(target.model, prompt, request.system, options.budget?.prices);
         if (maxCost !== undefined) {
-          const estimate = estimateCost(target.model, prompt, request.system);
           if (spent + (estimate ?? 0) > maxCost) {
             lastError = new SwitchboardError(
               'BUDGET_EXCEEDED',
-              `${target.text} would cost about $${(estimate ?? 0).toFixed(4)}, over the $${maxCost} left for this call`,
+              `${target.text} would cost about ${formatUsd(estimate ?? 0)}, over the $${maxCost} left for this call`,
               {
                 hint: 'raise the per-call budget or use a cheaper model',
                 retryable: false,
@@ -215,9 +207,29 @@ export async function call(
             break;
           }
         }
+        const timeoutMs = options.stageTimeoutMs ?? request.timeoutMs;
+        try {
+          held = reserveBudget(ledger, options.budget?.rules ?? [], {
+            id: generateId(),
+            provider: target.provider,
+            model: target.model,
+            tags,
+            estimateUsd: estimate,
+            now: now(),
+            ...(timeoutMs === undefined ? {} : { timeoutMs }),
+          });
+        } catch (error) {
+          // A tag cap applies whatever the provider; a provider cap lets the next provider try.
+          const scope = isSwitchboardError(error) ? String(error.details?.['scope'] ?? '') : '';
+          if (!isSwitchboardError(error) || error.code !== 'BUDGET_EXCEEDED' || chain.length === 1)
+            throw error;
+          if (scope.includes('tag')) throw error;
+          lastError = error;
+          break;
+        }
+        for (const warning of held.warnings) if (!warnings.includes(warning)) warnings.push(warning);
         const started = performance.now();
         try {
-          const timeoutMs = options.stageTimeoutMs ?? request.timeoutMs;
           const result = await provider.call({
             ...options.providerOptions,
             ...request,
@@ -236,7 +248,7 @@ export async function call(
           breaker.recordSuccess(target.text);
           spent += result.costUsd ?? 0;
           if (maxCost !== undefined && spent > maxCost)
-            warnings.push(`this call cost $${spent.toFixed(4)}, over its budget of $${maxCost}`);
+            warnings.push(`this call cost ${formatUsd(spent)}, over its budget of $${maxCost}`);
           result.provider = target.text;
           result.attempts = attempts;
           result.warnings.push(...warnings);
@@ -314,6 +326,7 @@ export async function call(
     }
     throw error;
   } finally {
+    held?.release();
     if (options.providers === undefined) await registry.close();
   }
 }

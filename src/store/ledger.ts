@@ -11,6 +11,14 @@ import {
   type CallStats,
   type CooldownRecord,
 } from './call-records.js';
+import {
+  judgeReservation,
+  prepareReservationStatements,
+  type CapStanding,
+  type ReservationOutcome,
+  type ReservationStatements,
+  type SpendReservation,
+} from './budget-reservations.js';
 import { SwitchboardError } from '../core/errors.js';
 import type { RouteCandidate, RouteDecision, RouteMethod } from '../core/route-types.js';
 import { LATEST_SCHEMA_VERSION, findSchemaProblem, migrate, readSchemaState } from './migrations.js';
@@ -118,6 +126,16 @@ export interface Ledger {
   recordCallAttempt(record: CallAttemptRecord): void;
   /** Dollars spent since a time, optionally for one provider and/or one `key=value` tag. */
   spendSince(since: number, filter?: { provider?: string; tag?: string }): number;
+  /**
+   * Holds a call's estimated cost against every cap in one `BEGIN IMMEDIATE` transaction (spent plus
+   * other calls' open reservations plus this estimate), so parallel calls in any number of processes
+   * cannot all pass. Taken only when every cap has room; end it with `releaseReservation`.
+   */
+  reserveSpend(reservation: SpendReservation): ReservationOutcome;
+  /** Ends a reservation once the attempt (and its real cost) is recorded. Safe to call twice. */
+  releaseReservation(id: string): void;
+  /** Dollars held by calls in flight at `now`, optionally for one provider and/or one `key=value` tag. */
+  reservedAt(now: number, filter?: { provider?: string; tag?: string }): number;
   /** Records a tripped circuit breaker, visible to every process using this ledger. */
   setCooldown(record: CooldownRecord): void;
   getCooldown(spec: string): CooldownRecord | undefined;
@@ -328,7 +346,7 @@ interface RouteDecisionRow {
   tags: string;
 }
 
-interface Statements extends CallStatements {
+interface Statements extends CallStatements, ReservationStatements {
   upsertFeedback: Database.Statement<[{ decision_id: string; skill: string; created_at: number }]>;
   listFeedback: Database.Statement<[], { decision_id: string; skill: string }>;
   insertRouteDecision: Database.Statement<[RouteDecisionRow]>;
@@ -365,6 +383,7 @@ function prepareStatements(database: Database.Database): Statements {
     ),
     listFeedback: database.prepare('SELECT decision_id, skill FROM route_feedback ORDER BY created_at'),
     ...prepareCallStatements(database),
+    ...prepareReservationStatements(database),
   };
 }
 
@@ -391,6 +410,36 @@ function createLedger(
     guarded('cannot record call attempts in', () => insertAttempts(rows));
   }
   flushOnExit.add(flushAttempts);
+
+  const reserve = database.transaction((reservation: SpendReservation): ReservationOutcome => {
+    const now = reservation.createdAt;
+    statements.deleteExpiredReservations.run(now);
+    const standings = reservation.caps.map((cap): CapStanding => {
+      const filter = { provider: cap.provider ?? null, tag: cap.tag ?? null };
+      return {
+        spentUsd: statements.spendSince.get({ since: cap.since, ...filter })?.total ?? 0,
+        reservedUsd: statements.reservedFor.get({ now, ...filter })?.total ?? 0,
+      };
+    });
+    const verdict = judgeReservation(reservation.caps, standings, reservation.amountUsd);
+    if (!verdict.reserved) {
+      return {
+        reserved: false,
+        capIndex: verdict.capIndex,
+        ...(reservation.amountUsd === undefined ? {} : { amountUsd: reservation.amountUsd }),
+        standings,
+      };
+    }
+    statements.insertReservation.run({
+      id: reservation.id,
+      created_at: now,
+      expires_at: reservation.expiresAt,
+      provider: reservation.provider,
+      tags: JSON.stringify(reservation.tags),
+      amount_usd: verdict.amountUsd,
+    });
+    return { reserved: true, amountUsd: verdict.amountUsd, standings };
+  });
 
   // Every public call goes through here so callers only ever see STORE_ERROR, never a raw SqliteError.
   function guarded<T>(what: string, action: () => T): T {
@@ -441,6 +490,29 @@ function createLedger(
       return guarded('cannot read spending from', () => {
         const row = statements.spendSince.get({
           since,
+          provider: filter.provider ?? null,
+          tag: filter.tag ?? null,
+        });
+        return row?.total ?? 0;
+      });
+    },
+
+    reserveSpend(reservation) {
+      // Our own recorded attempts must be in the file before the spending is read.
+      flushAttempts();
+      return guarded('cannot reserve budget in', () => reserve.immediate(reservation));
+    },
+
+    releaseReservation(id) {
+      // The attempt goes in before its reservation goes out, so no reader sees neither.
+      flushAttempts();
+      guarded('cannot release a budget reservation in', () => statements.deleteReservation.run(id));
+    },
+
+    reservedAt(now, filter = {}) {
+      return guarded('cannot read budget reservations from', () => {
+        const row = statements.reservedFor.get({
+          now,
           provider: filter.provider ?? null,
           tag: filter.tag ?? null,
         });

@@ -147,6 +147,22 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX agent_run_events_run ON agent_run_events (run_id, at);
     `,
   },
+  {
+    version: 6,
+    description: 'budget reservations',
+    sql: `
+      -- A call's estimated cost, held against the budget caps while the call is in flight, so parallel
+      -- calls (in one process or many) cannot all pass a check made before any of them has spent.
+      CREATE TABLE budget_reservations (
+        id          TEXT PRIMARY KEY NOT NULL,
+        created_at  INTEGER NOT NULL,          -- epoch milliseconds, UTC
+        expires_at  INTEGER NOT NULL,          -- stops counting here, so a killed process cannot block the budget
+        provider    TEXT NOT NULL,
+        tags        TEXT NOT NULL DEFAULT '{}',
+        amount_usd  REAL NOT NULL
+      );
+    `,
+  },
 ];
 
 /** The schema version this build of Switchboard writes. */

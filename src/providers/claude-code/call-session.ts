@@ -196,7 +196,8 @@ export function finishCall(
         {
           hint: 'simplify the schema or say in the prompt which fields to fill',
           provider: 'claude',
-          details: { raw: mapped.text, errors },
+          // The answer was billed although it failed the schema: call() records this spend.
+          details: { raw: mapped.text, errors, costUsd: mapped.costUsd, usage: mapped.usage },
         },
       );
     }

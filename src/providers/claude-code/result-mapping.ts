@@ -72,6 +72,7 @@ export function mapClaudeResult(
         hint: 'raise maxTurns, or narrow the task',
         provider: 'claude',
         retryable: false,
+        details: billed(message),
       },
     );
   }
@@ -82,6 +83,7 @@ export function mapClaudeResult(
       {
         hint: 'raise the budget, or narrow the task',
         provider: 'claude',
+        details: billed(message),
       },
     );
   }
@@ -89,7 +91,7 @@ export function mapClaudeResult(
     return new SwitchboardError('SCHEMA', 'Claude Code gave up producing output that matches the schema', {
       hint: 'simplify the schema or the prompt',
       provider: 'claude',
-      details: { raw: text },
+      details: { raw: text, ...billed(message) },
     });
   }
   if (message.is_error || message.subtype !== 'success') {
@@ -152,7 +154,7 @@ export function mapClaudeResult(
     return new SwitchboardError('SCHEMA', 'Claude Code answered without output matching the schema', {
       hint: 'simplify the schema or say in the prompt which fields to fill',
       provider: 'claude',
-      details: { raw: text },
+      details: { raw: text, ...billed(message) },
     });
   }
 
@@ -177,6 +179,15 @@ export function mapClaudeResult(
   if (message.session_id !== undefined) result.sessionId = message.session_id;
   if (message.structured_output !== undefined) result.structured = message.structured_output;
   return result;
+}
+
+/**
+ * What a failed run was still billed for (every request Claude Code made, its own retries included), in
+ * the `costUsd` / `usage` details that call() records, so budgets and stats count it.
+ */
+function billed(message: ClaudeResultMessage): { costUsd?: number; usage: TokenUsage } {
+  const usage = sumUsage(message);
+  return typeof message.total_cost_usd === 'number' ? { costUsd: message.total_cost_usd, usage } : { usage };
 }
 
 function sumUsage(message: ClaudeResultMessage): TokenUsage {

@@ -379,7 +379,7 @@ function toResult(response: ChatCompletion, request: OpenAiProviderCall, context
   if (request.schema !== undefined) {
     const raw =
       context.structuredOutput === 'tool' ? toolArguments(choice.message, content, warnings) : content;
-    structured = validated(raw, request.schema);
+    structured = validated(raw, request.schema, { modelUsed, usage, costUsd });
     text = JSON.stringify(structured);
   }
 
@@ -434,14 +434,21 @@ function toolArguments(
   return content;
 }
 
-/** The JSON value in `raw` when it matches the schema; otherwise SCHEMA, so the caller can re-ask. */
-function validated(raw: string, schema: JsonSchema): unknown {
+/**
+ * The JSON value in `raw` when it matches the schema; otherwise SCHEMA, so the caller can re-ask. The
+ * error carries what the answer was billed (`spent`), so call() records its cost and tokens.
+ */
+function validated(
+  raw: string,
+  schema: JsonSchema,
+  spent: { modelUsed: string; usage: TokenUsage; costUsd: number | null },
+): unknown {
   const extracted = extractJson(raw);
   if (!extracted.ok) {
     throw new SwitchboardError('SCHEMA', `the answer holds no JSON value (${extracted.reason})`, {
       provider: 'openai',
       hint: 'ask again with the schema errors, or try structuredOutput "tool" for servers without response_format',
-      details: { raw, errors: [extracted.reason] },
+      details: { raw, errors: [extracted.reason], ...spent },
     });
   }
   const errors = schemaErrors(schema, extracted.value);
@@ -449,7 +456,7 @@ function validated(raw: string, schema: JsonSchema): unknown {
     throw new SwitchboardError('SCHEMA', `the answer does not match the schema: ${errors.join('; ')}`, {
       provider: 'openai',
       hint: 'ask again with the schema errors',
-      details: { raw, errors },
+      details: { raw, errors, ...spent },
     });
   }
   return extracted.value;

@@ -1,0 +1,163 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createOpenAiProvider } from '../providers/openai/openai-provider.js';
+import { ProviderRegistry } from '../providers/registry.js';
+import { startSimulator, type Simulator } from '../sim/server.js';
+import type { Scenario } from '../sim/scenario.js';
+import { openLedger, type Ledger } from '../store/ledger.js';
+import { estimateCost } from './budget.js';
+import { call, type CallOptions } from './call.js';
+
+// Budgets through call(): the real `openai` SDK over HTTP to `switchboard sim`, so the costs are the ones
+// a user's calls would record, in a real SQLite ledger file.
+
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+async function openAiSetup(
+  scenario: Scenario,
+): Promise<{ sim: Simulator; ledger: Ledger; options: CallOptions }> {
+  const sim = await startSimulator({ scenario, maxLifetimeMs: 60_000 });
+  const providers = new ProviderRegistry();
+  providers.register(createOpenAiProvider({ baseUrl: sim.openAiBaseUrl, apiKey: 'sk-test-budget-key-0001' }));
+  const ledger = openLedger({ stateDir: mkdtempSync(join(tmpdir(), 'switchboard-budget-')) });
+  cleanups.push(
+    () => sim.close(),
+    () => providers.close(),
+    () => ledger.close(),
+  );
+  return { sim, ledger, options: { providers, ledger, retry: { retriesPerProvider: 0 } } };
+}
+
+const completions = (sim: Simulator) =>
+  sim.requests.filter((entry) => entry.path.endsWith('/chat/completions'));
+const startOfToday = () => new Date(new Date().toISOString().slice(0, 10)).getTime();
+
+// gpt-4.1-mini: $0.40 in, $1.60 out per million tokens. One answer of 10 in / 1,200 out costs $0.001924,
+// more than the $0.00164 estimated for "hi" (1,024 output tokens) and less than two estimates, so a
+// $0.002 cap has room for exactly one call.
+const ONE_CALL_CAP = 0.002;
+const ONE_CALL_COST = (10 * 0.4 + 1_200 * 1.6) / 1_000_000;
+
+describe('budgets under concurrency', () => {
+  it('lets exactly one of 8 parallel calls through a daily cap that allows one, and never overspends', async () => {
+    expect(estimateCost('gpt-4.1-mini', 'hi')).toBeLessThanOrEqual(ONE_CALL_COST);
+    const { sim, ledger, options } = await openAiSetup({
+      // The delay keeps every call in flight at once, as in production.
+      rules: [{ reply: { text: 'hello', usage: { input: 10, output: 1_200 }, delayMs: 300 } }],
+    });
+    const budget = { rules: [{ provider: 'openai', dailyUsd: ONE_CALL_CAP }] };
+    const outcomes = await Promise.allSettled(
+      Array.from({ length: 8 }, () => call('openai:gpt-4.1-mini', { prompt: 'hi' }, { ...options, budget })),
+    );
+    const fulfilled = outcomes.filter((outcome) => outcome.status === 'fulfilled');
+    const refused = outcomes.flatMap((outcome) => (outcome.status === 'rejected' ? [outcome.reason] : []));
+    expect(fulfilled).toHaveLength(1);
+    expect(refused).toHaveLength(7);
+    for (const error of refused) {
+      expect(error).toMatchObject({ code: 'BUDGET_EXCEEDED' });
+      expect((error as Error).message).toMatch(
+        /daily budget of \$0\.002 for openai .*held by calls in flight/,
+      );
+    }
+    expect(completions(sim)).toHaveLength(1);
+    expect(ledger.spendSince(startOfToday(), { provider: 'openai' })).toBeCloseTo(ONE_CALL_COST, 9);
+    expect(ledger.spendSince(startOfToday())).toBeLessThanOrEqual(ONE_CALL_CAP);
+    // Settled: nothing stays held once the calls are over, so the next refusal is about real spend.
+    expect(ledger.reservedAt(Date.now())).toBe(0);
+    await expect(call('openai:gpt-4.1-mini', { prompt: 'hi' }, { ...options, budget })).rejects.toThrow(
+      /has \$0\.000076 left \(\$0\.00192 spent\), less than this call's estimate of \$0\.00164/,
+    );
+  });
+
+  it('releases the reservation of a failed call, so it does not hold the budget', async () => {
+    const { sim, options } = await openAiSetup({
+      rules: [
+        { match: { text: 'fail' }, fault: { status: 500 } },
+        { reply: { text: 'hello', usage: { input: 10, output: 1_200 } } },
+      ],
+    });
+    const budget = { rules: [{ provider: 'openai', dailyUsd: ONE_CALL_CAP }] };
+    await expect(
+      call('openai:gpt-4.1-mini', { prompt: 'fail' }, { ...options, budget }),
+    ).rejects.toMatchObject({
+      code: 'PROVIDER_ERROR',
+    });
+    const result = await call('openai:gpt-4.1-mini', { prompt: 'hi' }, { ...options, budget });
+    expect(result.text).toBe('hello');
+    expect(completions(sim)).toHaveLength(2);
+  });
+
+  it('runs unpriced models one at a time under a cap: each holds the rest of the budget while it runs', async () => {
+    const { sim, ledger, options } = await openAiSetup({
+      rules: [{ reply: { text: 'local answer', usage: { input: 10, output: 10 }, delayMs: 300 } }],
+    });
+    const budget = { rules: [{ provider: 'openai', dailyUsd: 1 }] };
+    const outcomes = await Promise.allSettled(
+      Array.from({ length: 3 }, () => call('openai:llama3.2', { prompt: 'hi' }, { ...options, budget })),
+    );
+    expect(outcomes.filter((outcome) => outcome.status === 'fulfilled')).toHaveLength(1);
+    const first = outcomes.find((outcome) => outcome.status === 'fulfilled');
+    expect(first?.status === 'fulfilled' && first.value.warnings.join()).toMatch(/llama3\.2 has no price/);
+    expect(completions(sim)).toHaveLength(1);
+    expect(ledger.reservedAt(Date.now())).toBe(0);
+    // Once it is over, the next one may go.
+    await expect(call('openai:llama3.2', { prompt: 'hi' }, { ...options, budget })).resolves.toMatchObject({
+      text: 'local answer',
+    });
+  });
+
+  it("estimates with the caller's prices: a model priced at 0 runs in parallel under a cap", async () => {
+    const { sim, options } = await openAiSetup({
+      rules: [{ reply: { text: 'local answer', usage: { input: 10, output: 10 }, delayMs: 300 } }],
+    });
+    const budget = {
+      rules: [{ dailyUsd: 1 }],
+      prices: { 'llama3.2': { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 } },
+    };
+    const results = await Promise.all(
+      Array.from({ length: 3 }, () => call('openai:llama3.2', { prompt: 'hi' }, { ...options, budget })),
+    );
+    expect(results.flatMap((result) => result.warnings).join()).not.toMatch(/has no price/);
+    expect(completions(sim)).toHaveLength(3);
+  });
+
+  it('treats a cap of 0 as "blocked": no request is sent', async () => {
+    const { sim, options } = await openAiSetup({ rules: [{ reply: { text: 'hello' } }] });
+    const budget = { rules: [{ provider: 'openai', dailyUsd: 0 }] };
+    await expect(call('openai:gpt-4.1-mini', { prompt: 'hi' }, { ...options, budget })).rejects.toMatchObject(
+      {
+        code: 'BUDGET_EXCEEDED',
+        message: 'the daily budget of $0 for openai blocks every call',
+      },
+    );
+    await expect(
+      call('openai:gpt-4.1-mini', { prompt: 'hi' }, { ...options, budget: { rules: [{ monthlyUsd: -1 }] } }),
+    ).rejects.toMatchObject({ code: 'INVALID_INPUT', message: expect.stringContaining('"monthlyUsd"') });
+    expect(completions(sim)).toHaveLength(0);
+  });
+
+  it('stops counting a reservation at its expiry, so a killed process cannot block the budget for good', async () => {
+    const ledger = openLedger({ stateDir: mkdtempSync(join(tmpdir(), 'switchboard-budget-')) });
+    cleanups.push(() => ledger.close());
+    const now = Date.now();
+    const caps = [{ since: startOfToday(), capUsd: 1 }];
+    const reservation = { provider: 'openai', tags: {}, amountUsd: 0.8, caps };
+    // Taken by a process that then died without releasing it.
+    expect(
+      ledger.reserveSpend({ ...reservation, id: 'dead', createdAt: now, expiresAt: now + 60_000 }),
+    ).toMatchObject({
+      reserved: true,
+    });
+    expect(
+      ledger.reserveSpend({ ...reservation, id: 'blocked', createdAt: now + 1_000, expiresAt: now + 70_000 }),
+    ).toMatchObject({ reserved: false, standings: [{ spentUsd: 0, reservedUsd: 0.8 }] });
+    expect(
+      ledger.reserveSpend({ ...reservation, id: 'later', createdAt: now + 60_000, expiresAt: now + 120_000 }),
+    ).toMatchObject({ reserved: true, standings: [{ spentUsd: 0, reservedUsd: 0 }] });
+  });
+});

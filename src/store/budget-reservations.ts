@@ -1,0 +1,88 @@
+import type Database from 'better-sqlite3';
+
+/** One cap a reservation must fit under: dollars spent since a moment, for a provider and/or a `key=value` tag. */
+export interface SpendCap {
+  /** Epoch milliseconds: spending before this does not count (the start of the day or month). */
+  since: number;
+  capUsd: number;
+  provider?: string;
+  tag?: string;
+}
+
+/** An estimated cost to hold against every applicable cap while a call is in flight. */
+export interface SpendReservation {
+  id: string;
+  provider: string;
+  tags: Readonly<Record<string, string>>;
+  /** Epoch milliseconds; also the moment open reservations and spending are judged at. */
+  createdAt: number;
+  /** Epoch milliseconds after which the reservation no longer counts (its process may have died). */
+  expiresAt: number;
+  /**
+   * The call's estimated cost. Undefined (a model with no price) takes all that is left under the
+   * tightest cap, so such calls run one at a time under a cap instead of going unchecked.
+   */
+  amountUsd?: number;
+  caps: readonly SpendCap[];
+}
+
+/** Where a cap stood when the reservation was judged, before it was added. */
+export interface CapStanding {
+  spentUsd: number;
+  /** Held by other calls still in flight. */
+  reservedUsd: number;
+}
+
+/** Whether the reservation was taken; when not, which cap refused it. */
+export type ReservationOutcome =
+  | { reserved: true; amountUsd: number; standings: CapStanding[] }
+  | { reserved: false; capIndex: number; amountUsd?: number; standings: CapStanding[] };
+
+export interface ReservationStatements {
+  reservedFor: Database.Statement<
+    [{ now: number; provider: string | null; tag: string | null }],
+    { total: number | null }
+  >;
+  insertReservation: Database.Statement<[Record<string, unknown>]>;
+  deleteReservation: Database.Statement<[string]>;
+  deleteExpiredReservations: Database.Statement<[number]>;
+}
+
+export function prepareReservationStatements(database: Database.Database): ReservationStatements {
+  return {
+    // The same provider and tag filter as spendSince, over open reservations instead of attempts.
+    reservedFor: database.prepare(
+      'SELECT sum(amount_usd) AS total FROM budget_reservations WHERE expires_at > @now ' +
+        'AND (@provider IS NULL OR provider = @provider) ' +
+        "AND (@tag IS NULL OR json_extract(tags, '$.' || substr(@tag, 1, instr(@tag, '=') - 1)) = substr(@tag, instr(@tag, '=') + 1))",
+    ),
+    insertReservation: database.prepare(
+      'INSERT INTO budget_reservations (id, created_at, expires_at, provider, tags, amount_usd) ' +
+        'VALUES (@id, @created_at, @expires_at, @provider, @tags, @amount_usd)',
+    ),
+    deleteReservation: database.prepare('DELETE FROM budget_reservations WHERE id = ?'),
+    deleteExpiredReservations: database.prepare('DELETE FROM budget_reservations WHERE expires_at <= ?'),
+  };
+}
+
+/**
+ * Decides a reservation from each cap's standing: refused by the first cap already reached (a cap of 0
+ * is always reached) or that the estimate would pass; otherwise taken for the estimate, or for an
+ * unpriced call all that is left under the tightest cap.
+ */
+export function judgeReservation(
+  caps: readonly SpendCap[],
+  standings: readonly CapStanding[],
+  amountUsd: number | undefined,
+): { reserved: true; amountUsd: number } | { reserved: false; capIndex: number } {
+  let headroom = Number.POSITIVE_INFINITY;
+  for (const [index, cap] of caps.entries()) {
+    const standing = standings[index] as CapStanding;
+    const committed = standing.spentUsd + standing.reservedUsd;
+    if (committed >= cap.capUsd) return { reserved: false, capIndex: index };
+    if (amountUsd !== undefined && committed + amountUsd > cap.capUsd)
+      return { reserved: false, capIndex: index };
+    headroom = Math.min(headroom, cap.capUsd - committed);
+  }
+  return { reserved: true, amountUsd: amountUsd ?? (Number.isFinite(headroom) ? headroom : 0) };
+}
