@@ -9,6 +9,7 @@ import { registerFitCommand } from './fit.js';
 import { registerMetricsCommand } from './metrics.js';
 import { registerRouteCommand } from './route.js';
 import { registerServeCommand } from './serve.js';
+import { loadDotEnv, redactProcessOutput } from './redacted-output.js';
 import { reportError } from './shared.js';
 import { registerSimCommand } from './sim.js';
 import { registerStatsCommand } from './stats.js';
@@ -17,14 +18,10 @@ const packageJson = JSON.parse(readFileSync(new URL('../../package.json', import
   version: string;
 };
 
-// Secrets and settings may live in a `.env` file in the working directory; the environment wins.
-try {
-  process.loadEnvFile('.env');
-} catch (error) {
-  if ((error as NodeJS.ErrnoException).code !== 'ENOENT') {
-    process.stderr.write(`switchboard: warning: .env could not be read (${(error as Error).message})\n`);
-  }
-}
+// Secrets and settings may live in a `.env` file in the working directory; the environment wins. No
+// known secret is ever printed, whichever path the text took.
+loadDotEnv();
+redactProcessOutput();
 
 const program = new Command('switchboard')
   .description('Use LLMs reliably from orchestrators: routing, calls, agents, workflows.')

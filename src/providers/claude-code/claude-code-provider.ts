@@ -15,6 +15,7 @@ import { claudeEnvironment } from './environment.js';
 import { resolveClaudeExecutable } from './executable.js';
 import { ClaudeProcess } from './process-group.js';
 import { WarmPool, type WarmPoolOptions } from './warm-pool.js';
+import { registerSecret } from '../../core/secrets.js';
 
 export type { ClaudeCallOptions } from './call-session.js';
 
@@ -65,6 +66,7 @@ export function createClaudeCodeProvider({
 }: ClaudeCodeProviderOptions = {}): ClaudeCodeProvider {
   checkPositive('idleTimeoutMs', idleTimeoutMs);
   checkPositive('timeoutMs', timeoutMs);
+  registerSecret(apiKey);
   let resolvedExecutable: string | undefined;
   const launch = (): ClaudeLaunch => {
     resolvedExecutable ??= resolveClaudeExecutable(executable ?? process.env['SWITCHBOARD_CLAUDE_PATH']);
