@@ -40,6 +40,18 @@ const echoed = `refused; this server also echoes ${secrets.join(' ')}`;
 
 const scenario: Scenario = {
   rules: [
+    // A call that may run printenv (the only sonnet request with tools): it answers "the key leaked" if the key reached it.
+    {
+      name: 'call-leaked',
+      match: { model: 'sonnet', tools: 'Bash', text: 'ANTHROPIC_API_KEY=' },
+      reply: { text: 'the key leaked' },
+    },
+    {
+      name: 'call-printenv',
+      match: { model: 'sonnet', tools: 'Bash', turn: 1 },
+      reply: { tool: { name: 'Bash', input: { command: 'printenv' } } },
+    },
+    { name: 'call-done', match: { model: 'sonnet', tools: 'Bash', turn: 2 }, reply: { text: 'call done' } },
     // The agent: print the environment, write the change, finish.
     {
       name: 'agent-printenv',
@@ -178,6 +190,16 @@ function filesHoldingSecrets(directory: string): string[] {
   return found;
 }
 
+const anthropicFingerprint = `sha256:${createHash('sha256').update(planted.ANTHROPIC_API_KEY).digest('hex').slice(0, 12)}`;
+
+function simLog(rulePrefix: string): SimLogEntry[] {
+  return readFileSync(simLogFile, 'utf8')
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line) as SimLogEntry)
+    .filter((entry) => entry.rule?.startsWith(rulePrefix));
+}
+
 function printedSecrets(): string[] {
   return printed.flatMap(({ args, run: result }) =>
     secrets
@@ -188,7 +210,7 @@ function printedSecrets(): string[] {
 
 describe('no secret in any output', () => {
   it("keeps every planted key out of every provider's errors, the ledger, stats, metrics and reports", async () => {
-    for (const spec of ['anthropic:claude-sonnet-4-5', 'openai:gpt-4.1-mini', 'gemini:2.5-flash']) {
+    for (const spec of ['anthropic:claude-haiku-4-5', 'openai:gpt-4.1-mini', 'gemini:2.5-flash']) {
       for (const json of [false, true]) {
         const result = await run(['call', spec, 'api-call', ...(json ? ['--json'] : [])]);
         expect(result.status, result.stderr).not.toBe(0);
@@ -246,18 +268,33 @@ describe('no secret in any output', () => {
     expect(transcript.stdout).not.toContain('ANTHROPIC_API_KEY=');
     expect(transcript.stdout).not.toContain('DATABASE_URL=');
     // …yet every request Claude Code made carried it.
-    const requests = readFileSync(simLogFile, 'utf8')
-      .trim()
-      .split('\n')
-      .map((line) => JSON.parse(line) as SimLogEntry)
-      .filter((entry) => entry.rule?.startsWith('agent-'));
+    const requests = simLog('agent-');
     expect(requests.map((entry) => entry.rule)).toEqual(['agent-printenv', 'agent-write', 'agent-done']);
-    const fingerprint = `sha256:${createHash('sha256').update(planted.ANTHROPIC_API_KEY).digest('hex').slice(0, 12)}`;
-    for (const entry of requests) expect(entry.key).toBe(fingerprint);
+    for (const entry of requests) expect(entry.key).toBe(anthropicFingerprint);
 
     await run(['agent', 'logs', id]);
     await run(['agent', 'show', id, '--json']);
     await run(['agent', 'ls', '--json']);
+    expect(printedSecrets()).toEqual([]);
+    expect(filesHoldingSecrets(tmpdir())).toEqual([]);
+  });
+
+  it('keeps the key out of the environment of a call that may run tools, while its requests carry it', async () => {
+    const result = await run([
+      'call',
+      'claude:sonnet',
+      'print the environment',
+      '--allowed-tools',
+      'Bash(printenv:*)',
+      '--base-url',
+      url,
+      '--json',
+    ]);
+    expect(result.status, result.stderr).toBe(0);
+    expect((JSON.parse(result.stdout) as { text: string }).text).toBe('call done');
+    const requests = simLog('call-');
+    expect(requests.map((entry) => entry.rule)).toEqual(['call-printenv', 'call-done']);
+    for (const entry of requests) expect(entry.key).toBe(anthropicFingerprint);
     expect(printedSecrets()).toEqual([]);
     expect(filesHoldingSecrets(tmpdir())).toEqual([]);
   });

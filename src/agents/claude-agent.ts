@@ -10,7 +10,7 @@ import {
   type SDKMessage,
 } from '@anthropic-ai/claude-agent-sdk';
 import { isSwitchboardError, SwitchboardError } from '../core/errors.js';
-import { createApiKeyHelper, type ApiKeyHelper } from './api-key-helper.js';
+import { createApiKeyHelper, type ApiKeyHelper } from '../providers/claude-code/api-key-helper.js';
 import { agentEnvironment, claudeCodeVariables } from './environment.js';
 import { realOrResolved } from './paths.js';
 import { PROCESS_TAG_VARIABLE } from './processes.js';

@@ -29,3 +29,20 @@ export function createApiKeyHelper(apiKey: string): ApiKeyHelper {
     dispose: () => rmSync(directory, { recursive: true, force: true }),
   };
 }
+
+/**
+ * For a call that lets Claude Code run tools: moves `ANTHROPIC_API_KEY` out of the options' environment
+ * into an `apiKeyHelper`, for the reason `createApiKeyHelper` gives. Undefined when there is no such key.
+ */
+export function moveApiKeyToHelper(options: {
+  env?: Record<string, string | undefined>;
+  settings?: string | Record<string, unknown>;
+}): ApiKeyHelper | undefined {
+  const key = options.env?.['ANTHROPIC_API_KEY'];
+  if (key === undefined || key === '' || typeof options.settings === 'string') return undefined;
+  const { ANTHROPIC_API_KEY: _moved, ...rest } = options.env ?? {};
+  const helper = createApiKeyHelper(key);
+  options.env = rest;
+  options.settings = { ...options.settings, apiKeyHelper: helper.command };
+  return helper;
+}
