@@ -28,6 +28,7 @@ export {
   SwitchboardError,
   type ErrorCode,
 } from './core/errors.js';
+export { redactSecrets, registerSecret } from './core/secrets.js';
 export {
   NONE,
   ROUTE_MODES,

@@ -10,10 +10,12 @@ import {
   type SDKMessage,
 } from '@anthropic-ai/claude-agent-sdk';
 import { isSwitchboardError, SwitchboardError, type ErrorCode } from '../core/errors.js';
-import { agentEnvironment } from './environment.js';
+import { createApiKeyHelper, type ApiKeyHelper } from '../providers/claude-code/api-key-helper.js';
+import { agentEnvironment, claudeCodeVariables } from './environment.js';
 import { realOrResolved } from './paths.js';
 import { PROCESS_TAG_VARIABLE } from './processes.js';
 import { costOf } from '../core/prices.js';
+import { redactDeep, redactSecrets, registerSecret } from '../core/secrets.js';
 import { CallWatch } from '../providers/claude-code/call-session.js';
 import { claudeEnvironment } from '../providers/claude-code/environment.js';
 import { resolveClaudeExecutable } from '../providers/claude-code/executable.js';
@@ -63,8 +65,9 @@ export interface AgentInvocation {
    */
   processTag?: string;
   /**
-   * Credentials in the environment other than Claude Code's own are not passed to the agent (its tools
-   * run what the model chooses); name here the ones it needs, e.g. `['NPM_TOKEN']`.
+   * Credentials in the environment and `.env` values are not passed to the agent (its tools run what the
+   * model chooses; Claude Code's API key reaches it through `apiKeyHelper`, not the environment); name
+   * here the ones it needs, e.g. `['NPM_TOKEN']`.
    */
   passEnvironment?: readonly string[];
   /** Called once the Claude Code process is spawned, with its pid (it leads its own process group), so a runner can record it and `cancel` can kill the whole tree from another process. */
@@ -173,15 +176,17 @@ export async function runAgent(invocation: AgentInvocation): Promise<AgentOutcom
     denied.push(denial);
   };
   const elapsed = (): number => Math.round(performance.now() - started);
-  const outcome = (status: AgentStatus, fields: Partial<AgentOutcome> = {}): AgentOutcome => ({
-    status,
-    isError: status !== 'success',
-    costUsd: 0,
-    turns: 0,
-    durationMs: elapsed(),
-    denied,
-    ...fields,
-  });
+  // The outcome quotes the agent and its tools, and ends up in the run store and in `--json` output.
+  const outcome = (status: AgentStatus, fields: Partial<AgentOutcome> = {}): AgentOutcome =>
+    redactDeep({
+      status,
+      isError: status !== 'success',
+      costUsd: 0,
+      turns: 0,
+      durationMs: elapsed(),
+      denied,
+      ...fields,
+    });
 
   let executable: string;
   try {
@@ -191,10 +196,10 @@ export async function runAgent(invocation: AgentInvocation): Promise<AgentOutcom
   }
 
   mkdirSync(dirname(resolve(transcriptPath)), { recursive: true });
-  const secret = connection.apiKey;
+  registerSecret(connection.apiKey);
   const writeTranscript = (message: SDKMessage): void => {
-    let line = JSON.stringify(message);
-    if (secret !== undefined && secret.length >= 8) line = line.split(secret).join('[redacted]');
+    // Tool output quotes files and environments: no known secret reaches the transcript.
+    const line = redactSecrets(JSON.stringify(message));
     // Synchronous on purpose: a crash of this process keeps every line written before it.
     appendFileSync(transcriptPath, `${line}\n`);
   };
@@ -247,15 +252,15 @@ export async function runAgent(invocation: AgentInvocation): Promise<AgentOutcom
     return { behavior: 'deny', message: reason };
   };
 
+  const keyHelper = apiKeyHelperFor(connection.apiKey);
   const options: Options = {
     cwd,
     pathToClaudeCodeExecutable: executable,
     env: claudeEnvironment(
       {
         baseUrl: connection.baseUrl,
-        apiKey: connection.apiKey,
         configDir: connection.configDir,
-        env: { [PROCESS_TAG_VARIABLE]: tag.value },
+        env: { ...claudeCodeVariables(), [PROCESS_TAG_VARIABLE]: tag.value },
       },
       agentEnvironment(process.env, invocation.passEnvironment),
     ),
@@ -267,7 +272,10 @@ export async function runAgent(invocation: AgentInvocation): Promise<AgentOutcom
     hooks: { PreToolUse: [{ hooks: [guard], onFailure: 'block' }] },
     permissionMode: 'default',
     settingSources: [],
-    settings: { permissions: { blockWritesOutsideWorkingDirectories: true } },
+    settings: {
+      permissions: { blockWritesOutsideWorkingDirectories: true },
+      ...(keyHelper === undefined ? {} : { apiKeyHelper: keyHelper.command }),
+    },
     mcpServers: (invocation.mcpServers ?? {}) as NonNullable<Options['mcpServers']>,
     strictMcpConfig: true,
     persistSession: true,
@@ -373,6 +381,7 @@ export async function runAgent(invocation: AgentInvocation): Promise<AgentOutcom
     if (budgetTimer !== undefined) clearTimeout(budgetTimer);
     await messages.return(undefined).catch(() => undefined);
     await finishProcess(child, watch.failure !== undefined, tag);
+    keyHelper?.dispose();
   }
 
   for (const entry of result?.permission_denials ?? []) {
@@ -541,6 +550,17 @@ function usageCost(model: string, usage: Record<string, unknown>): number {
       cacheWriteTokens: number('cache_creation_input_tokens'),
     }) ?? 0
   );
+}
+
+/**
+ * The API key (given, else `ANTHROPIC_API_KEY`) as an `apiKeyHelper`, so it stays out of the environment
+ * the agent's tools inherit. None on Bedrock or Vertex, or when Claude Code uses its own login.
+ */
+function apiKeyHelperFor(apiKey: string | undefined): ApiKeyHelper | undefined {
+  if (process.env['CLAUDE_CODE_USE_BEDROCK'] === '1' || process.env['CLAUDE_CODE_USE_VERTEX'] === '1')
+    return undefined;
+  const key = apiKey ?? process.env['ANTHROPIC_API_KEY'];
+  return key === undefined || key === '' ? undefined : createApiKeyHelper(key);
 }
 
 function errorText(error: unknown): string {

@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { agentEnvironment } from './environment.js';
+import { agentEnvironment, claudeCodeVariables } from './environment.js';
 
 describe('agentEnvironment', () => {
-  it("withholds other providers' and cloud credentials, keeping Claude Code's own and what the task names", () => {
+  it("withholds every credential, Claude Code's API key included, keeping what the task names", () => {
     const parent = {
       PATH: '/usr/bin',
       HOME: '/home/me',
-      ANTHROPIC_API_KEY: 'sk-ant-keep',
+      ANTHROPIC_API_KEY: 'sk-ant-drop',
       CLAUDE_CONFIG_DIR: '/tmp/claude',
       OPENAI_API_KEY: 'sk-proj-drop',
       GEMINI_API_KEYS: 'a,b',
@@ -19,7 +19,6 @@ describe('agentEnvironment', () => {
     expect(agentEnvironment(parent, ['NPM_TOKEN'])).toEqual({
       PATH: '/usr/bin',
       HOME: '/home/me',
-      ANTHROPIC_API_KEY: 'sk-ant-keep',
       CLAUDE_CONFIG_DIR: '/tmp/claude',
       NPM_TOKEN: 'npm-pass',
       SWITCHBOARD_STATE_DIR: '/state',
@@ -29,5 +28,20 @@ describe('agentEnvironment', () => {
   it('keeps the cloud credentials Claude Code itself needs on Bedrock', () => {
     const parent = { CLAUDE_CODE_USE_BEDROCK: '1', AWS_SECRET_ACCESS_KEY: 'aws', OPENAI_API_KEY: 'x' };
     expect(agentEnvironment(parent)).toEqual({ CLAUDE_CODE_USE_BEDROCK: '1', AWS_SECRET_ACCESS_KEY: 'aws' });
+  });
+
+  it('gives Claude Code the credentials it can only read from its environment, but not its API key', () => {
+    const parent = {
+      ANTHROPIC_API_KEY: 'sk-ant-helper',
+      ANTHROPIC_AUTH_TOKEN: 'gateway-token',
+      CLAUDE_CODE_OAUTH_TOKEN: 'oauth-token',
+      ANTHROPIC_BASE_URL: 'http://127.0.0.1:1',
+      OPENAI_API_KEY: 'sk-proj-drop',
+    };
+    expect(claudeCodeVariables(parent)).toEqual({
+      ANTHROPIC_AUTH_TOKEN: 'gateway-token',
+      ANTHROPIC_BASE_URL: 'http://127.0.0.1:1',
+      CLAUDE_CODE_OAUTH_TOKEN: 'oauth-token',
+    });
   });
 });

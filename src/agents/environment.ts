@@ -1,12 +1,15 @@
+import { isRegisteredSecret } from '../core/secrets.js';
+
 /** Names that look like credentials: an agent's tools and the verify command do not see these. */
 const SECRET_NAME = /KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|COOKIE|SESSION/i;
 
 /**
- * The environment an agent run hands down: the parent's, without credentials that are not Claude
- * Code's own. Claude Code runs the commands the model chooses, and the verify command runs code the
- * model wrote; neither should find the orchestrator's OpenAI key or cloud credentials lying around.
- * Kept: everything not named like a secret; `ANTHROPIC_*` and `CLAUDE_*` (Claude Code needs them);
- * `AWS_*` when Claude Code runs on Bedrock and Google's when on Vertex; and the names in `pass`.
+ * The environment an agent run hands down to the commands it runs (Claude Code's tools, the verify and
+ * setup commands): the parent's, without credentials, and without the values a `.env` file supplied. Claude Code runs the commands the model chooses,
+ * and the verify command runs code the model wrote; neither should find the orchestrator's keys lying
+ * around, Claude Code's own API key included (Claude Code gets that through `apiKeyHelper`; see
+ * `createApiKeyHelper`). Kept: everything not named like a secret; `AWS_*` when Claude Code runs on
+ * Bedrock and Google's when on Vertex; and the names in `pass`.
  */
 export function agentEnvironment(
   parent: NodeJS.ProcessEnv = process.env,
@@ -18,12 +21,25 @@ export function agentEnvironment(
   for (const [name, value] of Object.entries(parent)) {
     if (value === undefined) continue;
     const needed =
-      !SECRET_NAME.test(name) ||
-      /^(ANTHROPIC|CLAUDE)_/.test(name) ||
+      (!SECRET_NAME.test(name) && !isRegisteredSecret(value)) ||
       (bedrock && name.startsWith('AWS_')) ||
       (vertex && /^(GOOGLE|GCLOUD|CLOUDSDK|CLOUD_ML)_/.test(name)) ||
       pass.includes(name);
     if (needed) kept[name] = value;
   }
   return kept;
+}
+
+/**
+ * Claude Code's own settings and the credentials it can only read from its environment
+ * (`ANTHROPIC_AUTH_TOKEN`, `CLAUDE_CODE_OAUTH_TOKEN`): every `ANTHROPIC_*` and `CLAUDE_*` variable,
+ * from the environment or `.env`, except `ANTHROPIC_API_KEY`, which travels through `apiKeyHelper`.
+ */
+export function claudeCodeVariables(parent: NodeJS.ProcessEnv = process.env): Record<string, string> {
+  const variables: Record<string, string> = {};
+  for (const [name, value] of Object.entries(parent)) {
+    if (value === undefined || name === 'ANTHROPIC_API_KEY') continue;
+    if (/^(ANTHROPIC|CLAUDE)_/.test(name)) variables[name] = value;
+  }
+  return variables;
 }

@@ -3,6 +3,7 @@ import { SwitchboardError } from '../core/errors.js';
 import { openLedgerDatabase } from '../store/ledger.js';
 import { processStartTime } from './repo-lock.js';
 import type { AgentTask, MergeMode } from './task.js';
+import { redactSecrets } from '../core/secrets.js';
 
 /** Where a run is. Recorded before each side effect, so a crashed run resumes from the right step. */
 export const AGENT_PHASES = [
@@ -201,7 +202,8 @@ export class AgentRunStore {
       const column = COLUMN_BY_FIELD[field];
       if (column === undefined || value === undefined) continue;
       assignments.push(`${column} = @${column}`);
-      values[column] = value;
+      // Error and detail texts quote agents, tools and servers: the ledger never stores a secret.
+      values[column] = typeof value === 'string' ? redactSecrets(value) : value;
     }
     if (update.ended === true) assignments.push('ended_at = @now');
     // A resumed conflict is running again: it must be able to end (and be cancelled) once more.
@@ -270,7 +272,14 @@ export class AgentRunStore {
         .prepare(
           'INSERT INTO agent_run_events (run_id, at, phase, kind, message, data) VALUES (?, ?, ?, ?, ?, ?)',
         )
-        .run(runId, Date.now(), phase, kind, message, data === undefined ? null : JSON.stringify(data)),
+        .run(
+          runId,
+          Date.now(),
+          phase,
+          kind,
+          redactSecrets(message),
+          data === undefined ? null : redactSecrets(JSON.stringify(data)),
+        ),
     );
   }
 

@@ -1,6 +1,7 @@
 import { execa } from 'execa';
 import { agentEnvironment } from './environment.js';
 import { parentWatchedCommand } from '../providers/claude-code/process-group.js';
+import { redactSecrets } from '../core/secrets.js';
 
 /** What the verify command did. */
 export interface VerifyResult {
@@ -76,7 +77,8 @@ export async function runVerify({
     const result = await subprocess;
     // Whatever the shell left running in its group (a backgrounded server) goes too.
     killTree();
-    const output = String(result.all ?? '');
+    // The tail goes to the ledger and into the agent's next prompt: no known secret in it.
+    const output = redactSecrets(String(result.all ?? ''));
     const tail = output.length > tailLength ? `…${output.slice(-tailLength)}` : output;
     const verify: VerifyResult = {
       passed: !timedOut && result.exitCode === 0,

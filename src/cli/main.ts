@@ -2,16 +2,13 @@
 import { CommanderError } from 'commander';
 import { EXIT_CODES } from '../core/errors.js';
 import { createProgram } from './program.js';
+import { loadDotEnv, redactProcessOutput } from './redacted-output.js';
 import { reportError } from './shared.js';
 
-// Secrets and settings may live in a `.env` file in the working directory; the environment wins.
-try {
-  process.loadEnvFile('.env');
-} catch (error) {
-  if ((error as NodeJS.ErrnoException).code !== 'ENOENT') {
-    process.stderr.write(`switchboard: warning: .env could not be read (${(error as Error).message})\n`);
-  }
-}
+// Secrets and settings may live in a `.env` file in the working directory; the environment wins. No
+// known secret is ever printed, whichever path the text took.
+loadDotEnv();
+redactProcessOutput();
 
 const program = createProgram();
 

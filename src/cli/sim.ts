@@ -49,11 +49,16 @@ export function registerSimCommand(program: Command): void {
           : `switchboard sim listening on ${simulator.url} (port ${simulator.port})\n`,
       );
       await new Promise<void>((resolve) => {
-        const stop = () => void simulator.close().then(resolve);
+        let lifetime: NodeJS.Timeout | undefined;
+        const stop = () => {
+          // A signal must end the command now, not when --max-lifetime runs out.
+          clearTimeout(lifetime);
+          void simulator.close().then(resolve);
+        };
         process.once('SIGINT', stop);
         process.once('SIGTERM', stop);
         // The command's own timer (kept referenced) ends it, so the top-level await always settles.
-        if (flags.maxLifetime !== undefined) setTimeout(stop, flags.maxLifetime * 1000);
+        if (flags.maxLifetime !== undefined) lifetime = setTimeout(stop, flags.maxLifetime * 1000);
       });
     });
 }

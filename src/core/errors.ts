@@ -1,3 +1,5 @@
+import { redactDeep, redactSecrets } from './secrets.js';
+
 /**
  * Every failure Switchboard reports is a `SwitchboardError` with a string `code`. Callers branch on
  * `code` (never on `instanceof`, which breaks across duplicated package copies); the CLI maps codes
@@ -68,13 +70,15 @@ export class SwitchboardError extends Error {
   readonly details: Record<string, unknown> | undefined;
 
   constructor(code: ErrorCode, message: string, options: SwitchboardErrorOptions = {}) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    // Messages quote servers and processes, which echo keys: every error is clean from birth, so the
+    // CLI, `--json`, the ledger and a caller's own logs never see one (`cause` keeps the raw original).
+    super(redactSecrets(message), options.cause === undefined ? undefined : { cause: options.cause });
     this.code = code;
     this.retryable = options.retryable ?? RETRYABLE_BY_DEFAULT.has(code);
-    this.hint = options.hint;
+    this.hint = options.hint === undefined ? undefined : redactSecrets(options.hint);
     this.provider = options.provider;
     this.retryAfterMs = options.retryAfterMs;
-    this.details = options.details;
+    this.details = options.details === undefined ? undefined : redactDeep(options.details);
   }
 
   toJSON(): Record<string, unknown> {

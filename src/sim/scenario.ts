@@ -52,6 +52,8 @@ const faultSchema = z.strictObject({
   /** Response body; default: the provider's own error shape. */
   body: z.unknown().optional(),
   message: z.string().optional(),
+  /** Append the credential the request carried to the message, as some servers do (for redaction tests). */
+  echoKey: z.boolean().optional(),
   /** Seconds, sent as `retry-after`. */
   retryAfter: z.number().nonnegative().optional(),
   /** Milliseconds, sent as `retry-after-ms`. */

@@ -23,6 +23,8 @@ import type { SimAnswer, WireFormat } from './wire/answer.js';
 import { anthropicWire } from './wire/anthropic.js';
 import { geminiWire } from './wire/gemini.js';
 import { openAiWire } from './wire/openai.js';
+import { keyFingerprint, requestCredentials, withoutCredentials } from './credentials.js';
+import { redactSecrets } from '../core/secrets.js';
 
 const WIRES: Record<SimProvider, WireFormat> = {
   anthropic: anthropicWire,
@@ -59,6 +61,8 @@ export interface SimLogEntry {
   outcome: string;
   status: number | null;
   headers: Record<string, string>;
+  /** Which key the request carried, as `keyFingerprint` makes it (never the key); null when none. */
+  key: string | null;
   /** The parsed JSON body. */
   body: unknown;
 }
@@ -140,14 +144,21 @@ export async function startSimulator({
     return undefined;
   }
 
-  function record(entry: Omit<SimLogEntry, 'seq' | 'at'>): void {
-    const full: SimLogEntry = { seq: ++sequence, at: new Date().toISOString(), ...entry };
+  function record(credentials: readonly string[], entry: Omit<SimLogEntry, 'seq' | 'at' | 'key'>): void {
+    // The request's own key, and this process's secrets, may sit anywhere in a body (a tool result that
+    // printed the environment): the log, on disk or in memory, holds neither.
+    const clean = JSON.parse(
+      redactSecrets(withoutCredentials(JSON.stringify(entry), credentials)),
+    ) as typeof entry;
+    const key = credentials[0] === undefined ? null : keyFingerprint(credentials[0]);
+    const full: SimLogEntry = { seq: ++sequence, at: new Date().toISOString(), ...clean, key };
     requests.push(full);
     if (logFile !== undefined) appendFileSync(logFile, `${JSON.stringify(full)}\n`);
   }
 
   async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const url = new URL(request.url ?? '/', 'http://simulator');
+    const credentials = requestCredentials(request, url);
     url.searchParams.delete('key');
     const path = url.pathname + (url.search === '' ? '' : url.search);
     const headers = Object.fromEntries(
@@ -169,7 +180,7 @@ export async function startSimulator({
     );
     if (request.method === 'POST' && /\/v1\/messages\/count_tokens$/.test(url.pathname)) {
       const tokens = Math.max(1, Math.ceil(JSON.stringify(body['messages'] ?? '').length / 4));
-      record({
+      record(credentials, {
         ...base,
         ...emptyView(),
         provider: 'anthropic',
@@ -190,14 +201,14 @@ export async function startSimulator({
       );
     } else if (request.method === 'HEAD') {
       // Claude Code checks connectivity with HEAD /api/hello before its first call.
-      record({ ...base, ...emptyView(), outcome: 'head', status: 200 });
+      record(credentials, { ...base, ...emptyView(), outcome: 'head', status: 200 });
       response.writeHead(200).end();
       return;
     } else if (request.method === 'GET' && /\/models$/.test(url.pathname)) {
-      record({ ...base, ...emptyView(), outcome: 'models', status: 200 });
+      record(credentials, { ...base, ...emptyView(), outcome: 'models', status: 200 });
       return sendJson(response, 200, { data: [], object: 'list', has_more: false });
     } else {
-      record({ ...base, ...emptyView(), outcome: 'not_found', status: 404 });
+      record(credentials, { ...base, ...emptyView(), outcome: 'not_found', status: 404 });
       return sendJson(response, 404, {
         error: {
           type: 'not_found_error',
@@ -222,7 +233,7 @@ export async function startSimulator({
     if (chosen?.rule.fault !== undefined) {
       const fault = chosen.rule.fault;
       const status = fault.kind === 'overload' ? wire.overloadStatus : (fault.status ?? 500);
-      record({
+      record(credentials, {
         ...entry,
         outcome: `fault:${fault.kind}`,
         status: fault.kind === 'status' || fault.kind === 'overload' ? status : null,
@@ -231,7 +242,7 @@ export async function startSimulator({
       return sendFault(response, request, fault, status, wire, view);
     }
     const reply = chosen?.rule.reply ?? scenario.fallback ?? { text: 'ok' };
-    record({ ...entry, outcome: 'reply', status: 200 });
+    record(credentials, { ...entry, outcome: 'reply', status: 200 });
     const answer = buildAnswer(reply, view, raw.length);
     await wait(reply.delayMs ?? 0);
     if (closed) return;
@@ -302,8 +313,13 @@ export async function startSimulator({
         if (fault.retryAfter !== undefined) headers['retry-after'] = String(fault.retryAfter);
         if (fault.retryAfterMs !== undefined) headers['retry-after-ms'] = String(fault.retryAfterMs);
         if (view.provider === 'anthropic' && fault.kind === 'overload') headers['x-should-retry'] ??= 'true';
-        const message =
+        const text =
           fault.message ?? (fault.kind === 'overload' ? 'Overloaded' : `simulated error ${status}`);
+        const key =
+          fault.echoKey === true
+            ? requestCredentials(request, new URL(request.url ?? '/', 'http://simulator'))[0]
+            : undefined;
+        const message = key === undefined ? text : `${text} (key: ${key})`;
         return sendJson(response, status, fault.body ?? wire.error(status, message), headers);
       }
     }

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { closeSync, fsyncSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
+import { redactSecrets } from '../core/secrets.js';
 
 /**
  * Writes a file whole or not at all: a temporary file beside the target, flushed to disk, then
@@ -14,7 +15,8 @@ export function writeFileAtomically(file: string, text: string): void {
   try {
     const descriptor = openSync(temporary, 'wx', 0o644);
     try {
-      writeSync(descriptor, text);
+      // Reports quote errors and prompts: the last chance to keep a secret out of a file.
+      writeSync(descriptor, redactSecrets(text));
       fsyncSync(descriptor);
     } finally {
       closeSync(descriptor);

@@ -2,6 +2,7 @@ import type Database from 'better-sqlite3';
 import { createHash } from 'node:crypto';
 import type { TokenUsage } from '../core/call-types.js';
 import { percentile } from '../core/percentile.js';
+import { redactSecrets } from '../core/secrets.js';
 
 /** One call attempt as the ledger keeps it. */
 export interface CallAttemptRecord {
@@ -154,7 +155,7 @@ export function callAttemptRow(record: CallAttemptRecord, storeText: boolean): R
     cost_usd: record.costUsd,
     session_id: record.sessionId ?? null,
     prompt_hash: record.promptHash ?? hashText(record.promptText ?? ''),
-    prompt_text: storeText ? (record.promptText ?? null) : null,
+    prompt_text: storeText && record.promptText !== undefined ? redactSecrets(record.promptText) : null,
     tags: JSON.stringify(record.tags ?? {}),
   };
 }

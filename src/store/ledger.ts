@@ -23,6 +23,7 @@ import { SwitchboardError } from '../core/errors.js';
 import type { RouteCandidate, RouteDecision, RouteMethod } from '../core/route-types.js';
 import { LATEST_SCHEMA_VERSION, findSchemaProblem, migrate, readSchemaState } from './migrations.js';
 import type { SchemaProblem } from './migrations.js';
+import { redactSecrets } from '../core/secrets.js';
 
 /** Folder, relative to the working directory, that holds Switchboard's state by default. */
 export const DEFAULT_STATE_DIR = '.switchboard';
@@ -629,11 +630,12 @@ function toRow(decision: RouteDecision, context: RouteDecisionContext, storeText
     id: decision.id,
     created_at: createdAt.getTime(),
     request_hash: hashText(context.normalizedText ?? context.requestText),
-    request_text: storeText ? context.requestText : null,
+    request_text: storeText ? redactSecrets(context.requestText) : null,
     skill: decision.skill,
     confidence: decision.confidence,
     method: decision.method,
-    reasoning: decision.reasoning,
+    // An LLM tier's failure is quoted here; the ledger never stores a secret.
+    reasoning: redactSecrets(decision.reasoning),
     candidates: JSON.stringify(decision.candidates),
     duration_ms: decision.durationMs,
     cost_usd: decision.costUsd,

@@ -12,6 +12,7 @@ import {
   timeoutError,
   type AnthropicErrorContext,
 } from './anthropic-errors.js';
+import { registerSecret } from '../../core/secrets.js';
 
 /** The tool offered (and forced) when a call asks for structured output. */
 export const OUTPUT_TOOL_NAME = 'emit_output';
@@ -63,6 +64,7 @@ export function createAnthropicProvider({
   if (apiKey !== undefined && typeof apiKey !== 'string') {
     throw new SwitchboardError('INVALID_INPUT', 'Expected "apiKey" to be a string');
   }
+  registerSecret(apiKey);
   if (baseUrl !== undefined && baseUrl !== '' && !URL.canParse(baseUrl)) {
     throw new SwitchboardError(
       'INVALID_INPUT',

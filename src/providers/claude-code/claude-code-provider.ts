@@ -15,6 +15,8 @@ import { claudeEnvironment } from './environment.js';
 import { resolveClaudeExecutable } from './executable.js';
 import { ClaudeProcess } from './process-group.js';
 import { WarmPool, type WarmPoolOptions } from './warm-pool.js';
+import { registerSecret } from '../../core/secrets.js';
+import { moveApiKeyToHelper, type ApiKeyHelper } from './api-key-helper.js';
 
 export type { ClaudeCallOptions } from './call-session.js';
 
@@ -65,6 +67,7 @@ export function createClaudeCodeProvider({
 }: ClaudeCodeProviderOptions = {}): ClaudeCodeProvider {
   checkPositive('idleTimeoutMs', idleTimeoutMs);
   checkPositive('timeoutMs', timeoutMs);
+  registerSecret(apiKey);
   let resolvedExecutable: string | undefined;
   const launch = (): ClaudeLaunch => {
     resolvedExecutable ??= resolveClaudeExecutable(executable ?? process.env['SWITCHBOARD_CLAUDE_PATH']);
@@ -120,9 +123,12 @@ async function coldCall(launch: ClaudeLaunch, request: ClaudeCallOptions): Promi
     child.child.stdout.on('data', () => watch.touch());
     return child.child;
   };
+  let keyHelper: ApiKeyHelper | undefined;
   if (request.allowedTools !== undefined) {
     options.tools = request.allowedTools.map((tool) => tool.replace(/\(.*$/, ''));
     options.allowedTools = request.allowedTools;
+    // Its tools inherit its environment: an allowed printenv must not hand the key to the model.
+    keyHelper = moveApiKeyToHelper(options);
   }
   if (request.resume !== undefined) options.resume = request.resume;
   if (request.resume !== undefined || request.persistSession === true) options.persistSession = true;
@@ -144,5 +150,6 @@ async function coldCall(launch: ClaudeLaunch, request: ClaudeCallOptions): Promi
     // The CLI exits on its own once its input closes; make sure of it without holding the caller.
     child?.detach();
     void child?.waitForExit(5_000);
+    keyHelper?.dispose();
   }
 }

@@ -19,6 +19,7 @@ import { compileSchema, schemaErrors } from '../../core/json-schema.js';
 import { costOf, DEFAULT_PRICES, type ModelPrice } from '../../core/prices.js';
 import { errorFromStatus } from '../http-errors.js';
 import { KeyPool } from './key-pool.js';
+import { registerSecret } from '../../core/secrets.js';
 
 const PROVIDER = 'gemini';
 const KEY_VARIABLES = ['GEMINI_API_KEYS', 'GEMINI_API_KEY', 'GOOGLE_API_KEY'] as const;
@@ -96,6 +97,7 @@ export function createGeminiProvider({
   }
   const forbidden = compileForbidden(forbiddenModels);
   const keys = (apiKeys ?? keysFromEnvironment()).map((key) => key.trim()).filter((key) => key !== '');
+  for (const key of keys) registerSecret(key);
   const pool = new KeyPool({
     keys,
     cooldownMs: keyCooldownMs,

@@ -12,6 +12,7 @@ import { extractJson } from '../../core/json-extract.js';
 import { compileSchema, schemaErrors } from '../../core/json-schema.js';
 import { costOf, DEFAULT_PRICES, type ModelPrice } from '../../core/prices.js';
 import { idleTimeoutError, openAiError, streamCutError, timeoutError } from './openai-errors.js';
+import { registerSecret } from '../../core/secrets.js';
 
 /** How a JSON Schema is asked of the server. */
 export type OpenAiStructuredOutput = 'json_schema' | 'tool';
@@ -85,6 +86,7 @@ export function createOpenAiProvider({
   if (apiKey !== undefined && (typeof apiKey !== 'string' || apiKey.trim() === '')) {
     throw invalidOption('Expected "apiKey" to be a non-empty string');
   }
+  registerSecret(apiKey);
   if (baseUrl !== undefined) checkBaseUrl('baseUrl', baseUrl);
   const priceTable = prices === undefined ? DEFAULT_PRICES : { ...DEFAULT_PRICES, ...prices };
   const clients = new Map<string, OpenAI>();

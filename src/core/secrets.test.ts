@@ -1,0 +1,52 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { SwitchboardError } from './errors.js';
+import { resetSecrets, redactDeep, redactSecrets, registerSecret } from './secrets.js';
+
+const planted: string[] = [];
+function plant(name: string, value: string): void {
+  process.env[name] = value;
+  planted.push(name);
+  resetSecrets();
+}
+
+afterEach(() => {
+  for (const name of planted.splice(0)) delete process.env[name];
+  resetSecrets();
+});
+
+describe('redactSecrets', () => {
+  it('removes the values of variables named like credentials', () => {
+    plant('FOO_TOKEN', 'foo-token-value-1');
+    expect(redactSecrets('a foo-token-value-1 b')).toBe('a [redacted] b');
+    plant('DB_PASSWORD', 'hunter2hunter2');
+    expect(redactSecrets('pw=hunter2hunter2; t=foo-token-value-1')).toBe('pw=[redacted]; t=[redacted]');
+  });
+
+  it('removes each key of a comma-separated pool, and registered values whatever their names', () => {
+    plant('GEMINI_API_KEYS', 'gemini-key-one-1,gemini-key-two-2');
+    registerSecret('dotenv-database-url-value');
+    expect(redactSecrets('gemini-key-two-2 / dotenv-database-url-value')).toBe('[redacted] / [redacted]');
+  });
+
+  it('leaves short values and ordinary names alone, so text is not shredded', () => {
+    plant('SHORT_KEY', 'abc');
+    plant('SOME_SETTING', 'a-long-setting-value');
+    expect(redactSecrets('abc a-long-setting-value')).toBe('abc a-long-setting-value');
+  });
+
+  it('removes keys it does not know by their shape', () => {
+    expect(
+      redactSecrets('got sk-ant-api03-abcdefghijklmnopqrstuvwx and AIzaSyA1234567890abcdefghijklmnopqrstu'),
+    ).toBe('got [redacted] and [redacted]');
+  });
+
+  it('cleans nested values and every SwitchboardError from birth', () => {
+    plant('X_SECRET', 'x-secret-value-9');
+    expect(redactDeep({ a: ['x-secret-value-9'], b: 1 })).toEqual({ a: ['[redacted]'], b: 1 });
+    const error = new SwitchboardError('AUTH', 'bad key x-secret-value-9', {
+      hint: 'not x-secret-value-9',
+      details: { body: 'x-secret-value-9' },
+    });
+    expect(JSON.stringify(error.toJSON())).not.toContain('x-secret-value-9');
+  });
+});

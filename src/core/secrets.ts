@@ -1,0 +1,103 @@
+/**
+ * The one place that knows which strings are secrets, and removes them from text before it leaves the
+ * process: printed output, errors, transcripts, ledger rows, reports, the simulator's log.
+ *
+ * Secrets are the values of environment variables named like credentials (read again when a second has
+ * passed since the last look: reading `process.env` costs more than redacting a page), values registered with `registerSecret` (a `.env` file's values, keys
+ * passed to a provider as options), and strings shaped like well-known API keys. A value shorter than
+ * `MIN_SECRET_LENGTH` is not treated as a secret: replacing `1` or `true` everywhere would shred text.
+ */
+
+/** Variable names whose values are secrets: `*KEY*`, `*TOKEN*`, `*SECRET*`, `*PASSWORD*` and kin. */
+export const SECRET_VARIABLE_NAME = /KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|PRIVATE/i;
+
+/** Shorter values are left alone. */
+export const MIN_SECRET_LENGTH = 8;
+
+/** What a secret becomes. */
+export const REDACTED = '[redacted]';
+
+/**
+ * Key shapes redacted even when the value is not known here, e.g. another key a server echoes:
+ * Anthropic and OpenAI (`sk-…`) and Google API keys (`AIza…`).
+ */
+const KEY_SHAPES = String.raw`\b(?:sk-[A-Za-z0-9_-]{20,}|AIza[0-9A-Za-z_-]{30,})`;
+
+/** How long the environment's secrets are reused before `process.env` is read again. */
+const ENVIRONMENT_RESCAN_MS = 1000;
+
+const registered = new Set<string>();
+/** When the known values were last gathered; minus infinity forces a fresh look. */
+let gatheredAt = Number.NEGATIVE_INFINITY;
+let cachedSignature: string | undefined;
+let cachedPattern = new RegExp(KEY_SHAPES, 'g');
+
+/**
+ * Adds a value (an API key given as an option, a `.env` value) to the secrets every output is cleaned
+ * of, for the life of the process. A comma-separated list (a key pool) adds each item too.
+ */
+export function registerSecret(value: string | undefined): void {
+  for (const candidate of candidates(value)) {
+    if (registered.has(candidate)) continue;
+    registered.add(candidate);
+    gatheredAt = Number.NEGATIVE_INFINITY;
+  }
+}
+
+/** The value and, for a list like `GEMINI_API_KEYS=a,b`, each item, when long enough to be a secret. */
+function candidates(value: string | undefined): string[] {
+  if (value === undefined) return [];
+  const items = [value, ...value.split(/[\s,;]+/)].map((item) => item.trim());
+  return items.filter((item) => item.length >= MIN_SECRET_LENGTH);
+}
+
+/** Whether `value` was registered as a secret (a `.env` value, a key given as an option). */
+export function isRegisteredSecret(value: string): boolean {
+  return registered.has(value);
+}
+
+/** Every secret value known now, longest first, so a key that contains another is replaced whole. */
+export function secretValues(environment: NodeJS.ProcessEnv = process.env): string[] {
+  const values = new Set(registered);
+  for (const [name, value] of Object.entries(environment)) {
+    if (SECRET_VARIABLE_NAME.test(name)) for (const candidate of candidates(value)) values.add(candidate);
+  }
+  return [...values].sort((a, b) => b.length - a.length);
+}
+
+function pattern(): RegExp {
+  const now = performance.now();
+  if (now - gatheredAt < ENVIRONMENT_RESCAN_MS) return cachedPattern;
+  gatheredAt = now;
+  const values = secretValues();
+  const signature = values.join('\0');
+  if (signature !== cachedSignature) {
+    const escaped = values.map((value) => value.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
+    cachedPattern = new RegExp([...escaped, KEY_SHAPES].join('|'), 'g');
+    cachedSignature = signature;
+  }
+  return cachedPattern;
+}
+
+/** `text` with every known secret, and anything shaped like an API key, replaced by `[redacted]`. */
+export function redactSecrets(text: string): string {
+  return text.replace(pattern(), REDACTED);
+}
+
+/** A copy of a JSON-like value with every string in it redacted (keys included). */
+export function redactDeep<T>(value: T): T {
+  if (typeof value === 'string') return redactSecrets(value) as T;
+  if (Array.isArray(value)) return value.map((item: unknown) => redactDeep(item)) as T;
+  if (typeof value === 'object' && value !== null && Object.getPrototypeOf(value) === Object.prototype) {
+    return Object.fromEntries(
+      Object.entries(value).map(([key, item]) => [redactSecrets(key), redactDeep(item)]),
+    ) as T;
+  }
+  return value;
+}
+
+/** Forgets the registered values and reads the environment afresh at the next use (tests). */
+export function resetSecrets(): void {
+  registered.clear();
+  gatheredAt = Number.NEGATIVE_INFINITY;
+}
