@@ -182,7 +182,8 @@ describe('claude-code provider, cold calls', () => {
     });
     expect(result.text).toBe('done');
     expect(readFileSync(target, 'utf8')).toBe('written by the agent\n');
-    // A plain call offers no tools, so the same script cannot write anything.
+    // A plain call offers no tools, so the same script cannot write anything: Claude Code refuses the
+    // tool call, the model answers after the refusal, and the call still succeeds.
     const plain = mkdtempSync(join(tmpdir(), 'switchboard-workspace-'));
     harness.sim.setScenario({
       rules: [
@@ -190,11 +191,17 @@ describe('claude-code provider, cold calls', () => {
           match: { turn: 1 },
           reply: { tool: { name: 'Write', input: { file_path: join(plain, 'x.txt'), content: 'x' } } },
         },
+        { match: { turn: 2 }, reply: { text: 'could not write' } },
       ],
     });
-    await harness.provider
-      .call({ model: 'haiku', prompt: 'write the file', cwd: plain })
-      .catch(() => undefined);
+    const before = harness.sim.requests.length;
+    const refused = await harness.provider.call({ model: 'haiku', prompt: 'write the file', cwd: plain });
+    expect(refused).toMatchObject({ success: true, text: 'could not write' });
+    const plainRequests = replies(harness.sim).filter((entry) => entry.seq > before);
+    expect(plainRequests.map((entry) => [entry.turn, entry.tools])).toEqual([
+      [1, []],
+      [2, []],
+    ]);
     expect(existsSync(join(plain, 'x.txt'))).toBe(false);
   });
 
