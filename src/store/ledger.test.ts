@@ -1,8 +1,8 @@
 import { fork, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { chmodSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -64,6 +64,51 @@ function expectStoreError(action: () => unknown, file: string): void {
   expect(thrown.message).toContain(file);
   expect(thrown.message).not.toContain('\n');
   expect(thrown.hint).toBeTruthy();
+}
+
+/** What `openLedger` did in a child process: opened, or the error it threw. */
+interface OpenOutcome {
+  opened?: boolean;
+  name?: string;
+  code?: string;
+  message?: string;
+  hint?: string;
+}
+
+/**
+ * Opens a ledger in a child process run by an ordinary user. Root ignores permission bits, so as root
+ * the child runs as `nobody` (util-linux `setpriv`), with the test folder's ancestors made traversable
+ * for the duration; otherwise it runs as the current user.
+ */
+function openLedgerAsOrdinaryUser(stateDir: string): OpenOutcome {
+  const script = fileURLToPath(new URL('./__fixtures__/open-ledger.mjs', import.meta.url));
+  const node = [process.execPath, '--experimental-strip-types', '--no-warnings', script, stateDir];
+  const asRoot = process.getuid?.() === 0;
+  const restore = asRoot ? letOthersTraverse(stateDir) : [];
+  try {
+    const [command, ...args] = asRoot
+      ? ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups', ...node]
+      : node;
+    const child = spawnSync(command ?? '', args, { encoding: 'utf8' });
+    if (child.error !== undefined) throw new Error(`cannot run ${command}: ${child.error.message}`);
+    expect(child.status, child.stderr).toBe(0);
+    return JSON.parse(child.stdout) as OpenOutcome;
+  } finally {
+    for (const [path, mode] of restore.reverse()) chmodSync(path, mode);
+  }
+}
+
+/** Adds search permission for others on every ancestor of `path` lacking it; returns the old modes. */
+function letOthersTraverse(path: string): [string, number][] {
+  const changed: [string, number][] = [];
+  for (let folder = dirname(path); ; folder = dirname(folder)) {
+    const mode = statSync(folder).mode & 0o7777;
+    if ((mode & 0o001) === 0) {
+      chmodSync(folder, mode | 0o001);
+      changed.push([folder, mode]);
+    }
+    if (dirname(folder) === folder) return changed;
+  }
 }
 
 /** Every byte the ledger has on disk: the database and any WAL or shared-memory side files. */
@@ -314,13 +359,17 @@ describe('bad paths', () => {
     expectStoreError(() => openLedger({ path: folder }), folder);
   });
 
-  // Root ignores permission bits, so this case can only be checked as an ordinary user.
-  it.skipIf(process.getuid?.() === 0)('reports a folder without write permission', () => {
+  it('reports a folder without write permission', () => {
     const readOnly = join(directory, 'read-only');
     mkdirSync(readOnly);
     chmodSync(readOnly, 0o555);
     try {
-      expectStoreError(() => openLedger({ stateDir: readOnly }), readOnly);
+      const outcome = openLedgerAsOrdinaryUser(readOnly);
+      expect(outcome).toMatchObject({ name: 'SwitchboardError', code: 'STORE_ERROR' });
+      expect(outcome.message).toContain(readOnly);
+      expect(outcome.message).not.toContain('\n');
+      expect(outcome.hint).toMatch(/writable/);
+      expect(readdirSync(readOnly)).toEqual([]);
     } finally {
       chmodSync(readOnly, 0o755);
     }
