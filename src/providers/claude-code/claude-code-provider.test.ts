@@ -8,6 +8,7 @@ import {
   waitForNoNewClaudeProcesses,
   type ClaudeHarness,
 } from '../../../test/helpers/claude.js';
+import { waitFor } from '../../../test/helpers/wait-for.js';
 
 // Every test here runs the real Claude Code binary (shipped by @anthropic-ai/claude-agent-sdk) against
 // `switchboard sim` on loopback.
@@ -154,11 +155,16 @@ describe('claude-code provider, cold calls', () => {
     await expect(
       harness.provider.call({ model: 'haiku', prompt: 'slow', timeoutMs: 1_500 }),
     ).rejects.toMatchObject({ code: 'TIMEOUT' });
+    // Aborted once Claude Code's request is waiting on the simulator's answer: a call in flight.
     const controller = new AbortController();
-    setTimeout(() => controller.abort(), 1_200);
-    await expect(
+    const asked = replies(harness.sim).length;
+    const aborted = expect(
       harness.provider.call({ model: 'haiku', prompt: 'slow', abortSignal: controller.signal }),
     ).rejects.toMatchObject({ code: 'ABORTED' });
+    const sim = harness.sim;
+    await waitFor(() => replies(sim).length > asked, { what: "Claude Code's request", withinMs: 30_000 });
+    controller.abort();
+    await aborted;
     expect(await waitForNoNewClaudeProcesses(before)).toEqual([]);
   });
 
