@@ -135,11 +135,11 @@ describe('racing', () => {
     );
     const confident = await raced.route('the app crashes whenever I save');
     expect(confident.method).toBe('local');
-    expect(confident.durationMs).toBeLessThan(300);
     // The cancelled race never produced an answer that counted.
     expect(confident.costUsd).toBe(0);
     // The LLM was asked before the local tiers were done (it cannot have known they would be
-    // confident): the cancelled call is in the ledger. An LLM started after them is never asked here.
+    // confident) and cancelled before it answered: the aborted call is in the ledger. An LLM started
+    // after them is never asked here; a router that waited for its answer would record a success.
     await waitFor(() => ledger.callStats().calls > 0);
     expect(ledger.callStats()).toMatchObject({ calls: 1, successfulCalls: 0, errorCodes: { ABORTED: 1 } });
     const unsure = await raced.route('the gizmo went kaput');
