@@ -1,8 +1,8 @@
 import { fork, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { chmodSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -76,39 +76,20 @@ interface OpenOutcome {
 }
 
 /**
- * Opens a ledger in a child process run by an ordinary user. Root ignores permission bits, so as root
- * the child runs as `nobody` (util-linux `setpriv`), with the test folder's ancestors made traversable
- * for the duration; otherwise it runs as the current user.
+ * Opens a ledger in a child process subject to permission bits. Root ignores them through two
+ * capabilities (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH), so as root the child runs under util-linux
+ * `setpriv` without them: it reads the checkout as before, wherever that lives, but a folder without
+ * write permission stops it as it stops an ordinary user. Otherwise the child runs as it is.
  */
 function openLedgerAsOrdinaryUser(stateDir: string): OpenOutcome {
   const script = fileURLToPath(new URL('./__fixtures__/open-ledger.mjs', import.meta.url));
   const node = [process.execPath, '--experimental-strip-types', '--no-warnings', script, stateDir];
-  const asRoot = process.getuid?.() === 0;
-  const restore = asRoot ? letOthersTraverse(stateDir) : [];
-  try {
-    const [command, ...args] = asRoot
-      ? ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups', ...node]
-      : node;
-    const child = spawnSync(command ?? '', args, { encoding: 'utf8' });
-    if (child.error !== undefined) throw new Error(`cannot run ${command}: ${child.error.message}`);
-    expect(child.status, child.stderr).toBe(0);
-    return JSON.parse(child.stdout) as OpenOutcome;
-  } finally {
-    for (const [path, mode] of restore.reverse()) chmodSync(path, mode);
-  }
-}
-
-/** Adds search permission for others on every ancestor of `path` lacking it; returns the old modes. */
-function letOthersTraverse(path: string): [string, number][] {
-  const changed: [string, number][] = [];
-  for (let folder = dirname(path); ; folder = dirname(folder)) {
-    const mode = statSync(folder).mode & 0o7777;
-    if ((mode & 0o001) === 0) {
-      chmodSync(folder, mode | 0o001);
-      changed.push([folder, mode]);
-    }
-    if (dirname(folder) === folder) return changed;
-  }
+  const [command, ...args] =
+    process.getuid?.() === 0 ? ['setpriv', '--bounding-set=-dac_override,-dac_read_search', ...node] : node;
+  const child = spawnSync(command ?? '', args, { encoding: 'utf8' });
+  if (child.error !== undefined) throw new Error(`cannot run ${command}: ${child.error.message}`);
+  expect(child.status, child.stderr).toBe(0);
+  return JSON.parse(child.stdout) as OpenOutcome;
 }
 
 /** Every byte the ledger has on disk: the database and any WAL or shared-memory side files. */

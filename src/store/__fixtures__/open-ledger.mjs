@@ -1,5 +1,5 @@
 // Child process for the ledger test: opens a ledger in the folder it is given and prints the outcome
-// as one JSON line, so the test can run it as another (unprivileged) user.
+// as one JSON line, so the test can run it without the privileges that let root ignore permissions.
 // Usage: node --experimental-strip-types open-ledger.mjs <state-dir>
 import process from 'node:process';
 import './typescript-sources.mjs';
