@@ -21,6 +21,7 @@ import {
   writeFilesScenario,
 } from './helpers/agent-scenarios.js';
 import { createRepository, git } from './helpers/git-repo.js';
+import { IN_CI } from './helpers/ci.js';
 import { runCli, type CliRun } from './helpers/run-cli.js';
 
 // `switchboard agent` as a user runs it: the built CLI, real git in temporary repositories, the real
@@ -652,7 +653,13 @@ describe('switchboard agent run-all progress', () => {
   );
 
   it('on a terminal shows a live table of phase, elapsed time and cost per run', async ({ skip }) => {
-    skip(!hasScript(), 'util-linux `script` is not installed: no pseudo-terminal to run the CLI in');
+    if (!hasScript()) {
+      // `.ci/run` installs `script`: under CI its absence is a broken image, not a reason to skip.
+      const missing =
+        '`script` (util-linux; Debian bsdutils) is not installed: no pseudo-terminal to run the CLI in';
+      if (IN_CI) throw new Error(`${missing}; install it (.ci/run does)`);
+      skip(missing);
+    }
     const f = await fixture(scenario());
     const files = ids.map((id) => f.task(id, { id, title: `Add ${id}`, verify: `test -f ${id}.txt` }));
     const command = [process.execPath, cli, 'agent', 'run-all', ...files, '--base-url', sim?.url ?? '']

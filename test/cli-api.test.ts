@@ -39,9 +39,17 @@ beforeAll(async () => {
       ],
     },
   });
-  cwd = mkdtempSync(join(tmpdir(), 'switchboard-api-cli-'));
+  cwd = project();
+});
+afterAll(async () => {
+  await sim.close();
+});
+
+/** A working directory with its own ledger and the roles and budgets these tests use. */
+function project(): string {
+  const directory = mkdtempSync(join(tmpdir(), 'switchboard-api-cli-'));
   writeFileSync(
-    join(cwd, 'switchboard.yaml'),
+    join(directory, 'switchboard.yaml'),
     [
       'roles:',
       '  drafter: anthropic:claude-sonnet-4-6,openai:gpt-4.1-mini',
@@ -52,12 +60,10 @@ beforeAll(async () => {
       '    - { provider: anthropic, daily_usd: 0.5, warn_at: 0.5 }',
     ].join('\n'),
   );
-});
-afterAll(async () => {
-  await sim.close();
-});
+  return directory;
+}
 
-function run(args: string[]): Promise<CliRun> {
+function run(args: string[], directory = cwd): Promise<CliRun> {
   const env = {
     ...process.env,
     ANTHROPIC_API_KEY: keys.anthropic,
@@ -67,7 +73,7 @@ function run(args: string[]): Promise<CliRun> {
     GEMINI_API_KEY: keys.gemini,
     GEMINI_BASE_URL: sim.url,
   };
-  return runCli(args, { cwd, env });
+  return runCli(args, { cwd: directory, env });
 }
 
 describe('switchboard route --mode hybrid', () => {
@@ -275,16 +281,23 @@ describe('switchboard call with API providers', () => {
   });
 
   it('reports retries, fallback rate and budgets in stats, and keeps every key out of output and the ledger', async () => {
-    const stats = await run(['stats', '--json']);
+    // A project of its own, so the figures are this test's calls alone, whatever ran before it:
+    // one call that falls back, then two that spend past the $0.5 daily budget (about $0.3 each).
+    const own = project();
+    expect((await run(['call', 'drafter', 'please overload'], own)).status).toBe(0);
+    for (const prompt of ['hello', 'hello again'])
+      expect((await run(['call', 'anthropic:claude-sonnet-4-6', prompt], own)).status).toBe(0);
+    const stats = await run(['stats', '--json'], own);
     const parsed = JSON.parse(stats.stdout) as {
-      calls: { fallbackRate: number; retries: number };
+      calls: { calls: number; fallbackRate: number; retries: number };
       budgets: { scope: string; period: string; spent: number; cap: number }[];
     };
-    expect(parsed.calls.fallbackRate).toBeGreaterThan(0);
-    expect(parsed.calls.retries).toBeGreaterThanOrEqual(1);
+    expect(parsed.calls.calls).toBe(3);
+    expect(parsed.calls.fallbackRate).toBeCloseTo(1 / 3, 10);
+    expect(parsed.calls.retries).toBe(1);
     expect(parsed.budgets[0]).toMatchObject({ scope: 'anthropic', period: 'daily', cap: 0.5 });
     expect(parsed.budgets[0]?.spent).toBeGreaterThan(0.5);
-    const ledger = readFileSync(join(cwd, '.switchboard/ledger.db'));
+    const ledger = readFileSync(join(own, '.switchboard/ledger.db'));
     for (const key of Object.values(keys)) {
       expect(ledger.includes(Buffer.from(key))).toBe(false);
       expect(stats.stdout).not.toContain(key);

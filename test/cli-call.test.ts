@@ -45,8 +45,8 @@ afterAll(async () => {
 
 type Run = CliRun;
 
-function run(args: string[], input = ''): Promise<Run> {
-  return runCli(args, { cwd, env, input });
+function run(args: string[], input = '', directory = cwd): Promise<Run> {
+  return runCli(args, { cwd: directory, env, input });
 }
 
 describe('switchboard call', () => {
@@ -140,7 +140,15 @@ describe('switchboard call', () => {
 
 describe('switchboard stats', () => {
   it('reports calls, success rate, latency, tokens, cost and error codes from the ledger', async () => {
-    const result = await run(['stats', '--json']);
+    // A folder of its own, so the figures are these calls alone, whatever ran before.
+    const own = mkdtempSync(join(tmpdir(), 'switchboard-call-stats-'));
+    const inOwn = (args: string[]) => run(args, '', own);
+    expect((await inOwn(['call', 'claude:haiku', 'ping', '--base-url', sim.url])).status).toBe(0);
+    expect((await inOwn(['call', 'claude:haiku', 'auth now', '--base-url', sim.url])).status).toBe(22);
+    expect((await inOwn(['call', 'claude:haiku', 'hi', '--claude-path', '/no/such/claude'])).status).toBe(28);
+    const idle = ['call', 'claude:sonnet', 'hang', '--base-url', sim.url, '--idle-timeout', '1.5'];
+    expect((await inOwn(idle)).status).toBe(24);
+    const result = await inOwn(['stats', '--json']);
     expect(result.status).toBe(0);
     const { calls } = JSON.parse(result.stdout) as {
       calls: {
@@ -150,14 +158,14 @@ describe('switchboard stats', () => {
         byProviderModel: { provider: string; outputTokens: number; costUsd: number }[];
       };
     };
-    expect(calls.calls).toBeGreaterThanOrEqual(6);
-    expect(calls.successfulCalls).toBeGreaterThanOrEqual(3);
+    expect(calls.calls).toBe(4);
+    expect(calls.successfulCalls).toBe(1);
     // An idle timeout is retried twice before the call gives up.
-    expect(calls.errorCodes).toMatchObject({ AUTH: 2, PROVIDER_UNAVAILABLE: 1, IDLE_TIMEOUT: 3 });
+    expect(calls.errorCodes).toEqual({ AUTH: 1, PROVIDER_UNAVAILABLE: 1, IDLE_TIMEOUT: 3 });
     const claude = calls.byProviderModel.filter((group) => group.provider === 'claude');
     expect(claude.reduce((total, group) => total + group.outputTokens, 0)).toBeGreaterThan(0);
     expect(claude.reduce((total, group) => total + group.costUsd, 0)).toBeGreaterThan(0);
-    expect((await run(['stats'])).stdout).toMatch(/calls \d+ \(\d+ attempts\), success/);
+    expect((await inOwn(['stats'])).stdout).toMatch(/calls 4 \(6 attempts\), success/);
   });
 });
 

@@ -7,6 +7,7 @@ import { startSimulator, type Simulator } from '../src/sim/server.js';
 import { openLedger } from '../src/store/ledger.js';
 import { parsePrometheus, sampleValue, samplesOf, type Sample } from './helpers/prometheus-text.js';
 import { runCli } from './helpers/run-cli.js';
+import { waitFor } from './helpers/wait-for.js';
 
 // `switchboard serve` and `switchboard metrics` as a user runs them: the built CLI listening on
 // loopback, real HTTP, real SQLite ledgers, the LLM tier answered by `switchboard sim`.
@@ -233,8 +234,15 @@ describe('switchboard serve', () => {
     const hybrid = ['--mode', 'hybrid', '--provider', 'anthropic:claude-haiku-4-5'];
     const server = await serve(['--port', '0', '--skills', skills, ...hybrid], cwd);
     const started = Date.now();
+    const asked = sim.requests.length;
     const pending = post(server.url, JSON.stringify({ text: 'the gizmo is sluggish' }));
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // SIGTERM once the LLM request is in flight (the simulator holds its answer for 800 ms).
+    await waitFor(
+      () => sim.requests.slice(asked).some((entry) => entry.text?.includes('sluggish') === true),
+      {
+        what: 'the LLM request to reach the simulator',
+      },
+    );
     server.child.kill('SIGTERM');
     const routed = await pending;
     expect(routed).toMatchObject({ status: 200, json: { method: 'llm', skill: 'fix-bug' } });

@@ -11,6 +11,16 @@ const skills = join(root, 'test/fixtures/skills');
 const brokenSkills = join(root, 'test/fixtures/broken-skills');
 const devSet = join(root, 'test/fixtures/dev.jsonl');
 
+/** The figures `switchboard fit --json` reports for one set. */
+interface FitFigures {
+  confidenceThreshold: number;
+  marginThreshold: number;
+  score: number;
+  inScopeAccuracy: number;
+  outOfScopeRecall: number;
+  count: number;
+}
+
 interface Run {
   status: number | null;
   stdout: string;
@@ -198,14 +208,41 @@ describe('switchboard eval and fit', () => {
   });
 
   it('fits thresholds on a tuning set and reports the held-out set apart', () => {
-    const result = run(['fit', '--skills', skills, '--dataset', devSet, '--test', devSet, '--json']);
-    expect(result.status).toBe(0);
-    const report = JSON.parse(result.stdout) as {
-      thresholds: Record<string, number>;
-      test: Record<string, number>;
+    // A held-out set that disagrees with the tuning set: its confident off-topic row ("add cheese…",
+    // add-feature at about 0.69) would pull the confidence threshold up if it were tuned on.
+    const cwd = mkdtempSync(join(tmpdir(), 'switchboard-cli-'));
+    const heldOut = join(cwd, 'held-out.jsonl');
+    writeFileSync(
+      heldOut,
+      [
+        { text: 'write a tutorial for beginners', expected: 'write-docs' },
+        { text: 'let users export their data as csv', expected: 'add-feature' },
+        { text: 'add cheese to the shopping list', expected: 'none' },
+        { text: 'tell me a joke about cats', expected: 'none' },
+      ]
+        .map((row) => JSON.stringify(row))
+        .join('\n'),
+    );
+    type Report = { thresholds: FitFigures; test?: FitFigures };
+    const fit = (args: string[]): Report => {
+      const result = run(['fit', '--skills', skills, ...args, '--json'], { cwd });
+      expect(result.status, result.stderr).toBe(0);
+      return JSON.parse(result.stdout) as Report;
     };
-    expect(report.thresholds.confidenceThreshold).toBeGreaterThanOrEqual(0);
-    expect(report.test.count).toBe(5);
+    const report = fit(['--dataset', devSet, '--test', heldOut]);
+    const tunedAlone = fit(['--dataset', devSet]).thresholds;
+    const heldOutAlone = fit(['--dataset', heldOut]).thresholds;
+    expect(heldOutAlone.confidenceThreshold).toBeGreaterThan(tunedAlone.confidenceThreshold);
+    // The thresholds come from the tuning set only, and the held-out figures are measured at them.
+    expect(report.thresholds).toEqual(tunedAlone);
+    expect(report.test).toMatchObject({
+      confidenceThreshold: tunedAlone.confidenceThreshold,
+      marginThreshold: tunedAlone.marginThreshold,
+      count: 4,
+      inScopeAccuracy: 1,
+      outOfScopeRecall: 0.5,
+      score: 0.75,
+    });
     expect(run(['fit', '--skills', skills, '--dataset', devSet]).stdout).toMatch(/confidence_threshold: /);
   });
 });

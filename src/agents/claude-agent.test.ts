@@ -28,6 +28,7 @@ import {
   writeFileScenario,
   writeFilesScenario,
 } from '../../test/helpers/agent-scenarios.js';
+import { waitFor } from '../../test/helpers/wait-for.js';
 import {
   createToolPolicy,
   matchesBashPattern,
@@ -319,8 +320,14 @@ describe('runAgent with the real Claude Code binary', () => {
     const harness = await agentHarness(() => slowScenario({ delayMs: 30_000 }));
     const controller = new AbortController();
     const pids: number[] = [];
-    setTimeout(() => controller.abort(), 1_500);
-    const outcome = await harness.run({ abortSignal: controller.signal, onSpawn: (pid) => pids.push(pid) });
+    const running = harness.run({ abortSignal: controller.signal, onSpawn: (pid) => pids.push(pid) });
+    // Aborted once the agent's request is waiting on the simulator's answer: a run in flight.
+    await waitFor(() => harness.sim.requests.some((entry) => entry.outcome === 'reply'), {
+      what: "the agent's request",
+      withinMs: 30_000,
+    });
+    controller.abort();
+    const outcome = await running;
     expect(outcome).toMatchObject({ status: 'aborted', isError: true });
     expect(outcome.durationMs).toBeLessThan(8_000);
     // Nothing of the group the runner would have recorded still runs.

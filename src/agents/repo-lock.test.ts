@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -10,6 +10,7 @@ import {
   REPO_LOCK_FILE,
   withRepoLock,
 } from './repo-lock.js';
+import { waitFor } from '../../test/helpers/wait-for.js';
 
 describe('isProcessAlive', () => {
   it('tells a running process from a zombie that still answers signal 0', async () => {
@@ -21,7 +22,8 @@ describe('isProcessAlive', () => {
       const zombie = await new Promise<number>((resolve) =>
         parent.stdout.once('data', (chunk: Buffer) => resolve(Number(chunk.toString().trim()))),
       );
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      // The child exits at once; wait until the kernel shows it as a zombie (state Z).
+      await waitFor(() => processState(zombie) === 'Z', { what: `process ${zombie} to become a zombie` });
       expect(() => process.kill(zombie, 0)).not.toThrow();
       expect(isProcessAlive(zombie)).toBe(false);
       expect(isProcessAlive(parent.pid)).toBe(true);
@@ -63,3 +65,13 @@ describe('a recorded process identity (pid and start time)', () => {
     }
   });
 });
+
+/** The one-letter state in /proc/<pid>/stat (after the command name, which may hold spaces). */
+function processState(pid: number): string | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+  } catch {
+    return undefined;
+  }
+}

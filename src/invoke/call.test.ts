@@ -104,10 +104,15 @@ describe('call: retries and fallbacks', () => {
 
   it('moves on instead of waiting when retry-after is longer than the longest backoff', async () => {
     const alpha = scripted('alpha', [error('RATE_LIMITED', { retryAfterMs: 3_600_000 })]);
-    const beta = scripted('beta', [{}]);
+    const beta = scripted('beta', [{ text: 'from beta' }]);
     const { delays, options } = setup(alpha, beta);
-    await call('alpha:a,beta:b', { prompt: 'hi' }, options);
+    const result = await call('alpha:a,beta:b', { prompt: 'hi' }, options);
     expect(delays).toEqual([]);
+    expect(result).toMatchObject({ text: 'from beta', provider: 'beta:b' });
+    expect(result.attempts.map((attempt) => `${attempt.provider} ${attempt.errorCode ?? 'ok'}`)).toEqual([
+      'alpha:a RATE_LIMITED',
+      'beta:b ok',
+    ]);
   });
 
   it('keeps a hard cap on attempts and reports every attempt when it gives up', async () => {
@@ -126,13 +131,30 @@ describe('call: retries and fallbacks', () => {
   });
 
   it('never retries an abort, and an abort during backoff ends the call', async () => {
-    const alpha = scripted('alpha', [error('OVERLOADED'), {}]);
-    const { options } = setup(alpha);
+    const alpha = scripted('alpha', [error('ABORTED', { retryable: false }), {}]);
+    const beta = scripted('beta', [{}]);
+    const first = setup(alpha, beta);
+    await expect(call('alpha:a,beta:b', { prompt: 'hi' }, first.options)).rejects.toMatchObject({
+      code: 'ABORTED',
+    });
+    expect(alpha.prompts).toHaveLength(1);
+    expect(beta.prompts).toHaveLength(0);
+
+    // The provider asks for 5 s; the caller aborts once the attempt has failed, while call() waits
+    // (the real sleep, no seam). Were the abort ignored, the retry would answer after those 5 s.
     const controller = new AbortController();
-    controller.abort();
+    const limited = scripted('gamma', [error('RATE_LIMITED', { retryAfterMs: 5_000 }), { text: 'too late' }]);
+    const second = setup({
+      ...limited,
+      call: (request) => {
+        setImmediate(() => controller.abort());
+        return limited.call(request);
+      },
+    });
     await expect(
-      call('alpha:a', { prompt: 'hi', abortSignal: controller.signal }, { ...options, _internal: {} }),
+      call('gamma:g', { prompt: 'hi', abortSignal: controller.signal }, { ...second.options, _internal: {} }),
     ).rejects.toMatchObject({ code: 'ABORTED' });
+    expect(limited.prompts).toHaveLength(1);
   });
 });
 

@@ -236,23 +236,6 @@ describe('fitThresholds', () => {
       expect(fitted.score).toBeCloseTo(bestScore, 12);
     }
   });
-
-  it('fits 20k rows × 150 labels quickly', () => {
-    const random = seededRandom(42);
-    const labels = Array.from({ length: 150 }, (_, index) => (index === 0 ? 'none' : `skill-${index}`));
-    const rows: FitRow[] = Array.from({ length: 20_000 }, () => {
-      const raw = labels.map((skill) => ({ skill, score: random() ** 4 }));
-      const total = raw.reduce((sum, candidate) => sum + candidate.score, 0);
-      const scored = raw.map((candidate) => ({ skill: candidate.skill, score: candidate.score / total }));
-      scored.sort((x, y) => y.score - x.score);
-      return { expected: labels[Math.floor(random() * labels.length)] as string, candidates: scored };
-    });
-    const started = performance.now();
-    fitThresholds(rows);
-    const elapsed = performance.now() - started;
-    // The target is well under a second; the slack keeps a loaded CI machine from failing the test.
-    expect(elapsed).toBeLessThan(2000);
-  });
 });
 
 /** Small deterministic generator (mulberry32) so the random cases are the same on every run. */

@@ -66,6 +66,32 @@ function expectStoreError(action: () => unknown, file: string): void {
   expect(thrown.hint).toBeTruthy();
 }
 
+/** What `openLedger` did in a child process: opened, or the error it threw. */
+interface OpenOutcome {
+  opened?: boolean;
+  name?: string;
+  code?: string;
+  message?: string;
+  hint?: string;
+}
+
+/**
+ * Opens a ledger in a child process subject to permission bits. Root ignores them through two
+ * capabilities (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH), so as root the child runs under util-linux
+ * `setpriv` without them: it reads the checkout as before, wherever that lives, but a folder without
+ * write permission stops it as it stops an ordinary user. Otherwise the child runs as it is.
+ */
+function openLedgerAsOrdinaryUser(stateDir: string): OpenOutcome {
+  const script = fileURLToPath(new URL('./__fixtures__/open-ledger.mjs', import.meta.url));
+  const node = [process.execPath, '--experimental-strip-types', '--no-warnings', script, stateDir];
+  const [command, ...args] =
+    process.getuid?.() === 0 ? ['setpriv', '--bounding-set=-dac_override,-dac_read_search', ...node] : node;
+  const child = spawnSync(command ?? '', args, { encoding: 'utf8' });
+  if (child.error !== undefined) throw new Error(`cannot run ${command}: ${child.error.message}`);
+  expect(child.status, child.stderr).toBe(0);
+  return JSON.parse(child.stdout) as OpenOutcome;
+}
+
 /** Every byte the ledger has on disk: the database and any WAL or shared-memory side files. */
 function ledgerBytes(file: string): Buffer {
   return Buffer.concat(
@@ -314,13 +340,17 @@ describe('bad paths', () => {
     expectStoreError(() => openLedger({ path: folder }), folder);
   });
 
-  // Root ignores permission bits, so this case can only be checked as an ordinary user.
-  it.skipIf(process.getuid?.() === 0)('reports a folder without write permission', () => {
+  it('reports a folder without write permission', () => {
     const readOnly = join(directory, 'read-only');
     mkdirSync(readOnly);
     chmodSync(readOnly, 0o555);
     try {
-      expectStoreError(() => openLedger({ stateDir: readOnly }), readOnly);
+      const outcome = openLedgerAsOrdinaryUser(readOnly);
+      expect(outcome).toMatchObject({ name: 'SwitchboardError', code: 'STORE_ERROR' });
+      expect(outcome.message).toContain(readOnly);
+      expect(outcome.message).not.toContain('\n');
+      expect(outcome.hint).toMatch(/writable/);
+      expect(readdirSync(readOnly)).toEqual([]);
     } finally {
       chmodSync(readOnly, 0o755);
     }

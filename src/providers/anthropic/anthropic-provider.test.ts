@@ -3,6 +3,7 @@ import type { ProviderCall } from '../../core/call-types.js';
 import { isSwitchboardError, type SwitchboardError } from '../../core/errors.js';
 import { startSimulator, type Simulator } from '../../sim/server.js';
 import type { Scenario } from '../../sim/scenario.js';
+import { waitFor } from '../../../test/helpers/wait-for.js';
 import {
   createAnthropicProvider,
   OUTPUT_TOOL_NAME,
@@ -260,9 +261,12 @@ describe('anthropic provider: faults', () => {
   it('maps an abort to ABORTED, not retryable', async () => {
     const sim = await start({ rules: [{ fault: { kind: 'stall' } }] });
     const controller = new AbortController();
-    setTimeout(() => controller.abort(), 100);
     const started = performance.now();
-    const error = await failure(providerFor(sim).call(ask({ abortSignal: controller.signal })));
+    const pending = failure(providerFor(sim).call(ask({ abortSignal: controller.signal })));
+    // Aborted while the request is in flight (the simulator stalls it), not before it leaves.
+    await waitFor(() => sim.requests.length > 0, { what: 'the request to reach the simulator' });
+    controller.abort();
+    const error = await pending;
     expect(error.code).toBe('ABORTED');
     expect(error.retryable).toBe(false);
     expect(performance.now() - started).toBeLessThan(5_000);

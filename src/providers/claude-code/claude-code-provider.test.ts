@@ -8,6 +8,7 @@ import {
   waitForNoNewClaudeProcesses,
   type ClaudeHarness,
 } from '../../../test/helpers/claude.js';
+import { waitFor } from '../../../test/helpers/wait-for.js';
 
 // Every test here runs the real Claude Code binary (shipped by @anthropic-ai/claude-agent-sdk) against
 // `switchboard sim` on loopback.
@@ -154,11 +155,16 @@ describe('claude-code provider, cold calls', () => {
     await expect(
       harness.provider.call({ model: 'haiku', prompt: 'slow', timeoutMs: 1_500 }),
     ).rejects.toMatchObject({ code: 'TIMEOUT' });
+    // Aborted once Claude Code's request is waiting on the simulator's answer: a call in flight.
     const controller = new AbortController();
-    setTimeout(() => controller.abort(), 1_200);
-    await expect(
+    const asked = replies(harness.sim).length;
+    const aborted = expect(
       harness.provider.call({ model: 'haiku', prompt: 'slow', abortSignal: controller.signal }),
     ).rejects.toMatchObject({ code: 'ABORTED' });
+    const sim = harness.sim;
+    await waitFor(() => replies(sim).length > asked, { what: "Claude Code's request", withinMs: 30_000 });
+    controller.abort();
+    await aborted;
     expect(await waitForNoNewClaudeProcesses(before)).toEqual([]);
   });
 
@@ -182,7 +188,8 @@ describe('claude-code provider, cold calls', () => {
     });
     expect(result.text).toBe('done');
     expect(readFileSync(target, 'utf8')).toBe('written by the agent\n');
-    // A plain call offers no tools, so the same script cannot write anything.
+    // A plain call offers no tools, so the same script cannot write anything: Claude Code refuses the
+    // tool call, the model answers after the refusal, and the call still succeeds.
     const plain = mkdtempSync(join(tmpdir(), 'switchboard-workspace-'));
     harness.sim.setScenario({
       rules: [
@@ -190,11 +197,17 @@ describe('claude-code provider, cold calls', () => {
           match: { turn: 1 },
           reply: { tool: { name: 'Write', input: { file_path: join(plain, 'x.txt'), content: 'x' } } },
         },
+        { match: { turn: 2 }, reply: { text: 'could not write' } },
       ],
     });
-    await harness.provider
-      .call({ model: 'haiku', prompt: 'write the file', cwd: plain })
-      .catch(() => undefined);
+    const before = harness.sim.requests.length;
+    const refused = await harness.provider.call({ model: 'haiku', prompt: 'write the file', cwd: plain });
+    expect(refused).toMatchObject({ success: true, text: 'could not write' });
+    const plainRequests = replies(harness.sim).filter((entry) => entry.seq > before);
+    expect(plainRequests.map((entry) => [entry.turn, entry.tools])).toEqual([
+      [1, []],
+      [2, []],
+    ]);
     expect(existsSync(join(plain, 'x.txt'))).toBe(false);
   });
 

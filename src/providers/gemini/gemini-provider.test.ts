@@ -4,6 +4,7 @@ import type { Provider } from '../../core/call-types.js';
 import { isSwitchboardError, type SwitchboardError } from '../../core/errors.js';
 import type { Scenario } from '../../sim/scenario.js';
 import { startSimulator, type Simulator } from '../../sim/server.js';
+import { waitFor } from '../../../test/helpers/wait-for.js';
 import {
   createGeminiProvider,
   familyOf,
@@ -396,10 +397,16 @@ describe('gemini provider: faults', () => {
       code: 'TIMEOUT',
     });
     const controller = new AbortController();
-    setTimeout(() => controller.abort(), 100);
-    const aborted = await failure(
+    const inFlight = simulator?.requests.length ?? 0;
+    const pending = failure(
       gemini.call({ model: '2.5-flash', prompt: 'hi', abortSignal: controller.signal }),
     );
+    // Aborted while the request is in flight (the simulator stalls it), not before it leaves.
+    await waitFor(() => (simulator?.requests.length ?? 0) > inFlight, {
+      what: 'the request to reach the simulator',
+    });
+    controller.abort();
+    const aborted = await pending;
     expect(aborted).toMatchObject({ code: 'ABORTED', retryable: false });
     const requestsSoFar = simulator?.requests.length;
     const early = await failure(

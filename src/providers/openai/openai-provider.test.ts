@@ -3,6 +3,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { ErrorCode } from '../../core/errors.js';
 import { startSimulator, type Simulator } from '../../sim/server.js';
 import type { Scenario } from '../../sim/scenario.js';
+import { waitFor } from '../../../test/helpers/wait-for.js';
 import { createOpenAiProvider, type OpenAiProviderOptions } from './openai-provider.js';
 
 // Every test runs the real `openai` SDK against `switchboard sim` over loopback.
@@ -244,7 +245,8 @@ describe('openai provider: faults', () => {
     code: ErrorCode;
     retryable: boolean;
     extra?: Record<string, unknown>;
-    abortAfterMs?: number;
+    /** Abort once the request has reached the simulator (it stalls there). */
+    abortInFlight?: boolean;
   }[] = [
     {
       name: '429 with retry-after',
@@ -276,24 +278,28 @@ describe('openai provider: faults', () => {
       rule: { fault: { kind: 'stall' } },
       code: 'ABORTED',
       retryable: false,
-      abortAfterMs: 50,
+      abortInFlight: true,
     },
   ];
 
   it.each(cases)(
     '$name → $code after exactly one request',
-    async ({ rule, code, retryable, extra, abortAfterMs }) => {
+    async ({ rule, code, retryable, extra, abortInFlight = false }) => {
       const sim = await simulator({ rules: [rule] });
       const controller = new AbortController();
-      if (abortAfterMs !== undefined) setTimeout(() => controller.abort(), abortAfterMs);
       const started = performance.now();
-      const error = await failure(
-        providerFor(sim, { timeoutMs: abortAfterMs === undefined ? 300 : 10_000 }).call({
+      const pending = failure(
+        providerFor(sim, { timeoutMs: abortInFlight ? 10_000 : 300 }).call({
           model: 'gpt-4.1-mini',
           prompt: 'hello',
           abortSignal: controller.signal,
         }),
       );
+      if (abortInFlight) {
+        await waitFor(() => completions(sim).length > 0, { what: 'the request to reach the simulator' });
+        controller.abort();
+      }
+      const error = await pending;
       expect(error).toMatchObject({
         name: 'SwitchboardError',
         code,
