@@ -112,6 +112,25 @@ describe('switchboard call', () => {
     );
   });
 
+  it('--timeout limits the whole call: a stalled chain is not retried past it', async () => {
+    const before = sim.requests.length;
+    const result = await runCli(
+      [
+        'call',
+        `anthropic:claude-haiku-4-5,openai@${sim.openAiBaseUrl}:gpt-4.1-mini`,
+        'hang on',
+        '--timeout',
+        '1.5',
+      ],
+      { cwd, env: { ...env, ANTHROPIC_BASE_URL: sim.url, OPENAI_API_KEY: 'sk-openai-timeout' }, input: '' },
+    );
+    expect(result.status).toBe(23);
+    expect(result.stderr.trim().split('\n')).toHaveLength(1);
+    expect(result.stderr).toMatch(/did not finish within its 1\.5 s limit.*raise --timeout/);
+    // One stalled request used the whole 1.5 s; before, each provider got 1.5 s three times over.
+    expect(sim.requests.slice(before).map((request) => request.provider)).toEqual(['anthropic']);
+  });
+
   it('never writes the API key to output or the ledger', async () => {
     const result = await run(['call', 'claude:haiku', 'auth again', '--base-url', sim.url, '--json']);
     expect(result.stdout + result.stderr).not.toContain(secret);

@@ -323,3 +323,70 @@ describe('call: cooldowns and budgets', () => {
     expect(opus.prompts).toHaveLength(0);
   });
 });
+
+describe('call: one deadline for the whole call', () => {
+  /** A provider whose server never answers: it fails when its attempt limit or the call's signal ends it. */
+  function stalled(name: string): Provider & { limits: (number | undefined)[] } {
+    const limits: (number | undefined)[] = [];
+    return {
+      name,
+      limits,
+      call(request: ProviderCall): Promise<CallResult> {
+        limits.push(request.timeoutMs);
+        return new Promise((_resolve, reject) => {
+          const timer = setTimeout(() => reject(error('TIMEOUT')), request.timeoutMs ?? 60_000);
+          request.abortSignal?.addEventListener('abort', () => {
+            clearTimeout(timer);
+            reject(error('ABORTED', { retryable: false }));
+          });
+        });
+      },
+      async close() {},
+    };
+  }
+
+  it('retries and the rest of the chain share timeoutMs: a stalled chain fails once it is spent', async () => {
+    const alpha = stalled('alpha');
+    const beta = stalled('beta');
+    const { options } = setup(alpha, beta);
+    const started = performance.now();
+    const failure = (await call(
+      'alpha:a,beta:b',
+      { prompt: 'hi', timeoutMs: 400 },
+      { ...options, _internal: {} },
+    ).catch((caught: unknown) => caught)) as SwitchboardError;
+    const elapsed = performance.now() - started;
+    expect(failure.code).toBe('TIMEOUT');
+    expect(failure.message).toMatch(/within its 0\.4 s limit/);
+    expect(failure.hint).toMatch(/--timeout/);
+    // Each attempt only got what was left; today each got the full 400 ms, then retried 3× per provider.
+    expect(alpha.limits[0]).toBeLessThanOrEqual(400);
+    const given = [...alpha.limits, ...beta.limits].map((limit) => limit ?? Infinity);
+    expect(given.slice(1).every((limit) => limit < 400)).toBe(true);
+    // A 400 ms budget, not 6 × 400 ms plus backoff (well over 2.4 s).
+    expect(elapsed).toBeLessThan(2_000);
+    expect((failure.details?.['attempts'] as unknown[]).length).toBeGreaterThan(0);
+  });
+
+  it('does not start a backoff wait that would outlive the deadline: the next provider answers', async () => {
+    const alpha = scripted('alpha', [error('RATE_LIMITED', { retryAfterMs: 5_000 }), {}]);
+    const beta = scripted('beta', [{ text: 'from beta' }]);
+    const { delays, options } = setup(alpha, beta);
+    const result = await call('alpha:a,beta:b', { prompt: 'hi', timeoutMs: 2_000 }, options);
+    expect(result.text).toBe('from beta');
+    expect(delays).toEqual([]);
+  });
+
+  it('keeps a per-attempt limit under its own name (stageTimeoutMs), within the call limit', async () => {
+    const alpha = stalled('alpha');
+    const beta = scripted('beta', [{ text: 'from beta' }]);
+    const { options } = setup(alpha, beta);
+    const result = await call(
+      'alpha:a,beta:b',
+      { prompt: 'hi', timeoutMs: 30_000 },
+      { ...options, stageTimeoutMs: 50, retry: { retriesPerProvider: 1 } },
+    );
+    expect(result.text).toBe('from beta');
+    expect(alpha.limits).toEqual([50, 50]);
+  });
+});

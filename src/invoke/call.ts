@@ -11,6 +11,7 @@ import { ProviderRegistry } from '../providers/registry.js';
 import type { Ledger } from '../store/ledger.js';
 import { checkBudgetRules, estimateCost, type CallBudget } from './budget.js';
 import { CircuitBreaker } from './circuit-breaker.js';
+import { CallDeadline } from './deadline.js';
 import { actionFor, backoffDelay, DEFAULT_RETRY_POLICY, type RetryPolicy } from './retry-policy.js';
 import { reaskPrompt } from './schema-reask.js';
 
@@ -24,7 +25,11 @@ export interface CallOptions {
   retry?: Partial<RetryPolicy>;
   /** Re-asks with a diagnosis when an answer fails the schema, per provider. @default 2 (0–10) */
   schemaRetries?: number;
-  /** Timeout of each provider in the chain (each stage), in milliseconds. @default the request's timeoutMs */
+  /**
+   * Limit of each attempt, in milliseconds. The request's `timeoutMs` is the limit of the whole call
+   * (retries, backoff and the rest of the chain share it); an attempt never gets more than is left of it.
+   * @default no limit of its own: what is left of the request's timeoutMs
+   */
   stageTimeoutMs?: number;
   /** Circuit breaker shared across calls; @default one kept by the registry's process, backed by the ledger. */
   breaker?: CircuitBreaker;
@@ -115,6 +120,12 @@ export async function call(
     breaker = new CircuitBreaker({}, ledger, now);
     breakers.set(registry, breaker);
   }
+  const deadline = new CallDeadline({
+    timeoutMs: request.timeoutMs,
+    stageTimeoutMs: options.stageTimeoutMs,
+    abortSignal: request.abortSignal,
+    now,
+  });
   const callId = generateId();
   const tags = request.tags ?? {};
   const attempts: CallAttempt[] = [];
@@ -154,6 +165,7 @@ export async function call(
 
   try {
     for (const target of chain) {
+      if (deadline.expired()) throw deadline.timeoutError(lastError);
       const cooling = breaker.coolingFor(target.text);
       if (cooling > 0) {
         warnings.push(
@@ -200,6 +212,7 @@ export async function call(
       let reasks = 0;
       let prompt = request.prompt;
       while (attempts.length < policy.maxAttempts) {
+        if (deadline.expired()) throw deadline.timeoutError(lastError);
         const maxCost = options.budget?.maxCostUsd;
         if (maxCost !== undefined) {
           const estimate = estimateCost(target.model, prompt, request.system);
@@ -217,13 +230,14 @@ export async function call(
         }
         const started = performance.now();
         try {
-          const timeoutMs = options.stageTimeoutMs ?? request.timeoutMs;
+          const timeoutMs = deadline.attemptTimeoutMs();
           const result = await provider.call({
             ...options.providerOptions,
             ...request,
             ...streaming,
             prompt,
             model: target.model,
+            abortSignal: deadline.signal,
             ...(timeoutMs === undefined ? {} : { timeoutMs }),
             ...(target.baseUrl === undefined ? {} : { baseUrl: target.baseUrl }),
           });
@@ -242,11 +256,13 @@ export async function call(
           result.warnings.push(...warnings);
           return result;
         } catch (error) {
-          const failure = isSwitchboardError(error)
+          let failure = isSwitchboardError(error)
             ? error
             : new SwitchboardError('PROVIDER_ERROR', error instanceof Error ? error.message : String(error), {
                 cause: error,
               });
+          // The call's own deadline ended the attempt: recorded as the timeout it is, not as the caller's abort.
+          if (failure.code === 'ABORTED' && deadline.expired()) failure = deadline.timeoutError(failure);
           lastError = failure;
           record(
             target,
@@ -287,11 +303,15 @@ export async function call(
           const action = actionFor(failure.code);
           if (action === 'stop') throw failure;
           if (failure.code !== 'SCHEMA') breaker.recordFailure(target.text, failure.code, countsForBreaker);
+          if (deadline.expired()) throw deadline.timeoutError(failure);
           if (action === 'retry' && retries < policy.retriesPerProvider) {
             const delay = backoffDelay(retries, policy, failure.retryAfterMs);
-            if (delay <= policy.maxDelayMs) {
+            // A wait that would outlive the call's deadline is not worth starting: the next provider may still answer.
+            if (delay <= policy.maxDelayMs && deadline.allowsWait(delay)) {
               retries++;
-              await wait(delay, request.abortSignal);
+              await wait(delay, deadline.signal).catch((error: unknown) => {
+                throw deadline.expired() ? deadline.timeoutError(failure) : error;
+              });
               continue;
             }
           }
@@ -314,6 +334,7 @@ export async function call(
     }
     throw error;
   } finally {
+    deadline.dispose();
     if (options.providers === undefined) await registry.close();
   }
 }
