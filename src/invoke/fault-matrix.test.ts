@@ -2,6 +2,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { SwitchboardError } from '../core/errors.js';
 import { ProviderRegistry } from '../providers/registry.js';
 import type { Scenario } from '../sim/scenario.js';
 import { startSimulator, type Simulator } from '../sim/server.js';
@@ -100,6 +101,27 @@ describe.each(providers)('$name', (provider) => {
     if (fault.tries > 0) expect(failed).toHaveLength(fault.tries);
     expect(result.attempts.at(-1)).toMatchObject({ provider: provider.fallback });
     expect(ledger.callStats().attempts - before).toBe(result.attempts.length);
+    await registry.close();
+    ledger.close();
+  });
+
+  it('idleTimeoutMs ends a stalled request with IDLE_TIMEOUT, and leaves a slow but talking one alone', async () => {
+    registry = freshRegistry();
+    sim.setScenario({
+      rules: [
+        { match: { provider: provider.name, text: 'slow' }, reply: { text: 'slow answer', delayMs: 100 } },
+        { match: { provider: provider.name }, fault: { kind: 'stall' } },
+      ],
+    });
+    const idle = { ...options(), stageTimeoutMs: 20_000, retry: { retriesPerProvider: 0 } };
+    const failure = (await call(provider.spec, { prompt: 'hello', idleTimeoutMs: 300 }, idle).catch(
+      (caught: unknown) => caught,
+    )) as SwitchboardError;
+    expect(failure.code).toBe('IDLE_TIMEOUT');
+    expect(failure.message).toMatch(/sent nothing for 300 ms/);
+    const slow = await call(provider.spec, { prompt: 'slow please', idleTimeoutMs: 2_000 }, idle);
+    expect(slow.text).toBe('slow answer');
+    expect(slow.warnings.join()).not.toMatch(/idleTimeoutMs/);
     await registry.close();
     ledger.close();
   });

@@ -12,6 +12,7 @@ import {
   timeoutError,
   type AnthropicErrorContext,
 } from './anthropic-errors.js';
+import { watchedFetch, withIdleWatch } from '../idle-watch.js';
 
 /** The tool offered (and forced) when a call asks for structured output. */
 export const OUTPUT_TOOL_NAME = 'emit_output';
@@ -94,6 +95,8 @@ export function createAnthropicProvider({
       // providers; SDK retries would hide attempts from the ledger and multiply the wait.
       maxRetries: 0,
       timeout: timeoutMs,
+      // Lets `idleTimeoutMs` see the response's headers and body chunks as they arrive.
+      fetch: watchedFetch,
     });
     return client;
   };
@@ -118,19 +121,23 @@ export function createAnthropicProvider({
       };
       const onText = streamListener(request);
       const started = performance.now();
-      let message: Anthropic.Message;
-      if (onText === undefined) {
-        try {
-          message = await anthropic.messages.create(requestBody(request, maxTokens), {
-            timeout: callTimeoutMs,
-            ...(request.abortSignal === undefined ? {} : { signal: request.abortSignal }),
-          });
-        } catch (error) {
-          throw asAnthropicError(error, errorContext);
-        }
-      } else {
-        message = await streamMessage(anthropic, request, { maxTokens, onText, errorContext });
-      }
+      const message = await withIdleWatch(
+        request.idleTimeoutMs,
+        (watch) => watch.error(PROVIDER, anthropic.baseURL),
+        async () => {
+          if (onText !== undefined) {
+            return streamMessage(anthropic, request, { maxTokens, onText, errorContext });
+          }
+          try {
+            return await anthropic.messages.create(requestBody(request, maxTokens), {
+              timeout: callTimeoutMs,
+              ...(request.abortSignal === undefined ? {} : { signal: request.abortSignal }),
+            });
+          } catch (error) {
+            throw asAnthropicError(error, errorContext);
+          }
+        },
+      );
       const durationMs = Math.round(performance.now() - started);
       try {
         return toResult(message, request, {
@@ -315,13 +322,6 @@ function toResult(message: Anthropic.Message, request: ProviderCall, context: Re
   const costUsd = costOf(modelUsed, usage, context.prices);
   const warnings: string[] = [];
   if (costUsd === null) warnings.push(`no price for model ${modelUsed}; cost unknown`);
-  if (request.idleTimeoutMs !== undefined) {
-    warnings.push(
-      context.streamed
-        ? 'idleTimeoutMs is not used by the anthropic provider; timeoutMs limits the whole stream'
-        : 'idleTimeoutMs is not used by the anthropic provider (no streaming)',
-    );
-  }
   if (request.schema !== undefined && request.onText !== undefined) {
     warnings.push('streaming is not used with a schema');
   }

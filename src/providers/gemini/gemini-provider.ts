@@ -18,6 +18,7 @@ import { extractJson } from '../../core/json-extract.js';
 import { compileSchema, schemaErrors } from '../../core/json-schema.js';
 import { costOf, DEFAULT_PRICES, type ModelPrice } from '../../core/prices.js';
 import { errorFromStatus } from '../http-errors.js';
+import { watchedFetch, withIdleWatch } from '../idle-watch.js';
 import { KeyPool } from './key-pool.js';
 
 const PROVIDER = 'gemini';
@@ -142,16 +143,21 @@ export function createGeminiProvider({
           retryable: false,
         });
       }
-      return callWithRotation({
-        request,
-        model,
-        pool,
-        clientFor,
-        timeoutMs: request.timeoutMs ?? timeoutMs,
-        onDowngrade,
-        forbidden,
-        prices: priceList,
-      });
+      return withIdleWatch(
+        request.idleTimeoutMs,
+        (watch) => watch.error(PROVIDER, 'gemini'),
+        () =>
+          callWithRotation({
+            request,
+            model,
+            pool,
+            clientFor,
+            timeoutMs: request.timeoutMs ?? timeoutMs,
+            onDowngrade,
+            forbidden,
+            prices: priceList,
+          }),
+      );
     },
     async close() {
       clients.clear();
@@ -179,13 +185,6 @@ async function callWithRotation(context: CallContext): Promise<CallResult> {
   const onText = request.schema === undefined ? request.onText : undefined;
   if (request.onText !== undefined && request.schema !== undefined) {
     warnings.push('streaming is not used with a schema; "onText" is not called');
-  }
-  if (request.idleTimeoutMs !== undefined) {
-    warnings.push(
-      onText === undefined
-        ? 'gemini calls do not stream, so "idleTimeoutMs" is ignored; "timeoutMs" still applies'
-        : 'the gemini provider does not check "idleTimeoutMs"; "timeoutMs" still applies',
-    );
   }
   const deadline = new CallDeadline(context.timeoutMs, request.abortSignal);
   try {
@@ -269,7 +268,8 @@ function requestSetup(request: ProviderCall, abortSignal: AbortSignal): RequestS
   // (retry-after) of a failed answer.
   config.httpOptions = {
     fetch: async (input, init) => {
-      const response = await fetch(input, init);
+      // watchedFetch lets `idleTimeoutMs` see the headers and body chunks as they arrive.
+      const response = await watchedFetch(input, init);
       if (!response.ok) failedHeaders = response.headers;
       return response;
     },

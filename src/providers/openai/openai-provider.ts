@@ -11,6 +11,7 @@ import { SwitchboardError } from '../../core/errors.js';
 import { extractJson } from '../../core/json-extract.js';
 import { compileSchema, schemaErrors } from '../../core/json-schema.js';
 import { costOf, DEFAULT_PRICES, type ModelPrice } from '../../core/prices.js';
+import { watchedFetch, withIdleWatch } from '../idle-watch.js';
 import { idleTimeoutError, openAiError, streamCutError, timeoutError } from './openai-errors.js';
 
 /** How a JSON Schema is asked of the server. */
@@ -109,7 +110,8 @@ export function createOpenAiProvider({
         // would hide attempts from the ledger and multiply the wait on a rate limit.
         maxRetries: 0,
         timeout: timeoutMs,
-        ...(customFetch === undefined ? {} : { fetch: customFetch }),
+        // watchedFetch lets `idleTimeoutMs` see the response's headers and body chunks as they arrive.
+        fetch: customFetch ?? watchedFetch,
       });
       clients.set(cacheKey, client);
     }
@@ -142,9 +144,6 @@ export function createOpenAiProvider({
         warnings.push('streaming is not used with a schema');
       }
       const streaming = onText !== undefined && request.schema === undefined;
-      if (!streaming && request.idleTimeoutMs !== undefined) {
-        warnings.push('idleTimeoutMs is ignored: the openai provider does not stream, so timeoutMs applies');
-      }
       const errorContext = {
         baseUrl: target,
         timeoutMs: callTimeoutMs,
@@ -153,25 +152,30 @@ export function createOpenAiProvider({
       };
       const where = target ?? 'the OpenAI API';
 
-      let response: ChatCompletion;
-      if (streaming) {
-        response = await streamCompletion(client, buildStreamingBody(request, structuredOutput), {
-          request,
-          onText,
-          timeoutMs: callTimeoutMs,
-          where,
-          errorContext,
-        });
-      } else {
-        try {
-          response = await client.chat.completions.create(buildBody(request, structuredOutput), {
-            timeout: callTimeoutMs,
-            ...(request.abortSignal === undefined ? {} : { signal: request.abortSignal }),
-          });
-        } catch (error) {
-          throw openAiError(error, errorContext);
-        }
-      }
+      const response = await withIdleWatch(
+        streaming ? undefined : request.idleTimeoutMs,
+        (watch) => idleTimeoutError(where, watch.idleMs),
+        async (): Promise<ChatCompletion> => {
+          // A stream keeps its own idle watch over the chunks it parses.
+          if (streaming) {
+            return streamCompletion(client, buildStreamingBody(request, structuredOutput), {
+              request,
+              onText,
+              timeoutMs: callTimeoutMs,
+              where,
+              errorContext,
+            });
+          }
+          try {
+            return await client.chat.completions.create(buildBody(request, structuredOutput), {
+              timeout: callTimeoutMs,
+              ...(request.abortSignal === undefined ? {} : { signal: request.abortSignal }),
+            });
+          } catch (error) {
+            throw openAiError(error, errorContext);
+          }
+        },
+      );
       return toResult(response, request, {
         started,
         warnings,
