@@ -131,6 +131,44 @@ describe('switchboard call', () => {
     expect(sim.requests.slice(before).map((request) => request.provider)).toEqual(['anthropic']);
   });
 
+  it('cooldowns are shared by separate processes, kept per endpoint, and say how to skip them', async () => {
+    const dead = await startSimulator({
+      maxLifetimeMs: 120_000,
+      scenario: { rules: [{ fault: { status: 500 } }] },
+    });
+    try {
+      // Its own state folder: one ledger file shared by the processes below, and by no other test.
+      const shared = mkdtempSync(join(tmpdir(), 'switchboard-cooldown-cli-'));
+      const inShared = (args: string[]) => runCli(args, { cwd: shared, env, input: '' });
+      const first = await inShared(['call', 'claude:haiku', 'ping', '--base-url', dead.url]);
+      expect(first.status).toBe(29);
+      const sent = dead.requests.length;
+      expect(sent).toBeGreaterThanOrEqual(3);
+      // A second process skips the dead endpoint without sending anything, and says how to get past it.
+      const second = await inShared(['call', 'claude:haiku', 'ping', '--base-url', dead.url]);
+      expect(second.status).toBe(28);
+      expect(second.stderr).toMatch(
+        /claude:haiku \(at .+\) is cooling down for \d+ s more.*--ignore-cooldown/,
+      );
+      expect(dead.requests.length).toBe(sent);
+      // The same spec at another base URL is not blocked by the dead one.
+      const elsewhere = await inShared(['call', 'claude:haiku', 'ping', '--base-url', sim.url]);
+      expect(elsewhere).toMatchObject({ status: 0, stdout: 'pong\n' });
+      const forced = await inShared([
+        'call',
+        'claude:haiku',
+        'ping',
+        '--base-url',
+        dead.url,
+        '--ignore-cooldown',
+      ]);
+      expect(forced.status).toBe(29);
+      expect(dead.requests.length).toBeGreaterThan(sent);
+    } finally {
+      await dead.close();
+    }
+  });
+
   it('never writes the API key to output or the ledger', async () => {
     const result = await run(['call', 'claude:haiku', 'auth again', '--base-url', sim.url, '--json']);
     expect(result.stdout + result.stderr).not.toContain(secret);

@@ -25,6 +25,7 @@ interface CallFlags {
   baseUrl?: string;
   storeText?: boolean;
   ledger?: boolean;
+  ignoreCooldown?: boolean;
 }
 
 function collectTags(value: string, previous: Record<string, string>): Record<string, string> {
@@ -101,6 +102,7 @@ export function registerCallCommand(program: Command): void {
       parseCount,
     )
     .option('--max-cost <usd>', 'the most this call may cost, all attempts together', parseDollars)
+    .option('--ignore-cooldown', 'try providers even while they cool down after repeated failures')
     .option('--store-text', 'store the prompt text in the ledger (default: a hash only)')
     .option('--no-ledger', 'do not record the call')
     .action(async (spec: string, words: string[], flags: CallFlags, command: Command) => {
@@ -177,6 +179,10 @@ export function registerCallCommand(program: Command): void {
               ? {}
               : { schemaRetries: (flags.schemaRetries ?? callSettings.schemaRetries) as number }),
             ...stageTimeout(flags.stageTimeout, callSettings.stageTimeoutMs),
+            ...(callSettings.cooldownMs === undefined
+              ? {}
+              : { cooldown: { cooldownMs: callSettings.cooldownMs } }),
+            ...(flags.ignoreCooldown === true ? { ignoreCooldown: true } : {}),
             budget: {
               rules: callSettings.budgetRules,
               ...((flags.maxCost ?? callSettings.maxCostPerCallUsd) === undefined

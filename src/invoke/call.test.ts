@@ -77,12 +77,19 @@ describe('call: retries and fallbacks', () => {
     });
   });
 
-  it('stops at once on AUTH: no retry, no fallback', async () => {
-    const alpha = scripted('alpha', [error('AUTH', { retryable: false })]);
-    const beta = scripted('beta', [{}]);
+  it('on AUTH never retries the provider, skips others with the same credentials, and moves on to other credentials', async () => {
+    const alpha = scripted('alpha', [error('AUTH', { retryable: false }), {}, {}]);
+    const beta = scripted('beta', [{ text: 'from beta' }]);
     const { options } = setup(alpha, beta);
-    await expect(call('alpha:m,beta:m', { prompt: 'hi' }, options)).rejects.toMatchObject({ code: 'AUTH' });
-    expect(beta.prompts).toHaveLength(0);
+    const result = await call('alpha:m,alpha:n,beta:m', { prompt: 'hi' }, options);
+    expect(result.text).toBe('from beta');
+    expect(alpha.prompts).toHaveLength(1);
+    expect(result.warnings.join()).toMatch(/alpha:n skipped: its credentials were refused/);
+    // Alone, the refusal is the answer.
+    const lone = scripted('gamma', [error('AUTH', { retryable: false }), {}]);
+    const second = setup(lone);
+    await expect(call('gamma:m', { prompt: 'hi' }, second.options)).rejects.toMatchObject({ code: 'AUTH' });
+    expect(lone.prompts).toHaveLength(1);
   });
 
   it('falls back down the chain when a provider is unavailable or out of retries', async () => {
@@ -388,5 +395,78 @@ describe('call: one deadline for the whole call', () => {
     );
     expect(result.text).toBe('from beta');
     expect(alpha.limits).toEqual([50, 50]);
+  });
+});
+
+describe('call: cooldowns per endpoint, with a way out', () => {
+  /** A scripted provider that says where it sends calls, as the real ones do. */
+  function at(endpoint: string, name: string, steps: Step[]): Provider & { prompts: string[] } {
+    return { ...scripted(name, steps), endpoint: () => endpoint };
+  }
+  const failures = (count: number) => Array.from({ length: count }, () => error('PROVIDER_UNAVAILABLE'));
+  /** Retried failures: three in one call trip the breaker. */
+  const errors = (count: number) => Array.from({ length: count }, () => error('PROVIDER_ERROR'));
+
+  it('a dead endpoint does not cool down the same spec at another endpoint, even across processes', async () => {
+    const dead = at('http://dead.example', 'alpha', failures(4));
+    const { ledger, options } = setup(
+      dead,
+      scripted(
+        'beta',
+        Array.from({ length: 4 }, () => ({})),
+      ),
+    );
+    for (let index = 0; index < 3; index++) await call('alpha:a,beta:b', { prompt: 'hi' }, options);
+    expect(dead.prompts).toHaveLength(3);
+    // Another process with another config: alpha:a goes elsewhere, shares the ledger.
+    const alive = at('http://alive.example', 'alpha', [error('PROVIDER_UNAVAILABLE'), { text: 'alive' }]);
+    const other = setup(alive);
+    const elsewhere = { ...other.options, ledger, breaker: new CircuitBreaker({}, ledger) };
+    await expect(call('alpha:a', { prompt: 'hi' }, elsewhere)).rejects.toMatchObject({
+      code: 'PROVIDER_UNAVAILABLE',
+    });
+    // One failure there is not "three in a row": the dead endpoint's failures are not counted.
+    const result = await call('alpha:a', { prompt: 'hi' }, elsewhere);
+    expect(result.text).toBe('alive');
+    expect(alive.prompts).toHaveLength(2);
+    // The dead endpoint itself stays cooled down for the first config.
+    const again = await call('alpha:a,beta:b', { prompt: 'hi' }, options);
+    expect(again.provider).toBe('beta:b');
+    expect(dead.prompts).toHaveLength(3);
+  });
+
+  it('says how long is left and how to skip it; ignoreCooldown tries the provider anyway', async () => {
+    const alpha = scripted('alpha', [...errors(3), { text: 'back' }]);
+    const { options } = setup(alpha);
+    await call('alpha:a', { prompt: 'hi' }, options).catch(() => undefined);
+    const failure = (await call('alpha:a', { prompt: 'hi' }, options).catch(
+      (caught: unknown) => caught,
+    )) as SwitchboardError;
+    expect(failure.code).toBe('PROVIDER_UNAVAILABLE');
+    expect(failure.message).toMatch(/alpha:a is cooling down for 60 s more/);
+    expect(failure.hint).toMatch(/--ignore-cooldown.*call\.cooldown_seconds/);
+    expect(alpha.prompts).toHaveLength(3);
+    const forced = await call('alpha:a', { prompt: 'hi' }, { ...options, ignoreCooldown: true });
+    expect(forced.text).toBe('back');
+  });
+
+  it('a cooldown ends when its time is up (the configured length, on the breaker clock)', async () => {
+    let clock = 1_000_000;
+    const now = () => clock;
+    const alpha = scripted('alpha', [...errors(3), { text: 'back' }]);
+    const beta = scripted(
+      'beta',
+      Array.from({ length: 4 }, () => ({ text: 'beta' })),
+    );
+    const { options } = setup(alpha, beta);
+    const timed = { ...options, cooldown: { cooldownMs: 5_000 }, _internal: { ...options._internal, now } };
+    await call('alpha:a,beta:b', { prompt: 'hi' }, timed);
+    expect(alpha.prompts).toHaveLength(3);
+    clock += 4_000;
+    expect((await call('alpha:a,beta:b', { prompt: 'hi' }, timed)).provider).toBe('beta:b');
+    expect(alpha.prompts).toHaveLength(3);
+    clock += 1_001;
+    expect((await call('alpha:a,beta:b', { prompt: 'hi' }, timed)).text).toBe('back');
+    expect(alpha.prompts).toHaveLength(4);
   });
 });

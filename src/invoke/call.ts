@@ -10,7 +10,8 @@ import { ERROR_CODES, isSwitchboardError, SwitchboardError, type ErrorCode } fro
 import { ProviderRegistry } from '../providers/registry.js';
 import type { Ledger } from '../store/ledger.js';
 import { checkBudgetRules, estimateCost, type CallBudget } from './budget.js';
-import { CircuitBreaker } from './circuit-breaker.js';
+import { CircuitBreaker, type CircuitBreakerOptions } from './circuit-breaker.js';
+import { cooldownKey, coolingError, coolingWarning, credentialsKey } from './cooldown.js';
 import { CallDeadline } from './deadline.js';
 import { actionFor, backoffDelay, DEFAULT_RETRY_POLICY, type RetryPolicy } from './retry-policy.js';
 import { reaskPrompt } from './schema-reask.js';
@@ -33,6 +34,10 @@ export interface CallOptions {
   stageTimeoutMs?: number;
   /** Circuit breaker shared across calls; @default one kept by the registry's process, backed by the ledger. */
   breaker?: CircuitBreaker;
+  /** Settings of the breaker `call` creates when none is given (`call.cooldown_seconds`). */
+  cooldown?: Partial<CircuitBreakerOptions>;
+  /** Try providers even while they cool down (`--ignore-cooldown`); their failures still count. @default false */
+  ignoreCooldown?: boolean;
   budget?: CallBudget;
   /** Test seams. */
   _internal?: {
@@ -67,6 +72,7 @@ const breakers = new WeakMap<ProviderRegistry, CircuitBreaker>();
 function countsForBreaker(code: string): boolean {
   return (
     code !== 'SCHEMA' &&
+    code !== 'AUTH' &&
     (ERROR_CODES as readonly string[]).includes(code) &&
     actionFor(code as ErrorCode) !== 'stop'
   );
@@ -117,7 +123,7 @@ export async function call(
   const generateId = options._internal?.generateId ?? randomUUID;
   let breaker = options.breaker ?? breakers.get(registry);
   if (breaker === undefined) {
-    breaker = new CircuitBreaker({}, ledger, now);
+    breaker = new CircuitBreaker(options.cooldown ?? {}, ledger, now);
     breakers.set(registry, breaker);
   }
   const deadline = new CallDeadline({
@@ -132,11 +138,13 @@ export async function call(
   const warnings: string[] = [];
   let spent = 0;
   let lastError: SwitchboardError | undefined;
+  /** Credentials refused with AUTH in this call: later entries using them are skipped. */
+  const refused = new Set<string>();
 
   const record = (
     target: ProviderSpec,
     attempt: CallAttempt,
-    extra: { result?: CallResult; prompt: string; failure?: SwitchboardError },
+    extra: { result?: CallResult; prompt: string; failure?: SwitchboardError; key: string },
   ) => {
     attempts.push(attempt);
     const result = extra.result;
@@ -160,25 +168,23 @@ export async function call(
       ...(attempt.errorCode === undefined ? {} : { errorCode: attempt.errorCode }),
       ...(result === undefined ? {} : { modelUsed: result.modelUsed, usage: result.usage }),
       ...(result?.sessionId === undefined ? {} : { sessionId: result.sessionId }),
+      ...(extra.key === target.text ? {} : { cooldownKey: extra.key }),
     });
   };
 
   try {
     for (const target of chain) {
       if (deadline.expired()) throw deadline.timeoutError(lastError);
-      const cooling = breaker.coolingFor(target.text);
+      const provider = registry.get(target.provider);
+      const key = cooldownKey(target, provider);
+      if (refused.has(credentialsKey(target, provider))) {
+        warnings.push(`${target.text} skipped: its credentials were refused earlier in this call`);
+        continue;
+      }
+      const cooling = options.ignoreCooldown === true ? 0 : breaker.coolingFor(key);
       if (cooling > 0) {
-        warnings.push(
-          `${target.text} skipped: cooling down for ${Math.ceil(cooling / 1000)} s after repeated failures`,
-        );
-        lastError = new SwitchboardError(
-          'PROVIDER_UNAVAILABLE',
-          `${target.text} is cooling down after repeated failures`,
-          {
-            provider: target.provider,
-            retryAfterMs: cooling,
-          },
-        );
+        warnings.push(coolingWarning(target, cooling));
+        lastError = coolingError(target, key, cooling);
         continue;
       }
       try {
@@ -194,7 +200,6 @@ export async function call(
         lastError = error;
         continue;
       }
-      const provider = registry.get(target.provider);
       let retries = 0;
       // Streamed text already handed to the caller cannot be taken back: after the first piece, a
       // failure ends the call instead of retrying or falling back.
@@ -246,8 +251,8 @@ export async function call(
             model: target.model,
             durationMs: result.durationMs,
           };
-          record(target, attempt, { result, prompt });
-          breaker.recordSuccess(target.text);
+          record(target, attempt, { result, prompt, key });
+          breaker.recordSuccess(key);
           spent += result.costUsd ?? 0;
           if (maxCost !== undefined && spent > maxCost)
             warnings.push(`this call cost $${spent.toFixed(4)}, over its budget of $${maxCost}`);
@@ -273,7 +278,7 @@ export async function call(
               errorCode: failure.code,
               errorMessage: failure.message,
             },
-            { prompt, failure },
+            { prompt, failure, key },
           );
           // Failures after an answer (schema, downgrade) were still billed.
           const failedCost = failure.details?.['costUsd'];
@@ -302,7 +307,11 @@ export async function call(
           }
           const action = actionFor(failure.code);
           if (action === 'stop') throw failure;
-          if (failure.code !== 'SCHEMA') breaker.recordFailure(target.text, failure.code, countsForBreaker);
+          if (failure.code === 'AUTH') {
+            refused.add(credentialsKey(target, provider));
+            break;
+          }
+          if (failure.code !== 'SCHEMA') breaker.recordFailure(key, failure.code, countsForBreaker);
           if (deadline.expired()) throw deadline.timeoutError(failure);
           if (action === 'retry' && retries < policy.retriesPerProvider) {
             const delay = backoffDelay(retries, policy, failure.retryAfterMs);

@@ -147,6 +147,15 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX agent_run_events_run ON agent_run_events (run_id, at);
     `,
   },
+  {
+    version: 6,
+    description: 'cooldowns keyed by endpoint',
+    sql: `
+      -- The circuit breaker's key: the spec plus where it was sent (base URL, executable), so a dead
+      -- endpoint's failures never count against the same spec at another endpoint. NULL: the spec alone.
+      ALTER TABLE call_attempts ADD COLUMN cooldown_key TEXT;
+    `,
+  },
 ];
 
 /** The schema version this build of Switchboard writes. */

@@ -1,6 +1,7 @@
 import Anthropic from '@anthropic-ai/sdk';
 import type { CallResult, JsonSchema, Provider, ProviderCall, TokenUsage } from '../../core/call-types.js';
 import { SwitchboardError } from '../../core/errors.js';
+import { endpointLabel } from '../endpoint.js';
 import { extractJson } from '../../core/json-extract.js';
 import { compileSchema, schemaErrors } from '../../core/json-schema.js';
 import { costOf, DEFAULT_PRICES, type ModelPrice } from '../../core/prices.js';
@@ -149,6 +150,9 @@ export function createAnthropicProvider({
       } catch (error) {
         throw asAnthropicError(error, errorContext);
       }
+    },
+    endpoint() {
+      return endpointLabel(baseUrl, 'https://api.anthropic.com');
     },
     async close() {
       // fetch keeps no sockets of ours open beyond Node's shared pool; nothing to release.

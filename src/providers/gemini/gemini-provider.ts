@@ -14,6 +14,7 @@ import type {
   TokenUsage,
 } from '../../core/call-types.js';
 import { SwitchboardError, type SwitchboardErrorOptions } from '../../core/errors.js';
+import { endpointLabel } from '../endpoint.js';
 import { extractJson } from '../../core/json-extract.js';
 import { compileSchema, schemaErrors } from '../../core/json-schema.js';
 import { costOf, DEFAULT_PRICES, type ModelPrice } from '../../core/prices.js';
@@ -158,6 +159,9 @@ export function createGeminiProvider({
             prices: priceList,
           }),
       );
+    },
+    endpoint() {
+      return endpointLabel(baseUrl, 'https://generativelanguage.googleapis.com');
     },
     async close() {
       clients.clear();

@@ -8,6 +8,7 @@ import type {
 } from 'openai/resources/chat/completions';
 import type { CallResult, JsonSchema, Provider, ProviderCall, TokenUsage } from '../../core/call-types.js';
 import { SwitchboardError } from '../../core/errors.js';
+import { endpointLabel } from '../endpoint.js';
 import { extractJson } from '../../core/json-extract.js';
 import { compileSchema, schemaErrors } from '../../core/json-schema.js';
 import { costOf, DEFAULT_PRICES, type ModelPrice } from '../../core/prices.js';
@@ -183,6 +184,9 @@ export function createOpenAiProvider({
         structuredOutput,
         where,
       });
+    },
+    endpoint(request) {
+      return endpointLabel(request.baseUrl ?? baseUrl, 'https://api.openai.com/v1');
     },
     async close() {
       clients.clear();
