@@ -470,3 +470,23 @@ describe('call: cooldowns per endpoint, with a way out', () => {
     expect(alpha.prompts).toHaveLength(4);
   });
 });
+
+describe('call: a dropped connection', () => {
+  const unreachable = (code: string) =>
+    error('PROVIDER_UNAVAILABLE', { cause: Object.assign(new Error('fetch failed'), { code }) });
+
+  it('is sent once more when it dropped after sending; a server that is not there is left at once', async () => {
+    const dropped = scripted('alpha', [unreachable('ECONNRESET'), unreachable('ECONNRESET'), {}]);
+    const refused = scripted('beta', [unreachable('ECONNREFUSED'), {}]);
+    const gamma = scripted('gamma', [{ text: 'from gamma' }]);
+    const { options } = setup(dropped, refused, gamma);
+    const result = await call('alpha:a,beta:b,gamma:c', { prompt: 'hi' }, options);
+    expect(result.text).toBe('from gamma');
+    expect(result.attempts.map((attempt) => attempt.provider)).toEqual([
+      'alpha:a',
+      'alpha:a',
+      'beta:b',
+      'gamma:c',
+    ]);
+  });
+});

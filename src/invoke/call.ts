@@ -13,6 +13,7 @@ import { checkBudgetRules, estimateCost, type CallBudget } from './budget.js';
 import { CircuitBreaker, type CircuitBreakerOptions } from './circuit-breaker.js';
 import { cooldownKey, coolingError, coolingWarning, credentialsKey } from './cooldown.js';
 import { CallDeadline } from './deadline.js';
+import { droppedAfterSending } from './dropped-connection.js';
 import { actionFor, backoffDelay, DEFAULT_RETRY_POLICY, type RetryPolicy } from './retry-policy.js';
 import { reaskPrompt } from './schema-reask.js';
 
@@ -201,6 +202,7 @@ export async function call(
         continue;
       }
       let retries = 0;
+      let resentAfterDrop = false;
       // Streamed text already handed to the caller cannot be taken back: after the first piece, a
       // failure ends the call instead of retrying or falling back.
       let delivered = false;
@@ -313,11 +315,14 @@ export async function call(
           }
           if (failure.code !== 'SCHEMA') breaker.recordFailure(key, failure.code, countsForBreaker);
           if (deadline.expired()) throw deadline.timeoutError(failure);
-          if (action === 'retry' && retries < policy.retriesPerProvider) {
+          // A connection dropped after sending got no answer: sending once more is safe, and cheaper than moving on.
+          const resend = action === 'next' && !resentAfterDrop && droppedAfterSending(failure);
+          if (resend || (action === 'retry' && retries < policy.retriesPerProvider)) {
             const delay = backoffDelay(retries, policy, failure.retryAfterMs);
             // A wait that would outlive the call's deadline is not worth starting: the next provider may still answer.
             if (delay <= policy.maxDelayMs && deadline.allowsWait(delay)) {
-              retries++;
+              if (resend) resentAfterDrop = true;
+              else retries++;
               await wait(delay, deadline.signal).catch((error: unknown) => {
                 throw deadline.expired() ? deadline.timeoutError(failure) : error;
               });

@@ -29,9 +29,10 @@ const faults: Fault[] = [
   },
   { name: 'overload', rule: { kind: 'overload' }, tries: 3, firstCode: 'OVERLOADED' },
   { name: '500', rule: { status: 500 }, tries: 3, firstCode: 'PROVIDER_ERROR' },
-  { name: 'dropped connection', rule: { kind: 'drop-before' }, tries: 1, firstCode: 'PROVIDER_UNAVAILABLE' },
+  // Dropped after the request went out, no answer: sent once more, then the next provider.
+  { name: 'dropped connection', rule: { kind: 'drop-before' }, tries: 2, firstCode: 'PROVIDER_UNAVAILABLE' },
   { name: 'stall', rule: { kind: 'stall' }, tries: 3, firstCode: 'TIMEOUT' },
-  { name: 'malformed body', rule: { kind: 'malformed' }, tries: -1, firstCode: 'PARSE' },
+  { name: 'malformed body', rule: { kind: 'malformed' }, tries: 3, firstCode: 'PARSE' },
 ];
 
 const providers = [
@@ -97,8 +98,9 @@ describe.each(providers)('$name', (provider) => {
     expect(result.text).toBe('fallback answered');
     const failed = result.attempts.filter((attempt) => attempt.errorCode !== undefined);
     expect(failed[0]?.errorCode).toBe(fault.firstCode);
-    // Transient faults are retried on the same provider; a dead connection moves on at once.
-    if (fault.tries > 0) expect(failed).toHaveLength(fault.tries);
+    // Transient faults are retried on the same provider, each try recorded.
+    expect(failed).toHaveLength(fault.tries);
+    expect(failed.every((attempt) => attempt.provider === provider.spec)).toBe(true);
     expect(result.attempts.at(-1)).toMatchObject({ provider: provider.fallback });
     expect(ledger.callStats().attempts - before).toBe(result.attempts.length);
     await registry.close();
