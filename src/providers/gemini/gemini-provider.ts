@@ -230,7 +230,10 @@ async function callWithRotation(context: CallContext): Promise<CallResult> {
           errorMessage: `${choice.label}: ${failure.message}`,
           durationMs: performance.now() - attemptStarted,
         });
-        if (failure.code === 'RATE_LIMITED') {
+        // A 429 that says nothing of how long to wait, on the last free key: left to call()'s backoff, which
+        // retries this key soon, rather than resting it for the pool's whole cooldown and giving up.
+        const unsaid = failure.retryAfterMs === undefined && !pool.otherFree(choice.index);
+        if (failure.code === 'RATE_LIMITED' && !unsaid) {
           pool.coolDown(choice.index, failure.retryAfterMs);
           // Text already handed to onText cannot be taken back, so another key only before the first piece.
           if (stream.delivered === 0) {
