@@ -124,7 +124,7 @@ export function createAnthropicProvider({
       const started = performance.now();
       const message = await withIdleWatch(
         request.idleTimeoutMs,
-        (watch) => watch.error(PROVIDER, anthropic.baseURL),
+        (watch) => watch.error(PROVIDER, endpointLabel(anthropic.baseURL, 'the Anthropic API')),
         async () => {
           if (onText !== undefined) {
             return streamMessage(anthropic, request, { maxTokens, onText, errorContext });
