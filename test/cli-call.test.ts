@@ -112,6 +112,63 @@ describe('switchboard call', () => {
     );
   });
 
+  it('--timeout limits the whole call: a stalled chain is not retried past it', async () => {
+    const before = sim.requests.length;
+    const result = await runCli(
+      [
+        'call',
+        `anthropic:claude-haiku-4-5,openai@${sim.openAiBaseUrl}:gpt-4.1-mini`,
+        'hang on',
+        '--timeout',
+        '1.5',
+      ],
+      { cwd, env: { ...env, ANTHROPIC_BASE_URL: sim.url, OPENAI_API_KEY: 'sk-openai-timeout' }, input: '' },
+    );
+    expect(result.status).toBe(23);
+    expect(result.stderr.trim().split('\n')).toHaveLength(1);
+    expect(result.stderr).toMatch(/did not finish within its 1\.5 s limit.*raise --timeout/);
+    // One stalled request used the whole 1.5 s; before, each provider got 1.5 s three times over.
+    expect(sim.requests.slice(before).map((request) => request.provider)).toEqual(['anthropic']);
+  });
+
+  it('cooldowns are shared by separate processes, kept per endpoint, and say how to skip them', async () => {
+    const dead = await startSimulator({
+      maxLifetimeMs: 120_000,
+      scenario: { rules: [{ fault: { status: 500 } }] },
+    });
+    try {
+      // Its own state folder: one ledger file shared by the processes below, and by no other test.
+      const shared = mkdtempSync(join(tmpdir(), 'switchboard-cooldown-cli-'));
+      const inShared = (args: string[]) => runCli(args, { cwd: shared, env, input: '' });
+      const first = await inShared(['call', 'claude:haiku', 'ping', '--base-url', dead.url]);
+      expect(first.status).toBe(29);
+      const sent = dead.requests.length;
+      expect(sent).toBeGreaterThanOrEqual(3);
+      // A second process skips the dead endpoint without sending anything, and says how to get past it.
+      const second = await inShared(['call', 'claude:haiku', 'ping', '--base-url', dead.url]);
+      expect(second.status).toBe(28);
+      expect(second.stderr).toMatch(
+        /claude:haiku \(at .+\) is cooling down for \d+ s more.*--ignore-cooldown/,
+      );
+      expect(dead.requests.length).toBe(sent);
+      // The same spec at another base URL is not blocked by the dead one.
+      const elsewhere = await inShared(['call', 'claude:haiku', 'ping', '--base-url', sim.url]);
+      expect(elsewhere).toMatchObject({ status: 0, stdout: 'pong\n' });
+      const forced = await inShared([
+        'call',
+        'claude:haiku',
+        'ping',
+        '--base-url',
+        dead.url,
+        '--ignore-cooldown',
+      ]);
+      expect(forced.status).toBe(29);
+      expect(dead.requests.length).toBeGreaterThan(sent);
+    } finally {
+      await dead.close();
+    }
+  });
+
   it('never writes the API key to output or the ledger', async () => {
     const result = await run(['call', 'claude:haiku', 'auth again', '--base-url', sim.url, '--json']);
     expect(result.stdout + result.stderr).not.toContain(secret);

@@ -16,6 +16,7 @@ interface CallFlags {
   schema?: string;
   json?: boolean;
   timeout?: number;
+  stageTimeout?: number;
   idleTimeout?: number;
   resume?: string;
   allowedTools?: string;
@@ -24,6 +25,7 @@ interface CallFlags {
   baseUrl?: string;
   storeText?: boolean;
   ledger?: boolean;
+  ignoreCooldown?: boolean;
 }
 
 function collectTags(value: string, previous: Record<string, string>): Record<string, string> {
@@ -81,7 +83,12 @@ export function registerCallCommand(program: Command): void {
     .option('--schema <file>', 'JSON Schema file: the answer must match it (printed as JSON)')
     .option('--json', 'print the whole CallResult as JSON')
     .option('--stream', 'print the answer as it arrives')
-    .option('--timeout <seconds>', 'wall-clock limit for the call', parseSeconds)
+    .option(
+      '--timeout <seconds>',
+      'wall-clock limit for the whole call: retries and fallbacks share it',
+      parseSeconds,
+    )
+    .option('--stage-timeout <seconds>', 'limit of each attempt (call.stage_timeout_seconds)', parseSeconds)
     .option('--idle-timeout <seconds>', 'fail when the provider sends nothing for this long', parseSeconds)
     .option('--resume <session-id>', 'continue a Claude Code session')
     .option('--allowed-tools <list>', 'comma-separated tools Claude Code may use (default: none)')
@@ -95,6 +102,7 @@ export function registerCallCommand(program: Command): void {
       parseCount,
     )
     .option('--max-cost <usd>', 'the most this call may cost, all attempts together', parseDollars)
+    .option('--ignore-cooldown', 'try providers even while they cool down after repeated failures')
     .option('--store-text', 'store the prompt text in the ledger (default: a hash only)')
     .option('--no-ledger', 'do not record the call')
     .action(async (spec: string, words: string[], flags: CallFlags, command: Command) => {
@@ -170,9 +178,11 @@ export function registerCallCommand(program: Command): void {
             ...((flags.schemaRetries ?? callSettings.schemaRetries) === undefined
               ? {}
               : { schemaRetries: (flags.schemaRetries ?? callSettings.schemaRetries) as number }),
-            ...(callSettings.stageTimeoutMs === undefined
+            ...stageTimeout(flags.stageTimeout, callSettings.stageTimeoutMs),
+            ...(callSettings.cooldownMs === undefined
               ? {}
-              : { stageTimeoutMs: callSettings.stageTimeoutMs }),
+              : { cooldown: { cooldownMs: callSettings.cooldownMs } }),
+            ...(flags.ignoreCooldown === true ? { ignoreCooldown: true } : {}),
             budget: {
               rules: callSettings.budgetRules,
               prices: callSettings.prices,
@@ -193,6 +203,15 @@ export function registerCallCommand(program: Command): void {
         await providers.close();
       }
     });
+}
+
+/** `--stage-timeout` (seconds) wins over `call.stage_timeout_seconds`. */
+function stageTimeout(
+  seconds: number | undefined,
+  configured: number | undefined,
+): { stageTimeoutMs?: number } {
+  const milliseconds = seconds === undefined ? configured : seconds * 1000;
+  return milliseconds === undefined ? {} : { stageTimeoutMs: milliseconds };
 }
 
 function readSchema(file: string): JsonSchema {

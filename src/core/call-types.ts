@@ -79,6 +79,11 @@ export interface Provider {
   /** The provider's name in specs: `claude`, `anthropic`, `gemini`, `openai`. */
   readonly name: string;
   call(request: ProviderCall): Promise<CallResult>;
+  /**
+   * Where a call would go (base URL, executable), without secrets. Cooldowns are kept per spec and
+   * endpoint, so a dead server never blocks the same spec that another config sends elsewhere.
+   */
+  endpoint?(request: Pick<ProviderCall, 'model' | 'baseUrl'>): string;
   /** Releases processes, pools and sockets. */
   close(): Promise<void>;
 }

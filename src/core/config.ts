@@ -40,6 +40,8 @@ const fileSchema = z.strictObject({
       stage_timeout_seconds: z.number().positive().optional(),
       max_attempts: z.number().int().min(1).max(50).optional(),
       retries_per_provider: z.number().int().min(0).max(10).optional(),
+      /** How long a provider that failed three times in a row is skipped. */
+      cooldown_seconds: z.number().positive().optional(),
     })
     .optional(),
   budgets: z
@@ -137,6 +139,8 @@ export interface CallSettings {
   stageTimeoutMs?: number;
   maxAttempts?: number;
   retriesPerProvider?: number;
+  /** How long a failing provider is skipped (`call.cooldown_seconds`), in milliseconds. @default 60_000 */
+  cooldownMs?: number;
   maxCostPerCallUsd?: number;
   budgetRules: { provider?: string; tag?: string; dailyUsd?: number; monthlyUsd?: number; warnAt?: number }[];
   prices: Record<string, { input: number; output: number; cacheRead: number; cacheWrite: number }>;
@@ -295,6 +299,7 @@ function callSettings(file: z.infer<typeof fileSchema>): CallSettings {
   if (file.call?.max_attempts !== undefined) settings.maxAttempts = file.call.max_attempts;
   if (file.call?.retries_per_provider !== undefined)
     settings.retriesPerProvider = file.call.retries_per_provider;
+  if (file.call?.cooldown_seconds !== undefined) settings.cooldownMs = file.call.cooldown_seconds * 1000;
   if (file.budgets?.max_cost_per_call_usd !== undefined)
     settings.maxCostPerCallUsd = file.budgets.max_cost_per_call_usd;
   if (file.gemini?.on_downgrade !== undefined) settings.gemini.onDowngrade = file.gemini.on_downgrade;

@@ -77,12 +77,19 @@ describe('call: retries and fallbacks', () => {
     });
   });
 
-  it('stops at once on AUTH: no retry, no fallback', async () => {
-    const alpha = scripted('alpha', [error('AUTH', { retryable: false })]);
-    const beta = scripted('beta', [{}]);
+  it('on AUTH never retries the provider, skips others with the same credentials, and moves on to other credentials', async () => {
+    const alpha = scripted('alpha', [error('AUTH', { retryable: false }), {}, {}]);
+    const beta = scripted('beta', [{ text: 'from beta' }]);
     const { options } = setup(alpha, beta);
-    await expect(call('alpha:m,beta:m', { prompt: 'hi' }, options)).rejects.toMatchObject({ code: 'AUTH' });
-    expect(beta.prompts).toHaveLength(0);
+    const result = await call('alpha:m,alpha:n,beta:m', { prompt: 'hi' }, options);
+    expect(result.text).toBe('from beta');
+    expect(alpha.prompts).toHaveLength(1);
+    expect(result.warnings.join()).toMatch(/alpha:n skipped: its credentials were refused/);
+    // Alone, the refusal is the answer.
+    const lone = scripted('gamma', [error('AUTH', { retryable: false }), {}]);
+    const second = setup(lone);
+    await expect(call('gamma:m', { prompt: 'hi' }, second.options)).rejects.toMatchObject({ code: 'AUTH' });
+    expect(lone.prompts).toHaveLength(1);
   });
 
   it('falls back down the chain when a provider is unavailable or out of retries', async () => {
@@ -343,5 +350,165 @@ describe('call: cooldowns and budgets', () => {
       ),
     ).rejects.toMatchObject({ code: 'BUDGET_EXCEEDED' });
     expect(opus.prompts).toHaveLength(0);
+  });
+});
+
+describe('call: one deadline for the whole call', () => {
+  /** A provider whose server never answers: it fails when its attempt limit or the call's signal ends it. */
+  function stalled(name: string): Provider & { limits: (number | undefined)[] } {
+    const limits: (number | undefined)[] = [];
+    return {
+      name,
+      limits,
+      call(request: ProviderCall): Promise<CallResult> {
+        limits.push(request.timeoutMs);
+        return new Promise((_resolve, reject) => {
+          const timer = setTimeout(() => reject(error('TIMEOUT')), request.timeoutMs ?? 60_000);
+          request.abortSignal?.addEventListener('abort', () => {
+            clearTimeout(timer);
+            reject(error('ABORTED', { retryable: false }));
+          });
+        });
+      },
+      async close() {},
+    };
+  }
+
+  it('retries and the rest of the chain share timeoutMs: a stalled chain fails once it is spent', async () => {
+    const alpha = stalled('alpha');
+    const beta = stalled('beta');
+    const { options } = setup(alpha, beta);
+    const started = performance.now();
+    const failure = (await call(
+      'alpha:a,beta:b',
+      { prompt: 'hi', timeoutMs: 400 },
+      { ...options, _internal: {} },
+    ).catch((caught: unknown) => caught)) as SwitchboardError;
+    const elapsed = performance.now() - started;
+    expect(failure.code).toBe('TIMEOUT');
+    expect(failure.message).toMatch(/within its 0\.4 s limit/);
+    expect(failure.hint).toMatch(/--timeout/);
+    // Each attempt only got what was left; today each got the full 400 ms, then retried 3× per provider.
+    expect(alpha.limits[0]).toBeLessThanOrEqual(400);
+    const given = [...alpha.limits, ...beta.limits].map((limit) => limit ?? Infinity);
+    expect(given.slice(1).every((limit) => limit < 400)).toBe(true);
+    // A 400 ms budget, not 6 × 400 ms plus backoff (well over 2.4 s).
+    expect(elapsed).toBeLessThan(2_000);
+    expect((failure.details?.['attempts'] as unknown[]).length).toBeGreaterThan(0);
+  });
+
+  it('does not start a backoff wait that would outlive the deadline: the next provider answers', async () => {
+    const alpha = scripted('alpha', [error('RATE_LIMITED', { retryAfterMs: 5_000 }), {}]);
+    const beta = scripted('beta', [{ text: 'from beta' }]);
+    const { delays, options } = setup(alpha, beta);
+    const result = await call('alpha:a,beta:b', { prompt: 'hi', timeoutMs: 2_000 }, options);
+    expect(result.text).toBe('from beta');
+    expect(delays).toEqual([]);
+  });
+
+  it('keeps a per-attempt limit under its own name (stageTimeoutMs), within the call limit', async () => {
+    const alpha = stalled('alpha');
+    const beta = scripted('beta', [{ text: 'from beta' }]);
+    const { options } = setup(alpha, beta);
+    const result = await call(
+      'alpha:a,beta:b',
+      { prompt: 'hi', timeoutMs: 30_000 },
+      { ...options, stageTimeoutMs: 50, retry: { retriesPerProvider: 1 } },
+    );
+    expect(result.text).toBe('from beta');
+    expect(alpha.limits).toEqual([50, 50]);
+  });
+});
+
+describe('call: cooldowns per endpoint, with a way out', () => {
+  /** A scripted provider that says where it sends calls, as the real ones do. */
+  function at(endpoint: string, name: string, steps: Step[]): Provider & { prompts: string[] } {
+    return { ...scripted(name, steps), endpoint: () => endpoint };
+  }
+  const failures = (count: number) => Array.from({ length: count }, () => error('PROVIDER_UNAVAILABLE'));
+  /** Retried failures: three in one call trip the breaker. */
+  const errors = (count: number) => Array.from({ length: count }, () => error('PROVIDER_ERROR'));
+
+  it('a dead endpoint does not cool down the same spec at another endpoint, even across processes', async () => {
+    const dead = at('http://dead.example', 'alpha', failures(4));
+    const { ledger, options } = setup(
+      dead,
+      scripted(
+        'beta',
+        Array.from({ length: 4 }, () => ({})),
+      ),
+    );
+    for (let index = 0; index < 3; index++) await call('alpha:a,beta:b', { prompt: 'hi' }, options);
+    expect(dead.prompts).toHaveLength(3);
+    // Another process with another config: alpha:a goes elsewhere, shares the ledger.
+    const alive = at('http://alive.example', 'alpha', [error('PROVIDER_UNAVAILABLE'), { text: 'alive' }]);
+    const other = setup(alive);
+    const elsewhere = { ...other.options, ledger, breaker: new CircuitBreaker({}, ledger) };
+    await expect(call('alpha:a', { prompt: 'hi' }, elsewhere)).rejects.toMatchObject({
+      code: 'PROVIDER_UNAVAILABLE',
+    });
+    // One failure there is not "three in a row": the dead endpoint's failures are not counted.
+    const result = await call('alpha:a', { prompt: 'hi' }, elsewhere);
+    expect(result.text).toBe('alive');
+    expect(alive.prompts).toHaveLength(2);
+    // The dead endpoint itself stays cooled down for the first config.
+    const again = await call('alpha:a,beta:b', { prompt: 'hi' }, options);
+    expect(again.provider).toBe('beta:b');
+    expect(dead.prompts).toHaveLength(3);
+  });
+
+  it('says how long is left and how to skip it; ignoreCooldown tries the provider anyway', async () => {
+    const alpha = scripted('alpha', [...errors(3), { text: 'back' }]);
+    const { options } = setup(alpha);
+    await call('alpha:a', { prompt: 'hi' }, options).catch(() => undefined);
+    const failure = (await call('alpha:a', { prompt: 'hi' }, options).catch(
+      (caught: unknown) => caught,
+    )) as SwitchboardError;
+    expect(failure.code).toBe('PROVIDER_UNAVAILABLE');
+    expect(failure.message).toMatch(/alpha:a is cooling down for 60 s more/);
+    expect(failure.hint).toMatch(/--ignore-cooldown.*call\.cooldown_seconds/);
+    expect(alpha.prompts).toHaveLength(3);
+    const forced = await call('alpha:a', { prompt: 'hi' }, { ...options, ignoreCooldown: true });
+    expect(forced.text).toBe('back');
+  });
+
+  it('a cooldown ends when its time is up (the configured length, on the breaker clock)', async () => {
+    let clock = 1_000_000;
+    const now = () => clock;
+    const alpha = scripted('alpha', [...errors(3), { text: 'back' }]);
+    const beta = scripted(
+      'beta',
+      Array.from({ length: 4 }, () => ({ text: 'beta' })),
+    );
+    const { options } = setup(alpha, beta);
+    const timed = { ...options, cooldown: { cooldownMs: 5_000 }, _internal: { ...options._internal, now } };
+    await call('alpha:a,beta:b', { prompt: 'hi' }, timed);
+    expect(alpha.prompts).toHaveLength(3);
+    clock += 4_000;
+    expect((await call('alpha:a,beta:b', { prompt: 'hi' }, timed)).provider).toBe('beta:b');
+    expect(alpha.prompts).toHaveLength(3);
+    clock += 1_001;
+    expect((await call('alpha:a,beta:b', { prompt: 'hi' }, timed)).text).toBe('back');
+    expect(alpha.prompts).toHaveLength(4);
+  });
+});
+
+describe('call: a dropped connection', () => {
+  const unreachable = (code: string) =>
+    error('PROVIDER_UNAVAILABLE', { cause: Object.assign(new Error('fetch failed'), { code }) });
+
+  it('is sent once more when it dropped after sending; a server that is not there is left at once', async () => {
+    const dropped = scripted('alpha', [unreachable('ECONNRESET'), unreachable('ECONNRESET'), {}]);
+    const refused = scripted('beta', [unreachable('ECONNREFUSED'), {}]);
+    const gamma = scripted('gamma', [{ text: 'from gamma' }]);
+    const { options } = setup(dropped, refused, gamma);
+    const result = await call('alpha:a,beta:b,gamma:c', { prompt: 'hi' }, options);
+    expect(result.text).toBe('from gamma');
+    expect(result.attempts.map((attempt) => attempt.provider)).toEqual([
+      'alpha:a',
+      'alpha:a',
+      'beta:b',
+      'gamma:c',
+    ]);
   });
 });

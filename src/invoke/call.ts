@@ -11,7 +11,10 @@ import { ERROR_CODES, isSwitchboardError, SwitchboardError, type ErrorCode } fro
 import { ProviderRegistry } from '../providers/registry.js';
 import type { Ledger } from '../store/ledger.js';
 import { estimateCost, reserveBudget, type BudgetReservation, type CallBudget } from './budget.js';
-import { CircuitBreaker } from './circuit-breaker.js';
+import { CircuitBreaker, type CircuitBreakerOptions } from './circuit-breaker.js';
+import { cooldownKey, coolingError, coolingWarning, credentialsKey } from './cooldown.js';
+import { CallDeadline } from './deadline.js';
+import { droppedAfterSending } from './dropped-connection.js';
 import { actionFor, backoffDelay, DEFAULT_RETRY_POLICY, type RetryPolicy } from './retry-policy.js';
 import { reaskPrompt } from './schema-reask.js';
 
@@ -25,10 +28,18 @@ export interface CallOptions {
   retry?: Partial<RetryPolicy>;
   /** Re-asks with a diagnosis when an answer fails the schema, per provider. @default 2 (0–10) */
   schemaRetries?: number;
-  /** Timeout of each provider in the chain (each stage), in milliseconds. @default the request's timeoutMs */
+  /**
+   * Limit of each attempt, in milliseconds. The request's `timeoutMs` is the limit of the whole call
+   * (retries, backoff and the rest of the chain share it); an attempt never gets more than is left of it.
+   * @default no limit of its own: what is left of the request's timeoutMs
+   */
   stageTimeoutMs?: number;
   /** Circuit breaker shared across calls; @default one kept by the registry's process, backed by the ledger. */
   breaker?: CircuitBreaker;
+  /** Settings of the breaker `call` creates when none is given (`call.cooldown_seconds`). */
+  cooldown?: Partial<CircuitBreakerOptions>;
+  /** Try providers even while they cool down (`--ignore-cooldown`); their failures still count. @default false */
+  ignoreCooldown?: boolean;
   budget?: CallBudget;
   /** Test seams. */
   _internal?: {
@@ -63,6 +74,7 @@ const breakers = new WeakMap<ProviderRegistry, CircuitBreaker>();
 function countsForBreaker(code: string): boolean {
   return (
     code !== 'SCHEMA' &&
+    code !== 'AUTH' &&
     (ERROR_CODES as readonly string[]).includes(code) &&
     actionFor(code as ErrorCode) !== 'stop'
   );
@@ -113,9 +125,15 @@ export async function call(
   const generateId = options._internal?.generateId ?? randomUUID;
   let breaker = options.breaker ?? breakers.get(registry);
   if (breaker === undefined) {
-    breaker = new CircuitBreaker({}, ledger, now);
+    breaker = new CircuitBreaker(options.cooldown ?? {}, ledger, now);
     breakers.set(registry, breaker);
   }
+  const deadline = new CallDeadline({
+    timeoutMs: request.timeoutMs,
+    stageTimeoutMs: options.stageTimeoutMs,
+    abortSignal: request.abortSignal,
+    now,
+  });
   const callId = generateId();
   const tags = request.tags ?? {};
   const attempts: CallAttempt[] = [];
@@ -124,11 +142,13 @@ export async function call(
   let lastError: SwitchboardError | undefined;
   // The budget reservation of the attempt in flight, released once its attempt (and cost) is recorded.
   let held: BudgetReservation | undefined;
+  /** Credentials refused with AUTH in this call: later entries using them are skipped. */
+  const refused = new Set<string>();
 
   const record = (
     target: ProviderSpec,
     attempt: CallAttempt,
-    extra: { result?: CallResult; prompt: string; failure?: SwitchboardError },
+    extra: { result?: CallResult; prompt: string; failure?: SwitchboardError; key: string },
   ) => {
     attempts.push(attempt);
     const result = extra.result;
@@ -152,6 +172,7 @@ export async function call(
       ...(attempt.errorCode === undefined ? {} : { errorCode: attempt.errorCode }),
       ...(result === undefined ? {} : { modelUsed: result.modelUsed, usage: result.usage }),
       ...(result?.sessionId === undefined ? {} : { sessionId: result.sessionId }),
+      ...(extra.key === target.text ? {} : { cooldownKey: extra.key }),
     });
     held?.release();
     held = undefined;
@@ -159,23 +180,21 @@ export async function call(
 
   try {
     for (const target of chain) {
-      const cooling = breaker.coolingFor(target.text);
-      if (cooling > 0) {
-        warnings.push(
-          `${target.text} skipped: cooling down for ${Math.ceil(cooling / 1000)} s after repeated failures`,
-        );
-        lastError = new SwitchboardError(
-          'PROVIDER_UNAVAILABLE',
-          `${target.text} is cooling down after repeated failures`,
-          {
-            provider: target.provider,
-            retryAfterMs: cooling,
-          },
-        );
+      if (deadline.expired()) throw deadline.timeoutError(lastError);
+      const provider = registry.get(target.provider);
+      const key = cooldownKey(target, provider);
+      if (refused.has(credentialsKey(target, provider))) {
+        warnings.push(`${target.text} skipped: its credentials were refused earlier in this call`);
         continue;
       }
-      const provider = registry.get(target.provider);
+      const cooling = options.ignoreCooldown === true ? 0 : breaker.coolingFor(key);
+      if (cooling > 0) {
+        warnings.push(coolingWarning(target, cooling));
+        lastError = coolingError(target, key, cooling);
+        continue;
+      }
       let retries = 0;
+      let resentAfterDrop = false;
       // Streamed text already handed to the caller cannot be taken back: after the first piece, a
       // failure ends the call instead of retrying or falling back.
       let delivered = false;
@@ -192,6 +211,7 @@ export async function call(
       let reasks = 0;
       let prompt = request.prompt;
       while (attempts.length < policy.maxAttempts) {
+        if (deadline.expired()) throw deadline.timeoutError(lastError);
         const maxCost = options.budget?.maxCostUsd;
         const estimate = estimateCost(target.model, prompt, request.system, options.budget?.prices);
         if (maxCost !== undefined) {
@@ -207,7 +227,7 @@ export async function call(
             break;
           }
         }
-        const timeoutMs = options.stageTimeoutMs ?? request.timeoutMs;
+        const timeoutMs = deadline.attemptTimeoutMs();
         try {
           held = reserveBudget(ledger, options.budget?.rules ?? [], {
             id: generateId(),
@@ -236,6 +256,7 @@ export async function call(
             ...streaming,
             prompt,
             model: target.model,
+            abortSignal: deadline.signal,
             ...(timeoutMs === undefined ? {} : { timeoutMs }),
             ...(target.baseUrl === undefined ? {} : { baseUrl: target.baseUrl }),
           });
@@ -244,8 +265,8 @@ export async function call(
             model: target.model,
             durationMs: result.durationMs,
           };
-          record(target, attempt, { result, prompt });
-          breaker.recordSuccess(target.text);
+          record(target, attempt, { result, prompt, key });
+          breaker.recordSuccess(key);
           spent += result.costUsd ?? 0;
           if (maxCost !== undefined && spent > maxCost)
             warnings.push(`this call cost ${formatUsd(spent)}, over its budget of $${maxCost}`);
@@ -254,11 +275,13 @@ export async function call(
           result.warnings.push(...warnings);
           return result;
         } catch (error) {
-          const failure = isSwitchboardError(error)
+          let failure = isSwitchboardError(error)
             ? error
             : new SwitchboardError('PROVIDER_ERROR', error instanceof Error ? error.message : String(error), {
                 cause: error,
               });
+          // The call's own deadline ended the attempt: recorded as the timeout it is, not as the caller's abort.
+          if (failure.code === 'ABORTED' && deadline.expired()) failure = deadline.timeoutError(failure);
           lastError = failure;
           record(
             target,
@@ -269,7 +292,7 @@ export async function call(
               errorCode: failure.code,
               errorMessage: failure.message,
             },
-            { prompt, failure },
+            { prompt, failure, key },
           );
           // Failures after an answer (schema, downgrade) were still billed.
           const failedCost = failure.details?.['costUsd'];
@@ -298,12 +321,23 @@ export async function call(
           }
           const action = actionFor(failure.code);
           if (action === 'stop') throw failure;
-          if (failure.code !== 'SCHEMA') breaker.recordFailure(target.text, failure.code, countsForBreaker);
-          if (action === 'retry' && retries < policy.retriesPerProvider) {
+          if (failure.code === 'AUTH') {
+            refused.add(credentialsKey(target, provider));
+            break;
+          }
+          if (failure.code !== 'SCHEMA') breaker.recordFailure(key, failure.code, countsForBreaker);
+          if (deadline.expired()) throw deadline.timeoutError(failure);
+          // A connection dropped after sending got no answer: sending once more is safe, and cheaper than moving on.
+          const resend = action === 'next' && !resentAfterDrop && droppedAfterSending(failure);
+          if (resend || (action === 'retry' && retries < policy.retriesPerProvider)) {
             const delay = backoffDelay(retries, policy, failure.retryAfterMs);
-            if (delay <= policy.maxDelayMs) {
-              retries++;
-              await wait(delay, request.abortSignal);
+            // A wait that would outlive the call's deadline is not worth starting: the next provider may still answer.
+            if (delay <= policy.maxDelayMs && deadline.allowsWait(delay)) {
+              if (resend) resentAfterDrop = true;
+              else retries++;
+              await wait(delay, deadline.signal).catch((error: unknown) => {
+                throw deadline.expired() ? deadline.timeoutError(failure) : error;
+              });
               continue;
             }
           }
@@ -327,6 +361,7 @@ export async function call(
     throw error;
   } finally {
     held?.release();
+    deadline.dispose();
     if (options.providers === undefined) await registry.close();
   }
 }

@@ -106,4 +106,30 @@ describe('call() over real SDKs', () => {
     expect(result.text).toBe('the real answer');
     expect(result.attempts[0]).toMatchObject({ provider: 'gemini:2.5-pro', errorCode: 'MODEL_DOWNGRADED' });
   });
+
+  it('retries a single-key Gemini 429 that gave no retryDelay, with backoff, instead of giving up', async () => {
+    sim = await startSimulator({
+      scenario: {
+        rules: [
+          { match: { provider: 'gemini' }, times: 1, fault: { status: 429 } },
+          { match: { provider: 'gemini' }, reply: { text: 'after the 429' } },
+        ],
+      },
+    });
+    const delays: number[] = [];
+    const result = await call(
+      'gemini:2.5-flash',
+      { prompt: 'hello' },
+      {
+        providers: registry(sim),
+        ledger: false,
+        _internal: { sleep: async (ms: number) => void delays.push(ms) },
+      },
+    );
+    expect(result.text).toBe('after the 429');
+    expect(result.attempts.map((attempt) => attempt.errorCode ?? 'ok')).toEqual(['RATE_LIMITED', 'ok']);
+    // The retry policy's backoff (500 ms first), not the key pool's 60 s guess.
+    expect(delays).toHaveLength(1);
+    expect(delays[0]).toBeLessThanOrEqual(500);
+  });
 });

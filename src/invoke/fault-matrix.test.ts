@@ -2,6 +2,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { SwitchboardError } from '../core/errors.js';
 import { ProviderRegistry } from '../providers/registry.js';
 import type { Scenario } from '../sim/scenario.js';
 import { startSimulator, type Simulator } from '../sim/server.js';
@@ -28,9 +29,10 @@ const faults: Fault[] = [
   },
   { name: 'overload', rule: { kind: 'overload' }, tries: 3, firstCode: 'OVERLOADED' },
   { name: '500', rule: { status: 500 }, tries: 3, firstCode: 'PROVIDER_ERROR' },
-  { name: 'dropped connection', rule: { kind: 'drop-before' }, tries: 1, firstCode: 'PROVIDER_UNAVAILABLE' },
+  // Dropped after the request went out, no answer: sent once more, then the next provider.
+  { name: 'dropped connection', rule: { kind: 'drop-before' }, tries: 2, firstCode: 'PROVIDER_UNAVAILABLE' },
   { name: 'stall', rule: { kind: 'stall' }, tries: 3, firstCode: 'TIMEOUT' },
-  { name: 'malformed body', rule: { kind: 'malformed' }, tries: -1, firstCode: 'PARSE' },
+  { name: 'malformed body', rule: { kind: 'malformed' }, tries: 3, firstCode: 'PARSE' },
 ];
 
 const providers = [
@@ -96,10 +98,32 @@ describe.each(providers)('$name', (provider) => {
     expect(result.text).toBe('fallback answered');
     const failed = result.attempts.filter((attempt) => attempt.errorCode !== undefined);
     expect(failed[0]?.errorCode).toBe(fault.firstCode);
-    // Transient faults are retried on the same provider; a dead connection moves on at once.
-    if (fault.tries > 0) expect(failed).toHaveLength(fault.tries);
+    // Transient faults are retried on the same provider, each try recorded.
+    expect(failed).toHaveLength(fault.tries);
+    expect(failed.every((attempt) => attempt.provider === provider.spec)).toBe(true);
     expect(result.attempts.at(-1)).toMatchObject({ provider: provider.fallback });
     expect(ledger.callStats().attempts - before).toBe(result.attempts.length);
+    await registry.close();
+    ledger.close();
+  });
+
+  it('idleTimeoutMs ends a stalled request with IDLE_TIMEOUT, and leaves a slow but talking one alone', async () => {
+    registry = freshRegistry();
+    sim.setScenario({
+      rules: [
+        { match: { provider: provider.name, text: 'slow' }, reply: { text: 'slow answer', delayMs: 100 } },
+        { match: { provider: provider.name }, fault: { kind: 'stall' } },
+      ],
+    });
+    const idle = { ...options(), stageTimeoutMs: 20_000, retry: { retriesPerProvider: 0 } };
+    const failure = (await call(provider.spec, { prompt: 'hello', idleTimeoutMs: 300 }, idle).catch(
+      (caught: unknown) => caught,
+    )) as SwitchboardError;
+    expect(failure.code).toBe('IDLE_TIMEOUT');
+    expect(failure.message).toMatch(/sent nothing for 300 ms/);
+    const slow = await call(provider.spec, { prompt: 'slow please', idleTimeoutMs: 2_000 }, idle);
+    expect(slow.text).toBe('slow answer');
+    expect(slow.warnings.join()).not.toMatch(/idleTimeoutMs/);
     await registry.close();
     ledger.close();
   });

@@ -29,8 +29,9 @@ export const DEFAULT_RETRY_POLICY: RetryPolicy = {
 
 /**
  * The policy by error class: transient failures retry the same provider; a provider that cannot serve
- * (missing, unreachable, downgraded, out of retries) hands over to the next; failures no other provider
- * would fix stop the call (bad credentials, bad input, budget, abort — an abort is never retried).
+ * (missing, unreachable, downgraded, refused credentials, out of retries) hands over to the next — after
+ * `AUTH`, one with other credentials, and the same provider is never retried; failures no other provider
+ * would fix stop the call (bad input, budget, abort — an abort is never retried).
  */
 export function actionFor(code: ErrorCode): RetryAction {
   switch (code) {
@@ -44,6 +45,7 @@ export function actionFor(code: ErrorCode): RetryAction {
     case 'PROVIDER_UNAVAILABLE':
     case 'MODEL_DOWNGRADED':
     case 'SCHEMA':
+    case 'AUTH':
       return 'next';
     default:
       return 'stop';

@@ -25,6 +25,8 @@ export interface CallAttemptRecord {
   /** Stored only when the ledger stores text. */
   promptText?: string;
   tags?: Record<string, string>;
+  /** The circuit breaker's key (the spec plus its endpoint) when it differs from `spec`. */
+  cooldownKey?: string;
 }
 
 export interface ProviderModelStats {
@@ -104,9 +106,9 @@ export function prepareCallStatements(database: Database.Database): CallStatemen
     insertCallAttempt: database.prepare<[Record<string, unknown>]>(
       'INSERT INTO call_attempts (id, call_id, attempt, created_at, provider, spec, model_requested, model_used, success, ' +
         'error_code, duration_ms, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, session_id, ' +
-        'prompt_hash, prompt_text, tags) VALUES (@id, @call_id, @attempt, @created_at, @provider, @spec, @model_requested, ' +
-        '@model_used, @success, @error_code, @duration_ms, @input_tokens, @output_tokens, @cache_read_tokens, ' +
-        '@cache_write_tokens, @cost_usd, @session_id, @prompt_hash, @prompt_text, @tags)',
+        'prompt_hash, prompt_text, tags, cooldown_key) VALUES (@id, @call_id, @attempt, @created_at, @provider, @spec, ' +
+        '@model_requested, @model_used, @success, @error_code, @duration_ms, @input_tokens, @output_tokens, ' +
+        '@cache_read_tokens, @cache_write_tokens, @cost_usd, @session_id, @prompt_hash, @prompt_text, @tags, @cooldown_key)',
     ),
     selectAttemptsSince: database.prepare<[number], AttemptRow>(
       'SELECT call_id, spec, provider, model_requested, success, error_code, duration_ms, input_tokens, output_tokens, ' +
@@ -129,7 +131,7 @@ export function prepareCallStatements(database: Database.Database): CallStatemen
       'SELECT spec, until, failures, reason FROM provider_cooldowns WHERE until > ? ORDER BY until',
     ),
     selectRecentOutcomes: database.prepare(
-      'SELECT success, error_code FROM call_attempts WHERE created_at >= @since AND spec = @spec ' +
+      'SELECT success, error_code FROM call_attempts WHERE created_at >= @since AND COALESCE(cooldown_key, spec) = @spec ' +
         'ORDER BY created_at DESC, rowid DESC LIMIT @limit',
     ),
   };
@@ -157,6 +159,7 @@ export function callAttemptRow(record: CallAttemptRecord, storeText: boolean): R
     prompt_hash: record.promptHash ?? hashText(record.promptText ?? ''),
     prompt_text: storeText && record.promptText !== undefined ? redactSecrets(record.promptText) : null,
     tags: JSON.stringify(record.tags ?? {}),
+    cooldown_key: record.cooldownKey ?? null,
   };
 }
 

@@ -139,11 +139,12 @@ export interface Ledger {
   reservedAt(now: number, filter?: { provider?: string; tag?: string }): number;
   /** Records a tripped circuit breaker, visible to every process using this ledger. */
   setCooldown(record: CooldownRecord): void;
+  /** `spec` here and in `recentOutcomes` is the breaker's key: the spec, plus its endpoint when it has one. */
   getCooldown(spec: string): CooldownRecord | undefined;
   /**
    * The outcomes of a spec's latest attempts since a time, newest first, from every process writing to
    * this ledger: `undefined` for a success, else the error code. For circuit breakers that count
-   * failures across short-lived processes.
+   * failures across short-lived processes; matched on the attempt's `cooldownKey`, else its spec.
    */
   recentOutcomes(spec: string, since: number, limit: number): (string | undefined)[];
   /** Breakers still open at `now`. */

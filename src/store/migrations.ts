@@ -163,6 +163,15 @@ export const MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 7,
+    description: 'cooldowns keyed by endpoint',
+    sql: `
+      -- The circuit breaker's key: the spec plus where it was sent (base URL, executable), so a dead
+      -- endpoint's failures never count against the same spec at another endpoint. NULL: the spec alone.
+      ALTER TABLE call_attempts ADD COLUMN cooldown_key TEXT;
+    `,
+  },
 ];
 
 /** The schema version this build of Switchboard writes. */

@@ -1,6 +1,7 @@
 import Anthropic from '@anthropic-ai/sdk';
 import type { CallResult, JsonSchema, Provider, ProviderCall, TokenUsage } from '../../core/call-types.js';
 import { SwitchboardError } from '../../core/errors.js';
+import { endpointLabel } from '../endpoint.js';
 import { extractJson } from '../../core/json-extract.js';
 import { compileSchema, schemaErrors } from '../../core/json-schema.js';
 import { costOf, DEFAULT_PRICES, type ModelPrice } from '../../core/prices.js';
@@ -13,6 +14,7 @@ import {
   type AnthropicErrorContext,
 } from './anthropic-errors.js';
 import { registerSecret } from '../../core/secrets.js';
+import { watchedFetch, withIdleWatch } from '../idle-watch.js';
 
 /** The tool offered (and forced) when a call asks for structured output. */
 export const OUTPUT_TOOL_NAME = 'emit_output';
@@ -96,6 +98,8 @@ export function createAnthropicProvider({
       // providers; SDK retries would hide attempts from the ledger and multiply the wait.
       maxRetries: 0,
       timeout: timeoutMs,
+      // Lets `idleTimeoutMs` see the response's headers and body chunks as they arrive.
+      fetch: watchedFetch,
     });
     return client;
   };
@@ -120,19 +124,23 @@ export function createAnthropicProvider({
       };
       const onText = streamListener(request);
       const started = performance.now();
-      let message: Anthropic.Message;
-      if (onText === undefined) {
-        try {
-          message = await anthropic.messages.create(requestBody(request, maxTokens), {
-            timeout: callTimeoutMs,
-            ...(request.abortSignal === undefined ? {} : { signal: request.abortSignal }),
-          });
-        } catch (error) {
-          throw asAnthropicError(error, errorContext);
-        }
-      } else {
-        message = await streamMessage(anthropic, request, { maxTokens, onText, errorContext });
-      }
+      const message = await withIdleWatch(
+        request.idleTimeoutMs,
+        (watch) => watch.error(PROVIDER, endpointLabel(anthropic.baseURL, 'the Anthropic API')),
+        async () => {
+          if (onText !== undefined) {
+            return streamMessage(anthropic, request, { maxTokens, onText, errorContext });
+          }
+          try {
+            return await anthropic.messages.create(requestBody(request, maxTokens), {
+              timeout: callTimeoutMs,
+              ...(request.abortSignal === undefined ? {} : { signal: request.abortSignal }),
+            });
+          } catch (error) {
+            throw asAnthropicError(error, errorContext);
+          }
+        },
+      );
       const durationMs = Math.round(performance.now() - started);
       try {
         return toResult(message, request, {
@@ -144,6 +152,9 @@ export function createAnthropicProvider({
       } catch (error) {
         throw asAnthropicError(error, errorContext);
       }
+    },
+    endpoint() {
+      return endpointLabel(baseUrl, 'https://api.anthropic.com');
     },
     async close() {
       // fetch keeps no sockets of ours open beyond Node's shared pool; nothing to release.
@@ -317,13 +328,6 @@ function toResult(message: Anthropic.Message, request: ProviderCall, context: Re
   const costUsd = costOf(modelUsed, usage, context.prices);
   const warnings: string[] = [];
   if (costUsd === null) warnings.push(`no price for model ${modelUsed}; cost unknown`);
-  if (request.idleTimeoutMs !== undefined) {
-    warnings.push(
-      context.streamed
-        ? 'idleTimeoutMs is not used by the anthropic provider; timeoutMs limits the whole stream'
-        : 'idleTimeoutMs is not used by the anthropic provider (no streaming)',
-    );
-  }
   if (request.schema !== undefined && request.onText !== undefined) {
     warnings.push('streaming is not used with a schema');
   }

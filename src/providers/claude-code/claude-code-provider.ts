@@ -1,6 +1,7 @@
 import { query } from '@anthropic-ai/claude-agent-sdk';
 import type { CallResult, Provider } from '../../core/call-types.js';
 import { SwitchboardError } from '../../core/errors.js';
+import { endpointLabel } from '../endpoint.js';
 import { compileSchema } from '../../core/json-schema.js';
 import {
   asClaudeError,
@@ -88,6 +89,14 @@ export function createClaudeCodeProvider({
       if (request.schema !== undefined) compileSchema(request.schema);
       if (pool?.canServe(request) === true) return pool.call(request);
       return coldCall(launch(), request);
+    },
+    endpoint() {
+      const api = endpointLabel(
+        baseUrl ?? env['ANTHROPIC_BASE_URL'] ?? process.env['ANTHROPIC_BASE_URL'],
+        'the Claude API',
+      );
+      const binary = executable ?? process.env['SWITCHBOARD_CLAUDE_PATH'] ?? 'the bundled claude';
+      return `${api} via ${binary}`;
     },
     async close() {
       await pool?.close();

@@ -196,8 +196,8 @@ describe('gemini provider: key rotation', () => {
   it('brings a key back when its cooldown ends, by the injected clock', async () => {
     const clock = fakeClock();
     const { sim, gemini } = await setUp(
-      { rules: [{ match: { provider: 'gemini' }, times: 1, fault: { status: 429 } }] },
-      { apiKeys: [KEYS[0] as string], keyCooldownMs: 1_000, _internal: { now: clock.now } },
+      { rules: [{ match: { provider: 'gemini' }, times: 1, fault: { status: 429, retryAfterMs: 1_000 } }] },
+      { apiKeys: [KEYS[0] as string], _internal: { now: clock.now } },
     );
     const first = await failure(gemini.call({ model: '2.5-flash', prompt: 'hi' }));
     expect(first).toMatchObject({ code: 'RATE_LIMITED', retryAfterMs: 1_000 });
@@ -209,6 +209,18 @@ describe('gemini provider: key rotation', () => {
     });
     expect(sim.requests).toHaveLength(1);
     clock.advance(1);
+    expect((await gemini.call({ model: '2.5-flash', prompt: 'hi' })).text).toBe('ok');
+    expect(sim.requests).toHaveLength(2);
+  });
+
+  it('leaves a single key free after a 429 that did not say how long to wait: the caller backs off', async () => {
+    const { sim, gemini } = await setUp(
+      { rules: [{ match: { provider: 'gemini' }, times: 1, fault: { status: 429 } }] },
+      { apiKeys: [KEYS[0] as string] },
+    );
+    const first = await failure(gemini.call({ model: '2.5-flash', prompt: 'hi' }));
+    expect(first.code).toBe('RATE_LIMITED');
+    expect(first.retryAfterMs).toBeUndefined();
     expect((await gemini.call({ model: '2.5-flash', prompt: 'hi' })).text).toBe('ok');
     expect(sim.requests).toHaveLength(2);
   });

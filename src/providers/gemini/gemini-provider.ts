@@ -14,10 +14,12 @@ import type {
   TokenUsage,
 } from '../../core/call-types.js';
 import { SwitchboardError, type SwitchboardErrorOptions } from '../../core/errors.js';
+import { endpointLabel } from '../endpoint.js';
 import { extractJson } from '../../core/json-extract.js';
 import { compileSchema, schemaErrors } from '../../core/json-schema.js';
 import { costOf, DEFAULT_PRICES, type ModelPrice } from '../../core/prices.js';
 import { errorFromStatus } from '../http-errors.js';
+import { watchedFetch, withIdleWatch } from '../idle-watch.js';
 import { KeyPool } from './key-pool.js';
 import { registerSecret } from '../../core/secrets.js';
 
@@ -144,16 +146,24 @@ export function createGeminiProvider({
           retryable: false,
         });
       }
-      return callWithRotation({
-        request,
-        model,
-        pool,
-        clientFor,
-        timeoutMs: request.timeoutMs ?? timeoutMs,
-        onDowngrade,
-        forbidden,
-        prices: priceList,
-      });
+      return withIdleWatch(
+        request.idleTimeoutMs,
+        (watch) => watch.error(PROVIDER, 'gemini'),
+        () =>
+          callWithRotation({
+            request,
+            model,
+            pool,
+            clientFor,
+            timeoutMs: request.timeoutMs ?? timeoutMs,
+            onDowngrade,
+            forbidden,
+            prices: priceList,
+          }),
+      );
+    },
+    endpoint() {
+      return endpointLabel(baseUrl, 'https://generativelanguage.googleapis.com');
     },
     async close() {
       clients.clear();
@@ -181,13 +191,6 @@ async function callWithRotation(context: CallContext): Promise<CallResult> {
   const onText = request.schema === undefined ? request.onText : undefined;
   if (request.onText !== undefined && request.schema !== undefined) {
     warnings.push('streaming is not used with a schema; "onText" is not called');
-  }
-  if (request.idleTimeoutMs !== undefined) {
-    warnings.push(
-      onText === undefined
-        ? 'gemini calls do not stream, so "idleTimeoutMs" is ignored; "timeoutMs" still applies'
-        : 'the gemini provider does not check "idleTimeoutMs"; "timeoutMs" still applies',
-    );
   }
   const deadline = new CallDeadline(context.timeoutMs, request.abortSignal);
   try {
@@ -229,7 +232,10 @@ async function callWithRotation(context: CallContext): Promise<CallResult> {
           errorMessage: `${choice.label}: ${failure.message}`,
           durationMs: performance.now() - attemptStarted,
         });
-        if (failure.code === 'RATE_LIMITED') {
+        // A 429 that says nothing of how long to wait, on the last free key: left to call()'s backoff, which
+        // retries this key soon, rather than resting it for the pool's whole cooldown and giving up.
+        const unsaid = failure.retryAfterMs === undefined && !pool.otherFree(choice.index);
+        if (failure.code === 'RATE_LIMITED' && !unsaid) {
           pool.coolDown(choice.index, failure.retryAfterMs);
           // Text already handed to onText cannot be taken back, so another key only before the first piece.
           if (stream.delivered === 0) {
@@ -271,7 +277,8 @@ function requestSetup(request: ProviderCall, abortSignal: AbortSignal): RequestS
   // (retry-after) of a failed answer.
   config.httpOptions = {
     fetch: async (input, init) => {
-      const response = await fetch(input, init);
+      // watchedFetch lets `idleTimeoutMs` see the headers and body chunks as they arrive.
+      const response = await watchedFetch(input, init);
       if (!response.ok) failedHeaders = response.headers;
       return response;
     },

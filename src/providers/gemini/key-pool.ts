@@ -79,6 +79,12 @@ export class KeyPool {
     this.#restingUntil[index] = Math.max(this.#restingUntil[index] ?? 0, until);
   }
 
+  /** True when a key other than `index` is free now. */
+  otherFree(index: number): boolean {
+    const now = this.#now();
+    return this.#restingUntil.some((until, other) => other !== index && until <= now);
+  }
+
   /** True while the key rests. */
   isResting(index: number): boolean {
     return (this.#restingUntil[index] ?? 0) > this.#now();

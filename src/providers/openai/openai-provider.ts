@@ -8,9 +8,11 @@ import type {
 } from 'openai/resources/chat/completions';
 import type { CallResult, JsonSchema, Provider, ProviderCall, TokenUsage } from '../../core/call-types.js';
 import { SwitchboardError } from '../../core/errors.js';
+import { endpointLabel } from '../endpoint.js';
 import { extractJson } from '../../core/json-extract.js';
 import { compileSchema, schemaErrors } from '../../core/json-schema.js';
 import { costOf, DEFAULT_PRICES, type ModelPrice } from '../../core/prices.js';
+import { watchedFetch, withIdleWatch } from '../idle-watch.js';
 import { idleTimeoutError, openAiError, streamCutError, timeoutError } from './openai-errors.js';
 import { registerSecret } from '../../core/secrets.js';
 
@@ -111,7 +113,8 @@ export function createOpenAiProvider({
         // would hide attempts from the ledger and multiply the wait on a rate limit.
         maxRetries: 0,
         timeout: timeoutMs,
-        ...(customFetch === undefined ? {} : { fetch: customFetch }),
+        // watchedFetch lets `idleTimeoutMs` see the response's headers and body chunks as they arrive.
+        fetch: customFetch ?? watchedFetch,
       });
       clients.set(cacheKey, client);
     }
@@ -144,9 +147,6 @@ export function createOpenAiProvider({
         warnings.push('streaming is not used with a schema');
       }
       const streaming = onText !== undefined && request.schema === undefined;
-      if (!streaming && request.idleTimeoutMs !== undefined) {
-        warnings.push('idleTimeoutMs is ignored: the openai provider does not stream, so timeoutMs applies');
-      }
       const errorContext = {
         baseUrl: target,
         timeoutMs: callTimeoutMs,
@@ -155,25 +155,30 @@ export function createOpenAiProvider({
       };
       const where = target ?? 'the OpenAI API';
 
-      let response: ChatCompletion;
-      if (streaming) {
-        response = await streamCompletion(client, buildStreamingBody(request, structuredOutput), {
-          request,
-          onText,
-          timeoutMs: callTimeoutMs,
-          where,
-          errorContext,
-        });
-      } else {
-        try {
-          response = await client.chat.completions.create(buildBody(request, structuredOutput), {
-            timeout: callTimeoutMs,
-            ...(request.abortSignal === undefined ? {} : { signal: request.abortSignal }),
-          });
-        } catch (error) {
-          throw openAiError(error, errorContext);
-        }
-      }
+      const response = await withIdleWatch(
+        streaming ? undefined : request.idleTimeoutMs,
+        (watch) => idleTimeoutError(where, watch.idleMs),
+        async (): Promise<ChatCompletion> => {
+          // A stream keeps its own idle watch over the chunks it parses.
+          if (streaming) {
+            return streamCompletion(client, buildStreamingBody(request, structuredOutput), {
+              request,
+              onText,
+              timeoutMs: callTimeoutMs,
+              where,
+              errorContext,
+            });
+          }
+          try {
+            return await client.chat.completions.create(buildBody(request, structuredOutput), {
+              timeout: callTimeoutMs,
+              ...(request.abortSignal === undefined ? {} : { signal: request.abortSignal }),
+            });
+          } catch (error) {
+            throw openAiError(error, errorContext);
+          }
+        },
+      );
       return toResult(response, request, {
         started,
         warnings,
@@ -181,6 +186,9 @@ export function createOpenAiProvider({
         structuredOutput,
         where,
       });
+    },
+    endpoint(request) {
+      return endpointLabel(request.baseUrl ?? baseUrl, 'https://api.openai.com/v1');
     },
     async close() {
       clients.clear();
