@@ -12,10 +12,20 @@ import { registerServeCommand } from './serve.js';
 import { reportError } from './shared.js';
 import { registerSimCommand } from './sim.js';
 import { registerStatsCommand } from './stats.js';
+import { useOneLineUsageErrors } from './usage-errors.js';
 
 const packageJson = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
   version: string;
 };
+
+// A reader that stops early (`switchboard agent logs ID | head -1`) closes the pipe: that is the
+// reader's choice, not a failure, so end quietly instead of dying on an unhandled EPIPE.
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EPIPE') throw error;
+    process.exit(EXIT_CODES.OK);
+  });
+}
 
 // Secrets and settings may live in a `.env` file in the working directory; the environment wins.
 try {
@@ -31,7 +41,6 @@ const program = new Command('switchboard')
   .version(packageJson.version)
   .option('--config <file>', 'config file (default: ./switchboard.yaml when present)')
   .option('--state-dir <dir>', 'where the ledger and models live (default: ./.switchboard)')
-  .showHelpAfterError('(run with --help for usage)')
   .exitOverride();
 
 registerRouteCommand(program);
@@ -43,6 +52,7 @@ registerStatsCommand(program);
 registerServeCommand(program);
 registerMetricsCommand(program);
 registerAgentCommand(program);
+useOneLineUsageErrors(program);
 
 try {
   await program.parseAsync(process.argv);

@@ -1,0 +1,120 @@
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { AgentRunStore } from '../src/agents/run-store.js';
+import { parseTask } from '../src/agents/task.js';
+
+// Day-one rough edges a new user meets end to end: usage errors, closed pipes, learned data, progress.
+
+const root = join(import.meta.dirname, '..');
+const cli = join(root, 'dist/cli/main.js');
+
+interface Run {
+  status: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+function run(args: string[], options: { cwd?: string; env?: Record<string, string> } = {}): Run {
+  const cwd = options.cwd ?? mkdtempSync(join(tmpdir(), 'switchboard-ux-'));
+  const result = spawnSync(process.execPath, [cli, ...args], {
+    cwd,
+    input: '',
+    encoding: 'utf8',
+    env: { ...process.env, ...options.env },
+  });
+  return { status: result.status, stdout: result.stdout, stderr: result.stderr };
+}
+
+/** Quotes a word for a shell command line. */
+function shellQuote(word: string): string {
+  return `'${word.replaceAll("'", `'\\''`)}'`;
+}
+
+describe('usage errors', () => {
+  const cases: [string, string[], RegExp][] = [
+    [
+      'an unknown option',
+      ['route', '--jsn', 'hello'],
+      /unknown option '--jsn' \(did you mean --json\? run `switchboard route --help`/,
+    ],
+    [
+      'a missing required option',
+      ['eval'],
+      /required option '--dataset <file>' not specified \(run `switchboard eval --help`/,
+    ],
+    [
+      'a missing argument',
+      ['agent', 'logs'],
+      /missing required argument 'id' \(run `switchboard agent logs --help`/,
+    ],
+    ['an unknown command', ['evl'], /unknown command 'evl' \(did you mean eval\? run `switchboard --help`/],
+    [
+      'a bad option value',
+      ['fit', '--confidence-threshold', '7'],
+      /'7' is invalid\. expected a number between 0 and 1 \(run/,
+    ],
+  ];
+  for (const [what, args, pattern] of cases) {
+    it(`reports ${what} as one switchboard: line with exit 2`, () => {
+      const result = run(args);
+      expect(result.status).toBe(2);
+      const lines = result.stderr.trimEnd().split('\n');
+      expect(lines, result.stderr).toHaveLength(1);
+      expect(lines[0]).toMatch(/^switchboard: /);
+      expect(lines[0]).toMatch(pattern);
+      expect(result.stdout).toBe('');
+    });
+  }
+
+  it('still prints help and the version with exit 0', () => {
+    expect(run(['route', '--help'])).toMatchObject({ status: 0, stderr: '' });
+    expect(run(['--version'])).toMatchObject({
+      status: 0,
+      stdout: expect.stringMatching(/^\d+\.\d+\.\d+\n$/),
+    });
+  });
+});
+
+describe('a closed pipe', () => {
+  it('`agent logs ID | head -1` prints one line and exits 0 with nothing on stderr', () => {
+    const cwd = mkdtempSync(join(tmpdir(), 'switchboard-ux-'));
+    const store = AgentRunStore.open(join(cwd, '.switchboard'));
+    const task = parseTask({ id: 'long', title: 'A run with a long log', description: 'x' });
+    const at = new Date().toISOString();
+    store.insert({
+      id: 'long-abcdef',
+      taskId: task.id,
+      title: task.title,
+      repo: cwd,
+      baseBranch: 'main',
+      baseCommit: '0'.repeat(40),
+      branch: 'switchboard/long',
+      worktree: join(cwd, 'worktree'),
+      phase: 'agent',
+      status: 'failed',
+      attempt: 1,
+      costUsd: 0,
+      turns: 0,
+      task,
+      options: { merge: 'branch', retryDelayMs: 0 },
+      createdAt: at,
+      updatedAt: at,
+    } as Parameters<AgentRunStore['insert']>[0]);
+    // Far more than a pipe buffer holds, so the CLI is still writing when `head` goes away.
+    for (let index = 0; index < 5000; index++) {
+      store.addEvent('long-abcdef', 'agent', 'progress', `event ${index} ${'x'.repeat(100)}`);
+    }
+    store.close();
+
+    const errors = join(cwd, 'stderr.txt');
+    const command = `set -o pipefail; ${[process.execPath, cli, 'agent', 'logs', 'long'].map(shellQuote).join(' ')} 2>${shellQuote(errors)} | head -1; echo "status $?"; cat ${shellQuote(errors)}`;
+    const result = spawnSync('bash', ['-c', command], { cwd, encoding: 'utf8' });
+    const [first, status, ...rest] = result.stdout.split('\n');
+    expect(first).toMatch(/ agent +progress +event 0 /);
+    expect(status).toBe('status 0');
+    expect(rest.join('\n').trim()).toBe('');
+  });
+});
