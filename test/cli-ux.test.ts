@@ -5,11 +5,13 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { AgentRunStore } from '../src/agents/run-store.js';
 import { parseTask } from '../src/agents/task.js';
+import { openLedger } from '../src/store/ledger.js';
 
 // Day-one rough edges a new user meets end to end: usage errors, closed pipes, learned data, progress.
 
 const root = join(import.meta.dirname, '..');
 const cli = join(root, 'dist/cli/main.js');
+const skills = join(root, 'test/fixtures/skills');
 
 interface Run {
   status: number | null;
@@ -116,5 +118,40 @@ describe('a closed pipe', () => {
     expect(first).toMatch(/ agent +progress +event 0 /);
     expect(status).toBe('status 0');
     expect(rest.join('\n').trim()).toBe('');
+  });
+});
+
+describe('route feedback', () => {
+  function routed(cwd: string): string {
+    const result = run(['route', '--skills', skills, '--json', 'the app crashes whenever I save'], { cwd });
+    return (JSON.parse(result.stdout) as { id: string }).id;
+  }
+
+  it('rejects a skill that does not exist, listing the skills, and records nothing', () => {
+    const cwd = mkdtempSync(join(tmpdir(), 'switchboard-ux-'));
+    const id = routed(cwd);
+    const result = run(['route', 'feedback', id, 'fix-bugz', '--skills', skills], { cwd });
+    expect(result.status).toBe(2);
+    expect(result.stderr).toMatch(
+      /^switchboard: unknown skill "fix-bugz" \(use one of: .*fix-bug.*write-docs.*none\)\n$/,
+    );
+    const ledger = openLedger({ stateDir: join(cwd, '.switchboard') });
+    expect(ledger.listFeedback()).toEqual([]);
+    ledger.close();
+    expect(run(['route', 'feedback', id, 'write-docs', '--skills', skills], { cwd }).status).toBe(0);
+  });
+
+  it('never routes its own arguments as a request', () => {
+    const cwd = mkdtempSync(join(tmpdir(), 'switchboard-ux-'));
+    const id = routed(cwd);
+    for (const words of [[id], [id, 'fix-bug', 'extra'], []]) {
+      const result = run(['route', 'feedback', ...words, '--skills', skills], { cwd });
+      expect(result.status).toBe(2);
+      expect(result.stdout).toBe('');
+      expect(result.stderr).toMatch(/^switchboard: route feedback needs a decision id and a skill \(/);
+    }
+    const ledger = openLedger({ stateDir: join(cwd, '.switchboard') });
+    expect(ledger.countRouteDecisions()).toBe(1);
+    ledger.close();
   });
 });
