@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -12,6 +12,7 @@ import { openLedger } from '../src/store/ledger.js';
 const root = join(import.meta.dirname, '..');
 const cli = join(root, 'dist/cli/main.js');
 const skills = join(root, 'test/fixtures/skills');
+const devSet = join(root, 'test/fixtures/dev.jsonl');
 
 interface Run {
   status: number | null;
@@ -153,5 +154,49 @@ describe('route feedback', () => {
     const ledger = openLedger({ stateDir: join(cwd, '.switchboard') });
     expect(ledger.countRouteDecisions()).toBe(1);
     ledger.close();
+  });
+});
+
+describe('learned examples in eval and fit', () => {
+  /** A working folder whose state holds what `route learn` would have written. */
+  function withLearned(): string {
+    const cwd = mkdtempSync(join(tmpdir(), 'switchboard-ux-'));
+    mkdirSync(join(cwd, '.switchboard'));
+    const rows = [
+      { text: 'the gizmo went kaput', expected: 'fix-bug' },
+      { text: 'my widget is kaput again', expected: 'fix-bug' },
+      { text: 'a readme section for the gizmo', expected: 'write-docs' },
+    ];
+    writeFileSync(join(cwd, '.switchboard/learned.jsonl'), rows.map((row) => JSON.stringify(row)).join('\n'));
+    return cwd;
+  }
+  const note =
+    /model trained also on 3 learned example\(s\) from .*learned\.jsonl \(--no-learned leaves them out\)/;
+
+  it('eval says in its header that it trained on learned.jsonl, and --no-learned leaves it out', () => {
+    const cwd = withLearned();
+    const withThem = run(['eval', '--skills', skills, '--dataset', devSet], { cwd });
+    expect(withThem.status, withThem.stderr).toBe(0);
+    expect(withThem.stdout.split('\n').slice(0, 4).join('\n')).toMatch(note);
+    const json = run(['eval', '--skills', skills, '--dataset', devSet, '--json'], { cwd });
+    expect(JSON.parse(json.stdout)).toMatchObject({ settings: { learned: { examples: 3 } } });
+
+    const without = run(['eval', '--skills', skills, '--dataset', devSet, '--no-learned'], { cwd });
+    expect(without.status, without.stderr).toBe(0);
+    expect(without.stdout).not.toMatch(/learned/);
+    const withoutJson = run(['eval', '--skills', skills, '--dataset', devSet, '--no-learned', '--json'], {
+      cwd,
+    });
+    expect(JSON.parse(withoutJson.stdout)).toMatchObject({ settings: { learned: false } });
+  });
+
+  it('fit says so too, and takes --no-learned', () => {
+    const cwd = withLearned();
+    const withThem = run(['fit', '--skills', skills, '--dataset', devSet], { cwd });
+    expect(withThem.status, withThem.stderr).toBe(0);
+    expect(withThem.stdout.split('\n')[0]).toMatch(note);
+    const without = run(['fit', '--skills', skills, '--dataset', devSet, '--no-learned', '--json'], { cwd });
+    expect(without.status, without.stderr).toBe(0);
+    expect(JSON.parse(without.stdout)).toMatchObject({ learned: false });
   });
 });

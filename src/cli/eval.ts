@@ -2,7 +2,9 @@ import type { Command } from 'commander';
 import { SwitchboardError } from '../core/errors.js';
 import { ROUTE_MODES, type LabelledExample, type RouteMode } from '../core/route-types.js';
 import {
+  addLearnedFlag,
   addRoutingFlags,
+  learnedNote,
   requireRoutes,
   resolveConfig,
   measuringRouter,
@@ -17,6 +19,8 @@ interface EvalFlags extends RoutingFlags {
   modes?: string;
   disagreements?: string;
   html?: string;
+  /** false with --no-learned. */
+  learned: boolean;
 }
 
 function parseModes(text: string): RouteMode[] {
@@ -38,24 +42,26 @@ function parseModes(text: string): RouteMode[] {
 }
 
 export function registerEvalCommand(program: Command): void {
-  addRoutingFlags(
-    program
-      .command('eval')
-      .description('measure routing on a labelled dataset (accuracy, F1, abstains, calibration, latency)')
-      .requiredOption(
-        '--dataset <file>',
-        'labelled JSONL {text, expected, alternates?} or CLINC150 JSON#split,split',
-      )
-      .option(
-        '--modes <list>',
-        'compare modes on the dataset, e.g. local,hybrid,llm-only (agreement, disagreements, LLM share, cost)',
-      )
-      .option('--disagreements <file>', 'write the requests the modes routed differently as markdown')
-      .option(
-        '--html <file>',
-        'write a self-contained HTML report (summary, agreement, tier mix, latency, confusion, calibration)',
-      )
-      .option('--json', 'print the metrics as JSON'),
+  addLearnedFlag(
+    addRoutingFlags(
+      program
+        .command('eval')
+        .description('measure routing on a labelled dataset (accuracy, F1, abstains, calibration, latency)')
+        .requiredOption(
+          '--dataset <file>',
+          'labelled JSONL {text, expected, alternates?} or CLINC150 JSON#split,split',
+        )
+        .option(
+          '--modes <list>',
+          'compare modes on the dataset, e.g. local,hybrid,llm-only (agreement, disagreements, LLM share, cost)',
+        )
+        .option('--disagreements <file>', 'write the requests the modes routed differently as markdown')
+        .option(
+          '--html <file>',
+          'write a self-contained HTML report (summary, agreement, tier mix, latency, confusion, calibration)',
+        )
+        .option('--json', 'print the metrics as JSON'),
+    ),
   ).action(async (flags: EvalFlags, command: Command) => {
     const config = resolveConfig(command.optsWithGlobals<GlobalFlags>(), flags);
     requireRoutes(config);
@@ -70,7 +76,7 @@ export function registerEvalCommand(program: Command): void {
     const { formatEvalReport } = await import('../route/eval-report.js');
     const { evaluateRouter } = await import('../route/evaluate.js');
     // Evaluation measures the tiers themselves: no cache hits from repeated texts, no ledger rows.
-    const router = await measuringRouter(config);
+    const router = await measuringRouter(config, { learned: flags.learned });
     try {
       warnSkippedSkills(router);
       const { metrics } = await evaluateRouter(router, examples);
@@ -83,12 +89,13 @@ export function registerEvalCommand(program: Command): void {
           router.model === undefined
             ? undefined
             : { trained: router.model.trained, ms: router.model.durationMs },
+        learned: router.learned ?? false,
       };
       if (flags.json === true) {
         process.stdout.write(`${JSON.stringify({ settings, metrics })}\n`);
       } else {
         const title = `${flags.dataset}: ${router.mode} mode, ${router.skills.length} routes, confidence ≥ ${settings.confidenceThreshold}, margin ≥ ${settings.marginThreshold}`;
-        process.stdout.write(formatEvalReport(metrics, { title }));
+        process.stdout.write(formatEvalReport(metrics, { title, notes: learnedNote(router.learned) }));
       }
     } finally {
       router.close();
@@ -112,9 +119,10 @@ async function compare(
     });
   }
   // One set of router options for every mode; the LLM tier is built when any mode needs it.
-  const options = await routerOptions(
-    needsLlm ? { ...config, route: { ...config.route, mode: 'hybrid' } } : config,
-  );
+  const options = {
+    ...(await routerOptions(needsLlm ? { ...config, route: { ...config.route, mode: 'hybrid' } } : config)),
+    learned: flags.learned,
+  };
   const comparison = await compareModes(options, modes, examples, {
     onMode: (run) => {
       if (flags.json !== true) {
@@ -123,6 +131,11 @@ async function compare(
     },
   });
   const title = `${flags.dataset}: ${modes.join(' vs ')}, ${examples.length} examples`;
+  const learnedExamples = Math.max(...comparison.modes.map((run) => run.learnedExamples ?? 0));
+  const { learnedFilePath } = await import('../route/learn.js');
+  const notes = learnedNote(
+    learnedExamples === 0 ? undefined : { file: learnedFilePath(config.stateDir), examples: learnedExamples },
+  );
   if (flags.disagreements !== undefined) {
     const { formatDisagreementReport } = await import('../route/disagreement-report.js');
     writeReport(flags.disagreements, formatDisagreementReport(comparison, { dataset: flags.dataset }));
@@ -137,7 +150,7 @@ async function compare(
     const summary = runs.map(({ rows: _rows, ...run }) => run);
     process.stdout.write(`${JSON.stringify({ ...rest, modes: summary })}\n`);
   } else {
-    process.stdout.write(formatComparisonReport(comparison, { title }));
+    process.stdout.write(formatComparisonReport(comparison, { title, notes }));
     for (const [what, file] of [
       ['Disagreements', flags.disagreements],
       ['HTML report', flags.html],

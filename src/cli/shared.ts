@@ -1,3 +1,4 @@
+import { relative } from 'node:path';
 import { InvalidArgumentError, type Command } from 'commander';
 import { loadConfig, parseRouteMode, type ConfigOverrides, type SwitchboardConfig } from '../core/config.js';
 import { EXIT_CODES, exitCodeFor, isSwitchboardError, SwitchboardError } from '../core/errors.js';
@@ -127,10 +128,32 @@ export async function routerOptions(config: SwitchboardConfig): Promise<RouterOp
  */
 export async function measuringRouter(
   config: SwitchboardConfig,
-  overrides: Pick<RouterOptions, 'mode'> = {},
+  overrides: Pick<RouterOptions, 'mode' | 'learned'> = {},
 ): Promise<Router> {
   const { createRouter } = await import('../route/router.js');
   return createRouter({ ...(await routerOptions(config)), ...overrides, cache: false, ledger: false });
+}
+
+/** `--no-learned`, for the commands that measure a router (eval, fit). */
+export function addLearnedFlag(command: Command): Command {
+  return command.option(
+    '--no-learned',
+    'leave out the examples `route learn` wrote to <state-dir>/learned.jsonl (default: train on them, as route does)',
+  );
+}
+
+/**
+ * The header line that says a measurement includes what `route learn` taught, so a figure is never
+ * inflated by it silently (learned examples may be the very requests being measured).
+ */
+export function learnedNote(learned: { file: string; examples: number } | undefined): string[] {
+  if (learned === undefined) return [];
+  const file = relative(process.cwd(), learned.file).startsWith('..')
+    ? learned.file
+    : relative(process.cwd(), learned.file);
+  return [
+    `model trained also on ${learned.examples} learned example(s) from ${file} (--no-learned leaves them out)`,
+  ];
 }
 
 export function requireRoutes(config: SwitchboardConfig): void {

@@ -34,6 +34,8 @@ export interface ModeRun {
   errors: number;
   /** Said once by the router (e.g. hybrid running as local without a provider). */
   warnings: string[];
+  /** Examples from `learned.jsonl` this mode's model trained on (0 when none). */
+  learnedExamples?: number;
 }
 
 export interface Disagreement {
@@ -126,6 +128,7 @@ async function runMode(routerOptions: RouterOptions, examples: readonly Labelled
       ),
       errors: rows.filter((row) => row.error !== undefined).length,
       warnings: [...router.warnings],
+      learnedExamples: router.learned?.examples ?? 0,
     };
   } finally {
     router.close();

@@ -95,6 +95,11 @@ export interface Router {
   readonly warnings: readonly string[];
   /** The learned model, when the mode uses one. */
   readonly model: LocalModel | undefined;
+  /**
+   * The examples from `<stateDir>/learned.jsonl` the model trained on besides the given ones, so
+   * measurements can say so; undefined when none were used (no file, `learned: false`, no model).
+   */
+  readonly learned: { file: string; examples: number } | undefined;
   /** Hash identifying the skill set (recorded in the ledger). */
   readonly skillsHash: string;
   route(
@@ -163,11 +168,13 @@ export function createRouter({
   }
   checkLabels(labelled, skills);
   // What `switchboard route learn` taught from earlier LLM decisions and corrections.
-  if (learned && hasLearnedExamples(stateDir)) {
+  let learnedUsed: Router['learned'];
+  if (learned && (mode === 'local' || mode === 'hybrid') && hasLearnedExamples(stateDir)) {
     const names = new Set(skills.map((skill) => skill.name));
     const file = learnedFilePath(stateDir);
-    const rows = readFileSync(file, 'utf8').trim() === '' ? [] : loadDataset(file);
-    labelled.push(...usableLearned(rows, names));
+    const rows = usableLearned(readFileSync(file, 'utf8').trim() === '' ? [] : loadDataset(file), names);
+    labelled.push(...rows);
+    if (rows.length > 0) learnedUsed = { file, examples: rows.length };
   }
 
   const allRules = [...(rulesFile === undefined ? [] : loadRulesFile(rulesFile)), ...rules];
@@ -354,6 +361,7 @@ export function createRouter({
     problems,
     warnings: routerWarnings,
     model,
+    learned: learnedUsed,
     skillsHash,
     route,
     rank,
