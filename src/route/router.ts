@@ -58,11 +58,19 @@ export interface RouterOptions {
   strict?: boolean;
   /** Decision cache settings, or false to turn it off. @default { ttlMs: 3_600_000, maxEntries: 10_000 } */
   cache?: DecisionCacheOptions | false;
-  /** Where models and the ledger live. @default '.switchboard' in the working directory */
+  /**
+   * Where the ledger, trained models and `learned.jsonl` live (the CLI passes `./.switchboard`).
+   * Without it the router keeps nothing on disk: no ledger unless `ledger` is given, models trained in
+   * memory, no learned examples. A library never litters its caller's folder unasked.
+   * @default undefined
+   */
   stateDir?: string;
-  /** Keep trained models on disk under `<stateDir>/models`. @default true */
+  /** Keep trained models on disk under `<stateDir>/models` (when there is a `stateDir`). @default true */
   modelCache?: boolean;
-  /** An open ledger, or false to record nothing. @default the ledger in `stateDir` */
+  /**
+   * An open ledger, or false to record nothing.
+   * @default the ledger in `stateDir` when one is given, otherwise none
+   */
   ledger?: Ledger | false;
   /** Store request text in the ledger (otherwise only its hash). @default false */
   storeText?: boolean;
@@ -126,7 +134,7 @@ export function createRouter({
   rulesFile,
   strict = false,
   cache: cacheOptions = {},
-  stateDir = join(process.cwd(), '.switchboard'),
+  stateDir,
   modelCache = true,
   ledger: ledgerOption,
   storeText = false,
@@ -169,7 +177,12 @@ export function createRouter({
   checkLabels(labelled, skills);
   // What `switchboard route learn` taught from earlier LLM decisions and corrections.
   let learnedUsed: Router['learned'];
-  if (learned && (mode === 'local' || mode === 'hybrid') && hasLearnedExamples(stateDir)) {
+  if (
+    learned &&
+    stateDir !== undefined &&
+    (mode === 'local' || mode === 'hybrid') &&
+    hasLearnedExamples(stateDir)
+  ) {
     const names = new Set(skills.map((skill) => skill.name));
     const file = learnedFilePath(stateDir);
     const rows = usableLearned(readFileSync(file, 'utf8').trim() === '' ? [] : loadDataset(file), names);
@@ -186,11 +199,17 @@ export function createRouter({
       ...examplesFromSkills(skills),
       ...labelled.map((row) => ({ text: row.text, label: row.expected })),
     ];
-    model = loadOrTrainModel(examples, modelCache ? join(stateDir, 'models') : undefined);
+    model = loadOrTrainModel(
+      examples,
+      modelCache && stateDir !== undefined ? join(stateDir, 'models') : undefined,
+    );
     tiers.push(new LocalTier(model.classifier, { confidenceThreshold, marginThreshold, topCandidates }));
   }
   const routerWarnings: string[] = [];
-  const ledger = ledgerOption === false ? undefined : (ledgerOption ?? openLedger({ stateDir, storeText }));
+  const ledger =
+    ledgerOption === false
+      ? undefined
+      : (ledgerOption ?? (stateDir === undefined ? undefined : openLedger({ stateDir, storeText })));
   const ownsLedger = ledgerOption === undefined;
   let llmTier: LlmTier | undefined;
   const raceLlm = mode === 'hybrid' && llm?.race === true;
