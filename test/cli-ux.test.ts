@@ -200,3 +200,21 @@ describe('learned examples in eval and fit', () => {
     expect(JSON.parse(without.stdout)).toMatchObject({ learned: false });
   });
 });
+
+describe('the decision cache across CLI calls', () => {
+  it('a repeated request is answered from the cache in the ledger; --no-cache and other settings route afresh', () => {
+    const cwd = mkdtempSync(join(tmpdir(), 'switchboard-ux-'));
+    const route = (...extra: string[]) =>
+      JSON.parse(
+        run(['route', '--skills', skills, '--json', ...extra, 'the app crashes whenever I save'], { cwd })
+          .stdout,
+      ) as { skill: string; method: string; reasoning: string };
+    expect(route()).toMatchObject({ skill: 'fix-bug', method: 'local' });
+    const again = route();
+    expect(again).toMatchObject({ skill: 'fix-bug', method: 'cache' });
+    expect(again.reasoning).toMatch(/^cached \(local\)/);
+    expect(route('--no-cache')).toMatchObject({ method: 'local' });
+    // Other thresholds could decide differently: they do not share the cached decision.
+    expect(route('--confidence-threshold', '0.2')).toMatchObject({ method: 'local' });
+  });
+});

@@ -61,6 +61,7 @@ export function registerEvalCommand(program: Command): void {
           'write a self-contained HTML report (summary, agreement, tier mix, latency, confusion, calibration)',
         )
         .option('--json', 'print the metrics as JSON'),
+      { measuring: true },
     ),
   ).action(async (flags: EvalFlags, command: Command) => {
     const config = resolveConfig(command.optsWithGlobals<GlobalFlags>(), flags);

@@ -59,6 +59,7 @@ export function registerFitCommand(program: Command): void {
           'balanced' as FitObjective,
         )
         .option('--json', 'print the result as JSON'),
+      { measuring: true },
     ),
   ).action(async (flags: FitFlags, command: Command) => {
     const { loadDataset } = await import('../route/datasets.js');

@@ -37,9 +37,15 @@ function collect(value: string, previous: string[] | undefined): string[] {
   return [...(previous ?? []), value];
 }
 
-/** Adds the flags shared by `route`, `eval` and `fit`. */
-export function addRoutingFlags(command: Command): Command {
-  return command
+/**
+ * Adds the flags shared by `route`, `serve`, `eval` and `fit`. Measuring commands (`eval`, `fit`) never
+ * use the cache or the ledger, so they do not offer the flags that would switch them off.
+ */
+export function addRoutingFlags(
+  command: Command,
+  { measuring = false }: { measuring?: boolean } = {},
+): Command {
+  command
     .option('--skills <dir>', 'skills folder (SKILL.md or *.md files with front matter)')
     .option(
       '--mode <mode>',
@@ -53,10 +59,12 @@ export function addRoutingFlags(command: Command): Command {
     .option('--rules <file>', 'extra rules file (YAML/JSON list of {pattern, skill, confidence})')
     .option('--confidence-threshold <p>', 'abstain below this top probability', parseFraction)
     .option('--margin-threshold <p>', 'abstain when the top two are closer than this', parseFraction)
-    .option('--strict', 'fail on any invalid skill file')
+    .option('--strict', 'fail on any invalid skill file');
+  if (measuring) return command;
+  return command
     .option('--store-text', 'store request text in the ledger (default: a hash only)')
-    .option('--no-ledger', 'do not record decisions')
-    .option('--no-cache', 'do not reuse decisions for identical requests');
+    .option('--no-ledger', 'do not record decisions (and keep the decision cache in memory only)')
+    .option('--no-cache', 'do not reuse decisions for identical requests (cached in the ledger for the TTL)');
 }
 
 /** Merges config file, environment and flags (in that order of precedence). */

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DEFAULT_CONFIDENCE_THRESHOLD, DEFAULT_MARGIN_THRESHOLD } from '../core/config.js';
@@ -56,7 +56,11 @@ export interface RouterOptions {
   rulesFile?: string;
   /** Fail when any skill file is invalid instead of loading the rest. @default false */
   strict?: boolean;
-  /** Decision cache settings, or false to turn it off. @default { ttlMs: 3_600_000, maxEntries: 10_000 } */
+  /**
+   * Decision cache settings, or false to turn it off. With a ledger the cache lives in it too, so
+   * decisions are reused across processes within the TTL.
+   * @default { ttlMs: 3_600_000, maxEntries: 10_000 }
+   */
   cache?: DecisionCacheOptions | false;
   /**
    * Where the ledger, trained models and `learned.jsonl` live (the CLI passes `./.switchboard`).
@@ -238,7 +242,21 @@ export function createRouter({
   }
 
   const skillsHash = hashSkills(skills);
-  const cache = cacheOptions === false ? undefined : new DecisionCache(cacheOptions);
+  // Decisions persist in the ledger, keyed by everything that shapes them, so a later process (or a
+  // router with other settings) never reuses a decision these settings would not make.
+  const cache = cacheOptions === false ? undefined : new DecisionCache(cacheOptions, ledger);
+  const cacheScope = JSON.stringify({
+    mode,
+    confidenceThreshold,
+    marginThreshold,
+    topCandidates,
+    skillsHash,
+    model: model?.key,
+    rules: allRules,
+    llm: llm === undefined ? undefined : [llm.provider, llm.confidenceThreshold],
+  });
+  const cacheKey = (normalized: string): string =>
+    createHash('sha256').update(cacheScope).update('\n').update(normalized).digest('hex');
   const now = _internal.now ?? (() => performance.now());
   const generateId = _internal.generateId ?? randomUUID;
 
@@ -269,7 +287,7 @@ export function createRouter({
     let decision: RouteDecision | undefined;
     if (cache !== undefined) {
       const cacheStarted = now();
-      const hit = cache.get(normalized);
+      const hit = cache.get(cacheKey(normalized));
       timings['cache'] = now() - cacheStarted;
       if (hit !== undefined) {
         decision = {
@@ -346,7 +364,8 @@ export function createRouter({
         timings,
         warnings,
       };
-      cache?.set(normalized, decision);
+      // A decision made while the LLM failed is not worth repeating once it is back.
+      if (decision.method !== 'fallback') cache?.set(cacheKey(normalized), decision);
     }
     decision.durationMs = now() - started;
     ledger?.recordRouteDecision(decision, {
