@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -216,5 +216,69 @@ describe('the decision cache across CLI calls', () => {
     expect(route('--no-cache')).toMatchObject({ method: 'local' });
     // Other thresholds could decide differently: they do not share the cached decision.
     expect(route('--confidence-threshold', '0.2')).toMatchObject({ method: 'local' });
+  });
+});
+
+describe('single-mode eval reports', () => {
+  /** The report up to its latency section, which differs run to run. */
+  const figures = (stdout: string) => stdout.slice(0, stdout.indexOf('\nLatency'));
+
+  it('report files do not change the text output; --errors and --json list the wrong rows', () => {
+    const cwd = mkdtempSync(join(tmpdir(), 'switchboard-ux-'));
+    // The dev set plus two rows labelled wrongly, so some rows are sure to be misrouted.
+    const dataset = [
+      ...readFileSync(devSet, 'utf8').trim().split('\n'),
+      JSON.stringify({ text: 'the app crashes whenever I save', expected: 'write-docs' }),
+      JSON.stringify({ text: 'add a dark mode toggle to settings', expected: 'fix-bug' }),
+    ];
+    const set = join(cwd, 'set.jsonl');
+    writeFileSync(set, `${dataset.join('\n')}\n`);
+    const plain = run(['eval', '--skills', skills, '--dataset', set], { cwd });
+    expect(plain.status, plain.stderr).toBe(0);
+    const withFiles = run(
+      [
+        'eval',
+        '--skills',
+        skills,
+        '--dataset',
+        set,
+        '--html',
+        'r.html',
+        '--disagreements',
+        'd.md',
+        '--errors',
+        'e.md',
+      ],
+      { cwd },
+    );
+    expect(withFiles.status, withFiles.stderr).toBe(0);
+    expect(figures(withFiles.stdout)).toBe(figures(plain.stdout));
+    expect(withFiles.stderr).toMatch(/Misrouted rows written to e\.md/);
+
+    const json = JSON.parse(
+      run(['eval', '--skills', skills, '--dataset', set, '--json'], { cwd }).stdout,
+    ) as {
+      metrics: { count: number; accuracyWithAlternates: number };
+      wrongRows: { row: number; text: string; expected: string; predicted: string }[];
+    };
+    const wrong = json.wrongRows;
+    expect(wrong.length).toBe(Math.round(json.metrics.count * (1 - json.metrics.accuracyWithAlternates)));
+    expect(wrong.length).toBeGreaterThanOrEqual(2);
+    for (const item of wrong) {
+      expect(JSON.parse(dataset[item.row - 1] ?? '{}')).toMatchObject({
+        text: item.text,
+        expected: item.expected,
+      });
+      expect(item.predicted).not.toBe(item.expected);
+    }
+    const errors = readFileSync(join(cwd, 'e.md'), 'utf8');
+    expect(errors).toContain(`${wrong.length} of ${json.metrics.count} rows`);
+    expect(errors.split('\n').filter((line) => /^\| \d+ \|/.test(line))).toHaveLength(wrong.length);
+
+    const html = readFileSync(join(cwd, 'r.html'), 'utf8');
+    expect(html).toMatch(/<title>set\.jsonl: local mode, \d+ examples<\/title>/);
+    expect(html).toContain('the app crashes whenever I save</td>');
+    expect(html).toContain('data-table="per-skill"');
+    expect(html).toContain('<section id="misrouted">');
   });
 });

@@ -1,4 +1,7 @@
+import { basename } from 'node:path';
 import type { Command } from 'commander';
+import type { ModeComparison, ModeRun } from '../route/compare.js';
+import type { WrongRow } from '../route/wrong-rows.js';
 import { SwitchboardError } from '../core/errors.js';
 import { ROUTE_MODES, type LabelledExample, type RouteMode } from '../core/route-types.js';
 import {
@@ -19,6 +22,7 @@ interface EvalFlags extends RoutingFlags {
   modes?: string;
   disagreements?: string;
   html?: string;
+  errors?: string;
   /** false with --no-learned. */
   learned: boolean;
 }
@@ -60,7 +64,8 @@ export function registerEvalCommand(program: Command): void {
           '--html <file>',
           'write a self-contained HTML report (summary, agreement, tier mix, latency, confusion, calibration)',
         )
-        .option('--json', 'print the metrics as JSON'),
+        .option('--errors <file>', 'write the rows routed wrongly as markdown (in --json: wrongRows)')
+        .option('--json', 'print the metrics (and, for one mode, the wrong rows) as JSON'),
       { measuring: true },
     ),
   ).action(async (flags: EvalFlags, command: Command) => {
@@ -70,38 +75,91 @@ export function registerEvalCommand(program: Command): void {
     const modes = flags.modes === undefined ? undefined : parseModes(flags.modes);
     const { loadDataset } = await import('../route/datasets.js');
     const examples = loadDataset(flags.dataset);
-    if (modes !== undefined || flags.disagreements !== undefined || flags.html !== undefined) {
-      await compare(config, modes ?? [config.route.mode], examples, flags);
+    if (modes !== undefined) {
+      await compare(config, modes, examples, flags);
       return;
     }
-    const { formatEvalReport } = await import('../route/eval-report.js');
-    const { evaluateRouter } = await import('../route/evaluate.js');
-    // Evaluation measures the tiers themselves: no cache hits from repeated texts, no ledger rows.
-    const router = await measuringRouter(config, { learned: flags.learned });
-    try {
-      warnSkippedSkills(router);
-      const { metrics } = await evaluateRouter(router, examples);
-      const settings = {
-        mode: router.mode,
-        confidenceThreshold: config.route.confidenceThreshold,
-        marginThreshold: config.route.marginThreshold,
-        routes: router.skills.length,
-        model:
-          router.model === undefined
-            ? undefined
-            : { trained: router.model.trained, ms: router.model.durationMs },
-        learned: router.learned ?? false,
-      };
-      if (flags.json === true) {
-        process.stdout.write(`${JSON.stringify({ settings, metrics })}\n`);
-      } else {
-        const title = `${flags.dataset}: ${router.mode} mode, ${router.skills.length} routes, confidence ≥ ${settings.confidenceThreshold}, margin ≥ ${settings.marginThreshold}`;
-        process.stdout.write(formatEvalReport(metrics, { title, notes: learnedNote(router.learned) }));
-      }
-    } finally {
-      router.close();
-    }
+    await evaluateOneMode(config, examples, flags);
   });
+}
+
+/**
+ * One mode: the text (or JSON) report is the same with or without report files; `--errors`, `--html`
+ * and `--disagreements` only add files, announced on stderr.
+ */
+async function evaluateOneMode(
+  config: ReturnType<typeof resolveConfig>,
+  examples: LabelledExample[],
+  flags: EvalFlags,
+): Promise<void> {
+  const { formatEvalReport } = await import('../route/eval-report.js');
+  const { agreementOf, measureRouter } = await import('../route/compare.js');
+  const { wrongRows } = await import('../route/wrong-rows.js');
+  // Evaluation measures the tiers themselves: no cache hits from repeated texts, no ledger rows.
+  const router = await measuringRouter(config, { learned: flags.learned });
+  try {
+    warnSkippedSkills(router);
+    const run = await measureRouter(router, examples);
+    const { metrics } = run;
+    const wrong = wrongRows(run.rows);
+    await writeOneModeReports(
+      run,
+      { count: examples.length, modes: [run], ...agreementOf([run], examples) },
+      wrong,
+      flags,
+    );
+    const settings = {
+      mode: router.mode,
+      confidenceThreshold: config.route.confidenceThreshold,
+      marginThreshold: config.route.marginThreshold,
+      routes: router.skills.length,
+      model:
+        router.model === undefined
+          ? undefined
+          : { trained: router.model.trained, ms: router.model.durationMs },
+      learned: router.learned ?? false,
+    };
+    if (flags.json === true) {
+      process.stdout.write(`${JSON.stringify({ settings, metrics, wrongRows: wrong })}\n`);
+    } else {
+      const title = `${flags.dataset}: ${router.mode} mode, ${router.skills.length} routes, confidence ≥ ${settings.confidenceThreshold}, margin ≥ ${settings.marginThreshold}`;
+      process.stdout.write(formatEvalReport(metrics, { title, notes: learnedNote(router.learned) }));
+    }
+  } finally {
+    router.close();
+  }
+}
+
+async function writeOneModeReports(
+  run: ModeRun,
+  comparison: ModeComparison,
+  wrong: readonly WrongRow[],
+  flags: EvalFlags,
+): Promise<void> {
+  const { writeReport } = await import('./write-report.js');
+  const written: [string, string][] = [];
+  if (flags.errors !== undefined) {
+    const { formatWrongRowsReport } = await import('../route/wrong-rows.js');
+    writeReport(
+      flags.errors,
+      formatWrongRowsReport(wrong, { dataset: flags.dataset, count: run.rows.length }),
+    );
+    written.push(['Misrouted rows', flags.errors]);
+  }
+  if (flags.disagreements !== undefined) {
+    const { formatDisagreementReport } = await import('../route/disagreement-report.js');
+    writeReport(flags.disagreements, formatDisagreementReport(comparison, { dataset: flags.dataset }));
+    written.push(['Disagreements', flags.disagreements]);
+  }
+  if (flags.html !== undefined) {
+    const { renderHtmlReport } = await import('../observe/html-report.js');
+    const title = `${basename(flags.dataset)}: ${run.mode} mode, ${run.rows.length} examples`;
+    writeReport(flags.html, renderHtmlReport(comparison, { title, dataset: flags.dataset }));
+    written.push(['HTML report', flags.html]);
+  }
+  if (flags.json !== true) {
+    for (const [what, file] of written) process.stderr.write(`switchboard: ${what} written to ${file}\n`);
+  }
 }
 
 async function compare(
@@ -143,7 +201,12 @@ async function compare(
   }
   if (flags.html !== undefined) {
     const { renderHtmlReport } = await import('../observe/html-report.js');
-    writeReport(flags.html, renderHtmlReport(comparison, { title, dataset: flags.dataset }));
+    const htmlTitle = `${basename(flags.dataset)}: ${modes.join(' vs ')}, ${examples.length} examples`;
+    writeReport(flags.html, renderHtmlReport(comparison, { title: htmlTitle, dataset: flags.dataset }));
+  }
+  if (flags.errors !== undefined) {
+    const { formatWrongRowsByMode } = await import('../route/wrong-rows.js');
+    writeReport(flags.errors, formatWrongRowsByMode(comparison, flags.dataset));
   }
   if (flags.json === true) {
     // Per-row data stays out of the JSON: the reports hold it, and CLINC would make it megabytes.
@@ -155,6 +218,7 @@ async function compare(
     for (const [what, file] of [
       ['Disagreements', flags.disagreements],
       ['HTML report', flags.html],
+      ['Misrouted rows', flags.errors],
     ] as const) {
       if (file !== undefined) process.stdout.write(`${what} written to ${file}\n`);
     }
