@@ -282,3 +282,50 @@ describe('single-mode eval reports', () => {
     expect(html).toContain('<section id="misrouted">');
   });
 });
+
+describe('progress on long work', () => {
+  /** A working folder with a 1,500-row dataset: enough rows for the bar to redraw. */
+  function bigDataset(): { cwd: string; dataset: string } {
+    const cwd = mkdtempSync(join(tmpdir(), 'switchboard-ux-'));
+    const rows = readFileSync(devSet, 'utf8').trim().split('\n');
+    const dataset = join(cwd, 'big.jsonl');
+    writeFileSync(dataset, `${Array.from({ length: 300 }, () => rows.join('\n')).join('\n')}\n`);
+    return { cwd, dataset };
+  }
+
+  /** Runs the CLI under a pseudo-terminal (util-linux `script`): stdout and stderr in one stream. */
+  function inTerminal(args: string[], cwd: string): { status: number | null; output: string } {
+    const command = [process.execPath, cli, ...args].map(shellQuote).join(' ');
+    const result = spawnSync('script', ['-qfec', command, '/dev/null'], { cwd, encoding: 'utf8', input: '' });
+    return { status: result.status, output: result.stdout };
+  }
+
+  const hasScript = spawnSync('sh', ['-c', 'command -v script'], { stdio: 'ignore' }).status === 0;
+
+  it.skipIf(!hasScript)('eval draws training and routing bars with count, rate and ETA on a terminal', () => {
+    const { cwd, dataset } = bigDataset();
+    const result = inTerminal(['eval', '--skills', skills, '--dataset', dataset, '--json'], cwd);
+    expect(result.status, result.output).toBe(0);
+    expect(result.output).toMatch(/training the model \[[^\]]*\] \d+\/\d+ \d+% \| [\d.]+\/s \| ETA /);
+    expect(result.output).toMatch(/routing \(local\) \[[^\]]*\] 1500\/1500 100% \| [\d.]+\/s \| ETA /);
+    // The JSON still arrives whole, after the bar has been cleared.
+    expect(result.output).toMatch(/\{"settings":\{"mode":"local"/);
+  });
+
+  it.skipIf(!hasScript)('fit shows its ranking progress; --quiet draws nothing', () => {
+    const { cwd, dataset } = bigDataset();
+    const shown = inTerminal(['fit', '--skills', skills, '--dataset', dataset], cwd);
+    expect(shown.status, shown.output).toBe(0);
+    expect(shown.output).toMatch(/ranking the tuning set \[[^\]]*\] \d+\/1500/);
+    const quiet = inTerminal(['--quiet', 'fit', '--skills', skills, '--dataset', dataset], cwd);
+    expect(quiet.status, quiet.output).toBe(0);
+    expect(quiet.output).not.toMatch(/ranking|training|ETA|\u001b\[/);
+  });
+
+  it('prints no progress when stderr is not a terminal', () => {
+    const { cwd, dataset } = bigDataset();
+    const result = run(['eval', '--skills', skills, '--dataset', dataset], { cwd });
+    expect(result.status).toBe(0);
+    expect(result.stderr).toBe('');
+  });
+});

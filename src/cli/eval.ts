@@ -2,6 +2,7 @@ import { basename } from 'node:path';
 import type { Command } from 'commander';
 import type { ModeComparison, ModeRun } from '../route/compare.js';
 import type { WrongRow } from '../route/wrong-rows.js';
+import { createProgress, trainingProgress, type Progress } from './progress.js';
 import { SwitchboardError } from '../core/errors.js';
 import { ROUTE_MODES, type LabelledExample, type RouteMode } from '../core/route-types.js';
 import {
@@ -75,11 +76,13 @@ export function registerEvalCommand(program: Command): void {
     const modes = flags.modes === undefined ? undefined : parseModes(flags.modes);
     const { loadDataset } = await import('../route/datasets.js');
     const examples = loadDataset(flags.dataset);
-    if (modes !== undefined) {
-      await compare(config, modes, examples, flags);
-      return;
+    const progress = await createProgress(command.optsWithGlobals<GlobalFlags>().quiet);
+    try {
+      if (modes !== undefined) await compare(config, modes, examples, flags, progress);
+      else await evaluateOneMode(config, examples, flags, progress);
+    } finally {
+      progress.stop();
     }
-    await evaluateOneMode(config, examples, flags);
   });
 }
 
@@ -91,15 +94,21 @@ async function evaluateOneMode(
   config: ReturnType<typeof resolveConfig>,
   examples: LabelledExample[],
   flags: EvalFlags,
+  progress: Progress,
 ): Promise<void> {
   const { formatEvalReport } = await import('../route/eval-report.js');
   const { agreementOf, measureRouter } = await import('../route/compare.js');
   const { wrongRows } = await import('../route/wrong-rows.js');
   // Evaluation measures the tiers themselves: no cache hits from repeated texts, no ledger rows.
-  const router = await measuringRouter(config, { learned: flags.learned });
+  const router = await measuringRouter(config, {
+    learned: flags.learned,
+    onTrainProgress: trainingProgress(progress),
+  });
   try {
     warnSkippedSkills(router);
-    const run = await measureRouter(router, examples);
+    progress.start(`routing (${router.mode})`, examples.length);
+    const run = await measureRouter(router, examples, (done) => progress.update(done));
+    progress.stop();
     const { metrics } = run;
     const wrong = wrongRows(run.rows);
     await writeOneModeReports(
@@ -167,6 +176,7 @@ async function compare(
   modes: RouteMode[],
   examples: LabelledExample[],
   flags: EvalFlags,
+  progress: Progress,
 ): Promise<void> {
   const { compareModes } = await import('../route/compare.js');
   const { formatComparisonReport } = await import('../route/eval-report.js');
@@ -181,9 +191,18 @@ async function compare(
   const options = {
     ...(await routerOptions(needsLlm ? { ...config, route: { ...config.route, mode: 'hybrid' } } : config)),
     learned: flags.learned,
+    onTrainProgress: trainingProgress(progress),
   };
+  let current: RouteMode | undefined;
   const comparison = await compareModes(options, modes, examples, {
+    onRow: (mode, done, total) => {
+      if (mode !== current) progress.start(`routing (${mode})`, total);
+      current = mode;
+      progress.update(done);
+    },
     onMode: (run) => {
+      progress.stop();
+      current = undefined;
       if (flags.json !== true) {
         process.stderr.write(`switchboard: ${run.mode}: ${run.rows.length} requests routed\n`);
       }

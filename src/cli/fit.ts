@@ -3,6 +3,7 @@ import { InvalidArgumentError, type Command } from 'commander';
 import type { SwitchboardConfig } from '../core/config.js';
 import { SwitchboardError } from '../core/errors.js';
 import type { FitObjective, FitResult } from '../route/fit.js';
+import { createProgress, trainingProgress } from './progress.js';
 import {
   addLearnedFlag,
   addRoutingFlags,
@@ -81,10 +82,24 @@ export function registerFitCommand(program: Command): void {
     }
     const tune = loadDataset(flags.dataset);
     const test = flags.test === undefined ? undefined : loadDataset(flags.test);
-    const router = await measuringRouter(config, { mode: 'local', learned: flags.learned });
+    const progress = await createProgress(command.optsWithGlobals<GlobalFlags>().quiet);
+    const router = await measuringRouter(config, {
+      mode: 'local',
+      learned: flags.learned,
+      onTrainProgress: trainingProgress(progress),
+    });
     try {
       warnSkippedSkills(router);
-      const report = fitRouter(router, tune, test, flags.objective);
+      let set: string | undefined;
+      const report = fitRouter(router, tune, test, flags.objective, {
+        onRow: (name, done, total) => {
+          if (name !== set)
+            progress.start(`ranking the ${name === 'tune' ? 'tuning' : 'held-out'} set`, total);
+          set = name;
+          progress.update(done);
+        },
+      });
+      progress.stop();
       if (flags.json === true) {
         process.stdout.write(`${JSON.stringify({ ...report, learned: router.learned ?? false })}\n`);
         return;
@@ -105,6 +120,7 @@ export function registerFitCommand(program: Command): void {
       );
       process.stdout.write(`${lines.join('\n')}\n`);
     } finally {
+      progress.stop();
       router.close();
     }
   });

@@ -41,6 +41,7 @@ const program = new Command('switchboard')
   .version(packageJson.version)
   .option('--config <file>', 'config file (default: ./switchboard.yaml when present)')
   .option('--state-dir <dir>', 'where the ledger and models live (default: ./.switchboard)')
+  .option('--quiet', 'no progress bars on stderr (they show only on a terminal anyway)')
   .exitOverride();
 
 registerRouteCommand(program);

@@ -23,6 +23,7 @@ export interface RoutingFlags {
 export interface GlobalFlags {
   config?: string;
   stateDir?: string;
+  quiet?: boolean;
 }
 
 export function parseFraction(value: string): number {
@@ -136,7 +137,7 @@ export async function routerOptions(config: SwitchboardConfig): Promise<RouterOp
  */
 export async function measuringRouter(
   config: SwitchboardConfig,
-  overrides: Pick<RouterOptions, 'mode' | 'learned'> = {},
+  overrides: Pick<RouterOptions, 'mode' | 'learned' | 'onTrainProgress'> = {},
 ): Promise<Router> {
   const { createRouter } = await import('../route/router.js');
   return createRouter({ ...(await routerOptions(config)), ...overrides, cache: false, ledger: false });

@@ -62,6 +62,8 @@ export interface ModeComparison {
 export interface CompareOptions {
   /** Called after each mode finishes, e.g. to print progress. */
   onMode?: (run: ModeRun) => void;
+  /** Called after each routed example, e.g. to draw a progress bar. */
+  onRow?: (mode: RouteMode, done: number, total: number) => void;
 }
 
 /**
@@ -81,17 +83,23 @@ export async function compareModes(
   }
   const runs: ModeRun[] = [];
   for (const mode of modes) {
-    const run = await runMode({ ...routerOptions, mode, cache: false, ledger: false }, examples);
+    const run = await runMode({ ...routerOptions, mode, cache: false, ledger: false }, examples, (done) =>
+      options.onRow?.(mode, done, examples.length),
+    );
     options.onMode?.(run);
     runs.push(run);
   }
   return { count: examples.length, modes: runs, ...agreementOf(runs, examples) };
 }
 
-async function runMode(routerOptions: RouterOptions, examples: readonly LabelledExample[]): Promise<ModeRun> {
+async function runMode(
+  routerOptions: RouterOptions,
+  examples: readonly LabelledExample[],
+  onRow?: (done: number) => void,
+): Promise<ModeRun> {
   const router = createRouter(routerOptions);
   try {
-    return await measureRouter(router, examples);
+    return await measureRouter(router, examples, onRow);
   } finally {
     router.close();
   }
@@ -101,7 +109,11 @@ async function runMode(routerOptions: RouterOptions, examples: readonly Labelled
  * Routes every example with a router the caller built (give it no cache and no ledger to measure the
  * tiers) and measures the run: metrics, per-row answers, LLM share, cost and overhead.
  */
-export async function measureRouter(router: Router, examples: readonly LabelledExample[]): Promise<ModeRun> {
+export async function measureRouter(
+  router: Router,
+  examples: readonly LabelledExample[],
+  onRow?: (done: number) => void,
+): Promise<ModeRun> {
   const { mode } = router;
   checkDatasetLabels(router, examples);
   const rows: ComparedRow[] = [];
@@ -127,6 +139,7 @@ export async function measureRouter(router: Router, examples: readonly LabelledE
         error: error instanceof Error ? error.message : String(error),
       });
     }
+    onRow?.(rows.length);
   }
   const totalCostUsd = rows.reduce((sum, row) => sum + row.costUsd, 0);
   const llmRows = rows.filter((row) => row.timings.llm !== undefined).length;

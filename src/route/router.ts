@@ -94,6 +94,8 @@ export interface RouterOptions {
   };
   /** Train also on `<stateDir>/learned.jsonl`, written by `switchboard route learn`. @default true */
   learned?: boolean;
+  /** Hears of training progress (passes done of total) when the model is trained rather than loaded. */
+  onTrainProgress?: (done: number, total: number) => void;
   /** Test seams. */
   _internal?: { now?: () => number; generateId?: () => string };
 }
@@ -145,6 +147,7 @@ export function createRouter({
   topCandidates = 5,
   llm,
   learned = true,
+  onTrainProgress,
   _internal = {},
 }: RouterOptions = {}): Router {
   if (!(ROUTE_MODES as readonly string[]).includes(mode)) {
@@ -206,6 +209,7 @@ export function createRouter({
     model = loadOrTrainModel(
       examples,
       modelCache && stateDir !== undefined ? join(stateDir, 'models') : undefined,
+      onTrainProgress,
     );
     tiers.push(new LocalTier(model.classifier, { confidenceThreshold, marginThreshold, topCandidates }));
   }
