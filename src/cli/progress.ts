@@ -66,3 +66,27 @@ export function trainingProgress(progress: Progress): (done: number, total: numb
     if (done === passes) progress.stop();
   };
 }
+
+/**
+ * A call's `onRetryWait` that counts down the wait on `progress`, in seconds, so a call stuck behind a
+ * rate limit says what it waits for instead of looking hung.
+ */
+export function retryWaitProgress(
+  progress: Progress,
+): (event: { spec: string; errorCode: string; retry: number; delayMs: number }) => void {
+  return ({ spec, errorCode, retry, delayMs }) => {
+    const seconds = Math.max(1, Math.ceil(delayMs / 1000));
+    const started = performance.now();
+    progress.start(`${spec}: ${errorCode}, retry ${retry} in`, seconds);
+    const timer = setInterval(() => {
+      const elapsed = performance.now() - started;
+      progress.update(Math.min(seconds, Math.floor(elapsed / 1000)));
+      if (elapsed >= delayMs) {
+        clearInterval(timer);
+        progress.stop();
+      }
+    }, 250);
+    // The wait itself keeps the process alive; the countdown must not outlive it.
+    timer.unref();
+  };
+}

@@ -29,6 +29,11 @@ export interface CallOptions {
   /** Circuit breaker shared across calls; @default one kept by the registry's process, backed by the ledger. */
   breaker?: CircuitBreaker;
   budget?: CallBudget;
+  /**
+   * Hears of each wait before a retry (a rate limit's `retry-after`, a backoff), so a terminal can
+   * show what the call is waiting for and how long.
+   */
+  onRetryWait?: (event: { spec: string; errorCode: ErrorCode; retry: number; delayMs: number }) => void;
   /** Test seams. */
   _internal?: {
     now?: () => number;
@@ -291,6 +296,12 @@ export async function call(
             const delay = backoffDelay(retries, policy, failure.retryAfterMs);
             if (delay <= policy.maxDelayMs) {
               retries++;
+              options.onRetryWait?.({
+                spec: target.text,
+                errorCode: failure.code,
+                retry: retries,
+                delayMs: delay,
+              });
               await wait(delay, request.abortSignal);
               continue;
             }
