@@ -14,6 +14,7 @@ import {
   type GlobalFlags,
   type RoutingFlags,
 } from './shared.js';
+import { createProgress, trainingProgress } from './progress.js';
 import { textFromArguments } from './stdin.js';
 
 export function registerRouteCommand(program: Command): void {
@@ -47,7 +48,13 @@ export function registerRouteCommand(program: Command): void {
     }
     requireRoutes(config);
     const text = await textFromArguments(words, 'request');
-    const router = createRouter(await routerOptions(config));
+    // A first route may train the model (seconds on a large training set): show it on a terminal.
+    const progress = await createProgress(globals.quiet);
+    const router = createRouter({
+      ...(await routerOptions(config)),
+      onTrainProgress: trainingProgress(progress),
+    });
+    progress.stop();
     try {
       warnSkippedSkills(router);
       const decision = await router.route(text);
