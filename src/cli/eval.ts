@@ -63,7 +63,7 @@ export function registerEvalCommand(program: Command): void {
         .option('--disagreements <file>', 'write the requests the modes routed differently as markdown')
         .option(
           '--html <file>',
-          'write a self-contained HTML report (summary, agreement, tier mix, latency, confusion, calibration)',
+          'write a self-contained HTML report (summary, agreement, tier mix, per skill, latency, confusion, calibration, misrouted rows)',
         )
         .option('--errors <file>', 'write the rows routed wrongly as markdown (in --json: wrongRows)')
         .option('--json', 'print the metrics (and, for one mode, the wrong rows) as JSON'),
