@@ -4,6 +4,7 @@ import type { JsonSchema } from '../core/call-types.js';
 import type { ConfigOverrides } from '../core/config.js';
 import { SwitchboardError } from '../core/errors.js';
 import type { ClaudeCodeProviderOptions } from '../providers/claude-code/claude-code-provider.js';
+import { createProgress, retryWaitProgress } from './progress.js';
 import { commandConfig, type GlobalFlags } from './shared.js';
 import { textFromArguments } from './stdin.js';
 
@@ -153,6 +154,7 @@ export function registerCallCommand(program: Command): void {
           .map((tool) => tool.trim())
           .filter(Boolean);
       if (flags.cwd !== undefined) providerOptions['cwd'] = flags.cwd;
+      const progress = await createProgress(command.optsWithGlobals<GlobalFlags>().quiet);
       try {
         const result = await call(
           chain,
@@ -169,6 +171,7 @@ export function registerCallCommand(program: Command): void {
             providers,
             ledger: ledger ?? false,
             providerOptions,
+            onRetryWait: retryWaitProgress(progress),
             retry: {
               ...(callSettings.maxAttempts === undefined ? {} : { maxAttempts: callSettings.maxAttempts }),
               ...(callSettings.retriesPerProvider === undefined
@@ -192,6 +195,7 @@ export function registerCallCommand(program: Command): void {
             },
           },
         );
+        progress.stop();
         for (const warning of result.warnings) process.stderr.write(`switchboard: warning: ${warning}\n`);
         if (streamedAny) process.stdout.write(result.text.endsWith('\n') ? '' : '\n');
         else if (flags.json === true) process.stdout.write(`${JSON.stringify(result)}\n`);
@@ -199,6 +203,7 @@ export function registerCallCommand(program: Command): void {
           process.stdout.write(`${JSON.stringify(result.structured, null, 2)}\n`);
         else process.stdout.write(result.text.endsWith('\n') ? result.text : `${result.text}\n`);
       } finally {
+        progress.stop();
         ledger?.close();
         await providers.close();
       }

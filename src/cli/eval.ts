@@ -1,8 +1,14 @@
+import { basename } from 'node:path';
 import type { Command } from 'commander';
+import type { ModeComparison, ModeRun } from '../route/compare.js';
+import type { WrongRow } from '../route/wrong-rows.js';
+import { createProgress, trainingProgress, type Progress } from './progress.js';
 import { SwitchboardError } from '../core/errors.js';
 import { ROUTE_MODES, type LabelledExample, type RouteMode } from '../core/route-types.js';
 import {
+  addLearnedFlag,
   addRoutingFlags,
+  learnedNote,
   requireRoutes,
   resolveConfig,
   measuringRouter,
@@ -17,6 +23,9 @@ interface EvalFlags extends RoutingFlags {
   modes?: string;
   disagreements?: string;
   html?: string;
+  errors?: string;
+  /** false with --no-learned. */
+  learned: boolean;
 }
 
 function parseModes(text: string): RouteMode[] {
@@ -38,24 +47,28 @@ function parseModes(text: string): RouteMode[] {
 }
 
 export function registerEvalCommand(program: Command): void {
-  addRoutingFlags(
-    program
-      .command('eval')
-      .description('measure routing on a labelled dataset (accuracy, F1, abstains, calibration, latency)')
-      .requiredOption(
-        '--dataset <file>',
-        'labelled JSONL {text, expected, alternates?} or CLINC150 JSON#split,split',
-      )
-      .option(
-        '--modes <list>',
-        'compare modes on the dataset, e.g. local,hybrid,llm-only (agreement, disagreements, LLM share, cost)',
-      )
-      .option('--disagreements <file>', 'write the requests the modes routed differently as markdown')
-      .option(
-        '--html <file>',
-        'write a self-contained HTML report (summary, agreement, tier mix, latency, confusion, calibration)',
-      )
-      .option('--json', 'print the metrics as JSON'),
+  addLearnedFlag(
+    addRoutingFlags(
+      program
+        .command('eval')
+        .description('measure routing on a labelled dataset (accuracy, F1, abstains, calibration, latency)')
+        .requiredOption(
+          '--dataset <file>',
+          'labelled JSONL {text, expected, alternates?} or CLINC150 JSON#split,split',
+        )
+        .option(
+          '--modes <list>',
+          'compare modes on the dataset, e.g. local,hybrid,llm-only (agreement, disagreements, LLM share, cost)',
+        )
+        .option('--disagreements <file>', 'write the requests the modes routed differently as markdown')
+        .option(
+          '--html <file>',
+          'write a self-contained HTML report (summary, agreement, tier mix, per skill, latency, confusion, calibration, misrouted rows)',
+        )
+        .option('--errors <file>', 'write the rows routed wrongly as markdown (in --json: wrongRows)')
+        .option('--json', 'print the metrics (and, for one mode, the wrong rows) as JSON'),
+      { measuring: true },
+    ),
   ).action(async (flags: EvalFlags, command: Command) => {
     const config = resolveConfig(command.optsWithGlobals<GlobalFlags>(), flags);
     requireRoutes(config);
@@ -63,37 +76,99 @@ export function registerEvalCommand(program: Command): void {
     const modes = flags.modes === undefined ? undefined : parseModes(flags.modes);
     const { loadDataset } = await import('../route/datasets.js');
     const examples = loadDataset(flags.dataset);
-    if (modes !== undefined || flags.disagreements !== undefined || flags.html !== undefined) {
-      await compare(config, modes ?? [config.route.mode], examples, flags);
-      return;
-    }
-    const { formatEvalReport } = await import('../route/eval-report.js');
-    const { evaluateRouter } = await import('../route/evaluate.js');
-    // Evaluation measures the tiers themselves: no cache hits from repeated texts, no ledger rows.
-    const router = await measuringRouter(config);
+    const progress = await createProgress(command.optsWithGlobals<GlobalFlags>().quiet);
     try {
-      warnSkippedSkills(router);
-      const { metrics } = await evaluateRouter(router, examples);
-      const settings = {
-        mode: router.mode,
-        confidenceThreshold: config.route.confidenceThreshold,
-        marginThreshold: config.route.marginThreshold,
-        routes: router.skills.length,
-        model:
-          router.model === undefined
-            ? undefined
-            : { trained: router.model.trained, ms: router.model.durationMs },
-      };
-      if (flags.json === true) {
-        process.stdout.write(`${JSON.stringify({ settings, metrics })}\n`);
-      } else {
-        const title = `${flags.dataset}: ${router.mode} mode, ${router.skills.length} routes, confidence ≥ ${settings.confidenceThreshold}, margin ≥ ${settings.marginThreshold}`;
-        process.stdout.write(formatEvalReport(metrics, { title }));
-      }
+      if (modes !== undefined) await compare(config, modes, examples, flags, progress);
+      else await evaluateOneMode(config, examples, flags, progress);
     } finally {
-      router.close();
+      progress.stop();
     }
   });
+}
+
+/**
+ * One mode: the text (or JSON) report is the same with or without report files; `--errors`, `--html`
+ * and `--disagreements` only add files, announced on stderr.
+ */
+async function evaluateOneMode(
+  config: ReturnType<typeof resolveConfig>,
+  examples: LabelledExample[],
+  flags: EvalFlags,
+  progress: Progress,
+): Promise<void> {
+  const { formatEvalReport } = await import('../route/eval-report.js');
+  const { agreementOf, measureRouter } = await import('../route/compare.js');
+  const { wrongRows } = await import('../route/wrong-rows.js');
+  // Evaluation measures the tiers themselves: no cache hits from repeated texts, no ledger rows.
+  const router = await measuringRouter(config, {
+    learned: flags.learned,
+    onTrainProgress: trainingProgress(progress),
+  });
+  try {
+    warnSkippedSkills(router);
+    progress.start(`routing (${router.mode})`, examples.length);
+    const run = await measureRouter(router, examples, (done) => progress.update(done));
+    progress.stop();
+    const { metrics } = run;
+    const wrong = wrongRows(run.rows);
+    await writeOneModeReports(
+      run,
+      { count: examples.length, modes: [run], ...agreementOf([run], examples) },
+      wrong,
+      flags,
+    );
+    const settings = {
+      mode: router.mode,
+      confidenceThreshold: config.route.confidenceThreshold,
+      marginThreshold: config.route.marginThreshold,
+      routes: router.skills.length,
+      model:
+        router.model === undefined
+          ? undefined
+          : { trained: router.model.trained, ms: router.model.durationMs },
+      learned: router.learned ?? false,
+    };
+    if (flags.json === true) {
+      process.stdout.write(`${JSON.stringify({ settings, metrics, wrongRows: wrong })}\n`);
+    } else {
+      const title = `${flags.dataset}: ${router.mode} mode, ${router.skills.length} routes, confidence ≥ ${settings.confidenceThreshold}, margin ≥ ${settings.marginThreshold}`;
+      process.stdout.write(formatEvalReport(metrics, { title, notes: learnedNote(router.learned) }));
+    }
+  } finally {
+    router.close();
+  }
+}
+
+async function writeOneModeReports(
+  run: ModeRun,
+  comparison: ModeComparison,
+  wrong: readonly WrongRow[],
+  flags: EvalFlags,
+): Promise<void> {
+  const { writeReport } = await import('./write-report.js');
+  const written: [string, string][] = [];
+  if (flags.errors !== undefined) {
+    const { formatWrongRowsReport } = await import('../route/wrong-rows.js');
+    writeReport(
+      flags.errors,
+      formatWrongRowsReport(wrong, { dataset: flags.dataset, count: run.rows.length }),
+    );
+    written.push(['Misrouted rows', flags.errors]);
+  }
+  if (flags.disagreements !== undefined) {
+    const { formatDisagreementReport } = await import('../route/disagreement-report.js');
+    writeReport(flags.disagreements, formatDisagreementReport(comparison, { dataset: flags.dataset }));
+    written.push(['Disagreements', flags.disagreements]);
+  }
+  if (flags.html !== undefined) {
+    const { renderHtmlReport } = await import('../observe/html-report.js');
+    const title = `${basename(flags.dataset)}: ${run.mode} mode, ${run.rows.length} examples`;
+    writeReport(flags.html, renderHtmlReport(comparison, { title, dataset: flags.dataset }));
+    written.push(['HTML report', flags.html]);
+  }
+  if (flags.json !== true) {
+    for (const [what, file] of written) process.stderr.write(`switchboard: ${what} written to ${file}\n`);
+  }
 }
 
 async function compare(
@@ -101,6 +176,7 @@ async function compare(
   modes: RouteMode[],
   examples: LabelledExample[],
   flags: EvalFlags,
+  progress: Progress,
 ): Promise<void> {
   const { compareModes } = await import('../route/compare.js');
   const { formatComparisonReport } = await import('../route/eval-report.js');
@@ -112,24 +188,44 @@ async function compare(
     });
   }
   // One set of router options for every mode; the LLM tier is built when any mode needs it.
-  const options = await routerOptions(
-    needsLlm ? { ...config, route: { ...config.route, mode: 'hybrid' } } : config,
-  );
+  const options = {
+    ...(await routerOptions(needsLlm ? { ...config, route: { ...config.route, mode: 'hybrid' } } : config)),
+    learned: flags.learned,
+    onTrainProgress: trainingProgress(progress),
+  };
+  let current: RouteMode | undefined;
   const comparison = await compareModes(options, modes, examples, {
+    onRow: (mode, done, total) => {
+      if (mode !== current) progress.start(`routing (${mode})`, total);
+      current = mode;
+      progress.update(done);
+    },
     onMode: (run) => {
+      progress.stop();
+      current = undefined;
       if (flags.json !== true) {
         process.stderr.write(`switchboard: ${run.mode}: ${run.rows.length} requests routed\n`);
       }
     },
   });
   const title = `${flags.dataset}: ${modes.join(' vs ')}, ${examples.length} examples`;
+  const learnedExamples = Math.max(...comparison.modes.map((run) => run.learnedExamples ?? 0));
+  const { learnedFilePath } = await import('../route/learn.js');
+  const notes = learnedNote(
+    learnedExamples === 0 ? undefined : { file: learnedFilePath(config.stateDir), examples: learnedExamples },
+  );
   if (flags.disagreements !== undefined) {
     const { formatDisagreementReport } = await import('../route/disagreement-report.js');
     writeReport(flags.disagreements, formatDisagreementReport(comparison, { dataset: flags.dataset }));
   }
   if (flags.html !== undefined) {
     const { renderHtmlReport } = await import('../observe/html-report.js');
-    writeReport(flags.html, renderHtmlReport(comparison, { title, dataset: flags.dataset }));
+    const htmlTitle = `${basename(flags.dataset)}: ${modes.join(' vs ')}, ${examples.length} examples`;
+    writeReport(flags.html, renderHtmlReport(comparison, { title: htmlTitle, dataset: flags.dataset }));
+  }
+  if (flags.errors !== undefined) {
+    const { formatWrongRowsByMode } = await import('../route/wrong-rows.js');
+    writeReport(flags.errors, formatWrongRowsByMode(comparison, flags.dataset));
   }
   if (flags.json === true) {
     // Per-row data stays out of the JSON: the reports hold it, and CLINC would make it megabytes.
@@ -137,10 +233,11 @@ async function compare(
     const summary = runs.map(({ rows: _rows, ...run }) => run);
     process.stdout.write(`${JSON.stringify({ ...rest, modes: summary })}\n`);
   } else {
-    process.stdout.write(formatComparisonReport(comparison, { title }));
+    process.stdout.write(formatComparisonReport(comparison, { title, notes }));
     for (const [what, file] of [
       ['Disagreements', flags.disagreements],
       ['HTML report', flags.html],
+      ['Misrouted rows', flags.errors],
     ] as const) {
       if (file !== undefined) process.stdout.write(`${what} written to ${file}\n`);
     }

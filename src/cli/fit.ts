@@ -3,8 +3,11 @@ import { InvalidArgumentError, type Command } from 'commander';
 import type { SwitchboardConfig } from '../core/config.js';
 import { SwitchboardError } from '../core/errors.js';
 import type { FitObjective, FitResult } from '../route/fit.js';
+import { createProgress, trainingProgress } from './progress.js';
 import {
+  addLearnedFlag,
   addRoutingFlags,
+  learnedNote,
   parseFraction,
   requireRoutes,
   resolveConfig,
@@ -20,6 +23,8 @@ interface FitFlags extends RoutingFlags {
   requests?: string;
   test?: string;
   objective: FitObjective;
+  /** false with --no-learned. */
+  learned: boolean;
 }
 
 function parseObjective(value: string): FitObjective {
@@ -30,28 +35,33 @@ function parseObjective(value: string): FitObjective {
 }
 
 export function registerFitCommand(program: Command): void {
-  addRoutingFlags(
-    program
-      .command('fit')
-      .description('choose the confidence and margin thresholds on tuning data; report a held-out set apart')
-      .option('--dataset <file>', 'tuning (validation) set: JSONL or CLINC150 JSON#split,split')
-      .option(
-        '--llm-share <p>',
-        'instead: the confidence threshold that sends at most this share of --requests to the LLM',
-        parseFraction,
-      )
-      .option(
-        '--requests <file>',
-        'with --llm-share: unlabelled requests, one per line (or JSONL with "text")',
-      )
-      .option('--test <file>', 'held-out set reported at the chosen thresholds, never tuned on')
-      .option(
-        '--objective <name>',
-        'balanced (mean of in-scope accuracy and out-of-scope recall) | accuracy | min-in-scope:<p>',
-        parseObjective,
-        'balanced' as FitObjective,
-      )
-      .option('--json', 'print the result as JSON'),
+  addLearnedFlag(
+    addRoutingFlags(
+      program
+        .command('fit')
+        .description(
+          'choose the confidence and margin thresholds on tuning data; report a held-out set apart',
+        )
+        .option('--dataset <file>', 'tuning (validation) set: JSONL or CLINC150 JSON#split,split')
+        .option(
+          '--llm-share <p>',
+          'instead: the confidence threshold that sends at most this share of --requests to the LLM',
+          parseFraction,
+        )
+        .option(
+          '--requests <file>',
+          'with --llm-share: unlabelled requests, one per line (or JSONL with "text")',
+        )
+        .option('--test <file>', 'held-out set reported at the chosen thresholds, never tuned on')
+        .option(
+          '--objective <name>',
+          'balanced (mean of in-scope accuracy and out-of-scope recall) | accuracy | min-in-scope:<p>',
+          parseObjective,
+          'balanced' as FitObjective,
+        )
+        .option('--json', 'print the result as JSON'),
+      { measuring: true },
+    ),
   ).action(async (flags: FitFlags, command: Command) => {
     const { loadDataset } = await import('../route/datasets.js');
     const { fitRouter } = await import('../route/evaluate.js');
@@ -72,16 +82,31 @@ export function registerFitCommand(program: Command): void {
     }
     const tune = loadDataset(flags.dataset);
     const test = flags.test === undefined ? undefined : loadDataset(flags.test);
-    const router = await measuringRouter(config, { mode: 'local' });
+    const progress = await createProgress(command.optsWithGlobals<GlobalFlags>().quiet);
+    const router = await measuringRouter(config, {
+      mode: 'local',
+      learned: flags.learned,
+      onTrainProgress: trainingProgress(progress),
+    });
     try {
       warnSkippedSkills(router);
-      const report = fitRouter(router, tune, test, flags.objective);
+      let set: string | undefined;
+      const report = fitRouter(router, tune, test, flags.objective, {
+        onRow: (name, done, total) => {
+          if (name !== set)
+            progress.start(`ranking the ${name === 'tune' ? 'tuning' : 'held-out'} set`, total);
+          set = name;
+          progress.update(done);
+        },
+      });
+      progress.stop();
       if (flags.json === true) {
-        process.stdout.write(`${JSON.stringify(report)}\n`);
+        process.stdout.write(`${JSON.stringify({ ...report, learned: router.learned ?? false })}\n`);
         return;
       }
       const { thresholds } = report;
       const lines = [
+        ...learnedNote(router.learned),
         `thresholds (objective ${thresholds.objective}): confidence ${thresholds.confidenceThreshold}, margin ${thresholds.marginThreshold}`,
         `tuning set  ${describe(thresholds)}`,
       ];
@@ -95,6 +120,7 @@ export function registerFitCommand(program: Command): void {
       );
       process.stdout.write(`${lines.join('\n')}\n`);
     } finally {
+      progress.stop();
       router.close();
     }
   });
@@ -129,16 +155,17 @@ async function fitLlmShare(config: SwitchboardConfig, flags: FitFlags): Promise<
         return line;
       }
     });
-  const router = await measuringRouter(config, { mode: 'local' });
+  const router = await measuringRouter(config, { mode: 'local', learned: flags.learned });
   try {
     warnSkippedSkills(router);
     const fit = fitForLlmShare(router, texts, flags.llmShare as number, config.route.marginThreshold);
     if (flags.json === true) {
-      process.stdout.write(`${JSON.stringify(fit)}\n`);
+      process.stdout.write(`${JSON.stringify({ ...fit, learned: router.learned ?? false })}\n`);
       return;
     }
     process.stdout.write(
       [
+        ...learnedNote(router.learned),
         `confidence ${fit.confidenceThreshold} (margin ${fit.marginThreshold}) sends ${(fit.llmShare * 100).toFixed(1)}% of ${fit.count} requests to the LLM (target ≤ ${((flags.llmShare as number) * 100).toFixed(0)}%)`,
         '',
         'to use it, put this in switchboard.yaml:',

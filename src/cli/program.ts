@@ -9,6 +9,7 @@ import { registerRouteCommand } from './route.js';
 import { registerServeCommand } from './serve.js';
 import { registerSimCommand } from './sim.js';
 import { registerStatsCommand } from './stats.js';
+import { useOneLineUsageErrors } from './usage-errors.js';
 
 const packageJson = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
   version: string;
@@ -24,7 +25,7 @@ export function createProgram(): Command {
     .version(packageJson.version)
     .option('--config <file>', 'config file (default: ./switchboard.yaml when present)')
     .option('--state-dir <dir>', 'where the ledger and models live (default: ./.switchboard)')
-    .showHelpAfterError('(run with --help for usage)')
+    .option('--quiet', 'no progress bars on stderr (they show only on a terminal anyway)')
     .exitOverride();
 
   registerRouteCommand(program);
@@ -36,5 +37,6 @@ export function createProgram(): Command {
   registerServeCommand(program);
   registerMetricsCommand(program);
   registerAgentCommand(program);
+  useOneLineUsageErrors(program);
   return program;
 }

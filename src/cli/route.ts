@@ -14,6 +14,7 @@ import {
   type GlobalFlags,
   type RoutingFlags,
 } from './shared.js';
+import { createProgress, trainingProgress } from './progress.js';
 import { textFromArguments } from './stdin.js';
 
 export function registerRouteCommand(program: Command): void {
@@ -35,17 +36,9 @@ export function registerRouteCommand(program: Command): void {
     const { createRouter } = await import('../route/router.js');
     const globals = command.optsWithGlobals<GlobalFlags>();
     const config = resolveConfig(globals, flags);
-    if (words.length === 3 && words[0] === 'feedback') {
-      const { openLedger } = await import('../store/ledger.js');
-      const ledger = openLedger({ stateDir: config.stateDir });
-      try {
-        ledger.recordFeedback(words[1] as string, words[2] as string);
-      } finally {
-        ledger.close();
-      }
-      process.stdout.write(
-        `recorded: decision ${words[1]} should have gone to ${words[2]}; run \`switchboard route learn\`\n`,
-      );
+    if (words[0] === 'feedback') {
+      requireRoutes(config);
+      await feedback(config, words.slice(1));
       return;
     }
     if (words.length === 1 && words[0] === 'learn') {
@@ -55,7 +48,13 @@ export function registerRouteCommand(program: Command): void {
     }
     requireRoutes(config);
     const text = await textFromArguments(words, 'request');
-    const router = createRouter(await routerOptions(config));
+    // A first route may train the model (seconds on a large training set): show it on a terminal.
+    const progress = await createProgress(globals.quiet);
+    const router = createRouter({
+      ...(await routerOptions(config)),
+      onTrainProgress: trainingProgress(progress),
+    });
+    progress.stop();
     try {
       warnSkippedSkills(router);
       const decision = await router.route(text);
@@ -70,6 +69,46 @@ export function registerRouteCommand(program: Command): void {
 
 interface RouteFlags extends RoutingFlags {
   minConfidence?: number;
+}
+
+/**
+ * `route feedback ID SKILL`: records a correction. Anything else after `feedback` is a mistake to
+ * report, not a request to route; a request that starts with the word goes on standard input.
+ */
+async function feedback(config: SwitchboardConfig, words: string[]): Promise<void> {
+  if (words.length !== 2) {
+    throw new SwitchboardError('INVALID_INPUT', 'route feedback needs a decision id and a skill', {
+      hint: 'switchboard route feedback ID SKILL; to route a request starting with "feedback", pass it on standard input',
+    });
+  }
+  const [id, skill] = words as [string, string];
+  const { createRouter } = await import('../route/router.js');
+  // The skill set only: no model to train, nothing to record.
+  const router = createRouter({
+    ...(await routerOptions(config)),
+    mode: 'rules-only',
+    cache: false,
+    ledger: false,
+    learned: false,
+  });
+  const known = [...router.skills.map((entry) => entry.name), NONE];
+  router.close();
+  if (!known.includes(skill)) {
+    throw new SwitchboardError('INVALID_INPUT', `unknown skill "${skill}"`, {
+      hint: `use one of: ${known.join(', ')}`,
+      details: { skills: known },
+    });
+  }
+  const { openLedger } = await import('../store/ledger.js');
+  const ledger = openLedger({ stateDir: config.stateDir });
+  try {
+    ledger.recordFeedback(id, skill);
+  } finally {
+    ledger.close();
+  }
+  process.stdout.write(
+    `recorded: decision ${id} should have gone to ${skill}; run \`switchboard route learn\`\n`,
+  );
 }
 
 /** `route learn`: ledger → learned examples → retrained model; shows the LLM share before and after. */

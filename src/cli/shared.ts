@@ -1,3 +1,4 @@
+import { relative } from 'node:path';
 import { InvalidArgumentError, type Command } from 'commander';
 import { loadConfig, parseRouteMode, type ConfigOverrides, type SwitchboardConfig } from '../core/config.js';
 import { EXIT_CODES, exitCodeFor, isSwitchboardError, SwitchboardError } from '../core/errors.js';
@@ -22,6 +23,7 @@ export interface RoutingFlags {
 export interface GlobalFlags {
   config?: string;
   stateDir?: string;
+  quiet?: boolean;
 }
 
 export function parseFraction(value: string): number {
@@ -36,9 +38,15 @@ function collect(value: string, previous: string[] | undefined): string[] {
   return [...(previous ?? []), value];
 }
 
-/** Adds the flags shared by `route`, `eval` and `fit`. */
-export function addRoutingFlags(command: Command): Command {
-  return command
+/**
+ * Adds the flags shared by `route`, `serve`, `eval` and `fit`. Measuring commands (`eval`, `fit`) never
+ * use the cache or the ledger, so they do not offer the flags that would switch them off.
+ */
+export function addRoutingFlags(
+  command: Command,
+  { measuring = false }: { measuring?: boolean } = {},
+): Command {
+  command
     .option('--skills <dir>', 'skills folder (SKILL.md or *.md files with front matter)')
     .option(
       '--mode <mode>',
@@ -52,10 +60,12 @@ export function addRoutingFlags(command: Command): Command {
     .option('--rules <file>', 'extra rules file (YAML/JSON list of {pattern, skill, confidence})')
     .option('--confidence-threshold <p>', 'abstain below this top probability', parseFraction)
     .option('--margin-threshold <p>', 'abstain when the top two are closer than this', parseFraction)
-    .option('--strict', 'fail on any invalid skill file')
+    .option('--strict', 'fail on any invalid skill file');
+  if (measuring) return command;
+  return command
     .option('--store-text', 'store request text in the ledger (default: a hash only)')
-    .option('--no-ledger', 'do not record decisions')
-    .option('--no-cache', 'do not reuse decisions for identical requests');
+    .option('--no-ledger', 'do not record decisions (and keep the decision cache in memory only)')
+    .option('--no-cache', 'do not reuse decisions for identical requests (cached in the ledger for the TTL)');
 }
 
 /** Merges config file, environment and flags (in that order of precedence). */
@@ -127,10 +137,32 @@ export async function routerOptions(config: SwitchboardConfig): Promise<RouterOp
  */
 export async function measuringRouter(
   config: SwitchboardConfig,
-  overrides: Pick<RouterOptions, 'mode'> = {},
+  overrides: Pick<RouterOptions, 'mode' | 'learned' | 'onTrainProgress'> = {},
 ): Promise<Router> {
   const { createRouter } = await import('../route/router.js');
   return createRouter({ ...(await routerOptions(config)), ...overrides, cache: false, ledger: false });
+}
+
+/** `--no-learned`, for the commands that measure a router (eval, fit). */
+export function addLearnedFlag(command: Command): Command {
+  return command.option(
+    '--no-learned',
+    'leave out the examples `route learn` wrote to <state-dir>/learned.jsonl (default: train on them, as route does)',
+  );
+}
+
+/**
+ * The header line that says a measurement includes what `route learn` taught, so a figure is never
+ * inflated by it silently (learned examples may be the very requests being measured).
+ */
+export function learnedNote(learned: { file: string; examples: number } | undefined): string[] {
+  if (learned === undefined) return [];
+  const file = relative(process.cwd(), learned.file).startsWith('..')
+    ? learned.file
+    : relative(process.cwd(), learned.file);
+  return [
+    `model trained also on ${learned.examples} learned example(s) from ${file} (--no-learned leaves them out)`,
+  ];
 }
 
 export function requireRoutes(config: SwitchboardConfig): void {

@@ -41,6 +41,11 @@ export interface CallOptions {
   /** Try providers even while they cool down (`--ignore-cooldown`); their failures still count. @default false */
   ignoreCooldown?: boolean;
   budget?: CallBudget;
+  /**
+   * Hears of each wait before a retry (a rate limit's `retry-after`, a backoff), so a terminal can
+   * show what the call is waiting for and how long.
+   */
+  onRetryWait?: (event: { spec: string; errorCode: ErrorCode; retry: number; delayMs: number }) => void;
   /** Test seams. */
   _internal?: {
     now?: () => number;
@@ -335,6 +340,12 @@ export async function call(
             if (delay <= policy.maxDelayMs && deadline.allowsWait(delay)) {
               if (resend) resentAfterDrop = true;
               else retries++;
+              options.onRetryWait?.({
+                spec: target.text,
+                errorCode: failure.code,
+                retry: retries + (resend ? 1 : 0),
+                delayMs: delay,
+              });
               await wait(delay, deadline.signal).catch((error: unknown) => {
                 throw deadline.expired() ? deadline.timeoutError(failure) : error;
               });

@@ -11,11 +11,12 @@ import {
   type ModeRun,
 } from '../route/compare.js';
 import { loadDataset } from '../route/datasets.js';
-import { computeMetrics, summariseLatency } from '../route/metrics.js';
+import { computeCalibration, computeMetrics, isCorrect, summariseLatency } from '../route/metrics.js';
 import {
   BUCKETS_PER_DECADE,
   MAX_DISAGREEMENTS,
   latencyBucket,
+  escapeHtml,
   latencyScale,
   renderHtmlReport,
 } from './html-report.js';
@@ -165,15 +166,44 @@ describe('renderHtmlReport', () => {
     }
   });
 
-  it('plots a calibration point and a count bar for each non-empty bin only, with the ECE', () => {
+  it('plots a calibration point and a count bar for each non-empty bin only, with the ECE, abstentions left out', () => {
     for (const mode of comparison.modes) {
       const calibration = chart(html, `chart-calibration-${mode.mode}`);
-      const filled = mode.metrics.calibration.bins.filter((bin) => bin.count > 0).map((bin) => bin.count);
+      const answered = computeCalibration(mode.rows.filter((row) => row.predicted !== NONE));
+      const filled = answered.bins.filter((bin) => bin.count > 0).map((bin) => bin.count);
       expect(counts(calibration, 'point')).toEqual(filled);
       expect(counts(calibration, 'bin')).toEqual(filled);
-      expect(sum(filled)).toBe(comparison.count);
-      expect(calibration).toContain(`ECE ${mode.metrics.calibration.ece.toFixed(3)}`);
+      const abstained = mode.rows.filter((row) => row.predicted === NONE).length;
+      expect(abstained).toBeGreaterThan(0);
+      expect(sum(filled)).toBe(comparison.count - abstained);
+      expect(calibration).toContain(`ECE ${answered.ece.toFixed(3)}`);
       expect(calibration).toContain('class="diagonal"');
+    }
+  });
+
+  it('tables precision, recall and F1 per skill for each mode', () => {
+    for (const mode of comparison.modes) {
+      const start = html.indexOf(`<table data-table="per-skill" data-mode="${mode.mode}">`);
+      expect(start).toBeGreaterThan(0);
+      const table = html.slice(start, html.indexOf('</table>', start));
+      for (const skill of mode.metrics.perSkill) {
+        expect(table).toContain(
+          `<th scope="row">${skill.skill}</th><td>${skill.precision.toFixed(3)}</td><td>${skill.recall.toFixed(3)}</td><td>${skill.f1.toFixed(3)}</td>`,
+        );
+      }
+    }
+  });
+
+  it('lists the rows each mode routed wrongly, with the request text', () => {
+    for (const mode of comparison.modes) {
+      const wrong = mode.rows.filter((row) => !isCorrect(row));
+      expect(html).toContain(`<p data-total="${wrong.length}" data-mode="${mode.mode}">`);
+      const first = wrong[0];
+      if (first === undefined) continue;
+      const start = html.indexOf(`<table data-table="misrouted" data-mode="${mode.mode}">`);
+      const table = html.slice(start, html.indexOf('</table>', start));
+      expect(table.match(/<tr><td>/g)).toHaveLength(wrong.length);
+      expect(table).toContain(escapeHtml(first.text ?? ''));
     }
   });
 

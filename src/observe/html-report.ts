@@ -1,6 +1,8 @@
 import { SwitchboardError } from '../core/errors.js';
 import type { ComparedRow, Disagreement, ModeComparison, ModeRun } from '../route/compare.js';
-import type { Calibration, ConfusionMatrix } from '../route/metrics.js';
+import { NONE } from '../core/route-types.js';
+import { computeCalibration, type Calibration, type ConfusionMatrix } from '../route/metrics.js';
+import { misroutedSection, perSkillSection } from './html-report-rows.js';
 
 export interface HtmlReportOptions {
   /** The page's heading and `<title>`. */
@@ -51,18 +53,22 @@ export function renderHtmlReport(comparison: ModeComparison, options: HtmlReport
     agreementSection(comparison),
     tierMixSection(modes),
     latencySection(modes),
+    perSkillSection(modes, escapeHtml),
     confusionSection(modes),
     calibrationSection(modes),
     disagreementsSection(comparison),
+    misroutedSection(modes, escapeHtml),
   ];
   const navigation = [
     ['summary', 'Summary'],
     ['agreement', 'Agreement'],
     ['tier-mix', 'Tier mix'],
     ['latency', 'Latency'],
+    ['per-skill', 'Per skill'],
     ['confusion', 'Confusion'],
     ['calibration', 'Calibration'],
     ['disagreements', 'Disagreements'],
+    ['misrouted', 'Misrouted'],
   ]
     .map(([id, label]) => `<a href="#${id}">${label}</a>`)
     .join(' ');
@@ -523,11 +529,19 @@ function compareText(a: string, b: string): number {
 function calibrationSection(runs: readonly ModeRun[]): string {
   return `<section id="calibration">
 <h2>Confidence and calibration</h2>
-<p class="note">Each point is a confidence bin: its rows' mean confidence against how many of them were right (alternates count). Points on the diagonal are well calibrated; the bars below count the rows per bin. ECE weighs each bin's gap by its rows.</p>
+<p class="note">Each point is a confidence bin: its rows' mean confidence against how many of them were right (alternates count). Points on the diagonal are well calibrated; the bars below count the rows per bin. ECE weighs each bin's gap by its rows. Abstentions (answer <code>none</code>) are left out: they claim no skill.</p>
 <div class="figures">
-${runs.map((run) => calibrationChart(run.mode, run.metrics.calibration)).join('\n')}
+${runs.map((run) => calibrationChart(run.mode, answeredCalibration(run))).join('\n')}
 </div>
 </section>`;
+}
+
+/**
+ * Calibration of the answers only: an abstention claims no skill, so its confidence (how sure the
+ * model was of a skill it did not choose) is not a prediction to calibrate.
+ */
+export function answeredCalibration(run: ModeRun): Calibration {
+  return computeCalibration(run.rows.filter((row) => row.predicted !== NONE));
 }
 
 function calibrationChart(mode: string, calibration: Calibration): string {

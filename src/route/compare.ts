@@ -10,10 +10,12 @@ import {
   type ScoredRow,
 } from './metrics.js';
 import { checkDatasetLabels } from './evaluate.js';
-import { createRouter, type RouterOptions } from './router.js';
+import { createRouter, type Router, type RouterOptions } from './router.js';
 
 /** One evaluated example in one mode: the scored row plus what the decision cost. */
 export interface ComparedRow extends ScoredRow {
+  /** The request as the dataset gives it, so reports can list misrouted rows. */
+  text?: string;
   costUsd: number;
   /** Set when the router failed on this request (llm-only with a dead provider); predicted is `none`. */
   error?: string;
@@ -34,6 +36,8 @@ export interface ModeRun {
   errors: number;
   /** Said once by the router (e.g. hybrid running as local without a provider). */
   warnings: string[];
+  /** Examples from `learned.jsonl` this mode's model trained on (0 when none). */
+  learnedExamples?: number;
 }
 
 export interface Disagreement {
@@ -58,6 +62,8 @@ export interface ModeComparison {
 export interface CompareOptions {
   /** Called after each mode finishes, e.g. to print progress. */
   onMode?: (run: ModeRun) => void;
+  /** Called after each routed example, e.g. to draw a progress bar. */
+  onRow?: (mode: RouteMode, done: number, total: number) => void;
 }
 
 /**
@@ -77,59 +83,78 @@ export async function compareModes(
   }
   const runs: ModeRun[] = [];
   for (const mode of modes) {
-    const run = await runMode({ ...routerOptions, mode, cache: false, ledger: false }, examples);
+    const run = await runMode({ ...routerOptions, mode, cache: false, ledger: false }, examples, (done) =>
+      options.onRow?.(mode, done, examples.length),
+    );
     options.onMode?.(run);
     runs.push(run);
   }
   return { count: examples.length, modes: runs, ...agreementOf(runs, examples) };
 }
 
-async function runMode(routerOptions: RouterOptions, examples: readonly LabelledExample[]): Promise<ModeRun> {
-  const mode = routerOptions.mode as RouteMode;
+async function runMode(
+  routerOptions: RouterOptions,
+  examples: readonly LabelledExample[],
+  onRow?: (done: number) => void,
+): Promise<ModeRun> {
   const router = createRouter(routerOptions);
   try {
-    checkDatasetLabels(router, examples);
-    const rows: ComparedRow[] = [];
-    for (const example of examples) {
-      const text = example.text.trim() === '' ? '(empty)' : example.text;
-      const started = performance.now();
-      try {
-        const decision = await router.route(text);
-        rows.push({ ...toScoredRow(example, decision), costUsd: decision.costUsd });
-      } catch (error) {
-        const durationMs = performance.now() - started;
-        rows.push({
-          ...toScoredRow(example, {
-            skill: NONE,
-            confidence: 0,
-            method: 'fallback',
-            timings: {},
-            durationMs,
-          }),
-          method: 'error',
-          costUsd: 0,
-          error: error instanceof Error ? error.message : String(error),
-        });
-      }
-    }
-    const totalCostUsd = rows.reduce((sum, row) => sum + row.costUsd, 0);
-    const llmRows = rows.filter((row) => row.timings.llm !== undefined).length;
-    return {
-      mode,
-      metrics: computeMetrics(rows),
-      rows,
-      llmShare: llmRows / rows.length,
-      totalCostUsd,
-      costPer1k: (totalCostUsd / rows.length) * 1000,
-      overhead: summariseLatency(
-        rows.map((row) => Math.max(row.durationMs - (row.timings.provider ?? 0), 0)),
-      ),
-      errors: rows.filter((row) => row.error !== undefined).length,
-      warnings: [...router.warnings],
-    };
+    return await measureRouter(router, examples, onRow);
   } finally {
     router.close();
   }
+}
+
+/**
+ * Routes every example with a router the caller built (give it no cache and no ledger to measure the
+ * tiers) and measures the run: metrics, per-row answers, LLM share, cost and overhead.
+ */
+export async function measureRouter(
+  router: Router,
+  examples: readonly LabelledExample[],
+  onRow?: (done: number) => void,
+): Promise<ModeRun> {
+  const { mode } = router;
+  checkDatasetLabels(router, examples);
+  const rows: ComparedRow[] = [];
+  for (const example of examples) {
+    const text = example.text.trim() === '' ? '(empty)' : example.text;
+    const started = performance.now();
+    try {
+      const decision = await router.route(text);
+      rows.push({ ...toScoredRow(example, decision), text: example.text, costUsd: decision.costUsd });
+    } catch (error) {
+      const durationMs = performance.now() - started;
+      rows.push({
+        ...toScoredRow(example, {
+          skill: NONE,
+          confidence: 0,
+          method: 'fallback',
+          timings: {},
+          durationMs,
+        }),
+        method: 'error',
+        text: example.text,
+        costUsd: 0,
+        error: error instanceof Error ? error.message : String(error),
+      });
+    }
+    onRow?.(rows.length);
+  }
+  const totalCostUsd = rows.reduce((sum, row) => sum + row.costUsd, 0);
+  const llmRows = rows.filter((row) => row.timings.llm !== undefined).length;
+  return {
+    mode,
+    metrics: computeMetrics(rows),
+    rows,
+    llmShare: llmRows / rows.length,
+    totalCostUsd,
+    costPer1k: (totalCostUsd / rows.length) * 1000,
+    overhead: summariseLatency(rows.map((row) => Math.max(row.durationMs - (row.timings.provider ?? 0), 0))),
+    errors: rows.filter((row) => row.error !== undefined).length,
+    warnings: [...router.warnings],
+    learnedExamples: router.learned?.examples ?? 0,
+  };
 }
 
 /** The agreement matrix and disagreements of runs over the same examples (rows in dataset order). */

@@ -4,6 +4,8 @@ import type { ModeComparison } from './compare.js';
 export interface EvalReportOptions {
   /** First line of the report. @default 'Routing evaluation' */
   title?: string;
+  /** Lines under the title that qualify every figure (e.g. what the model trained on). */
+  notes?: readonly string[];
 }
 
 /** No report line is longer than this, so it fits a wide terminal without wrapping. */
@@ -203,7 +205,7 @@ function wrap(text: string): string[] {
 export function formatEvalReport(metrics: EvalMetrics, options: EvalReportOptions = {}): string {
   const title = fit(options.title ?? 'Routing evaluation', REPORT_WIDTH);
   const sections: string[][] = [
-    [title, '='.repeat(title.length)],
+    [title, '='.repeat(title.length), ...(options.notes ?? [])],
     headline(metrics),
     ['Per skill', ...perSkillTable(metrics)],
     ['Confusion', ...(confusionMatrix(metrics) ?? topConfusions(metrics))],
@@ -276,7 +278,7 @@ export function formatComparisonReport(comparison: ModeComparison, options: Eval
     run.warnings.map((warning) => `${run.mode}: ${warning}`),
   );
   const sections: string[][] = [
-    [title, '='.repeat(title.length), `${comparison.count} examples`],
+    [title, '='.repeat(title.length), `${comparison.count} examples`, ...(options.notes ?? [])],
     summary,
     ['Decided by', ...tiers.flatMap((line) => wrap(line))],
     agreement,

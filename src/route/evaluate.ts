@@ -33,13 +33,20 @@ export async function evaluateRouter(
  * Only the top two candidates are kept: the abstain rule reads no more, and with 150 routes the full
  * lists of a few thousand rows would cost a hundred megabytes.
  */
-export function rankExamples(router: Router, examples: readonly LabelledExample[]): FitRow[] {
+export function rankExamples(
+  router: Router,
+  examples: readonly LabelledExample[],
+  onRow?: (done: number, total: number) => void,
+): FitRow[] {
   checkDatasetLabels(router, examples);
-  return examples.map((example) => ({
-    expected: example.expected,
-    ...(example.alternates === undefined ? {} : { alternates: example.alternates }),
-    candidates: router.rank(example.text).candidates.slice(0, 2),
-  }));
+  return examples.map((example, index) => {
+    onRow?.(index + 1, examples.length);
+    return {
+      expected: example.expected,
+      ...(example.alternates === undefined ? {} : { alternates: example.alternates }),
+      candidates: router.rank(example.text).candidates.slice(0, 2),
+    };
+  });
 }
 
 export interface FitReport {
@@ -54,10 +61,13 @@ export function fitRouter(
   tune: readonly LabelledExample[],
   test: readonly LabelledExample[] | undefined,
   objective: FitObjective = 'balanced',
+  { onRow }: { onRow?: (set: 'tune' | 'test', done: number, total: number) => void } = {},
 ): FitReport {
-  const thresholds = fitThresholds(rankExamples(router, tune), { objective });
+  const ranked = rankExamples(router, tune, (done, total) => onRow?.('tune', done, total));
+  const thresholds = fitThresholds(ranked, { objective });
   if (test === undefined) return { thresholds };
-  return { thresholds, test: scoreWithThresholds(rankExamples(router, test), thresholds, objective) };
+  const rankedTest = rankExamples(router, test, (done, total) => onRow?.('test', done, total));
+  return { thresholds, test: scoreWithThresholds(rankedTest, thresholds, objective) };
 }
 
 /** The figures a threshold pair gives on ranked rows (a one-point grid search). */

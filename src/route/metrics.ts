@@ -270,7 +270,7 @@ function computeClassMetrics(rows: readonly ScoredRow[]): {
  * Expected calibration error over `CALIBRATION_BINS` equal-width bins. Confidence outside [0, 1] is
  * clamped so a misbehaving tier still lands in a bin instead of vanishing from the figure.
  */
-function computeCalibration(rows: readonly ScoredRow[]): Calibration {
+export function computeCalibration(rows: readonly ScoredRow[]): Calibration {
   const totals = Array.from({ length: CALIBRATION_BINS }, () => ({ count: 0, confidence: 0, correct: 0 }));
   for (const row of rows) {
     const confidence = Number.isFinite(row.confidence) ? Math.min(Math.max(row.confidence, 0), 1) : 0;

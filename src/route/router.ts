@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DEFAULT_CONFIDENCE_THRESHOLD, DEFAULT_MARGIN_THRESHOLD } from '../core/config.js';
@@ -56,13 +56,25 @@ export interface RouterOptions {
   rulesFile?: string;
   /** Fail when any skill file is invalid instead of loading the rest. @default false */
   strict?: boolean;
-  /** Decision cache settings, or false to turn it off. @default { ttlMs: 3_600_000, maxEntries: 10_000 } */
+  /**
+   * Decision cache settings, or false to turn it off. With a ledger the cache lives in it too, so
+   * decisions are reused across processes within the TTL.
+   * @default { ttlMs: 3_600_000, maxEntries: 10_000 }
+   */
   cache?: DecisionCacheOptions | false;
-  /** Where models and the ledger live. @default '.switchboard' in the working directory */
+  /**
+   * Where the ledger, trained models and `learned.jsonl` live (the CLI passes `./.switchboard`).
+   * Without it the router keeps nothing on disk: no ledger unless `ledger` is given, models trained in
+   * memory, no learned examples. A library never litters its caller's folder unasked.
+   * @default undefined
+   */
   stateDir?: string;
-  /** Keep trained models on disk under `<stateDir>/models`. @default true */
+  /** Keep trained models on disk under `<stateDir>/models` (when there is a `stateDir`). @default true */
   modelCache?: boolean;
-  /** An open ledger, or false to record nothing. @default the ledger in `stateDir` */
+  /**
+   * An open ledger, or false to record nothing.
+   * @default the ledger in `stateDir` when one is given, otherwise none
+   */
   ledger?: Ledger | false;
   /** Store request text in the ledger (otherwise only its hash). @default false */
   storeText?: boolean;
@@ -82,6 +94,8 @@ export interface RouterOptions {
   };
   /** Train also on `<stateDir>/learned.jsonl`, written by `switchboard route learn`. @default true */
   learned?: boolean;
+  /** Hears of training progress (passes done of total) when the model is trained rather than loaded. */
+  onTrainProgress?: (done: number, total: number) => void;
   /** Test seams. */
   _internal?: { now?: () => number; generateId?: () => string };
 }
@@ -95,6 +109,11 @@ export interface Router {
   readonly warnings: readonly string[];
   /** The learned model, when the mode uses one. */
   readonly model: LocalModel | undefined;
+  /**
+   * The examples from `<stateDir>/learned.jsonl` the model trained on besides the given ones, so
+   * measurements can say so; undefined when none were used (no file, `learned: false`, no model).
+   */
+  readonly learned: { file: string; examples: number } | undefined;
   /** Hash identifying the skill set (recorded in the ledger). */
   readonly skillsHash: string;
   route(
@@ -121,13 +140,14 @@ export function createRouter({
   rulesFile,
   strict = false,
   cache: cacheOptions = {},
-  stateDir = join(process.cwd(), '.switchboard'),
+  stateDir,
   modelCache = true,
   ledger: ledgerOption,
   storeText = false,
   topCandidates = 5,
   llm,
   learned = true,
+  onTrainProgress,
   _internal = {},
 }: RouterOptions = {}): Router {
   if (!(ROUTE_MODES as readonly string[]).includes(mode)) {
@@ -163,11 +183,18 @@ export function createRouter({
   }
   checkLabels(labelled, skills);
   // What `switchboard route learn` taught from earlier LLM decisions and corrections.
-  if (learned && hasLearnedExamples(stateDir)) {
+  let learnedUsed: Router['learned'];
+  if (
+    learned &&
+    stateDir !== undefined &&
+    (mode === 'local' || mode === 'hybrid') &&
+    hasLearnedExamples(stateDir)
+  ) {
     const names = new Set(skills.map((skill) => skill.name));
     const file = learnedFilePath(stateDir);
-    const rows = readFileSync(file, 'utf8').trim() === '' ? [] : loadDataset(file);
-    labelled.push(...usableLearned(rows, names));
+    const rows = usableLearned(readFileSync(file, 'utf8').trim() === '' ? [] : loadDataset(file), names);
+    labelled.push(...rows);
+    if (rows.length > 0) learnedUsed = { file, examples: rows.length };
   }
 
   const allRules = [...(rulesFile === undefined ? [] : loadRulesFile(rulesFile)), ...rules];
@@ -179,11 +206,18 @@ export function createRouter({
       ...examplesFromSkills(skills),
       ...labelled.map((row) => ({ text: row.text, label: row.expected })),
     ];
-    model = loadOrTrainModel(examples, modelCache ? join(stateDir, 'models') : undefined);
+    model = loadOrTrainModel(
+      examples,
+      modelCache && stateDir !== undefined ? join(stateDir, 'models') : undefined,
+      onTrainProgress,
+    );
     tiers.push(new LocalTier(model.classifier, { confidenceThreshold, marginThreshold, topCandidates }));
   }
   const routerWarnings: string[] = [];
-  const ledger = ledgerOption === false ? undefined : (ledgerOption ?? openLedger({ stateDir, storeText }));
+  const ledger =
+    ledgerOption === false
+      ? undefined
+      : (ledgerOption ?? (stateDir === undefined ? undefined : openLedger({ stateDir, storeText })));
   const ownsLedger = ledgerOption === undefined;
   let llmTier: LlmTier | undefined;
   const raceLlm = mode === 'hybrid' && llm?.race === true;
@@ -212,7 +246,21 @@ export function createRouter({
   }
 
   const skillsHash = hashSkills(skills);
-  const cache = cacheOptions === false ? undefined : new DecisionCache(cacheOptions);
+  // Decisions persist in the ledger, keyed by everything that shapes them, so a later process (or a
+  // router with other settings) never reuses a decision these settings would not make.
+  const cache = cacheOptions === false ? undefined : new DecisionCache(cacheOptions, ledger);
+  const cacheScope = JSON.stringify({
+    mode,
+    confidenceThreshold,
+    marginThreshold,
+    topCandidates,
+    skillsHash,
+    model: model?.key,
+    rules: allRules,
+    llm: llm === undefined ? undefined : [llm.provider, llm.confidenceThreshold],
+  });
+  const cacheKey = (normalized: string): string =>
+    createHash('sha256').update(cacheScope).update('\n').update(normalized).digest('hex');
   const now = _internal.now ?? (() => performance.now());
   const generateId = _internal.generateId ?? randomUUID;
 
@@ -243,7 +291,7 @@ export function createRouter({
     let decision: RouteDecision | undefined;
     if (cache !== undefined) {
       const cacheStarted = now();
-      const hit = cache.get(normalized);
+      const hit = cache.get(cacheKey(normalized));
       timings['cache'] = now() - cacheStarted;
       if (hit !== undefined) {
         decision = {
@@ -320,7 +368,8 @@ export function createRouter({
         timings,
         warnings,
       };
-      cache?.set(normalized, decision);
+      // A decision made while the LLM failed is not worth repeating once it is back.
+      if (decision.method !== 'fallback') cache?.set(cacheKey(normalized), decision);
     }
     decision.durationMs = now() - started;
     ledger?.recordRouteDecision(decision, {
@@ -354,6 +403,7 @@ export function createRouter({
     problems,
     warnings: routerWarnings,
     model,
+    learned: learnedUsed,
     skillsHash,
     route,
     rank,

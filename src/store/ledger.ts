@@ -21,6 +21,12 @@ import {
 } from './budget-reservations.js';
 import { SwitchboardError } from '../core/errors.js';
 import type { RouteCandidate, RouteDecision, RouteMethod } from '../core/route-types.js';
+import {
+  prepareRouteCacheStatements,
+  readCachedDecision,
+  writeCachedDecision,
+  type RouteCacheStatements,
+} from './route-cache-records.js';
 import { LATEST_SCHEMA_VERSION, findSchemaProblem, migrate, readSchemaState } from './migrations.js';
 import type { SchemaProblem } from './migrations.js';
 import { redactSecrets } from '../core/secrets.js';
@@ -119,6 +125,17 @@ export interface Ledger {
   /** One decision by id, or `undefined`. */
   getRouteDecision(id: string): StoredRouteDecision | undefined;
   countRouteDecisions(): number;
+  /**
+   * The decision cached under `key` at or after `notBefore` (epoch ms), or undefined. The router's
+   * decision cache lives here so that it outlives a process (each CLI call is one).
+   */
+  getCachedDecision(key: string, notBefore: number): RouteDecision | undefined;
+  /** Caches a decision under `key`, dropping entries older than `ttlMs` and beyond `maxEntries`. */
+  cacheDecision(
+    key: string,
+    decision: RouteDecision,
+    options: { storedAt: number; ttlMs: number; maxEntries: number },
+  ): void;
   /** Records a user's correction of a decision (the latest one wins). */
   recordFeedback(decisionId: string, skill: string): void;
   /** Every correction, oldest first. */
@@ -348,7 +365,7 @@ interface RouteDecisionRow {
   tags: string;
 }
 
-interface Statements extends CallStatements, ReservationStatements {
+interface Statements extends CallStatements, ReservationStatements, RouteCacheStatements {
   upsertFeedback: Database.Statement<[{ decision_id: string; skill: string; created_at: number }]>;
   listFeedback: Database.Statement<[], { decision_id: string; skill: string }>;
   insertRouteDecision: Database.Statement<[RouteDecisionRow]>;
@@ -386,6 +403,7 @@ function prepareStatements(database: Database.Database): Statements {
     listFeedback: database.prepare('SELECT decision_id, skill FROM route_feedback ORDER BY created_at'),
     ...prepareCallStatements(database),
     ...prepareReservationStatements(database),
+    ...prepareRouteCacheStatements(database),
   };
 }
 
@@ -586,6 +604,18 @@ function createLedger(
     getRouteDecision(id) {
       const row = guarded('cannot read a route decision from', () => statements.getRouteDecision.get(id));
       return row === undefined ? undefined : fromRow(row);
+    },
+
+    getCachedDecision(key, notBefore) {
+      return guarded('cannot read the decision cache in', () =>
+        readCachedDecision(statements, key, notBefore),
+      );
+    },
+
+    cacheDecision(key, decision, options) {
+      guarded('cannot write the decision cache in', () =>
+        writeCachedDecision(database, statements, key, decision, options),
+      );
     },
 
     countRouteDecisions() {

@@ -172,6 +172,18 @@ export const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE call_attempts ADD COLUMN cooldown_key TEXT;
     `,
   },
+  {
+    version: 8,
+    description: 'route decision cache',
+    sql: `
+      CREATE TABLE route_cache (
+        key        TEXT PRIMARY KEY NOT NULL,   -- sha256 hex of the normalized request and the router's settings
+        decision   TEXT NOT NULL,               -- JSON of the RouteDecision
+        stored_at  INTEGER NOT NULL             -- epoch milliseconds; the TTL counts from here
+      );
+      CREATE INDEX route_cache_stored_at ON route_cache (stored_at);
+    `,
+  },
 ];
 
 /** The schema version this build of Switchboard writes. */

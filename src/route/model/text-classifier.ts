@@ -200,7 +200,15 @@ export class TextClassifier {
   }
 
   /** Trains a classifier. Deterministic: the same examples (in the same order) and options give the same model. */
-  static train(examples: readonly TrainingExample[], options: TrainOptions = {}): TextClassifier {
+  /**
+   * Trains a model. `onProgress` hears of each finished pass over the examples (of every ensemble
+   * member), so a terminal can show how far a long training run is.
+   */
+  static train(
+    examples: readonly TrainingExample[],
+    options: TrainOptions = {},
+    onProgress?: (done: number, total: number) => void,
+  ): TextClassifier {
     const labels = [...new Set(examples.map((example) => example.label))].sort();
     if (labels.length === 0) throw new Error('cannot train a text classifier without examples');
     const resolved = resolveOptions(options, examples.length, labels.length);
@@ -243,9 +251,12 @@ export class TextClassifier {
     );
     const targets = Int32Array.from(examples.map((example) => labelIndex.get(example.label) as number));
     const memberCount = vectors[0]?.length ?? 0;
+    const passes = memberCount * resolved.epochs;
     for (let member = 0; member < memberCount; member++) {
       const memberVectors = vectors.map((memberVector) => memberVector[member] as SparseVector);
-      trainSoftmax(memberVectors, targets, weights, classCount, resolved);
+      trainSoftmax(memberVectors, targets, weights, classCount, resolved, (epoch) =>
+        onProgress?.(member * resolved.epochs + epoch, passes),
+      );
     }
     quantizeRows(weights, classCount, rowScales);
     return model;
@@ -519,6 +530,7 @@ function trainSoftmax(
   weights: Float32Array,
   classCount: number,
   options: ResolvedTrainOptions,
+  onEpoch?: (finished: number) => void,
 ): void {
   const random = mulberry32(options.seed);
   const order = Int32Array.from(vectors.keys());
@@ -572,6 +584,7 @@ function trainSoftmax(
       for (let index = 0; index < weights.length; index++)
         weights[index] = (weights[index] as number) * decay;
     }
+    onEpoch?.(epoch + 1);
   }
 }
 

@@ -1,4 +1,8 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { openLedger } from '../../store/ledger.js';
 import type { RouteDecision } from '../../core/route-types.js';
 import { DecisionCache } from './cache-tier.js';
 
@@ -35,5 +39,31 @@ describe('DecisionCache', () => {
     expect(cache.get('b')).toBeUndefined();
     expect(cache.get('a')?.skill).toBe('a');
     expect(cache.size).toBe(2);
+  });
+
+  it('lives in the ledger, so another process reuses a decision within the TTL and not after', () => {
+    const stateDir = mkdtempSync(join(tmpdir(), 'switchboard-cache-'));
+    let now = 1_000_000;
+    const first = openLedger({ stateDir });
+    new DecisionCache({ ttlMs: 100, now: () => now }, first).set('a', decision('x'));
+    first.close();
+
+    // A second connection to the same file, as a later CLI call opens it.
+    const second = openLedger({ stateDir });
+    now += 100;
+    expect(new DecisionCache({ ttlMs: 100, now: () => now }, second).get('a')?.skill).toBe('x');
+    now += 1;
+    expect(new DecisionCache({ ttlMs: 100, now: () => now }, second).get('a')).toBeUndefined();
+    second.close();
+  });
+
+  it('keeps at most maxEntries in the ledger, dropping the oldest', () => {
+    const ledger = openLedger({ stateDir: mkdtempSync(join(tmpdir(), 'switchboard-cache-')) });
+    let now = 0;
+    const cache = new DecisionCache({ maxEntries: 2, now: () => ++now }, ledger);
+    for (const key of ['a', 'b', 'c']) cache.set(key, decision(key));
+    const fresh = new DecisionCache({ now: () => now }, ledger);
+    expect(['a', 'b', 'c'].map((key) => fresh.get(key)?.skill)).toEqual([undefined, 'b', 'c']);
+    ledger.close();
   });
 });

@@ -15,14 +15,28 @@ export interface DecisionCacheOptions {
   now?: () => number;
 }
 
+/**
+ * Where decisions outlive the process: the ledger (`Ledger.getCachedDecision` / `cacheDecision`). A
+ * CLI call is one process per request, so without it the cache would never hit there.
+ */
+export interface DecisionStore {
+  getCachedDecision(key: string, notBefore: number): RouteDecision | undefined;
+  cacheDecision(
+    key: string,
+    decision: RouteDecision,
+    options: { storedAt: number; ttlMs: number; maxEntries: number },
+  ): void;
+}
+
 interface Entry {
   decision: RouteDecision;
   storedAt: number;
 }
 
 /**
- * An in-memory LRU of decisions keyed by normalised request. A Map keeps insertion order, so re-inserting
- * on every hit makes the first key the least recently used.
+ * An in-memory LRU of decisions keyed by normalised request, in front of an optional persistent
+ * `DecisionStore`. A Map keeps insertion order, so re-inserting on every hit makes the first key the
+ * least recently used.
  */
 export class DecisionCache {
   private readonly entries = new Map<string, Entry>();
@@ -30,10 +44,16 @@ export class DecisionCache {
   private readonly maxEntries: number;
   private readonly now: () => number;
 
-  constructor({ ttlMs = 3_600_000, maxEntries = 10_000, now = Date.now }: DecisionCacheOptions = {}) {
+  private readonly store: DecisionStore | undefined;
+
+  constructor(
+    { ttlMs = 3_600_000, maxEntries = 10_000, now = Date.now }: DecisionCacheOptions = {},
+    store?: DecisionStore,
+  ) {
     this.ttlMs = ttlMs;
     this.maxEntries = maxEntries;
     this.now = now;
+    this.store = store;
   }
 
   get size(): number {
@@ -42,7 +62,7 @@ export class DecisionCache {
 
   get(key: string): RouteDecision | undefined {
     const entry = this.entries.get(key);
-    if (entry === undefined) return undefined;
+    if (entry === undefined) return this.fromStore(key);
     this.entries.delete(key);
     if (this.now() - entry.storedAt > this.ttlMs) return undefined;
     this.entries.set(key, entry);
@@ -51,8 +71,21 @@ export class DecisionCache {
 
   set(key: string, decision: RouteDecision): void {
     if (this.maxEntries <= 0) return;
+    const storedAt = this.now();
+    this.remember(key, decision, storedAt);
+    this.store?.cacheDecision(key, decision, { storedAt, ttlMs: this.ttlMs, maxEntries: this.maxEntries });
+  }
+
+  /** Another process's decision, kept in memory from now on (its age is not known here, so the TTL restarts). */
+  private fromStore(key: string): RouteDecision | undefined {
+    const decision = this.store?.getCachedDecision(key, this.now() - this.ttlMs);
+    if (decision !== undefined) this.remember(key, decision, this.now());
+    return decision;
+  }
+
+  private remember(key: string, decision: RouteDecision, storedAt: number): void {
     this.entries.delete(key);
-    this.entries.set(key, { decision, storedAt: this.now() });
+    this.entries.set(key, { decision, storedAt });
     while (this.entries.size > this.maxEntries) {
       const oldest = this.entries.keys().next().value as string;
       this.entries.delete(oldest);

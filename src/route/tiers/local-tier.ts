@@ -34,6 +34,7 @@ export interface LocalModel {
 export function loadOrTrainModel(
   examples: readonly TrainingExample[],
   cacheDirectory: string | undefined,
+  onProgress?: (done: number, total: number) => void,
 ): LocalModel {
   const started = performance.now();
   const key = hashTrainingSet(examples);
@@ -44,7 +45,7 @@ export function loadOrTrainModel(
       return { classifier: cached, key, trained: false, durationMs: performance.now() - started };
     }
   }
-  const classifier = TextClassifier.train(examples);
+  const classifier = TextClassifier.train(examples, {}, onProgress);
   if (file !== undefined && cacheDirectory !== undefined) writeCachedModel(cacheDirectory, file, classifier);
   return { classifier, key, trained: true, durationMs: performance.now() - started };
 }
