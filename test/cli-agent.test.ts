@@ -553,8 +553,9 @@ describe('switchboard agent failures that are not the agent', () => {
       expect(result.status, `${id}: ${result.stderr}`).toBe(exit);
       const run = JSON.parse(result.stdout) as RunJson;
       expect(run).toMatchObject({ status: 'failed', errorCode: code, attempts: 1 });
-      // One request: neither Claude Code nor the runner tried again.
-      expect(simLog().filter((entry) => entry.rule === id)).toHaveLength(1);
+      // The runner did not try again. Claude Code sends one request, except on a 401: it then asks its
+      // apiKeyHelper for the key again and resends, twice, in case the key was rotated.
+      expect(simLog().filter((entry) => entry.rule === id)).toHaveLength(id === 'auth' ? 3 : 1);
       const show = await f.run(['agent', 'show', run.id]);
       expect(show.stdout).toMatch(new RegExp(`^error {5}${code}: the API failed, not the agent`, 'm'));
       expect(show.stdout).not.toContain('agent_error');
