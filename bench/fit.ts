@@ -7,21 +7,10 @@ import type { FitRow } from '../src/route/fit.js';
 import './source-hooks.ts';
 
 const { fitThresholds } = await import('../src/route/fit.js');
+const { seededRandom } = await import('../src/core/seeded-random.js');
 
 const TARGET_MS = 1_000;
 const rounds = Number(process.argv[2] ?? 5);
-
-/** Small deterministic generator (mulberry32), the same rows on every run. */
-function seededRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let value = state;
-    value = Math.imul(value ^ (value >>> 15), value | 1);
-    value ^= value + Math.imul(value ^ (value >>> 7), value | 61);
-    return ((value ^ (value >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const random = seededRandom(42);
 const labels = Array.from({ length: 150 }, (_, index) => (index === 0 ? 'none' : `skill-${index}`));

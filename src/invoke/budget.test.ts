@@ -2,13 +2,11 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createOpenAiProvider } from '../providers/openai/openai-provider.js';
-import { ProviderRegistry } from '../providers/registry.js';
-import { startSimulator, type Simulator } from '../sim/server.js';
+import { completions, openAiAgainstSimulator, startOfToday } from '../../test/helpers/openai-sim.js';
 import type { Scenario } from '../sim/scenario.js';
-import { openLedger, type Ledger } from '../store/ledger.js';
+import { openLedger } from '../store/ledger.js';
 import { estimateCost } from './budget.js';
-import { call, type CallOptions } from './call.js';
+import { call } from './call.js';
 
 // Budgets through call(): the real `openai` SDK over HTTP to `switchboard sim`, so the costs are the ones
 // a user's calls would record, in a real SQLite ledger file.
@@ -18,24 +16,7 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-async function openAiSetup(
-  scenario: Scenario,
-): Promise<{ sim: Simulator; ledger: Ledger; options: CallOptions }> {
-  const sim = await startSimulator({ scenario, maxLifetimeMs: 60_000 });
-  const providers = new ProviderRegistry();
-  providers.register(createOpenAiProvider({ baseUrl: sim.openAiBaseUrl, apiKey: 'sk-test-budget-key-0001' }));
-  const ledger = openLedger({ stateDir: mkdtempSync(join(tmpdir(), 'switchboard-budget-')) });
-  cleanups.push(
-    () => sim.close(),
-    () => providers.close(),
-    () => ledger.close(),
-  );
-  return { sim, ledger, options: { providers, ledger, retry: { retriesPerProvider: 0 } } };
-}
-
-const completions = (sim: Simulator) =>
-  sim.requests.filter((entry) => entry.path.endsWith('/chat/completions'));
-const startOfToday = () => new Date(new Date().toISOString().slice(0, 10)).getTime();
+const openAiSetup = (scenario: Scenario) => openAiAgainstSimulator(scenario, cleanups);
 
 // gpt-4.1-mini: $0.40 in, $1.60 out per million tokens. One answer of 10 in / 1,200 out costs $0.001924,
 // more than the $0.00164 estimated for "hi" (1,024 output tokens) and less than two estimates, so a

@@ -2,13 +2,12 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { completions, openAiAgainstSimulator, startOfToday } from '../../test/helpers/openai-sim.js';
 import { claudeAgainstSimulator, type ClaudeHarness } from '../../test/helpers/claude.js';
-import { createOpenAiProvider } from '../providers/openai/openai-provider.js';
 import { ProviderRegistry } from '../providers/registry.js';
-import { startSimulator, type Simulator } from '../sim/server.js';
 import type { Scenario } from '../sim/scenario.js';
-import { openLedger, type Ledger } from '../store/ledger.js';
-import { call, type CallOptions } from './call.js';
+import { openLedger } from '../store/ledger.js';
+import { call } from './call.js';
 
 // What failed structured-output attempts were billed, recorded through call(): the real `openai` SDK and
 // the real Claude Code binary over HTTP to `switchboard sim`, in a real SQLite ledger file.
@@ -18,24 +17,7 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-async function openAiSetup(
-  scenario: Scenario,
-): Promise<{ sim: Simulator; ledger: Ledger; options: CallOptions }> {
-  const sim = await startSimulator({ scenario, maxLifetimeMs: 60_000 });
-  const providers = new ProviderRegistry();
-  providers.register(createOpenAiProvider({ baseUrl: sim.openAiBaseUrl, apiKey: 'sk-test-budget-key-0001' }));
-  const ledger = openLedger({ stateDir: mkdtempSync(join(tmpdir(), 'switchboard-budget-')) });
-  cleanups.push(
-    () => sim.close(),
-    () => providers.close(),
-    () => ledger.close(),
-  );
-  return { sim, ledger, options: { providers, ledger, retry: { retriesPerProvider: 0 } } };
-}
-
-const completions = (sim: Simulator) =>
-  sim.requests.filter((entry) => entry.path.endsWith('/chat/completions'));
-const startOfToday = () => new Date(new Date().toISOString().slice(0, 10)).getTime();
+const openAiSetup = (scenario: Scenario) => openAiAgainstSimulator(scenario, cleanups);
 
 describe('spend on failed structured-output attempts', () => {
   it('openai: records the cost and tokens of answers that failed the schema, so budgets count them', async () => {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { RouteCandidate } from '../core/route-types.js';
+import { seededRandom } from '../core/seeded-random.js';
 import { applyThresholds, fitThresholds, type FitRow, type Thresholds } from './fit.js';
 
 const open: Thresholds = { confidenceThreshold: 0, marginThreshold: 0 };
@@ -237,15 +238,3 @@ describe('fitThresholds', () => {
     }
   });
 });
-
-/** Small deterministic generator (mulberry32) so the random cases are the same on every run. */
-function seededRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let value = state;
-    value = Math.imul(value ^ (value >>> 15), value | 1);
-    value ^= value + Math.imul(value ^ (value >>> 7), value | 61);
-    return ((value ^ (value >>> 14)) >>> 0) / 4294967296;
-  };
-}

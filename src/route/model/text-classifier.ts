@@ -6,6 +6,7 @@ import {
   type FeatureOptions,
   type RawFeatures,
 } from './features.js';
+import { seededRandom } from '../../core/seeded-random.js';
 
 /**
  * Identifies the feature extraction, training algorithm and binary layout. Part of the router's cache
@@ -532,7 +533,7 @@ function trainSoftmax(
   options: ResolvedTrainOptions,
   onEpoch?: (finished: number) => void,
 ): void {
-  const random = mulberry32(options.seed);
+  const random = seededRandom(options.seed);
   const order = Int32Array.from(vectors.keys());
   const scores = new Float64Array(classCount);
   const active = new Int32Array(classCount);
@@ -586,18 +587,6 @@ function trainSoftmax(
     }
     onEpoch?.(epoch + 1);
   }
-}
-
-/** Small, fast, seedable PRNG; Math.random cannot be seeded and would make training nondeterministic. */
-function mulberry32(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let mixed = state;
-    mixed = Math.imul(mixed ^ (mixed >>> 15), mixed | 1);
-    mixed ^= mixed + Math.imul(mixed ^ (mixed >>> 7), mixed | 61);
-    return ((mixed ^ (mixed >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 function shuffle(order: Int32Array, random: () => number): void {

@@ -1,4 +1,5 @@
 import type { RouteDecision } from '../../core/route-types.js';
+import type { Ledger } from '../../store/ledger.js';
 
 export interface DecisionCacheOptions {
   /**
@@ -19,14 +20,7 @@ export interface DecisionCacheOptions {
  * Where decisions outlive the process: the ledger (`Ledger.getCachedDecision` / `cacheDecision`). A
  * CLI call is one process per request, so without it the cache would never hit there.
  */
-export interface DecisionStore {
-  getCachedDecision(key: string, notBefore: number): RouteDecision | undefined;
-  cacheDecision(
-    key: string,
-    decision: RouteDecision,
-    options: { storedAt: number; ttlMs: number; maxEntries: number },
-  ): void;
-}
+export type DecisionStore = Pick<Ledger, 'getCachedDecision' | 'cacheDecision'>;
 
 interface Entry {
   decision: RouteDecision;
