@@ -72,7 +72,9 @@ const scenario: Scenario = {
     {
       name: 'claude-call',
       match: { text: 'claude-call' },
-      fault: { status: 500, message: echoed, echoKey: true },
+      // A status Claude Code does not retry: its result carries the server's message. (A call ends at the
+      // notice of a retry, which carries the status and the wait, not the message.)
+      fault: { status: 400, message: echoed, echoKey: true },
     },
     {
       name: 'anthropic',

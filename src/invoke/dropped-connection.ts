@@ -11,6 +11,8 @@ const DROPPED_TEXT = /ECONNRESET|socket hang up|other side closed|UND_ERR_SOCKET
  */
 export function droppedAfterSending(error: SwitchboardError): boolean {
   if (error.code !== 'PROVIDER_UNAVAILABLE') return false;
+  // The provider already sent it again itself (Claude Code's one retry): once is enough.
+  if (error.details?.['resent'] === true) return false;
   let current: unknown = error;
   for (let depth = 0; current !== undefined && current !== null && depth < 6; depth++) {
     const { code, message } = current as { code?: unknown; message?: unknown };

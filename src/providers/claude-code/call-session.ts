@@ -2,6 +2,7 @@ import type { Options, SDKMessage } from '@anthropic-ai/claude-agent-sdk';
 import type { CallResult, ProviderCall } from '../../core/call-types.js';
 import { isSwitchboardError, SwitchboardError } from '../../core/errors.js';
 import { schemaErrors } from '../../core/json-schema.js';
+import { mapApiRetry } from './api-retry.js';
 import type { ClaudeProcess } from './process-group.js';
 import { mapClaudeResult, type ClaudeResultMessage } from './result-mapping.js';
 
@@ -25,6 +26,12 @@ export interface ClaudeLaunch {
   cwd: string;
   idleTimeoutMs: number;
   timeoutMs: number;
+  /**
+   * End a call at Claude Code's first `api_retry` message, mapped to the error it reports (Claude Code
+   * runs with one retry so that it tells the status and the server's `retry-after`; Switchboard's retry
+   * policy decides what comes next).
+   */
+  endAtApiRetry: boolean;
 }
 
 /** SDK options for a side-effect-free call: no tools, no MCP servers, no settings, no saved session. */
@@ -57,13 +64,17 @@ export class CallWatch {
   private readonly abortSignal: AbortSignal | undefined;
   private readonly idleTimeoutMs: number;
   private readonly onFail: () => void;
+  /** See `ClaudeLaunch.endAtApiRetry`. */
+  readonly endAtApiRetry: boolean;
 
   constructor(options: {
     timeoutMs: number;
     idleTimeoutMs: number;
     abortSignal: AbortSignal | undefined;
     onFail: () => void;
+    endAtApiRetry?: boolean;
   }) {
+    this.endAtApiRetry = options.endAtApiRetry ?? false;
     this.idleTimeoutMs = options.idleTimeoutMs;
     this.onFail = options.onFail;
     this.abortSignal = options.abortSignal;
@@ -125,9 +136,18 @@ export async function readUntilResult(
   promptUuid?: string,
   /** Receives the answer's text deltas (needs `includePartialMessages`). */
   onText?: (delta: string) => void,
-): Promise<{ result: ClaudeResultMessage | undefined; initModel?: string; rateLimitResetsAt?: number }> {
+): Promise<{
+  result: ClaudeResultMessage | undefined;
+  initModel?: string;
+  rateLimitResetsAt?: number;
+  /** Claude Code had a retry left when it gave up (see `ResultContext.retryLeft`). */
+  retryLeft?: boolean;
+  /** Claude Code sent a request again itself (see `ResultContext.resent`). */
+  resent?: boolean;
+}> {
   let initModel: string | undefined;
   let rateLimitResetsAt: number | undefined;
+  let retried = false;
   for (;;) {
     const next = await messages.next();
     if (next.done === true) break;
@@ -144,6 +164,16 @@ export async function readUntilResult(
         onText(event.delta.text);
       }
     }
+    if (message.type === 'system' && message.subtype === 'api_retry') {
+      retried = true;
+      // The server answered with an error: end here, before Claude Code waits and sends again, so each
+      // attempt is one request. A lost connection (no status) is left to Claude Code's one retry: that
+      // is the resend a dropped request deserves, and its result names the socket error.
+      if (watch.endAtApiRetry && message.error_status !== null) {
+        watch.fail(mapApiRetry(message, message.error_status));
+        return { result: undefined };
+      }
+    }
     if (message.type === 'rate_limit_event' && message.rate_limit_info.status === 'rejected') {
       rateLimitResetsAt = message.rate_limit_info.resetsAt;
     }
@@ -155,6 +185,8 @@ export async function readUntilResult(
         result: message as unknown as ClaudeResultMessage,
         ...(initModel === undefined ? {} : { initModel }),
         ...(rateLimitResetsAt === undefined ? {} : { rateLimitResetsAt }),
+        ...(watch.endAtApiRetry && !retried ? { retryLeft: true } : {}),
+        ...(retried ? { resent: true } : {}),
       };
     }
   }
@@ -185,6 +217,8 @@ export function finishCall(
     schemaRequested: request.schema !== undefined,
     ...(found.initModel === undefined ? {} : { initModel: found.initModel }),
     ...(found.rateLimitResetsAt === undefined ? {} : { rateLimitResetsAt: found.rateLimitResetsAt }),
+    ...(found.retryLeft === true ? { retryLeft: true } : {}),
+    ...(found.resent === true ? { resent: true } : {}),
   });
   if (isSwitchboardError(mapped)) throw mapped;
   if (request.schema !== undefined) {

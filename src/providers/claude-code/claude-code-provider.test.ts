@@ -92,7 +92,8 @@ describe('claude-code provider, cold calls', () => {
         { match: { text: 'auth' }, fault: { status: 401, message: 'invalid x-api-key' } },
         {
           match: { text: 'limit' },
-          fault: { status: 429, retryAfter: 30, message: `Claude AI usage limit reached|${resetsAt}` },
+          // A limit that resets in an hour asks for an hour's wait: Claude Code gives up at once and says why.
+          fault: { status: 429, retryAfter: 3600, message: `Claude AI usage limit reached|${resetsAt}` },
         },
         { match: { text: 'busy' }, fault: { kind: 'overload' } },
         { match: { text: 'broken' }, fault: { status: 500 } },
@@ -109,8 +110,34 @@ describe('claude-code provider, cold calls', () => {
     expect(limited.retryAfterMs).toBeLessThanOrEqual(3_600_000);
     await expect(call('busy please')).rejects.toMatchObject({ code: 'OVERLOADED', retryable: true });
     await expect(call('broken please')).rejects.toMatchObject({ code: 'PROVIDER_ERROR' });
-    // Claude Code's own retries are off: one request per call.
+    // Claude Code's own retries are ended before they are sent: one request per call.
     expect(replies(harness.sim)).toHaveLength(4);
+  });
+
+  it('tells the server’s retry-after on a 429: a short one as the wait, a long one as more than a minute', async () => {
+    harness = await claudeAgainstSimulator({
+      rules: [
+        { match: { text: 'short' }, fault: { status: 429, retryAfter: 2 } },
+        { match: { text: 'long' }, fault: { status: 429, retryAfter: 120 } },
+      ],
+    });
+    const call = async (prompt: string) =>
+      (await harness!.provider
+        .call({ model: 'claude-haiku-4-5', prompt })
+        .catch((error: unknown) => error)) as {
+        code: string;
+        retryAfterMs?: number;
+      };
+    const short = await call('short wait please');
+    expect(short.code).toBe('RATE_LIMITED');
+    // Claude Code adds up to a quarter of jitter to the server's two seconds.
+    expect(short.retryAfterMs).toBeGreaterThanOrEqual(2_000);
+    expect(short.retryAfterMs).toBeLessThanOrEqual(2_500);
+    const long = await call('long wait please');
+    expect(long.code).toBe('RATE_LIMITED');
+    expect(long.retryAfterMs).toBeGreaterThan(60_000);
+    // Each call sent one request: the call ended before Claude Code's own retry went out.
+    expect(replies(harness.sim)).toHaveLength(2);
   });
 
   it('names a dead API server', async () => {
@@ -308,6 +335,25 @@ describe('claude-code provider, warm pool', () => {
     );
     expect(results.map((result) => result.text)).toEqual(prompts.map((prompt) => `answer to ${prompt}`));
     expect(harness.provider.pool?.pids.length).toBeLessThanOrEqual(3);
+  });
+
+  it('tells a 429’s retry-after from a warm process too, and answers the next call', async () => {
+    harness = await claudeAgainstSimulator(
+      {
+        rules: [
+          { match: { text: 'first' }, fault: { status: 429, retryAfter: 2 } },
+          { match: {}, reply: { text: 'ok' } },
+        ],
+      },
+      { pool: { size: 1, model: 'claude-haiku-4-5' } },
+    );
+    await harness.provider.pool?.warm();
+    await expect(
+      harness.provider.call({ model: 'claude-haiku-4-5', prompt: 'first call' }),
+    ).rejects.toMatchObject({ code: 'RATE_LIMITED', retryAfterMs: expect.any(Number) });
+    const next = await harness.provider.call({ model: 'claude-haiku-4-5', prompt: 'second call' });
+    expect(next.text).toBe('ok');
+    expect(replies(harness.sim)).toHaveLength(2);
   });
 
   it('starts cold for a call the pool cannot serve, and closes its processes', async () => {

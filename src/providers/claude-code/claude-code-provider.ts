@@ -36,7 +36,9 @@ export interface ClaudeCodeProviderOptions {
   cwd?: string;
   /**
    * Claude Code's own API retries (`CLAUDE_CODE_MAX_RETRIES`). Left to itself it retries even a 401 ten
-   * times over three minutes; Switchboard's retry policy decides instead.
+   * times over three minutes. At 0, Switchboard's retry policy decides: Claude Code runs with one retry
+   * so that it reports the failure (status, the server's `retry-after`), and the call ends there, before
+   * the retry is sent.
    * @default 0
    */
   maxRetries?: number;
@@ -72,8 +74,15 @@ export function createClaudeCodeProvider({
   let resolvedExecutable: string | undefined;
   const launch = (): ClaudeLaunch => {
     resolvedExecutable ??= resolveClaudeExecutable(executable ?? process.env['SWITCHBOARD_CLAUDE_PATH']);
-    const environment = claudeEnvironment({ baseUrl, apiKey, configDir, env, maxRetries });
-    return { executable: resolvedExecutable, env: environment, cwd, idleTimeoutMs, timeoutMs };
+    const endAtApiRetry = maxRetries === 0;
+    const environment = claudeEnvironment({
+      baseUrl,
+      apiKey,
+      configDir,
+      env,
+      maxRetries: endAtApiRetry ? 1 : maxRetries,
+    });
+    return { executable: resolvedExecutable, env: environment, cwd, idleTimeoutMs, timeoutMs, endAtApiRetry };
   };
   const pool = poolOptions === undefined ? undefined : new WarmPool(launch, poolOptions);
 
@@ -119,6 +128,7 @@ async function coldCall(launch: ClaudeLaunch, request: ClaudeCallOptions): Promi
     timeoutMs: request.timeoutMs ?? launch.timeoutMs,
     idleTimeoutMs: request.idleTimeoutMs ?? launch.idleTimeoutMs,
     abortSignal: request.abortSignal,
+    endAtApiRetry: launch.endAtApiRetry,
     onFail: () => {
       // Kill first: the SDK's abort waits two seconds before it signals the process.
       child?.killTree();

@@ -1,5 +1,6 @@
 import type { CallResult, TokenUsage } from '../../core/call-types.js';
 import { SwitchboardError } from '../../core/errors.js';
+import { CLAUDE_LONGEST_RETRY_WAIT_MS } from './api-retry.js';
 
 /** The fields of Claude Code's `result` message that Switchboard reads (stream-json / `--output-format json`). */
 export interface ClaudeResultMessage {
@@ -38,6 +39,13 @@ export interface ResultContext {
   schemaRequested: boolean;
   /** A rejected `rate_limit_event`'s reset time (epoch seconds), when one arrived. */
   rateLimitResetsAt?: number;
+  /**
+   * Claude Code had a retry left and still gave up: on a 429 that means the server asked for a longer
+   * wait than Claude Code takes (`CLAUDE_LONGEST_RETRY_WAIT_MS`), which its result does not state.
+   */
+  retryLeft?: boolean;
+  /** Claude Code sent a request again itself (after a lost connection): call() need not resend it. */
+  resent?: boolean;
   now?: () => number;
 }
 
@@ -107,7 +115,10 @@ export function mapClaudeResult(
       );
     }
     if (status === 429 || context.rateLimitResetsAt !== undefined || RATE_TEXT.test(detail)) {
-      const retryAfterMs = rateLimitDelay(detail, context.rateLimitResetsAt, now());
+      const retryAfterMs =
+        rateLimitDelay(detail, context.rateLimitResetsAt, now()) ??
+        // `retry-after` is in whole seconds: the server asked for at least a second more than Claude Code waits.
+        (status === 429 && context.retryLeft === true ? CLAUDE_LONGEST_RETRY_WAIT_MS + 1_000 : undefined);
       return new SwitchboardError('RATE_LIMITED', `Claude Code is rate limited: ${detail || 'HTTP 429'}`, {
         hint:
           retryAfterMs === undefined
@@ -128,6 +139,7 @@ export function mapClaudeResult(
         hint: 'check that the API server (ANTHROPIC_BASE_URL or --base-url) is running and reachable',
         provider: 'claude',
         retryable: true,
+        ...(context.resent === true ? { details: { resent: true } } : {}),
       });
     }
     if (status !== undefined && status >= 400 && status < 500) {

@@ -179,6 +179,7 @@ export class WarmPool {
       timeoutMs: request.timeoutMs ?? launch.timeoutMs,
       idleTimeoutMs: request.idleTimeoutMs ?? launch.idleTimeoutMs,
       abortSignal: request.abortSignal,
+      endAtApiRetry: launch.endAtApiRetry,
       onFail: () => process.kill(),
     });
     try {
