@@ -132,4 +132,15 @@ describe('call() over real SDKs', () => {
     expect(delays).toHaveLength(1);
     expect(delays[0]).toBeLessThanOrEqual(500);
   });
+  it('answers under a timeoutMs longer than a Node timer can hold (about 24.8 days) instead of failing at once', async () => {
+    sim = await startSimulator({
+      scenario: { rules: [{ match: { provider: 'anthropic' }, reply: { text: 'in time' } }] },
+    });
+    const result = await call(
+      'anthropic:claude-sonnet-4-6',
+      { prompt: 'hello', timeoutMs: 30 * 24 * 3_600_000 },
+      { providers: registry(sim), ledger: false, _internal: noWait },
+    );
+    expect(result.text).toBe('in time');
+  });
 });

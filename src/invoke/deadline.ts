@@ -1,5 +1,11 @@
 import { SwitchboardError } from '../core/errors.js';
 
+/**
+ * The longest delay a Node timer takes (2^31 - 1 ms, about 24.8 days): a longer one fires at once, with
+ * only a warning. Longer limits are armed in steps, and no attempt is handed a longer timeout.
+ */
+export const MAX_TIMER_MS = 2_147_483_647;
+
 export interface CallDeadlineOptions {
   /** Wall-clock limit for the whole call (every attempt, backoff and fallback), in milliseconds. */
   timeoutMs?: number | undefined;
@@ -22,7 +28,7 @@ export class CallDeadline {
   readonly #now: () => number;
   readonly #controller = new AbortController();
   readonly #callerSignal: AbortSignal | undefined;
-  readonly #timer: NodeJS.Timeout | undefined;
+  #timer: NodeJS.Timeout | undefined;
   readonly #onCallerAbort = (): void => this.#controller.abort();
 
   constructor({ timeoutMs, stageTimeoutMs, abortSignal, now = Date.now }: CallDeadlineOptions) {
@@ -42,10 +48,7 @@ export class CallDeadline {
     this.#now = now;
     this.#endsAt = timeoutMs === undefined ? Number.POSITIVE_INFINITY : now() + timeoutMs;
     this.#callerSignal = abortSignal;
-    if (timeoutMs !== undefined) {
-      this.#timer = setTimeout(() => this.#controller.abort(), timeoutMs);
-      this.#timer.unref();
-    }
+    if (timeoutMs !== undefined) this.#arm(timeoutMs);
     if (abortSignal?.aborted === true) this.#controller.abort();
     else abortSignal?.addEventListener('abort', this.#onCallerAbort, { once: true });
   }
@@ -70,7 +73,7 @@ export class CallDeadline {
   attemptTimeoutMs(): number | undefined {
     const remaining = this.remainingMs();
     const limit = Math.min(this.#stageTimeoutMs ?? Number.POSITIVE_INFINITY, remaining);
-    return Number.isFinite(limit) ? Math.max(1, Math.ceil(limit)) : undefined;
+    return Number.isFinite(limit) ? Math.min(MAX_TIMER_MS, Math.max(1, Math.ceil(limit))) : undefined;
   }
 
   /** Whether a wait of `milliseconds` ends before the call's time is up. */
@@ -87,6 +90,16 @@ export class CallDeadline {
       details: { timeoutMs: this.#timeoutMs },
       ...(cause === undefined ? {} : { cause }),
     });
+  }
+
+  /** Aborts after `milliseconds`, in steps a timer can hold. */
+  #arm(milliseconds: number): void {
+    const step = Math.min(milliseconds, MAX_TIMER_MS);
+    this.#timer = setTimeout(() => {
+      if (step < milliseconds) this.#arm(milliseconds - step);
+      else this.#controller.abort();
+    }, step);
+    this.#timer.unref();
   }
 
   dispose(): void {
