@@ -40,6 +40,15 @@ describe('redactSecrets', () => {
     ).toBe('got [redacted] and [redacted]');
   });
 
+  it('removes the password of a URL with credentials, leaving the rest of the URL', () => {
+    expect(redactSecrets('cannot reach http://proxy:pw@127.0.0.1:9/v1: fetch failed')).toBe(
+      'cannot reach http://proxy:[redacted]@127.0.0.1:9/v1: fetch failed',
+    );
+    expect(redactSecrets('mail me@example.com at 10:30, see https://example.com/a:b@c')).toBe(
+      'mail me@example.com at 10:30, see https://example.com/a:b@c',
+    );
+  });
+
   it('cleans nested values and every SwitchboardError from birth', () => {
     plant('X_SECRET', 'x-secret-value-9');
     expect(redactDeep({ a: ['x-secret-value-9'], b: 1 })).toEqual({ a: ['[redacted]'], b: 1 });

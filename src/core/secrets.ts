@@ -19,9 +19,13 @@ export const REDACTED = '[redacted]';
 
 /**
  * Key shapes redacted even when the value is not known here, e.g. another key a server echoes:
- * Anthropic and OpenAI (`sk-…`) and Google API keys (`AIza…`).
+ * Anthropic and OpenAI (`sk-…`) and Google API keys (`AIza…`); and the password of a URL with
+ * credentials (`http://user:password@proxy`), which base URLs carry into error messages and Node's
+ * fetch quotes back whole.
  */
-const KEY_SHAPES = String.raw`\b(?:sk-[A-Za-z0-9_-]{20,}|AIza[0-9A-Za-z_-]{30,})`;
+const KEY_SHAPES =
+  String.raw`\b(?:sk-[A-Za-z0-9_-]{20,}|AIza[0-9A-Za-z_-]{30,})` +
+  String.raw`|(?<=\b[A-Za-z][A-Za-z0-9+.-]*:\/\/[^\s/?#@:]*:)[^\s/?#@]+(?=@)`;
 
 /** How long the environment's secrets are reused before `process.env` is read again. */
 const ENVIRONMENT_RESCAN_MS = 1000;

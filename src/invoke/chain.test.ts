@@ -2,6 +2,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import type { SwitchboardError } from '../core/errors.js';
 import { ProviderRegistry } from '../providers/registry.js';
 import { startSimulator, type Simulator } from '../sim/server.js';
 import { openLedger } from '../store/ledger.js';
@@ -142,5 +143,25 @@ describe('call() over real SDKs', () => {
       { providers: registry(sim), ledger: false, _internal: noWait },
     );
     expect(result.text).toBe('in time');
+  });
+  it('never shows the password of a base URL with credentials in the error a call ends with', async () => {
+    const base = 'http://proxyuser:Hunter2pw@127.0.0.1:9';
+    const providers = new ProviderRegistry({
+      anthropic: { apiKey: 'sk-ant-url-test', baseUrl: base },
+      openai: { apiKey: 'sk-openai-url-test', baseUrl: `${base}/v1` },
+      gemini: { apiKeys: ['gemini-url-test'], baseUrl: base },
+    });
+    const failure = await call(
+      'anthropic:claude-sonnet-4-6,openai:gpt-4.1-mini,gemini:2.5-pro',
+      { prompt: 'hello' },
+      { providers, ledger: false, retry: { retriesPerProvider: 0 }, _internal: noWait },
+    ).then(
+      () => undefined,
+      (error: unknown) => error as SwitchboardError,
+    );
+    if (failure === undefined) throw new Error('expected the call to fail');
+    const shown = JSON.stringify([failure.message, failure.hint, failure.details]);
+    expect(shown).toContain('proxyuser:[redacted]@127.0.0.1:9');
+    expect(shown).not.toContain('Hunter2pw');
   });
 });
