@@ -116,6 +116,13 @@ describe('budgets under concurrency', () => {
         message: 'the daily budget of $0 for openai blocks every call',
       },
     );
+    // Without a ledger (--no-ledger) nothing spent is known, but a cap of 0 still blocks.
+    await expect(
+      call('openai:gpt-4.1-mini', { prompt: 'hi' }, { ...options, ledger: false, budget }),
+    ).rejects.toMatchObject({
+      code: 'BUDGET_EXCEEDED',
+      message: expect.stringContaining('blocks every call'),
+    });
     await expect(
       call('openai:gpt-4.1-mini', { prompt: 'hi' }, { ...options, budget: { rules: [{ monthlyUsd: -1 }] } }),
     ).rejects.toMatchObject({ code: 'INVALID_INPUT', message: expect.stringContaining('"monthlyUsd"') });

@@ -1,7 +1,7 @@
 import { SwitchboardError } from '../core/errors.js';
 import { formatUsd } from '../core/format-usd.js';
 import { DEFAULT_PRICES, findPrice, type ModelPrice } from '../core/prices.js';
-import type { CapStanding, SpendCap } from '../store/budget-reservations.js';
+import { judgeReservation, type CapStanding, type SpendCap } from '../store/budget-reservations.js';
 import type { Ledger } from '../store/ledger.js';
 
 /** A spending cap from the ledger, for one provider, one tag, or everything. */
@@ -126,7 +126,20 @@ export function reserveBudget(
   attempt: BudgetAttempt,
 ): BudgetReservation {
   const applicable = applicableCaps(rules, attempt.provider, attempt.tags, attempt.now);
-  if (ledger === undefined || applicable.length === 0) return { warnings: [], release() {} };
+  if (applicable.length === 0) return { warnings: [], release() {} };
+  if (ledger === undefined) {
+    // No ledger knows what was spent, but a cap of 0 still blocks and an estimate over a cap is still refused.
+    const nothing: CapStanding = { spentUsd: 0, reservedUsd: 0 };
+    const verdict = judgeReservation(
+      applicable.map((entry) => entry.cap),
+      applicable.map(() => nothing),
+      attempt.estimateUsd,
+    );
+    if (!verdict.reserved) {
+      throw budgetError(applicable[verdict.capIndex] as ApplicableCap, nothing, attempt);
+    }
+    return { warnings: [], release() {} };
+  }
   const outcome = ledger.reserveSpend({
     id: attempt.id,
     provider: attempt.provider,
