@@ -8,6 +8,7 @@ import {
 } from '../core/call-types.js';
 import { formatUsd } from '../core/format-usd.js';
 import { ERROR_CODES, isSwitchboardError, SwitchboardError, type ErrorCode } from '../core/errors.js';
+import { MAX_TIMER_MS } from '../core/timer-limit.js';
 import { ProviderRegistry } from '../providers/registry.js';
 import type { Ledger } from '../store/ledger.js';
 import { estimateCost, reserveBudget, type BudgetReservation, type CallBudget } from './budget.js';
@@ -263,6 +264,10 @@ export async function call(
             model: target.model,
             abortSignal: deadline.signal,
             ...(timeoutMs === undefined ? {} : { timeoutMs }),
+            // A longer idle limit (one meant as "never") would make the providers' timers fire at once.
+            ...(request.idleTimeoutMs === undefined
+              ? {}
+              : { idleTimeoutMs: Math.min(request.idleTimeoutMs, MAX_TIMER_MS) }),
             ...(target.baseUrl === undefined ? {} : { baseUrl: target.baseUrl }),
           });
           const attempt: CallAttempt = {

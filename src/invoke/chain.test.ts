@@ -144,6 +144,18 @@ describe('call() over real SDKs', () => {
     );
     expect(result.text).toBe('in time');
   });
+  it('answers under an idleTimeoutMs longer than a Node timer can hold, as one meant to switch the watch off', async () => {
+    sim = await startSimulator({
+      scenario: { rules: [{ match: { provider: 'anthropic' }, reply: { text: 'in time' } }] },
+    });
+    const result = await call(
+      'anthropic:claude-sonnet-4-6',
+      { prompt: 'hello', idleTimeoutMs: 99_999_999_000 },
+      { providers: registry(sim), ledger: false, _internal: noWait },
+    );
+    expect(result.text).toBe('in time');
+  });
+
   it('never shows the password of a base URL with credentials in the error a call ends with', async () => {
     const base = 'http://proxyuser:Hunter2pw@127.0.0.1:9';
     const providers = new ProviderRegistry({

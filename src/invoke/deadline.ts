@@ -1,10 +1,5 @@
 import { SwitchboardError } from '../core/errors.js';
-
-/**
- * The longest delay a Node timer takes (2^31 - 1 ms, about 24.8 days): a longer one fires at once, with
- * only a warning. Longer limits are armed in steps, and no attempt is handed a longer timeout.
- */
-export const MAX_TIMER_MS = 2_147_483_647;
+import { MAX_TIMER_MS } from '../core/timer-limit.js';
 
 export interface CallDeadlineOptions {
   /** Wall-clock limit for the whole call (every attempt, backoff and fallback), in milliseconds. */

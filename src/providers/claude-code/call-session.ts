@@ -2,6 +2,7 @@ import type { Options, SDKMessage } from '@anthropic-ai/claude-agent-sdk';
 import type { CallResult, ProviderCall } from '../../core/call-types.js';
 import { isSwitchboardError, SwitchboardError } from '../../core/errors.js';
 import { schemaErrors } from '../../core/json-schema.js';
+import { MAX_TIMER_MS } from '../../core/timer-limit.js';
 import { mapApiRetry } from './api-retry.js';
 import type { ClaudeProcess } from './process-group.js';
 import { mapClaudeResult, type ClaudeResultMessage } from './result-mapping.js';
@@ -86,7 +87,7 @@ export class CallWatch {
             provider: 'claude',
           }),
         ),
-      options.timeoutMs,
+      Math.min(options.timeoutMs, MAX_TIMER_MS),
     );
     this.onAbort = () =>
       this.fail(
@@ -110,7 +111,7 @@ export class CallWatch {
             provider: 'claude',
           }),
         ),
-      this.idleTimeoutMs,
+      Math.min(this.idleTimeoutMs, MAX_TIMER_MS),
     );
   }
 

@@ -50,6 +50,15 @@ describe('claude-code provider, cold calls', () => {
     expect(JSON.stringify(requests[0]?.body)).toContain('You answer with one word.');
   });
 
+  it('answers under idle and wall limits longer than a Node timer can hold (claude.idle_timeout_seconds as "never")', async () => {
+    harness = await claudeAgainstSimulator(
+      { rules: [{ match: { text: '^ping$' }, reply: { text: 'pong' } }] },
+      { idleTimeoutMs: 99_999_999_000, timeoutMs: 99_999_999_000 },
+    );
+    const result = await harness.provider.call({ model: 'claude-haiku-4-5', prompt: 'ping' });
+    expect(result.text).toBe('pong');
+  });
+
   it('returns structured output validated against the schema, and SCHEMA with the raw text otherwise', async () => {
     harness = await claudeAgainstSimulator({
       rules: [
