@@ -4,6 +4,7 @@ import {
   mkdirSync,
   mkdtempSync,
   readFileSync,
+  readdirSync,
   realpathSync,
   rmSync,
   writeFileSync,
@@ -630,6 +631,33 @@ describe('switchboard agent: nothing outlives the runner', () => {
     await new Promise((resolve) => runner.once('exit', resolve));
     await waitUntil(() => !processRunning(verifyPid), 10_000).catch(() => undefined);
     expect(processRunning(verifyPid), `verify command ${verifyPid} outlived its runner`).toBe(false);
+  });
+});
+
+describe('switchboard agent: no key left behind', () => {
+  it('deletes the apiKeyHelper key file when the runner is killed with SIGKILL', async () => {
+    const f = await fixture({
+      rules: [{ name: 'slow', match: { turn: 1 }, reply: { text: 'late', delayMs: 60_000 } }],
+      fallback: { text: 'done' },
+    });
+    const task = f.task('task', { id: 'key-file', title: 'Wait on the API' });
+    // The runner's own temporary folder, where its key file lives while Claude Code runs.
+    const temporaryFolder = join(f.root, 'tmp');
+    mkdirSync(temporaryFolder);
+    const keyFolders = (): string[] =>
+      readdirSync(temporaryFolder).filter((name) => name.startsWith('switchboard-key-'));
+    const runner = spawn(
+      process.execPath,
+      [cli, 'agent', 'run', '--task', task, '--base-url', sim?.url ?? ''],
+      { cwd: f.repo, env: { ...f.env, TMPDIR: temporaryFolder }, stdio: 'ignore' },
+    );
+    children.push(runner.pid ?? 0);
+    await waitUntil(() => simLog().some((entry) => entry.rule === 'slow'));
+    expect(keyFolders()).toHaveLength(1);
+    runner.kill('SIGKILL');
+    await new Promise((resolve) => runner.once('exit', resolve));
+    await waitUntil(() => keyFolders().length === 0, 10_000).catch(() => undefined);
+    expect(keyFolders(), 'the API key stayed on disk after its runner died').toEqual([]);
   });
 });
 

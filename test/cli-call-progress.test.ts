@@ -32,7 +32,8 @@ function shellQuote(word: string): string {
 /** Runs the CLI under a pseudo-terminal without blocking, so the simulator in this process can answer. */
 function inTerminal(args: string[]): Promise<{ status: number | null; output: string }> {
   const cwd = mkdtempSync(join(tmpdir(), 'switchboard-call-progress-'));
-  const command = [process.execPath, cli, ...args].map(shellQuote).join(' ');
+  // A terminal wide enough for the whole bar line: a narrower one shows it cut at its right edge.
+  const command = `stty cols 200; ${[process.execPath, cli, ...args].map(shellQuote).join(' ')}`;
   return new Promise((resolve, reject) => {
     const child = spawn('script', ['-qfec', command, '/dev/null'], {
       cwd,

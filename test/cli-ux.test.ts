@@ -1,4 +1,4 @@
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -322,6 +322,38 @@ describe('progress on long work', () => {
     expect(quiet.output).not.toMatch(/ranking|training|ETA/);
     expect(quiet.output).not.toContain('\u001b[');
   });
+
+  it.skipIf(!hasScript)(
+    'Ctrl-C during a bar leaves the terminal as it was (cursor shown, lines wrap)',
+    async () => {
+      const cwd = mkdtempSync(join(tmpdir(), 'switchboard-ux-'));
+      const rows = readFileSync(devSet, 'utf8').trim();
+      // Enough rows that routing is still under way when the keystroke arrives.
+      const dataset = join(cwd, 'huge.jsonl');
+      writeFileSync(dataset, `${Array.from({ length: 3000 }, () => rows).join('\n')}\n`);
+      const command = [process.execPath, cli, 'eval', '--skills', skills, '--dataset', dataset]
+        .map(shellQuote)
+        .join(' ');
+      const terminal = spawn('script', ['-qfec', command, '/dev/null'], {
+        cwd,
+        stdio: ['pipe', 'pipe', 'inherit'],
+      });
+      let output = '';
+      terminal.stdout.setEncoding('utf8');
+      terminal.stdout.on('data', (chunk: string) => {
+        const first = !output.includes('routing (local)');
+        output += chunk;
+        // The user presses Ctrl-C once the routing bar is on screen.
+        if (first && output.includes('routing (local)')) terminal.stdin.write('\u0003');
+      });
+      const status = await new Promise<number | null>((done) => terminal.on('exit', done));
+      expect(output).toContain('routing (local)');
+      expect(status).toBe(130);
+      const count = (sequence: string): number => output.split(sequence).length - 1;
+      expect(count('\u001b[?25l'), 'cursor hidden and never shown again').toBe(count('\u001b[?25h'));
+      expect(count('\u001b[?7l'), 'line wrap turned off and never back on').toBe(count('\u001b[?7h'));
+    },
+  );
 
   it('prints no progress when stderr is not a terminal', () => {
     const { cwd, dataset } = bigDataset();

@@ -260,7 +260,7 @@ export async function runAgent(invocation: AgentInvocation): Promise<AgentOutcom
       {
         baseUrl: connection.baseUrl,
         configDir: connection.configDir,
-        env: { ...claudeCodeVariables(), [PROCESS_TAG_VARIABLE]: tag.value },
+        env: { ...claudeCodeVariables(), ...keyHelper?.environment, [PROCESS_TAG_VARIABLE]: tag.value },
       },
       agentEnvironment(process.env, invocation.passEnvironment),
     ),

@@ -27,7 +27,11 @@ export async function createProgress(quiet: boolean | undefined): Promise<Progre
       stream: process.stderr,
       format: '{label} [{bar}] {value}/{total} {percentage}% | {rate}/s | ETA {eta_formatted}',
       barsize: 24,
-      hideCursor: true,
+      // Neither hide the cursor nor turn line wrap off: a Ctrl-C kills the process before the bar could
+      // turn them back, and would leave the user's terminal without a cursor or wrapping. A line too
+      // long for the terminal is cut to its width instead.
+      hideCursor: false,
+      linewrap: true,
       clearOnComplete: true,
       etaBuffer: 50,
     },

@@ -1,10 +1,11 @@
 import { readFileSync } from 'node:fs';
 import { parseEnv } from 'node:util';
-import { redactSecrets, registerSecret } from '../core/secrets.js';
+import { isDotEnvSecret, redactSecrets, registerSecret } from '../core/secrets.js';
 
 /**
- * Loads `.env` from the working directory (the environment wins) and treats its values as secrets,
- * whatever their names: the file is where secrets live. `SWITCHBOARD_*` settings are not secrets.
+ * Loads `.env` from the working directory (the environment wins) and treats its secrets as secrets:
+ * values named like one, and values shaped like a credential whatever their names (a database URL with
+ * its password). Plain settings (`NODE_ENV=production`) and `SWITCHBOARD_*` settings are not secrets.
  */
 export function loadDotEnv(file = '.env'): void {
   let text: string;
@@ -17,7 +18,7 @@ export function loadDotEnv(file = '.env'): void {
     return;
   }
   for (const [name, value] of Object.entries(parseEnv(text))) {
-    if (!name.startsWith('SWITCHBOARD_')) registerSecret(value);
+    if (!name.startsWith('SWITCHBOARD_') && isDotEnvSecret(name, value ?? '')) registerSecret(value);
     process.env[name] ??= value;
   }
 }

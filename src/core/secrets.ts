@@ -55,6 +55,16 @@ function candidates(value: string | undefined): string[] {
   return items.filter((item) => item.length >= MIN_SECRET_LENGTH);
 }
 
+/**
+ * Whether a `.env` entry holds a secret: its name looks like one, or its value looks like a credential
+ * rather than a setting. A plain word (`production`, `localhost`, `api.example.com`), a number, or text
+ * with spaces is a setting: redacting every occurrence of it would shred normal output.
+ */
+export function isDotEnvSecret(name: string, value: string): boolean {
+  if (SECRET_VARIABLE_NAME.test(name)) return true;
+  return !/\s/.test(value) && !/^[A-Za-z._-]*$/.test(value) && !/^[\d.:_-]*$/.test(value);
+}
+
 /** Whether `value` was registered as a secret (a `.env` value, a key given as an option). */
 export function isRegisteredSecret(value: string): boolean {
   return registered.has(value);

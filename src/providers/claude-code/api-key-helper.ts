@@ -1,11 +1,17 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { REMOVE_ON_PARENT_DEATH_VARIABLE } from './process-group.js';
 
 /** An API key handed to Claude Code through its `apiKeyHelper` setting instead of the environment. */
 export interface ApiKeyHelper {
   /** The command Claude Code runs to read the key (its stdout is the key). */
   command: string;
+  /**
+   * For the Claude Code process's environment: has its parent watch delete the key file if this process
+   * dies without calling `dispose` (a SIGKILL), so no key is left behind in the temporary folder.
+   */
+  environment: Record<string, string>;
   /** Deletes the key file. */
   dispose(): void;
 }
@@ -26,6 +32,7 @@ export function createApiKeyHelper(apiKey: string): ApiKeyHelper {
   writeFileSync(file, apiKey, { mode: 0o600 });
   return {
     command: `cat '${file.replaceAll("'", "'\\''")}'`,
+    environment: { [REMOVE_ON_PARENT_DEATH_VARIABLE]: directory },
     dispose: () => rmSync(directory, { recursive: true, force: true }),
   };
 }
@@ -42,7 +49,7 @@ export function moveApiKeyToHelper(options: {
   if (key === undefined || key === '' || typeof options.settings === 'string') return undefined;
   const { ANTHROPIC_API_KEY: _moved, ...rest } = options.env ?? {};
   const helper = createApiKeyHelper(key);
-  options.env = rest;
+  options.env = { ...rest, ...helper.environment };
   options.settings = { ...options.settings, apiKeyHelper: helper.command };
   return helper;
 }

@@ -11,16 +11,25 @@ export interface SpawnRequest {
 }
 
 /**
+ * A path (a file or folder) the parent watch deletes when the parent dies, such as the API key file of
+ * an `apiKeyHelper`: the parent's own cleanup never runs after a SIGKILL. The command does not see it.
+ */
+export const REMOVE_ON_PARENT_DEATH_VARIABLE = 'SWITCHBOARD_REMOVE_ON_PARENT_DEATH';
+
+/**
  * Runs the CLI under a small shell that also watches its parent: if the Node process that started it
- * dies (even by SIGKILL, which runs no cleanup), the watcher kills the whole group within a second.
- * Claude Code blocked on an API request does not notice its input closing, so without this it would
- * outlive its parent.
+ * dies (even by SIGKILL, which runs no cleanup), the watcher deletes `REMOVE_ON_PARENT_DEATH_VARIABLE`'s
+ * path and kills the whole group within a second. Claude Code blocked on an API request does not notice
+ * its input closing, so without this it would outlive its parent.
  */
 const PARENT_WATCH = [
   'parent=$PPID',
+  `leftover=\${${REMOVE_ON_PARENT_DEATH_VARIABLE}:-}`,
+  `unset ${REMOVE_ON_PARENT_DEATH_VARIABLE}`,
   // Away from the command's pipes: a reader waiting for their end must not wait for the watcher's sleep.
-  '( while kill -0 "$parent" 2>/dev/null; do sleep 1; done; kill -KILL 0 ) </dev/null >/dev/null 2>&1 &',
+  '( while kill -0 "$parent" 2>/dev/null; do sleep 1; done; if [ -n "$leftover" ]; then rm -rf -- "$leftover"; fi; kill -KILL 0 ) </dev/null >/dev/null 2>&1 &',
   'watcher=$!',
+  'unset leftover',
   '"$@"',
   'status=$?',
   'kill "$watcher" 2>/dev/null',
