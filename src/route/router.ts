@@ -249,16 +249,20 @@ export function createRouter({
   // Decisions persist in the ledger, keyed by everything that shapes them, so a later process (or a
   // router with other settings) never reuses a decision these settings would not make.
   const cache = cacheOptions === false ? undefined : new DecisionCache(cacheOptions, ledger);
-  const cacheScope = JSON.stringify({
-    mode,
-    confidenceThreshold,
-    marginThreshold,
-    topCandidates,
-    skillsHash,
-    model: model?.key,
-    rules: allRules,
-    llm: llm === undefined ? undefined : [llm.provider, llm.confidenceThreshold],
-  });
+  const cacheScope = createHash('sha256')
+    .update(
+      JSON.stringify({
+        mode,
+        confidenceThreshold,
+        marginThreshold,
+        topCandidates,
+        skillsHash,
+        model: model?.key,
+        rules: allRules,
+        llm: llm === undefined ? undefined : [llm.provider, llm.confidenceThreshold],
+      }),
+    )
+    .digest('hex');
   const cacheKey = (normalized: string): string =>
     createHash('sha256').update(cacheScope).update('\n').update(normalized).digest('hex');
   const now = _internal.now ?? (() => performance.now());
@@ -289,9 +293,10 @@ export function createRouter({
     const timings: Record<string, number> = {};
 
     let decision: RouteDecision | undefined;
-    if (cache !== undefined) {
+    const key = cache === undefined ? undefined : cacheKey(normalized);
+    if (cache !== undefined && key !== undefined) {
       const cacheStarted = now();
-      const hit = cache.get(cacheKey(normalized));
+      const hit = cache.get(key);
       timings['cache'] = now() - cacheStarted;
       if (hit !== undefined) {
         decision = {
@@ -369,7 +374,7 @@ export function createRouter({
         warnings,
       };
       // A decision made while the LLM failed is not worth repeating once it is back.
-      if (decision.method !== 'fallback') cache?.set(cacheKey(normalized), decision);
+      if (decision.method !== 'fallback' && key !== undefined) cache?.set(key, decision);
     }
     decision.durationMs = now() - started;
     ledger?.recordRouteDecision(decision, {
