@@ -1,0 +1,109 @@
+import type { Ledger } from '../store/ledger.js';
+import type { ProviderRegistry } from '../providers/registry.js';
+import type { StepExecutor, WorkflowEvent } from './step-executor.js';
+import type { StepType } from './model.js';
+
+/** Status of a workflow run. `waiting`: parked at a gate with no answer. */
+export const WORKFLOW_STATUSES = ['running', 'waiting', 'completed', 'failed', 'cancelled'] as const;
+export type WorkflowStatus = (typeof WORKFLOW_STATUSES)[number];
+
+/** Settings shared by `runWorkflow`, `resumeWorkflow` and `answerGate`. */
+export interface WorkflowEngineOptions {
+  /** Folder of the ledger, worktrees and transcripts. @default `.switchboard` in the current directory */
+  stateDir?: string;
+  /** An open ledger to use (the engine opens one under `stateDir` otherwise). */
+  ledger?: Ledger;
+  providers?: ProviderRegistry;
+  /** Conductor provider name → Switchboard spec or chain (`copilot` → `claude:sonnet`); config `workflows.provider_map`. */
+  providerMap?: Record<string, string>;
+  /** `--provider`: a spec or chain every LLM step uses unless the map names its provider. */
+  provider?: string;
+  /** Take each gate's first option instead of parking. @default false */
+  skipGates?: boolean;
+  /** Let steps use the workflow's MCP servers (`--allow-mcp`). @default false */
+  allowMcp?: boolean;
+  /** Hears every event as it is appended to the run's log. */
+  onEvent?: (event: WorkflowEventRecord) => void;
+  abortSignal?: AbortSignal;
+  /** Test seams. */
+  _internal?: {
+    executors?: Partial<Record<StepType, StepExecutor>>;
+    now?: () => number;
+    /** Called at named boundaries (`step-start`, `step-effect`, `step-complete`) so tests can kill there. */
+    onBoundary?: (boundary: string, key: string) => void;
+  };
+}
+
+export interface RunWorkflowOptions extends WorkflowEngineOptions {
+  /** The workflow file (Conductor format). */
+  file: string;
+  /** `-i name=value` pairs (strings are coerced to the declared input types) or typed values. */
+  inputs?: Record<string, unknown>;
+  /** Run id to use instead of a generated one. */
+  runId?: string;
+  /** Parse, validate and render the entry step without running anything. */
+  dryRun?: boolean;
+}
+
+export interface ResumeWorkflowOptions extends WorkflowEngineOptions {
+  runId: string;
+  /** Resume under an edited workflow file (its hash differs from the one the run started with). */
+  migrate?: boolean;
+}
+
+export interface AnswerGateOptions extends WorkflowEngineOptions {
+  runId: string;
+  /** The gate's step name; @default the gate the run is parked at. */
+  step?: string;
+  /** An option's `value`. */
+  choice: string;
+  /** Text for the option's `prompt_for` field. */
+  text?: string;
+  /** Who answered. @default the OS user name */
+  answeredBy?: string;
+  /** Continue the run in this process after recording. @default true */
+  continue?: boolean;
+}
+
+/** One row of a run's step table. */
+export interface StepView {
+  key: string;
+  step: string;
+  type: StepType | 'parallel' | 'for_each';
+  status: 'running' | 'completed' | 'failed' | 'waiting' | 'interrupted';
+  attempts: number;
+  durationMs?: number;
+  costUsd: number;
+  error?: string;
+}
+
+export interface PendingGate {
+  step: string;
+  prompt: string;
+  options: Array<{ label: string; value: string; promptFor?: string }>;
+}
+
+/** What `run`, `resume`, `gate` and `status` report (`--json` prints exactly this). */
+export interface WorkflowRunResult {
+  id: string;
+  workflow: string;
+  status: WorkflowStatus;
+  /** The current (or last) step. */
+  step?: string;
+  /** The workflow's `output:` once it has ended, or a terminate step's `output_template`. */
+  output?: Record<string, unknown>;
+  costUsd: number;
+  steps: StepView[];
+  gate?: PendingGate;
+  errorCode?: string;
+  error?: string;
+  /** Keys of the file Switchboard does not act on. */
+  warnings?: string[];
+}
+
+/** An event as stored in the run's append-only log. */
+export interface WorkflowEventRecord extends WorkflowEvent {
+  runId: string;
+  seq: number;
+  at: string;
+}
