@@ -22,7 +22,10 @@ const reviewLoop = (budgetUsd: number) =>
       { ...llmStep('ask', 'Round {{ context.iteration }}', [{ to: 'ask' }]), maxVisits: 4, onCap: 'done' },
       setStep('done', { rounds: '{{ context.iteration }}' }),
     ],
-    { limits: { maxIterations: 20, budgetUsd, budgetMode: 'enforce' }, output: { rounds: '{{ done.output.rounds }}' } },
+    {
+      limits: { maxIterations: 20, budgetUsd, budgetMode: 'enforce' },
+      output: { rounds: '{{ done.output.rounds }}' },
+    },
   );
 
 describe('workflow budgets and costs', () => {

@@ -3,7 +3,15 @@ import { startWorkflowRun } from '../src/workflows/engine-start.js';
 import { resumeWorkflow } from '../src/workflows/index.js';
 import type { StepExecutor } from '../src/workflows/step-executor.js';
 import type { FailureMode } from '../src/workflows/model.js';
-import { engineOptions, forEach, parallel, setStep, stateDir, testSet, workflow } from './workflows-engine-support.js';
+import {
+  engineOptions,
+  forEach,
+  parallel,
+  setStep,
+  stateDir,
+  testSet,
+  workflow,
+} from './workflows-engine-support.js';
 
 // parallel and for_each groups: each member is a step execution of its own (a row, a key), so a run that
 // dies mid-group resumes without running finished members again; failure modes behave as Conductor's.
@@ -21,13 +29,21 @@ describe('parallel groups', () => {
     workflow(
       [
         setStep('start', { topic: '"x"' }, [{ to: 'checks' }]),
-        setStep('lint', { ok: '{{ start.output.topic }}-lint', ...(failing.includes('lint') ? { fail: 'lint broke' } : {}) }),
+        setStep('lint', {
+          ok: '{{ start.output.topic }}-lint',
+          ...(failing.includes('lint') ? { fail: 'lint broke' } : {}),
+        }),
         setStep('test', { ok: 'test', ...(failing.includes('test') ? { fail: 'tests broke' } : {}) }),
         setStep('docs', { ok: 'docs' }),
-        setStep('report', { lint: '{{ checks.outputs.lint.ok | default("none") }}', errors: '{{ checks.errors | length }}' }),
+        setStep('report', {
+          lint: '{{ checks.outputs.lint.ok | default("none") }}',
+          errors: '{{ checks.errors | length }}',
+        }),
       ],
       {
-        groups: [parallel('checks', ['lint', 'test', 'docs'], { failureMode: mode, routes: [{ to: 'report' }] })],
+        groups: [
+          parallel('checks', ['lint', 'test', 'docs'], { failureMode: mode, routes: [{ to: 'report' }] }),
+        ],
         output: { lint: '{{ report.output.lint }}', errors: '{{ report.output.errors }}' },
       },
     );
@@ -58,7 +74,10 @@ describe('parallel groups', () => {
     const dir = stateDir();
     const counts = new Map<string, number>();
     const definition = checks('all_or_nothing', ['lint']);
-    const result = await startWorkflowRun(definition, engineOptions(dir, definition, { _internal: { executors: { set: counting(counts) } } }));
+    const result = await startWorkflowRun(
+      definition,
+      engineOptions(dir, definition, { _internal: { executors: { set: counting(counts) } } }),
+    );
     expect(result).toMatchObject({ status: 'failed', errorCode: 'WORKFLOW_FAILED' });
     expect(result.error).toMatch(/group "checks" failed \(all_or_nothing, 1 of 3\): "lint": lint broke/);
     expect([...counts.keys()].sort()).toEqual(['checks/0/docs', 'checks/0/lint', 'checks/0/test', 'start/0']);
@@ -74,7 +93,10 @@ describe('parallel groups', () => {
       return { status: 'failed', costUsd: 0, error: { code: 'ABORTED', message: 'stopped' } };
     };
     const definition = checks('fail_fast', ['test']);
-    const result = await startWorkflowRun(definition, engineOptions(dir, definition, { _internal: { executors: { set: slowDocs } } }));
+    const result = await startWorkflowRun(
+      definition,
+      engineOptions(dir, definition, { _internal: { executors: { set: slowDocs } } }),
+    );
     expect(result).toMatchObject({ status: 'failed' });
     expect(result.error).toMatch(/"test": tests broke/);
     expect(aborted).toBe(1);
@@ -95,13 +117,27 @@ describe('for_each groups', () => {
   const items = (extra: Parameters<typeof forEach>[3] = {}) =>
     workflow(
       [
-        setStep('find', { items: '[{"id": "a", "n": 1}, {"id": "b", "n": 2}, {"id": "c", "n": 3}, {"id": "d", "n": 4}]' }, [{ to: 'each' }]),
+        setStep(
+          'find',
+          { items: '[{"id": "a", "n": 1}, {"id": "b", "n": 2}, {"id": "c", "n": 3}, {"id": "d", "n": 4}]' },
+          [{ to: 'each' }],
+        ),
         setStep('sum', {
-          total: extra.keyBy === undefined ? '{{ each.outputs | map(attribute="double") | join(",") }}' : '{{ each.outputs.d.double }}-{{ each.outputs.a.index }}',
+          total:
+            extra.keyBy === undefined
+              ? '{{ each.outputs | map(attribute="double") | join(",") }}'
+              : '{{ each.outputs.d.double }}-{{ each.outputs.a.index }}',
         }),
       ],
       {
-        groups: [forEach('each', 'find.output.items', setStep('work', { double: '{{ item.n * 2 }}', index: '{{ _index }}' }), { routes: [{ to: 'sum' }], ...extra })],
+        groups: [
+          forEach(
+            'each',
+            'find.output.items',
+            setStep('work', { double: '{{ item.n * 2 }}', index: '{{ _index }}' }),
+            { routes: [{ to: 'sum' }], ...extra },
+          ),
+        ],
         output: { total: '{{ sum.output.total }}' },
       },
     );
@@ -111,7 +147,9 @@ describe('for_each groups', () => {
     const definition = items();
     const result = await startWorkflowRun(definition, engineOptions(dir, definition));
     expect(result).toMatchObject({ status: 'completed', output: { total: '2,4,6,8' } });
-    expect(result.steps.filter((step) => step.key.includes('/each/0/')).map((step) => step.key.split('/').at(-1))).toEqual(['0', '1', '2', '3']);
+    expect(
+      result.steps.filter((step) => step.key.includes('/each/0/')).map((step) => step.key.split('/').at(-1)),
+    ).toEqual(['0', '1', '2', '3']);
   });
 
   it('keys items by key_by (outputs become a dict) and never runs more than max_concurrent at once', async () => {
@@ -127,9 +165,14 @@ describe('for_each groups', () => {
       return testSet(context);
     };
     const definition = items({ keyBy: 'item.id', maxConcurrent: 2 });
-    const result = await startWorkflowRun(definition, engineOptions(dir, definition, { _internal: { executors: { set: tracked } } }));
+    const result = await startWorkflowRun(
+      definition,
+      engineOptions(dir, definition, { _internal: { executors: { set: tracked } } }),
+    );
     expect(result).toMatchObject({ status: 'completed', output: { total: '8-0' } });
-    expect(result.steps.filter((step) => step.key.includes('/each/0/')).map((step) => step.key.split('/').at(-1))).toEqual(['a', 'b', 'c', 'd']);
+    expect(
+      result.steps.filter((step) => step.key.includes('/each/0/')).map((step) => step.key.split('/').at(-1)),
+    ).toEqual(['a', 'b', 'c', 'd']);
     expect(peak).toBe(2);
   });
 

@@ -83,21 +83,24 @@ export async function driveRun(drive: DriveOptions): Promise<WorkflowRunResult> 
   try {
     const run = store.getRun(runId);
     if (run === undefined) throw new SwitchboardError('RUN_NOT_FOUND', `there is no workflow run ${runId}`);
-    if (run.status === 'completed' || run.status === 'cancelled')
-      return runView(store, run, workflow.warnings);
-    const exec = execution(drive, lock, controller.signal);
-    prepareRun(exec, drive);
-    if (exec.limits.timeoutSeconds !== undefined) {
-      exec.deadline = exec.now() + exec.limits.timeoutSeconds * 1000;
-      timer = setTimeout(() => controller.abort(timeoutError(exec)), exec.limits.timeoutSeconds * 1000);
+    if (run.status !== 'completed' && run.status !== 'cancelled') {
+      const exec = execution(drive, lock, controller.signal);
+      prepareRun(exec, drive);
+      if (exec.limits.timeoutSeconds !== undefined) {
+        exec.deadline = exec.now() + exec.limits.timeoutSeconds * 1000;
+        timer = setTimeout(() => controller.abort(timeoutError(exec)), exec.limits.timeoutSeconds * 1000);
+      }
+      markRunning(exec);
+      await advanceRun(exec);
     }
-    markRunning(exec);
-    await advanceRun(exec);
-    return runView(store, exec.run, workflow.warnings);
   } finally {
     if (timer !== undefined) clearTimeout(timer);
     lock.release();
   }
+  // Read back once let go: another process may have changed the run meanwhile (a cancel).
+  const run = store.getRun(runId);
+  if (run === undefined) throw new SwitchboardError('RUN_NOT_FOUND', `there is no workflow run ${runId}`);
+  return runView(store, run, workflow.warnings);
 }
 
 function execution(
