@@ -26,9 +26,11 @@ function stepView(row: WorkflowStepRow, runIsOwned: boolean): StepView {
 function pendingGate(rows: readonly WorkflowStepRow[], run: WorkflowRunRow): PendingGate | undefined {
   if (run.status !== 'waiting') return undefined;
   const row = [...rows].reverse().find((candidate) => candidate.status === 'waiting');
-  const output = row?.output as { prompt?: string; options?: PendingGate['options'] } | undefined;
+  const output = row?.output as
+    { step?: string; prompt?: string; options?: PendingGate['options'] } | undefined;
   if (row === undefined || output === undefined) return undefined;
-  return { step: row.step, prompt: output.prompt ?? '', options: output.options ?? [] };
+  // A sub-workflow parked at its own gate names that gate.
+  return { step: output.step ?? row.step, prompt: output.prompt ?? '', options: output.options ?? [] };
 }
 
 /** What `run`, `resume`, `gate` and `status` report, read back from the ledger. */

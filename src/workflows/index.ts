@@ -88,11 +88,18 @@ async function gateTarget(
     });
   }
   const workflow = await loadDefinition(run.file, options);
-  const definition = workflow.steps.get(step);
-  if (definition?.type === 'workflow' && waiting?.step === step) {
+  // Parked inside a sub-workflow: its gate is answered in the child run.
+  const parkedIn =
+    waiting === undefined || run.status !== 'waiting' ? undefined : workflow.steps.get(waiting.step);
+  if (
+    waiting !== undefined &&
+    parkedIn?.type === 'workflow' &&
+    (named === undefined || !workflow.steps.has(named))
+  ) {
     const child = store.findChildRun(run.id, waiting.key);
-    if (child !== undefined) return gateTarget(store, child, options, undefined);
+    if (child !== undefined) return gateTarget(store, child, options, named);
   }
+  const definition = workflow.steps.get(step);
   if (definition?.type !== 'human_gate') {
     throw new SwitchboardError('INVALID_INPUT', `"${step}" is not a human_gate step of ${workflow.file}`, {
       hint: `name one of its gates: ${
