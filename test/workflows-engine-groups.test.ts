@@ -36,7 +36,7 @@ describe('parallel groups', () => {
         setStep('test', { ok: 'test', ...(failing.includes('test') ? { fail: 'tests broke' } : {}) }),
         setStep('docs', { ok: 'docs' }),
         setStep('report', {
-          lint: '{{ checks.outputs.lint.ok | default("none") }}',
+          lint: '{{ checks.outputs.lint.ok if "lint" in checks.outputs else "none" }}',
           errors: '{{ checks.errors | length }}',
         }),
       ],

@@ -1,61 +1,17 @@
-// INTERIM: the engine's imports from the format helper's and the template helper's modules, which are not
-// on this branch yet. At the merge this file becomes plain re-exports of ./template.js, ./providers.js and
-// ./format/load.js; nothing else in the engine changes.
-import { Template } from '@huggingface/jinja';
+// The engine's imports from the other helpers' modules. Templates are the real ones; the provider
+// resolution, the file loader and the input coercion are INTERIM stand-ins until ./providers.js,
+// ./format/load.js and ./inputs.js are on this branch, when they become plain re-exports.
 import { SwitchboardError } from '../core/errors.js';
+import { coerceJson } from './template.js';
 import type { WorkflowDefinition, WorkflowRuntime } from './model.js';
 
-export interface TemplateWhere {
-  file?: string;
-  step?: string;
-  field: string;
-}
-
-function templateError(where: TemplateWhere, what: string): SwitchboardError {
-  const place = `${where.file ?? 'workflow'}: ${where.step === undefined ? '' : `step "${where.step}" `}field "${where.field}"`;
-  return new SwitchboardError('WORKFLOW_TEMPLATE', `${place}: ${what}`);
-}
-
-export function renderTemplate(source: string, scope: Record<string, unknown>, where: TemplateWhere): string {
-  try {
-    return new Template(source).render(scope);
-  } catch (error) {
-    throw templateError(where, error instanceof Error ? error.message : String(error));
-  }
-}
-
-function bare(expression: string): string {
-  const match = /^\s*\{\{([\s\S]*)\}\}\s*$/.exec(expression);
-  return (match?.[1] ?? expression).trim();
-}
-
-export function evaluateCondition(
-  expression: string,
-  scope: Record<string, unknown>,
-  where: TemplateWhere,
-): boolean {
-  return renderTemplate(`{% if ${bare(expression)} %}1{% endif %}`, scope, where) === '1';
-}
-
-export function evaluateValue(
-  expression: string,
-  scope: Record<string, unknown>,
-  where: TemplateWhere,
-): unknown {
-  return coerceJson(renderTemplate(`{{ ${bare(expression)} | tojson }}`, scope, where));
-}
-
-export function coerceJson(text: string): unknown {
-  const trimmed = text.trim();
-  if (/^[[{"]|^-?\d|^(true|false|null)$/.test(trimmed)) {
-    try {
-      return JSON.parse(trimmed) as unknown;
-    } catch {
-      return text;
-    }
-  }
-  return text;
-}
+export {
+  coerceJson,
+  evaluateCondition,
+  evaluateValue,
+  renderTemplate,
+  type TemplateWhere,
+} from './template.js';
 
 export function resolveStepSpec(options: {
   provider: string | undefined;
