@@ -101,13 +101,17 @@ function serialise(definition: WorkflowDefinition) {
   return { ...definition, steps: [...definition.steps], groups: [...definition.groups] };
 }
 
-function runChild(config: Record<string, unknown>): { done: Promise<ChildOutcome>; pid: number } {
+function runChild(
+  config: Record<string, unknown>,
+  env: Record<string, string> = {},
+): { done: Promise<ChildOutcome>; pid: number } {
   if (scriptFile === undefined) {
     scriptFile = join(stateDir(), 'child.mjs');
     writeFileSync(scriptFile, CHILD);
   }
   const child = spawn(process.execPath, [scriptFile, JSON.stringify(config)], {
     stdio: ['ignore', 'pipe', 'inherit'],
+    env: { ...process.env, ...env },
   });
   children.push(child);
   let stdout = '';
@@ -162,8 +166,11 @@ describe('kill -9 at each step boundary, then resume', () => {
         openAiBaseUrl: sim.openAiBaseUrl,
         runId: 'run-kill',
       };
-      const killed = await runChild({ ...base, mode: 'start', killAt: { boundary, key: 'run-kill/b/0' } })
-        .done;
+      // The last case kills through the environment variable the CLI's tests use.
+      const killed =
+        boundary === 'step-complete'
+          ? await runChild({ ...base, mode: 'start' }, { SWITCHBOARD_TEST_KILL_AT: `${boundary}:/b/0` }).done
+          : await runChild({ ...base, mode: 'start', killAt: { boundary, key: 'run-kill/b/0' } }).done;
       expect(killed.signal).toBe('SIGKILL');
       const resumed = await runChild({ ...base, mode: 'resume' }).done;
       expect(resumed.json?.error).toBeUndefined();

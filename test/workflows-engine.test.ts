@@ -56,6 +56,51 @@ describe('workflow engine: a linear run', () => {
     expect(workflowStatus(result.id, { stateDir: dir })).toEqual(result);
   });
 
+  it('hands every event to onEvent as it is appended, the same the log keeps', async () => {
+    const dir = stateDir();
+    const heard: string[] = [];
+    const definition = workflow([setStep('a', { x: '1' }, [{ to: 'b' }]), setStep('b', {})]);
+    const result = await startWorkflowRun(
+      definition,
+      engineOptions(dir, definition, { onEvent: (event) => heard.push(`${event.seq}:${event.type}`) }),
+    );
+    const logged = readWorkflowEvents(result.id, { stateDir: dir }).map(
+      (event) => `${event.seq}:${event.type}`,
+    );
+    expect(heard).toEqual(logged);
+    expect(logged).toHaveLength(6);
+  });
+
+  it('ends the run with a terminate step’s status and output_template in place of the workflow output', async () => {
+    const dir = stateDir();
+    const stop: StepExecutor = async (context) =>
+      context.step.name === 'stop'
+        ? {
+            status: 'terminated',
+            terminateStatus: 'failed',
+            costUsd: 0,
+            error: { code: 'WORKFLOW_FAILED', message: 'nothing to do' },
+            finalOutput: { reason: 'empty' },
+          }
+        : testSet(context);
+    const definition = workflow(
+      [setStep('a', {}, [{ to: 'stop' }]), setStep('stop', {}, [{ to: 'never' }])],
+      {
+        output: { never: '{{ never.output }}' },
+      },
+    );
+    const result = await startWorkflowRun(
+      definition,
+      engineOptions(dir, definition, { _internal: { executors: { set: stop } } }),
+    );
+    expect(result).toMatchObject({
+      status: 'failed',
+      error: 'nothing to do',
+      output: { reason: 'empty' },
+      step: 'stop',
+    });
+  });
+
   it('ends the run when no route matches, as Conductor does, and fails on a route to nowhere', async () => {
     const dir = stateDir();
     const ends = workflow([

@@ -55,11 +55,21 @@ export function completeRun(exec: RunExecution, finalOutput?: Record<string, unk
 }
 
 /** Ends the run as failed (resumable: the pointer stays at the step that could not run). */
-export function failRun(exec: RunExecution, error: { code: string; message: string }): RunStop {
+export function failRun(
+  exec: RunExecution,
+  error: { code: string; message: string },
+  output?: Record<string, unknown>,
+): RunStop {
   exec.store.updateRun(
     exec.run.id,
     exec.lock.token,
-    { status: 'failed', errorCode: error.code, error: error.message, ended: true },
+    {
+      status: 'failed',
+      errorCode: error.code,
+      error: error.message,
+      ended: true,
+      ...(output === undefined ? {} : { output }),
+    },
     { type: 'run-end', data: { status: 'failed', errorCode: error.code, error: error.message } },
   );
   refreshRun(exec);

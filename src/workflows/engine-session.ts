@@ -130,6 +130,7 @@ function execution(
       session.store.updateRun(runId, lock.token, {}, event);
       exec.deliverEvents();
     },
+    boundary: boundaryHook(options),
     deliverEvents() {
       const listener = options.onEvent;
       if (listener === undefined) return;
@@ -140,6 +141,22 @@ function execution(
     },
   };
   return exec;
+}
+
+/**
+ * The boundary hook: the test seam's, and `SWITCHBOARD_TEST_KILL_AT=<boundary>:<key suffix>` (read only
+ * when set), which SIGKILLs this process there, so tests of the CLI can kill a run at an exact point.
+ */
+function boundaryHook(options: WorkflowEngineOptions): (name: string, key: string) => void {
+  const seam = options._internal?.onBoundary;
+  const killAt = process.env['SWITCHBOARD_TEST_KILL_AT'];
+  if (killAt === undefined || killAt === '') return seam ?? (() => {});
+  const split = killAt.indexOf(':');
+  const [where, suffix] = [killAt.slice(0, split), killAt.slice(split + 1)];
+  return (name, key) => {
+    seam?.(name, key);
+    if (name === where && key.endsWith(suffix)) process.kill(process.pid, 'SIGKILL');
+  };
 }
 
 /** Records what this resume changes about the run (raised limits, a migrated file) before it advances. */

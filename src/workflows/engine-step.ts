@@ -57,7 +57,7 @@ export async function executeStep(exec: RunExecution, slot: ExecutionSlot): Prom
     { type: 'step-start', step: slot.step.name, key: slot.key },
   );
   exec.deliverEvents();
-  exec.options._internal?.onBoundary?.('step-start', slot.key);
+  exec.boundary('step-start', slot.key);
   const spending = { calls: 0 };
   const context = stepContext(exec, slot, row, before, spending);
   const executor = exec.executors[slot.step.type];
@@ -89,7 +89,7 @@ export async function executeStep(exec: RunExecution, slot: ExecutionSlot): Prom
   if (exec.signal.aborted) throw exec.signal.reason;
   // Reading the spending also writes this process's pending call attempts, before anything can kill it.
   const tagged = exec.ledger.spendSince(exec.run.createdAt, { tag: `workflow_step=${slot.key}` });
-  exec.options._internal?.onBoundary?.('step-effect', slot.key);
+  exec.boundary('step-effect', slot.key);
   const other = Math.max(0, (outcome.costUsd ?? 0) - spending.calls);
   return { outcome, costUsd: tagged + other, row };
 }

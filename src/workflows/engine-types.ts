@@ -30,4 +30,6 @@ export interface RunExecution {
   emit(event: NewWorkflowEvent): void;
   /** Hands events appended since the last call to `onEvent`. */
   deliverEvents(): void;
+  /** A named point of a step execution (`step-start`, `step-effect`, `step-complete`): the tests' kill points. */
+  boundary(name: string, key: string): void;
 }

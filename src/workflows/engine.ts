@@ -196,13 +196,11 @@ function finishTopStep(
   recordFinished(exec.state, step.name, output, false);
   refreshRun(exec);
   exec.deliverEvents();
-  exec.options._internal?.onBoundary?.('step-complete', key);
+  exec.boundary('step-complete', key);
   if (!terminated) return undefined;
   if (outcome.terminateStatus === 'failed') {
-    return failRun(exec, {
-      code: 'WORKFLOW_FAILED',
-      message: `step "${step.name}" terminated the run as failed`,
-    });
+    const message = outcome.error?.message ?? `step "${step.name}" terminated the run as failed`;
+    return failRun(exec, { code: outcome.error?.code ?? 'WORKFLOW_FAILED', message }, outcome.finalOutput);
   }
   return completeRun(exec, outcome.finalOutput);
 }

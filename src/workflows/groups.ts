@@ -189,7 +189,7 @@ async function runMember(
     },
   );
   exec.deliverEvents();
-  exec.options._internal?.onBoundary?.('step-complete', key);
+  exec.boundary('step-complete', key);
   return ok
     ? { name: member.name, ok, output: outcome.output }
     : { name: member.name, ok, ...(error === undefined ? {} : { error }) };
@@ -272,6 +272,6 @@ function endGroup(
   recordFinished(exec.state, group.name, output, true);
   refreshRun(exec);
   exec.deliverEvents();
-  exec.options._internal?.onBoundary?.('step-complete', key);
+  exec.boundary('step-complete', key);
   return undefined;
 }
