@@ -53,7 +53,8 @@ const set = async (context) => {
   return { status: 'completed', output, costUsd: 0 };
 };
 const agent = async (context) => {
-  const result = await context.call({ prompt: context.render(context.step.prompt, 'prompt') });
+  const spec = context.resolveSpec(context.step.provider, context.step.model);
+  const result = await context.call(spec, { prompt: context.render(context.step.prompt, 'prompt') });
   return { status: 'completed', output: { text: result.text }, costUsd: result.costUsd ?? 0 };
 };
 const options = {

@@ -127,7 +127,8 @@ export const testSet: StepExecutor = async (context) => {
 
 export const testAgent: StepExecutor = async (context) => {
   const step = context.step as AgentStep;
-  const result = await context.call({ prompt: context.render(step.prompt, 'prompt') });
+  const spec = context.resolveSpec(step.provider, step.model);
+  const result = await context.call(spec, { prompt: context.render(step.prompt, 'prompt') });
   return { status: 'completed', output: { text: result.text }, costUsd: result.costUsd ?? 0 };
 };
 

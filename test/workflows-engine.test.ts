@@ -172,6 +172,36 @@ describe('workflow engine: replay and fencing', () => {
     ]);
   });
 
+  it('hands a rerun execution the progress notes its interrupted attempt recorded', async () => {
+    const dir = stateDir();
+    const seen: Array<{ attempt: number; previous: unknown }> = [];
+    const noting: StepExecutor = async (context) => {
+      seen.push({ attempt: context.attempt, previous: context.previous });
+      context.recordProgress({ branch: `wf/${context.key}`, attempt: context.attempt });
+      return testSet(context);
+    };
+    const definition = workflow([setStep('a', { v: '1' })]);
+    const crash = new Error('killed mid-step');
+    const options = engineOptions(dir, definition, { _internal: { executors: { set: noting } } });
+    await expect(
+      startWorkflowRun(definition, {
+        ...options,
+        runId: 'run-notes',
+        _internal: {
+          ...options._internal,
+          onBoundary: (boundary) => {
+            if (boundary === 'step-effect') throw crash;
+          },
+        },
+      }),
+    ).rejects.toBe(crash);
+    await resumeWorkflow({ ...options, runId: 'run-notes' });
+    expect(seen).toEqual([
+      { attempt: 1, previous: undefined },
+      { attempt: 2, previous: { branch: 'wf/run-notes/a/0', attempt: 1 } },
+    ]);
+  });
+
   it('records nothing for a process that lost the run: its completion is refused with WORKFLOW_LOST', async () => {
     const dir = stateDir();
     const definition = workflow([setStep('a', { v: '1' }, [{ to: 'b' }]), setStep('b', { v: '2' })]);

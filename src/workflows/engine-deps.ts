@@ -19,6 +19,8 @@ export function resolveStepSpec(options: {
   runtime?: WorkflowRuntime;
   providerMap?: Record<string, string>;
   override?: string;
+  step?: string;
+  file?: string;
 }): string {
   const provider = options.provider ?? options.runtime?.provider;
   const model = options.model ?? options.runtime?.defaultModel;

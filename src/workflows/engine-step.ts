@@ -118,8 +118,8 @@ function stepContext(
       }),
     stateDir: exec.stateDir,
     ledger: exec.ledger,
-    call: (request, options) => boundCall(exec, slot, request, options, spending),
-    resolveSpec: (provider, model) => resolveSpec(exec, provider, model),
+    call: (spec, request, options) => boundCall(exec, slot, spec, request, options, spending),
+    resolveSpec: (provider, model) => resolveSpec(exec, provider, model, slot.step.name),
     mcpServers: mcpServersFor(exec, slot.step),
     signal: slot.signal,
     recordProgress: (notes) => exec.store.recordProgress(run.id, exec.lock.token, slot.key, notes),
@@ -128,15 +128,24 @@ function stepContext(
     gateAnswer: () => gateAnswer(exec, slot),
   };
   if (exec.deadline !== undefined) context.deadline = exec.deadline;
-  // A parked gate's row is not an interrupted attempt; only a crashed one leaves notes to reconcile.
-  if (before?.status === 'running' && before.progress !== undefined) context.previous = before.progress;
+  // An earlier attempt of this key that was killed, aborted or failed leaves notes to reconcile with.
+  if (before !== undefined && before.status !== 'waiting' && before.progress !== undefined) {
+    context.previous = before.progress;
+  }
   return context;
 }
 
-function resolveSpec(exec: RunExecution, provider: string | undefined, model: string | undefined): string {
+function resolveSpec(
+  exec: RunExecution,
+  provider: string | undefined,
+  model: string | undefined,
+  step?: string,
+): string {
   return resolveStepSpec({
     provider,
     model,
+    file: exec.workflow.file,
+    ...(step === undefined ? {} : { step }),
     runtime: exec.workflow.runtime,
     ...(exec.options.providerMap === undefined ? {} : { providerMap: exec.options.providerMap }),
     ...(exec.options.provider === undefined ? {} : { override: exec.options.provider }),
@@ -144,22 +153,17 @@ function resolveSpec(exec: RunExecution, provider: string | undefined, model: st
 }
 
 /**
- * `call()` for a step: the step's own provider and model, tagged with the run and step (so the ledger
+ * `call()` for a step: the spec the step resolved, tagged with the run and step (so the ledger
  * knows what each step spent and the run's budget counts it), under the run's budget, deadline and signal.
  */
 async function boundCall(
   exec: RunExecution,
   slot: ExecutionSlot,
+  spec: string,
   request: CallRequest,
   options: CallOptions = {},
   spending: { calls: number },
 ): Promise<CallResult> {
-  const step = slot.step;
-  const spec = resolveSpec(
-    exec,
-    step.type === 'agent' ? step.provider : undefined,
-    step.type === 'agent' ? step.model : undefined,
-  );
   const rules: BudgetRule[] = [...(options.budget?.rules ?? [])];
   if (exec.limits.budgetUsd !== undefined)
     rules.push({ tag: `workflow_run=${exec.run.id}`, totalUsd: exec.limits.budgetUsd });
