@@ -2,6 +2,7 @@ import { hostname } from 'node:os';
 import { afterEach, describe, expect, it } from 'vitest';
 import { WorkflowStore } from '../src/store/workflow-records.js';
 import { acquireRunLock } from '../src/workflows/run-lock.js';
+import { cancelWorkflowRun } from '../src/workflows/index.js';
 import { stateDir } from './workflows-engine-support.js';
 
 // The run lock: one process advances a run; a dead owner on this machine frees it at once (its pid is
@@ -67,5 +68,36 @@ describe('workflow run lock', () => {
     expect(lock.signal.reason).toMatchObject({ code: 'WORKFLOW_LOST' });
     lock.release();
     expect(store.getRun('run-1')?.owner?.token).toBe('stolen');
+  });
+});
+
+describe('cancel of a run nobody advances', () => {
+  it('marks a run whose owner died cancelled at once, and a second start with its id is refused', async () => {
+    const dir = stateDir();
+    const store = WorkflowStore.open({ stateDir: dir });
+    stores.push(store);
+    store.createRun({
+      id: 'run-dead',
+      workflow: 'w',
+      file: '/w.yaml',
+      fileHash: 'h',
+      inputs: {},
+      currentStep: 'a',
+    });
+    store.claimRun('run-dead', undefined, { pid: 2 ** 22 + 19, host: hostname(), token: 'dead' });
+    const cancelled = await cancelWorkflowRun('run-dead', { stateDir: dir });
+    expect(cancelled).toMatchObject({ status: 'cancelled', errorCode: 'WORKFLOW_CANCELLED' });
+    expect(() =>
+      store.createRun({
+        id: 'run-dead',
+        workflow: 'w',
+        file: '/w.yaml',
+        fileHash: 'h',
+        inputs: {},
+        currentStep: 'a',
+      }),
+    ).toThrow(
+      expect.objectContaining({ code: 'INVALID_INPUT', message: 'workflow run run-dead already exists' }),
+    );
   });
 });

@@ -295,6 +295,11 @@ export class WorkflowStore {
           .get(run.runKey) as RunTableRow | undefined;
         if (existing !== undefined) return { run: runFromRow(existing), created: false };
       }
+      if (this.database.prepare('SELECT 1 FROM workflow_runs WHERE id = ?').get(run.id) !== undefined) {
+        throw new SwitchboardError('INVALID_INPUT', `workflow run ${run.id} already exists`, {
+          hint: `continue it with \`switchboard workflow resume ${run.id}\`, or choose another run id`,
+        });
+      }
       const now = this.now();
       this.database
         .prepare(
