@@ -278,6 +278,17 @@ describe('workflow engine: loops and limits', () => {
     expect(result.error).toMatch(/max_visits \(2\)/);
   });
 
+  it('fails a run whose on_cap targets have all reached their caps instead of looping', async () => {
+    const dir = stateDir();
+    const definition = workflow([
+      setStep('a', {}, [{ to: 'a' }], { maxVisits: 1, onCap: 'b' }),
+      setStep('b', {}, [{ to: 'b' }], { maxVisits: 1, onCap: 'a' }),
+    ]);
+    const result = await startWorkflowRun(definition, engineOptions(dir, definition));
+    expect(result).toMatchObject({ status: 'failed', errorCode: 'WORKFLOW_LIMIT' });
+    expect(result.error).toMatch(/every on_cap target from "[ab]" has reached its max_visits/);
+  });
+
   it('ends a run at max_iterations, resumable when the limit is raised', async () => {
     const dir = stateDir();
     const definition = loop({ maxVisits: 6, onCap: 'escalate', maxIterations: 4 });

@@ -15,6 +15,8 @@ import type { TemplateScope } from './step-executor.js';
  * cancelled. Finished steps are never run again: their outputs come from the ledger (`replayState`).
  */
 export async function advanceRun(exec: RunExecution): Promise<RunStop> {
+  // on_cap redirects in a row without a step running: more than there are steps means a cycle of caps.
+  let redirects = 0;
   for (;;) {
     const stopped = stopBeforeStep(exec);
     if (stopped !== undefined) return stopped;
@@ -31,6 +33,12 @@ export async function advanceRun(exec: RunExecution): Promise<RunStop> {
     }
     const cap = visitCap(exec, target, definition.maxVisits, definition.onCap);
     if (cap !== undefined && 'error' in cap) return failRun(exec, errorInfo(cap.error));
+    if (cap !== undefined && ++redirects > exec.workflow.steps.size + exec.workflow.groups.size) {
+      return failRun(exec, {
+        code: 'WORKFLOW_LIMIT',
+        message: `${exec.workflow.file}: every on_cap target from "${target}" has reached its max_visits`,
+      });
+    }
     if (cap !== undefined) {
       exec.store.updateRun(
         exec.run.id,
@@ -48,6 +56,7 @@ export async function advanceRun(exec: RunExecution): Promise<RunStop> {
     const needed = group?.kind === 'parallel' ? group.agents.length : 1;
     const limit = iterationLimit(exec, target, needed) ?? budgetLimit(exec);
     if (limit !== undefined) return failRun(exec, errorInfo(limit));
+    redirects = 0;
     const outcome = await guardAbort(exec, () =>
       group === undefined ? runTopStep(exec, step as StepDefinition) : runGroup(exec, group),
     );
