@@ -9,7 +9,15 @@ import { workflowStatus } from '../src/workflows/index.js';
 import { isProcessAlive } from '../src/agents/repo-lock.js';
 import type { WorkflowDefinition } from '../src/workflows/model.js';
 import { completions, openAiAgainstSimulator } from './helpers/openai-sim.js';
-import { engineOptions, gateStep, llmStep, setStep, stateDir, workflow } from './workflows-engine-support.js';
+import {
+  engineOptions,
+  forEach,
+  gateStep,
+  llmStep,
+  setStep,
+  stateDir,
+  workflow,
+} from './workflows-engine-support.js';
 import { waitFor } from './helpers/wait-for.js';
 
 // Several real processes on one ledger file: kill -9 at each step boundary then resume, two resumers at
@@ -193,6 +201,50 @@ describe('kill -9 at each step boundary, then resume', () => {
       expect(workflowStatus('run-kill', { stateDir: dir }).costUsd).toBeCloseTo(calls * ANSWER_COST, 9);
     });
   }
+});
+
+describe('kill -9 inside a for_each group, then resume', () => {
+  it('reruns only the item that was running; finished items keep their single execution', async () => {
+    const dir = stateDir();
+    const definition = workflow(
+      [
+        setStep('find', { items: '[1, 2, 3, 4]' }, [{ to: 'each' }]),
+        setStep('sum', { total: '{{ each.outputs | map(attribute="double") | sum }}' }),
+      ],
+      {
+        groups: [
+          forEach('each', 'find.output.items', setStep('work', { double: '{{ item * 2 }}' }), {
+            maxConcurrent: 1,
+            routes: [{ to: 'sum' }],
+          }),
+        ],
+        output: { total: '{{ sum.output.total }}' },
+      },
+    );
+    const base = { dir, definition: serialise(definition), runId: 'run-each' };
+    const killed = await runChild({
+      ...base,
+      mode: 'start',
+      killAt: { boundary: 'step-effect', key: 'run-each/each/0/2' },
+    }).done;
+    expect(killed.signal).toBe('SIGKILL');
+    const resumed = await runChild({ ...base, mode: 'resume' }).done;
+    expect(resumed.json?.result).toMatchObject({ status: 'completed', output: { total: 20 } });
+    const store = WorkflowStore.open({ stateDir: dir });
+    const attempts = Object.fromEntries(
+      store.steps('run-each').map((row) => [row.key.slice('run-each/'.length), row.attempt]),
+    );
+    store.close();
+    expect(attempts).toEqual({
+      'find/0': 1,
+      'each/0': 2,
+      'each/0/0': 1,
+      'each/0/1': 1,
+      'each/0/2': 2,
+      'each/0/3': 1,
+      'sum/0': 1,
+    });
+  });
 });
 
 describe('one process advances a run at a time', () => {
