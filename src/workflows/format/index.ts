@@ -92,7 +92,8 @@ function schemaError(error: z.ZodError, written: unknown, source: YamlSource, fi
   const unknownKey = issue.code === 'unrecognized_keys' ? issue.keys[0] : undefined;
   const fullPath = unknownKey === undefined ? path : [...path, unknownKey];
   const { step, field } = splitPath(fullPath, written);
-  const position = source.positionOf(fullPath) ?? source.positionOf(path);
+  const position =
+    source.positionOf(fullPath) ?? source.positionOf(path) ?? source.positionOf(path.slice(0, -1));
   const place = {
     file,
     ...(step === undefined ? {} : { step }),

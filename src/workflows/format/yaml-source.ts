@@ -28,9 +28,9 @@ export function parseYamlSource(text: string, file: string): YamlSource {
   const problem =
     document.errors[0] ?? document.warnings.find((warning) => warning.code === 'TAG_RESOLVE_FAILED');
   if (problem !== undefined) {
-    const position = problem.linePos?.[0];
+    const position = lineCounter.linePos(problem.pos[0]);
     throw workflowInvalid(
-      { file, ...(position === undefined ? {} : { position: `${position.line}:${position.col}` }) },
+      { file, position: `${position.line}:${position.col}` },
       `not valid YAML: ${syntaxMessage(problem.message)}`,
       'fix the YAML at the position shown (indentation, a missing ":", an unquoted "{{" or ":")',
     );
