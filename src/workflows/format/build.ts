@@ -321,10 +321,10 @@ function checkReferences(definition: WorkflowDefinition, raw: RawWorkflowFile, c
     if (target !== undefined && !known(target))
       fail(place, field, `"${target}" is not a step, a group or ${END}`, hint);
   };
-  raw.agents.forEach((_, index) => {
-    const step = [...definition.steps.values()][index] as StepDefinition;
+  const workflowTools = new Set(raw.tools);
+  [...definition.steps.values()].forEach((step, index) => {
     const place = stepPlace(context, ['agents', index], `agents[${index}] "${step.name}"`);
-    checkStepReferences(step, place, check, definition, new Set(raw.tools));
+    checkStepReferences(step, place, check, definition, workflowTools);
   });
   raw.parallel.forEach((group, index) => {
     const place = stepPlace(context, ['parallel', index], `parallel[${index}] "${group.name}"`);
@@ -342,7 +342,7 @@ function checkReferences(definition: WorkflowDefinition, raw: RawWorkflowFile, c
       ['for_each', index, 'agent'],
       `${place.label} agent "${built.agent.name}"`,
     );
-    checkStepReferences(built.agent, agentPlace, check, definition, new Set(raw.tools));
+    checkStepReferences(built.agent, agentPlace, check, definition, workflowTools);
   });
 }
 
@@ -355,6 +355,9 @@ function checkStepReferences(
 ): void {
   step.routes.forEach((route, index) => check(place, `routes[${index}].to`, route.to));
   check(place, 'on_cap', step.onCap);
+  step.input.forEach((reference, index) =>
+    checkInputReference(reference, `input[${index}]`, place, definition),
+  );
   if (step.type === 'human_gate')
     step.options.forEach((option, index) => check(place, `options[${index}].route`, option.route));
   if (step.type !== 'agent') return;
@@ -388,6 +391,51 @@ function checkStepReferences(
         );
       }
     });
+  }
+}
+
+const REFERENCE_PART = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/** Conductor's `input:` references: `step.output[.field]`, `group.outputs`, `workflow.input.name`, `?` for optional. */
+function checkInputReference(
+  reference: string,
+  field: string,
+  place: StepPlace,
+  definition: WorkflowDefinition,
+): void {
+  const optional = reference.endsWith('?');
+  const parts = (optional ? reference.slice(0, -1) : reference).split('.');
+  if (parts.length < 2 || !parts.every((part) => REFERENCE_PART.test(part))) {
+    fail(
+      place,
+      field,
+      `"${reference}" is not an input reference`,
+      'write step.output[.field], group.outputs, or workflow.input.name (end with ? when optional)',
+    );
+  }
+  if (optional) return;
+  const [head, second, name] = parts as [string, string, string | undefined];
+  if (head === 'workflow') {
+    if (second !== 'input' || name === undefined || definition.input[name] === undefined) {
+      const declared = Object.keys(definition.input);
+      fail(
+        place,
+        field,
+        `"${reference}" is not a declared workflow input`,
+        declared.length === 0
+          ? 'declare it under workflow.input'
+          : `use one of: ${declared.map((input) => `workflow.input.${input}`).join(', ')}`,
+      );
+    }
+    return;
+  }
+  if (!definition.steps.has(head) && !definition.groups.has(head)) {
+    fail(
+      place,
+      field,
+      `"${head}" is not a step or group`,
+      `name one of: ${[...definition.steps.keys(), ...definition.groups.keys()].join(', ')} (or end the reference with ? when optional)`,
+    );
   }
 }
 

@@ -401,6 +401,18 @@ describe('loadWorkflow: one-line errors naming file, step and field', () => {
       /use one of: first$/,
     ],
     [
+      'an input reference to no step',
+      withStep('command: ls', 'script', '    input: [ghost.output]'),
+      /field "input\[0\]": "ghost" is not a step or group/,
+      /name one of: first, check/,
+    ],
+    [
+      'an input reference to an undeclared workflow input',
+      withStep('command: ls', 'script', '    input: [workflow.input.topic]'),
+      /field "input\[0\]": "workflow\.input\.topic" is not a declared workflow input/,
+      /declare it under workflow\.input/,
+    ],
+    [
       'a parallel member with routes',
       'workflow:\n  name: t\n  entry_point: both\nagents:\n  - name: a\n    prompt: x\n    routes: [{ to: $end }]\n  - name: b\n    prompt: y\nparallel:\n  - name: both\n    agents: [a, b]\n',
       /parallel\[0\] "both": field "agents\[0\]": "a" has routes/,

@@ -65,16 +65,25 @@ export function graphOf(definition: WorkflowDefinition): WorkflowGraph {
   const fromEntry = nodes.has(definition.entryPoint)
     ? reachableFrom(definition.entryPoint)
     : new Set<string>();
+  const predecessors = new Map<string, string[]>();
+  for (const node of nodes) {
+    for (const next of successors(node)) predecessors.set(next, [...(predecessors.get(next) ?? []), node]);
+  }
   const cache = new Map<string, Set<string>>();
   const canRunBefore = (node: string): Set<string> => {
     const cached = cache.get(node);
     if (cached !== undefined) return cached;
-    // A node X may have run before N when X is reachable from the entry and N is reachable from a
-    // successor of X (X itself counts when N sits on a loop through X).
+    // X may have finished before N starts when N is reachable from X by one route or more (X itself
+    // counts when N sits on a loop through X), and X itself runs at all (reachable from the entry).
     const before = new Set<string>();
-    for (const candidate of fromEntry) {
-      if (successors(candidate).some((next) => reachableFrom(next).has(node))) before.add(candidate);
+    const stack = [...(predecessors.get(node) ?? [])];
+    while (stack.length > 0) {
+      const candidate = stack.pop() as string;
+      if (before.has(candidate)) continue;
+      before.add(candidate);
+      stack.push(...(predecessors.get(candidate) ?? []));
     }
+    for (const candidate of before) if (!fromEntry.has(candidate)) before.delete(candidate);
     cache.set(node, before);
     return before;
   };
