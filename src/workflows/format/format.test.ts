@@ -413,6 +413,18 @@ describe('loadWorkflow: one-line errors naming file, step and field', () => {
       /declare it under workflow\.input/,
     ],
     [
+      'an agents entry that is not a mapping',
+      'workflow:\n  name: t\n  entry_point: a\nagents:\n  - just-a-name\n',
+      /inline\.yaml:5:5: agents\[0\]: must be a mapping \(name:, prompt:, …\)$/,
+      /write agents entry 0 as a mapping/,
+    ],
+    [
+      'a field of the wrong shape',
+      withStep('prompt: x\neffects: git\nacceptance: 3', 'agent'),
+      /field "acceptance": must be a string or a list of strings$/,
+      /fix acceptance/,
+    ],
+    [
       'a parallel member with routes',
       'workflow:\n  name: t\n  entry_point: both\nagents:\n  - name: a\n    prompt: x\n    routes: [{ to: $end }]\n  - name: b\n    prompt: y\nparallel:\n  - name: both\n    agents: [a, b]\n',
       /parallel\[0\] "both": field "agents\[0\]": "a" has routes/,

@@ -107,29 +107,60 @@ function schemaError(error: z.ZodError, written: unknown, source: YamlSource, fi
       "remove it or fix its spelling; Conductor's schema and Switchboard's additions have no such key here",
     );
   }
-  return workflowInvalid(place, describeIssue(issue, written, fullPath), hintFor(issue, field));
+  return workflowInvalid(place, describeIssue(issue, written, fullPath), hintFor(issue, fullPath));
 }
 
+/** What a field that takes several shapes accepts, for messages (zod only says "Invalid input"). */
+const SHAPES: Readonly<Record<string, string>> = {
+  skills: 'a list of skill names, or (type: route) a skills folder',
+  acceptance: 'a string or a list of strings',
+  mcp: 'true, or a list of names from runtime.mcp_servers',
+  provider: 'a provider name (claude, openai, copilot, …) or a mapping with name:',
+  duration: 'a number of seconds or a duration such as 30s, 500ms, 2.5m, 1h',
+  plugin_sources: 'a mapping of names to owner/repo or {source, path, plugin}',
+};
+
 function describeIssue(issue: z.core.$ZodIssue, written: unknown, path: Array<string | number>): string {
-  const parent = path.length === 0 ? written : writtenAt(written, path.slice(0, -1));
-  const present =
-    typeof parent === 'object' &&
-    parent !== null &&
-    path.length > 0 &&
-    (parent as Record<string, unknown>)[path[path.length - 1] as string] !== undefined;
-  if (issue.code === 'invalid_type' && !present) return 'is required';
+  const key = lastKey(path);
+  if (issue.code === 'invalid_type' && valueAt(written, path) === undefined) return 'is required';
   if (issue.code === 'invalid_value') return `must be one of: ${issue.values.map(String).join(', ')}`;
+  if (issue.code === 'invalid_union')
+    return `must be ${SHAPES[key] ?? 'one of the shapes the format allows'}`;
+  if (
+    issue.code === 'invalid_type' &&
+    issue.expected === 'object' &&
+    typeof path[path.length - 1] === 'number'
+  ) {
+    return 'must be a mapping (name:, prompt:, …)';
+  }
   return issue.message.replace(/^Invalid input: /, '');
 }
 
-function hintFor(issue: z.core.$ZodIssue, field: string): string {
-  const key = field.split('.').pop() ?? field;
+function hintFor(issue: z.core.$ZodIssue, path: Array<string | number>): string {
+  const key = lastKey(path);
   if (issue.code === 'invalid_type' && issue.expected === 'array')
     return `write ${key} as a list (- item per line)`;
   if (issue.code === 'invalid_type' && issue.expected === 'object')
     return `write ${key} as a mapping (key: value)`;
   if (issue.code === 'invalid_type') return `give ${key} a ${issue.expected} value`;
-  return 'see the workflow file reference (docs/workflows.md) for the allowed values';
+  if (issue.code === 'too_big' || issue.code === 'too_small')
+    return `give ${key} a value within the bound shown`;
+  return `fix ${key} as the message says; docs/workflows.md describes every key`;
+}
+
+function lastKey(path: Array<string | number>): string {
+  const named = [...path].reverse().find((part) => typeof part === 'string');
+  const last = path[path.length - 1];
+  return typeof last === 'number' ? `${named ?? 'the'} entry ${last}` : String(named ?? 'the file');
+}
+
+function valueAt(data: unknown, path: Array<string | number>): unknown {
+  let node: unknown = data;
+  for (const part of path) {
+    if (typeof node !== 'object' || node === null) return undefined;
+    node = (node as Record<string | number, unknown>)[part];
+  }
+  return node;
 }
 
 /** `['agents', 2, 'routes', 0, 'to']` → step `agents[2] "reviewer"`, field `routes[0].to`. */
