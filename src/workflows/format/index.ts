@@ -145,6 +145,7 @@ function hintFor(issue: z.core.$ZodIssue, path: Array<string | number>): string 
   if (issue.code === 'invalid_type') return `give ${key} a ${issue.expected} value`;
   if (issue.code === 'too_big' || issue.code === 'too_small')
     return `give ${key} a value within the bound shown`;
+  if (issue.code === 'invalid_value') return `write one of the values listed for ${key}`;
   return `fix ${key} as the message says; docs/workflows.md describes every key`;
 }
 
