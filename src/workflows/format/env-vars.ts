@@ -1,4 +1,7 @@
-import { workflowInvalid } from './problem.js';
+import { workflowInvalid, type ProblemPlace } from './problem.js';
+
+/** Turns a key path into the step/field/position a message names. */
+export type PlaceOf = (path: Array<string | number>) => ProblemPlace;
 
 const ENV_REFERENCE = /\$\{([^}:]+)(?::-([^}]*))?\}/g;
 const MAX_DEPTH = 10;
@@ -8,11 +11,15 @@ const MAX_DEPTH = 10;
  * variable's value (or the default), recursively when a value holds another reference. Keys stay.
  * A variable that is unset and has no default is an error naming where it is used.
  */
-export function substituteEnv(data: unknown, file: string, env: NodeJS.ProcessEnv = process.env): unknown {
-  return walk(data, [], file, env);
+export function substituteEnv(
+  data: unknown,
+  placeOf: PlaceOf,
+  env: NodeJS.ProcessEnv = process.env,
+): unknown {
+  return walk(data, [], placeOf, env);
 }
 
-function walk(value: unknown, path: Array<string | number>, file: string, env: NodeJS.ProcessEnv): unknown {
+function walk(value: unknown, path: Array<string | number>, file: PlaceOf, env: NodeJS.ProcessEnv): unknown {
   if (typeof value === 'string') return substitute(value, path, file, env, MAX_DEPTH);
   if (Array.isArray(value)) return value.map((item, index) => walk(item, [...path, index], file, env));
   if (typeof value === 'object' && value !== null) {
@@ -26,15 +33,15 @@ function walk(value: unknown, path: Array<string | number>, file: string, env: N
 function substitute(
   text: string,
   path: Array<string | number>,
-  file: string,
+  file: PlaceOf,
   env: NodeJS.ProcessEnv,
   depth: number,
 ): string {
   if (!text.includes('${')) return text;
-  const field = dotted(path);
+  const place = file(path);
   if (depth === 0) {
     throw workflowInvalid(
-      { file, field },
+      place,
       'environment variables refer to each other more than 10 levels deep',
       'check for a circular reference among the variables used here',
     );
@@ -44,7 +51,7 @@ function substitute(
     if (found !== undefined) return found;
     if (fallback !== undefined) return fallback;
     throw workflowInvalid(
-      { file, field },
+      place,
       `environment variable ${name} is not set`,
       `set ${name}, or write \${${name}:-default} to give a default`,
     );

@@ -355,7 +355,7 @@ describe('loadWorkflow: one-line errors naming file, step and field', () => {
     [
       'a missing environment variable',
       withStep('command: ${NOT_SET_ANYWHERE}'),
-      /inline\.yaml: field "agents\[1\]\.command": environment variable NOT_SET_ANYWHERE is not set/,
+      /inline\.yaml:10:\d+: agents\[1\] "check": field "command": environment variable NOT_SET_ANYWHERE is not set$/,
       /NOT_SET_ANYWHERE:-default/,
     ],
     [

@@ -5,7 +5,7 @@ import type { z } from 'zod';
 import type { WorkflowDefinition } from '../model.js';
 import { buildWorkflow, writtenAt } from './build.js';
 import { dotted, substituteEnv } from './env-vars.js';
-import { workflowInvalid } from './problem.js';
+import { workflowInvalid, type ProblemPlace } from './problem.js';
 import { workflowFileSchema } from './schema.js';
 import { parseYamlSource, type YamlSource } from './yaml-source.js';
 
@@ -58,7 +58,17 @@ function parseWorkflowBytes(bytes: Buffer, file: string, options: ParseWorkflowO
     );
   }
   rejectQuestions(source, file);
-  const written = substituteEnv(source.data, file, options.env) as Record<string, unknown>;
+  const placeOf = (path: Array<string | number>): ProblemPlace => {
+    const { step, field } = splitPath(path, source.data);
+    const position = source.positionOf(path);
+    return {
+      file,
+      ...(step === undefined ? {} : { step }),
+      ...(field === '' ? {} : { field }),
+      ...(position === undefined ? {} : { position }),
+    };
+  };
+  const written = substituteEnv(source.data, placeOf, options.env) as Record<string, unknown>;
   const parsed = workflowFileSchema.safeParse(written);
   if (!parsed.success) throw schemaError(parsed.error, written, source, file);
   return buildWorkflow(parsed.data, { file, hash, written, positionOf: source.positionOf });
