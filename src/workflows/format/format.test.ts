@@ -496,6 +496,30 @@ describe('validateWorkflow', () => {
     ]);
   });
 
+  it('reports a sub-workflow file that is not there and an LLM step with only a system prompt', () => {
+    const workflow = parseWorkflow(
+      'workflow:\n  name: t\n  entry_point: a\nagents:\n  - name: a\n    system_prompt: You help.\n    routes: [{ to: b }]\n  - name: b\n    type: workflow\n    workflow: ./missing-child.yaml\n',
+      inline,
+    );
+    expect(validateWorkflow(workflow)).toEqual({
+      errors: [
+        {
+          step: 'b',
+          field: 'workflow',
+          message: `the sub-workflow ./missing-child.yaml does not exist (relative to ${fixtures})`,
+        },
+      ],
+      warnings: [
+        {
+          step: 'a',
+          field: 'prompt',
+          message:
+            'system_prompt is set but prompt is empty; put the task (and its input references) in prompt',
+        },
+      ],
+    });
+  });
+
   it("passes the loader's warnings on", () => {
     const report = validateWorkflow(loadWorkflow(resolve(fixtures, 'conductor-extras.yaml')));
     expect(report.warnings.length).toBeGreaterThanOrEqual(30);

@@ -1,3 +1,5 @@
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { END, type GroupDefinition, type StepDefinition, type WorkflowDefinition } from '../model.js';
 import { templateNames } from '../template.js';
 import { graphOf, stronglyConnected, type WorkflowGraph } from './graph.js';
@@ -56,8 +58,36 @@ export function validateWorkflow(definition: WorkflowDefinition): ValidationRepo
     }
   }
   checkTemplates(definition, graph, reachable, errors, warnings);
+  checkSteps(definition, errors, warnings);
   checkLoops(definition, graph, warnings);
   return { errors, warnings };
+}
+
+/** Sub-workflow files that are not there; LLM steps whose task prompt is empty. */
+function checkSteps(definition: WorkflowDefinition, errors: Problem[], warnings: Problem[]): void {
+  const steps = [...definition.steps.values()];
+  for (const group of definition.groups.values()) if (group.kind === 'for_each') steps.push(group.agent);
+  for (const step of steps) {
+    if (
+      step.type === 'workflow' &&
+      !step.workflow.includes('{{') &&
+      !existsSync(resolve(definition.dir, step.workflow))
+    ) {
+      errors.push({
+        step: step.name,
+        field: 'workflow',
+        message: `the sub-workflow ${step.workflow} does not exist (relative to ${definition.dir})`,
+      });
+    }
+    if (step.type === 'agent' && step.systemPrompt !== undefined && step.prompt.trim() === '') {
+      warnings.push({
+        step: step.name,
+        field: 'prompt',
+        message:
+          'system_prompt is set but prompt is empty; put the task (and its input references) in prompt',
+      });
+    }
+  }
 }
 
 /** Each loop (a strongly connected set of steps) with no `max_visits` anywhere on it. */
