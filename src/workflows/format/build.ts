@@ -1,27 +1,18 @@
 import { dirname } from 'node:path';
-import {
-  END,
-  type ForEachGroup,
-  type GroupDefinition,
-  type McpServerDefinition,
-  type ParallelGroup,
-  type StepDefinition,
-  type WorkflowDefinition,
+import type {
+  ForEachGroup,
+  GroupDefinition,
+  McpServerDefinition,
+  ParallelGroup,
+  StepDefinition,
+  WorkflowDefinition,
 } from '../model.js';
 import { buildRoute, buildStep, type StepPlace } from './build-step.js';
-import { dotted } from './env-vars.js';
+import { failAt, position, stepPlace, writtenAt, type BuildContext } from './build-context.js';
 import { workflowInvalid } from './problem.js';
+import { checkReferences } from './references.js';
 import type { RawForEach, RawParallel, RawWorkflowFile } from './schema.js';
 import { PROVIDER_SETTING_HINT, UNSUPPORTED_WORKFLOW_KEYS } from './unsupported.js';
-
-/** What `build` needs besides the parsed file. */
-export interface BuildContext {
-  file: string;
-  hash: string;
-  /** The file as written (after `!file` and `${VAR}`), to tell which keys the user wrote. */
-  written: Record<string, unknown>;
-  positionOf(path: ReadonlyArray<string | number>): string | undefined;
-}
 
 /** The parsed file → the model the engine runs, checking every reference on the way. */
 export function buildWorkflow(raw: RawWorkflowFile, context: BuildContext): WorkflowDefinition {
@@ -32,7 +23,7 @@ export function buildWorkflow(raw: RawWorkflowFile, context: BuildContext): Work
   raw.agents.forEach((step, index) => {
     const place = stepPlace(context, ['agents', index], `agents[${index}] "${step.name}"`);
     if (steps.has(step.name))
-      fail(place, 'name', `step name "${step.name}" is used twice`, 'give every step its own name');
+      failAt(place, 'name', `step name "${step.name}" is used twice`, 'give every step its own name');
     steps.set(step.name, buildStep(step, writtenAt(context.written, ['agents', index]), place, warnings));
   });
   const groups = new Map<string, GroupDefinition>();
@@ -175,14 +166,14 @@ function buildParallel(
     const step = steps.get(member);
     const field = `agents[${index}]`;
     if (step === undefined)
-      fail(
+      failAt(
         place,
         field,
         `"${member}" is not a step in agents:`,
         `use one of: ${[...steps.keys()].join(', ')}`,
       );
     if (!['agent', 'set', 'route'].includes(step.type)) {
-      fail(
+      failAt(
         place,
         field,
         `a ${step.type} step cannot run in a parallel group`,
@@ -190,7 +181,7 @@ function buildParallel(
       );
     }
     if (step.routes.length > 0)
-      fail(
+      failAt(
         place,
         field,
         `"${member}" has routes, but members of a parallel group do not route`,
@@ -228,7 +219,7 @@ function buildForEach(
     warnings,
   );
   if (['script', 'wait', 'terminate'].includes(agent.type)) {
-    fail(
+    failAt(
       place,
       'agent.type',
       `a ${agent.type} step cannot be the inline agent of a for_each group`,
@@ -258,7 +249,7 @@ function checkNewName(
   place: StepPlace,
 ): void {
   if (steps.has(name) || groups.has(name)) {
-    fail(
+    failAt(
       place,
       'name',
       `the name "${name}" is already used by a ${steps.has(name) ? 'step' : 'group'}`,
@@ -299,186 +290,4 @@ export function hasType(value: unknown, type: string): boolean {
   }
 }
 
-/** entry_point, route targets, gate option routes, on_cap, mcp opt-ins and tool names must exist. */
-function checkReferences(definition: WorkflowDefinition, raw: RawWorkflowFile, context: BuildContext): void {
-  const targets = [...definition.steps.keys(), ...definition.groups.keys()];
-  const known = (target: string): boolean =>
-    target === END || definition.steps.has(target) || definition.groups.has(target);
-  const hint = `route to one of: ${[...targets, END].join(', ')}`;
-  if (!definition.steps.has(definition.entryPoint) && !definition.groups.has(definition.entryPoint)) {
-    throw workflowInvalid(
-      {
-        file: context.file,
-        step: 'workflow',
-        field: 'entry_point',
-        ...position(context, ['workflow', 'entry_point']),
-      },
-      `entry_point "${definition.entryPoint}" is not a step or group`,
-      `start at one of: ${targets.join(', ')}`,
-    );
-  }
-  const check = (place: StepPlace, field: string, target: string | undefined): void => {
-    if (target !== undefined && !known(target))
-      fail(place, field, `"${target}" is not a step, a group or ${END}`, hint);
-  };
-  const workflowTools = new Set(raw.tools);
-  [...definition.steps.values()].forEach((step, index) => {
-    const place = stepPlace(context, ['agents', index], `agents[${index}] "${step.name}"`);
-    checkStepReferences(step, place, check, definition, workflowTools);
-  });
-  raw.parallel.forEach((group, index) => {
-    const place = stepPlace(context, ['parallel', index], `parallel[${index}] "${group.name}"`);
-    const built = definition.groups.get(group.name) as ParallelGroup;
-    built.routes.forEach((route, routeIndex) => check(place, `routes[${routeIndex}].to`, route.to));
-    check(place, 'on_cap', built.onCap);
-  });
-  raw.for_each.forEach((group, index) => {
-    const place = stepPlace(context, ['for_each', index], `for_each[${index}] "${group.name}"`);
-    const built = definition.groups.get(group.name) as ForEachGroup;
-    built.routes.forEach((route, routeIndex) => check(place, `routes[${routeIndex}].to`, route.to));
-    check(place, 'on_cap', built.onCap);
-    const agentPlace = stepPlace(
-      context,
-      ['for_each', index, 'agent'],
-      `${place.label} agent "${built.agent.name}"`,
-    );
-    checkStepReferences(built.agent, agentPlace, check, definition, workflowTools);
-  });
-}
-
-function checkStepReferences(
-  step: StepDefinition,
-  place: StepPlace,
-  check: (place: StepPlace, field: string, target: string | undefined) => void,
-  definition: WorkflowDefinition,
-  workflowTools: Set<string>,
-): void {
-  step.routes.forEach((route, index) => check(place, `routes[${index}].to`, route.to));
-  check(place, 'on_cap', step.onCap);
-  step.input.forEach((reference, index) =>
-    checkInputReference(reference, `input[${index}]`, place, definition),
-  );
-  if (step.type === 'human_gate')
-    step.options.forEach((option, index) => check(place, `options[${index}].route`, option.route));
-  if (step.type !== 'agent') return;
-  if (Array.isArray(step.mcp)) {
-    const servers = Object.keys(definition.runtime.mcpServers);
-    step.mcp.forEach((name, index) => {
-      if (!servers.includes(name)) {
-        fail(
-          place,
-          `mcp[${index}]`,
-          `"${name}" is not in runtime.mcp_servers`,
-          servers.length === 0
-            ? 'declare it under workflow.runtime.mcp_servers'
-            : `use one of: ${servers.join(', ')}`,
-        );
-      }
-    });
-  }
-  // Conductor checks an LLM step's tools against the workflow's `tools:`; a Claude Code agent's tools
-  // (effects: git) are Claude Code's own (Read, Bash(npm test:*)) and are not listed there.
-  if (step.git === undefined && step.tools !== undefined) {
-    step.tools.forEach((tool, index) => {
-      if (!workflowTools.has(tool)) {
-        fail(
-          place,
-          `tools[${index}]`,
-          `tool "${tool}" is not in the workflow's tools:`,
-          workflowTools.size === 0
-            ? 'list it under the top-level tools:'
-            : `use one of: ${[...workflowTools].join(', ')}, or add it to tools:`,
-        );
-      }
-    });
-  }
-}
-
-const REFERENCE_PART = /^[A-Za-z_][A-Za-z0-9_]*$/;
-
-/** Conductor's `input:` references: `step.output[.field]`, `group.outputs`, `workflow.input.name`, `?` for optional. */
-function checkInputReference(
-  reference: string,
-  field: string,
-  place: StepPlace,
-  definition: WorkflowDefinition,
-): void {
-  const optional = reference.endsWith('?');
-  const parts = (optional ? reference.slice(0, -1) : reference).split('.');
-  if (parts.length < 2 || !parts.every((part) => REFERENCE_PART.test(part))) {
-    fail(
-      place,
-      field,
-      `"${reference}" is not an input reference`,
-      'write step.output[.field], group.outputs, or workflow.input.name (end with ? when optional)',
-    );
-  }
-  if (optional) return;
-  const [head, second, name] = parts as [string, string, string | undefined];
-  if (head === 'workflow') {
-    if (second !== 'input' || name === undefined || definition.input[name] === undefined) {
-      const declared = Object.keys(definition.input);
-      fail(
-        place,
-        field,
-        `"${reference}" is not a declared workflow input`,
-        declared.length === 0
-          ? 'declare it under workflow.input'
-          : `use one of: ${declared.map((input) => `workflow.input.${input}`).join(', ')}`,
-      );
-    }
-    return;
-  }
-  if (!definition.steps.has(head) && !definition.groups.has(head)) {
-    fail(
-      place,
-      field,
-      `"${head}" is not a step or group`,
-      `name one of: ${[...definition.steps.keys(), ...definition.groups.keys()].join(', ')} (or end the reference with ? when optional)`,
-    );
-  }
-}
-
-function stepPlace(context: BuildContext, path: Array<string | number>, label: string): StepPlace {
-  return {
-    file: context.file,
-    label,
-    positionOf: (field) => context.positionOf([...path, ...fieldPath(field)]),
-  };
-}
-
-/** `routes[1].to` → `['routes', 1, 'to']`. */
-function fieldPath(field: string): Array<string | number> {
-  return field
-    .split(/\.|(?=\[)/)
-    .filter((part) => part !== '')
-    .map((part) => (/^\[\d+\]$/.test(part) ? Number(part.slice(1, -1)) : part));
-}
-
-function position(context: BuildContext, path: Array<string | number>): { position?: string } {
-  const found = context.positionOf(path);
-  return found === undefined ? {} : { position: found };
-}
-
-function fail(place: StepPlace, field: string, what: string, hint: string): never {
-  const found = place.positionOf(field);
-  throw workflowInvalid(
-    { file: place.file, step: place.label, field, ...(found === undefined ? {} : { position: found }) },
-    what,
-    hint,
-  );
-}
-
-/** The written mapping at `path`, or `{}`. */
-export function writtenAt(data: unknown, path: ReadonlyArray<string | number>): Record<string, unknown> {
-  let node: unknown = data;
-  for (const part of path) {
-    if (typeof node !== 'object' || node === null) return {};
-    node = (node as Record<string | number, unknown>)[part];
-  }
-  return typeof node === 'object' && node !== null && !Array.isArray(node)
-    ? (node as Record<string, unknown>)
-    : {};
-}
-
-export { dotted };
+export type { BuildContext };
