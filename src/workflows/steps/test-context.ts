@@ -15,12 +15,15 @@ export interface TestContextOptions {
   input?: Record<string, unknown>;
   signal?: AbortSignal;
   deadline?: number;
+  /** Notes an interrupted earlier attempt recorded (`StepContext.previous`). */
+  previous?: Record<string, unknown>;
 }
 
-/** A `StepContext` and the events its executor emitted. */
+/** A `StepContext`, and the events and progress notes its executor recorded. */
 export interface TestContext {
   context: StepContext;
   events: WorkflowEvent[];
+  progress: Record<string, unknown>[];
 }
 
 /**
@@ -37,6 +40,7 @@ export function testStepContext(step: StepDefinition, options: TestContextOption
     ...options.scope,
   };
   const events: WorkflowEvent[] = [];
+  const progress: Record<string, unknown>[] = [];
   let ledger: Ledger | undefined;
   const engineOnly = (what: string): never => {
     throw new SwitchboardError('INTERNAL', `the test step context has no ${what}`);
@@ -60,13 +64,14 @@ export function testStepContext(step: StepDefinition, options: TestContextOption
     resolveSpec: () => engineOnly('provider resolution'),
     mcpServers: {},
     signal: options.signal ?? new AbortController().signal,
-    recordProgress: () => undefined,
+    recordProgress: (notes) => progress.push(notes),
     emit: (event) => events.push(event),
     runChild: () => engineOnly('sub-workflows'),
     gateAnswer: () => undefined,
   };
   if (options.deadline !== undefined) context.deadline = options.deadline;
-  return { context, events };
+  if (options.previous !== undefined) context.previous = options.previous;
+  return { context, events, progress };
 }
 
 function testWorkflow(step: StepDefinition, dir: string): WorkflowDefinition {

@@ -59,3 +59,26 @@ describe('wait steps', () => {
     expect((outcome.output as { waited_seconds: number }).waited_seconds).toBeLessThan(3600);
   });
 });
+
+describe('wait steps across a resume', () => {
+  it('records when the wait began, and a resumed wait waits only what is left', async () => {
+    const controller = new AbortController();
+    const first = testStepContext(wait('1h'), { signal: controller.signal });
+    const interrupted = executeWaitStep(first.context);
+    controller.abort();
+    await interrupted;
+    const started = first.progress[0]?.['wait_started_at'];
+    expect(first.progress).toEqual([{ wait_started_at: expect.any(Number), seconds: 3600 }]);
+    // The process died long ago: the resumed attempt finds the hour already over.
+    const resumed = testStepContext(wait('1h'), {
+      previous: { wait_started_at: Number(started) - 3_600_000 },
+    });
+    const outcome = await executeWaitStep(resumed.context);
+    expect(outcome.status).toBe('completed');
+    expect((outcome.output as { waited_seconds: number }).waited_seconds).toBeGreaterThanOrEqual(3600);
+    expect(resumed.progress).toEqual([]);
+    expect(resumed.events).toContainEqual(
+      expect.objectContaining({ type: 'wait-start', data: { seconds: 3600, resumed: true } }),
+    );
+  });
+});

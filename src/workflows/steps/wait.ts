@@ -22,7 +22,8 @@ export function parseDuration(value: string | number): number | undefined {
 /**
  * `type: wait`: pauses the run for `duration` (a number of seconds, `500ms`/`60s`/`2.5m`/`1h`, or a
  * template rendering to one; more than 0 and at most 24 hours), as Conductor does. Output:
- * `{waited_seconds}`. Cancelling the run, its timeout, or losing it ends the pause at once.
+ * `{waited_seconds}`. Cancelling the run, its timeout, or losing it ends the pause at once. The start
+ * is recorded before the pause, so a run resumed after its process died waits only what is left.
  */
 export const executeWaitStep: StepExecutor = async (context) => {
   const step = context.step as WaitStep;
@@ -42,15 +43,23 @@ export const executeWaitStep: StepExecutor = async (context) => {
     );
   }
   const reason = step.reason === undefined ? undefined : context.render(step.reason, 'reason');
+  // A resumed wait (the process died during it) counts from when it first began: it waits only the rest.
+  const recorded = context.previous?.['wait_started_at'];
+  const startedAt = typeof recorded === 'number' && recorded <= Date.now() ? recorded : Date.now();
+  if (startedAt !== recorded) context.recordProgress({ wait_started_at: startedAt, seconds });
   context.emit({
     type: 'wait-start',
     step: step.name,
     key: context.key,
-    data: reason === undefined ? { seconds } : { seconds, reason },
+    data: {
+      seconds,
+      ...(reason === undefined ? {} : { reason }),
+      ...(startedAt === recorded ? { resumed: true } : {}),
+    },
   });
-  const started = performance.now();
-  const completed = await sleep(seconds * 1000, context.signal);
-  const output = { waited_seconds: (performance.now() - started) / 1000 };
+  const remainingMs = Math.max(0, seconds * 1000 - (Date.now() - startedAt));
+  const completed = await sleep(remainingMs, context.signal);
+  const output = { waited_seconds: (Date.now() - startedAt) / 1000 };
   if (!completed) {
     return {
       status: 'failed',
