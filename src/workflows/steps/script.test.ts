@@ -150,3 +150,22 @@ describe('script steps', () => {
     expect(outcome.output).toMatchObject({ key: '[redacted]', stderr: '[redacted]\n' });
   });
 });
+
+describe('script steps that cannot start or that escape their group', () => {
+  it('fails with a clear message when working_dir does not exist', async () => {
+    const outcome = await run(script({ command: 'sh', args: ['-c', 'true'], workingDir: '/no/such/folder' }));
+    expect(outcome.status).toBe('failed');
+    expect(outcome.error?.message).toMatch(/working_dir \/no\/such\/folder is not a directory/);
+  });
+
+  it('on timeout also kills a child that moved to a session of its own', async () => {
+    const folder = mkdtempSync(join(tmpdir(), 'script-setsid-'));
+    const pidFile = join(folder, 'child.pid');
+    const outcome = await run(
+      shell(`setsid sh -c 'echo $$ > "${pidFile}"; exec sleep 60' & wait`, { timeoutSeconds: 0.5 }),
+    );
+    expect(outcome.error?.code).toBe('TIMEOUT');
+    const child = Number(readFileSync(pidFile, 'utf8'));
+    expect(await waitForProcessesGone([child], 5_000)).toEqual([]);
+  });
+});

@@ -1,8 +1,8 @@
-import { accessSync, constants as fsConstants } from 'node:fs';
+import { accessSync, constants as fsConstants, statSync } from 'node:fs';
 import { constants as osConstants } from 'node:os';
 import { delimiter, isAbsolute, join, resolve, sep } from 'node:path';
 import { execa } from 'execa';
-import { parentWatchedCommand } from '../../providers/claude-code/process-group.js';
+import { killProcessTree, parentWatchedCommand } from '../../providers/claude-code/process-group.js';
 import { redactDeep, redactSecrets } from '../../core/secrets.js';
 import { validateOutput } from '../output-schema.js';
 import type { ScriptStep } from '../model.js';
@@ -23,6 +23,8 @@ interface ScriptProcessResult {
   exitCode: number;
   timedOut: boolean;
   aborted: boolean;
+  /** Why the child could not be started, when it could not. */
+  startError?: string;
 }
 
 /**
@@ -42,7 +44,12 @@ export const executeScriptStep: StepExecutor = async (context) => {
   const stdin = step.stdin === undefined ? undefined : context.render(step.stdin, 'stdin');
   const env: NodeJS.ProcessEnv = { ...process.env, PYTHONUTF8: '1', ...step.env };
   const cwd = resolve(workingDir ?? '.');
-
+  if (!isDirectory(cwd)) {
+    return failure(
+      'WORKFLOW_FAILED',
+      `step "${step.name}": working_dir ${cwd} is not a directory; create it first (a script step can) or fix the template`,
+    );
+  }
   const executable = findExecutable(command, cwd, env['PATH']);
   if (executable === undefined) {
     return failure(
@@ -52,6 +59,12 @@ export const executeScriptStep: StepExecutor = async (context) => {
   }
   const timeoutMs = effectiveTimeoutMs(step.timeoutSeconds, context.deadline);
   const result = await runScriptProcess(context, { executable, args, cwd, env, stdin, timeoutMs });
+  if (result.startError !== undefined) {
+    return failure(
+      'WORKFLOW_FAILED',
+      `step "${step.name}": could not start "${command}": ${result.startError}`,
+    );
+  }
   const output: ScriptOutput = {
     stdout: redactSecrets(result.stdout),
     stderr: redactSecrets(result.stderr),
@@ -132,13 +145,17 @@ async function runScriptProcess(
     ...(stdin === undefined ? { stdin: 'ignore' as const } : { input: stdin }),
   });
   const pid = subprocess.pid;
-  const killTree = (): void => {
+  const killGroup = (): void => {
     if (pid === undefined) return;
     try {
       process.kill(process.platform === 'win32' ? pid : -pid, 'SIGKILL');
     } catch {
       // Already gone.
     }
+  };
+  // Stopping a running script also finds what left its group (a `setsid` daemon, a nested session).
+  const killTree = (): void => {
+    if (pid !== undefined) killProcessTree(pid);
   };
   if (pid !== undefined)
     context.emit({ type: 'process-start', step: context.step.name, key: context.key, data: { pid } });
@@ -159,14 +176,25 @@ async function runScriptProcess(
   else context.signal.addEventListener('abort', onAbort, { once: true });
   try {
     const result = await subprocess;
-    killTree();
-    return {
+    // Whatever the script left running in its group (a backgrounded server) goes too.
+    killGroup();
+    const processResult: ScriptProcessResult = {
       stdout: String(result.stdout ?? ''),
       stderr: String(result.stderr ?? ''),
       exitCode: exitCodeOf(result.exitCode, result.signal),
       timedOut,
       aborted,
     };
+    if (
+      result.failed &&
+      result.exitCode === undefined &&
+      result.signal === undefined &&
+      !timedOut &&
+      !aborted
+    ) {
+      processResult.startError = result.shortMessage ?? 'the process did not start';
+    }
+    return processResult;
   } finally {
     if (timer !== undefined) clearTimeout(timer);
     context.signal.removeEventListener('abort', onAbort);
@@ -208,6 +236,14 @@ function findExecutable(command: string, cwd: string, path: string | undefined):
     if (isExecutable(candidate)) return candidate;
   }
   return undefined;
+}
+
+function isDirectory(path: string): boolean {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
+  }
 }
 
 function isExecutable(file: string): boolean {
