@@ -19,7 +19,7 @@ export async function startWorkflowRun(
   workflow: WorkflowDefinition,
   options: Omit<RunWorkflowOptions, 'file'>,
 ): Promise<WorkflowRunResult> {
-  const inputs = resolveInputs(workflow, options.inputs);
+  const inputs = resolveInputs(workflow, options.inputs ?? {});
   if (options.dryRun === true) return dryRun(workflow, inputs);
   const runKey =
     workflow.runKey === undefined

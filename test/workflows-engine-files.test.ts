@@ -1,0 +1,141 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { answerGate, resumeWorkflow, runWorkflow, workflowStatus } from '../src/workflows/index.js';
+import { stateDir } from './workflows-engine-support.js';
+
+// Conductor-format files through the real loader and the real step executors (set, script, gate,
+// for_each, parallel, sub-workflow, terminate): what `switchboard workflow run` does under the CLI.
+
+const PARENT = `
+workflow:
+  name: tour
+  entry_point: plan
+  input:
+    topic: { type: string, required: true }
+  limits: { max_iterations: 30 }
+output:
+  summary: "{{ finish.output.summary }}"
+agents:
+  - name: plan
+    type: set
+    values:
+      items: '["a", "b", "c"]'
+    routes: [{ to: each }]
+  - name: count
+    type: script
+    command: node
+    args: ["-e", "console.log(JSON.stringify({ n: {{ each.outputs | length }} }))"]
+    routes:
+      - { to: checks, when: "n == 3" }
+      - { to: $end }
+  - name: lint
+    type: set
+    value: "lint ok"
+  - name: spell
+    type: set
+    value: "spelling ok"
+  - name: approve
+    type: human_gate
+    prompt: "Ship {{ workflow.input.topic }} ({{ count.output.n }} items)?"
+    options:
+      - { label: Ship, value: ship, route: child }
+      - { label: Stop, value: stop, route: stop }
+  - name: child
+    type: workflow
+    workflow: child.yaml
+    input_mapping:
+      word: "{{ each.outputs | join('') }}"
+    routes: [{ to: finish }]
+  - name: finish
+    type: set
+    values:
+      summary: "{{ workflow.input.topic }} - {{ child.output.shout }} after {{ checks.outputs.lint }}"
+  - name: stop
+    type: terminate
+    status: failed
+    reason: "stopped at the gate"
+for_each:
+  - name: each
+    type: for_each
+    source: plan.output.items
+    as: item
+    agent:
+      name: upper
+      type: set
+      value: "{{ item | upper }}"
+    routes: [{ to: count }]
+parallel:
+  - name: checks
+    agents: [lint, spell]
+    routes: [{ to: approve }]
+`;
+
+const CHILD = `
+workflow:
+  name: child
+  entry_point: shout
+  input:
+    word: { type: string, required: true }
+output:
+  shout: "{{ shout.output }}!"
+agents:
+  - name: shout
+    type: set
+    value: "{{ workflow.input.word }}"
+`;
+
+function files(): { dir: string; file: string } {
+  const dir = stateDir();
+  writeFileSync(join(dir, 'tour.yaml'), PARENT);
+  writeFileSync(join(dir, 'child.yaml'), CHILD);
+  return { dir, file: join(dir, 'tour.yaml') };
+}
+
+describe('workflow files end to end', () => {
+  it('runs a Conductor file to its gate, then to the end once the gate is answered', async () => {
+    const { dir, file } = files();
+    const parked = await runWorkflow({
+      file,
+      inputs: { topic: 'docs' },
+      stateDir: join(dir, '.switchboard'),
+    });
+    expect(parked).toMatchObject({
+      status: 'waiting',
+      step: 'approve',
+      gate: { step: 'approve', prompt: 'Ship docs (3 items)?' },
+    });
+    const done = await answerGate({ runId: parked.id, choice: 'ship', stateDir: join(dir, '.switchboard') });
+    expect(done).toMatchObject({ status: 'completed', output: { summary: 'docs - ABC! after lint ok' } });
+    expect(done.steps.filter((step) => step.key.split('/').length === 3).map((step) => step.step)).toEqual([
+      'plan',
+      'each',
+      'count',
+      'checks',
+      'approve',
+      'child',
+      'finish',
+    ]);
+  });
+
+  it('ends with a terminate step’s failure, and refuses to resume once the file was edited', async () => {
+    const { dir, file } = files();
+    const state = join(dir, '.switchboard');
+    const parked = await runWorkflow({ file, inputs: { topic: 'docs' }, stateDir: state });
+    const stopped = await answerGate({ runId: parked.id, choice: 'stop', stateDir: state });
+    expect(stopped).toMatchObject({ status: 'failed', step: 'stop' });
+    writeFileSync(file, PARENT.replace('limits: { max_iterations: 30 }', 'limits: { max_iterations: 31 }'));
+    await expect(resumeWorkflow({ runId: parked.id, stateDir: state })).rejects.toMatchObject({
+      code: 'WORKFLOW_CHANGED',
+    });
+    expect(workflowStatus(parked.id, { stateDir: state }).status).toBe('failed');
+  });
+
+  it('names the missing input of a file in one line', async () => {
+    const { dir, file } = files();
+    await expect(runWorkflow({ file, stateDir: join(dir, '.switchboard') })).rejects.toMatchObject({
+      code: 'WORKFLOW_INVALID',
+      message: expect.stringContaining('"topic"'),
+    });
+  });
+});
