@@ -1,8 +1,17 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { answerGate, resumeWorkflow, runWorkflow, workflowStatus } from '../src/workflows/index.js';
+import { isProcessAlive } from '../src/agents/repo-lock.js';
+import {
+  answerGate,
+  cancelWorkflowRun,
+  resumeWorkflow,
+  runWorkflow,
+  workflowStatus,
+  type WorkflowEventRecord,
+} from '../src/workflows/index.js';
 import { stateDir } from './workflows-engine-support.js';
+import { waitFor } from './helpers/wait-for.js';
 
 // Conductor-format files through the real loader and the real step executors (set, script, gate,
 // for_each, parallel, sub-workflow, terminate): what `switchboard workflow run` does under the CLI.
@@ -137,5 +146,64 @@ describe('workflow files end to end', () => {
       code: 'WORKFLOW_INVALID',
       message: expect.stringContaining('"topic"'),
     });
+  });
+});
+
+/** Whether any process of the group the script led is still there (its backgrounded sleep included). */
+function groupAlive(pid: number): boolean {
+  try {
+    process.kill(-pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+const SLEEPER = (limits: string) => `
+workflow:
+  name: sleeper
+  entry_point: nap
+  limits: ${limits}
+agents:
+  - name: nap
+    type: script
+    command: sh
+    args: ["-c", "sleep 30 & sleep 30"]
+    routes: [{ to: after }]
+  - name: after
+    type: set
+    value: done
+`;
+
+describe('stopping a running script step', () => {
+  it('cancel marks the run cancelled and the running script’s process tree dies', async () => {
+    const dir = stateDir();
+    const file = join(dir, 'sleeper.yaml');
+    writeFileSync(file, SLEEPER('{ max_iterations: 5 }'));
+    const state = join(dir, '.switchboard');
+    const events: WorkflowEventRecord[] = [];
+    const running = runWorkflow({ file, stateDir: state, onEvent: (event) => events.push(event) });
+    await waitFor(() => events.some((event) => event.type === 'process-start'));
+    const pid = Number(events.find((event) => event.type === 'process-start')?.data?.['pid']);
+    expect(isProcessAlive(pid)).toBe(true);
+    const runId = events[0]?.runId as string;
+    const cancelled = await cancelWorkflowRun(runId, { stateDir: state });
+    expect(cancelled.status).toBe('cancelled');
+    expect(await running).toMatchObject({ status: 'cancelled', step: 'nap' });
+    await waitFor(() => !isProcessAlive(pid) && !groupAlive(pid));
+    expect(await resumeWorkflow({ runId, stateDir: state })).toMatchObject({ status: 'cancelled' });
+  });
+
+  it('timeout_seconds stops the running script and fails the run with WORKFLOW_LIMIT', async () => {
+    const dir = stateDir();
+    const file = join(dir, 'sleeper.yaml');
+    writeFileSync(file, SLEEPER('{ max_iterations: 5, timeout_seconds: 1 }'));
+    const state = join(dir, '.switchboard');
+    const events: WorkflowEventRecord[] = [];
+    const result = await runWorkflow({ file, stateDir: state, onEvent: (event) => events.push(event) });
+    expect(result).toMatchObject({ status: 'failed', errorCode: 'WORKFLOW_LIMIT', step: 'nap' });
+    expect(result.error).toMatch(/timeout_seconds \(1\)/);
+    const pid = Number(events.find((event) => event.type === 'process-start')?.data?.['pid']);
+    await waitFor(() => !isProcessAlive(pid) && !groupAlive(pid));
   });
 });
