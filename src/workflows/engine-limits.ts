@@ -53,7 +53,7 @@ export function budgetLimit(exec: RunExecution): SwitchboardError | undefined {
     'BUDGET_EXCEEDED',
     `workflow run ${exec.run.id} spent ${formatUsd(spent)} of its budget_usd of $${budget}`,
     {
-      hint: `resume with a higher budget: \`switchboard workflow resume ${exec.run.id} --budget-usd ${Math.ceil(budget * 2 * 100) / 100}\``,
+      hint: `resume with a higher budget: \`switchboard workflow resume ${exec.run.id} --budget ${Math.ceil(budget * 2 * 100) / 100}\``,
       retryable: false,
       details: { limit: 'budget_usd', spent, budget },
     },
@@ -67,7 +67,7 @@ export function timeoutError(exec: RunExecution): SwitchboardError {
     'WORKFLOW_LIMIT',
     `workflow run ${exec.run.id} reached timeout_seconds (${seconds})`,
     {
-      hint: `resume it (the timeout counts afresh), or raise it: \`switchboard workflow resume ${exec.run.id} --timeout-seconds ${seconds * 2}\``,
+      hint: `resume it (the timeout counts afresh), or raise it: \`switchboard workflow resume ${exec.run.id} --timeout ${seconds * 2}\``,
       retryable: false,
       details: { limit: 'timeout_seconds', seconds },
     },
