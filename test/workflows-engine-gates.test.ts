@@ -50,6 +50,7 @@ describe('human gates', () => {
     });
     expect(next).toMatchObject({ status: 'waiting', step: 'confirm' });
     const events = readWorkflowEvents('run-gate', { stateDir: dir });
+    expect(events.find((event) => event.type === 'run-resume')).toMatchObject({ data: { from: 'waiting' } });
     expect(events.find((event) => event.type === 'gate-answer')).toMatchObject({
       step: 'approve',
       data: { choice: 'ship', answeredBy: 'ana' },

@@ -1,4 +1,4 @@
-import { isSwitchboardError, SwitchboardError } from '../core/errors.js';
+import { isSwitchboardError } from '../core/errors.js';
 import { coerceJson, renderTemplate } from './engine-deps.js';
 import type { RunExecution } from './engine-types.js';
 import { END } from './model.js';
@@ -90,9 +90,12 @@ export function parkRun(exec: RunExecution, step: string): RunStop {
   return { kind: 'waiting' };
 }
 
-/** A run that was going (running, or taken up again) is `running` while this process advances it. */
-export function markRunning(exec: RunExecution): void {
-  if (exec.run.status === 'running' && exec.run.endedAt === undefined) return;
+/**
+ * Marks the run `running` in this process's hands; a run taken up again (interrupted, parked, failed)
+ * gets a `run-resume` event saying what it was.
+ */
+export function markRunning(exec: RunExecution, fresh: boolean): void {
+  if (fresh) return;
   exec.store.updateRun(
     exec.run.id,
     exec.lock.token,
@@ -100,14 +103,4 @@ export function markRunning(exec: RunExecution): void {
     { type: 'run-resume', data: { from: exec.run.status } },
   );
   refreshRun(exec);
-}
-
-export function lostError(runId: string): SwitchboardError {
-  return new SwitchboardError(
-    'WORKFLOW_LOST',
-    `this process lost workflow run ${runId}; nothing more was recorded`,
-    {
-      retryable: false,
-    },
-  );
 }

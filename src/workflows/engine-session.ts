@@ -55,7 +55,7 @@ export interface DriveOptions {
   limits?: WorkflowLimitOverrides;
   /** Accept a workflow file whose hash differs from the run's (recorded as the run's new hash). */
   migrate?: boolean;
-  /** Events after this sequence number go to `onEvent` (0: all, for a new run). */
+  /** Events after this sequence number go to `onEvent`; 0 (all) marks a run this call created. */
   eventsAfter?: number;
 }
 
@@ -90,7 +90,7 @@ export async function driveRun(drive: DriveOptions): Promise<WorkflowRunResult> 
         exec.deadline = exec.now() + exec.limits.timeoutSeconds * 1000;
         timer = setTimeout(() => controller.abort(timeoutError(exec)), exec.limits.timeoutSeconds * 1000);
       }
-      markRunning(exec);
+      markRunning(exec, drive.eventsAfter === 0);
       await advanceRun(exec);
     }
   } finally {
