@@ -7,7 +7,8 @@ import type { RunExecution } from './engine-types.js';
 import { runGroup } from './groups.js';
 import { END, type StepDefinition } from './model.js';
 import { buildScope, recordFinished } from './scope.js';
-import type { TemplateScope } from './step-executor.js';
+import type { StepOutcome, TemplateScope } from './step-executor.js';
+import type { StepEnd } from '../store/workflow-records.js';
 
 /**
  * The interpreter: from the run's recorded pointer, runs one step (or group) at a time, each one's end
@@ -129,6 +130,30 @@ async function runTopStep(exec: RunExecution, step: StepDefinition): Promise<Run
   return finishTopStep(exec, step, key, scope, run);
 }
 
+/** Where a finished step goes: its outcome's own `next` (a gate), else its first matching route. */
+function routeStep(
+  exec: RunExecution,
+  step: StepDefinition,
+  scope: TemplateScope,
+  outcome: StepOutcome,
+): { next: string; output: unknown } | { failure: { code: string; message: string }; output: unknown } {
+  if (outcome.status === 'failed') {
+    const failure = outcome.error ?? { code: 'WORKFLOW_FAILED', message: `step "${step.name}" failed` };
+    return { failure, output: outcome.output };
+  }
+  if (outcome.status === 'terminated') return { next: END, output: outcome.output };
+  if (outcome.next !== undefined) return { next: outcome.next, output: outcome.output };
+  try {
+    const route = chooseRoute(step.routes, outcome.output, scope, {
+      file: exec.workflow.file,
+      step: step.name,
+    });
+    return { next: route.target, output: route.output };
+  } catch (error) {
+    return { failure: errorInfo(error), output: outcome.output };
+  }
+}
+
 /** Records a top-level step's end and its route in one transaction, then says whether the run goes on. */
 function finishTopStep(
   exec: RunExecution,
@@ -137,46 +162,30 @@ function finishTopStep(
   scope: TemplateScope,
   { outcome, costUsd }: StepRun,
 ): RunStop | undefined {
-  const base = { key, costUsd };
-  const eventFor = (data: Record<string, unknown>) => ({
-    type: 'step-end',
-    step: step.name,
-    key,
-    data: { ...data, costUsd },
-  });
-  if (outcome.status === 'waiting') {
+  const end = (fields: Omit<StepEnd, 'key' | 'costUsd'>, data: Record<string, unknown>) =>
     exec.store.endStep(
       exec.run.id,
       exec.lock.token,
-      { ...base, status: 'waiting', output: outcome.output, currentStep: step.name, countsIteration: false },
-      eventFor({ status: 'waiting' }),
+      { key, costUsd, ...fields },
+      {
+        type: 'step-end',
+        step: step.name,
+        key,
+        data: { ...data, costUsd },
+      },
+    );
+  if (outcome.status === 'waiting') {
+    end(
+      { status: 'waiting', output: outcome.output, currentStep: step.name, countsIteration: false },
+      { status: 'waiting' },
     );
     return parkRun(exec, step.name);
   }
-  let failure =
-    outcome.status === 'failed'
-      ? (outcome.error ?? { code: 'WORKFLOW_FAILED', message: `step "${step.name}" failed` })
-      : undefined;
-  let next = END;
-  let output = outcome.output;
-  if (outcome.status === 'completed' && failure === undefined) {
-    try {
-      const route =
-        outcome.next === undefined
-          ? chooseRoute(step.routes, output, scope, { file: exec.workflow.file, step: step.name })
-          : { target: outcome.next, output };
-      next = route.target;
-      output = route.output;
-    } catch (error) {
-      failure = errorInfo(error);
-    }
-  }
-  if (failure !== undefined) {
-    exec.store.endStep(
-      exec.run.id,
-      exec.lock.token,
+  const route = routeStep(exec, step, scope, outcome);
+  if ('failure' in route) {
+    const { failure, output } = route;
+    end(
       {
-        ...base,
         status: 'failed',
         output,
         errorCode: failure.code,
@@ -184,25 +193,22 @@ function finishTopStep(
         currentStep: step.name,
         countsIteration: true,
       },
-      eventFor({ status: 'failed', errorCode: failure.code, error: failure.message }),
+      { status: 'failed', errorCode: failure.code, error: failure.message },
     );
     return failRun(exec, failure);
   }
   const terminated = outcome.status === 'terminated';
-  exec.store.endStep(
-    exec.run.id,
-    exec.lock.token,
+  end(
     {
-      ...base,
       status: terminated ? 'terminated' : 'completed',
-      output,
-      next: terminated ? END : next,
-      currentStep: terminated ? END : next,
+      output: route.output,
+      next: route.next,
+      currentStep: route.next,
       countsIteration: true,
     },
-    eventFor({ status: outcome.status, next: terminated ? END : next }),
+    { status: outcome.status, next: route.next },
   );
-  recordFinished(exec.state, step.name, output, false);
+  recordFinished(exec.state, step.name, route.output, false);
   refreshRun(exec);
   exec.deliverEvents();
   exec.boundary('step-complete', key);
