@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { startWorkflowRun } from '../src/workflows/engine-start.js';
 import { answerGate, readWorkflowEvents, workflowStatus } from '../src/workflows/index.js';
 import { engineOptions, gateStep, setStep, stateDir, workflow } from './workflows-engine-support.js';
+import { waitFor } from './helpers/wait-for.js';
 
 // Durable gates: an answer is a ledger row, written by any process, before or after the run reaches the
 // gate. With no answer the run parks (status waiting) and the API returns.
@@ -141,5 +142,36 @@ describe('human gates', () => {
       (event) => event.type === 'gate-taken',
     );
     expect(taken?.data).toMatchObject({ choice: 'stop', answeredBy: 'timeout' });
+  });
+
+  it('with a timeout, takes an answer another caller records while this process waits at the gate', async () => {
+    const dir = stateDir();
+    const definition = workflow([
+      gateStep(
+        'approve',
+        [
+          { value: 'stop', route: '$end' },
+          { value: 'ship', route: 'ship' },
+        ],
+        { timeoutSeconds: 60, default: 'stop' },
+      ),
+      setStep('ship', { shipped: 'yes' }),
+    ]);
+    const started: string[] = [];
+    const running = startWorkflowRun(definition, {
+      ...engineOptions(dir, definition),
+      runId: 'run-wait',
+      onEvent: (event) => started.push(event.type),
+    });
+    await waitFor(() => started.includes('step-start'));
+    // The run's owner is alive and waiting: the answer is recorded, and the owner takes it.
+    const recorded = await answerGate({
+      ...engineOptions(dir, definition),
+      runId: 'run-wait',
+      step: 'approve',
+      choice: 'ship',
+    });
+    expect(recorded.status).toBe('running');
+    expect(await running).toMatchObject({ status: 'completed', step: 'ship' });
   });
 });
