@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -31,7 +31,7 @@ const dist = resolve(import.meta.dirname, '../dist');
  */
 const CHILD = `
 import { existsSync, writeFileSync } from 'node:fs';
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 const config = JSON.parse(process.argv[2]);
 const { startWorkflowRun } = await import('${dist}/workflows/engine-start.js');
 const api = await import('${dist}/workflows/index.js');
@@ -335,5 +335,22 @@ describe('gates and cancel across processes', () => {
       ['a', 'completed'],
       ['b', 'failed'],
     ]);
+  });
+});
+
+describe('the engine modules load in any order', () => {
+  it('imports each engine module first in a fresh process without tripping over an import cycle', () => {
+    for (const module of [
+      'steps/sub-workflow.js',
+      'steps/index.js',
+      'engine-step.js',
+      'engine-child.js',
+      'index.js',
+    ]) {
+      const script = `await import(${JSON.stringify(join(dist, 'workflows', module))});`;
+      expect(() =>
+        execFileSync(process.execPath, ['--input-type=module', '-e', script], { stdio: 'pipe' }),
+      ).not.toThrow();
+    }
   });
 });

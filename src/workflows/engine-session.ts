@@ -85,6 +85,7 @@ export async function driveRun(drive: DriveOptions): Promise<WorkflowRunResult> 
     if (run === undefined) throw new SwitchboardError('RUN_NOT_FOUND', `there is no workflow run ${runId}`);
     if (run.status !== 'completed' && run.status !== 'cancelled') {
       const exec = execution(drive, lock, controller.signal);
+      if (callsModels(workflow)) exec.resolveStepSpec = (await import('./providers.js')).resolveStepSpec;
       prepareRun(exec, drive);
       if (exec.limits.timeoutSeconds !== undefined) {
         exec.deadline = exec.now() + exec.limits.timeoutSeconds * 1000;
@@ -141,6 +142,15 @@ function execution(
     },
   };
   return exec;
+}
+
+/** Whether any step may resolve a provider (LLM and route steps, for_each items among them). */
+function callsModels(workflow: WorkflowDefinition): boolean {
+  const steps = [
+    ...workflow.steps.values(),
+    ...[...workflow.groups.values()].flatMap((group) => (group.kind === 'for_each' ? [group.agent] : [])),
+  ];
+  return steps.some((step) => step.type === 'agent' || step.type === 'route');
 }
 
 /**

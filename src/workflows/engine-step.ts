@@ -1,14 +1,13 @@
-import { call } from '../invoke/call.js';
 import type { CallOptions } from '../invoke/call.js';
 import type { BudgetRule } from '../invoke/budget.js';
 import type { CallRequest, CallResult } from '../core/call-types.js';
-import { isSwitchboardError } from '../core/errors.js';
+import { isSwitchboardError, SwitchboardError } from '../core/errors.js';
 import type { WorkflowStepRow } from '../store/workflow-records.js';
-import { renderTemplate, resolveStepSpec } from './engine-deps.js';
+import { renderTemplate } from './engine-deps.js';
 import type { RunExecution } from './engine-types.js';
 import type { StepDefinition } from './model.js';
 import type { StepContext, StepOutcome, TemplateScope } from './step-executor.js';
-import { runChildWorkflow } from './steps/sub-workflow.js';
+import { runChildWorkflow } from './engine-child.js';
 
 /** One execution of one step: where it sits in the run and what it sees. */
 export interface ExecutionSlot {
@@ -141,7 +140,13 @@ function resolveSpec(
   model: string | undefined,
   step?: string,
 ): string {
-  return resolveStepSpec({
+  if (exec.resolveStepSpec === undefined) {
+    throw new SwitchboardError(
+      'INTERNAL',
+      `step "${step ?? '?'}" resolved a provider in a workflow without model steps`,
+    );
+  }
+  return exec.resolveStepSpec({
     provider,
     model,
     file: exec.workflow.file,
@@ -171,6 +176,8 @@ async function boundCall(
   const timeoutMs =
     left === undefined ? request.timeoutMs : Math.min(left, request.timeoutMs ?? Number.POSITIVE_INFINITY);
   const signals = [slot.signal, ...(request.abortSignal === undefined ? [] : [request.abortSignal])];
+  // Loaded on a step's first call: the providers behind it cost half a second to import.
+  const { call } = await import('../invoke/call.js');
   try {
     const result = await call(
       spec,

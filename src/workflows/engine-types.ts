@@ -3,6 +3,7 @@ import type { NewWorkflowEvent, WorkflowRunRow, WorkflowStore } from '../store/w
 import type { WorkflowEngineOptions } from './api-types.js';
 import type { StepType, WorkflowDefinition, WorkflowLimits } from './model.js';
 import type { RunLock } from './run-lock.js';
+import type { resolveStepSpec } from './providers.js';
 import type { RunState } from './scope.js';
 import type { StepExecutor } from './step-executor.js';
 
@@ -23,6 +24,8 @@ export interface RunExecution {
   signal: AbortSignal;
   /** Epoch ms by which the run must end (`limits.timeout_seconds` from when this process took it). */
   deadline?: number;
+  /** Provider resolution, loaded when the workflow has steps that call a model. */
+  resolveStepSpec?: typeof resolveStepSpec;
   /** Sub-workflow nesting (0 at the top). */
   depth: number;
   now: () => number;

@@ -2,8 +2,6 @@ import { coerceJson } from '../engine-deps.js';
 import type { StepExecutor } from '../step-executor.js';
 import type { SubWorkflowStep } from '../model.js';
 
-export { runChildWorkflow } from '../engine-child.js';
-
 /**
  * `type: workflow`: runs another workflow file as a child run (its own rows, with this run as parent)
  * to its end. The child is resumed with the parent: a parent resumed mid-child continues the same child
