@@ -1,3 +1,4 @@
+import { resolve } from 'node:path';
 import { SwitchboardError } from '../core/errors.js';
 import { openLedger, type Ledger } from '../store/ledger.js';
 import { WorkflowStore, type NewWorkflowEvent } from '../store/workflow-records.js';
@@ -22,7 +23,8 @@ export interface StoreSession {
 }
 
 export function openStores(options: WorkflowEngineOptions): StoreSession {
-  const stateDir = options.stateDir ?? DEFAULT_STATE_DIR;
+  // Absolute, so steps that change directory (scripts, agents in worktrees) still find it.
+  const stateDir = resolve(options.stateDir ?? DEFAULT_STATE_DIR);
   const ownLedger = options.ledger === undefined;
   const ledger = options.ledger ?? openLedger({ stateDir });
   let store: WorkflowStore;
