@@ -36,7 +36,9 @@ const config = JSON.parse(process.argv[2]);
 const { startWorkflowRun } = await import('${dist}/workflows/engine-start.js');
 const api = await import('${dist}/workflows/index.js');
 const { coerceJson } = await import('${dist}/workflows/engine-deps.js');
-const definition = { ...config.definition, steps: new Map(config.definition.steps), groups: new Map(config.definition.groups) };
+const revive = (raw) => ({ ...raw, steps: new Map(raw.steps), groups: new Map(raw.groups) });
+const definition = revive(config.definition);
+const children = Object.fromEntries(Object.entries(config.children ?? {}).map(([file, raw]) => [file, revive(raw)]));
 let providers;
 if (config.openAiBaseUrl) {
   const { ProviderRegistry } = await import('${dist}/providers/registry.js');
@@ -70,7 +72,7 @@ const options = {
   ...(providers ? { providers } : {}),
   _internal: {
     executors: { set, agent },
-    load: () => definition,
+    load: (file) => children[file.split('/').pop()] ?? definition,
     pollMs: 50,
     onBoundary: (boundary, key) => {
       if (config.killAt && boundary === config.killAt.boundary && key === config.killAt.key) process.kill(process.pid, 'SIGKILL');
@@ -244,6 +246,58 @@ describe('kill -9 inside a for_each group, then resume', () => {
       'each/0/3': 1,
       'sum/0': 1,
     });
+  });
+});
+
+describe('kill -9 inside a sub-workflow, then resume the parent', () => {
+  it('continues the same child run: its finished steps are not run again', async () => {
+    const dir = stateDir();
+    const child = workflow(
+      [
+        setStep('one', { v: '{{ workflow.input.x }}1' }, [{ to: 'two' }]),
+        setStep('two', { v: '{{ one.output.v }}2' }),
+      ],
+      {
+        file: '/virtual/child.yaml',
+        name: 'child',
+        input: { x: { type: 'string', required: true } },
+        output: { v: '{{ two.output.v }}' },
+      },
+    );
+    const parent = workflow(
+      [
+        setStep('start', { x: '"go"' }, [{ to: 'sub' }]),
+        {
+          type: 'workflow',
+          name: 'sub',
+          workflow: 'child.yaml',
+          inputMapping: { x: '{{ start.output.x }}' },
+          routes: [{ to: 'end' }],
+          input: [],
+        },
+        setStep('end', { v: '{{ sub.output.v }}' }),
+      ],
+      { output: { v: '{{ end.output.v }}' } },
+    );
+    const base = {
+      dir,
+      definition: serialise(parent),
+      children: { 'child.yaml': serialise(child) },
+      runId: 'run-sub',
+    };
+    const killed = await runChild({
+      ...base,
+      mode: 'start',
+      killAt: { boundary: 'step-effect', key: 'run-sub.sub.0/two/0' },
+    }).done;
+    expect(killed.signal).toBe('SIGKILL');
+    const resumed = await runChild({ ...base, mode: 'resume' }).done;
+    expect(resumed.json?.result).toMatchObject({ status: 'completed', output: { v: 'go12' } });
+    const store = WorkflowStore.open({ stateDir: dir });
+    const attempts = (runId: string) => store.steps(runId).map((row) => `${row.step}:${row.attempt}`);
+    expect(attempts('run-sub')).toEqual(['start:1', 'sub:2', 'end:1']);
+    expect(attempts('run-sub.sub.0')).toEqual(['one:1', 'two:2']);
+    store.close();
   });
 });
 
