@@ -22,6 +22,11 @@ export interface WorkflowEngineOptions {
   skipGates?: boolean;
   /** Let steps use the workflow's MCP servers (`--allow-mcp`). @default false */
   allowMcp?: boolean;
+  /**
+   * A run owned by a process on another host is taken over once that owner's heartbeat is this old
+   * (milliseconds); on this host a dead owner's pid frees the run at once. @default 60_000
+   */
+  staleAfterMs?: number;
   /** Hears every event as it is appended to the run's log. */
   onEvent?: (event: WorkflowEventRecord) => void;
   abortSignal?: AbortSignal;
@@ -35,8 +40,6 @@ export interface WorkflowEngineOptions {
     load?: (file: string) => WorkflowDefinition | Promise<WorkflowDefinition>;
     /** How often the owner stamps its heartbeat and looks for a cancel (ms). @default 1000 */
     pollMs?: number;
-    /** Another host's owner counts as gone once its heartbeat is this old (ms). @default 60_000 */
-    staleAfterMs?: number;
   };
 }
 

@@ -69,9 +69,7 @@ export async function driveRun(drive: DriveOptions): Promise<WorkflowRunResult> 
   const { session, workflow, runId, options } = drive;
   const { store } = session;
   const lock = acquireRunLock(store, runId, {
-    ...(options._internal?.staleAfterMs === undefined
-      ? {}
-      : { staleAfterMs: options._internal.staleAfterMs }),
+    ...(options.staleAfterMs === undefined ? {} : { staleAfterMs: options.staleAfterMs }),
     ...(options._internal?.pollMs === undefined ? {} : { pollMs: options._internal.pollMs }),
   });
   const controller = new AbortController();

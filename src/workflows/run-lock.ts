@@ -43,11 +43,8 @@ function liveOwner(run: WorkflowRunRow, host: string, staleAfterMs: number, now:
 }
 
 /** The live process advancing the run, described in a few words, or undefined when none is. */
-export function runOwner(
-  run: WorkflowRunRow,
-  options: { _internal?: { staleAfterMs?: number } } = {},
-): string | undefined {
-  return liveOwner(run, hostname(), options._internal?.staleAfterMs ?? DEFAULT_STALE_AFTER_MS, Date.now());
+export function runOwner(run: WorkflowRunRow, options: { staleAfterMs?: number } = {}): string | undefined {
+  return liveOwner(run, hostname(), options.staleAfterMs ?? DEFAULT_STALE_AFTER_MS, Date.now());
 }
 
 /**
