@@ -42,6 +42,12 @@ export interface AgentInvocation {
   allowedTools: readonly string[];
   /** Folders outside `cwd` that Read, Glob and Grep may also read (absolute paths). @default none */
   readableDirectories?: readonly string[];
+  /**
+   * Git subcommands the agent may not run through Bash, whatever `allowedTools` allows (`['commit',
+   * 'push']` when the runner, not the agent, makes the commit). See `ToolPolicyOptions.deniedGitCommands`.
+   * @default none
+   */
+  deniedGitCommands?: readonly string[];
   /** MCP servers, none unless named. Their tools still need an `allowedTools` entry (`mcp__server` or `mcp__server__tool`). */
   mcpServers?: Record<string, unknown>;
   maxTurns?: number;
@@ -164,6 +170,7 @@ export async function runAgent(invocation: AgentInvocation): Promise<AgentOutcom
     cwd,
     allowedTools,
     readableDirectories: invocation.readableDirectories ?? [],
+    deniedGitCommands: invocation.deniedGitCommands ?? [],
   });
 
   const denied: AgentDenial[] = [];
@@ -273,7 +280,11 @@ export async function runAgent(invocation: AgentInvocation): Promise<AgentOutcom
     permissionMode: 'default',
     settingSources: [],
     settings: {
-      permissions: { blockWritesOutsideWorkingDirectories: true },
+      permissions: {
+        blockWritesOutsideWorkingDirectories: true,
+        // Claude Code's own rules as a second layer behind the hook (they see `git commit` as written).
+        ...(policy.deniedRules.length === 0 ? {} : { deny: policy.deniedRules }),
+      },
       ...(keyHelper === undefined ? {} : { apiKeyHelper: keyHelper.command }),
     },
     mcpServers: (invocation.mcpServers ?? {}) as NonNullable<Options['mcpServers']>,
@@ -579,11 +590,21 @@ export interface ToolPolicyOptions {
   cwd: string;
   allowedTools: readonly string[];
   readableDirectories?: readonly string[];
+  /**
+   * Git subcommands refused in any Bash command, even under a bare `Bash`: wherever `git` (or a path
+   * ending in `/git`) appears among the command's words, inside quotes, `sh -c` or `$(…)` included, its
+   * global options (`-C dir`, `-c key=value`, `--git-dir=…`) are skipped and the subcommand is checked.
+   * It is a guard against an agent's habit, not a sandbox: a command that builds the word `git` at run
+   * time gets past it, so a runner that relies on it also checks the branch afterwards.
+   */
+  deniedGitCommands?: readonly string[];
 }
 
 export interface ToolPolicy {
   /** Built-in tool names to offer the model (the `tools` option). */
   readonly builtinTools: string[];
+  /** Claude Code permission rules for the denied git subcommands (`Bash(git commit:*)`). */
+  readonly deniedRules: string[];
   /** Why a call is refused, or undefined when it is allowed. */
   check(tool: string, input: unknown): string | undefined;
 }
@@ -597,6 +618,7 @@ export function createToolPolicy({
   cwd,
   allowedTools,
   readableDirectories = [],
+  deniedGitCommands = [],
 }: ToolPolicyOptions): ToolPolicy {
   const root = realpathSync(cwd);
   const readRoots = [root, ...readableDirectories.map((directory) => realOrResolved(directory))];
@@ -625,6 +647,7 @@ export function createToolPolicy({
 
   return {
     builtinTools,
+    deniedRules: deniedGitCommands.map((command) => `Bash(git ${command}:*)`),
     check(tool, rawInput) {
       const input = (typeof rawInput === 'object' && rawInput !== null ? rawInput : {}) as Record<
         string,
@@ -656,7 +679,7 @@ export function createToolPolicy({
       if (tool === 'Bash') {
         const command = input['command'];
         if (typeof command !== 'string') return 'Bash needs a command';
-        return checkBashCommand(command, bashPatterns);
+        return deniedGitCommand(command, deniedGitCommands) ?? checkBashCommand(command, bashPatterns);
       }
       return undefined;
     },
@@ -844,6 +867,51 @@ function checkBashCommand(command: string, patterns: readonly string[]): string 
     }
   }
   return undefined;
+}
+
+/** Git's global options that take the next word as their value (`git -C dir commit`). */
+const GIT_OPTIONS_WITH_VALUE = new Set([
+  '-C',
+  '-c',
+  '--git-dir',
+  '--work-tree',
+  '--namespace',
+  '--exec-path',
+  '--config-env',
+  '--super-prefix',
+]);
+
+/**
+ * The git subcommand a command runs, for each `git` word in it. Quotes and backslashes are dropped as
+ * the shell drops them (`gi"t"` is `git`), and backticks, `$(` and shell operators break words, so
+ * nested shells (`sh -c '…'`) and substitutions are looked into too.
+ */
+export function gitSubcommands(command: string): string[] {
+  const words = command
+    .replace(/['"\\]/g, '')
+    .split(/[\s`;&|(){}<>$]+/)
+    .filter((word) => word !== '');
+  const found: string[] = [];
+  for (let index = 0; index < words.length; index++) {
+    const word = words[index] as string;
+    if (word !== 'git' && !word.endsWith('/git')) continue;
+    let next = index + 1;
+    while (next < words.length) {
+      const option = words[next] as string;
+      if (!option.startsWith('-')) break;
+      next += GIT_OPTIONS_WITH_VALUE.has(option) ? 2 : 1;
+    }
+    const subcommand = words[next];
+    if (subcommand !== undefined) found.push(subcommand);
+  }
+  return found;
+}
+
+function deniedGitCommand(command: string, denied: readonly string[]): string | undefined {
+  if (denied.length === 0) return undefined;
+  const hit = gitSubcommands(command).find((subcommand) => denied.includes(subcommand));
+  if (hit === undefined) return undefined;
+  return `Bash command refused: \`git ${hit}\` is not allowed here (the runner commits the change; denied: ${denied.map((name) => `git ${name}`).join(', ')})`;
 }
 
 function describePatterns(patterns: readonly string[]): string {
