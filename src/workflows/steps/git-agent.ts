@@ -26,7 +26,7 @@ import {
   verifyChange,
   type AgentFunction,
 } from '../../agents/phases.js';
-import { PROCESS_TAG_VARIABLE, runProcessTag } from '../../agents/processes.js';
+import { killRunProcesses, PROCESS_TAG_VARIABLE, runProcessTag } from '../../agents/processes.js';
 import type { AgentConnection } from '../../agents/runner.js';
 import { parseTask, type AgentTask, type MergeMode } from '../../agents/task.js';
 import type { AgentStep, GitEffectDefinition } from '../model.js';
@@ -77,6 +77,8 @@ interface GitStepNotes extends Record<string, unknown> {
   spentUsd: number;
   /** The agent's last answer, kept for the output of an adopted commit. */
   summary?: string;
+  /** Claude Code's pid while an attempt runs (it leads its process group), so a resume can kill what is left. */
+  childPid?: number;
 }
 
 /** One failed outcome: a code and a one-line message. */
@@ -234,6 +236,8 @@ class GitStepExecution {
   private async plan(mode: MergeMode): Promise<GitStepNotes> {
     const previous = readNotes(this.context.previous);
     if (previous !== undefined) {
+      // The interrupted attempt's agent may still run (its Bash commands leave Claude Code's group): it must not race this one.
+      killRunProcesses(previous.childPid, this.processTag());
       this.notes = previous;
       return previous;
     }
@@ -345,11 +349,14 @@ class GitStepExecution {
       };
       if (feedback !== undefined) agentContext.feedback = feedback;
       writeContextFiles(agentContext);
+      const spentBefore = this.current.spentUsd;
       const invocation = this.invocation(task, agentContext, sessionId, budget, time);
       const outcome = await runAgentAttempt(invocation, this.options._internal?.runAgent);
       sessionId = outcome.sessionId ?? sessionId;
+      const { childPid: _ended, ...rest } = this.current;
+      this.notes = rest;
       this.record({
-        spentUsd: this.current.spentUsd + outcome.costUsd,
+        spentUsd: spentBefore + outcome.costUsd,
         ...(outcome.resultText === undefined || outcome.isError ? {} : { summary: outcome.resultText }),
       });
       this.context.emit({
@@ -400,6 +407,8 @@ class GitStepExecution {
     time: number,
   ): AgentInvocation {
     const { worktree } = this.current;
+    const spentBefore = this.current.spentUsd;
+    let lastWrite = 0;
     const mcp = claudeMcpServers(this.context.mcpServers);
     const invocation: AgentInvocation = {
       cwd: worktree,
@@ -426,6 +435,14 @@ class GitStepExecution {
       abortSignal: this.context.signal,
       processTag: runProcessTag(this.processTag()),
       passEnvironment: task.passEnvironment,
+      onSpawn: (pid) => this.record({ childPid: pid }),
+      onProgress: (progress) => {
+        // The running cost reaches the notes, so an attempt killed midway still counts what it spent.
+        const now = Date.now();
+        if (now - lastWrite < 1_000) return;
+        lastWrite = now;
+        this.record({ spentUsd: spentBefore + progress.costUsd });
+      },
     };
     if (mcp.tools.length > 0) invocation.mcpServers = mcp.servers;
     if (sessionId !== undefined) invocation.resumeSessionId = sessionId;
@@ -530,6 +547,7 @@ function readNotes(previous: Record<string, unknown> | undefined): GitStepNotes 
   };
   if (typeof previous['baseBranch'] === 'string') notes.baseBranch = previous['baseBranch'];
   if (typeof previous['summary'] === 'string') notes.summary = previous['summary'];
+  if (typeof previous['childPid'] === 'number') notes.childPid = previous['childPid'];
   return notes;
 }
 
