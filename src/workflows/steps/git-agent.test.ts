@@ -7,6 +7,7 @@ import type { Scenario } from '../../sim/scenario.js';
 import type { AgentStep, GitEffectDefinition } from '../model.js';
 import { toolSequenceScenario, writeFileScenario } from '../../../test/helpers/agent-scenarios.js';
 import { createRepository, git } from '../../../test/helpers/git-repo.js';
+import { waitFor } from '../../../test/helpers/wait-for.js';
 import { testStepContext, type TestStepContext } from '../../../test/helpers/step-context.js';
 import { createAgentStepExecutor } from './agent.js';
 
@@ -37,7 +38,7 @@ interface Harness {
   stateDir: string;
   configDir: string;
   sim: Simulator;
-  context(step: AgentStep, previous?: Record<string, unknown>): TestStepContext;
+  context(step: AgentStep, previous?: Record<string, unknown>, signal?: AbortSignal): TestStepContext;
   execute(context: TestStepContext): ReturnType<ReturnType<typeof createAgentStepExecutor>>;
 }
 
@@ -56,8 +57,9 @@ async function harness(scenario: Scenario): Promise<Harness> {
     stateDir,
     configDir,
     sim: started,
-    context: (step, previous) =>
+    context: (step, previous, signal) =>
       testStepContext({
+        ...(signal === undefined ? {} : { signal }),
         // Every step names its repository: a test must never fall back to the current directory.
         step: { ...step, git: { ...step.git, repo } },
         dir: repo,
@@ -225,5 +227,35 @@ describe('type: agent with effects: git', () => {
     expect(commits[0]?.subject).not.toMatch(/sneaky/);
     expect(commits[0]?.body).toContain('Switchboard-Step: run-1/implement/0');
     expect(git(h.repo, 'show', '--name-only', '--format=', 'wf/run-1/implement-0')).toBe('feature.txt');
+  });
+
+  it('after a cancel mid-agent, keeps what the attempt spent in its notes; the resumed step starts over from the base', async () => {
+    const h = await harness({
+      rules: [
+        {
+          match: { turn: 1 },
+          reply: { tool: { name: 'Write', input: { file_path: 'stray.txt', content: 'half\n' } } },
+        },
+        { match: { turn: 2 }, reply: { text: 'never', delayMs: 60_000 } },
+      ],
+    });
+    const cancel = new AbortController();
+    const step = gitStep({});
+    const first = h.context(step, undefined, cancel.signal);
+    const running = h.execute(first);
+    await waitFor(() => h.sim.requests.some((request) => request.turn === 2), { what: 'the second turn' });
+    cancel.abort(new Error('cancelled'));
+    await expect(running).rejects.toBeDefined();
+    const notes = first.progress.at(-1) as { worktree: string; spentUsd: number };
+    expect(notes.spentUsd).toBeGreaterThan(0);
+    expect(existsSync(join(notes.worktree, 'stray.txt'))).toBe(true);
+
+    h.sim.setScenario(writeFileScenario({ path: 'feature.txt', content: 'done\n' }));
+    const resumed = h.context(step, notes);
+    const outcome = await h.execute(resumed);
+    expect(outcome.status).toBe('completed');
+    expect(outcome.costUsd).toBeGreaterThan(notes.spentUsd);
+    expect(git(h.repo, 'show', '--name-only', '--format=', 'wf/run-1/implement-0')).toBe('feature.txt');
+    expect(commitsOn(h.repo, 'wf/run-1/implement-0')).toHaveLength(1);
   });
 });
