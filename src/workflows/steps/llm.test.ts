@@ -203,4 +203,35 @@ describe('type: agent without effects: git', () => {
     const turn2 = sim.requests.slice(before).find((request) => request.turn === 2);
     expect(turn2?.text).toContain('heliotrope');
   });
+
+  it('claude-agent-sdk: the MCP servers the engine allows reach Claude Code, and no other', async () => {
+    const server = join(import.meta.dirname, '../../../test/fixtures/mcp/shout-server.mjs');
+    sim.setScenario({
+      rules: [
+        {
+          match: { provider: 'anthropic', turn: 1, tools: 'mcp__loud__shout' },
+          reply: { tool: { name: 'mcp__loud__shout', input: { text: 'quiet please' } } },
+        },
+        { match: { provider: 'anthropic', turn: 2 }, reply: { text: 'shouted' } },
+      ],
+      fallback: { text: 'no tools offered' },
+    });
+    const before = sim.requests.length;
+    const dir = folder();
+    const context = testStepContext({
+      step: agentStep({ provider: 'claude-agent-sdk', model: 'claude-haiku-4.5' }),
+      dir,
+      stateDir: join(dir, '.switchboard'),
+      registry: registry(),
+      scope: { workflow: { input: { draft: 'x' } } },
+      mcpServers: { loud: { type: 'stdio', command: process.execPath, args: [server], env: {}, tools: [] } },
+    });
+    expect(await executeAgentStep(context)).toMatchObject({
+      status: 'completed',
+      output: { result: 'shouted' },
+    });
+    const requests = sim.requests.slice(before);
+    expect(requests.find((request) => request.turn === 1)?.tools).toEqual(['mcp__loud__shout']);
+    expect(requests.find((request) => request.turn === 2)?.text).toContain('QUIET PLEASE');
+  });
 });
