@@ -350,3 +350,21 @@ export async function filesChanged(repo: string, base: string, commit: string): 
   const names = await gitOk(repo, ['diff', '--name-only', base, commit], 'git diff');
   return names.split('\n').filter((name) => name !== '');
 }
+
+/** Removes a worktree (its files, not its branch) under the repository lock; nothing when it is gone already. */
+export async function removeWorktree(
+  repository: RepositoryInfo,
+  worktree: string,
+  abortSignal?: AbortSignal,
+): Promise<void> {
+  await withRepoLock(
+    repository.commonDir,
+    async () => {
+      if (existsSync(worktree)) {
+        await gitOk(repository.root, ['worktree', 'remove', '--force', worktree], 'git worktree remove');
+      }
+      await git(repository.root, ['worktree', 'prune']);
+    },
+    abortSignal === undefined ? {} : { abortSignal },
+  );
+}

@@ -132,8 +132,10 @@ describe('type: agent with effects: git', () => {
     expect(commits).toHaveLength(1);
     expect(commits[0]?.body).toContain('Switchboard-Step: run-1/implement/0');
     expect(git(h.repo, 'show', '--name-only', '--format=', 'wf/run-1/implement-0')).toBe('feature.txt');
-    // merge: branch (the default) leaves main alone.
+    // merge: branch (the default) leaves main alone; the worktree is gone, the branch stays.
     expect(git(h.repo, 'rev-parse', 'main')).toBe(base);
+    expect(existsSync(String(context.progress[0]?.['worktree']))).toBe(false);
+    expect(git(h.repo, 'worktree', 'list')).not.toContain('implement-0');
     expect(outcome.costUsd).toBeGreaterThan(0);
   });
 

@@ -20,6 +20,7 @@ import {
   findTrailerCommit,
   headMoved,
   judgeAttempt,
+  removeWorktree,
   resetWorktree,
   runAgentAttempt,
   runSetup,
@@ -92,6 +93,7 @@ const mergeQueue = new MergeQueue();
  * verify, commit, merge). The agent may not commit or push; the runner commits everything with the
  * trailer `Switchboard-Step: <key>`. On resume, a commit with this key's trailer is adopted (the agent
  * does not run again); otherwise the worktree goes back to the recorded base and the step runs again.
+ * A completed step removes its worktree (the branch keeps the commit); a failed one keeps it to be looked at.
  */
 export async function executeGitAgentStep(
   context: StepContext,
@@ -511,6 +513,8 @@ class GitStepExecution {
       }
       if (merged.kind !== 'branch-left') output['merged_commit'] = merged.commit;
     }
+    // The commit is on its branch: the worktree (and whatever setup put in it) is no longer needed.
+    await removeWorktree(repository, notes.worktree, this.context.signal);
     const problem = this.step.output === undefined ? undefined : validateOutput(this.step.output, output);
     if (problem !== undefined) {
       return this.failed({
