@@ -101,6 +101,7 @@ describe('templateNames', () => {
         '{% for t in planner.output.tasks %}{{ t.title }} {{ reviewer.output.ok | default(x) }}{% endfor %}',
       ).sort(),
     ).toEqual(['planner', 'reviewer', 'x']);
+    expect(templateNames('{{ a and not b or c in d }}').sort()).toEqual(['a', 'b', 'c', 'd']);
     expect(templateNames('plain text')).toEqual([]);
   });
 });

@@ -353,7 +353,8 @@ export function templateNames(source: string): string[] {
       names.add(String(record.value));
     }
     for (const [key, value] of Object.entries(record)) {
-      if (key === 'type') continue;
+      // An operator (`and`, `in`, `not`) is a token in the tree, not a name the template reads.
+      if (key === 'type' || key === 'operator') continue;
       if (record.type === 'MemberExpression' && key === 'property' && record.computed !== true) continue;
       if (
         (record.type === 'FilterExpression' || record.type === 'TestExpression') &&
