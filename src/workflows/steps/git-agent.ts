@@ -188,7 +188,10 @@ class GitStepExecution {
   private task(): AgentTask {
     const { step, effect, context } = this;
     const fields: Record<string, unknown> = {
-      id: safeName(step.name).slice(0, 64),
+      // A task id starts with a letter or digit; a step name may start with "_".
+      id: safeName(step.name)
+        .replace(/^[^A-Za-z0-9]+/, 'step-')
+        .slice(0, 64),
       title: firstLine(step.description ?? step.name),
       description: context.render(step.prompt, 'prompt'),
       tools: step.tools ?? ['Read', 'Write', 'Edit', 'Glob', 'Grep'],
