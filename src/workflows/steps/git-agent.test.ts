@@ -38,7 +38,12 @@ interface Harness {
   stateDir: string;
   configDir: string;
   sim: Simulator;
-  context(step: AgentStep, previous?: Record<string, unknown>, signal?: AbortSignal): TestStepContext;
+  context(
+    step: AgentStep,
+    previous?: Record<string, unknown>,
+    signal?: AbortSignal,
+    where?: { visit: number; item: string },
+  ): TestStepContext;
   execute(context: TestStepContext): ReturnType<ReturnType<typeof createAgentStepExecutor>>;
 }
 
@@ -57,8 +62,9 @@ async function harness(scenario: Scenario): Promise<Harness> {
     stateDir,
     configDir,
     sim: started,
-    context: (step, previous, signal) =>
+    context: (step, previous, signal, where) =>
       testStepContext({
+        ...where,
         ...(signal === undefined ? {} : { signal }),
         // Every step names its repository: a test must never fall back to the current directory.
         step: { ...step, git: { ...step.git, repo } },
@@ -259,5 +265,15 @@ describe('type: agent with effects: git', () => {
     expect(outcome.costUsd).toBeGreaterThan(notes.spentUsd);
     expect(git(h.repo, 'show', '--name-only', '--format=', 'wf/run-1/implement-0')).toBe('feature.txt');
     expect(commitsOn(h.repo, 'wf/run-1/implement-0')).toHaveLength(1);
+  });
+
+  it('names the branch of a for_each item and a later visit after both: wf/<run>/<step>-<visit>-<item>', async () => {
+    const h = await harness(writeFileScenario({ path: 'feature.txt', content: 'done\n' }));
+    const context = h.context(gitStep({}), undefined, undefined, { visit: 2, item: 'task #7' });
+    const outcome = await h.execute(context);
+    expect(outcome).toMatchObject({ status: 'completed', output: { branch: 'wf/run-1/implement-2-task-7' } });
+    expect(commitsOn(h.repo, 'wf/run-1/implement-2-task-7')[0]?.body).toContain(
+      'Switchboard-Step: run-1/implement/2/task #7',
+    );
   });
 });
