@@ -10,6 +10,9 @@ import {
   workflowStatus,
   type WorkflowEventRecord,
 } from '../src/workflows/index.js';
+import { ProviderRegistry } from '../src/providers/registry.js';
+import { loadScenario } from '../src/sim/scenario.js';
+import { startSimulator } from '../src/sim/server.js';
 import { stateDir } from './workflows-engine-support.js';
 import { waitFor } from './helpers/wait-for.js';
 
@@ -205,5 +208,43 @@ describe('stopping a running script step', () => {
     expect(result.error).toMatch(/timeout_seconds \(1\)/);
     const pid = Number(events.find((event) => event.type === 'process-start')?.data?.['pid']);
     await waitFor(() => !isProcessAlive(pid) && !groupAlive(pid));
+  });
+});
+
+describe('the draft-review example through the engine', () => {
+  it('drafts, loops review and revise on the simulator, parks at the gate and publishes once answered', async () => {
+    const folder = join(import.meta.dirname, '../examples/workflows');
+    const sim = await startSimulator({
+      scenario: loadScenario(join(folder, 'draft-review.scenario.json')),
+      maxLifetimeMs: 60_000,
+    });
+    const providers = new ProviderRegistry({
+      anthropic: { baseUrl: sim.url, apiKey: 'sk-ant-sim-engine-0001' },
+      gemini: { baseUrl: sim.url, apiKeys: ['sim-engine-key-0001'] },
+    });
+    try {
+      const state = join(stateDir(), '.switchboard');
+      const file = join(folder, 'draft-review.yaml');
+      const parked = await runWorkflow({
+        file,
+        inputs: { topic: 'idempotency keys' },
+        stateDir: state,
+        providers,
+      });
+      expect(parked).toMatchObject({ status: 'waiting', gate: { step: 'decide' } });
+      expect(parked.costUsd).toBeGreaterThan(0);
+      const done = await answerGate({ runId: parked.id, choice: 'publish', stateDir: state, providers });
+      expect(done).toMatchObject({ status: 'completed', output: { published: true } });
+      expect(done.steps.map((step) => `${step.step}:${step.status}`)).toEqual([
+        'draft:completed',
+        'review:completed',
+        'revise:completed',
+        'review:completed',
+        'decide:completed',
+      ]);
+    } finally {
+      await providers.close();
+      await sim.close();
+    }
   });
 });

@@ -21,7 +21,6 @@ export const STEP_EXECUTORS: Partial<Record<StepType, StepExecutor>> = {
   set: lazy(async () => (await import('./set.js')).executeSetStep),
   wait: lazy(async () => (await import('./wait.js')).executeWaitStep),
   terminate: lazy(async () => (await import('./terminate.js')).executeTerminateStep),
-  // The agent steps' executors, once their files are on main:
-  // agent: lazy(async () => (await import('./agent.js')).executeAgentStep),
-  // route: lazy(async () => (await import('./route.js')).executeRouteStep),
+  agent: lazy(async () => (await import('./agent.js')).executeAgentStep),
+  route: lazy(async () => (await import('./route.js')).executeRouteStep),
 };
