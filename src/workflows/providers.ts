@@ -1,5 +1,5 @@
 import { SwitchboardError } from '../core/errors.js';
-import { PROVIDER_NAMES } from '../providers/registry.js';
+import { PROVIDER_NAMES } from '../core/call-types.js';
 
 /**
  * A workflow step's Conductor provider and model → the Switchboard spec `call()` takes.
