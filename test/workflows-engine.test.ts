@@ -397,3 +397,38 @@ describe('workflow engine: run keys, edited files, dry runs', () => {
     expect(result).toMatchObject({ status: 'running', step: 'a', output: { prompt: 'Fix #12' } });
   });
 });
+
+describe('workflow engine: MCP servers', () => {
+  it('keeps declared MCP servers off unless a step opts in or allowMcp is given, and says which are off', async () => {
+    const server = { type: 'stdio' as const, command: 'node', args: [], env: {}, headers: {}, tools: ['*'] };
+    const seen: Record<string, string[]> = {};
+    const recordServers: StepExecutor = async (context) => {
+      seen[context.step.name] = Object.keys(context.mcpServers).sort();
+      return { status: 'completed', output: {}, costUsd: 0 };
+    };
+    const definition = workflow(
+      [
+        { ...setStep('opted', {}, [{ to: 'plain' }]), type: 'agent', prompt: 'p', mcp: ['shout'] },
+        { ...setStep('plain', {}), type: 'agent', prompt: 'p' },
+      ] as never,
+      { runtime: { mcpServers: { shout: server, files: server } } },
+    );
+    const strict = await startWorkflowRun(
+      definition,
+      engineOptions(stateDir(), definition, { _internal: { executors: { agent: recordServers } } }),
+    );
+    expect(seen).toEqual({ opted: ['shout'], plain: [] });
+    expect(strict.warnings).toContain(
+      'MCP servers files are off in workflow steps: pass --allow-mcp, or opt a step in with mcp: [files]',
+    );
+    const allowed = await startWorkflowRun(
+      definition,
+      engineOptions(stateDir(), definition, {
+        allowMcp: true,
+        _internal: { executors: { agent: recordServers } },
+      }),
+    );
+    expect(seen).toEqual({ opted: ['files', 'shout'], plain: ['files', 'shout'] });
+    expect(allowed.warnings ?? []).toEqual([]);
+  });
+});

@@ -7,7 +7,7 @@ import { advanceRun } from './engine.js';
 import { markRunning } from './engine-end.js';
 import { effectiveLimits, timeoutError } from './engine-limits.js';
 import type { RunExecution } from './engine-types.js';
-import { runView } from './engine-view.js';
+import { runView, runWarnings } from './engine-view.js';
 import type { WorkflowDefinition } from './model.js';
 import { acquireRunLock } from './run-lock.js';
 import { replayState } from './scope.js';
@@ -101,7 +101,7 @@ export async function driveRun(drive: DriveOptions): Promise<WorkflowRunResult> 
   // Read back once let go: another process may have changed the run meanwhile (a cancel).
   const run = store.getRun(runId);
   if (run === undefined) throw new SwitchboardError('RUN_NOT_FOUND', `there is no workflow run ${runId}`);
-  return runView(store, run, workflow.warnings);
+  return runView(store, run, runWarnings(workflow, options.allowMcp));
 }
 
 function execution(

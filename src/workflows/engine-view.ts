@@ -1,6 +1,6 @@
 import type { WorkflowRunRow, WorkflowStepRow, WorkflowStore } from '../store/workflow-records.js';
 import type { PendingGate, StepView, WorkflowRunResult } from './api-types.js';
-import { END, type StepType } from './model.js';
+import { END, type StepDefinition, type StepType, type WorkflowDefinition } from './model.js';
 
 function stepView(row: WorkflowStepRow, runIsOwned: boolean): StepView {
   const status: StepView['status'] =
@@ -57,4 +57,31 @@ export function runView(
   if (run.error !== undefined) result.error = run.error;
   if (warnings !== undefined && warnings.length > 0) result.warnings = [...warnings];
   return result;
+}
+
+/**
+ * The file's warnings plus one naming the MCP servers that stay off: workflow subprocesses get none
+ * unless `--allow-mcp` (allowMcp) or a step opts in with `mcp:`.
+ */
+export function runWarnings(workflow: WorkflowDefinition, allowMcp: boolean | undefined): string[] {
+  const warnings = [...workflow.warnings];
+  const declared = Object.keys(workflow.runtime.mcpServers);
+  if (declared.length === 0 || allowMcp === true) return warnings;
+  const optedIn = new Set<string>();
+  for (const step of allSteps(workflow)) {
+    if (step.type !== 'agent' || step.mcp === undefined || step.mcp === false) continue;
+    for (const name of step.mcp === true ? declared : step.mcp) optedIn.add(name);
+  }
+  const off = declared.filter((name) => !optedIn.has(name));
+  if (off.length > 0)
+    warnings.push(
+      `MCP servers ${off.join(', ')} are off in workflow steps: pass --allow-mcp, or opt a step in with mcp: [${off[0] ?? ''}]`,
+    );
+  return warnings;
+}
+
+function allSteps(workflow: WorkflowDefinition): StepDefinition[] {
+  const steps = [...workflow.steps.values()];
+  for (const group of workflow.groups.values()) if (group.kind === 'for_each') steps.push(group.agent);
+  return steps;
 }
