@@ -133,7 +133,11 @@ function liveView(declared: readonly string[]): RunView {
   let latest = 'starting';
   let cost = 0;
   let drawn = 0;
-  const width = (): number => Math.max(20, (process.stderr.columns ?? 100) - 1);
+  // A pseudo-terminal may report no width (0); such a one gets a generous default rather than none.
+  const width = (): number => {
+    const columns = process.stderr.columns ?? 0;
+    return columns > 20 ? columns - 1 : 160;
+  };
   const erase = (): void => {
     if (drawn > 0) process.stderr.write(`\x1b[${drawn}A\x1b[0J`);
     drawn = 0;
@@ -161,7 +165,7 @@ function liveView(declared: readonly string[]): RunView {
       const state = stateOf(event);
       if (event.step !== undefined && state !== undefined) {
         states.set(event.step, state);
-        if (state === 'running' || state === 'waiting') current = event.key ?? event.step;
+        if (state === 'running' || state === 'waiting') current = shortKey(event.runId, event.key ?? event.step);
       }
       latest = event.type;
     },
@@ -200,6 +204,7 @@ function shortKey(runId: string, key: string): string {
 
 export function stepTable(runId: string, steps: readonly StepView[]): string[] {
   if (steps.length === 0) return ['no step has run yet'];
+  const errors = steps.some((step) => step.error !== undefined);
   const rows = steps.map((step) => [
     shortKey(runId, step.key),
     step.type,
@@ -207,9 +212,9 @@ export function stepTable(runId: string, steps: readonly StepView[]): string[] {
     String(step.attempts),
     step.durationMs === undefined ? '—' : elapsed(step.durationMs),
     dollars(step.costUsd),
-    step.error ?? '',
+    ...(errors ? [step.error ?? ''] : []),
   ]);
-  const header = ['STEP', 'TYPE', 'STATUS', 'ATTEMPTS', 'DURATION', 'COST', 'ERROR'];
+  const header = ['STEP', 'TYPE', 'STATUS', 'ATTEMPTS', 'DURATION', 'COST', ...(errors ? ['ERROR'] : [])];
   const widths = header.map((title, column) =>
     Math.max(title.length, ...rows.map((row) => (row[column] ?? '').length)),
   );
