@@ -36,18 +36,28 @@ export function gateCommand(runId: string, gate: PendingGate, value: string): st
 
 /**
  * What an event means for the live view. The engine names its events noun-verb (`step-start`,
- * `step-complete`, …); the view reads the verb, so a new event type shows up as activity, not as an
- * error.
+ * `step-end` with `data.status`, `run-waiting`, `group-start`, …); the view reads the status when the
+ * event carries one and the verb otherwise, so a new event type shows up as activity, not as an error.
  */
 type StepState = 'running' | 'done' | 'failed' | 'waiting';
 
+const STATUS_STATES: Record<string, StepState> = {
+  running: 'running',
+  completed: 'done',
+  failed: 'failed',
+  interrupted: 'failed',
+  waiting: 'waiting',
+};
+
 function stateOf(event: WorkflowEventRecord): StepState | undefined {
   if (event.step === undefined) return undefined;
+  const status = event.data?.['status'];
+  if (typeof status === 'string' && STATUS_STATES[status] !== undefined) return STATUS_STATES[status];
   const type = event.type.toLowerCase();
   if (/fail|error|interrupt/.test(type)) return 'failed';
-  if (/wait|park|gate-open/.test(type)) return 'waiting';
-  if (/complete|end|done|finish|adopt|skip|replay/.test(type)) return 'done';
-  if (/start|begin|run|attempt|retry/.test(type)) return 'running';
+  if (/wait|park/.test(type)) return 'waiting';
+  if (/end|complete|done|finish|adopt|skip|replay/.test(type)) return 'done';
+  if (/start|begin|resume|attempt|retry/.test(type)) return 'running';
   return undefined;
 }
 
@@ -165,7 +175,8 @@ function liveView(declared: readonly string[]): RunView {
       const state = stateOf(event);
       if (event.step !== undefined && state !== undefined) {
         states.set(event.step, state);
-        if (state === 'running' || state === 'waiting') current = shortKey(event.runId, event.key ?? event.step);
+        if (state === 'running' || state === 'waiting')
+          current = shortKey(event.runId, event.key ?? event.step);
       }
       latest = event.type;
     },

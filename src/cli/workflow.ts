@@ -162,7 +162,12 @@ async function engineOptions(
 /** Ctrl-C or SIGTERM stops the run cleanly: the engine kills the running step's process tree and records where it stopped. */
 function abortOnSignals(): AbortController {
   const controller = new AbortController();
-  const stop = (): void => controller.abort(new Error('interrupted'));
+  const stop = (): void =>
+    controller.abort(
+      new SwitchboardError('ABORTED', 'the run was interrupted', {
+        hint: 'continue it with `switchboard workflow resume RUN`',
+      }),
+    );
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
   return controller;
@@ -217,6 +222,8 @@ function nextStep(result: WorkflowRunResult): string {
       return `raise the limit: switchboard workflow resume ${id} --max-iterations N (or --timeout SECONDS)`;
     case 'BUDGET_EXCEEDED':
       return `raise the budget: switchboard workflow resume ${id} --budget USD`;
+    case 'ABORTED':
+      return `continue it: switchboard workflow resume ${id}`;
     case 'WORKFLOW_TEMPLATE':
       return `fix the template, then: switchboard workflow resume ${id} --migrate`;
     default:
