@@ -267,6 +267,22 @@ function reportResult(result: WorkflowRunResult, json: boolean): void {
   }
 }
 
+/**
+ * `run --dry-run`: nothing ran, so the exit code says only that the file, the inputs and the entry
+ * step's template are good; the output holds the entry point, the typed inputs and the rendered prompt.
+ */
+function reportDryRun(result: WorkflowRunResult, json: boolean): void {
+  for (const warning of result.warnings ?? []) warn(warning);
+  if (json) process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+  else {
+    process.stdout.write(
+      `${result.workflow}: valid; a run would start at ${result.step ?? '?'} (dry run: nothing ran)\n`,
+    );
+    if (result.output !== undefined) process.stdout.write(`${JSON.stringify(result.output, null, 2)}\n`);
+  }
+  process.exitCode = EXIT_CODES.OK;
+}
+
 /** The flags `run`, `resume` and `gate` share: how steps reach providers, gates and MCP servers. */
 function addEngineFlags(command: Command): Command {
   return command
@@ -309,16 +325,30 @@ export function registerWorkflowCommand(program: Command): void {
       .option('--dry-run', 'validate and render the entry step without running anything'),
   ).action(async (file: string, flags: RunFlags, command: Command) => {
     const { runWorkflow } = await import('../workflows/index.js');
-    const steps = flags.dryRun === true ? [] : await declaredSteps(file);
-    await advanceRun(command, flags, steps, (options) =>
+    const start = (options: WorkflowEngineOptions): Promise<WorkflowRunResult> =>
       runWorkflow({
         ...options,
         file,
         inputs: flags.input ?? {},
         ...(flags.runId === undefined ? {} : { runId: flags.runId }),
         ...(flags.dryRun === true ? { dryRun: true } : {}),
-      }),
-    );
+      });
+    if (flags.dryRun === true) {
+      const settings = settingsOf(command);
+      const options = await engineOptions(
+        settings,
+        flags,
+        createRunView({ quiet: true }),
+        new AbortController().signal,
+      );
+      try {
+        reportDryRun(await start(options), flags.json === true);
+      } finally {
+        await options.providers.close();
+      }
+      return;
+    }
+    await advanceRun(command, flags, await declaredSteps(file), start);
   });
 
   addEngineFlags(
