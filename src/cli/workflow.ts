@@ -9,7 +9,6 @@ import type {
   WorkflowRunResult,
 } from '../workflows/api-types.js';
 import type { WorkflowLimits } from '../workflows/model.js';
-import { resolveRole } from './call.js';
 import { commandConfig, warn, type GlobalFlags } from './shared.js';
 import {
   createRunView,
@@ -130,8 +129,9 @@ async function providerRegistry(settings: SwitchboardConfig): Promise<ProviderRe
 
 /**
  * The engine's options from the config and the flags: `workflows.provider_map` in switchboard.yaml
- * under `--provider-map`, and roles of switchboard.yaml accepted wherever a spec is (`--provider
- * drafter`, `copilot=drafter`).
+ * under `--provider-map`. A value (or `--provider`) that names a role of switchboard.yaml becomes its
+ * chain; anything else goes to the engine as written, which also takes a bare provider
+ * (`copilot=anthropic`: the step's model on Anthropic).
  */
 async function engineOptions(
   settings: SwitchboardConfig,
@@ -140,10 +140,11 @@ async function engineOptions(
   signal: AbortSignal,
 ): Promise<WorkflowEngineOptions & { providers: ProviderRegistry }> {
   const roles = settings.call.roles;
+  const role = (spec: string): string => (Object.hasOwn(roles, spec) ? (roles[spec] as string) : spec);
   const providerMap = Object.fromEntries(
     Object.entries({ ...settings.workflows.providerMap, ...flags.providerMap }).map(([name, spec]) => [
       name,
-      resolveRole(spec, roles),
+      role(spec),
     ]),
   );
   const options: WorkflowEngineOptions & { providers: ProviderRegistry } = {
@@ -153,7 +154,7 @@ async function engineOptions(
     onEvent: (event) => view.onEvent(event),
     abortSignal: signal,
   };
-  if (flags.provider !== undefined) options.provider = resolveRole(flags.provider, roles);
+  if (flags.provider !== undefined) options.provider = role(flags.provider);
   if (flags.skipGates === true) options.skipGates = true;
   if (flags.allowMcp === true) options.allowMcp = true;
   return options;
