@@ -189,7 +189,12 @@ function liveView(declared: readonly string[]): RunView {
 
 /** `status`: the run, its current step, the step table, the pending gate and the output. */
 export function statusText(result: WorkflowRunResult): string {
-  const lines = [`run       ${result.id} (${result.status})`, `workflow  ${result.workflow}`];
+  // A running run whose step shows as interrupted has no live process: its owner died.
+  const orphaned = result.status === 'running' && result.steps.some((step) => step.status === 'interrupted');
+  const state = orphaned
+    ? `running, but no process advances it: switchboard workflow resume ${result.id}`
+    : result.status;
+  const lines = [`run       ${result.id} (${state})`, `workflow  ${result.workflow}`];
   if (result.step !== undefined) lines.push(`step      ${result.step}`);
   lines.push(`cost      ${dollars(result.costUsd)}`);
   if (result.error !== undefined || result.errorCode !== undefined)

@@ -183,7 +183,7 @@ async function advanceRun(
   flags: EngineFlags,
   steps: readonly string[],
   advance: (options: WorkflowEngineOptions) => Promise<WorkflowRunResult>,
-): Promise<void> {
+): Promise<WorkflowRunResult> {
   const settings = settingsOf(command);
   const view = createRunView({ quiet: quiet(command), steps });
   const controller = abortOnSignals();
@@ -195,7 +195,7 @@ async function advanceRun(
     view.stop();
     await options.providers.close();
   }
-  reportResult(result, flags.json === true);
+  return result;
 }
 
 /** The exit code a run's state stands for: 0 completed, WORKFLOW_WAITING parked, its error's code failed. */
@@ -315,7 +315,17 @@ export function registerWorkflowCommand(program: Command): void {
     .description(
       'run Conductor-format workflows, checkpointed at every step: run, resume, status, ls, gate, cancel, validate, logs',
     );
+  addRunCommand(workflow);
+  addResumeCommand(workflow);
+  addStatusCommand(workflow);
+  addLsCommand(workflow);
+  addGateCommand(workflow);
+  addCancelCommand(workflow);
+  addValidateCommand(workflow);
+  addLogsCommand(workflow);
+}
 
+function addRunCommand(workflow: Command): void {
   addEngineFlags(
     workflow
       .command('run')
@@ -349,9 +359,11 @@ export function registerWorkflowCommand(program: Command): void {
       }
       return;
     }
-    await advanceRun(command, flags, await declaredSteps(file), start);
+    reportResult(await advanceRun(command, flags, await declaredSteps(file), start), flags.json === true);
   });
+}
 
+function addResumeCommand(workflow: Command): void {
   addEngineFlags(
     workflow
       .command('resume')
@@ -372,14 +384,17 @@ export function registerWorkflowCommand(program: Command): void {
     if (flags.maxIterations !== undefined) limits.maxIterations = flags.maxIterations;
     if (flags.timeout !== undefined) limits.timeoutSeconds = flags.timeout;
     if (flags.budget !== undefined) limits.budgetUsd = flags.budget;
-    await advanceRun(command, flags, [], (options) => {
+    const result = await advanceRun(command, flags, [], (options) => {
       const resume: ResumeWithLimits = { ...options, runId };
       if (flags.migrate === true) resume.migrate = true;
       if (Object.keys(limits).length > 0) resume.limits = limits;
       return resumeWorkflow(resume);
     });
+    reportResult(result, flags.json === true);
   });
+}
 
+function addStatusCommand(workflow: Command): void {
   workflow
     .command('status')
     .description('show a run: status, current step, per-step table, pending gate, output')
@@ -390,7 +405,9 @@ export function registerWorkflowCommand(program: Command): void {
       const result = workflowStatus(runId, { stateDir: settingsOf(command).stateDir });
       process.stdout.write(flags.json === true ? `${JSON.stringify(result, null, 2)}\n` : statusText(result));
     });
+}
 
+function addLsCommand(workflow: Command): void {
   workflow
     .command('ls')
     .description('list runs, newest first')
@@ -405,7 +422,9 @@ export function registerWorkflowCommand(program: Command): void {
       if (flags.json === true) process.stdout.write(`${JSON.stringify(runs, null, 2)}\n`);
       else for (const run of runs) process.stdout.write(`${runLine(run)}\n`);
     });
+}
 
+function addGateCommand(workflow: Command): void {
   addEngineFlags(
     workflow
       .command('gate')
@@ -430,7 +449,17 @@ export function registerWorkflowCommand(program: Command): void {
       ...(flags.by === undefined ? {} : { answeredBy: flags.by }),
     };
     if (keepGoing) {
-      await advanceRun(command, flags, [], (options) => answerGate({ ...options, ...answer }));
+      const result = await advanceRun(command, flags, [], (options) => answerGate({ ...options, ...answer }));
+      if (result.status !== 'running') {
+        reportResult(result, flags.json === true);
+        return;
+      }
+      // Another live process advances the run (waiting at this gate with a timeout): it takes the answer.
+      if (flags.json === true) process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+      else
+        process.stdout.write(
+          `recorded ${flags.choose} for ${result.id}; the process advancing it takes the answer (follow it: switchboard workflow logs ${result.id} --follow)\n`,
+        );
       return;
     }
     const result = await answerGate({ stateDir: settingsOf(command).stateDir, ...answer });
@@ -440,7 +469,9 @@ export function registerWorkflowCommand(program: Command): void {
         `recorded ${flags.choose} for gate ${step ?? result.gate?.step ?? result.step ?? ''} of ${result.id} (continue it: switchboard workflow resume ${result.id})\n`,
       );
   });
+}
 
+function addCancelCommand(workflow: Command): void {
   workflow
     .command('cancel')
     .description("stop a run: kill the running step's process tree, mark the run cancelled")
@@ -457,7 +488,9 @@ export function registerWorkflowCommand(program: Command): void {
             : `${result.id} had already ended (${result.status})\n`,
         );
     });
+}
 
+function addValidateCommand(workflow: Command): void {
   workflow
     .command('validate')
     .description(
@@ -468,7 +501,9 @@ export function registerWorkflowCommand(program: Command): void {
     .action(async (file: string, flags: { json?: boolean }) => {
       await validate(file, flags.json === true);
     });
+}
 
+function addLogsCommand(workflow: Command): void {
   workflow
     .command('logs')
     .description("print a run's event log, oldest first")
