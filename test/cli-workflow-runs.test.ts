@@ -427,7 +427,7 @@ output:
     }
   });
 
-  it('a provider mapped nowhere is refused before the run, naming the step and the fix', async () => {
+  it('a provider mapped nowhere is WORKFLOW_INVALID, naming the step, the provider and the fix', async () => {
     const space = workspace();
     space.file(
       'ask.yaml',

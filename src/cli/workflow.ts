@@ -223,6 +223,8 @@ function nextStep(result: WorkflowRunResult): string {
       return `raise the limit: switchboard workflow resume ${id} --max-iterations N (or --timeout SECONDS)`;
     case 'BUDGET_EXCEEDED':
       return `raise the budget: switchboard workflow resume ${id} --budget USD`;
+    case 'WORKFLOW_INVALID':
+      return `fix the file (or map its provider: --provider-map NAME=SPEC), then: switchboard workflow resume ${id}`;
     case 'ABORTED':
       return `continue it: switchboard workflow resume ${id}`;
     case 'WORKFLOW_TEMPLATE':
