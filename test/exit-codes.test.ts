@@ -271,9 +271,9 @@ const cases: Record<keyof typeof EXIT_CODES, Case> = {
   SETUP_FAILED: () => agentRun({ rules: [], fallback: { text: 'unused' } }, { setup: 'exit 3' }),
   // The workflow cases: files with no LLM step, so only the engine, the ledger and the CLI are involved.
   WORKFLOW_INVALID: () => {
-    // A route to a step that does not exist: refused before anything runs.
+    // A step type Conductor does not have: refused before anything runs, naming the step and field.
     const cwd = workflowFile(
-      'workflow:\n  name: broken\n  entry_point: first\nagents:\n  - name: first\n    type: set\n    value: x\n    routes:\n      - to: nowhere\n',
+      'workflow:\n  name: broken\n  entry_point: first\nagents:\n  - name: first\n    type: teleport\n    routes:\n      - to: $end\n',
     );
     return run(['workflow', 'run', 'flow.yaml'], cwd);
   },
