@@ -87,3 +87,31 @@ export {
   type AgentOutcome,
   type AgentStatus,
 } from './agents/claude-agent.js';
+export {
+  answerGate,
+  cancelWorkflowRun,
+  listWorkflowRuns,
+  readWorkflowEvents,
+  resumeWorkflow,
+  runWorkflow,
+  workflowStatus,
+  type AnswerGateOptions,
+  type PendingGate,
+  type ResumeWorkflowOptions,
+  type RunWorkflowOptions,
+  type StepView,
+  type WorkflowDefinition,
+  type WorkflowEngineOptions,
+  type WorkflowEventRecord,
+  type WorkflowLimitOverrides,
+  type WorkflowRunResult,
+  type WorkflowStatus,
+} from './workflows/index.js';
+export type {
+  GateAnswer,
+  StepContext,
+  StepExecutor,
+  StepOutcome,
+  TemplateScope,
+  WorkflowEvent,
+} from './workflows/step-executor.js';

@@ -511,4 +511,40 @@ describe('tool policy', () => {
       createToolPolicy({ cwd: tmpdir(), allowedTools: ['Bash'] }).check('Bash', { command: 'rm x; y' }),
     ).toBeUndefined();
   });
+
+  it('refuses denied git subcommands under any Bash permission, through global options, quotes and nested shells', () => {
+    const policy = createToolPolicy({
+      cwd: tmpdir(),
+      allowedTools: ['Bash'],
+      deniedGitCommands: ['commit', 'push'],
+    });
+    const bash = (command: string) => policy.check('Bash', { command });
+    for (const command of [
+      'git commit -m x',
+      'git -C . commit -am x',
+      'git -c user.name=x --git-dir=.git commit',
+      '/usr/bin/git push origin main',
+      'npm test && git commit -qm done',
+      "bash -c 'git commit -m x'",
+      'echo $(git commit -m x)',
+      'env GIT_AUTHOR_NAME=x gi"t" commit',
+      'git --no-pager push',
+    ]) {
+      expect(bash(command), command).toMatch(/`git (commit|push)` is not allowed/);
+    }
+    for (const command of [
+      'git status',
+      'git diff --stat',
+      'git -C . log -1',
+      'git add -A',
+      'echo committed',
+    ]) {
+      expect(bash(command), command).toBeUndefined();
+    }
+    expect(policy.deniedRules).toEqual(['Bash(git commit:*)', 'Bash(git push:*)']);
+    // Without the option nothing changes.
+    expect(
+      createToolPolicy({ cwd: tmpdir(), allowedTools: ['Bash'] }).check('Bash', { command: 'git commit' }),
+    ).toBeUndefined();
+  });
 });

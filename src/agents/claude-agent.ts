@@ -8,6 +8,8 @@ import {
   type HookCallback,
   type Options,
   type SDKMessage,
+  type SpawnedProcess,
+  type SpawnOptions,
 } from '@anthropic-ai/claude-agent-sdk';
 import { isSwitchboardError, SwitchboardError, type ErrorCode } from '../core/errors.js';
 import { createApiKeyHelper, type ApiKeyHelper } from '../providers/claude-code/api-key-helper.js';
@@ -42,6 +44,12 @@ export interface AgentInvocation {
   allowedTools: readonly string[];
   /** Folders outside `cwd` that Read, Glob and Grep may also read (absolute paths). @default none */
   readableDirectories?: readonly string[];
+  /**
+   * Git subcommands the agent may not run through Bash, whatever `allowedTools` allows (`['commit',
+   * 'push']` when the runner, not the agent, makes the commit). See `ToolPolicyOptions.deniedGitCommands`.
+   * @default none
+   */
+  deniedGitCommands?: readonly string[];
   /** MCP servers, none unless named. Their tools still need an `allowedTools` entry (`mcp__server` or `mcp__server__tool`). */
   mcpServers?: Record<string, unknown>;
   maxTurns?: number;
@@ -149,7 +157,6 @@ const READ_TOOLS: Readonly<Record<string, string>> = {
  * Never throws for what happens during the run; invalid options throw `INVALID_INPUT`.
  */
 export async function runAgent(invocation: AgentInvocation): Promise<AgentOutcome> {
-  const started = performance.now();
   const {
     cwd,
     prompt,
@@ -164,311 +171,380 @@ export async function runAgent(invocation: AgentInvocation): Promise<AgentOutcom
     cwd,
     allowedTools,
     readableDirectories: invocation.readableDirectories ?? [],
+    deniedGitCommands: invocation.deniedGitCommands ?? [],
   });
-
-  const denied: AgentDenial[] = [];
-  const deniedIds = new Set<string>();
-  const recordDenial = (id: string | undefined, denial: AgentDenial): void => {
-    if (id !== undefined) {
-      if (deniedIds.has(id)) return;
-      deniedIds.add(id);
-    }
-    denied.push(denial);
-  };
-  const elapsed = (): number => Math.round(performance.now() - started);
-  // The outcome quotes the agent and its tools, and ends up in the run store and in `--json` output.
-  const outcome = (status: AgentStatus, fields: Partial<AgentOutcome> = {}): AgentOutcome =>
-    redactDeep({
-      status,
-      isError: status !== 'success',
-      costUsd: 0,
-      turns: 0,
-      durationMs: elapsed(),
-      denied,
-      ...fields,
-    });
+  const session = new AgentSession(invocation, policy, { idleTimeoutMs, wallClockMs });
 
   let executable: string;
   try {
     executable = resolveClaudeExecutable(connection.executable ?? process.env['SWITCHBOARD_CLAUDE_PATH']);
   } catch (error) {
-    return outcome('spawn_failed', { error: errorText(error) });
+    session.stop();
+    return session.outcome('spawn_failed', { error: errorText(error) });
   }
-
   mkdirSync(dirname(resolve(transcriptPath)), { recursive: true });
   registerSecret(connection.apiKey);
-  const writeTranscript = (message: SDKMessage): void => {
-    // Tool output quotes files and environments: no known secret reaches the transcript.
-    const line = redactSecrets(JSON.stringify(message));
-    // Synchronous on purpose: a crash of this process keeps every line written before it.
-    appendFileSync(transcriptPath, `${line}\n`);
-  };
-
-  const abortController = new AbortController();
-  const tag: ProcessTag = { name: PROCESS_TAG_VARIABLE, value: invocation.processTag ?? randomUUID() };
-  let child: ClaudeProcess | undefined;
-  const watch = new CallWatch({
-    timeoutMs: wallClockMs,
-    idleTimeoutMs,
-    abortSignal: invocation.abortSignal,
-    onFail: () => {
-      // Kill first: the SDK's abort waits two seconds and then signals only the CLI, not its tools.
-      child?.killAll(tag);
-      abortController.abort();
-    },
-  });
-
-  let sessionId: string | undefined;
-  let costEstimate = 0;
-  let lastTool: string | undefined;
-  let budgetReached = false;
-  let budgetTimer: NodeJS.Timeout | undefined;
-  let rateLimitResetsAt: number | undefined;
-  const messageUsage = new Map<string, number>();
-  const permissionReasons = new Map<string, string>();
-
-  const refuse = (toolUseId: string | undefined, tool: string, input: unknown): string | undefined => {
-    const reason = budgetReached
-      ? `the cost cap of $${invocation.maxCostUsd} is reached`
-      : policy.check(tool, input);
-    if (reason !== undefined) recordDenial(toolUseId, { tool, input, reason });
-    return reason;
-  };
-  const guard: HookCallback = async (input, toolUseId) => {
-    if (input.hook_event_name !== 'PreToolUse') return {};
-    const reason = refuse(input.tool_use_id ?? toolUseId, input.tool_name, input.tool_input);
-    if (reason === undefined) return {};
-    return {
-      hookSpecificOutput: {
-        hookEventName: 'PreToolUse',
-        permissionDecision: 'deny',
-        permissionDecisionReason: reason,
-      },
-    };
-  };
-  const canUseTool: CanUseTool = async (tool, input, { toolUseID }) => {
-    const reason = refuse(toolUseID, tool, input);
-    if (reason === undefined) return { behavior: 'allow', updatedInput: input };
-    return { behavior: 'deny', message: reason };
-  };
 
   const keyHelper = apiKeyHelperFor(connection.apiKey);
-  const options: Options = {
-    cwd,
-    pathToClaudeCodeExecutable: executable,
-    env: claudeEnvironment(
-      {
-        baseUrl: connection.baseUrl,
-        configDir: connection.configDir,
-        env: { ...claudeCodeVariables(), ...keyHelper?.environment, [PROCESS_TAG_VARIABLE]: tag.value },
-      },
-      agentEnvironment(process.env, invocation.passEnvironment),
-    ),
-    abortController,
-    tools: policy.builtinTools,
-    // Nothing is pre-approved: see the function's comment.
-    allowedTools: [],
-    canUseTool,
-    hooks: { PreToolUse: [{ hooks: [guard], onFailure: 'block' }] },
-    permissionMode: 'default',
-    settingSources: [],
-    settings: {
-      permissions: { blockWritesOutsideWorkingDirectories: true },
-      ...(keyHelper === undefined ? {} : { apiKeyHelper: keyHelper.command }),
-    },
-    mcpServers: (invocation.mcpServers ?? {}) as NonNullable<Options['mcpServers']>,
-    strictMcpConfig: true,
-    persistSession: true,
-    systemPrompt: {
-      type: 'preset',
-      preset: 'claude_code',
-      ...(invocation.appendSystemPrompt === undefined ? {} : { append: invocation.appendSystemPrompt }),
-    },
-    spawnClaudeCodeProcess: (spawnOptions) => {
-      const spawned = new ClaudeProcess(spawnOptions);
-      child = spawned;
-      spawned.child.stdout.on('data', () => watch.touch());
-      if (spawned.pid !== undefined) {
-        try {
-          invocation.onSpawn?.(spawned.pid);
-        } catch {
-          // A failing callback must not leave the agent without its watchdogs.
-        }
-      }
-      return spawned.child;
-    },
-  };
-  if (invocation.model !== undefined) options.model = invocation.model;
-  if (invocation.maxTurns !== undefined) options.maxTurns = invocation.maxTurns;
-  if (invocation.maxCostUsd !== undefined) options.maxBudgetUsd = invocation.maxCostUsd;
-  if (invocation.resumeSessionId !== undefined) options.resume = invocation.resumeSessionId;
-
-  const progress = (turns: number): void => {
-    try {
-      invocation.onProgress?.({
-        costUsd: costEstimate,
-        turns,
-        ...(lastTool === undefined ? {} : { lastTool }),
-      });
-    } catch {
-      // The caller's bookkeeping must not end the run.
-    }
-  };
-
   let result: ClaudeResultMessage | undefined;
   let streamError: unknown;
-  const messages = query({ prompt, options });
+  const messages = query({ prompt, options: session.queryOptions(executable, keyHelper) });
   try {
     for await (const message of messages) {
-      watch.touch();
-      writeTranscript(message);
-      if ('session_id' in message && typeof message.session_id === 'string') sessionId ??= message.session_id;
-      if (message.type === 'system' && message.subtype === 'init') sessionId = message.session_id;
-      if (message.type === 'system' && message.subtype === 'permission_denied') {
-        const reason = message.decision_reason ?? (message as { message?: string }).message;
-        if (reason !== undefined) permissionReasons.set(message.tool_use_id, reason);
-      }
-      if (message.type === 'rate_limit_event' && message.rate_limit_info.status === 'rejected') {
-        rateLimitResetsAt = message.rate_limit_info.resetsAt;
-      }
-      if (message.type === 'assistant' && message.parent_tool_use_id === null) {
-        const body = message.message as unknown as {
-          id?: string;
-          model?: string;
-          usage?: Record<string, unknown>;
-          content?: { type?: string; name?: string }[];
-        };
-        for (const block of body.content ?? []) {
-          if (block.type === 'tool_use' && block.name !== undefined) lastTool = block.name;
-        }
-        if (body.usage !== undefined) {
-          messageUsage.set(
-            body.id ?? message.uuid,
-            usageCost(body.model ?? invocation.model ?? '', body.usage),
-          );
-          costEstimate = [...messageUsage.values()].reduce((sum, cost) => sum + cost, 0);
-          progress(messageUsage.size);
-          if (
-            invocation.maxCostUsd !== undefined &&
-            costEstimate >= invocation.maxCostUsd &&
-            !budgetReached
-          ) {
-            // Claude Code stops itself after this response (maxBudgetUsd); kill it if it does not.
-            budgetReached = true;
-            budgetTimer = setTimeout(
-              () =>
-                watch.fail(
-                  new SwitchboardError(
-                    'BUDGET_EXCEEDED',
-                    `the agent reached its cost cap of $${invocation.maxCostUsd} (about $${costEstimate.toFixed(4)} spent)`,
-                  ),
-                ),
-              BUDGET_GRACE_MS,
-            );
-          }
-        }
-      }
-      if (message.type === 'result') {
-        result = message as unknown as ClaudeResultMessage;
-        break;
-      }
+      result = session.read(message);
+      if (result !== undefined) break;
     }
   } catch (error) {
     // The SDK also throws after it has handed over an error result; the result says more.
     streamError = error;
   } finally {
-    watch.stop();
-    if (budgetTimer !== undefined) clearTimeout(budgetTimer);
+    session.stop();
     await messages.return(undefined).catch(() => undefined);
-    await finishProcess(child, watch.failure !== undefined, tag);
+    await session.finishProcess();
     keyHelper?.dispose();
   }
+  return session.finalOutcome(result, streamError);
+}
 
-  for (const entry of result?.permission_denials ?? []) {
-    recordDenial(entry.tool_use_id, {
-      tool: entry.tool_name,
-      input: entry.tool_input,
-      reason: permissionReasons.get(entry.tool_use_id) ?? 'denied by Claude Code',
+/** One agent run's state: its watchdogs, its child process, what it spent, what was denied. */
+class AgentSession {
+  private readonly started = performance.now();
+  private readonly invocation: AgentInvocation;
+  private readonly policy: ToolPolicy;
+  private readonly wallClockMs: number;
+  private readonly denied: AgentDenial[] = [];
+  private readonly deniedIds = new Set<string>();
+  private readonly abortController = new AbortController();
+  private readonly tag: ProcessTag;
+  private readonly watch: CallWatch;
+  private readonly messageUsage = new Map<string, number>();
+  private readonly permissionReasons = new Map<string, string>();
+  private child: ClaudeProcess | undefined;
+  private sessionId: string | undefined;
+  private costEstimate = 0;
+  private lastTool: string | undefined;
+  private budgetReached = false;
+  private budgetTimer: NodeJS.Timeout | undefined;
+  private rateLimitResetsAt: number | undefined;
+
+  constructor(
+    invocation: AgentInvocation,
+    policy: ToolPolicy,
+    limits: { idleTimeoutMs: number; wallClockMs: number },
+  ) {
+    this.invocation = invocation;
+    this.policy = policy;
+    this.wallClockMs = limits.wallClockMs;
+    this.tag = { name: PROCESS_TAG_VARIABLE, value: invocation.processTag ?? randomUUID() };
+    this.watch = new CallWatch({
+      timeoutMs: limits.wallClockMs,
+      idleTimeoutMs: limits.idleTimeoutMs,
+      abortSignal: invocation.abortSignal,
+      onFail: () => {
+        // Kill first: the SDK's abort waits two seconds and then signals only the CLI, not its tools.
+        this.child?.killAll(this.tag);
+        this.abortController.abort();
+      },
     });
   }
 
-  const base: Partial<AgentOutcome> = {
-    costUsd: typeof result?.total_cost_usd === 'number' ? result.total_cost_usd : costEstimate,
-    turns: result?.num_turns ?? messageUsage.size,
-    ...(sessionId === undefined ? {} : { sessionId: result?.session_id ?? sessionId }),
-  };
-  if (result !== undefined) {
-    base.subtype = result.subtype;
-    base.isError = result.is_error;
-    if (result.result !== undefined) base.resultText = result.result;
-  }
-
-  const failure = watch.failure;
-  if (failure !== undefined) {
-    const status: AgentStatus =
-      failure.code === 'ABORTED'
-        ? 'aborted'
-        : failure.code === 'IDLE_TIMEOUT'
-          ? 'idle_timeout'
-          : failure.code === 'BUDGET_EXCEEDED'
-            ? 'budget_exceeded'
-            : 'timeout';
-    const message =
-      failure.code === 'TIMEOUT' ? `the agent did not finish within ${wallClockMs} ms` : failure.message;
-    return outcome(status, { ...base, isError: true, error: message });
-  }
-
-  if (result === undefined) {
-    if (child?.pid === undefined) return outcome('spawn_failed', { ...base, error: errorText(streamError) });
-    const stderr = lastLines(child.stderr);
-    return outcome('agent_error', {
-      ...base,
-      isError: true,
-      error: `Claude Code ended without a result${streamError === undefined ? '' : `: ${errorText(streamError)}`}${stderr === '' ? '' : ` (stderr: ${stderr})`}`,
+  /** The outcome so far with `status`; it quotes the agent and its tools, so it is redacted. */
+  outcome(status: AgentStatus, fields: Partial<AgentOutcome> = {}): AgentOutcome {
+    return redactDeep({
+      status,
+      isError: status !== 'success',
+      costUsd: 0,
+      turns: 0,
+      durationMs: Math.round(performance.now() - this.started),
+      denied: this.denied,
+      ...fields,
     });
   }
 
-  if (result.subtype === 'error_max_turns') {
-    return outcome('max_turns', {
-      ...base,
-      error: `the agent stopped at its turn limit (${invocation.maxTurns})`,
-    });
+  stop(): void {
+    this.watch.stop();
+    if (this.budgetTimer !== undefined) clearTimeout(this.budgetTimer);
   }
-  if (result.subtype === 'error_max_budget_usd' || budgetReached) {
-    return outcome('budget_exceeded', {
-      ...base,
-      isError: true,
-      error: `the agent stopped at its cost cap of $${invocation.maxCostUsd} ($${(base.costUsd ?? 0).toFixed(4)} spent)`,
-    });
-  }
-  if (result.subtype === 'success' && !result.is_error) return outcome('success', base);
 
-  const mapped = mapClaudeResult(result, {
-    spec: 'claude:agent',
-    modelRequested: invocation.model ?? 'default',
-    durationMs: elapsed(),
-    schemaRequested: false,
-    ...(rateLimitResetsAt === undefined ? {} : { rateLimitResetsAt }),
-  });
-  const error = isSwitchboardError(mapped)
-    ? mapped
-    : new SwitchboardError('PROVIDER_ERROR', `Claude Code failed (${result.subtype})`);
-  if (error.code === 'RATE_LIMITED') {
-    return outcome('rate_limited', {
-      ...base,
-      isError: true,
-      error: error.message,
-      errorCode: error.code,
-      ...(error.retryAfterMs === undefined ? {} : { retryAfterMs: error.retryAfterMs }),
+  /** Waits for the process group to end; kills it (and whatever its tools left running) if it lingers. */
+  async finishProcess(): Promise<void> {
+    const { child } = this;
+    if (child === undefined) return;
+    const killed = this.watch.failure !== undefined;
+    const victims = killed ? child.killAll(this.tag) : [];
+    await child.waitForExit(killed ? 2_000 : 5_000);
+    // Commands the agent left running in the background outlive the CLI; an agent run leaves nothing behind.
+    victims.push(...child.killAll(this.tag));
+    await waitForProcessesGone(victims, 2_000);
+  }
+
+  /** The SDK options: nothing pre-approved, the policy's hook and callback, strict MCP, the process in its group. */
+  queryOptions(executable: string, keyHelper: ApiKeyHelper | undefined): Options {
+    const { invocation, policy } = this;
+    const { guard, canUseTool } = this.permissionHandlers();
+    const options: Options = {
+      cwd: invocation.cwd,
+      pathToClaudeCodeExecutable: executable,
+      env: claudeEnvironment(
+        {
+          baseUrl: invocation.connection?.baseUrl,
+          configDir: invocation.connection?.configDir,
+          env: {
+            ...claudeCodeVariables(),
+            ...keyHelper?.environment,
+            [PROCESS_TAG_VARIABLE]: this.tag.value,
+          },
+        },
+        agentEnvironment(process.env, invocation.passEnvironment),
+      ),
+      abortController: this.abortController,
+      tools: policy.builtinTools,
+      // Nothing is pre-approved: see `runAgent`.
+      allowedTools: [],
+      canUseTool,
+      hooks: { PreToolUse: [{ hooks: [guard], onFailure: 'block' }] },
+      permissionMode: 'default',
+      settingSources: [],
+      settings: {
+        permissions: {
+          blockWritesOutsideWorkingDirectories: true,
+          // Claude Code's own rules as a second layer behind the hook (they see `git commit` as written).
+          ...(policy.deniedRules.length === 0 ? {} : { deny: policy.deniedRules }),
+        },
+        ...(keyHelper === undefined ? {} : { apiKeyHelper: keyHelper.command }),
+      },
+      mcpServers: (invocation.mcpServers ?? {}) as NonNullable<Options['mcpServers']>,
+      strictMcpConfig: true,
+      persistSession: true,
+      systemPrompt: {
+        type: 'preset',
+        preset: 'claude_code',
+        ...(invocation.appendSystemPrompt === undefined ? {} : { append: invocation.appendSystemPrompt }),
+      },
+      spawnClaudeCodeProcess: (spawnOptions) => this.spawn(spawnOptions),
+    };
+    if (invocation.model !== undefined) options.model = invocation.model;
+    if (invocation.maxTurns !== undefined) options.maxTurns = invocation.maxTurns;
+    if (invocation.maxCostUsd !== undefined) options.maxBudgetUsd = invocation.maxCostUsd;
+    if (invocation.resumeSessionId !== undefined) options.resume = invocation.resumeSessionId;
+    return options;
+  }
+
+  private spawn(spawnOptions: SpawnOptions): SpawnedProcess {
+    const spawned = new ClaudeProcess(spawnOptions);
+    this.child = spawned;
+    spawned.child.stdout.on('data', () => this.watch.touch());
+    if (spawned.pid !== undefined) {
+      try {
+        this.invocation.onSpawn?.(spawned.pid);
+      } catch {
+        // A failing callback must not leave the agent without its watchdogs.
+      }
+    }
+    return spawned.child;
+  }
+
+  /** A PreToolUse hook, which sees every call, and the permission callback, both asking the policy. */
+  private permissionHandlers(): { guard: HookCallback; canUseTool: CanUseTool } {
+    const refuse = (toolUseId: string | undefined, tool: string, input: unknown): string | undefined => {
+      const reason = this.budgetReached
+        ? `the cost cap of $${this.invocation.maxCostUsd} is reached`
+        : this.policy.check(tool, input);
+      if (reason !== undefined) this.recordDenial(toolUseId, { tool, input, reason });
+      return reason;
+    };
+    const guard: HookCallback = async (input, toolUseId) => {
+      if (input.hook_event_name !== 'PreToolUse') return {};
+      const reason = refuse(input.tool_use_id ?? toolUseId, input.tool_name, input.tool_input);
+      if (reason === undefined) return {};
+      return {
+        hookSpecificOutput: {
+          hookEventName: 'PreToolUse',
+          permissionDecision: 'deny',
+          permissionDecisionReason: reason,
+        },
+      };
+    };
+    const canUseTool: CanUseTool = async (tool, input, { toolUseID }) => {
+      const reason = refuse(toolUseID, tool, input);
+      if (reason === undefined) return { behavior: 'allow', updatedInput: input };
+      return { behavior: 'deny', message: reason };
+    };
+    return { guard, canUseTool };
+  }
+
+  private recordDenial(id: string | undefined, denial: AgentDenial): void {
+    if (id !== undefined) {
+      if (this.deniedIds.has(id)) return;
+      this.deniedIds.add(id);
+    }
+    this.denied.push(denial);
+  }
+
+  /** Takes one SDK message: transcript, session id, denials, running cost; returns the result message when it comes. */
+  read(message: SDKMessage): ClaudeResultMessage | undefined {
+    this.watch.touch();
+    // Tool output quotes files and environments: no known secret reaches the transcript. Synchronous on
+    // purpose: a crash of this process keeps every line written before it.
+    appendFileSync(this.invocation.transcriptPath, `${redactSecrets(JSON.stringify(message))}\n`);
+    if ('session_id' in message && typeof message.session_id === 'string')
+      this.sessionId ??= message.session_id;
+    if (message.type === 'system' && message.subtype === 'init') this.sessionId = message.session_id;
+    if (message.type === 'system' && message.subtype === 'permission_denied') {
+      const reason = message.decision_reason ?? (message as { message?: string }).message;
+      if (reason !== undefined) this.permissionReasons.set(message.tool_use_id, reason);
+    }
+    if (message.type === 'rate_limit_event' && message.rate_limit_info.status === 'rejected') {
+      this.rateLimitResetsAt = message.rate_limit_info.resetsAt;
+    }
+    if (message.type === 'assistant' && message.parent_tool_use_id === null) this.countUsage(message);
+    return message.type === 'result' ? (message as unknown as ClaudeResultMessage) : undefined;
+  }
+
+  private countUsage(message: Extract<SDKMessage, { type: 'assistant' }>): void {
+    const body = message.message as unknown as {
+      id?: string;
+      model?: string;
+      usage?: Record<string, unknown>;
+      content?: { type?: string; name?: string }[];
+    };
+    for (const block of body.content ?? []) {
+      if (block.type === 'tool_use' && block.name !== undefined) this.lastTool = block.name;
+    }
+    if (body.usage === undefined) return;
+    this.messageUsage.set(
+      body.id ?? message.uuid,
+      usageCost(body.model ?? this.invocation.model ?? '', body.usage),
+    );
+    this.costEstimate = [...this.messageUsage.values()].reduce((sum, cost) => sum + cost, 0);
+    this.progress(this.messageUsage.size);
+    const cap = this.invocation.maxCostUsd;
+    if (cap !== undefined && this.costEstimate >= cap && !this.budgetReached) {
+      // Claude Code stops itself after this response (maxBudgetUsd); kill it if it does not.
+      this.budgetReached = true;
+      this.budgetTimer = setTimeout(
+        () =>
+          this.watch.fail(
+            new SwitchboardError(
+              'BUDGET_EXCEEDED',
+              `the agent reached its cost cap of $${cap} (about $${this.costEstimate.toFixed(4)} spent)`,
+            ),
+          ),
+        BUDGET_GRACE_MS,
+      );
+    }
+  }
+
+  private progress(turns: number): void {
+    try {
+      this.invocation.onProgress?.({
+        costUsd: this.costEstimate,
+        turns,
+        ...(this.lastTool === undefined ? {} : { lastTool: this.lastTool }),
+      });
+    } catch {
+      // The caller's bookkeeping must not end the run.
+    }
+  }
+
+  /** How the run ended, from the result message (if one came), the watchdogs and the stream's error. */
+  finalOutcome(result: ClaudeResultMessage | undefined, streamError: unknown): AgentOutcome {
+    for (const entry of result?.permission_denials ?? []) {
+      this.recordDenial(entry.tool_use_id, {
+        tool: entry.tool_name,
+        input: entry.tool_input,
+        reason: this.permissionReasons.get(entry.tool_use_id) ?? 'denied by Claude Code',
+      });
+    }
+    const base: Partial<AgentOutcome> = {
+      costUsd: typeof result?.total_cost_usd === 'number' ? result.total_cost_usd : this.costEstimate,
+      turns: result?.num_turns ?? this.messageUsage.size,
+      ...(this.sessionId === undefined ? {} : { sessionId: result?.session_id ?? this.sessionId }),
+    };
+    if (result !== undefined) {
+      base.subtype = result.subtype;
+      base.isError = result.is_error;
+      if (result.result !== undefined) base.resultText = result.result;
+    }
+    const failure = this.watch.failure;
+    if (failure !== undefined) {
+      const status: AgentStatus =
+        failure.code === 'ABORTED'
+          ? 'aborted'
+          : failure.code === 'IDLE_TIMEOUT'
+            ? 'idle_timeout'
+            : failure.code === 'BUDGET_EXCEEDED'
+              ? 'budget_exceeded'
+              : 'timeout';
+      const message =
+        failure.code === 'TIMEOUT'
+          ? `the agent did not finish within ${this.wallClockMs} ms`
+          : failure.message;
+      return this.outcome(status, { ...base, isError: true, error: message });
+    }
+    if (result === undefined) {
+      if (this.child?.pid === undefined)
+        return this.outcome('spawn_failed', { ...base, error: errorText(streamError) });
+      const stderr = lastLines(this.child.stderr);
+      return this.outcome('agent_error', {
+        ...base,
+        isError: true,
+        error: `Claude Code ended without a result${streamError === undefined ? '' : `: ${errorText(streamError)}`}${stderr === '' ? '' : ` (stderr: ${stderr})`}`,
+      });
+    }
+    return this.resultOutcome(result, base);
+  }
+
+  /** The outcome a result message stands for: success, a limit, or an API or agent failure. */
+  private resultOutcome(result: ClaudeResultMessage, base: Partial<AgentOutcome>): AgentOutcome {
+    const { invocation } = this;
+    if (result.subtype === 'error_max_turns') {
+      return this.outcome('max_turns', {
+        ...base,
+        error: `the agent stopped at its turn limit (${invocation.maxTurns})`,
+      });
+    }
+    if (result.subtype === 'error_max_budget_usd' || this.budgetReached) {
+      return this.outcome('budget_exceeded', {
+        ...base,
+        isError: true,
+        error: `the agent stopped at its cost cap of $${invocation.maxCostUsd} ($${(base.costUsd ?? 0).toFixed(4)} spent)`,
+      });
+    }
+    if (result.subtype === 'success' && !result.is_error) return this.outcome('success', base);
+
+    const mapped = mapClaudeResult(result, {
+      spec: 'claude:agent',
+      modelRequested: invocation.model ?? 'default',
+      durationMs: Math.round(performance.now() - this.started),
+      schemaRequested: false,
+      ...(this.rateLimitResetsAt === undefined ? {} : { rateLimitResetsAt: this.rateLimitResetsAt }),
     });
+    const error = isSwitchboardError(mapped)
+      ? mapped
+      : new SwitchboardError('PROVIDER_ERROR', `Claude Code failed (${result.subtype})`);
+    if (error.code === 'RATE_LIMITED') {
+      return this.outcome('rate_limited', {
+        ...base,
+        isError: true,
+        error: error.message,
+        errorCode: error.code,
+        ...(error.retryAfterMs === undefined ? {} : { retryAfterMs: error.retryAfterMs }),
+      });
+    }
+    // `is_error` with `subtype: success` is how Claude Code reports a failed API request.
+    const apiFailure =
+      INFRASTRUCTURE_CODES.has(error.code) || result.subtype === 'success' || result.api_error_status != null;
+    if (apiFailure) {
+      return this.outcome('api_error', {
+        ...base,
+        isError: true,
+        error: error.message,
+        errorCode: error.code,
+      });
+    }
+    return this.outcome('agent_error', { ...base, isError: true, error: error.message });
   }
-  // `is_error` with `subtype: success` is how Claude Code reports a failed API request.
-  const apiFailure =
-    INFRASTRUCTURE_CODES.has(error.code) || result.subtype === 'success' || result.api_error_status != null;
-  if (apiFailure) {
-    return outcome('api_error', { ...base, isError: true, error: error.message, errorCode: error.code });
-  }
-  return outcome('agent_error', { ...base, isError: true, error: error.message });
 }
 
 function validateInvocation(invocation: AgentInvocation, idleTimeoutMs: number, wallClockMs: number): void {
@@ -511,20 +587,6 @@ function validateInvocation(invocation: AgentInvocation, idleTimeoutMs: number, 
     if (!isAbsolute(directory))
       fail(`Expected "readableDirectories" to hold absolute paths, got ${directory}`);
   }
-}
-
-/** Waits for the process group to end; kills it (and whatever its tools left running) if it lingers. */
-async function finishProcess(
-  child: ClaudeProcess | undefined,
-  killed: boolean,
-  tag: ProcessTag,
-): Promise<void> {
-  if (child === undefined) return;
-  const victims = killed ? child.killAll(tag) : [];
-  await child.waitForExit(killed ? 2_000 : 5_000);
-  // Commands the agent left running in the background outlive the CLI; an agent run leaves nothing behind.
-  victims.push(...child.killAll(tag));
-  await waitForProcessesGone(victims, 2_000);
 }
 
 /**
@@ -579,11 +641,21 @@ export interface ToolPolicyOptions {
   cwd: string;
   allowedTools: readonly string[];
   readableDirectories?: readonly string[];
+  /**
+   * Git subcommands refused in any Bash command, even under a bare `Bash`: wherever `git` (or a path
+   * ending in `/git`) appears among the command's words, inside quotes, `sh -c` or `$(…)` included, its
+   * global options (`-C dir`, `-c key=value`, `--git-dir=…`) are skipped and the subcommand is checked.
+   * It is a guard against an agent's habit, not a sandbox: a command that builds the word `git` at run
+   * time gets past it, so a runner that relies on it also checks the branch afterwards.
+   */
+  deniedGitCommands?: readonly string[];
 }
 
 export interface ToolPolicy {
   /** Built-in tool names to offer the model (the `tools` option). */
   readonly builtinTools: string[];
+  /** Claude Code permission rules for the denied git subcommands (`Bash(git commit:*)`). */
+  readonly deniedRules: string[];
   /** Why a call is refused, or undefined when it is allowed. */
   check(tool: string, input: unknown): string | undefined;
 }
@@ -597,6 +669,7 @@ export function createToolPolicy({
   cwd,
   allowedTools,
   readableDirectories = [],
+  deniedGitCommands = [],
 }: ToolPolicyOptions): ToolPolicy {
   const root = realpathSync(cwd);
   const readRoots = [root, ...readableDirectories.map((directory) => realOrResolved(directory))];
@@ -625,6 +698,7 @@ export function createToolPolicy({
 
   return {
     builtinTools,
+    deniedRules: deniedGitCommands.map((command) => `Bash(git ${command}:*)`),
     check(tool, rawInput) {
       const input = (typeof rawInput === 'object' && rawInput !== null ? rawInput : {}) as Record<
         string,
@@ -656,7 +730,7 @@ export function createToolPolicy({
       if (tool === 'Bash') {
         const command = input['command'];
         if (typeof command !== 'string') return 'Bash needs a command';
-        return checkBashCommand(command, bashPatterns);
+        return deniedGitCommand(command, deniedGitCommands) ?? checkBashCommand(command, bashPatterns);
       }
       return undefined;
     },
@@ -844,6 +918,51 @@ function checkBashCommand(command: string, patterns: readonly string[]): string 
     }
   }
   return undefined;
+}
+
+/** Git's global options that take the next word as their value (`git -C dir commit`). */
+const GIT_OPTIONS_WITH_VALUE = new Set([
+  '-C',
+  '-c',
+  '--git-dir',
+  '--work-tree',
+  '--namespace',
+  '--exec-path',
+  '--config-env',
+  '--super-prefix',
+]);
+
+/**
+ * The git subcommand a command runs, for each `git` word in it. Quotes and backslashes are dropped as
+ * the shell drops them (`gi"t"` is `git`), and backticks, `$(` and shell operators break words, so
+ * nested shells (`sh -c '…'`) and substitutions are looked into too.
+ */
+export function gitSubcommands(command: string): string[] {
+  const words = command
+    .replace(/['"\\]/g, '')
+    .split(/[\s`;&|(){}<>$]+/)
+    .filter((word) => word !== '');
+  const found: string[] = [];
+  for (let index = 0; index < words.length; index++) {
+    const word = words[index] as string;
+    if (word !== 'git' && !word.endsWith('/git')) continue;
+    let next = index + 1;
+    while (next < words.length) {
+      const option = words[next] as string;
+      if (!option.startsWith('-')) break;
+      next += GIT_OPTIONS_WITH_VALUE.has(option) ? 2 : 1;
+    }
+    const subcommand = words[next];
+    if (subcommand !== undefined) found.push(subcommand);
+  }
+  return found;
+}
+
+function deniedGitCommand(command: string, denied: readonly string[]): string | undefined {
+  if (denied.length === 0) return undefined;
+  const hit = gitSubcommands(command).find((subcommand) => denied.includes(subcommand));
+  if (hit === undefined) return undefined;
+  return `Bash command refused: \`git ${hit}\` is not allowed here (the runner commits the change; denied: ${denied.map((name) => `git ${name}`).join(', ')})`;
 }
 
 function describePatterns(patterns: readonly string[]): string {

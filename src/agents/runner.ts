@@ -1,37 +1,34 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { SwitchboardError, isSwitchboardError, type ErrorCode } from '../core/errors.js';
 import type { AgentInvocation, AgentOutcome } from './claude-agent.js';
 import {
   attemptPrompt,
-  CONTEXT_FILES,
   DEFAULT_CONTEXT_TEMPLATE,
   loadContextTemplate,
   writeContextFiles,
   type AgentContext,
 } from './context.js';
-import {
-  branchCommit,
-  commitIdentity,
-  currentBranch,
-  excludeStateFolder,
-  git,
-  gitOk,
-  listWorktrees,
-  repositoryInfo,
-  type RepositoryInfo,
-} from './git.js';
+import { branchCommit, currentBranch, repositoryInfo, type RepositoryInfo } from './git.js';
 import { agentEnvironment } from './environment.js';
 import { MergeQueue, assertBaseCheckoutClean, mergeIntoBase } from './merge.js';
 import { PROCESS_TAG_VARIABLE, killRunProcesses, runProcessTag } from './processes.js';
-import { isRecordedProcessAlive, withRepoLock } from './repo-lock.js';
+import {
+  commitChange,
+  createWorktree,
+  describeOutcome,
+  judgeAttempt,
+  runAgentAttempt,
+  runSetup,
+  verifyChange,
+  type AgentFunction,
+} from './phases.js';
+import { isRecordedProcessAlive } from './repo-lock.js';
 import { AgentRunStore, type AgentPhase, type AgentRunRecord, type RunUpdate } from './run-store.js';
 import type { AgentTask, MergeMode } from './task.js';
-import { runVerify } from './verify.js';
 
-/** The function that runs Claude Code; `runAgent` from `claude-agent.ts` unless a test injects one. */
-export type AgentFunction = (invocation: AgentInvocation) => Promise<AgentOutcome>;
+export type { AgentFunction } from './phases.js';
 
 /** How the runner reaches Claude Code. */
 export type AgentConnection = NonNullable<AgentInvocation['connection']>;
@@ -264,20 +261,6 @@ async function checkClaudeAvailable(options: AgentRunnerOptions): Promise<void> 
   resolveClaudeExecutable(options.connection?.executable ?? process.env['SWITCHBOARD_CLAUDE_PATH']);
 }
 
-/** Outcome statuses that end the run at once; the others are retried while attempts remain. */
-const FINAL_AGENT_FAILURES: Partial<Record<AgentOutcome['status'], ErrorCode>> = {
-  timeout: 'TIMEOUT',
-  budget_exceeded: 'BUDGET_EXCEEDED',
-  aborted: 'ABORTED',
-  spawn_failed: 'PROVIDER_UNAVAILABLE',
-};
-
-/** Error codes when retries run out, by the last attempt's status. */
-const EXHAUSTED_CODES: Partial<Record<AgentOutcome['status'], ErrorCode>> = {
-  max_turns: 'MAX_TURNS',
-  idle_timeout: 'IDLE_TIMEOUT',
-};
-
 class RunFinished extends Error {}
 
 /** One run being driven from its recorded phase to an end. */
@@ -365,29 +348,15 @@ class RunExecution {
 
   private async ensureWorktree(): Promise<void> {
     const { branch, worktree, baseCommit } = this.run;
-    await withRepoLock(
-      this.repository.commonDir,
-      async () => {
-        const registered = (await listWorktrees(this.repository.root)).some(
-          (entry) => samePath(entry.path, worktree) && !entry.prunable,
-        );
-        if (registered && existsSync(worktree)) return; // Made before a crash; keep whatever is in it.
-        await excludeStateFolder(this.repository, this.stateDir);
-        await git(this.repository.root, ['worktree', 'prune']);
-        const existing = await branchCommit(this.repository.root, branch);
-        if (existing !== undefined) {
-          // A branch from a crash between `branch` and `worktree`: reuse it rather than lose commits.
-          await gitOk(this.repository.root, ['worktree', 'add', worktree, branch], 'git worktree add');
-        } else {
-          await gitOk(
-            this.repository.root,
-            ['worktree', 'add', '-b', branch, worktree, baseCommit],
-            'git worktree add',
-          );
-        }
-      },
-      { abortSignal: this.signal },
-    );
+    // Made before a crash, a worktree is kept with whatever is in it.
+    await createWorktree({
+      repository: this.repository,
+      stateDir: this.stateDir,
+      branch,
+      worktree,
+      baseCommit,
+      abortSignal: this.signal,
+    });
     this.event('worktree', `worktree ${worktree} on branch ${branch}`);
   }
 
@@ -396,33 +365,22 @@ class RunExecution {
     const { setup } = this.run.task;
     if (setup === undefined) return;
     this.event('setup', `setting up: ${setup.command}`);
-    const result = await runVerify({
+    const { result, failure } = await runSetup({
       command: setup.command,
-      cwd: this.run.worktree,
       timeoutMs: setup.timeoutMs,
-      abortSignal: this.signal,
+      worktree: this.run.worktree,
+      baseCommit: this.run.baseCommit,
       env: this.commandEnvironment(),
+      abortSignal: this.signal,
       onSpawn: (pid) => this.update({ childPid: pid }),
     });
     this.update({ childPid: null });
     this.stopIfCancelled();
     mkdirSync(runDirectory(this.stateDir, this.run.id), { recursive: true });
     writeFileSync(join(runDirectory(this.stateDir, this.run.id), 'setup.log'), result.outputTail);
-    if (!result.passed) {
-      const why = result.timedOut ? 'timed out' : `failed with exit status ${result.exitCode ?? 'unknown'}`;
-      this.update({ detail: result.outputTail.slice(-3000) });
-      this.finish('failed', 'failed', 'SETUP_FAILED', `the setup command \`${setup.command}\` ${why}`);
-    }
-    // Whatever setup makes (node_modules, build output) must not pass for the agent's change.
-    const left = await this.changedFiles();
-    if (left.length > 0 || (await this.headMoved())) {
-      const named = left.length > 0 ? left.slice(0, 5).join(', ') : 'a commit';
-      this.finish(
-        'failed',
-        'failed',
-        'SETUP_FAILED',
-        `the setup command \`${setup.command}\` left files git does not ignore (${named}); add them to .gitignore`,
-      );
+    if (failure !== undefined) {
+      if (!result.passed) this.update({ detail: result.outputTail.slice(-3000) });
+      this.finish('failed', 'failed', 'SETUP_FAILED', failure);
     }
     this.event('setup', `setup passed in ${result.durationMs} ms`);
   }
@@ -436,31 +394,10 @@ class RunExecution {
   }
 
   private async agentPhase(): Promise<void> {
-    const { task } = this.run;
     // A resumed run redoes the attempt its runner was in; otherwise this is the next attempt.
     const interrupted = this.resumed && this.run.attempt > 0 && !this.attemptEnded();
     const attempt = interrupted ? this.run.attempt : this.run.attempt + 1;
-    if (attempt > task.limits.maxAttempts) {
-      this.finish(
-        'failed',
-        'failed',
-        this.run.errorCode === undefined ? 'AGENT_FAILED' : (this.run.errorCode as ErrorCode),
-        this.run.error ?? 'no attempts left',
-      );
-    }
-    const remainingBudget = task.limits.maxCostUsd - this.run.costUsd;
-    if (remainingBudget <= 0) {
-      this.finish(
-        'failed',
-        'failed',
-        'BUDGET_EXCEEDED',
-        `the run has spent $${this.run.costUsd.toFixed(4)} of its $${task.limits.maxCostUsd} cap`,
-      );
-    }
-    const remainingTime = this.deadline - Date.now();
-    if (remainingTime <= 0)
-      this.finish('failed', 'failed', 'TIMEOUT', 'the run reached its wall-clock limit');
-
+    const { remainingBudget, remainingTime } = this.checkAttemptLimits(attempt);
     let feedback = this.run.detail;
     if (interrupted) {
       feedback = `The previous attempt was interrupted (its runner stopped). Files it wrote are still in the working directory; check them and finish the task.${feedback === undefined ? '' : `\n\nBefore that:\n${feedback}`}`;
@@ -471,7 +408,7 @@ class RunExecution {
     this.attemptStarted(attempt);
     const context: AgentContext = {
       runId: this.run.id,
-      task,
+      task: this.run.task,
       worktree: this.run.worktree,
       branch: this.run.branch,
       baseBranch: this.run.baseBranch,
@@ -480,9 +417,77 @@ class RunExecution {
     };
     if (feedback !== undefined) context.feedback = feedback;
     writeContextFiles(context, this.template);
-
-    const transcript = this.transcript(attempt);
     mkdirSync(runDirectory(this.stateDir, this.run.id), { recursive: true });
+
+    const costBefore = this.run.costUsd;
+    const turnsBefore = this.run.turns;
+    const invocation = this.invocation(context, sessionId, remainingBudget, remainingTime);
+    const outcome = await runAgentAttempt(invocation, this.options._internal?.runAgent);
+    const update: RunUpdate = {
+      childPid: null,
+      costUsd: costBefore + outcome.costUsd,
+      turns: turnsBefore + outcome.turns,
+    };
+    if (outcome.sessionId !== undefined) update.sessionId = outcome.sessionId;
+    this.update(update);
+    this.attemptEnd(attempt, outcome, invocation.transcriptPath);
+    this.stopIfCancelled();
+
+    const verdict = await judgeAttempt(outcome, this.run.worktree, this.run.baseCommit);
+    switch (verdict.kind) {
+      case 'final':
+        this.finish('failed', 'failed', verdict.code, verdict.message);
+        break;
+      case 'api':
+        // The worktree keeps what the agent wrote.
+        this.update({ detail: describeOutcome(outcome) });
+        this.finish('failed', 'failed', verdict.code, verdict.message);
+        break;
+      case 'retry':
+        await this.retryOrFail(verdict.code, verdict.failure);
+        break;
+      default:
+        this.setPhase(
+          'verify',
+          this.run.task.verify === undefined ? 'checking the change' : `verifying: ${this.run.task.verify}`,
+        );
+    }
+  }
+
+  /** Ends the run when no attempt, budget or time is left for `attempt`; otherwise what is left. */
+  private checkAttemptLimits(attempt: number): { remainingBudget: number; remainingTime: number } {
+    const { limits } = this.run.task;
+    if (attempt > limits.maxAttempts) {
+      this.finish(
+        'failed',
+        'failed',
+        this.run.errorCode === undefined ? 'AGENT_FAILED' : (this.run.errorCode as ErrorCode),
+        this.run.error ?? 'no attempts left',
+      );
+    }
+    const remainingBudget = limits.maxCostUsd - this.run.costUsd;
+    if (remainingBudget <= 0) {
+      this.finish(
+        'failed',
+        'failed',
+        'BUDGET_EXCEEDED',
+        `the run has spent $${this.run.costUsd.toFixed(4)} of its $${limits.maxCostUsd} cap`,
+      );
+    }
+    const remainingTime = this.deadline - Date.now();
+    if (remainingTime <= 0)
+      this.finish('failed', 'failed', 'TIMEOUT', 'the run reached its wall-clock limit');
+    return { remainingBudget, remainingTime };
+  }
+
+  /** What Claude Code is started with for one attempt: the task's tools and limits, the run's bookkeeping. */
+  private invocation(
+    context: AgentContext,
+    sessionId: string | undefined,
+    remainingBudget: number,
+    remainingTime: number,
+  ): AgentInvocation {
+    const { task } = this.run;
     const costBefore = this.run.costUsd;
     const turnsBefore = this.run.turns;
     let lastProgressWrite = 0;
@@ -500,7 +505,7 @@ class RunExecution {
       maxCostUsd: remainingBudget,
       idleTimeoutMs: task.limits.idleTimeoutMs,
       wallClockMs: remainingTime,
-      transcriptPath: transcript,
+      transcriptPath: this.transcript(context.attempt),
       abortSignal: this.signal,
       processTag: runProcessTag(this.run.id),
       passEnvironment: task.passEnvironment,
@@ -522,29 +527,10 @@ class RunExecution {
     const model = task.model ?? this.options.model ?? this.run.options.model;
     if (model !== undefined) invocation.model = model;
     if (this.options.connection !== undefined) invocation.connection = this.options.connection;
+    return invocation;
+  }
 
-    const runAgent = this.options._internal?.runAgent ?? (await import('./claude-agent.js')).runAgent;
-    let outcome: AgentOutcome;
-    try {
-      outcome = await runAgent(invocation);
-    } catch (error) {
-      outcome = {
-        status: 'agent_error',
-        isError: true,
-        costUsd: 0,
-        turns: 0,
-        durationMs: 0,
-        denied: [],
-        error: error instanceof Error ? error.message : String(error),
-      };
-    }
-    const update: RunUpdate = {
-      childPid: null,
-      costUsd: costBefore + outcome.costUsd,
-      turns: turnsBefore + outcome.turns,
-    };
-    if (outcome.sessionId !== undefined) update.sessionId = outcome.sessionId;
-    this.update(update);
+  private attemptEnd(attempt: number, outcome: AgentOutcome, transcript: string): void {
     this.event(
       'attempt-end',
       `attempt ${attempt}: ${outcome.status}${outcome.subtype === undefined ? '' : ` (${outcome.subtype})`}, $${outcome.costUsd.toFixed(4)}, ${outcome.turns} turns`,
@@ -562,95 +548,45 @@ class RunExecution {
         transcript,
       },
     );
-    this.stopIfCancelled();
-
-    const finalCode = FINAL_AGENT_FAILURES[outcome.status];
-    if (finalCode !== undefined) {
-      this.finish('failed', 'failed', finalCode, describeOutcome(outcome));
-    }
-    if (outcome.status === 'api_error' || outcome.status === 'rate_limited') this.stopOnApiFailure(outcome);
-    // `is_error: true` with `subtype: success` is a failure too: trust neither field alone.
-    const succeeded = outcome.status === 'success' && !outcome.isError;
-    let failure: string | undefined;
-    if (!succeeded) {
-      failure = describeOutcome(outcome);
-    } else if (!(await this.hasChange())) {
-      failure = 'The attempt finished without changing any file. Make the change the task asks for.';
-    }
-    if (failure === undefined) {
-      this.setPhase(
-        'verify',
-        task.verify === undefined ? 'checking the change' : `verifying: ${task.verify}`,
-      );
-      return;
-    }
-    const code: ErrorCode = !succeeded ? (EXHAUSTED_CODES[outcome.status] ?? 'AGENT_FAILED') : 'AGENT_FAILED';
-    await this.retryOrFail(code, failure);
-  }
-
-  /**
-   * The API, not the agent, failed (a bad key, a rate limit, an overload, no connection): another
-   * attempt would meet the same wall and pay for nothing, and feeding the failure back as the agent's
-   * mistake would mislead it. The run ends with the failure's own code; the worktree keeps what the
-   * agent wrote.
-   */
-  private stopOnApiFailure(outcome: AgentOutcome): never {
-    const code = outcome.errorCode ?? (outcome.status === 'rate_limited' ? 'RATE_LIMITED' : 'PROVIDER_ERROR');
-    const wait =
-      outcome.retryAfterMs === undefined
-        ? ''
-        : ` (the API asks to wait until ${new Date(Date.now() + outcome.retryAfterMs).toISOString()})`;
-    this.update({ detail: describeOutcome(outcome) });
-    this.finish(
-      'failed',
-      'failed',
-      code,
-      `the API failed, not the agent, so the attempt was not retried: ${outcome.error ?? code}${wait}`,
-    );
   }
 
   private async verifyPhase(): Promise<void> {
     const { task } = this.run;
-    if (!(await this.hasChange())) {
-      await this.retryOrFail('AGENT_FAILED', 'The change is empty. Make the change the task asks for.');
-      return;
-    }
-    if (task.verify === undefined) {
-      this.setPhase('merge', 'committing and merging');
-      return;
-    }
-    const verify = await runVerify({
-      command: task.verify,
-      cwd: this.run.worktree,
+    const checked = await verifyChange({
+      worktree: this.run.worktree,
+      baseCommit: this.run.baseCommit,
+      ...(task.verify === undefined ? {} : { command: task.verify }),
       timeoutMs: task.limits.verifyTimeoutMs,
       abortSignal: this.signal,
       env: this.commandEnvironment(),
       onSpawn: (pid) => this.update({ childPid: pid }),
     });
-    this.update({ childPid: null });
-    this.stopIfCancelled();
-    writeFileSync(
-      join(runDirectory(this.stateDir, this.run.id), `verify-${this.run.attempt}.log`),
-      verify.outputTail,
-    );
-    this.event(
-      'verify',
-      `verify ${verify.passed ? 'passed' : verify.timedOut ? 'timed out' : `failed (exit ${verify.exitCode ?? '?'})`} in ${verify.durationMs} ms`,
-      {
-        attempt: this.run.attempt,
-        passed: verify.passed,
-        exitCode: verify.exitCode,
-        timedOut: verify.timedOut,
-        durationMs: verify.durationMs,
-        outputTail: verify.outputTail.slice(-2000),
-      },
-    );
-    if (verify.passed) {
+    const { verify } = checked;
+    if (verify !== undefined) {
+      this.update({ childPid: null });
+      this.stopIfCancelled();
+      writeFileSync(
+        join(runDirectory(this.stateDir, this.run.id), `verify-${this.run.attempt}.log`),
+        verify.outputTail,
+      );
+      this.event(
+        'verify',
+        `verify ${verify.passed ? 'passed' : verify.timedOut ? 'timed out' : `failed (exit ${verify.exitCode ?? '?'})`} in ${verify.durationMs} ms`,
+        {
+          attempt: this.run.attempt,
+          passed: verify.passed,
+          exitCode: verify.exitCode,
+          timedOut: verify.timedOut,
+          durationMs: verify.durationMs,
+          outputTail: verify.outputTail.slice(-2000),
+        },
+      );
+    }
+    if (checked.passed) {
       this.setPhase('merge', 'committing and merging');
       return;
     }
-    const failure = `The verify command \`${task.verify}\` ${verify.timedOut ? 'timed out' : `failed with exit status ${verify.exitCode ?? 'unknown'}`}. The end of its output:\n${verify.outputTail.slice(-3000)}`;
-    await this.retryOrFail('VERIFY_FAILED', failure);
+    await this.retryOrFail(checked.code ?? 'VERIFY_FAILED', checked.failure ?? 'verify failed');
   }
 
   private async mergePhase(): Promise<void> {
@@ -717,48 +653,17 @@ class RunExecution {
   /** Commits the agent's change (without the context files) and records the commit. */
   private async commit(): Promise<string> {
     const { worktree, task } = this.run;
-    const identity = await commitIdentity(worktree);
-    await gitOk(worktree, ['add', '-A', '--', '.', ...excludeContext()], 'git add');
-    const staged = await git(worktree, ['diff', '--cached', '--quiet']);
-    if (staged.exitCode === 1) {
-      const body = `${task.description.trim() === '' ? '' : `${task.description.trim()}\n\n`}Switchboard-Run: ${this.run.id}`;
-      await gitOk(
-        worktree,
-        ['commit', '--no-verify', '-q', '-m', `feat(${task.id}): ${task.title}`, '-m', body],
-        'git commit',
-        identity,
-      );
-    }
-    const head = (await gitOk(worktree, ['rev-parse', 'HEAD'], 'git rev-parse')).trim();
+    const head = await commitChange({
+      worktree,
+      subject: `feat(${task.id}): ${task.title}`,
+      body: `${task.description.trim() === '' ? '' : `${task.description.trim()}\n\n`}Switchboard-Run: ${this.run.id}`,
+    });
     if (head === this.run.baseCommit) {
       this.finish('failed', 'failed', 'AGENT_FAILED', 'there is nothing to commit');
     }
     this.update({ commitSha: head });
     this.event('commit', `committed ${head.slice(0, 12)} on ${this.run.branch}`, { commit: head });
     return head;
-  }
-
-  /** Files changed in the worktree (the context files aside), as `git status` names them. */
-  private async changedFiles(): Promise<string[]> {
-    const status = await gitOk(
-      this.run.worktree,
-      ['status', '--porcelain', '--', '.', ...excludeContext()],
-      'git status',
-    );
-    return status
-      .split('\n')
-      .filter((line) => line.trim() !== '')
-      .map((line) => line.slice(3));
-  }
-
-  /** Whether commits were made in the worktree since the base. */
-  private async headMoved(): Promise<boolean> {
-    const head = (await gitOk(this.run.worktree, ['rev-parse', 'HEAD'], 'git rev-parse')).trim();
-    return head !== this.run.baseCommit;
-  }
-
-  private async hasChange(): Promise<boolean> {
-    return (await this.changedFiles()).length > 0 || (await this.headMoved());
   }
 
   private async retryOrFail(code: ErrorCode, failure: string): Promise<void> {
@@ -913,33 +818,8 @@ export function toResult(run: AgentRunRecord): AgentRunResult {
   return result;
 }
 
-function excludeContext(): string[] {
-  return CONTEXT_FILES.map((file) => `:(exclude)${file}`);
-}
-
-function describeOutcome(outcome: AgentOutcome): string {
-  const parts = [
-    `The agent ended with ${outcome.status}${outcome.subtype === undefined ? '' : ` (${outcome.subtype})`}${outcome.isError ? ', reported as an error' : ''}.`,
-  ];
-  if (outcome.error !== undefined) parts.push(outcome.error);
-  if (outcome.resultText !== undefined && outcome.isError) parts.push(outcome.resultText.slice(0, 1000));
-  for (const denied of outcome.denied) parts.push(`Denied: ${denied.tool} (${denied.reason})`);
-  return parts.join('\n');
-}
-
 function firstLineOf(text: string): string {
   return text.trim().split('\n', 1)[0] ?? '';
-}
-
-function samePath(a: string, b: string): boolean {
-  const real = (path: string): string => {
-    try {
-      return realpathSync(path);
-    } catch {
-      return resolve(path);
-    }
-  };
-  return real(a) === real(b);
 }
 
 /** The session id recorded in a transcript, so an attempt cut off by a crash can be resumed. */

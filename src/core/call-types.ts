@@ -137,3 +137,6 @@ export const ZERO_USAGE: TokenUsage = Object.freeze({
   cacheReadTokens: 0,
   cacheWriteTokens: 0,
 });
+
+/** Provider names a spec may start with. */
+export const PROVIDER_NAMES = ['claude', 'anthropic', 'gemini', 'openai'] as const;

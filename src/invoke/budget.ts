@@ -14,6 +14,11 @@ export interface BudgetRule {
   dailyUsd?: number;
   /** Cap on dollars spent since the first of this month, UTC; 0 blocks every call in the rule's scope. */
   monthlyUsd?: number;
+  /**
+   * Cap on every dollar ever recorded in the rule's scope, whatever the day: a workflow run's
+   * `budget_usd`, scoped by its `workflow_run=<id>` tag. 0 blocks every call in the rule's scope.
+   */
+  totalUsd?: number;
   /** Share of a cap at which calls carry a warning. @default 0.8 */
   warnAt?: number;
 }
@@ -43,7 +48,7 @@ function startOfMonth(now: number): number {
 /** One cap of one rule that applies to a call, with what a person needs to read about it. */
 interface ApplicableCap {
   cap: SpendCap;
-  period: 'daily' | 'monthly';
+  period: 'daily' | 'monthly' | 'total';
   scope: string;
   warnAt: number;
 }
@@ -68,6 +73,7 @@ function applicableCaps(
     for (const [period, capUsd, since] of [
       ['daily', rule.dailyUsd, startOfDay(now)],
       ['monthly', rule.monthlyUsd, startOfMonth(now)],
+      ['total', rule.totalUsd, 0],
     ] as const) {
       if (capUsd === undefined) continue;
       if (!Number.isFinite(capUsd) || capUsd < 0) {
@@ -189,7 +195,7 @@ function budgetError(
 ): SwitchboardError {
   const { cap, period, scope } = refused;
   const { spentUsd: spent, reservedUsd: reserved } = standing;
-  const later = period === 'daily' ? 'the next day' : 'the next month';
+  const later = period === 'daily' ? 'the next day' : period === 'monthly' ? 'the next month' : undefined;
   const details = { period, cap: cap.capUsd, spent, reserved, estimate: attempt.estimateUsd, scope };
   const budget = `the ${period} budget of $${cap.capUsd} for ${scope}`;
   if (cap.capUsd === 0) {
@@ -207,9 +213,11 @@ function budgetError(
         `less than this call's estimate of ${formatUsd(attempt.estimateUsd ?? 0)}`;
   return new SwitchboardError('BUDGET_EXCEEDED', message, {
     hint:
-      reserved > 0
-        ? `retry when the calls in flight finish, wait for ${later} (UTC), or raise the cap in switchboard.yaml`
-        : `wait for ${later} (UTC), raise the cap in switchboard.yaml, or use a cheaper model`,
+      later === undefined
+        ? 'raise the budget (a workflow run: resume it with a higher budget_usd)'
+        : reserved > 0
+          ? `retry when the calls in flight finish, wait for ${later} (UTC), or raise the cap in switchboard.yaml`
+          : `wait for ${later} (UTC), raise the cap in switchboard.yaml, or use a cheaper model`,
     retryable: false,
     details,
   });

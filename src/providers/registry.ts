@@ -1,4 +1,4 @@
-import type { Provider } from '../core/call-types.js';
+import { PROVIDER_NAMES, type Provider } from '../core/call-types.js';
 import { SwitchboardError } from '../core/errors.js';
 import { createAnthropicProvider, type AnthropicProviderOptions } from './anthropic/anthropic-provider.js';
 import {
@@ -8,8 +8,7 @@ import {
 import { createGeminiProvider, type GeminiProviderOptions } from './gemini/gemini-provider.js';
 import { createOpenAiProvider, type OpenAiProviderOptions } from './openai/openai-provider.js';
 
-/** Provider names a spec may start with. */
-export const PROVIDER_NAMES = ['claude', 'anthropic', 'gemini', 'openai'] as const;
+export { PROVIDER_NAMES };
 
 export interface ProviderRegistryOptions {
   claude?: ClaudeCodeProviderOptions;

@@ -184,6 +184,83 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX route_cache_stored_at ON route_cache (stored_at);
     `,
   },
+  {
+    version: 9,
+    description: 'workflow runs',
+    sql: `
+      CREATE TABLE workflow_runs (
+        id             TEXT PRIMARY KEY NOT NULL,
+        workflow       TEXT NOT NULL,             -- the workflow's name
+        file           TEXT NOT NULL,             -- absolute path of the workflow file
+        file_hash      TEXT NOT NULL,             -- sha256 hex of the file the run started with
+        run_key        TEXT UNIQUE,               -- rendered run_key: a second start with it resumes this run
+        inputs         TEXT NOT NULL,             -- JSON of the typed inputs
+        status         TEXT NOT NULL,             -- running, waiting, completed, failed, cancelled
+        current_step   TEXT,                      -- the next step to run (or the one running, waiting, failed)
+        output         TEXT,                      -- JSON of the workflow's output once it ended
+        error_code     TEXT,
+        error          TEXT,
+        cost_usd       REAL NOT NULL DEFAULT 0,   -- sum of the finished step executions' costs
+        iterations     INTEGER NOT NULL DEFAULT 0, -- finished step executions (max_iterations counts these)
+        limits         TEXT NOT NULL DEFAULT '{}', -- JSON of limits raised on resume, over the file's
+        owner_pid      INTEGER,                   -- the process advancing the run (NULL: none)
+        owner_host     TEXT,
+        owner_token    TEXT,                      -- fences every write of the owner
+        owner_started  INTEGER,                   -- the owner process's start (ms), so a reused pid is not taken for it
+        heartbeat_at   INTEGER,                   -- epoch ms; a stale one frees the run for another host
+        parent_run_id  TEXT,                      -- set for a sub-workflow's run
+        parent_key     TEXT,                      -- the parent's step key that started it
+        created_at     INTEGER NOT NULL,
+        updated_at     INTEGER NOT NULL,
+        ended_at       INTEGER
+      );
+      CREATE INDEX workflow_runs_created_at ON workflow_runs (created_at);
+      CREATE INDEX workflow_runs_parent ON workflow_runs (parent_run_id);
+      CREATE TABLE workflow_steps (
+        key            TEXT PRIMARY KEY NOT NULL, -- <run>/<step>/<visit>[/<item>]: one row per step execution
+        run_id         TEXT NOT NULL,
+        seq            INTEGER NOT NULL,          -- order of first start within the run
+        step           TEXT NOT NULL,
+        type           TEXT NOT NULL,             -- a step type, parallel or for_each
+        group_key      TEXT,                      -- key of the group execution a member or item belongs to
+        item_index     INTEGER,
+        item_key       TEXT,
+        visit          INTEGER NOT NULL,          -- executions of this step before this one in the run
+        attempt        INTEGER NOT NULL,          -- 1, then one more each time an interrupted execution is rerun
+        status         TEXT NOT NULL,             -- running, completed, failed, waiting, terminated
+        output         TEXT,                      -- JSON
+        cost_usd       REAL NOT NULL DEFAULT 0,   -- the execution's tagged call attempts plus agent runs
+        counted        INTEGER NOT NULL DEFAULT 0, -- 1 once it counted toward the run's iterations
+        progress       TEXT,                      -- JSON notes recorded before an outside effect
+        next_step      TEXT,                      -- the route taken ($end to end)
+        error_code     TEXT,
+        error          TEXT,
+        started_at     INTEGER NOT NULL,
+        ended_at       INTEGER
+      );
+      CREATE INDEX workflow_steps_run ON workflow_steps (run_id, seq);
+      CREATE TABLE workflow_gates (
+        run_id         TEXT NOT NULL,
+        step           TEXT NOT NULL,
+        visit          INTEGER,                   -- the gate execution it answered; NULL: recorded before the run reached it
+        choice         TEXT NOT NULL,
+        text           TEXT,
+        answered_by    TEXT NOT NULL,
+        answered_at    INTEGER NOT NULL
+      );
+      CREATE INDEX workflow_gates_run ON workflow_gates (run_id, step);
+      CREATE TABLE workflow_events (
+        run_id         TEXT NOT NULL,
+        seq            INTEGER NOT NULL,          -- 1, 2, … per run, append only
+        at             INTEGER NOT NULL,
+        type           TEXT NOT NULL,
+        step           TEXT,
+        key            TEXT,
+        data           TEXT,                      -- JSON
+        PRIMARY KEY (run_id, seq)
+      );
+    `,
+  },
 ];
 
 /** The schema version this build of Switchboard writes. */

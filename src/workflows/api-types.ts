@@ -1,7 +1,7 @@
 import type { Ledger } from '../store/ledger.js';
 import type { ProviderRegistry } from '../providers/registry.js';
 import type { StepExecutor, WorkflowEvent } from './step-executor.js';
-import type { StepType } from './model.js';
+import type { StepType, WorkflowDefinition, WorkflowLimits } from './model.js';
 
 /** Status of a workflow run. `waiting`: parked at a gate with no answer. */
 export const WORKFLOW_STATUSES = ['running', 'waiting', 'completed', 'failed', 'cancelled'] as const;
@@ -22,6 +22,11 @@ export interface WorkflowEngineOptions {
   skipGates?: boolean;
   /** Let steps use the workflow's MCP servers (`--allow-mcp`). @default false */
   allowMcp?: boolean;
+  /**
+   * A run owned by a process on another host is taken over once that owner's heartbeat is this old
+   * (milliseconds); on this host a dead owner's pid frees the run at once. @default 60_000
+   */
+  staleAfterMs?: number;
   /** Hears every event as it is appended to the run's log. */
   onEvent?: (event: WorkflowEventRecord) => void;
   abortSignal?: AbortSignal;
@@ -31,6 +36,10 @@ export interface WorkflowEngineOptions {
     now?: () => number;
     /** Called at named boundaries (`step-start`, `step-effect`, `step-complete`) so tests can kill there. */
     onBoundary?: (boundary: string, key: string) => void;
+    /** Loads a workflow file (the format's `loadWorkflow` otherwise). */
+    load?: (file: string) => WorkflowDefinition | Promise<WorkflowDefinition>;
+    /** How often the owner stamps its heartbeat and looks for a cancel (ms). @default 1000 */
+    pollMs?: number;
   };
 }
 
@@ -49,7 +58,14 @@ export interface ResumeWorkflowOptions extends WorkflowEngineOptions {
   runId: string;
   /** Resume under an edited workflow file (its hash differs from the one the run started with). */
   migrate?: boolean;
+  /** Limits raised (or lowered) for this run from now on, over the file's; kept for later resumes. */
+  limits?: WorkflowLimitOverrides;
 }
+
+/** `resume --max-iterations / --timeout-seconds / --budget-usd`. */
+export type WorkflowLimitOverrides = Partial<
+  Pick<WorkflowLimits, 'maxIterations' | 'timeoutSeconds' | 'budgetUsd'>
+>;
 
 export interface AnswerGateOptions extends WorkflowEngineOptions {
   runId: string;

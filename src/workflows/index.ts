@@ -1,5 +1,6 @@
-// PLACEHOLDER until the engine lands: the signatures are the contract; the engine helper replaces the bodies.
-import { SwitchboardError } from '../core/errors.js';
+import { userInfo } from 'node:os';
+import { isSwitchboardError, SwitchboardError } from '../core/errors.js';
+import type { WorkflowRunRow, WorkflowStore } from '../store/workflow-records.js';
 import type {
   AnswerGateOptions,
   ResumeWorkflowOptions,
@@ -8,60 +9,180 @@ import type {
   WorkflowEventRecord,
   WorkflowRunResult,
 } from './api-types.js';
-
-function notYet(): never {
-  throw new SwitchboardError('INTERNAL', 'workflows are not built yet');
-}
+import { loadDefinition } from './engine-load.js';
+import { openStores } from './engine-session.js';
+import { resumeInSession, resumeRun, startWorkflowRun } from './engine-start.js';
+import { runView } from './engine-view.js';
+import { runOwner } from './run-lock.js';
 
 /** Starts a run of a workflow file (or resumes the run its `run_key` names) and advances it until it ends or parks at a gate. */
 export async function runWorkflow(options: RunWorkflowOptions): Promise<WorkflowRunResult> {
-  void options;
-  return notYet();
+  const workflow = await loadDefinition(options.file, options);
+  return startWorkflowRun(workflow, options);
 }
 
 /** Continues an interrupted, parked or limit-ended run at its first step without a completed row. */
 export async function resumeWorkflow(options: ResumeWorkflowOptions): Promise<WorkflowRunResult> {
-  void options;
-  return notYet();
+  return resumeRun(options);
+}
+
+function findRun(store: WorkflowStore, runId: string): WorkflowRunRow {
+  const run = store.findRun(runId);
+  if (run === undefined) {
+    throw new SwitchboardError('RUN_NOT_FOUND', `there is no workflow run ${runId} in ${store.path}`, {
+      hint: 'list runs with `switchboard workflow ls`',
+    });
+  }
+  return run;
 }
 
 /** Records a gate answer (before or after the run reaches the gate) and, unless `continue: false`, continues the run. */
 export async function answerGate(options: AnswerGateOptions): Promise<WorkflowRunResult> {
-  void options;
-  return notYet();
+  const session = openStores(options);
+  try {
+    const run = findRun(session.store, options.runId);
+    const target = await gateTarget(session.store, run, options, options.step);
+    session.store.recordGateAnswer(target.run.id, {
+      step: target.step,
+      ...(target.visit === undefined ? {} : { visit: target.visit }),
+      choice: options.choice,
+      ...(options.text === undefined ? {} : { text: options.text }),
+      answeredBy: options.answeredBy ?? userInfo().username,
+      answeredAt: Date.now(),
+    });
+    if (options.continue === false || (run.status !== 'waiting' && run.status !== 'running')) {
+      return runView(session.store, findRun(session.store, run.id));
+    }
+    try {
+      return await resumeInSession(session, { ...options, runId: run.id });
+    } catch (error) {
+      // The process advancing the run (a gate waiting with a timeout) takes the answer itself.
+      if (isSwitchboardError(error) && error.code === 'WORKFLOW_LOCKED') {
+        return runView(session.store, findRun(session.store, run.id));
+      }
+      throw error;
+    }
+  } finally {
+    session.close();
+  }
+}
+
+/**
+ * Which gate an answer is for: the named step, or the one the run is parked at (following a parked
+ * sub-workflow down to its gate). The choice must be one of the gate's option values.
+ */
+async function gateTarget(
+  store: WorkflowStore,
+  run: WorkflowRunRow,
+  options: AnswerGateOptions,
+  named: string | undefined,
+): Promise<{ run: WorkflowRunRow; step: string; visit?: number }> {
+  const waiting = store
+    .steps(run.id)
+    .filter((row) => row.status === 'waiting')
+    .at(-1);
+  const step = named ?? (run.status === 'waiting' ? waiting?.step : undefined);
+  if (step === undefined) {
+    throw new SwitchboardError('INVALID_INPUT', `workflow run ${run.id} is not parked at a gate`, {
+      hint: 'name the gate step to answer it before the run reaches it',
+    });
+  }
+  const workflow = await loadDefinition(run.file, options);
+  // Parked inside a sub-workflow: its gate is answered in the child run.
+  const parkedIn =
+    waiting === undefined || run.status !== 'waiting' ? undefined : workflow.steps.get(waiting.step);
+  if (
+    waiting !== undefined &&
+    parkedIn?.type === 'workflow' &&
+    (named === undefined || !workflow.steps.has(named))
+  ) {
+    const child = store.findChildRun(run.id, waiting.key);
+    if (child !== undefined) return gateTarget(store, child, options, named);
+  }
+  const definition = workflow.steps.get(step);
+  if (definition?.type !== 'human_gate') {
+    throw new SwitchboardError('INVALID_INPUT', `"${step}" is not a human_gate step of ${workflow.file}`, {
+      hint: `name one of its gates: ${
+        [...workflow.steps.values()]
+          .filter((s) => s.type === 'human_gate')
+          .map((s) => s.name)
+          .join(', ') || '(none)'
+      }`,
+    });
+  }
+  const values = definition.options.map((option) => option.value);
+  if (!values.includes(options.choice)) {
+    throw new SwitchboardError('INVALID_INPUT', `gate "${step}" has no option "${options.choice}"`, {
+      hint: `choose one of: ${values.join(', ')}`,
+    });
+  }
+  const parked = run.status === 'waiting' && waiting?.step === step ? waiting.visit : undefined;
+  return parked === undefined ? { run, step } : { run, step, visit: parked };
 }
 
 /** The run as `workflow status` shows it. Throws RUN_NOT_FOUND. */
-export function workflowStatus(runId: string, options?: WorkflowEngineOptions): WorkflowRunResult {
-  void runId;
-  void options;
-  return notYet();
+export function workflowStatus(runId: string, options: WorkflowEngineOptions = {}): WorkflowRunResult {
+  const session = openStores(options);
+  try {
+    return runView(session.store, findRun(session.store, runId));
+  } finally {
+    session.close();
+  }
 }
 
 /** Runs, newest first. */
-export function listWorkflowRuns(options?: WorkflowEngineOptions & { limit?: number }): WorkflowRunResult[] {
-  void options;
-  return notYet();
+export function listWorkflowRuns(
+  options: WorkflowEngineOptions & { limit?: number } = {},
+): WorkflowRunResult[] {
+  const session = openStores(options);
+  try {
+    return session.store.listRuns(options.limit ?? 100).map((run) => runView(session.store, run));
+  } finally {
+    session.close();
+  }
 }
+
+/** How long `cancelWorkflowRun` waits for the owning process to stop its step (ms). */
+const CANCEL_WAIT_MS = 15_000;
 
 /** Marks the run cancelled and kills the process tree of a running step (the owning process stops). */
 export async function cancelWorkflowRun(
   runId: string,
-  options?: WorkflowEngineOptions,
+  options: WorkflowEngineOptions = {},
 ): Promise<WorkflowRunResult> {
-  void runId;
-  void options;
-  return notYet();
+  const session = openStores(options);
+  try {
+    const run = findRun(session.store, runId);
+    const cancel = (id: string) => {
+      session.store.cancelRun(id, { type: 'run-cancel', data: { by: userInfo().username } });
+      for (const child of session.store.listChildRuns(id)) cancel(child.id);
+    };
+    cancel(run.id);
+    // The owner notices at its next poll, aborts its step (whose process tree dies) and lets go.
+    const until = Date.now() + CANCEL_WAIT_MS;
+    while (runOwner(findRun(session.store, run.id), options) !== undefined && Date.now() < until) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    return runView(session.store, findRun(session.store, run.id));
+  } finally {
+    session.close();
+  }
 }
 
 /** Events of a run after `afterSeq`, oldest first. */
 export function readWorkflowEvents(
   runId: string,
-  options?: WorkflowEngineOptions & { afterSeq?: number },
+  options: WorkflowEngineOptions & { afterSeq?: number } = {},
 ): WorkflowEventRecord[] {
-  void runId;
-  void options;
-  return notYet();
+  const session = openStores(options);
+  try {
+    const run = findRun(session.store, runId);
+    return session.store
+      .events(run.id, options.afterSeq ?? 0)
+      .map((event) => ({ ...event, at: new Date(event.at).toISOString() }));
+  } finally {
+    session.close();
+  }
 }
 
 export type * from './api-types.js';

@@ -39,9 +39,10 @@ export interface StepContext {
   ledger: Ledger;
   /**
    * `call()` bound to this run: budgets (the run's `budget_usd` through the ledger's reservations),
-   * tags `{workflow_run, workflow_step}` and the step's deadline are filled in.
+   * tags `{workflow_run, workflow_step}` and the step's deadline are filled in. `spec` is the provider
+   * spec or chain the step resolved with `resolveSpec`.
    */
-  call(request: CallRequest, options?: CallOptions): Promise<CallResult>;
+  call(spec: string, request: CallRequest, options?: CallOptions): Promise<CallResult>;
   /** Resolves a Conductor provider + model to a Switchboard spec or chain (`anthropic:claude-haiku-4-5`). */
   resolveSpec(provider: string | undefined, model: string | undefined): string;
   /** MCP servers this step may use (already filtered by `--allow-mcp` / the step's opt-in). */

@@ -14,6 +14,12 @@ export interface ClaudeCallOptions extends ProviderCall {
   /** Tools the agent may use, e.g. `['Read', 'Write', 'Bash(git:*)']`. @default none */
   allowedTools?: string[];
   cwd?: string;
+  /**
+   * MCP servers for this call, in Claude Code's config shape (`{type: 'stdio', command, args, env}` or
+   * `{type: 'http', url, headers}`); no other server loads (strict MCP config). Their tools still need
+   * an `allowedTools` entry (`mcp__server` or `mcp__server__tool`). @default none
+   */
+  mcpServers?: Record<string, Record<string, unknown>>;
   /** Keep the session on disk so it can be resumed. @default false */
   persistSession?: boolean;
   maxTurns?: number;

@@ -144,10 +144,16 @@ async function coldCall(launch: ClaudeLaunch, request: ClaudeCallOptions): Promi
   };
   let keyHelper: ApiKeyHelper | undefined;
   if (request.allowedTools !== undefined) {
-    options.tools = request.allowedTools.map((tool) => tool.replace(/\(.*$/, ''));
+    // `tools` lists built-in tools only; MCP tools come with their servers.
+    options.tools = request.allowedTools
+      .map((tool) => tool.replace(/\(.*$/, ''))
+      .filter((tool) => !tool.startsWith('mcp__'));
     options.allowedTools = request.allowedTools;
     // Its tools inherit its environment: an allowed printenv must not hand the key to the model.
     keyHelper = moveApiKeyToHelper(options);
+  }
+  if (request.mcpServers !== undefined) {
+    options.mcpServers = request.mcpServers as NonNullable<typeof options.mcpServers>;
   }
   if (request.resume !== undefined) options.resume = request.resume;
   if (request.resume !== undefined || request.persistSession === true) options.persistSession = true;

@@ -145,6 +145,7 @@ export class WarmPool {
       request.resume === undefined &&
       request.allowedTools === undefined &&
       request.cwd === undefined &&
+      request.mcpServers === undefined &&
       request.persistSession !== true &&
       request.maxTurns === undefined &&
       request.maxBudgetUsd === undefined &&

@@ -1,0 +1,780 @@
+import type Database from 'better-sqlite3';
+import { SwitchboardError } from '../core/errors.js';
+import { redactSecrets } from '../core/secrets.js';
+import { openLedgerDatabase } from './ledger.js';
+
+/** A workflow run as recorded in the ledger (`workflow_runs`). */
+export interface WorkflowRunRow {
+  id: string;
+  workflow: string;
+  file: string;
+  fileHash: string;
+  runKey?: string;
+  inputs: Record<string, unknown>;
+  status: 'running' | 'waiting' | 'completed' | 'failed' | 'cancelled';
+  currentStep?: string;
+  output?: Record<string, unknown>;
+  errorCode?: string;
+  error?: string;
+  costUsd: number;
+  iterations: number;
+  /** Limits raised on resume, over the file's. */
+  limits: Record<string, number>;
+  owner?: RunOwner;
+  heartbeatAt?: number;
+  parentRunId?: string;
+  parentKey?: string;
+  createdAt: number;
+  updatedAt: number;
+  endedAt?: number;
+}
+
+/** The process advancing a run. */
+export interface RunOwner {
+  pid: number;
+  host: string;
+  token: string;
+  /** The process's start time (ms), telling it from a later process with the same pid. */
+  started?: number;
+}
+
+export type StepRowStatus = 'running' | 'completed' | 'failed' | 'waiting' | 'terminated';
+
+/** One step execution (`workflow_steps`). */
+export interface WorkflowStepRow {
+  key: string;
+  runId: string;
+  seq: number;
+  step: string;
+  type: string;
+  groupKey?: string;
+  itemIndex?: number;
+  itemKey?: string;
+  visit: number;
+  attempt: number;
+  status: StepRowStatus;
+  output?: unknown;
+  costUsd: number;
+  progress?: Record<string, unknown>;
+  next?: string;
+  errorCode?: string;
+  error?: string;
+  startedAt: number;
+  endedAt?: number;
+}
+
+export interface StoredGateAnswer {
+  step: string;
+  visit?: number;
+  choice: string;
+  text?: string;
+  answeredBy: string;
+  answeredAt: number;
+}
+
+export interface StoredWorkflowEvent {
+  runId: string;
+  seq: number;
+  at: number;
+  type: string;
+  step?: string;
+  key?: string;
+  data?: Record<string, unknown>;
+}
+
+/** An event to append; `at` defaults to now. */
+export type NewWorkflowEvent = Omit<StoredWorkflowEvent, 'runId' | 'seq' | 'at'>;
+
+export interface NewRun {
+  id: string;
+  workflow: string;
+  file: string;
+  fileHash: string;
+  runKey?: string;
+  inputs: Record<string, unknown>;
+  currentStep: string;
+  parentRunId?: string;
+  parentKey?: string;
+}
+
+/** What a step's start writes. */
+export interface StepStart {
+  key: string;
+  step: string;
+  type: string;
+  visit: number;
+  groupKey?: string;
+  itemIndex?: number;
+  itemKey?: string;
+}
+
+/** What a step's end writes (the step row, and the run's pointer and counters), in one transaction. */
+export interface StepEnd {
+  key: string;
+  status: Exclude<StepRowStatus, 'running'>;
+  output?: unknown;
+  costUsd: number;
+  next?: string;
+  errorCode?: string;
+  error?: string;
+  /** The run's next step (top-level steps only); undefined leaves it. */
+  currentStep?: string;
+  /** Counts toward `iterations` (not for group rows, not for waiting gates). */
+  countsIteration: boolean;
+}
+
+export interface RunPatch {
+  status?: WorkflowRunRow['status'];
+  currentStep?: string | null;
+  output?: Record<string, unknown> | null;
+  errorCode?: string | null;
+  error?: string | null;
+  limits?: Record<string, number>;
+  fileHash?: string;
+  ended?: boolean;
+}
+
+interface RunTableRow {
+  id: string;
+  workflow: string;
+  file: string;
+  file_hash: string;
+  run_key: string | null;
+  inputs: string;
+  status: string;
+  current_step: string | null;
+  output: string | null;
+  error_code: string | null;
+  error: string | null;
+  cost_usd: number;
+  iterations: number;
+  limits: string;
+  owner_pid: number | null;
+  owner_host: string | null;
+  owner_token: string | null;
+  owner_started: number | null;
+  heartbeat_at: number | null;
+  parent_run_id: string | null;
+  parent_key: string | null;
+  created_at: number;
+  updated_at: number;
+  ended_at: number | null;
+}
+
+interface StepTableRow {
+  key: string;
+  run_id: string;
+  seq: number;
+  step: string;
+  type: string;
+  group_key: string | null;
+  item_index: number | null;
+  item_key: string | null;
+  visit: number;
+  attempt: number;
+  status: string;
+  output: string | null;
+  cost_usd: number;
+  progress: string | null;
+  next_step: string | null;
+  error_code: string | null;
+  error: string | null;
+  started_at: number;
+  ended_at: number | null;
+}
+
+function parseJson(text: string | null): unknown {
+  if (text === null) return undefined;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return text;
+  }
+}
+
+/** JSON for the ledger: no secret is ever stored, whatever a step printed. */
+function toJson(value: unknown): string | null {
+  return value === undefined ? null : redactSecrets(JSON.stringify(value));
+}
+
+function runFromRow(row: RunTableRow): WorkflowRunRow {
+  const run: WorkflowRunRow = {
+    id: row.id,
+    workflow: row.workflow,
+    file: row.file,
+    fileHash: row.file_hash,
+    inputs: (parseJson(row.inputs) ?? {}) as Record<string, unknown>,
+    status: row.status as WorkflowRunRow['status'],
+    costUsd: row.cost_usd,
+    iterations: row.iterations,
+    limits: (parseJson(row.limits) ?? {}) as Record<string, number>,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+  if (row.run_key !== null) run.runKey = row.run_key;
+  if (row.current_step !== null) run.currentStep = row.current_step;
+  if (row.output !== null) run.output = parseJson(row.output) as Record<string, unknown>;
+  if (row.error_code !== null) run.errorCode = row.error_code;
+  if (row.error !== null) run.error = row.error;
+  if (row.owner_token !== null && row.owner_pid !== null) {
+    run.owner = { pid: row.owner_pid, host: row.owner_host ?? '', token: row.owner_token };
+    if (row.owner_started !== null) run.owner.started = row.owner_started;
+  }
+  if (row.heartbeat_at !== null) run.heartbeatAt = row.heartbeat_at;
+  if (row.parent_run_id !== null) run.parentRunId = row.parent_run_id;
+  if (row.parent_key !== null) run.parentKey = row.parent_key;
+  if (row.ended_at !== null) run.endedAt = row.ended_at;
+  return run;
+}
+
+function stepFromRow(row: StepTableRow): WorkflowStepRow {
+  const step: WorkflowStepRow = {
+    key: row.key,
+    runId: row.run_id,
+    seq: row.seq,
+    step: row.step,
+    type: row.type,
+    visit: row.visit,
+    attempt: row.attempt,
+    status: row.status as StepRowStatus,
+    costUsd: row.cost_usd,
+    startedAt: row.started_at,
+  };
+  if (row.group_key !== null) step.groupKey = row.group_key;
+  if (row.item_index !== null) step.itemIndex = row.item_index;
+  if (row.item_key !== null) step.itemKey = row.item_key;
+  if (row.output !== null) step.output = parseJson(row.output);
+  if (row.progress !== null) step.progress = parseJson(row.progress) as Record<string, unknown>;
+  if (row.next_step !== null) step.next = row.next_step;
+  if (row.error_code !== null) step.errorCode = row.error_code;
+  if (row.error !== null) step.error = row.error;
+  if (row.ended_at !== null) step.endedAt = row.ended_at;
+  return step;
+}
+
+/**
+ * The workflow tables of the ledger. Any number of processes read and write here at once (WAL, busy
+ * timeout); every write of a run's owner is fenced by its token inside the write's own transaction, so
+ * a process that lost the run (another took it over) records nothing.
+ */
+export class WorkflowStore {
+  readonly path: string;
+  private readonly database: Database.Database;
+  private readonly now: () => number;
+
+  private constructor(path: string, database: Database.Database, now: () => number) {
+    this.path = path;
+    this.database = database;
+    this.now = now;
+  }
+
+  /** Opens the ledger file (`path`) or the one in `stateDir`, creating and migrating it as `openLedger` does. */
+  static open(options: { path?: string; stateDir?: string; now?: () => number }): WorkflowStore {
+    if (options.path === ':memory:') {
+      throw new SwitchboardError('INVALID_INPUT', 'workflows need a ledger file, not an in-memory ledger', {
+        hint: 'open the ledger with a path or a state directory',
+      });
+    }
+    const { path, database } = openLedgerDatabase({
+      ...(options.path === undefined ? {} : { path: options.path }),
+      ...(options.stateDir === undefined ? {} : { stateDir: options.stateDir }),
+    });
+    return new WorkflowStore(path, database, options.now ?? Date.now);
+  }
+
+  close(): void {
+    if (this.database.open) this.database.close();
+  }
+
+  /** Inserts a run, or returns the existing run holding the same `runKey` (nothing written then). */
+  createRun(run: NewRun): { run: WorkflowRunRow; created: boolean } {
+    return this.write('record a workflow run', () => {
+      if (run.runKey !== undefined) {
+        const existing = this.database
+          .prepare('SELECT * FROM workflow_runs WHERE run_key = ?')
+          .get(run.runKey) as RunTableRow | undefined;
+        if (existing !== undefined) return { run: runFromRow(existing), created: false };
+      }
+      if (this.database.prepare('SELECT 1 FROM workflow_runs WHERE id = ?').get(run.id) !== undefined) {
+        throw new SwitchboardError('INVALID_INPUT', `workflow run ${run.id} already exists`, {
+          hint: `continue it with \`switchboard workflow resume ${run.id}\`, or choose another run id`,
+        });
+      }
+      const now = this.now();
+      this.database
+        .prepare(
+          `INSERT INTO workflow_runs (id, workflow, file, file_hash, run_key, inputs, status, current_step,
+             parent_run_id, parent_key, created_at, updated_at)
+           VALUES (@id, @workflow, @file, @file_hash, @run_key, @inputs, 'running', @current_step,
+             @parent_run_id, @parent_key, @now, @now)`,
+        )
+        .run({
+          id: run.id,
+          workflow: run.workflow,
+          file: run.file,
+          file_hash: run.fileHash,
+          run_key: run.runKey ?? null,
+          inputs: toJson(run.inputs),
+          current_step: run.currentStep,
+          parent_run_id: run.parentRunId ?? null,
+          parent_key: run.parentKey ?? null,
+          now,
+        });
+      this.insertEvent(run.id, { type: 'run-start', data: { workflow: run.workflow, inputs: run.inputs } });
+      return { run: this.getRunOrThrow(run.id), created: true };
+    });
+  }
+
+  getRun(id: string): WorkflowRunRow | undefined {
+    const row = this.read('read a workflow run', () =>
+      this.database.prepare('SELECT * FROM workflow_runs WHERE id = ?').get(id),
+    ) as RunTableRow | undefined;
+    return row === undefined ? undefined : runFromRow(row);
+  }
+
+  /** The run with this id, or the only one whose id starts with it. */
+  findRun(idOrPrefix: string): WorkflowRunRow | undefined {
+    const exact = this.getRun(idOrPrefix);
+    if (exact !== undefined) return exact;
+    const rows = this.read('read workflow runs', () =>
+      this.database
+        .prepare("SELECT * FROM workflow_runs WHERE id LIKE ? ESCAPE '\\' LIMIT 2")
+        .all(`${idOrPrefix.replace(/[\\%_]/g, '\\$&')}%`),
+    ) as RunTableRow[];
+    return rows.length === 1 && rows[0] !== undefined ? runFromRow(rows[0]) : undefined;
+  }
+
+  /** Top-level runs (not sub-workflows), newest first. */
+  listRuns(limit: number): WorkflowRunRow[] {
+    const rows = this.read('read workflow runs', () =>
+      this.database
+        .prepare(
+          'SELECT * FROM workflow_runs WHERE parent_run_id IS NULL ORDER BY created_at DESC, rowid DESC LIMIT ?',
+        )
+        .all(limit),
+    ) as RunTableRow[];
+    return rows.map(runFromRow);
+  }
+
+  /** A child run started by the parent's step `parentKey`, if any. */
+  findChildRun(parentRunId: string, parentKey: string): WorkflowRunRow | undefined {
+    const row = this.read('read a workflow run', () =>
+      this.database
+        .prepare('SELECT * FROM workflow_runs WHERE parent_run_id = ? AND parent_key = ?')
+        .get(parentRunId, parentKey),
+    ) as RunTableRow | undefined;
+    return row === undefined ? undefined : runFromRow(row);
+  }
+
+  /** Sub-workflow runs started by this run. */
+  listChildRuns(parentRunId: string): WorkflowRunRow[] {
+    const rows = this.read('read workflow runs', () =>
+      this.database
+        .prepare('SELECT * FROM workflow_runs WHERE parent_run_id = ? ORDER BY created_at')
+        .all(parentRunId),
+    ) as RunTableRow[];
+    return rows.map(runFromRow);
+  }
+
+  /**
+   * Takes the run for `owner` if its recorded owner token is still `expectedToken` (compare and swap):
+   * of two processes that both judged the previous owner gone, one wins.
+   */
+  claimRun(id: string, expectedToken: string | undefined, owner: RunOwner): boolean {
+    return this.write('claim a workflow run', () => {
+      const now = this.now();
+      const result = this.database
+        .prepare(
+          `UPDATE workflow_runs SET owner_pid = @pid, owner_host = @host, owner_token = @token,
+             owner_started = @started, heartbeat_at = @now, updated_at = @now
+           WHERE id = @id AND owner_token IS @expected`,
+        )
+        .run({
+          id,
+          pid: owner.pid,
+          host: owner.host,
+          token: owner.token,
+          started: owner.started ?? null,
+          expected: expectedToken ?? null,
+          now,
+        });
+      return result.changes === 1;
+    });
+  }
+
+  /** Stamps the owner's heartbeat; false when the token no longer owns the run. */
+  heartbeat(id: string, token: string): boolean {
+    return this.write('stamp a workflow heartbeat', () => {
+      const result = this.database
+        .prepare('UPDATE workflow_runs SET heartbeat_at = ? WHERE id = ? AND owner_token = ?')
+        .run(this.now(), id, token);
+      return result.changes === 1;
+    });
+  }
+
+  /** Lets go of the run (only if this token still owns it). */
+  releaseRun(id: string, token: string): void {
+    this.write('release a workflow run', () =>
+      this.database
+        .prepare(
+          `UPDATE workflow_runs SET owner_pid = NULL, owner_host = NULL, owner_token = NULL, owner_started = NULL,
+             heartbeat_at = NULL WHERE id = ? AND owner_token = ?`,
+        )
+        .run(id, token),
+    );
+  }
+
+  /**
+   * Starts (or restarts) a step execution: a new row with attempt 1, or the interrupted row's attempt
+   * plus one (a parked gate keeps its attempt). Returns the row as it was before, if there was one.
+   */
+  startStep(
+    runId: string,
+    token: string,
+    start: StepStart,
+    event?: NewWorkflowEvent,
+  ): { row: WorkflowStepRow; before?: WorkflowStepRow } {
+    return this.fenced(runId, token, 'start a workflow step', () => {
+      const now = this.now();
+      const existing = this.database.prepare('SELECT * FROM workflow_steps WHERE key = ?').get(start.key) as
+        StepTableRow | undefined;
+      if (existing === undefined) {
+        const seq = (
+          this.database
+            .prepare('SELECT coalesce(max(seq), 0) + 1 AS seq FROM workflow_steps WHERE run_id = ?')
+            .get(runId) as {
+            seq: number;
+          }
+        ).seq;
+        this.database
+          .prepare(
+            `INSERT INTO workflow_steps (key, run_id, seq, step, type, group_key, item_index, item_key, visit, attempt,
+               status, started_at)
+             VALUES (@key, @run_id, @seq, @step, @type, @group_key, @item_index, @item_key, @visit, 1, 'running', @now)`,
+          )
+          .run({
+            key: start.key,
+            run_id: runId,
+            seq,
+            step: start.step,
+            type: start.type,
+            group_key: start.groupKey ?? null,
+            item_index: start.itemIndex ?? null,
+            item_key: start.itemKey ?? null,
+            visit: start.visit,
+            now,
+          });
+      } else {
+        const attempt = existing.status === 'waiting' ? existing.attempt : existing.attempt + 1;
+        this.database
+          .prepare(
+            `UPDATE workflow_steps SET status = 'running', attempt = ?, started_at = ?, ended_at = NULL,
+               error_code = NULL, error = NULL WHERE key = ?`,
+          )
+          .run(attempt, now, start.key);
+      }
+      const row = stepFromRow(
+        this.database.prepare('SELECT * FROM workflow_steps WHERE key = ?').get(start.key) as StepTableRow,
+      );
+      if (event !== undefined)
+        this.insertEvent(runId, { ...event, data: { ...event.data, attempt: row.attempt } });
+      return existing === undefined ? { row } : { row, before: stepFromRow(existing) };
+    });
+  }
+
+  /** Persists an execution's progress notes before an outside effect (fenced). */
+  recordProgress(runId: string, token: string, key: string, notes: Record<string, unknown>): void {
+    this.fenced(runId, token, 'record workflow step progress', () => {
+      this.database.prepare('UPDATE workflow_steps SET progress = ? WHERE key = ?').run(toJson(notes), key);
+    });
+  }
+
+  /**
+   * Ends a step execution: its row (status, output, cost, route taken), the run's pointer, counters and
+   * cost, and the event, in one transaction fenced by the owner token.
+   */
+  endStep(runId: string, token: string, end: StepEnd, event: NewWorkflowEvent): void {
+    this.fenced(runId, token, 'record a workflow step', () => {
+      const now = this.now();
+      const before = this.database
+        .prepare('SELECT counted, cost_usd FROM workflow_steps WHERE key = ?')
+        .get(end.key) as { counted: number; cost_usd: number } | undefined;
+      if (before === undefined) {
+        throw new SwitchboardError('INTERNAL', `workflow step ${end.key} was never started`);
+      }
+      this.database
+        .prepare(
+          `UPDATE workflow_steps SET status = @status, output = @output, cost_usd = @cost, next_step = @next,
+             error_code = @error_code, error = @error, ended_at = @now, counted = max(counted, @counts) WHERE key = @key`,
+        )
+        .run({
+          key: end.key,
+          status: end.status,
+          output: toJson(end.output),
+          cost: end.costUsd,
+          next: end.next ?? null,
+          error_code: end.errorCode ?? null,
+          error: end.error === undefined ? null : redactSecrets(end.error),
+          counts: end.countsIteration ? 1 : 0,
+          now,
+        });
+      // A rerun execution (an interrupted or failed one) counts once, and its new cost replaces its old one.
+      const iterations = end.countsIteration && before.counted === 0 ? 1 : 0;
+      const costDelta = end.costUsd - before.cost_usd;
+      this.database
+        .prepare(
+          `UPDATE workflow_runs SET iterations = iterations + @iterations, cost_usd = cost_usd + @cost,
+             current_step = CASE WHEN @set_current THEN @current ELSE current_step END, updated_at = @now
+           WHERE id = @id`,
+        )
+        .run({
+          id: runId,
+          iterations,
+          cost: costDelta,
+          set_current: end.currentStep === undefined ? 0 : 1,
+          current: end.currentStep ?? null,
+          now,
+        });
+      this.insertEvent(runId, event);
+    });
+  }
+
+  /** Changes the run (status, pointer, output, error, limits), with an event, fenced by the owner token. */
+  updateRun(runId: string, token: string, patch: RunPatch, event?: NewWorkflowEvent): void {
+    this.fenced(runId, token, 'update a workflow run', () => {
+      this.applyPatch(runId, patch);
+      if (event !== undefined) this.insertEvent(runId, event);
+    });
+  }
+
+  /**
+   * Marks a run cancelled from any process (no owner token needed): the owner notices at its next poll.
+   * Returns false when the run had already ended.
+   */
+  cancelRun(runId: string, event: NewWorkflowEvent): boolean {
+    return this.write('cancel a workflow run', () => {
+      const result = this.database
+        .prepare(
+          `UPDATE workflow_runs SET status = 'cancelled', error_code = 'WORKFLOW_CANCELLED', error = 'the run was cancelled',
+             ended_at = ?, updated_at = ? WHERE id = ? AND status IN ('running', 'waiting', 'failed')`,
+        )
+        .run(this.now(), this.now(), runId);
+      if (result.changes === 1) this.insertEvent(runId, event);
+      return result.changes === 1;
+    });
+  }
+
+  steps(runId: string): WorkflowStepRow[] {
+    const rows = this.read('read workflow steps', () =>
+      this.database.prepare('SELECT * FROM workflow_steps WHERE run_id = ? ORDER BY seq').all(runId),
+    ) as StepTableRow[];
+    return rows.map(stepFromRow);
+  }
+
+  getStep(key: string): WorkflowStepRow | undefined {
+    const row = this.read('read a workflow step', () =>
+      this.database.prepare('SELECT * FROM workflow_steps WHERE key = ?').get(key),
+    ) as StepTableRow | undefined;
+    return row === undefined ? undefined : stepFromRow(row);
+  }
+
+  /** Records a gate answer from any process. `visit` undefined: for the next time the run reaches the gate. */
+  recordGateAnswer(runId: string, answer: StoredGateAnswer): void {
+    this.write('record a gate answer', () => {
+      this.database
+        .prepare(
+          `INSERT INTO workflow_gates (run_id, step, visit, choice, text, answered_by, answered_at)
+           VALUES (?, ?, ?, ?, ?, ?, ?)`,
+        )
+        .run(
+          runId,
+          answer.step,
+          answer.visit ?? null,
+          answer.choice,
+          answer.text === undefined ? null : redactSecrets(answer.text),
+          answer.answeredBy,
+          answer.answeredAt,
+        );
+      this.insertEvent(runId, {
+        type: 'gate-answer',
+        step: answer.step,
+        data: {
+          choice: answer.choice,
+          answeredBy: answer.answeredBy,
+          ...(answer.visit === undefined ? {} : { visit: answer.visit }),
+        },
+      });
+    });
+  }
+
+  /**
+   * The answer for a gate's execution: one recorded for this visit, else the oldest recorded before the
+   * run reached the gate (then bound to this visit, so it answers exactly one execution).
+   */
+  takeGateAnswer(runId: string, step: string, visit: number): StoredGateAnswer | undefined {
+    type GateRow = {
+      rowid: number;
+      step: string;
+      visit: number | null;
+      choice: string;
+      text: string | null;
+      answered_by: string;
+      answered_at: number;
+    };
+    return this.write('read a gate answer', () => {
+      const bound = this.database
+        .prepare(
+          'SELECT rowid, * FROM workflow_gates WHERE run_id = ? AND step = ? AND visit = ? ORDER BY rowid DESC LIMIT 1',
+        )
+        .get(runId, step, visit) as GateRow | undefined;
+      let row = bound;
+      if (row === undefined) {
+        row = this.database
+          .prepare(
+            'SELECT rowid, * FROM workflow_gates WHERE run_id = ? AND step = ? AND visit IS NULL ORDER BY rowid LIMIT 1',
+          )
+          .get(runId, step) as GateRow | undefined;
+        if (row !== undefined) {
+          this.database.prepare('UPDATE workflow_gates SET visit = ? WHERE rowid = ?').run(visit, row.rowid);
+        }
+      }
+      if (row === undefined) return undefined;
+      const answer: StoredGateAnswer = {
+        step: row.step,
+        visit,
+        choice: row.choice,
+        answeredBy: row.answered_by,
+        answeredAt: row.answered_at,
+      };
+      if (row.text !== null) answer.text = row.text;
+      return answer;
+    });
+  }
+
+  /** Appends an event outside an owner's writes (a gate answer, a refused resume). */
+  appendEvent(runId: string, event: NewWorkflowEvent): void {
+    this.write('record a workflow event', () => this.insertEvent(runId, event));
+  }
+
+  events(runId: string, afterSeq = 0): StoredWorkflowEvent[] {
+    const rows = this.read('read workflow events', () =>
+      this.database
+        .prepare('SELECT * FROM workflow_events WHERE run_id = ? AND seq > ? ORDER BY seq')
+        .all(runId, afterSeq),
+    ) as {
+      run_id: string;
+      seq: number;
+      at: number;
+      type: string;
+      step: string | null;
+      key: string | null;
+      data: string | null;
+    }[];
+    return rows.map((row) => {
+      const event: StoredWorkflowEvent = { runId: row.run_id, seq: row.seq, at: row.at, type: row.type };
+      if (row.step !== null) event.step = row.step;
+      if (row.key !== null) event.key = row.key;
+      if (row.data !== null) event.data = parseJson(row.data) as Record<string, unknown>;
+      return event;
+    });
+  }
+
+  /** The latest event's sequence number (0 when none), for `onEvent` listeners. */
+  lastEventSeq(runId: string): number {
+    return this.read('read workflow events', () => {
+      const row = this.database
+        .prepare('SELECT coalesce(max(seq), 0) AS seq FROM workflow_events WHERE run_id = ?')
+        .get(runId) as {
+        seq: number;
+      };
+      return row.seq;
+    });
+  }
+
+  private insertEvent(runId: string, event: NewWorkflowEvent): void {
+    this.database
+      .prepare(
+        `INSERT INTO workflow_events (run_id, seq, at, type, step, key, data)
+         VALUES (@run_id, (SELECT coalesce(max(seq), 0) + 1 FROM workflow_events WHERE run_id = @run_id),
+           @at, @type, @step, @key, @data)`,
+      )
+      .run({
+        run_id: runId,
+        at: this.now(),
+        type: event.type,
+        step: event.step ?? null,
+        key: event.key ?? null,
+        data: toJson(event.data),
+      });
+  }
+
+  private applyPatch(runId: string, patch: RunPatch): void {
+    const assignments = ['updated_at = @now'];
+    const values: Record<string, unknown> = { id: runId, now: this.now() };
+    const set = (column: string, value: unknown) => {
+      assignments.push(`${column} = @${column}`);
+      values[column] = value;
+    };
+    if (patch.status !== undefined) set('status', patch.status);
+    if (patch.currentStep !== undefined) set('current_step', patch.currentStep);
+    if (patch.output !== undefined) set('output', patch.output === null ? null : toJson(patch.output));
+    if (patch.errorCode !== undefined) set('error_code', patch.errorCode);
+    if (patch.error !== undefined) set('error', patch.error === null ? null : redactSecrets(patch.error));
+    if (patch.limits !== undefined) set('limits', JSON.stringify(patch.limits));
+    if (patch.fileHash !== undefined) set('file_hash', patch.fileHash);
+    if (patch.ended === true) assignments.push('ended_at = @now');
+    if (patch.ended === false) assignments.push('ended_at = NULL');
+    this.database.prepare(`UPDATE workflow_runs SET ${assignments.join(', ')} WHERE id = @id`).run(values);
+  }
+
+  private getRunOrThrow(id: string): WorkflowRunRow {
+    const run = this.getRun(id);
+    if (run === undefined) throw new SwitchboardError('RUN_NOT_FOUND', `there is no workflow run ${id}`);
+    return run;
+  }
+
+  /**
+   * Runs `action` in a `BEGIN IMMEDIATE` transaction that first checks the token still owns the run;
+   * otherwise throws WORKFLOW_LOST and writes nothing.
+   */
+  private fenced<T>(runId: string, token: string, what: string, action: () => T): T {
+    return this.write(what, () => {
+      const row = this.database
+        .prepare('SELECT owner_token, owner_pid, owner_host FROM workflow_runs WHERE id = ?')
+        .get(runId) as
+        { owner_token: string | null; owner_pid: number | null; owner_host: string | null } | undefined;
+      if (row?.owner_token !== token) {
+        const now = row?.owner_token == null ? 'no process' : `pid ${row.owner_pid} on ${row.owner_host}`;
+        throw new SwitchboardError(
+          'WORKFLOW_LOST',
+          `this process lost workflow run ${runId} (${now} holds it now); nothing was recorded`,
+          {
+            hint: `see where it is with \`switchboard workflow status ${runId}\``,
+            retryable: false,
+          },
+        );
+      }
+      return action();
+    });
+  }
+
+  private write<T>(what: string, action: () => T): T {
+    return this.guard(what, () => this.database.transaction(action).immediate());
+  }
+
+  private read<T>(what: string, action: () => T): T {
+    return this.guard(what, action);
+  }
+
+  private guard<T>(what: string, action: () => T): T {
+    try {
+      return action();
+    } catch (error) {
+      if (error instanceof SwitchboardError) throw error;
+      throw new SwitchboardError('STORE_ERROR', `cannot ${what} in ${this.path}: ${String(error)}`, {
+        hint: 'check the ledger file and its permissions; retry if another process held it locked',
+        cause: error,
+      });
+    }
+  }
+}

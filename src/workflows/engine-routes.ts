@@ -1,0 +1,56 @@
+import { coerceJson, evaluateCondition, renderTemplate } from './engine-deps.js';
+import { END, type RouteDefinition } from './model.js';
+import type { TemplateScope } from './step-executor.js';
+
+export interface RouteChoice {
+  /** A step or group name, or `$end`. */
+  target: string;
+  /** The step's output with the taken route's `output:` fields merged in. */
+  output: unknown;
+  /** Index of the route taken; undefined when none matched (or there were none) and the run ends. */
+  index?: number;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+/**
+ * Picks a step's successor, as Conductor does: routes in order, the first whose `when` holds (or that has
+ * none) wins; no routes, or none matching, ends the run. `when` sees the scope plus the step's own output
+ * as `output` and, when it is an object, its fields bare (`exit_code == 0`).
+ */
+export function chooseRoute(
+  routes: readonly RouteDefinition[],
+  output: unknown,
+  scope: TemplateScope,
+  where: { file: string; step: string },
+): RouteChoice {
+  const conditionScope: TemplateScope = { ...scope, ...(isRecord(output) ? output : {}), output };
+  for (const [index, route] of routes.entries()) {
+    if (route.when !== undefined) {
+      const field = `routes[${index}].when`;
+      if (!evaluateCondition(route.when, conditionScope, { ...where, field })) continue;
+    }
+    return { target: route.to, output: withRouteOutput(route, output, conditionScope, where, index), index };
+  }
+  return { target: END, output };
+}
+
+/** Conductor's route `output:` mapping: rendered templates merged into the step's output. */
+function withRouteOutput(
+  route: RouteDefinition,
+  output: unknown,
+  scope: TemplateScope,
+  where: { file: string; step: string },
+  index: number,
+): unknown {
+  if (route.output === undefined || Object.keys(route.output).length === 0) return output;
+  const merged: Record<string, unknown> = isRecord(output) ? { ...output } : { value: output };
+  for (const [name, template] of Object.entries(route.output)) {
+    merged[name] = coerceJson(
+      renderTemplate(template, scope, { ...where, field: `routes[${index}].output.${name}` }),
+    );
+  }
+  return merged;
+}

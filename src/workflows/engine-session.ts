@@ -1,0 +1,183 @@
+import { resolve } from 'node:path';
+import { SwitchboardError } from '../core/errors.js';
+import { openLedger, type Ledger } from '../store/ledger.js';
+import { WorkflowStore, type NewWorkflowEvent } from '../store/workflow-records.js';
+import type { WorkflowEngineOptions, WorkflowLimitOverrides, WorkflowRunResult } from './api-types.js';
+import { advanceRun } from './engine.js';
+import { markRunning } from './engine-end.js';
+import { effectiveLimits, timeoutError } from './engine-limits.js';
+import type { RunExecution } from './engine-types.js';
+import { runView } from './engine-view.js';
+import type { WorkflowDefinition } from './model.js';
+import { acquireRunLock } from './run-lock.js';
+import { replayState } from './scope.js';
+import { STEP_EXECUTORS } from './steps/index.js';
+import { DEFAULT_STATE_DIR } from '../store/ledger.js';
+
+/** The ledger and workflow tables one API call works with; closes what it opened. */
+export interface StoreSession {
+  ledger: Ledger;
+  store: WorkflowStore;
+  stateDir: string;
+  close(): void;
+}
+
+export function openStores(options: WorkflowEngineOptions): StoreSession {
+  // Absolute, so steps that change directory (scripts, agents in worktrees) still find it.
+  const stateDir = resolve(options.stateDir ?? DEFAULT_STATE_DIR);
+  const ownLedger = options.ledger === undefined;
+  const ledger = options.ledger ?? openLedger({ stateDir });
+  let store: WorkflowStore;
+  try {
+    store = WorkflowStore.open({
+      path: ledger.path,
+      ...(options._internal?.now === undefined ? {} : { now: options._internal.now }),
+    });
+  } catch (error) {
+    if (ownLedger) ledger.close();
+    throw error;
+  }
+  return {
+    ledger,
+    store,
+    stateDir,
+    close() {
+      store.close();
+      if (ownLedger) ledger.close();
+    },
+  };
+}
+
+export interface DriveOptions {
+  session: StoreSession;
+  workflow: WorkflowDefinition;
+  runId: string;
+  options: WorkflowEngineOptions;
+  depth?: number;
+  limits?: WorkflowLimitOverrides;
+  /** Accept a workflow file whose hash differs from the run's (recorded as the run's new hash). */
+  migrate?: boolean;
+  /** Events after this sequence number go to `onEvent`; 0 (all) marks a run this call created. */
+  eventsAfter?: number;
+}
+
+/**
+ * Takes the run's lock, replays its finished steps from the ledger and advances it until it ends, parks
+ * or stops; always lets the lock go. Returns the run as the ledger then records it.
+ */
+export async function driveRun(drive: DriveOptions): Promise<WorkflowRunResult> {
+  const { session, workflow, runId, options } = drive;
+  const { store } = session;
+  const lock = acquireRunLock(store, runId, {
+    ...(options.staleAfterMs === undefined ? {} : { staleAfterMs: options.staleAfterMs }),
+    ...(options._internal?.pollMs === undefined ? {} : { pollMs: options._internal.pollMs }),
+  });
+  const controller = new AbortController();
+  const abort = (signal: AbortSignal) => controller.abort(signal.reason);
+  const sources = [lock.signal, ...(options.abortSignal === undefined ? [] : [options.abortSignal])];
+  for (const source of sources) {
+    if (source.aborted) abort(source);
+    else source.addEventListener('abort', () => abort(source), { once: true });
+  }
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    const run = store.getRun(runId);
+    if (run === undefined) throw new SwitchboardError('RUN_NOT_FOUND', `there is no workflow run ${runId}`);
+    if (run.status !== 'completed' && run.status !== 'cancelled') {
+      const exec = execution(drive, lock, controller.signal);
+      if (callsModels(workflow)) exec.resolveStepSpec = (await import('./providers.js')).resolveStepSpec;
+      prepareRun(exec, drive);
+      if (exec.limits.timeoutSeconds !== undefined) {
+        exec.deadline = exec.now() + exec.limits.timeoutSeconds * 1000;
+        timer = setTimeout(() => controller.abort(timeoutError(exec)), exec.limits.timeoutSeconds * 1000);
+      }
+      markRunning(exec, drive.eventsAfter === 0);
+      await advanceRun(exec);
+    }
+  } finally {
+    if (timer !== undefined) clearTimeout(timer);
+    lock.release();
+  }
+  // Read back once let go: another process may have changed the run meanwhile (a cancel).
+  const run = store.getRun(runId);
+  if (run === undefined) throw new SwitchboardError('RUN_NOT_FOUND', `there is no workflow run ${runId}`);
+  return runView(store, run, workflow.warnings);
+}
+
+function execution(
+  drive: DriveOptions,
+  lock: ReturnType<typeof acquireRunLock>,
+  signal: AbortSignal,
+): RunExecution {
+  const { session, workflow, runId, options } = drive;
+  const run = session.store.getRun(runId);
+  if (run === undefined) throw new SwitchboardError('RUN_NOT_FOUND', `there is no workflow run ${runId}`);
+  let delivered = drive.eventsAfter ?? session.store.lastEventSeq(runId);
+  const exec: RunExecution = {
+    workflow,
+    run,
+    store: session.store,
+    ledger: session.ledger,
+    stateDir: session.stateDir,
+    lock,
+    state: replayState(run.inputs, session.store.steps(runId)),
+    limits: effectiveLimits(workflow.limits, run.limits),
+    options,
+    executors: { ...STEP_EXECUTORS, ...options._internal?.executors },
+    signal,
+    depth: drive.depth ?? 0,
+    now: options._internal?.now ?? Date.now,
+    emit(event: NewWorkflowEvent) {
+      session.store.updateRun(runId, lock.token, {}, event);
+      exec.deliverEvents();
+    },
+    boundary: boundaryHook(options),
+    deliverEvents() {
+      const listener = options.onEvent;
+      if (listener === undefined) return;
+      for (const event of session.store.events(runId, delivered)) {
+        delivered = event.seq;
+        listener({ ...event, at: new Date(event.at).toISOString() });
+      }
+    },
+  };
+  return exec;
+}
+
+/** Whether any step may resolve a provider (LLM and route steps, for_each items among them). */
+function callsModels(workflow: WorkflowDefinition): boolean {
+  const steps = [
+    ...workflow.steps.values(),
+    ...[...workflow.groups.values()].flatMap((group) => (group.kind === 'for_each' ? [group.agent] : [])),
+  ];
+  return steps.some((step) => step.type === 'agent' || step.type === 'route');
+}
+
+/**
+ * The boundary hook: the test seam's, and `SWITCHBOARD_TEST_KILL_AT=<boundary>:<key suffix>` (read only
+ * when set), which SIGKILLs this process there, so tests of the CLI can kill a run at an exact point.
+ */
+function boundaryHook(options: WorkflowEngineOptions): (name: string, key: string) => void {
+  const seam = options._internal?.onBoundary;
+  const killAt = process.env['SWITCHBOARD_TEST_KILL_AT'];
+  if (killAt === undefined || killAt === '') return seam ?? (() => {});
+  const split = killAt.indexOf(':');
+  const [where, suffix] = [killAt.slice(0, split), killAt.slice(split + 1)];
+  return (name, key) => {
+    seam?.(name, key);
+    if (name === where && key.endsWith(suffix)) process.kill(process.pid, 'SIGKILL');
+  };
+}
+
+/** Records what this resume changes about the run (raised limits, a migrated file) before it advances. */
+function prepareRun(exec: RunExecution, drive: DriveOptions): void {
+  const patch: { limits?: Record<string, number>; fileHash?: string } = {};
+  const overrides = Object.entries(drive.limits ?? {}).filter(([, value]) => value !== undefined);
+  if (overrides.length > 0) patch.limits = { ...exec.run.limits, ...Object.fromEntries(overrides) };
+  if (drive.migrate === true && exec.run.fileHash !== exec.workflow.hash) patch.fileHash = exec.workflow.hash;
+  if (patch.limits === undefined && patch.fileHash === undefined) return;
+  exec.store.updateRun(exec.run.id, exec.lock.token, patch, { type: 'run-changed', data: { ...patch } });
+  const run = exec.store.getRun(exec.run.id);
+  if (run !== undefined) exec.run = run;
+  exec.limits = effectiveLimits(exec.workflow.limits, exec.run.limits);
+}

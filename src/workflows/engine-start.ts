@@ -1,0 +1,126 @@
+import { randomBytes } from 'node:crypto';
+import { SwitchboardError } from '../core/errors.js';
+import type { ResumeWorkflowOptions, RunWorkflowOptions, WorkflowRunResult } from './api-types.js';
+import { renderTemplate, resolveInputs } from './engine-deps.js';
+import { loadDefinition } from './engine-load.js';
+import { driveRun, openStores, type StoreSession } from './engine-session.js';
+import type { WorkflowDefinition } from './model.js';
+
+/** A run id: sortable by start time, unique across processes. */
+export function newRunId(now = Date.now()): string {
+  return `wf-${now.toString(36)}-${randomBytes(4).toString('hex')}`;
+}
+
+/**
+ * Starts a run of an already loaded workflow (the internal entry point `runWorkflow` uses after loading
+ * the file; tests hand it definitions they build). A `run_key` that names an existing run resumes it.
+ */
+export async function startWorkflowRun(
+  workflow: WorkflowDefinition,
+  options: Omit<RunWorkflowOptions, 'file'>,
+): Promise<WorkflowRunResult> {
+  const inputs = resolveInputs(workflow, options.inputs ?? {});
+  if (options.dryRun === true) return dryRun(workflow, inputs);
+  const runKey =
+    workflow.runKey === undefined
+      ? undefined
+      : renderTemplate(
+          workflow.runKey,
+          { workflow: { input: inputs, name: workflow.name } },
+          { file: workflow.file, field: 'run_key' },
+        );
+  const session = openStores(options);
+  try {
+    const { run, created } = session.store.createRun({
+      id: options.runId ?? newRunId(),
+      workflow: workflow.name,
+      file: workflow.file,
+      fileHash: workflow.hash,
+      inputs,
+      currentStep: workflow.entryPoint,
+      ...(runKey === undefined ? {} : { runKey }),
+    });
+    if (!created) {
+      checkHash(workflow, run.fileHash, run.id, false);
+      return await driveRun({ session, workflow, runId: run.id, options });
+    }
+    return await driveRun({ session, workflow, runId: run.id, options, eventsAfter: 0 });
+  } finally {
+    session.close();
+  }
+}
+
+/** Continues a run under its workflow file (refused when the file changed, unless `migrate`). */
+export async function resumeRun(options: ResumeWorkflowOptions): Promise<WorkflowRunResult> {
+  const session = openStores(options);
+  try {
+    return await resumeInSession(session, options);
+  } finally {
+    session.close();
+  }
+}
+
+export async function resumeInSession(
+  session: StoreSession,
+  options: ResumeWorkflowOptions,
+): Promise<WorkflowRunResult> {
+  const run = session.store.findRun(options.runId);
+  if (run === undefined) {
+    throw new SwitchboardError(
+      'RUN_NOT_FOUND',
+      `there is no workflow run ${options.runId} in ${session.store.path}`,
+      {
+        hint: 'list runs with `switchboard workflow ls`',
+      },
+    );
+  }
+  const workflow = await loadDefinition(run.file, options);
+  checkHash(workflow, run.fileHash, run.id, options.migrate === true);
+  return driveRun({
+    session,
+    workflow,
+    runId: run.id,
+    options,
+    migrate: options.migrate === true,
+    ...(options.limits === undefined ? {} : { limits: options.limits }),
+  });
+}
+
+function checkHash(workflow: WorkflowDefinition, recorded: string, runId: string, migrate: boolean): void {
+  if (workflow.hash === recorded || migrate) return;
+  throw new SwitchboardError(
+    'WORKFLOW_CHANGED',
+    `${workflow.file} changed since workflow run ${runId} started`,
+    {
+      hint: `resume with --migrate to continue under the edited file (finished steps are kept), or restore the file`,
+      retryable: false,
+    },
+  );
+}
+
+/** `--dry-run`: the file parses, the inputs resolve and the entry step's main template renders; nothing runs. */
+function dryRun(workflow: WorkflowDefinition, inputs: Record<string, unknown>): WorkflowRunResult {
+  const scope = {
+    workflow: { input: inputs, name: workflow.name, dir: workflow.dir, file: workflow.file },
+    context: { iteration: 0, history: [] },
+  };
+  const entry = workflow.steps.get(workflow.entryPoint);
+  const output: Record<string, unknown> = { entryPoint: workflow.entryPoint, inputs };
+  if (entry !== undefined && 'prompt' in entry && typeof entry.prompt === 'string') {
+    output['prompt'] = renderTemplate(entry.prompt, scope, {
+      file: workflow.file,
+      step: entry.name,
+      field: 'prompt',
+    });
+  }
+  return {
+    id: 'dry-run',
+    workflow: workflow.name,
+    status: 'running',
+    step: workflow.entryPoint,
+    output,
+    costUsd: 0,
+    steps: [],
+    ...(workflow.warnings.length > 0 ? { warnings: [...workflow.warnings] } : {}),
+  };
+}

@@ -1,0 +1,235 @@
+import type { CallOptions } from '../invoke/call.js';
+import type { BudgetRule } from '../invoke/budget.js';
+import type { CallRequest, CallResult } from '../core/call-types.js';
+import { isSwitchboardError, SwitchboardError } from '../core/errors.js';
+import type { WorkflowStepRow } from '../store/workflow-records.js';
+import { renderTemplate } from './engine-deps.js';
+import type { RunExecution } from './engine-types.js';
+import type { StepDefinition } from './model.js';
+import type { StepContext, StepOutcome, TemplateScope } from './step-executor.js';
+import { runChildWorkflow } from './engine-child.js';
+
+/** One execution of one step: where it sits in the run and what it sees. */
+export interface ExecutionSlot {
+  step: StepDefinition;
+  /** Recorded as the row's `step` (a for_each item records its group's inline step). */
+  type: string;
+  key: string;
+  visit: number;
+  scope: TemplateScope;
+  signal: AbortSignal;
+  groupKey?: string;
+  itemIndex?: number;
+  itemKey?: string;
+}
+
+export interface StepRun {
+  outcome: StepOutcome;
+  /** The execution's tagged call attempts (killed earlier attempts of the key included) plus other spending. */
+  costUsd: number;
+  row: WorkflowStepRow;
+}
+
+/** Step key: `<run>/<step>/<visit>[/<item>]`, unique per execution and stable across resumes. */
+export function stepKey(runId: string, name: string, visit: number, item?: string): string {
+  return `${runId}/${name}/${visit}${item === undefined ? '' : `/${item}`}`;
+}
+
+/**
+ * Starts the execution's row (attempt 1, or the next attempt of an interrupted one), runs the step's
+ * executor and measures what it spent. Recording its end (and route) is the caller's, so that a group
+ * member and a top-level step end in one transaction each with what belongs to them.
+ */
+export async function executeStep(exec: RunExecution, slot: ExecutionSlot): Promise<StepRun> {
+  const { row, before } = exec.store.startStep(
+    exec.run.id,
+    exec.lock.token,
+    {
+      key: slot.key,
+      step: slot.step.name,
+      type: slot.type,
+      visit: slot.visit,
+      ...(slot.groupKey === undefined ? {} : { groupKey: slot.groupKey }),
+      ...(slot.itemIndex === undefined ? {} : { itemIndex: slot.itemIndex }),
+      ...(slot.itemKey === undefined ? {} : { itemKey: slot.itemKey }),
+    },
+    { type: 'step-start', step: slot.step.name, key: slot.key },
+  );
+  exec.deliverEvents();
+  exec.boundary('step-start', slot.key);
+  const spending = { calls: 0 };
+  const context = stepContext(exec, slot, row, before, spending);
+  const executor = exec.executors[slot.step.type];
+  let outcome: StepOutcome;
+  if (executor === undefined) {
+    outcome = {
+      status: 'failed',
+      costUsd: 0,
+      error: {
+        code: 'WORKFLOW_INVALID',
+        message: `steps of type "${slot.step.type}" cannot run in this build`,
+      },
+    };
+  } else {
+    try {
+      outcome = await executor(context);
+    } catch (error) {
+      if (exec.signal.aborted) throw exec.signal.reason;
+      outcome = {
+        status: 'failed',
+        costUsd: 0,
+        error: {
+          code: isSwitchboardError(error) ? error.code : 'INTERNAL',
+          message: error instanceof Error ? error.message : String(error),
+        },
+      };
+    }
+  }
+  if (exec.signal.aborted) throw exec.signal.reason;
+  // Reading the spending also writes this process's pending call attempts, before anything can kill it.
+  const tagged = exec.ledger.spendSince(exec.run.createdAt, { tag: `workflow_step=${slot.key}` });
+  exec.boundary('step-effect', slot.key);
+  const other = Math.max(0, (outcome.costUsd ?? 0) - spending.calls);
+  return { outcome, costUsd: tagged + other, row };
+}
+
+function stepContext(
+  exec: RunExecution,
+  slot: ExecutionSlot,
+  row: WorkflowStepRow,
+  before: WorkflowStepRow | undefined,
+  spending: { calls: number },
+): StepContext {
+  const { workflow, run } = exec;
+  const where = { file: workflow.file, step: slot.step.name };
+  const context: StepContext = {
+    workflow,
+    step: slot.step,
+    runId: run.id,
+    key: slot.key,
+    visit: slot.visit,
+    attempt: row.attempt,
+    scope: slot.scope,
+    render: (template, field, extra) =>
+      renderTemplate(template, extra === undefined ? slot.scope : { ...slot.scope, ...extra }, {
+        ...where,
+        field,
+      }),
+    stateDir: exec.stateDir,
+    ledger: exec.ledger,
+    call: (spec, request, options) => boundCall(exec, slot, spec, request, options, spending),
+    resolveSpec: (provider, model) => resolveSpec(exec, provider, model, slot.step.name),
+    mcpServers: mcpServersFor(exec, slot.step),
+    signal: slot.signal,
+    recordProgress: (notes) => exec.store.recordProgress(run.id, exec.lock.token, slot.key, notes),
+    emit: (event) => exec.emit({ ...event, step: event.step ?? slot.step.name, key: event.key ?? slot.key }),
+    runChild: (file, inputs) => runChildWorkflow(exec, slot, file, inputs),
+    gateAnswer: () => gateAnswer(exec, slot),
+  };
+  if (exec.deadline !== undefined) context.deadline = exec.deadline;
+  // An earlier attempt of this key that was killed, aborted or failed leaves notes to reconcile with.
+  if (before !== undefined && before.status !== 'waiting' && before.progress !== undefined) {
+    context.previous = before.progress;
+  }
+  return context;
+}
+
+function resolveSpec(
+  exec: RunExecution,
+  provider: string | undefined,
+  model: string | undefined,
+  step?: string,
+): string {
+  if (exec.resolveStepSpec === undefined) {
+    throw new SwitchboardError(
+      'INTERNAL',
+      `step "${step ?? '?'}" resolved a provider in a workflow without model steps`,
+    );
+  }
+  return exec.resolveStepSpec({
+    provider,
+    model,
+    file: exec.workflow.file,
+    ...(step === undefined ? {} : { step }),
+    runtime: exec.workflow.runtime,
+    ...(exec.options.providerMap === undefined ? {} : { providerMap: exec.options.providerMap }),
+    ...(exec.options.provider === undefined ? {} : { override: exec.options.provider }),
+  });
+}
+
+/**
+ * `call()` for a step: the spec the step resolved, tagged with the run and step (so the ledger
+ * knows what each step spent and the run's budget counts it), under the run's budget, deadline and signal.
+ */
+async function boundCall(
+  exec: RunExecution,
+  slot: ExecutionSlot,
+  spec: string,
+  request: CallRequest,
+  options: CallOptions = {},
+  spending: { calls: number },
+): Promise<CallResult> {
+  const rules: BudgetRule[] = [...(options.budget?.rules ?? [])];
+  if (exec.limits.budgetUsd !== undefined)
+    rules.push({ tag: `workflow_run=${exec.run.id}`, totalUsd: exec.limits.budgetUsd });
+  const left = exec.deadline === undefined ? undefined : Math.max(1, exec.deadline - exec.now());
+  const timeoutMs =
+    left === undefined ? request.timeoutMs : Math.min(left, request.timeoutMs ?? Number.POSITIVE_INFINITY);
+  const signals = [slot.signal, ...(request.abortSignal === undefined ? [] : [request.abortSignal])];
+  // Loaded on a step's first call: the providers behind it cost half a second to import.
+  const { call } = await import('../invoke/call.js');
+  try {
+    const result = await call(
+      spec,
+      {
+        ...request,
+        tags: { ...request.tags, workflow_run: exec.run.id, workflow_step: slot.key },
+        abortSignal: AbortSignal.any(signals),
+        ...(timeoutMs === undefined ? {} : { timeoutMs }),
+      },
+      {
+        ledger: exec.ledger,
+        ...(exec.options.providers === undefined ? {} : { providers: exec.options.providers }),
+        ...options,
+        budget: { ...options.budget, rules },
+      },
+    );
+    spending.calls += result.costUsd ?? 0;
+    return result;
+  } catch (error) {
+    const spent = isSwitchboardError(error) ? error.details?.['spentUsd'] : undefined;
+    if (typeof spent === 'number') spending.calls += spent;
+    throw error;
+  }
+}
+
+function mcpServersFor(exec: RunExecution, step: StepDefinition): Record<string, Record<string, unknown>> {
+  const servers = exec.workflow.runtime.mcpServers;
+  const optIn = step.type === 'agent' ? step.mcp : undefined;
+  const names =
+    exec.options.allowMcp === true || optIn === true
+      ? Object.keys(servers)
+      : Array.isArray(optIn)
+        ? optIn.filter((name) => name in servers)
+        : [];
+  return Object.fromEntries(names.map((name) => [name, { ...servers[name] }]));
+}
+
+function gateAnswer(exec: RunExecution, slot: ExecutionSlot): ReturnType<StepContext['gateAnswer']> {
+  const step = slot.step;
+  if (exec.options.skipGates === true && step.type === 'human_gate' && step.options[0] !== undefined) {
+    return {
+      choice: step.options[0].value,
+      answeredBy: 'skip-gates',
+      answeredAt: new Date(exec.now()).toISOString(),
+    };
+  }
+  const stored = exec.store.takeGateAnswer(exec.run.id, step.name, slot.visit);
+  if (stored === undefined) return undefined;
+  return {
+    choice: stored.choice,
+    ...(stored.text === undefined ? {} : { text: stored.text }),
+    answeredBy: stored.answeredBy,
+    answeredAt: new Date(stored.answeredAt).toISOString(),
+  };
+}

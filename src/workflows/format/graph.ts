@@ -1,0 +1,130 @@
+import { END, type WorkflowDefinition } from '../model.js';
+
+/** An edge of the step graph: where a step or group may go next, and the field that says so. */
+export interface GraphEdge {
+  to: string;
+  field: string;
+}
+
+/** The routes between a workflow's top-level steps and groups (parallel members sit inside their group). */
+export interface WorkflowGraph {
+  /** Steps and groups by name (members of a parallel group and for_each inline agents included). */
+  nodes: Set<string>;
+  edges: Map<string, GraphEdge[]>;
+  /** A parallel member's group. */
+  memberOf: Map<string, string>;
+  reachableFrom(start: string): Set<string>;
+  /** Nodes that may have finished before `node` starts on some path from the entry point. */
+  canRunBefore(node: string): Set<string>;
+}
+
+export function graphOf(definition: WorkflowDefinition): WorkflowGraph {
+  const nodes = new Set<string>([...definition.steps.keys(), ...definition.groups.keys()]);
+  const edges = new Map<string, GraphEdge[]>();
+  const memberOf = new Map<string, string>();
+  for (const group of definition.groups.values()) {
+    if (group.kind === 'parallel') for (const member of group.agents) memberOf.set(member, group.name);
+  }
+  for (const step of definition.steps.values()) {
+    const list: GraphEdge[] = step.routes.map((route, index) => ({
+      to: route.to,
+      field: `routes[${index}].to`,
+    }));
+    if (step.type === 'human_gate')
+      step.options.forEach((option, index) =>
+        list.push({ to: option.route, field: `options[${index}].route` }),
+      );
+    if (step.onCap !== undefined) list.push({ to: step.onCap, field: 'on_cap' });
+    edges.set(step.name, list);
+  }
+  for (const group of definition.groups.values()) {
+    const list: GraphEdge[] = group.routes.map((route, index) => ({
+      to: route.to,
+      field: `routes[${index}].to`,
+    }));
+    if (group.onCap !== undefined) list.push({ to: group.onCap, field: 'on_cap' });
+    edges.set(group.name, list);
+  }
+  const successors = (node: string): string[] =>
+    (edges.get(node) ?? []).map((edge) => edge.to).filter((to) => to !== END && nodes.has(to));
+  const reached = new Map<string, Set<string>>();
+  const reachableFrom = (start: string): Set<string> => {
+    const known = reached.get(start);
+    if (known !== undefined) return known;
+    const seen = new Set<string>();
+    const stack = [start];
+    while (stack.length > 0) {
+      const node = stack.pop() as string;
+      if (seen.has(node)) continue;
+      seen.add(node);
+      stack.push(...successors(node));
+    }
+    reached.set(start, seen);
+    return seen;
+  };
+  const fromEntry = nodes.has(definition.entryPoint)
+    ? reachableFrom(definition.entryPoint)
+    : new Set<string>();
+  const predecessors = new Map<string, string[]>();
+  for (const node of nodes) {
+    for (const next of successors(node)) predecessors.set(next, [...(predecessors.get(next) ?? []), node]);
+  }
+  const cache = new Map<string, Set<string>>();
+  const canRunBefore = (node: string): Set<string> => {
+    const cached = cache.get(node);
+    if (cached !== undefined) return cached;
+    // X may have finished before N starts when N is reachable from X by one route or more (X itself
+    // counts when N sits on a loop through X), and X itself runs at all (reachable from the entry).
+    const before = new Set<string>();
+    const stack = [...(predecessors.get(node) ?? [])];
+    while (stack.length > 0) {
+      const candidate = stack.pop() as string;
+      if (before.has(candidate)) continue;
+      before.add(candidate);
+      stack.push(...(predecessors.get(candidate) ?? []));
+    }
+    for (const candidate of before) if (!fromEntry.has(candidate)) before.delete(candidate);
+    cache.set(node, before);
+    return before;
+  };
+  return { nodes, edges, memberOf, reachableFrom, canRunBefore };
+}
+
+/** Loops: strongly connected sets of two or more nodes, or one node that routes to itself (Tarjan). */
+export function stronglyConnected(graph: WorkflowGraph): string[][] {
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const onStack = new Set<string>();
+  const stack: string[] = [];
+  const found: string[][] = [];
+  let counter = 0;
+  const successors = (node: string): string[] =>
+    (graph.edges.get(node) ?? []).map((edge) => edge.to).filter((to) => graph.nodes.has(to));
+  const connect = (node: string): void => {
+    index.set(node, counter);
+    low.set(node, counter);
+    counter += 1;
+    stack.push(node);
+    onStack.add(node);
+    for (const next of successors(node)) {
+      if (!index.has(next)) {
+        connect(next);
+        low.set(node, Math.min(low.get(node) as number, low.get(next) as number));
+      } else if (onStack.has(next)) {
+        low.set(node, Math.min(low.get(node) as number, index.get(next) as number));
+      }
+    }
+    if (low.get(node) === index.get(node)) {
+      const component: string[] = [];
+      let member: string;
+      do {
+        member = stack.pop() as string;
+        onStack.delete(member);
+        component.unshift(member);
+      } while (member !== node);
+      if (component.length > 1 || successors(node).includes(node)) found.push(component);
+    }
+  };
+  for (const node of graph.nodes) if (!index.has(node)) connect(node);
+  return found;
+}

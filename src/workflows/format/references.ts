@@ -1,0 +1,155 @@
+import {
+  END,
+  type ForEachGroup,
+  type ParallelGroup,
+  type StepDefinition,
+  type WorkflowDefinition,
+} from '../model.js';
+import type { StepPlace } from './build-step.js';
+import { failAt, position, stepPlace, type BuildContext } from './build-context.js';
+import { workflowInvalid } from './problem.js';
+import type { RawWorkflowFile } from './schema.js';
+
+/** entry_point, route targets, gate option routes, on_cap, mcp opt-ins and tool names must exist. */
+export function checkReferences(
+  definition: WorkflowDefinition,
+  raw: RawWorkflowFile,
+  context: BuildContext,
+): void {
+  const targets = [...definition.steps.keys(), ...definition.groups.keys()];
+  const known = (target: string): boolean =>
+    target === END || definition.steps.has(target) || definition.groups.has(target);
+  const hint = `route to one of: ${[...targets, END].join(', ')}`;
+  if (!definition.steps.has(definition.entryPoint) && !definition.groups.has(definition.entryPoint)) {
+    throw workflowInvalid(
+      {
+        file: context.file,
+        step: 'workflow',
+        field: 'entry_point',
+        ...position(context, ['workflow', 'entry_point']),
+      },
+      `entry_point "${definition.entryPoint}" is not a step or group`,
+      `start at one of: ${targets.join(', ')}`,
+    );
+  }
+  const check = (place: StepPlace, field: string, target: string | undefined): void => {
+    if (target !== undefined && !known(target))
+      failAt(place, field, `"${target}" is not a step, a group or ${END}`, hint);
+  };
+  const workflowTools = new Set(raw.tools);
+  [...definition.steps.values()].forEach((step, index) => {
+    const place = stepPlace(context, ['agents', index], `agents[${index}] "${step.name}"`);
+    checkStepReferences(step, place, check, definition, workflowTools);
+  });
+  raw.parallel.forEach((group, index) => {
+    const place = stepPlace(context, ['parallel', index], `parallel[${index}] "${group.name}"`);
+    const built = definition.groups.get(group.name) as ParallelGroup;
+    built.routes.forEach((route, routeIndex) => check(place, `routes[${routeIndex}].to`, route.to));
+    check(place, 'on_cap', built.onCap);
+  });
+  raw.for_each.forEach((group, index) => {
+    const place = stepPlace(context, ['for_each', index], `for_each[${index}] "${group.name}"`);
+    const built = definition.groups.get(group.name) as ForEachGroup;
+    built.routes.forEach((route, routeIndex) => check(place, `routes[${routeIndex}].to`, route.to));
+    check(place, 'on_cap', built.onCap);
+    const agentPlace = stepPlace(
+      context,
+      ['for_each', index, 'agent'],
+      `${place.label} agent "${built.agent.name}"`,
+    );
+    checkStepReferences(built.agent, agentPlace, check, definition, workflowTools);
+  });
+}
+
+function checkStepReferences(
+  step: StepDefinition,
+  place: StepPlace,
+  check: (place: StepPlace, field: string, target: string | undefined) => void,
+  definition: WorkflowDefinition,
+  workflowTools: Set<string>,
+): void {
+  step.routes.forEach((route, index) => check(place, `routes[${index}].to`, route.to));
+  check(place, 'on_cap', step.onCap);
+  step.input.forEach((reference, index) =>
+    checkInputReference(reference, `input[${index}]`, place, definition),
+  );
+  if (step.type === 'human_gate')
+    step.options.forEach((option, index) => check(place, `options[${index}].route`, option.route));
+  if (step.type !== 'agent') return;
+  if (Array.isArray(step.mcp)) {
+    const servers = Object.keys(definition.runtime.mcpServers);
+    step.mcp.forEach((name, index) => {
+      if (!servers.includes(name)) {
+        failAt(
+          place,
+          `mcp[${index}]`,
+          `"${name}" is not in runtime.mcp_servers`,
+          servers.length === 0
+            ? 'declare it under workflow.runtime.mcp_servers'
+            : `use one of: ${servers.join(', ')}`,
+        );
+      }
+    });
+  }
+  // Conductor checks an LLM step's tools against the workflow's `tools:`; a Claude Code agent's tools
+  // (effects: git) are Claude Code's own (Read, Bash(npm test:*)) and are not listed there.
+  if (step.git === undefined && step.tools !== undefined) {
+    step.tools.forEach((tool, index) => {
+      if (!workflowTools.has(tool)) {
+        failAt(
+          place,
+          `tools[${index}]`,
+          `tool "${tool}" is not in the workflow's tools:`,
+          workflowTools.size === 0
+            ? 'list it under the top-level tools:'
+            : `use one of: ${[...workflowTools].join(', ')}, or add it to tools:`,
+        );
+      }
+    });
+  }
+}
+
+const REFERENCE_PART = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/** Conductor's `input:` references: `step.output[.field]`, `group.outputs`, `workflow.input.name`, `?` for optional. */
+function checkInputReference(
+  reference: string,
+  field: string,
+  place: StepPlace,
+  definition: WorkflowDefinition,
+): void {
+  const optional = reference.endsWith('?');
+  const parts = (optional ? reference.slice(0, -1) : reference).split('.');
+  if (parts.length < 2 || !parts.every((part) => REFERENCE_PART.test(part))) {
+    failAt(
+      place,
+      field,
+      `"${reference}" is not an input reference`,
+      'write step.output[.field], group.outputs, or workflow.input.name (end with ? when optional)',
+    );
+  }
+  if (optional) return;
+  const [head, second, name] = parts as [string, string, string | undefined];
+  if (head === 'workflow') {
+    if (second !== 'input' || name === undefined || definition.input[name] === undefined) {
+      const declared = Object.keys(definition.input);
+      failAt(
+        place,
+        field,
+        `"${reference}" is not a declared workflow input`,
+        declared.length === 0
+          ? 'declare it under workflow.input'
+          : `use one of: ${declared.map((input) => `workflow.input.${input}`).join(', ')}`,
+      );
+    }
+    return;
+  }
+  if (!definition.steps.has(head) && !definition.groups.has(head)) {
+    failAt(
+      place,
+      field,
+      `"${head}" is not a step or group`,
+      `name one of: ${[...definition.steps.keys(), ...definition.groups.keys()].join(', ')} (or end the reference with ? when optional)`,
+    );
+  }
+}

@@ -1,0 +1,268 @@
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { END, type GroupDefinition, type StepDefinition, type WorkflowDefinition } from '../model.js';
+import { templateNames } from '../template.js';
+import { graphOf, stronglyConnected, type WorkflowGraph } from './graph.js';
+
+/** One finding of `switchboard workflow validate`. */
+export interface Problem {
+  /** The step or group it is about. */
+  step?: string;
+  /** The field inside it (`routes[0].to`, `prompt`). */
+  field?: string;
+  message: string;
+}
+
+export interface ValidationReport {
+  errors: Problem[];
+  warnings: Problem[];
+}
+
+/** Names every template may read besides steps and groups. */
+const SCOPE_NAMES = new Set(['workflow', 'context']);
+/** Jinja operators that `templateNames` (as of this writing) may report as names; never variables. */
+const JINJA_WORDS = new Set(['and', 'or', 'not', 'in', 'is', 'if', 'else']);
+
+/**
+ * The checks `switchboard workflow validate` adds to loading: route targets that do not exist, steps
+ * nothing reaches, templates that read a step which cannot have run before them, and loops with no
+ * `max_visits` (which end only at `limits.max_iterations`). The loader's warnings (unsupported keys)
+ * come first among the warnings.
+ */
+export function validateWorkflow(definition: WorkflowDefinition): ValidationReport {
+  const errors: Problem[] = [];
+  const warnings: Problem[] = definition.warnings.map((message) => ({ message }));
+  const graph = graphOf(definition);
+  for (const [node, edges] of graph.edges) {
+    for (const edge of edges) {
+      if (edge.to !== END && !graph.nodes.has(edge.to)) {
+        errors.push({
+          step: node,
+          field: edge.field,
+          message: `"${edge.to}" is not a step, a group or ${END}`,
+        });
+      }
+    }
+  }
+  if (!graph.nodes.has(definition.entryPoint)) {
+    errors.push({
+      field: 'entry_point',
+      message: `entry_point "${definition.entryPoint}" is not a step or group`,
+    });
+    return { errors, warnings };
+  }
+  const reachable = graph.reachableFrom(definition.entryPoint);
+  for (const node of graph.nodes) {
+    if (!reachable.has(node) && !graph.memberOf.has(node)) {
+      warnings.push({ step: node, message: `no route leads to "${node}"; it never runs` });
+    }
+  }
+  checkTemplates(definition, graph, reachable, errors, warnings);
+  checkSteps(definition, errors, warnings);
+  checkLoops(definition, graph, warnings);
+  return { errors, warnings };
+}
+
+/** Sub-workflow files that are not there; LLM steps whose task prompt is empty. */
+function checkSteps(definition: WorkflowDefinition, errors: Problem[], warnings: Problem[]): void {
+  const steps = [...definition.steps.values()];
+  for (const group of definition.groups.values()) if (group.kind === 'for_each') steps.push(group.agent);
+  for (const step of steps) {
+    if (
+      step.type === 'workflow' &&
+      !step.workflow.includes('{{') &&
+      !existsSync(resolve(definition.dir, step.workflow))
+    ) {
+      errors.push({
+        step: step.name,
+        field: 'workflow',
+        message: `the sub-workflow ${step.workflow} does not exist (relative to ${definition.dir})`,
+      });
+    }
+    if (step.type === 'agent' && step.systemPrompt !== undefined && step.prompt.trim() === '') {
+      warnings.push({
+        step: step.name,
+        field: 'prompt',
+        message:
+          'system_prompt is set but prompt is empty; put the task (and its input references) in prompt',
+      });
+    }
+  }
+}
+
+/** Each loop (a strongly connected set of steps) with no `max_visits` anywhere on it. */
+function checkLoops(definition: WorkflowDefinition, graph: WorkflowGraph, warnings: Problem[]): void {
+  for (const component of stronglyConnected(graph)) {
+    const capped = component.some((name) => capOf(definition, name) !== undefined);
+    if (capped) continue;
+    const first = component[0] as string;
+    warnings.push({
+      step: first,
+      message: `the loop ${[...component, first].join(' -> ')} has no max_visits; it only ends at limits.max_iterations ${definition.limits.maxIterations}`,
+    });
+  }
+}
+
+function capOf(definition: WorkflowDefinition, name: string): number | undefined {
+  return (definition.steps.get(name) ?? definition.groups.get(name))?.maxVisits;
+}
+
+function checkTemplates(
+  definition: WorkflowDefinition,
+  graph: WorkflowGraph,
+  reachable: Set<string>,
+  errors: Problem[],
+  warnings: Problem[],
+): void {
+  const stepNames = new Set([...definition.steps.keys(), ...definition.groups.keys()]);
+  const visit = (owner: string, step: StepDefinition, extraNames: string[]): void => {
+    const before = graph.canRunBefore(owner);
+    for (const { field, source, own } of templatesOf(step)) {
+      const guarded = /is\s+(not\s+)?defined|\|\s*default\b/.test(source);
+      for (const name of templateNames(source)) {
+        if (JINJA_WORDS.has(name)) continue;
+        if (stepNames.has(name)) {
+          const groupOfMember = graph.memberOf.get(name);
+          const ran =
+            before.has(name) ||
+            (groupOfMember !== undefined && before.has(groupOfMember)) ||
+            (own && name === step.name);
+          if (!ran && reachable.has(owner)) {
+            const problem = {
+              step: step.name,
+              field,
+              message: `${field} reads "${name}", which cannot have run before "${step.name}"`,
+            };
+            (guarded ? warnings : errors).push(
+              guarded
+                ? { ...problem, message: `${problem.message} (guarded here, so it renders its fallback)` }
+                : problem,
+            );
+          }
+        } else if (!own && !SCOPE_NAMES.has(name) && !extraNames.includes(name)) {
+          warnings.push({
+            step: step.name,
+            field,
+            message: `${field} reads "${name}", which is not a step, a group, workflow or context`,
+          });
+        }
+      }
+    }
+    step.input.forEach((reference, index) => {
+      const name = reference.split('.')[0] as string;
+      if (reference.endsWith('?') || name === 'workflow' || !stepNames.has(name)) return;
+      const groupOfMember = graph.memberOf.get(name);
+      if (before.has(name) || (groupOfMember !== undefined && before.has(groupOfMember))) return;
+      errors.push({
+        step: step.name,
+        field: `input[${index}]`,
+        message: `input "${reference}" names "${name}", which cannot have run before "${step.name}" (add ? to make it optional)`,
+      });
+    });
+  };
+  for (const step of definition.steps.values()) visit(graph.memberOf.get(step.name) ?? step.name, step, []);
+  for (const group of definition.groups.values()) {
+    if (group.kind === 'for_each') {
+      visit(group.name, group.agent, [group.as, '_index', '_key']);
+      const sourceStep = group.source.split('.')[0] as string;
+      if (
+        stepNames.has(sourceStep) &&
+        !graph.canRunBefore(group.name).has(sourceStep) &&
+        reachable.has(group.name)
+      ) {
+        errors.push({
+          step: group.name,
+          field: 'source',
+          message: `source reads "${sourceStep}", which cannot have run before "${group.name}"`,
+        });
+      }
+    }
+    checkGroupRoutes(group, graph, stepNames, errors);
+  }
+}
+
+function checkGroupRoutes(
+  group: GroupDefinition,
+  graph: WorkflowGraph,
+  stepNames: Set<string>,
+  errors: Problem[],
+): void {
+  const before = graph.canRunBefore(group.name);
+  group.routes.forEach((route, index) => {
+    for (const name of route.when === undefined ? [] : templateNames(asTemplate(route.when))) {
+      if (
+        stepNames.has(name) &&
+        name !== group.name &&
+        !before.has(name) &&
+        graph.memberOf.get(name) !== group.name
+      ) {
+        errors.push({
+          step: group.name,
+          field: `routes[${index}].when`,
+          message: `routes[${index}].when reads "${name}", which cannot have run before "${group.name}"`,
+        });
+      }
+    }
+  });
+}
+
+interface TemplateField {
+  field: string;
+  source: string;
+  /** Evaluated after the step ran: its own output (and its fields, bare) are in scope. */
+  own: boolean;
+}
+
+/** Every field of a step that is rendered as a template, with where it is. */
+function templatesOf(step: StepDefinition): TemplateField[] {
+  const fields: TemplateField[] = [];
+  const add = (field: string, source: string | number | undefined, own = false): void => {
+    if (typeof source === 'string') fields.push({ field, source, own });
+  };
+  step.routes.forEach((route, index) => {
+    if (route.when !== undefined) add(`routes[${index}].when`, asTemplate(route.when), true);
+    for (const [key, value] of Object.entries(route.output ?? {}))
+      add(`routes[${index}].output.${key}`, value, true);
+  });
+  switch (step.type) {
+    case 'agent':
+      add('prompt', step.prompt);
+      add('system_prompt', step.systemPrompt);
+      add('model', step.model);
+      break;
+    case 'human_gate':
+      add('prompt', step.prompt);
+      break;
+    case 'script':
+      add('command', step.command);
+      step.args.forEach((arg, index) => add(`args[${index}]`, arg));
+      for (const [key, value] of Object.entries(step.env)) add(`env.${key}`, value);
+      add('stdin', step.stdin);
+      break;
+    case 'set':
+      add('value', step.value);
+      for (const [key, value] of Object.entries(step.values ?? {})) add(`values.${key}`, value);
+      break;
+    case 'terminate':
+      add('reason', step.reason);
+      for (const [key, value] of Object.entries(step.outputTemplate ?? {}))
+        add(`output_template.${key}`, value);
+      break;
+    case 'wait':
+      add('duration', step.duration);
+      add('reason', step.reason);
+      break;
+    case 'workflow':
+      for (const [key, value] of Object.entries(step.inputMapping ?? {})) add(`input_mapping.${key}`, value);
+      break;
+    case 'route':
+      add('text', step.text);
+      break;
+  }
+  return fields;
+}
+
+/** A `when:` may be a bare expression (`exit_code == 0`); read it as `{{ … }}`. */
+function asTemplate(when: string): string {
+  return when.includes('{{') || when.includes('{%') ? when : `{{ ${when} }}`;
+}

@@ -1,0 +1,133 @@
+import { SwitchboardError } from '../core/errors.js';
+import type { InputDefinition, ValueType, WorkflowDefinition } from './model.js';
+
+/**
+ * A run's `workflow.input`: the values given (`-i name=value` strings, or typed values from the
+ * library) coerced to the declared types, declared defaults, and Conductor's zero values for optional
+ * inputs given no value and no default (`""`, `0`, `false`, `[]`, `{}`), so templates render cleanly.
+ * A missing required input, an unknown name or a value of the wrong type is a one-line WORKFLOW_INVALID.
+ */
+export function resolveInputs(
+  definition: Pick<WorkflowDefinition, 'input' | 'file'>,
+  given: Readonly<Record<string, unknown>>,
+): Record<string, unknown> {
+  const declared = definition.input;
+  const names = Object.keys(declared);
+  for (const name of Object.keys(given)) {
+    if (declared[name] === undefined) {
+      throw invalid(
+        definition.file,
+        name,
+        `input "${name}" is not declared by the workflow`,
+        names.length === 0
+          ? 'this workflow takes no inputs; remove the -i'
+          : `its inputs are: ${names.join(', ')}`,
+      );
+    }
+  }
+  const resolved: Record<string, unknown> = {};
+  for (const [name, input] of Object.entries(declared)) {
+    if (Object.hasOwn(given, name) && given[name] !== undefined) {
+      resolved[name] = coerce(given[name], input, name, definition.file);
+    } else if (input.default !== undefined) {
+      resolved[name] = structuredClone(input.default);
+    } else if (!input.required) {
+      resolved[name] = zeroValue(input.type);
+    } else {
+      throw invalid(
+        definition.file,
+        name,
+        `input "${name}" is required`,
+        `pass -i ${name}=${placeholder(input.type)}`,
+      );
+    }
+  }
+  return resolved;
+}
+
+function coerce(value: unknown, input: InputDefinition, name: string, file: string): unknown {
+  const wrong = (detail: string): never => {
+    throw invalid(
+      file,
+      name,
+      `input "${name}" must be ${article(input.type)}: ${detail}`,
+      `pass -i ${name}=${placeholder(input.type)}`,
+    );
+  };
+  if (typeof value !== 'string') {
+    if (input.type === 'string' && (typeof value === 'number' || typeof value === 'boolean'))
+      return String(value);
+    if (matches(value, input.type)) return value;
+    return wrong(`got ${describe(value)}`);
+  }
+  switch (input.type) {
+    case 'string':
+      return value;
+    case 'number': {
+      const number = value.trim() === '' ? Number.NaN : Number(value);
+      return Number.isFinite(number) ? number : wrong(`"${value}" is not a number`);
+    }
+    case 'boolean': {
+      const word = value.trim().toLowerCase();
+      if (['true', 'yes', '1', 'on'].includes(word)) return true;
+      if (['false', 'no', '0', 'off'].includes(word)) return false;
+      return wrong(`"${value}" is not true or false`);
+    }
+    default: {
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(value);
+      } catch {
+        return wrong('the value is not valid JSON');
+      }
+      return matches(parsed, input.type) ? parsed : wrong(`the JSON is ${describe(parsed)}`);
+    }
+  }
+}
+
+function matches(value: unknown, type: ValueType): boolean {
+  switch (type) {
+    case 'string':
+      return typeof value === 'string';
+    case 'number':
+      return typeof value === 'number' && Number.isFinite(value);
+    case 'boolean':
+      return typeof value === 'boolean';
+    case 'array':
+      return Array.isArray(value);
+    default:
+      return typeof value === 'object' && value !== null && !Array.isArray(value);
+  }
+}
+
+/** Conductor's zero value of a type (fresh objects each time). */
+export function zeroValue(type: ValueType): unknown {
+  return { string: '', number: 0, boolean: false, array: [], object: {} }[type];
+}
+
+function describe(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'a list';
+  return typeof value === 'object' ? 'an object' : `a ${typeof value}`;
+}
+
+function article(type: ValueType): string {
+  return {
+    string: 'a string',
+    number: 'a number',
+    boolean: 'true or false',
+    array: 'a JSON list',
+    object: 'a JSON object',
+  }[type];
+}
+
+function placeholder(type: ValueType): string {
+  return { string: 'VALUE', number: 'NUMBER', boolean: 'true', array: "'[...]'", object: "'{...}'" }[type];
+}
+
+function invalid(file: string, name: string, message: string, hint: string): SwitchboardError {
+  return new SwitchboardError('WORKFLOW_INVALID', message, {
+    hint,
+    details: { file, field: `input.${name}` },
+  });
+}

@@ -1,0 +1,159 @@
+import { SwitchboardError } from '../core/errors.js';
+import { PROVIDER_NAMES } from '../core/call-types.js';
+
+/**
+ * A workflow step's Conductor provider and model → the Switchboard spec `call()` takes.
+ *
+ * | Conductor provider | Switchboard          |
+ * |--------------------|----------------------|
+ * | `claude`           | `anthropic:<model>`  |
+ * | `claude-agent-sdk` | `claude:<model>`     |
+ * | `openai`           | `openai:<model>`     |
+ * | `gemini`           | `gemini:<model>`     |
+ * | anything else      | the provider map, else `override` (`--provider`), else an error |
+ */
+export const CONDUCTOR_PROVIDERS: Readonly<Record<string, string>> = {
+  claude: 'anthropic',
+  'claude-agent-sdk': 'claude',
+  openai: 'openai',
+  gemini: 'gemini',
+};
+
+/** The model used when neither the step nor `runtime.default_model` names one. */
+const DEFAULT_MODELS: Readonly<Record<string, string>> = {
+  anthropic: 'claude-sonnet-4-5',
+  claude: 'sonnet',
+  gemini: '2.5-flash',
+};
+
+/** Conductor's default provider when neither the step nor `runtime.provider` names one. */
+const CONDUCTOR_DEFAULT_PROVIDER = 'copilot';
+
+export interface StepSpecRequest {
+  /** The step's `provider:` as written. */
+  provider?: string | undefined;
+  /** The step's `model:` (rendered, when it was a template). */
+  model?: string | undefined;
+  /** The workflow's `runtime.provider` name and `runtime.default_model`. */
+  runtime?: { provider?: string | undefined; defaultModel?: string | undefined } | undefined;
+  /** `workflows.provider_map` + `--provider-map`: Conductor provider name → spec, chain, role or provider prefix. */
+  providerMap?: Readonly<Record<string, string>> | undefined;
+  /** `--provider`: the spec for steps whose provider Switchboard cannot map itself. */
+  override?: string | undefined;
+  /** Roles from switchboard.yaml (`drafter: claude:sonnet,anthropic:claude-sonnet-4-5`). */
+  roles?: Readonly<Record<string, string>> | undefined;
+  /** For messages: the step's name and the workflow file. */
+  step?: string | undefined;
+  file?: string | undefined;
+}
+
+/**
+ * Resolves a step's spec. A model that is already a Switchboard spec or chain (`claude:haiku`) or a
+ * role is used as is. Otherwise the provider (step, then runtime, then Conductor's default `copilot`)
+ * is looked up in the provider map first (so a user may remap even `claude`), then in Conductor's
+ * names, then `override` applies; a provider none of these maps is a WORKFLOW_INVALID error.
+ * A map value or override that names only a provider (`anthropic`, `openai@http://127.0.0.1:11434/v1`)
+ * gets the step's model appended; one that names a model (`claude:sonnet`) is used as is.
+ */
+export function resolveStepSpec(request: StepSpecRequest): string {
+  const model = nonEmpty(request.model) ?? nonEmpty(request.runtime?.defaultModel);
+  const roles = request.roles ?? {};
+  if (model !== undefined && (isSpecOrChain(model) || roles[model] !== undefined))
+    return roles[model] ?? model;
+  const provider =
+    nonEmpty(request.provider) ?? nonEmpty(request.runtime?.provider) ?? CONDUCTOR_DEFAULT_PROVIDER;
+  const mapped = request.providerMap?.[provider];
+  if (mapped !== undefined)
+    return applyTarget(mapped, model, roles, request, `the provider map's ${provider}=`);
+  const native = CONDUCTOR_PROVIDERS[provider];
+  if (native !== undefined) return withModel(native, model, request);
+  if (nonEmpty(request.override) !== undefined)
+    return applyTarget(request.override as string, model, roles, request, '--provider ');
+  throw new SwitchboardError(
+    'WORKFLOW_INVALID',
+    `${where(request)}provider "${provider}" has no Switchboard equivalent`,
+    {
+      hint: `map it: --provider-map ${provider}=claude:sonnet (or workflows.provider_map in switchboard.yaml), or pass --provider SPEC`,
+      details: { file: request.file, step: request.step, field: 'provider' },
+    },
+  );
+}
+
+/**
+ * Conductor (Copilot) model names → the provider's own: `claude-haiku-4.5` → `claude-haiku-4-5`,
+ * `anthropic/claude-sonnet-4` → `claude-sonnet-4` for Anthropic and Claude Code, `google/…` for Gemini.
+ * The `-1m` long-context suffix of Copilot names is dropped (Switchboard does not select that variant).
+ */
+export function nativeModelName(provider: string, model: string): string {
+  let name = model.trim();
+  if (provider === 'anthropic' || provider === 'claude') name = name.replace(/^anthropic\//, '');
+  if (provider === 'gemini') name = name.replace(/^google\//, '');
+  if (/^claude-/.test(name)) {
+    name = name.replace(/-1m$/i, '').replace(/(\d+)\.(\d+)/g, '$1-$2');
+  }
+  return name;
+}
+
+/** `claude:haiku`, `openai@http://…:model`, `claude:sonnet,anthropic:claude-sonnet-4-5`. */
+export function isSpecOrChain(text: string): boolean {
+  const parts = text
+    .split(',')
+    .map((part) => part.trim())
+    .filter((part) => part !== '');
+  return parts.length > 0 && parts.every((part) => splitTarget(part)?.model !== undefined);
+}
+
+/** `name`, `name:model`, `name@http://host:port/path` or `name@http://host:port/path:model`, for a known provider. */
+function splitTarget(text: string): { prefix: string; model?: string } | undefined {
+  const match = /^([a-z][a-z0-9-]*)(@https?:\/\/[^/:\s]+(?::\d+)?(?:\/[^:\s]*)?)?(?::(\S+))?$/i.exec(
+    text.trim(),
+  );
+  if (match === null) return undefined;
+  const name = (match[1] as string).toLowerCase();
+  if (!(PROVIDER_NAMES as readonly string[]).includes(name)) return undefined;
+  const prefix = `${name}${match[2] ?? ''}`;
+  return match[3] === undefined ? { prefix } : { prefix, model: match[3] };
+}
+
+function applyTarget(
+  target: string,
+  model: string | undefined,
+  roles: Readonly<Record<string, string>>,
+  request: StepSpecRequest,
+  source: string,
+): string {
+  const trimmed = target.trim();
+  if (roles[trimmed] !== undefined) return roles[trimmed];
+  if (isSpecOrChain(trimmed)) return trimmed;
+  const split = splitTarget(trimmed);
+  if (split !== undefined) return withModel(split.prefix, model, request);
+  throw new SwitchboardError(
+    'WORKFLOW_INVALID',
+    `${where(request)}${source}${trimmed} is neither a spec, a role nor a provider`,
+    {
+      hint: `write a spec (claude:sonnet), a provider (${PROVIDER_NAMES.join(', ')}, openai@http://127.0.0.1:11434/v1) or a role from switchboard.yaml`,
+      details: { file: request.file, step: request.step, field: 'provider' },
+    },
+  );
+}
+
+function withModel(prefix: string, model: string | undefined, request: StepSpecRequest): string {
+  const provider = prefix.split('@')[0] as string;
+  const chosen = model ?? DEFAULT_MODELS[provider];
+  if (chosen === undefined) {
+    throw new SwitchboardError('WORKFLOW_INVALID', `${where(request)}no model for ${prefix}`, {
+      hint: 'set model: on the step or runtime.default_model in the workflow',
+      details: { file: request.file, step: request.step, field: 'model' },
+    });
+  }
+  return `${prefix}:${nativeModelName(provider, chosen)}`;
+}
+
+function where(request: StepSpecRequest): string {
+  const file = request.file === undefined ? '' : `${request.file}: `;
+  return request.step === undefined ? file : `${file}step "${request.step}": `;
+}
+
+function nonEmpty(value: string | undefined): string | undefined {
+  return value === undefined || value.trim() === '' ? undefined : value.trim();
+}

@@ -1,0 +1,125 @@
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import { SwitchboardError } from '../core/errors.js';
+import { isRecordedProcessAlive, processStartTime } from '../agents/repo-lock.js';
+import type { RunOwner, WorkflowRunRow, WorkflowStore } from '../store/workflow-records.js';
+
+/** How old another host's heartbeat must be before its run counts as abandoned. @default 60 s */
+export const DEFAULT_STALE_AFTER_MS = 60_000;
+
+export interface RunLockOptions {
+  /** Another host's owner is taken for dead once its heartbeat is this old (ms). @default 60_000 */
+  staleAfterMs?: number;
+  /** How often the owner stamps its heartbeat and looks for a cancel (ms). @default 1_000 */
+  pollMs?: number;
+  now?: () => number;
+}
+
+/** The right to advance one run, held by this process until `release`. */
+export interface RunLock {
+  readonly token: string;
+  readonly owner: RunOwner;
+  /**
+   * Aborted when the run is cancelled from another process or taken over (the reason is a
+   * SwitchboardError `WORKFLOW_CANCELLED` or `WORKFLOW_LOST`).
+   */
+  readonly signal: AbortSignal;
+  release(): void;
+}
+
+/** Why the recorded owner still holds the run, or undefined when it is gone. */
+function liveOwner(run: WorkflowRunRow, host: string, staleAfterMs: number, now: number): string | undefined {
+  const owner = run.owner;
+  if (owner === undefined) return undefined;
+  const age = run.heartbeatAt === undefined ? Number.POSITIVE_INFINITY : now - run.heartbeatAt;
+  if (owner.host === host) {
+    // On this machine the pid answers at once: a process killed with SIGKILL frees the run immediately.
+    if (!isRecordedProcessAlive(owner.pid, owner.started)) return undefined;
+  } else if (age > staleAfterMs) {
+    return undefined;
+  }
+  const seconds = Number.isFinite(age) ? `${Math.max(0, Math.round(age / 1000))}s ago` : 'never';
+  return `pid ${owner.pid} on ${owner.host} (heartbeat ${seconds})`;
+}
+
+/** The live process advancing the run, described in a few words, or undefined when none is. */
+export function runOwner(run: WorkflowRunRow, options: { staleAfterMs?: number } = {}): string | undefined {
+  return liveOwner(run, hostname(), options.staleAfterMs ?? DEFAULT_STALE_AFTER_MS, Date.now());
+}
+
+/**
+ * Takes the run for this process: free, or its recorded owner is dead (same host: its pid is gone;
+ * another host: its heartbeat is older than `staleAfterMs`). The claim is a compare-and-swap on the
+ * owner token, so of two processes racing for a dead owner's run exactly one wins.
+ *
+ * @throws SwitchboardError `WORKFLOW_LOCKED` naming the live owner and what to do.
+ */
+export function acquireRunLock(store: WorkflowStore, runId: string, options: RunLockOptions = {}): RunLock {
+  const now = options.now ?? Date.now;
+  const staleAfterMs = options.staleAfterMs ?? DEFAULT_STALE_AFTER_MS;
+  const host = hostname();
+  const owner: RunOwner = { pid: process.pid, host, token: randomBytes(12).toString('hex') };
+  const started = processStartTime(process.pid);
+  if (started !== undefined) owner.started = started;
+  for (let tries = 0; tries < 3; tries++) {
+    const run = store.getRun(runId);
+    if (run === undefined) throw new SwitchboardError('RUN_NOT_FOUND', `there is no workflow run ${runId}`);
+    const holder = liveOwner(run, host, staleAfterMs, now());
+    if (holder !== undefined) {
+      throw new SwitchboardError('WORKFLOW_LOCKED', `workflow run ${runId} is being advanced by ${holder}`, {
+        hint: `wait for it (\`switchboard workflow status ${runId}\`), or stop that process and resume again`,
+        retryable: false,
+        details: { pid: run.owner?.pid, host: run.owner?.host },
+      });
+    }
+    if (store.claimRun(runId, run.owner?.token, owner)) return startHeartbeat(store, runId, owner, options);
+  }
+  throw new SwitchboardError('WORKFLOW_LOCKED', `workflow run ${runId} is being claimed by another process`, {
+    hint: `wait for it (\`switchboard workflow status ${runId}\`), then resume again if it stopped`,
+    retryable: false,
+  });
+}
+
+function startHeartbeat(
+  store: WorkflowStore,
+  runId: string,
+  owner: RunOwner,
+  options: RunLockOptions,
+): RunLock {
+  const controller = new AbortController();
+  const poll = () => {
+    if (controller.signal.aborted) return;
+    try {
+      if (!store.heartbeat(runId, owner.token)) {
+        controller.abort(
+          new SwitchboardError('WORKFLOW_LOST', `another process took workflow run ${runId} over`, {
+            hint: `see where it is with \`switchboard workflow status ${runId}\``,
+            retryable: false,
+          }),
+        );
+      } else if (store.getRun(runId)?.status === 'cancelled') {
+        controller.abort(
+          new SwitchboardError('WORKFLOW_CANCELLED', `workflow run ${runId} was cancelled`, {
+            retryable: false,
+          }),
+        );
+      }
+    } catch {
+      // A busy ledger skips one beat; the next one tries again.
+    }
+  };
+  const timer = setInterval(poll, options.pollMs ?? 1_000);
+  timer.unref();
+  let held = true;
+  return {
+    token: owner.token,
+    owner,
+    signal: controller.signal,
+    release() {
+      if (!held) return;
+      held = false;
+      clearInterval(timer);
+      store.releaseRun(runId, owner.token);
+    },
+  };
+}

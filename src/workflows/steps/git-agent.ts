@@ -1,0 +1,588 @@
+import { join } from 'node:path';
+import { parseProviderChain } from '../../core/call-types.js';
+import { isSwitchboardError, SwitchboardError, type ErrorCode } from '../../core/errors.js';
+import type { AgentInvocation } from '../../agents/claude-agent.js';
+import { attemptPrompt, writeContextFiles, type AgentContext } from '../../agents/context.js';
+import { agentEnvironment } from '../../agents/environment.js';
+import {
+  branchCommit,
+  currentBranch,
+  git,
+  gitOk,
+  repositoryInfo,
+  type RepositoryInfo,
+} from '../../agents/git.js';
+import { assertBaseCheckoutClean, MergeQueue, mergeIntoBase } from '../../agents/merge.js';
+import {
+  commitChange,
+  createWorktree,
+  filesChanged,
+  findTrailerCommit,
+  headMoved,
+  judgeAttempt,
+  removeWorktree,
+  resetWorktree,
+  runAgentAttempt,
+  runSetup,
+  verifyChange,
+  type AgentFunction,
+} from '../../agents/phases.js';
+import { killRunProcesses, PROCESS_TAG_VARIABLE, runProcessTag } from '../../agents/processes.js';
+import type { AgentConnection } from '../../agents/runner.js';
+import { parseTask, type AgentTask, type MergeMode } from '../../agents/task.js';
+import type { AgentStep, GitEffectDefinition } from '../model.js';
+import { validateOutput } from '../output-schema.js';
+import type { StepContext, StepOutcome } from '../step-executor.js';
+import { claudeMcpServers, renderDirectory, workingDirectory } from './llm.js';
+
+/** The trailer that marks the runner's commit of a step: its value is the step's key. */
+export const STEP_TRAILER = 'Switchboard-Step';
+
+/**
+ * Git subcommands the agent of a git step may not run: the runner makes the step's one commit, and
+ * the branch must stay where the runner put it.
+ */
+export const DENIED_GIT_COMMANDS: readonly string[] = [
+  'commit',
+  'commit-tree',
+  'push',
+  'merge',
+  'rebase',
+  'cherry-pick',
+  'revert',
+  'am',
+  'reset',
+  'update-ref',
+  'switch',
+  'tag',
+];
+
+/** Settings of agent steps that the workflow file does not hold. */
+export interface GitAgentStepOptions {
+  /** How Claude Code is started and which API it talks to (the `claude.*` settings). @default the environment's */
+  connection?: AgentConnection;
+  /** Test seams. */
+  _internal?: { runAgent?: AgentFunction };
+}
+
+/** What a git step records before its first outside effect, and reads back on resume. */
+interface GitStepNotes extends Record<string, unknown> {
+  repo: string;
+  /** The commit the branch starts from. */
+  base: string;
+  /** The branch merges go into (absent when `base` named a commit). */
+  baseBranch?: string;
+  branch: string;
+  worktree: string;
+  /** Dollars the step's agent attempts have spent so far, across resumes. */
+  spentUsd: number;
+  /** The agent's last answer, kept for the output of an adopted commit. */
+  summary?: string;
+  /** Claude Code's pid while an attempt runs (it leads its process group), so a resume can kill what is left. */
+  childPid?: number;
+}
+
+/** One failed outcome: a code and a one-line message. */
+type StepFailure = { code: ErrorCode; message: string };
+
+const mergeQueue = new MergeQueue();
+
+/**
+ * `type: agent` with `effects: git`: Claude Code in a worktree of its own on branch
+ * `wf/<run>/<step>-<visit>[-<item>]`, through the agent runner's phases (worktree, setup, attempts,
+ * verify, commit, merge). The agent may not commit or push; the runner commits everything with the
+ * trailer `Switchboard-Step: <key>`. On resume, a commit with this key's trailer is adopted (the agent
+ * does not run again); otherwise the worktree goes back to the recorded base and the step runs again.
+ * A completed step removes its worktree (the branch keeps the commit); a failed one keeps it to be looked at.
+ */
+export async function executeGitAgentStep(
+  context: StepContext,
+  step: AgentStep,
+  effect: GitEffectDefinition,
+  options: GitAgentStepOptions = {},
+): Promise<StepOutcome> {
+  const execution = new GitStepExecution(context, step, effect, options);
+  try {
+    return await execution.run();
+  } catch (error) {
+    if (context.signal.aborted || !isSwitchboardError(error) || error.code === 'WORKFLOW_TEMPLATE')
+      throw error;
+    return execution.failed({ code: error.code, message: error.message });
+  }
+}
+
+class GitStepExecution {
+  private notes: GitStepNotes | undefined;
+  private readonly context: StepContext;
+  private readonly step: AgentStep;
+  private readonly effect: GitEffectDefinition;
+  private readonly options: GitAgentStepOptions;
+
+  constructor(
+    context: StepContext,
+    step: AgentStep,
+    effect: GitEffectDefinition,
+    options: GitAgentStepOptions,
+  ) {
+    this.context = context;
+    this.step = step;
+    this.effect = effect;
+    this.options = options;
+  }
+
+  async run(): Promise<StepOutcome> {
+    const task = this.task();
+    const mode: MergeMode = this.effect.merge ?? 'branch';
+    const notes = await this.plan(mode);
+    const repository = await repositoryInfo(notes.repo);
+    const found = await findTrailerCommit(repository.root, {
+      base: notes.base,
+      branch: notes.branch,
+      name: STEP_TRAILER,
+      value: this.context.key,
+    });
+    if (found !== undefined) {
+      this.context.emit({
+        type: 'git-adopted',
+        step: this.step.name,
+        key: this.context.key,
+        data: { commit: found, branch: notes.branch },
+      });
+      return this.land(repository, found, mode);
+    }
+    if (notes.baseBranch !== undefined) {
+      await assertBaseCheckoutClean({ repo: repository.root, baseBranch: notes.baseBranch, mode });
+    }
+    const made = await createWorktree({
+      repository,
+      stateDir: this.context.stateDir,
+      branch: notes.branch,
+      worktree: notes.worktree,
+      baseCommit: notes.base,
+      abortSignal: this.context.signal,
+    });
+    if (made === 'existing' || (await branchCommit(repository.root, notes.branch)) !== notes.base) {
+      // An interrupted attempt's files (or commits) must not pass for this attempt's change.
+      await resetWorktree(notes.worktree, notes.branch, notes.base);
+      this.context.emit({
+        type: 'git-reset',
+        step: this.step.name,
+        key: this.context.key,
+        data: { base: notes.base },
+      });
+    }
+    const failure = (await this.setup(task)) ?? (await this.attempts(task));
+    if (failure !== undefined) return this.failed(failure);
+    const commit = await commitChange({
+      worktree: notes.worktree,
+      subject: `${this.step.name}: ${firstLine(this.step.description ?? `step of workflow ${this.context.workflow.name}`)}`,
+      body: `Switchboard-Run: ${this.context.runId}\n${STEP_TRAILER}: ${this.context.key}`,
+    });
+    if (commit === notes.base)
+      return this.failed({ code: 'AGENT_FAILED', message: 'there is nothing to commit' });
+    this.context.emit({ type: 'git-commit', step: this.step.name, key: this.context.key, data: { commit } });
+    return this.land(repository, commit, mode);
+  }
+
+  /** The step as an agent task: the rendered prompt, the effect's verify, setup, tools and limits. */
+  private task(): AgentTask {
+    const { step, effect, context } = this;
+    const fields: Record<string, unknown> = {
+      // A task id starts with a letter or digit; a step name may start with "_".
+      id: safeName(step.name)
+        .replace(/^[^A-Za-z0-9]+/, 'step-')
+        .slice(0, 64),
+      title: firstLine(step.description ?? step.name),
+      description: context.render(step.prompt, 'prompt'),
+      tools: step.tools ?? ['Read', 'Write', 'Edit', 'Glob', 'Grep'],
+    };
+    if (effect.acceptance !== undefined) fields['acceptance'] = effect.acceptance;
+    if (effect.verify !== undefined) fields['verify'] = context.render(effect.verify, 'git.verify');
+    if (effect.setup !== undefined) fields['setup'] = context.render(effect.setup, 'git.setup');
+    if (effect.limits !== undefined) fields['limits'] = effect.limits;
+    if (step.systemPrompt !== undefined)
+      fields['instructions'] = context.render(step.systemPrompt, 'system_prompt');
+    const model = this.model();
+    if (model !== undefined) fields['model'] = model;
+    try {
+      return parseTask(fields, `${context.workflow.file}: step "${step.name}"`);
+    } catch (error) {
+      if (!isSwitchboardError(error)) throw error;
+      throw new SwitchboardError('WORKFLOW_INVALID', error.message.replace(/ field "/, ' field "git.'), {
+        hint: 'see the `effects: git` keys in docs/workflows.md',
+      });
+    }
+  }
+
+  /** Claude Code's model: the `claude:` (or Anthropic) entry of the step's spec. */
+  private model(): string | undefined {
+    const { step, context } = this;
+    const { runtime } = context.workflow;
+    const explicit = step.provider !== undefined || step.model !== undefined;
+    if (!explicit && runtime.provider === undefined && runtime.defaultModel === undefined) return undefined;
+    const spec = context.resolveSpec(step.provider ?? runtime.provider, step.model ?? runtime.defaultModel);
+    const chain = parseProviderChain(spec);
+    const entry =
+      chain.find((candidate) => candidate.provider === 'claude') ??
+      chain.find((candidate) => candidate.provider === 'anthropic');
+    if (entry !== undefined) return entry.model;
+    if (!explicit) return undefined;
+    throw new SwitchboardError(
+      'WORKFLOW_INVALID',
+      `${context.workflow.file}: step "${step.name}" field "provider": effects: git runs Claude Code, but the step resolves to ${spec}`,
+      { hint: 'set provider: claude-agent-sdk (or a claude: model) on the step' },
+    );
+  }
+
+  /**
+   * Where the step works: the notes of an interrupted attempt of this key, or new ones recorded before
+   * anything outside the ledger happens.
+   */
+  private async plan(mode: MergeMode): Promise<GitStepNotes> {
+    const previous = readNotes(this.context.previous);
+    if (previous !== undefined) {
+      // The interrupted attempt's agent may still run (its Bash commands leave Claude Code's group): it must not race this one.
+      killRunProcesses(previous.childPid, this.processTag());
+      this.notes = previous;
+      return previous;
+    }
+    const { context, step, effect } = this;
+    const directory =
+      (effect.repo === undefined
+        ? workingDirectory(context, step.workingDir)
+        : renderDirectory(context, effect.repo, 'git.repo')) ?? process.cwd();
+    const repository = await repositoryInfo(directory);
+    const baseName =
+      effect.base === undefined
+        ? await currentBranch(repository.root)
+        : context.render(effect.base, 'git.base');
+    if (baseName === undefined) {
+      throw new SwitchboardError(
+        'UNKNOWN_BASE',
+        `${repository.root} has no branch checked out (detached HEAD)`,
+        {
+          hint: `give step "${step.name}" a git.base branch`,
+        },
+      );
+    }
+    const base = await resolveCommit(repository.root, baseName);
+    const baseBranch = (await branchCommit(repository.root, baseName)) === undefined ? undefined : baseName;
+    if (baseBranch === undefined && mode !== 'branch') {
+      throw new SwitchboardError(
+        'WORKFLOW_INVALID',
+        `${context.workflow.file}: step "${step.name}" field "git.merge": ${mode} needs git.base to be a branch, not ${baseName}`,
+        { hint: 'name a local branch in git.base, or use merge: branch' },
+      );
+    }
+    const name = stepBranchName(context, step.name);
+    const notes: GitStepNotes = {
+      repo: repository.root,
+      base,
+      branch: `wf/${safeName(context.runId)}/${name}`,
+      worktree: join(context.stateDir, 'workflows', 'worktrees', safeName(context.runId), name),
+      spentUsd: 0,
+    };
+    if (baseBranch !== undefined) notes.baseBranch = baseBranch;
+    context.recordProgress(notes);
+    this.notes = notes;
+    return notes;
+  }
+
+  private get current(): GitStepNotes {
+    if (this.notes === undefined) throw new SwitchboardError('INTERNAL', 'the git step has no notes yet');
+    return this.notes;
+  }
+
+  private record(update: Partial<GitStepNotes>): void {
+    this.notes = { ...this.current, ...update };
+    this.context.recordProgress(this.notes);
+  }
+
+  private commandEnvironment(task: AgentTask): Record<string, string> {
+    return {
+      ...agentEnvironment(process.env, task.passEnvironment),
+      [PROCESS_TAG_VARIABLE]: runProcessTag(this.processTag()),
+    };
+  }
+
+  private processTag(): string {
+    return `${safeName(this.context.runId)}-${stepBranchName(this.context, this.step.name)}`;
+  }
+
+  private async setup(task: AgentTask): Promise<StepFailure | undefined> {
+    if (task.setup === undefined) return undefined;
+    const { failure } = await runSetup({
+      command: task.setup.command,
+      timeoutMs: task.setup.timeoutMs,
+      worktree: this.current.worktree,
+      baseCommit: this.current.base,
+      env: this.commandEnvironment(task),
+      abortSignal: this.context.signal,
+    });
+    return failure === undefined ? undefined : { code: 'SETUP_FAILED', message: failure };
+  }
+
+  /** The agent's attempts, each judged and verified; a failed one is retried with what went wrong. */
+  private async attempts(task: AgentTask): Promise<StepFailure | undefined> {
+    const { limits } = task;
+    const started = Date.now();
+    const deadline = Math.min(
+      started + limits.wallClockMs,
+      this.context.deadline ?? Number.POSITIVE_INFINITY,
+    );
+    let feedback: string | undefined;
+    let sessionId: string | undefined;
+    let last: StepFailure = { code: 'AGENT_FAILED', message: 'no attempts left' };
+    for (let attempt = 1; attempt <= limits.maxAttempts; attempt++) {
+      const budget = limits.maxCostUsd - this.current.spentUsd;
+      if (budget <= 0) {
+        return {
+          code: 'BUDGET_EXCEEDED',
+          message: `the step has spent $${this.current.spentUsd.toFixed(4)} of its $${limits.maxCostUsd} cap`,
+        };
+      }
+      const time = deadline - Date.now();
+      if (time <= 0) return { code: 'TIMEOUT', message: 'the step reached its wall-clock limit' };
+      const agentContext: AgentContext = {
+        runId: this.context.runId,
+        task,
+        worktree: this.current.worktree,
+        branch: this.current.branch,
+        baseBranch: this.current.baseBranch ?? this.current.base,
+        baseCommit: this.current.base,
+        attempt,
+      };
+      if (feedback !== undefined) agentContext.feedback = feedback;
+      writeContextFiles(agentContext);
+      const spentBefore = this.current.spentUsd;
+      const invocation = this.invocation(task, agentContext, sessionId, budget, time);
+      const outcome = await runAgentAttempt(invocation, this.options._internal?.runAgent);
+      sessionId = outcome.sessionId ?? sessionId;
+      const { childPid: _ended, ...rest } = this.current;
+      this.notes = rest;
+      this.record({
+        spentUsd: spentBefore + outcome.costUsd,
+        ...(outcome.resultText === undefined || outcome.isError ? {} : { summary: outcome.resultText }),
+      });
+      this.context.emit({
+        type: 'agent-attempt',
+        step: this.step.name,
+        key: this.context.key,
+        data: {
+          attempt,
+          status: outcome.status,
+          costUsd: outcome.costUsd,
+          turns: outcome.turns,
+          denied: outcome.denied.map((denial) => `${denial.tool}: ${denial.reason}`),
+        },
+      });
+      this.context.signal.throwIfAborted();
+      await this.keepBranch();
+      const verdict = await judgeAttempt(outcome, this.current.worktree, this.current.base);
+      if (verdict.kind === 'final' || verdict.kind === 'api')
+        return { code: verdict.code, message: verdict.message };
+      if (verdict.kind === 'retry') {
+        feedback = verdict.failure;
+        last = { code: verdict.code, message: firstLine(verdict.failure) };
+        continue;
+      }
+      const checked = await verifyChange({
+        worktree: this.current.worktree,
+        baseCommit: this.current.base,
+        ...(task.verify === undefined ? {} : { command: task.verify }),
+        timeoutMs: limits.verifyTimeoutMs,
+        env: this.commandEnvironment(task),
+        abortSignal: this.context.signal,
+      });
+      if (checked.passed) return undefined;
+      feedback = checked.failure ?? 'verify failed';
+      last = { code: checked.code ?? 'VERIFY_FAILED', message: firstLine(feedback) };
+    }
+    return {
+      code: last.code,
+      message: `${last.message} (after ${limits.maxAttempts} attempt${limits.maxAttempts === 1 ? '' : 's'})`,
+    };
+  }
+
+  private invocation(
+    task: AgentTask,
+    agentContext: AgentContext,
+    sessionId: string | undefined,
+    budget: number,
+    time: number,
+  ): AgentInvocation {
+    const { worktree } = this.current;
+    const spentBefore = this.current.spentUsd;
+    let lastWrite = 0;
+    const mcp = claudeMcpServers(this.context.mcpServers);
+    const invocation: AgentInvocation = {
+      cwd: worktree,
+      prompt: attemptPrompt(agentContext, sessionId !== undefined),
+      appendSystemPrompt: [
+        `You are working on step ${this.step.name} of workflow ${this.context.workflow.name} in the git worktree ${worktree}. Only change files inside it. Do not commit, push or move the branch: the runner commits your change.`,
+        task.instructions ?? '',
+      ]
+        .filter(Boolean)
+        .join('\n'),
+      allowedTools: [...task.tools, ...mcp.tools],
+      deniedGitCommands: DENIED_GIT_COMMANDS,
+      maxTurns: task.limits.maxTurns,
+      maxCostUsd: budget,
+      idleTimeoutMs: task.limits.idleTimeoutMs,
+      wallClockMs: time,
+      transcriptPath: join(
+        this.context.stateDir,
+        'workflows',
+        'runs',
+        safeName(this.context.runId),
+        `${stepBranchName(this.context, this.step.name)}-attempt-${agentContext.attempt}.jsonl`,
+      ),
+      abortSignal: this.context.signal,
+      processTag: runProcessTag(this.processTag()),
+      passEnvironment: task.passEnvironment,
+      onSpawn: (pid) => this.record({ childPid: pid }),
+      onProgress: (progress) => {
+        // The running cost reaches the notes, so an attempt killed midway still counts what it spent.
+        const now = Date.now();
+        if (now - lastWrite < 1_000) return;
+        lastWrite = now;
+        this.record({ spentUsd: spentBefore + progress.costUsd });
+      },
+    };
+    if (mcp.tools.length > 0) invocation.mcpServers = mcp.servers;
+    if (sessionId !== undefined) invocation.resumeSessionId = sessionId;
+    if (task.model !== undefined) invocation.model = task.model;
+    if (this.options.connection !== undefined) invocation.connection = this.options.connection;
+    return invocation;
+  }
+
+  /**
+   * The agent may not commit, but a command that hides `git` from the policy could: its commits are
+   * undone (their changes kept, staged) so that the runner's commit is the only one. A worktree moved
+   * off its branch fails the step.
+   */
+  private async keepBranch(): Promise<void> {
+    const { worktree, branch, base } = this.current;
+    const head = await git(worktree, ['symbolic-ref', '-q', 'HEAD']);
+    if (head.stdout.trim() !== `refs/heads/${branch}`) {
+      throw new SwitchboardError(
+        'AGENT_FAILED',
+        `the agent moved the worktree ${worktree} off its branch ${branch}`,
+      );
+    }
+    if (await headMoved(worktree, base)) {
+      await gitOk(worktree, ['reset', '-q', '--soft', base], 'git reset');
+      this.context.emit({
+        type: 'agent-commit-undone',
+        step: this.step.name,
+        key: this.context.key,
+        data: { branch },
+      });
+    }
+  }
+
+  /** Merges the commit per `merge` and builds the step's output from it. */
+  private async land(repository: RepositoryInfo, commit: string, mode: MergeMode): Promise<StepOutcome> {
+    const notes = this.current;
+    const output: Record<string, unknown> = {
+      branch: notes.branch,
+      commit,
+      base: notes.base,
+      files_changed: await filesChanged(repository.root, notes.base, commit),
+    };
+    if (notes.summary !== undefined) output['summary'] = notes.summary;
+    if (mode !== 'branch' && notes.baseBranch !== undefined) {
+      const merged = await mergeQueue.run(`${repository.commonDir}\0${notes.baseBranch}`, () =>
+        mergeIntoBase({
+          repo: repository.root,
+          commonDir: repository.commonDir,
+          baseBranch: notes.baseBranch as string,
+          branch: notes.branch,
+          commit,
+          mode,
+          message: `Merge ${notes.branch}: ${this.step.name}\n\nswitchboard workflow run ${this.context.runId}`,
+          abortSignal: this.context.signal,
+        }),
+      );
+      if (merged.kind === 'conflict' || merged.kind === 'dirty') {
+        const why =
+          merged.kind === 'conflict'
+            ? 'conflicts with'
+            : `cannot land while ${merged.checkout} has uncommitted changes on`;
+        return this.failed({
+          code: merged.kind === 'conflict' ? 'MERGE_CONFLICT' : 'DIRTY_CHECKOUT',
+          message: `the change ${why} ${notes.baseBranch}, which was left unmoved; the commit stays on branch ${notes.branch}`,
+        });
+      }
+      if (merged.kind !== 'branch-left') output['merged_commit'] = merged.commit;
+    }
+    // The commit is on its branch: the worktree (and whatever setup put in it) is no longer needed.
+    await removeWorktree(repository, notes.worktree, this.context.signal);
+    const problem = this.step.output === undefined ? undefined : validateOutput(this.step.output, output);
+    if (problem !== undefined) {
+      return this.failed({
+        code: 'SCHEMA',
+        message: `step "${this.step.name}": its output does not match its output schema: ${problem}`,
+      });
+    }
+    return { status: 'completed', output, costUsd: notes.spentUsd };
+  }
+
+  failed(failure: StepFailure): StepOutcome {
+    return { status: 'failed', costUsd: this.notes?.spentUsd ?? 0, error: failure };
+  }
+}
+
+/** Notes of an interrupted attempt, when they are a git step's. */
+function readNotes(previous: Record<string, unknown> | undefined): GitStepNotes | undefined {
+  if (previous === undefined) return undefined;
+  const { repo, base, branch, worktree } = previous;
+  if (
+    typeof repo !== 'string' ||
+    typeof base !== 'string' ||
+    typeof branch !== 'string' ||
+    typeof worktree !== 'string'
+  ) {
+    return undefined;
+  }
+  const notes: GitStepNotes = {
+    repo,
+    base,
+    branch,
+    worktree,
+    spentUsd: typeof previous['spentUsd'] === 'number' ? previous['spentUsd'] : 0,
+  };
+  if (typeof previous['baseBranch'] === 'string') notes.baseBranch = previous['baseBranch'];
+  if (typeof previous['summary'] === 'string') notes.summary = previous['summary'];
+  if (typeof previous['childPid'] === 'number') notes.childPid = previous['childPid'];
+  return notes;
+}
+
+/** `<step>-<visit>[-<item>]`: the item is the fourth part of the key (`<run>/<step>/<iteration>/<item>`). */
+function stepBranchName(context: StepContext, step: string): string {
+  const item = context.key.split('/')[3];
+  return `${safeName(step)}-${context.visit}${item === undefined ? '' : `-${safeName(item)}`}`;
+}
+
+/** A name git accepts in a branch and a file system in a folder name. */
+function safeName(name: string): string {
+  const cleaned = name
+    .replace(/[^A-Za-z0-9._-]+/g, '-')
+    .replace(/\.{2,}/g, '.')
+    .replace(/^[.-]+|[.-]+$/g, '');
+  return cleaned === '' ? 'step' : cleaned.replace(/\.lock$/, '-lock');
+}
+
+async function resolveCommit(repo: string, name: string): Promise<string> {
+  const result = await git(repo, ['rev-parse', '--verify', '--quiet', `${name}^{commit}`]);
+  if (result.exitCode !== 0) {
+    throw new SwitchboardError('UNKNOWN_BASE', `there is no branch or commit "${name}" in ${repo}`, {
+      hint: 'set git.base to an existing local branch or commit',
+    });
+  }
+  return result.stdout.trim();
+}
+
+function firstLine(text: string): string {
+  return text.trim().split('\n', 1)[0] ?? '';
+}

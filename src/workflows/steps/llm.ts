@@ -1,0 +1,163 @@
+import { isAbsolute, resolve } from 'node:path';
+import { parseProviderChain, type CallRequest, type CallResult } from '../../core/call-types.js';
+import { isSwitchboardError } from '../../core/errors.js';
+import type { CallOptions } from '../../invoke/call.js';
+import type { RetryPolicy } from '../../invoke/retry-policy.js';
+import type { AgentStep, RetryDefinition } from '../model.js';
+import { outputJsonSchema, validateOutput } from '../output-schema.js';
+import type { StepContext, StepOutcome } from '../step-executor.js';
+
+/**
+ * A `type: agent` step without `effects: git`: one `call()` with the step's provider spec. With
+ * `output:` the answer goes through call()'s schema path (a tool on providers that have tools, JSON
+ * extraction elsewhere, a diagnosed re-ask when it does not fit) and is validated again against the
+ * field constraints; without it (or with `output_mode: raw`) the answer is `{result: <text>}`, as in
+ * Conductor.
+ */
+export async function executeLlmStep(context: StepContext, step: AgentStep): Promise<StepOutcome> {
+  const { runtime } = context.workflow;
+  const spec = context.resolveSpec(step.provider ?? runtime.provider, step.model ?? runtime.defaultModel);
+  const request: CallRequest = { prompt: context.render(step.prompt, 'prompt'), abortSignal: context.signal };
+  if (step.systemPrompt !== undefined) request.system = context.render(step.systemPrompt, 'system_prompt');
+  const structured = step.output !== undefined && step.outputMode !== 'raw';
+  if (structured && step.output !== undefined) request.schema = outputJsonSchema(step.output);
+  const timeoutMs = stepTimeoutMs(context, step.timeoutSeconds);
+  if (timeoutMs !== undefined) request.timeoutMs = timeoutMs;
+
+  const options: CallOptions = {};
+  const schemaRetries = step.retry?.maxParseRecoveryAttempts;
+  if (schemaRetries !== undefined) options.schemaRetries = schemaRetries;
+  if (step.retry !== undefined) options.retry = retryPolicy(step.retry, schemaRetries ?? 2);
+  if (usesClaudeCode(spec)) {
+    const providerOptions = claudeCodeOptions(context, step);
+    if (Object.keys(providerOptions).length > 0) options.providerOptions = providerOptions;
+  }
+
+  let result: CallResult;
+  try {
+    result = await context.call(spec, request, options);
+  } catch (error) {
+    return failedCall(context, error);
+  }
+  const costUsd = result.costUsd ?? 0;
+  const output = structured ? result.structured : { result: result.text };
+  if (step.output !== undefined) {
+    const problem = validateOutput(step.output, output);
+    if (problem !== undefined) {
+      return {
+        status: 'failed',
+        costUsd,
+        error: {
+          code: 'SCHEMA',
+          message: `step "${step.name}": the answer does not match its output schema: ${problem}`,
+        },
+      };
+    }
+  }
+  return { status: 'completed', output, costUsd };
+}
+
+/**
+ * Conductor's retry block as call()'s policy: `max_attempts` attempts per provider (retries of the
+ * transient failures call() retries: rate limits, overloads, server errors, timeouts), `delay_seconds`
+ * as the first backoff, doubling for `exponential` and held for `fixed` (both with jitter, and a
+ * provider's `retry-after` wins). An empty `retry_on` means no retry.
+ */
+export function retryPolicy(retry: RetryDefinition, schemaRetries: number): Partial<RetryPolicy> {
+  const retries = retry.retryOn.length === 0 ? 0 : Math.max(0, retry.maxAttempts - 1);
+  const baseDelayMs = Math.round(retry.delaySeconds * 1000);
+  const policy: Partial<RetryPolicy> = {
+    retriesPerProvider: retries,
+    baseDelayMs,
+    // The cap counts every attempt of the call, schema re-asks included.
+    maxAttempts: Math.max(8, retries + 1 + schemaRetries),
+  };
+  if (retry.backoff === 'fixed') policy.maxDelayMs = baseDelayMs;
+  return policy;
+}
+
+/** The step's `timeout_seconds`, never past the run's deadline. */
+export function stepTimeoutMs(context: StepContext, timeoutSeconds: number | undefined): number | undefined {
+  const own = timeoutSeconds === undefined ? undefined : Math.round(timeoutSeconds * 1000);
+  if (context.deadline === undefined) return own;
+  const left = Math.max(1, context.deadline - Date.now());
+  return own === undefined ? left : Math.min(own, left);
+}
+
+function usesClaudeCode(spec: string): boolean {
+  try {
+    return parseProviderChain(spec).some((entry) => entry.provider === 'claude');
+  } catch {
+    return false; // call() reports the bad spec itself.
+  }
+}
+
+/**
+ * What a Claude Code call of this step may use: the step's `tools` as allowed tools, its working
+ * directory, and the MCP servers the engine let through (with Claude Code's strict MCP config, so
+ * no other server loads), their tools allowed.
+ */
+function claudeCodeOptions(context: StepContext, step: AgentStep): Record<string, unknown> {
+  const options: Record<string, unknown> = {};
+  const mcp = claudeMcpServers(context.mcpServers);
+  const tools = [...(step.tools ?? []), ...mcp.tools];
+  if (mcp.tools.length > 0) options['mcpServers'] = mcp.servers;
+  if (tools.length > 0) options['allowedTools'] = tools;
+  const workingDir = workingDirectory(context, step.workingDir);
+  if (workingDir !== undefined) options['cwd'] = workingDir;
+  return options;
+}
+
+/**
+ * The step's MCP servers as Claude Code's config wants them (no `tools` key, empty fields left out),
+ * and the allowed-tool entries for them: `mcp__<server>` for all its tools, or one per listed tool.
+ */
+export function claudeMcpServers(servers: Record<string, Record<string, unknown>>): {
+  servers: Record<string, Record<string, unknown>>;
+  tools: string[];
+} {
+  const configs: Record<string, Record<string, unknown>> = {};
+  const tools: string[] = [];
+  for (const [name, server] of Object.entries(servers)) {
+    const type = typeof server['type'] === 'string' ? server['type'] : 'stdio';
+    const config: Record<string, unknown> = { type };
+    for (const key of type === 'stdio' ? ['command', 'args', 'env'] : ['url', 'headers']) {
+      const value = server[key];
+      if (value === undefined) continue;
+      if (typeof value === 'object' && value !== null && Object.keys(value).length === 0) continue;
+      config[key] = value;
+    }
+    configs[name] = config;
+    const listed = Array.isArray(server['tools']) ? (server['tools'] as unknown[]).map(String) : [];
+    if (listed.length === 0 || listed.includes('*')) tools.push(`mcp__${name}`);
+    else tools.push(...listed.map((tool) => `mcp__${name}__${tool}`));
+  }
+  return { servers: configs, tools };
+}
+
+/** `working_dir` of the step, else the runtime's: a template, relative to the workflow's folder. */
+export function workingDirectory(context: StepContext, stepDir: string | undefined): string | undefined {
+  const template = stepDir ?? context.workflow.runtime.workingDir;
+  return template === undefined ? undefined : renderDirectory(context, template, 'working_dir');
+}
+
+/** A directory template rendered and resolved against the workflow's folder; undefined when it renders empty. */
+export function renderDirectory(context: StepContext, template: string, field: string): string | undefined {
+  const rendered = context.render(template, field).trim();
+  if (rendered === '') return undefined;
+  return isAbsolute(rendered) ? resolve(rendered) : resolve(context.workflow.dir, rendered);
+}
+
+/**
+ * A call that failed is the step's failure, with what its attempts cost; a cancelled run and a template
+ * error are the engine's to report, so they pass through.
+ */
+function failedCall(context: StepContext, error: unknown): StepOutcome {
+  if (context.signal.aborted || !isSwitchboardError(error) || error.code === 'WORKFLOW_TEMPLATE') throw error;
+  const spent = error.details?.['spentUsd'];
+  return {
+    status: 'failed',
+    costUsd: typeof spent === 'number' ? spent : 0,
+    error: { code: error.code, message: error.message },
+  };
+}

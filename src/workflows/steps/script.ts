@@ -1,0 +1,286 @@
+import { accessSync, constants as fsConstants, statSync } from 'node:fs';
+import { constants as osConstants } from 'node:os';
+import { delimiter, isAbsolute, join, resolve, sep } from 'node:path';
+import { execa } from 'execa';
+import { killProcessTree, parentWatchedCommand } from '../../providers/claude-code/process-group.js';
+import { redactDeep, redactSecrets } from '../../core/secrets.js';
+import { validateOutput } from '../output-schema.js';
+import type { ScriptStep } from '../model.js';
+import type { StepContext, StepExecutor, StepOutcome } from '../step-executor.js';
+
+/** What a script step's output always holds; a JSON object on stdout is merged on top. */
+export interface ScriptOutput {
+  stdout: string;
+  stderr: string;
+  exit_code: number;
+  [field: string]: unknown;
+}
+
+/** What the child did, before the output is shaped. */
+interface ScriptProcessResult {
+  stdout: string;
+  stderr: string;
+  exitCode: number;
+  timedOut: boolean;
+  aborted: boolean;
+  /** Why the child could not be started, when it could not. */
+  startError?: string;
+}
+
+/**
+ * `type: script`: runs `command args…` (each rendered as a template; `env` values as written) and
+ * captures `{stdout, stderr, exit_code}`, as Conductor does. A non-zero exit is not a failure: routes
+ * decide (`when: exit_code == 0`). A JSON object on stdout is merged into the output; with `output:`
+ * declared, stdout must be exactly one JSON object and the merged output must match the schema.
+ * The child leads its own process group: a `timeout`, an abort, or the runner's death kills everything
+ * it started. Captured text is cleaned of secrets before it enters the output.
+ */
+export const executeScriptStep: StepExecutor = async (context) => {
+  const step = context.step as ScriptStep;
+  const command = context.render(step.command, 'command');
+  const args = step.args.map((arg, index) => context.render(arg, `args[${index}]`));
+  const workingDir =
+    step.workingDir === undefined ? undefined : context.render(step.workingDir, 'working_dir');
+  const stdin = step.stdin === undefined ? undefined : context.render(step.stdin, 'stdin');
+  const env: NodeJS.ProcessEnv = { ...process.env, PYTHONUTF8: '1', ...step.env };
+  const cwd = resolve(workingDir ?? '.');
+  if (!isDirectory(cwd)) {
+    return failure(
+      'WORKFLOW_FAILED',
+      `step "${step.name}": working_dir ${cwd} is not a directory; create it first (a script step can) or fix the template`,
+    );
+  }
+  const executable = findExecutable(command, cwd, env['PATH']);
+  if (executable === undefined) {
+    return failure(
+      'WORKFLOW_FAILED',
+      `step "${step.name}": command not found: "${command}" (working_dir ${cwd}); install it or put it on PATH`,
+    );
+  }
+  const timeoutMs = effectiveTimeoutMs(step.timeoutSeconds, context.deadline);
+  const result = await runScriptProcess(context, { executable, args, cwd, env, stdin, timeoutMs });
+  if (result.startError !== undefined) {
+    return failure(
+      'WORKFLOW_FAILED',
+      `step "${step.name}": could not start "${command}": ${result.startError}`,
+    );
+  }
+  const output: ScriptOutput = {
+    stdout: redactSecrets(result.stdout),
+    stderr: redactSecrets(result.stderr),
+    exit_code: result.exitCode,
+  };
+  if (result.aborted) {
+    return failure(
+      'ABORTED',
+      `step "${step.name}": the script was stopped (the run was cancelled or lost)`,
+      output,
+    );
+  }
+  if (result.timedOut) {
+    return failure(
+      'TIMEOUT',
+      `step "${step.name}": the script timed out after ${(timeoutMs ?? 0) / 1000} s and was killed with every process it started`,
+      output,
+    );
+  }
+  return shapeOutput(step, result.stdout, output);
+};
+
+/** Merges a JSON object printed on stdout into the output; with `output:` declared, enforces it. */
+function shapeOutput(step: ScriptStep, rawStdout: string, output: ScriptOutput): StepOutcome {
+  const parsed = parseJson(rawStdout);
+  const merged: ScriptOutput =
+    parsed.ok && isPlainObject(parsed.value) ? { ...output, ...redactDeep(parsed.value) } : output;
+  if (step.output === undefined) return { status: 'completed', output: merged, costUsd: 0 };
+  const contract = 'output: is declared, so stdout must be exactly one JSON object (write logs to stderr)';
+  if (!parsed.ok) {
+    return failure('SCHEMA', `step "${step.name}": ${contract}, but it is not JSON: ${parsed.error}`, merged);
+  }
+  if (!isPlainObject(parsed.value)) {
+    return failure(
+      'SCHEMA',
+      `step "${step.name}": ${contract}, but it is a JSON ${jsonKind(parsed.value)}`,
+      merged,
+    );
+  }
+  const violation = validateOutput(step.output, merged);
+  if (violation !== undefined) {
+    return failure(
+      'SCHEMA',
+      `step "${step.name}": stdout JSON does not match its output: schema: ${violation}`,
+      merged,
+    );
+  }
+  return { status: 'completed', output: merged, costUsd: 0 };
+}
+
+interface ProcessOptions {
+  executable: string;
+  args: string[];
+  cwd: string;
+  env: NodeJS.ProcessEnv;
+  stdin: string | undefined;
+  timeoutMs: number | undefined;
+}
+
+/**
+ * Runs the child in a group of its own under the parent watch (see `parentWatchedCommand`), so a
+ * timeout, an abort, or our own death takes every process the script started with it, and whatever
+ * it left running in the background is killed once it exits.
+ */
+async function runScriptProcess(
+  context: StepContext,
+  { executable, args, cwd, env, stdin, timeoutMs }: ProcessOptions,
+): Promise<ScriptProcessResult> {
+  const [file, argv] = parentWatchedCommand(executable, args, 'script-watch');
+  const subprocess = execa(file, argv, {
+    cwd,
+    env,
+    extendEnv: false,
+    detached: process.platform !== 'win32',
+    reject: false,
+    stripFinalNewline: false,
+    // Never the terminal: a script waiting for keyboard input would hang the run.
+    ...(stdin === undefined ? { stdin: 'ignore' as const } : { input: stdin }),
+  });
+  const pid = subprocess.pid;
+  const killGroup = (): void => {
+    if (pid === undefined) return;
+    try {
+      process.kill(process.platform === 'win32' ? pid : -pid, 'SIGKILL');
+    } catch {
+      // Already gone.
+    }
+  };
+  // Stopping a running script also finds what left its group (a `setsid` daemon, a nested session).
+  const killTree = (): void => {
+    if (pid !== undefined) killProcessTree(pid);
+  };
+  if (pid !== undefined)
+    context.emit({ type: 'process-start', step: context.step.name, key: context.key, data: { pid } });
+  let timedOut = false;
+  let aborted = false;
+  const timer =
+    timeoutMs === undefined
+      ? undefined
+      : setTimeout(() => {
+          timedOut = true;
+          killTree();
+        }, timeoutMs);
+  const onAbort = (): void => {
+    aborted = true;
+    killTree();
+  };
+  if (context.signal.aborted) onAbort();
+  else context.signal.addEventListener('abort', onAbort, { once: true });
+  try {
+    const result = await subprocess;
+    // Whatever the script left running in its group (a backgrounded server) goes too.
+    killGroup();
+    const processResult: ScriptProcessResult = {
+      stdout: String(result.stdout ?? ''),
+      stderr: String(result.stderr ?? ''),
+      exitCode: exitCodeOf(result.exitCode, result.signal),
+      timedOut,
+      aborted,
+    };
+    if (
+      result.failed &&
+      result.exitCode === undefined &&
+      result.signal === undefined &&
+      !timedOut &&
+      !aborted
+    ) {
+      processResult.startError = result.shortMessage ?? 'the process did not start';
+    }
+    return processResult;
+  } finally {
+    if (timer !== undefined) clearTimeout(timer);
+    context.signal.removeEventListener('abort', onAbort);
+  }
+}
+
+/** A process killed by a signal reports `128 + n`, as a shell would. */
+function exitCodeOf(exitCode: number | undefined, signal: string | undefined): number {
+  if (exitCode !== undefined) return exitCode;
+  const number = signal === undefined ? undefined : osConstants.signals[signal as NodeJS.Signals];
+  return number === undefined ? 1 : 128 + number;
+}
+
+/** The step's `timeout` or the run's deadline, whichever comes first. */
+function effectiveTimeoutMs(
+  timeoutSeconds: number | undefined,
+  deadline: number | undefined,
+): number | undefined {
+  const candidates: number[] = [];
+  if (timeoutSeconds !== undefined) candidates.push(timeoutSeconds * 1000);
+  if (deadline !== undefined) candidates.push(Math.max(0, deadline - Date.now()));
+  return candidates.length === 0 ? undefined : Math.min(...candidates);
+}
+
+/**
+ * The path the child will run, or undefined when there is none: a bare name is looked up on the
+ * child's PATH (so a missing tool is a clear failure, not the shell's exit 127), a path with a
+ * separator is taken relative to the working directory.
+ */
+function findExecutable(command: string, cwd: string, path: string | undefined): string | undefined {
+  if (command === '') return undefined;
+  if (isAbsolute(command) || command.includes(sep) || command.includes('/')) {
+    const candidate = resolve(cwd, command);
+    return isExecutable(candidate) ? candidate : undefined;
+  }
+  for (const folder of (path ?? '').split(delimiter)) {
+    if (folder === '') continue;
+    const candidate = join(folder, command);
+    if (isExecutable(candidate)) return candidate;
+  }
+  return undefined;
+}
+
+function isDirectory(path: string): boolean {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+function isExecutable(file: string): boolean {
+  try {
+    accessSync(file, process.platform === 'win32' ? fsConstants.F_OK : fsConstants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+type JsonParse = { ok: true; value: unknown } | { ok: false; error: string };
+
+function parseJson(text: string): JsonParse {
+  try {
+    return { ok: true, value: JSON.parse(text) as unknown };
+  } catch (error) {
+    return { ok: false, error: error instanceof Error ? error.message : String(error) };
+  }
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function jsonKind(value: unknown): string {
+  if (Array.isArray(value)) return 'array';
+  if (value === null) return 'null';
+  return typeof value;
+}
+
+function failure(code: string, message: string, output?: unknown): StepOutcome {
+  const outcome: StepOutcome = {
+    status: 'failed',
+    costUsd: 0,
+    error: { code, message: redactSecrets(message) },
+  };
+  if (output !== undefined) outcome.output = output;
+  return outcome;
+}

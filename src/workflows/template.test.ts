@@ -1,0 +1,107 @@
+import { describe, expect, it } from 'vitest';
+import { isSwitchboardError } from '../core/errors.js';
+import { coerceJson, evaluateCondition, evaluateValue, renderTemplate, templateNames } from './template.js';
+
+const where = { file: 'flow.yaml', step: 'summarize', field: 'prompt' };
+const scope = {
+  workflow: { input: { topic: 'tea', empty: '' }, name: 'demo' },
+  finder: { output: { items: ['a', 'b'], count: 2, nothing: null, approved: true } },
+  group: { outputs: [{ score: 3 }, { score: 5 }], errors: { '1': { message: 'broke', code: 'TIMEOUT' } } },
+};
+
+function failure(run: () => unknown): string {
+  try {
+    run();
+  } catch (error) {
+    if (isSwitchboardError(error)) return `${error.code}: ${error.message}`;
+    throw error;
+  }
+  throw new Error('expected a template error');
+}
+
+describe('renderTemplate (Jinja2 with Conductor rules)', () => {
+  it('renders loops, conditions, filters, tests and dict items as Jinja2 does', () => {
+    const source = [
+      '{% for item in finder.output.items %}{{ loop.index }}.{{ item | upper }} {% endfor %}',
+      '{% if workflow.input.missing is defined %}yes{% else %}no{% endif %}',
+      '{{ workflow.input.missing | default("fallback") }} {{ finder.output.nothing | default("none-replaced") }}',
+      '{{ group.outputs | map(attribute="score") | join(",") }} {{ group.outputs | length }}',
+      '{% for index, error in group.errors.items() %}[{{ index }}:{{ error.message }}]{% endfor %}',
+      '{{ finder.output.items | tojson }} {{ group.outputs | map(attribute="score") | sum }}',
+    ].join('|');
+    expect(renderTemplate(source, scope, where)).toBe(
+      '1.A 2.B |no|fallback none-replaced|3,5 2|[1:broke]|["a", "b"] 8',
+    );
+  });
+
+  it('formats the json filter as indented JSON, as Conductor registers it', () => {
+    expect(renderTemplate('{{ finder.output.items | json }}', scope, where)).toBe('[\n  "a",\n  "b"\n]');
+  });
+
+  it('makes an undefined name an error naming file, step, field and the name', () => {
+    expect(failure(() => renderTemplate('Hi {{ planer.output.x }}', scope, where))).toBe(
+      'WORKFLOW_TEMPLATE: flow.yaml: step "summarize" field "prompt": "planer" is undefined',
+    );
+    expect(failure(() => renderTemplate('{{ finder.output.missing }}', scope, where))).toContain(
+      '"finder.output.missing" is undefined',
+    );
+  });
+
+  it('reports a syntax error on one line', () => {
+    const message = failure(() => renderTemplate('{% if x %}no end', scope, where));
+    expect(message).toMatch(/^WORKFLOW_TEMPLATE: flow\.yaml: step "summarize" field "prompt": /);
+    expect(message).not.toContain('\n');
+  });
+
+  it('gives templates no way out to JavaScript', () => {
+    expect(renderTemplate('[{{ finder.constructor is defined }}]', scope, where)).toBe('[false]');
+    expect(
+      failure(() => renderTemplate('{{ finder.output.items.constructor.constructor }}', scope, where)),
+    ).toContain('is undefined');
+    expect(failure(() => renderTemplate('{{ process }}', scope, where))).toContain('"process" is undefined');
+  });
+});
+
+describe('evaluateCondition', () => {
+  it('takes Jinja2 and bare expressions with Python truthiness', () => {
+    expect(evaluateCondition('{{ finder.output.count == 2 }}', scope, where)).toBe(true);
+    expect(evaluateCondition('finder.output.count > 5', scope, where)).toBe(false);
+    expect(evaluateCondition('finder.output.items', scope, where)).toBe(true);
+    expect(evaluateCondition('{{ workflow.input.empty }}', scope, where)).toBe(false);
+    expect(evaluateCondition("finder.output.approved and 'a' in finder.output.items", scope, where)).toBe(
+      true,
+    );
+    expect(evaluateCondition('{{ group.errors }}', scope, where)).toBe(true);
+  });
+});
+
+describe('evaluateValue', () => {
+  it('returns typed values for paths and sole expressions, text otherwise', () => {
+    expect(evaluateValue('finder.output.items', scope, where)).toEqual(['a', 'b']);
+    expect(evaluateValue('{{ group.outputs[1] }}', scope, where)).toEqual({ score: 5 });
+    expect(evaluateValue('{{ finder.output.count + 1 }}', scope, where)).toBe(3);
+    expect(evaluateValue('n={{ finder.output.count }}', scope, where)).toBe('n=2');
+  });
+});
+
+describe('coerceJson', () => {
+  it('turns rendered literals into values as Conductor does', () => {
+    expect(coerceJson('true')).toBe(true);
+    expect(coerceJson('42')).toBe(42);
+    expect(coerceJson('["a"]')).toEqual(['a']);
+    expect(coerceJson('{not json')).toBe('{not json');
+    expect(coerceJson('plain words')).toBe('plain words');
+  });
+});
+
+describe('templateNames', () => {
+  it('lists the top-level names a template reads, without its own loop variables', () => {
+    expect(
+      templateNames(
+        '{% for t in planner.output.tasks %}{{ t.title }} {{ reviewer.output.ok | default(x) }}{% endfor %}',
+      ).sort(),
+    ).toEqual(['planner', 'reviewer', 'x']);
+    expect(templateNames('{{ a and not b or c in d }}').sort()).toEqual(['a', 'b', 'c', 'd']);
+    expect(templateNames('plain text')).toEqual([]);
+  });
+});

@@ -1,0 +1,380 @@
+import { Environment, Interpreter, parse, tokenize } from '@huggingface/jinja';
+import { SwitchboardError } from '../core/errors.js';
+import type { TemplateScope } from './step-executor.js';
+
+/**
+ * Conductor's templates and `when:` expressions are Jinja2. They are evaluated here by
+ * @huggingface/jinja: a Jinja2 interpreter written in TypeScript that walks its own syntax tree and
+ * never hands template text to JavaScript's `eval`, so a workflow file can read the values it is given
+ * and nothing else (no prototype, no `constructor`, no process). On top of it this module adds what
+ * Conductor's renderer adds to Jinja2: undefined names are errors (StrictUndefined), the `json`
+ * filter, `default` that also replaces `None`, and the few filters its examples use that the
+ * interpreter lacks (`sum`, `min`, `max`, `map('filter')`).
+ */
+
+/** Where a template sits, for the one-line error. */
+export interface TemplateWhere {
+  file?: string;
+  step?: string;
+  field: string;
+}
+
+type RuntimeValue = { type: string; value: unknown };
+
+/**
+ * The interpreter's methods this module refines. They are internal to @huggingface/jinja (its types
+ * mark them private and its d.ts imports do not resolve under NodeNext), so they are named here; the
+ * version is pinned with `~` and template.test.ts fails if a release changes them.
+ */
+interface InterpreterInternals {
+  run(program: unknown): RuntimeValue;
+  evaluate(statement: unknown, environment: JinjaEnvironment): RuntimeValue;
+  evaluateBlock(statements: unknown, environment: JinjaEnvironment): RuntimeValue;
+  evaluateMemberExpression(expression: unknown, environment: JinjaEnvironment): RuntimeValue;
+  applyFilter(operand: RuntimeValue, filterNode: unknown, environment: JinjaEnvironment): RuntimeValue;
+  evaluateArguments(args: unknown, environment: JinjaEnvironment): [RuntimeValue[], unknown];
+}
+interface JinjaEnvironment {
+  set(name: string, value: unknown): unknown;
+  lookupVariable(name: string): unknown;
+}
+const BaseInterpreter = Interpreter as unknown as new (environment: JinjaEnvironment) => InterpreterInternals;
+const JinjaEnvironmentClass = Environment as unknown as new () => JinjaEnvironment;
+type FilterNode = { type: string; value?: string; operand?: FilterNode; args?: unknown[] };
+type AstNode = { type: string; value?: unknown; object?: AstNode; property?: AstNode; computed?: boolean };
+
+/** Node types whose value a block prints (every other statement prints its own text). */
+const STATEMENT_TYPES = new Set([
+  'Set',
+  'If',
+  'For',
+  'Macro',
+  'CallStatement',
+  'FilterStatement',
+  'Comment',
+  'Break',
+  'Continue',
+]);
+
+const parsed = new Map<string, ReturnType<typeof parse>>();
+const PARSE_CACHE_LIMIT = 2000;
+
+function compile(source: string): ReturnType<typeof parse> {
+  let program = parsed.get(source);
+  if (program === undefined) {
+    program = parse(tokenize(source, { lstrip_blocks: false, trim_blocks: false }));
+    if (parsed.size >= PARSE_CACHE_LIMIT) parsed.clear();
+    parsed.set(source, program);
+  }
+  return program;
+}
+
+/** A JavaScript value as the interpreter holds it (its Environment converts). */
+function toRuntime(value: unknown): RuntimeValue {
+  const environment = new JinjaEnvironmentClass();
+  environment.set('value', value);
+  return environment.lookupVariable('value') as unknown as RuntimeValue;
+}
+
+/** A runtime value back to plain JSON-like JavaScript. */
+export function toPlain(value: RuntimeValue | undefined): unknown {
+  if (value === undefined) return undefined;
+  switch (value.type) {
+    case 'UndefinedValue':
+      return undefined;
+    case 'NullValue':
+      return null;
+    case 'ArrayValue':
+    case 'TupleValue':
+      return (value.value as RuntimeValue[]).map((item) => toPlain(item));
+    case 'ObjectValue':
+    case 'KeywordArgumentsValue':
+    case 'NamespaceValue': {
+      const result: Record<string, unknown> = {};
+      for (const [key, item] of value.value as Map<string, RuntimeValue>) result[key] = toPlain(item);
+      return result;
+    }
+    case 'FunctionValue':
+      return undefined;
+    default:
+      return value.value;
+  }
+}
+
+/** The dotted name of an expression, for "x.y is undefined". */
+function describe(node: AstNode | undefined): string {
+  if (node === undefined) return 'value';
+  if (node.type === 'Identifier') return String(node.value);
+  if (node.type === 'MemberExpression') {
+    const property = node.property;
+    const name =
+      property?.type === 'Identifier' || property?.type === 'StringLiteral'
+        ? String(property.value)
+        : property?.type === 'IntegerLiteral'
+          ? `[${String(property.value)}]`
+          : '[…]';
+    return `${describe(node.object)}${name.startsWith('[') ? '' : '.'}${name}`;
+  }
+  return 'expression';
+}
+
+function undefinedError(node: AstNode | undefined): Error {
+  return new Error(`"${describe(node)}" is undefined`);
+}
+
+function isUndefined(value: RuntimeValue): boolean {
+  return value.type === 'UndefinedValue';
+}
+
+function truthy(value: unknown): boolean {
+  if (Array.isArray(value)) return value.length > 0;
+  if (value !== null && typeof value === 'object') return Object.keys(value).length > 0;
+  return Boolean(value);
+}
+
+/** Conductor's extras, applied before the interpreter's own filters. */
+function customFilter(name: string, operand: RuntimeValue, args: RuntimeValue[]): RuntimeValue | undefined {
+  const plain = toPlain(operand);
+  switch (name) {
+    case 'json': {
+      const indent = args[0] === undefined ? 2 : Number(toPlain(args[0]));
+      return toRuntime(JSON.stringify(plain ?? null, null, indent));
+    }
+    case 'default':
+    case 'd': {
+      const fallback = args[0] === undefined ? '' : toPlain(args[0]);
+      const boolean = args[1] !== undefined && truthy(toPlain(args[1]));
+      if (plain === undefined || plain === null || (boolean && !truthy(plain))) return toRuntime(fallback);
+      return operand;
+    }
+    case 'sum':
+    case 'min':
+    case 'max': {
+      if (!Array.isArray(plain)) return undefined;
+      const numbers = plain.map(Number);
+      if (name === 'sum') return toRuntime(numbers.reduce((total, item) => total + item, 0));
+      if (numbers.length === 0) return toRuntime(null);
+      return toRuntime(name === 'min' ? Math.min(...numbers) : Math.max(...numbers));
+    }
+    default:
+      return undefined;
+  }
+}
+
+/** The interpreter with Conductor's rules: strict undefined names and its filters. */
+class ConductorInterpreter extends BaseInterpreter {
+  /** An object already evaluated by a member expression, so the base class does not evaluate it twice. */
+  private readonly evaluated = new Map<unknown, RuntimeValue>();
+
+  override evaluate(statement: unknown, environment: JinjaEnvironment): RuntimeValue {
+    const memo = this.evaluated.get(statement);
+    if (memo !== undefined) {
+      this.evaluated.delete(statement);
+      return memo;
+    }
+    return super.evaluate(statement, environment);
+  }
+
+  override evaluateBlock(statements: unknown, environment: JinjaEnvironment): RuntimeValue {
+    for (const statement of statements as AstNode[]) {
+      if (STATEMENT_TYPES.has(statement.type) || statement.type === 'StringLiteral') continue;
+      // Printing: an undefined name is an error (Jinja2's StrictUndefined), a function is not text.
+      const checked = this.evaluate(statement, environment);
+      if (isUndefined(checked)) throw undefinedError(statement);
+      if (checked.type === 'FunctionValue')
+        throw new Error(`"${describe(statement)}" is a function, not a value`);
+      this.evaluated.set(statement, checked);
+    }
+    return super.evaluateBlock(statements, environment);
+  }
+
+  override evaluateMemberExpression(expression: unknown, environment: JinjaEnvironment): RuntimeValue {
+    const node = expression as AstNode;
+    const object = this.evaluate(node.object, environment);
+    if (isUndefined(object)) throw undefinedError(node.object);
+    this.evaluated.set(node.object, object);
+    return super.evaluateMemberExpression(expression, environment);
+  }
+
+  override applyFilter(
+    operand: RuntimeValue,
+    filterNode: unknown,
+    environment: JinjaEnvironment,
+  ): RuntimeValue {
+    const filter = filterNode as FilterNode & { callee?: FilterNode; args?: unknown };
+    const name =
+      filter.type === 'Identifier'
+        ? filter.value
+        : filter.type === 'CallExpression'
+          ? filter.callee?.value
+          : undefined;
+    if (name !== undefined) {
+      const args =
+        filter.type === 'CallExpression' ? this.evaluateArguments(filter.args, environment)[0] : [];
+      if (name === 'map' && args.length === 1 && args[0]?.type === 'StringValue') {
+        // map('upper'): Jinja2 applies a filter by name to every item; the interpreter only knows map(attribute=…).
+        const inner = { type: 'Identifier', value: args[0].value };
+        const items = operand.value as RuntimeValue[];
+        return toRuntime(items.map((item) => toPlain(this.applyFilter(item, inner, environment))));
+      }
+      const custom = customFilter(name, operand, args);
+      if (custom !== undefined) return custom;
+    }
+    return super.applyFilter(operand, filterNode, environment);
+  }
+}
+
+function environmentFor(scope: TemplateScope): JinjaEnvironment {
+  const environment = new JinjaEnvironmentClass();
+  for (const [name, value] of [
+    ['true', true],
+    ['false', false],
+    ['none', null],
+    ['True', true],
+    ['False', false],
+    ['None', null],
+  ] as const)
+    environment.set(name, value);
+  environment.set('range', (start: number, stop?: number, step = 1) => {
+    const [from, to] = stop === undefined ? [0, start] : [start, stop];
+    const result: number[] = [];
+    for (let index = from; step > 0 ? index < to : index > to; index += step) result.push(index);
+    return result;
+  });
+  for (const [name, value] of Object.entries(scope)) environment.set(name, value);
+  return environment;
+}
+
+function templateError(error: unknown, where: TemplateWhere): SwitchboardError {
+  const reason = error instanceof Error ? error.message : String(error);
+  const place = `${where.file === undefined ? '' : `${where.file}: `}${where.step === undefined ? '' : `step "${where.step}" `}field "${where.field}"`;
+  return new SwitchboardError('WORKFLOW_TEMPLATE', `${place}: ${reason.split('\n')[0] ?? reason}`, {
+    hint: 'fix the template (Jinja2 syntax; every name must be an input, a finished step or a loop variable)',
+    details: { ...where },
+    cause: error,
+  });
+}
+
+/** Renders a Jinja2 template against `scope`. @throws SwitchboardError `WORKFLOW_TEMPLATE` naming file, step and field. */
+export function renderTemplate(source: string, scope: TemplateScope, where: TemplateWhere): string {
+  if (!source.includes('{{') && !source.includes('{%') && !source.includes('{#')) return source;
+  try {
+    const result = new ConductorInterpreter(environmentFor(scope)).run(compile(source));
+    return String(result.value);
+  } catch (error) {
+    throw templateError(error, where);
+  }
+}
+
+/** The expression inside a source that is one `{{ … }}` and nothing else, else undefined. */
+function soleExpression(source: string): string | undefined {
+  const match = /^\s*\{\{([\s\S]*)\}\}\s*$/.exec(source);
+  if (match === null) return undefined;
+  const inner = match[1] ?? '';
+  return inner.includes('}}') || inner.includes('{{') ? undefined : inner;
+}
+
+/**
+ * Evaluates an expression to a typed value: `finder.output.items`, `{{ a.output.n + 1 }}`. A source with
+ * text around its `{{ }}` renders to a string.
+ */
+export function evaluateValue(expression: string, scope: TemplateScope, where: TemplateWhere): unknown {
+  const inner =
+    expression.includes('{{') || expression.includes('{%') ? soleExpression(expression) : expression;
+  if (inner === undefined) return renderTemplate(expression, scope, where);
+  const json = renderTemplate(`{{ (${inner}) | tojson }}`, scope, where);
+  try {
+    return JSON.parse(json) as unknown;
+  } catch (error) {
+    throw templateError(error, where);
+  }
+}
+
+/**
+ * Evaluates a route's `when:` with Python truthiness: Jinja2 (`{{ output.approved }}`) or a bare
+ * expression as Conductor's older syntax (`exit_code == 0`).
+ */
+export function evaluateCondition(expression: string, scope: TemplateScope, where: TemplateWhere): boolean {
+  const inner =
+    expression.includes('{{') || expression.includes('{%') ? soleExpression(expression) : expression;
+  if (inner === undefined) {
+    // Text with templates inside: Conductor reads the rendered text as a boolean word.
+    const text = renderTemplate(expression, scope, where).trim().toLowerCase();
+    if (['true', '1', 'yes'].includes(text)) return true;
+    if (['false', '0', 'no', '', 'none', 'null'].includes(text)) return false;
+    return true;
+  }
+  return renderTemplate(`{% if (${inner}) %}1{% else %}0{% endif %}`, scope, where) === '1';
+}
+
+/**
+ * Conductor's coercion of a rendered output template: `"true"`/`"false"` become booleans, numbers
+ * numbers, JSON objects/arrays/literals their values; anything else stays text.
+ */
+export function coerceJson(text: string): unknown {
+  const trimmed = text.trim();
+  if (trimmed === 'true' || trimmed === 'True') return true;
+  if (trimmed === 'false' || trimmed === 'False') return false;
+  if (trimmed === 'null' || trimmed === 'None') return null;
+  if (/^-?\d+(\.\d+)?([eE][-+]?\d+)?$/.test(trimmed)) return Number(trimmed);
+  if (/^[[{"]/.test(trimmed)) {
+    try {
+      return JSON.parse(trimmed) as unknown;
+    } catch {
+      return text;
+    }
+  }
+  return text;
+}
+
+/** Names a template reads at top level (`planner` in `{{ planner.output.x }}`), minus its own loop and set variables. */
+export function templateNames(source: string): string[] {
+  if (!source.includes('{{') && !source.includes('{%')) return [];
+  let program: unknown;
+  try {
+    program = compile(source);
+  } catch {
+    return [];
+  }
+  const names = new Set<string>();
+  const bound = new Set<string>(['loop', 'true', 'false', 'none', 'True', 'False', 'None', 'range']);
+  const visit = (node: unknown, parentKey?: string): void => {
+    if (Array.isArray(node)) {
+      for (const item of node) visit(item, parentKey);
+      return;
+    }
+    if (node === null || typeof node !== 'object') return;
+    const record = node as Record<string, unknown> & { type?: string };
+    if (record.type === 'For' || record.type === 'Set') {
+      const target = record.type === 'For' ? record.loopvar : record.assignee;
+      collectBound(target, bound);
+    }
+    if (record.type === 'Identifier' && parentKey !== 'property' && parentKey !== 'filter') {
+      names.add(String(record.value));
+    }
+    for (const [key, value] of Object.entries(record)) {
+      // An operator (`and`, `in`, `not`) is a token in the tree, not a name the template reads.
+      if (key === 'type' || key === 'operator') continue;
+      if (record.type === 'MemberExpression' && key === 'property' && record.computed !== true) continue;
+      if (
+        (record.type === 'FilterExpression' || record.type === 'TestExpression') &&
+        (key === 'filter' || key === 'test')
+      ) {
+        // A filter's own name is not a variable; its arguments are read like any expression.
+        const call = value as { type?: string; args?: unknown };
+        if (call.type === 'CallExpression') visit(call.args, 'args');
+        continue;
+      }
+      visit(value, key);
+    }
+  };
+  visit(program);
+  return [...names].filter((name) => !bound.has(name));
+}
+
+function collectBound(target: unknown, bound: Set<string>): void {
+  if (target === null || typeof target !== 'object') return;
+  const record = target as { type?: string; value?: unknown };
+  if (record.type === 'Identifier') bound.add(String(record.value));
+  if (Array.isArray(record.value)) for (const item of record.value) collectBound(item, bound);
+}

@@ -1,0 +1,116 @@
+import { call } from '../../src/invoke/call.js';
+import type { ProviderRegistry } from '../../src/providers/registry.js';
+import type { Ledger } from '../../src/store/ledger.js';
+import type { StepDefinition, WorkflowDefinition, WorkflowRuntime } from '../../src/workflows/model.js';
+import type { StepContext, WorkflowEvent } from '../../src/workflows/step-executor.js';
+import { renderTemplate } from '../../src/workflows/template.js';
+
+// A StepContext as the engine would build one, for tests of one step type: real template rendering,
+// the real call() over a given registry, progress notes and events kept in arrays. The engine builds
+// the real ones (with the run's ledger rows, budgets and fencing).
+
+const PROVIDERS: Record<string, string> = {
+  claude: 'anthropic',
+  'claude-agent-sdk': 'claude',
+  openai: 'openai',
+  gemini: 'gemini',
+};
+
+export interface TestStepContext extends StepContext {
+  /** Every `recordProgress` write, oldest first. */
+  progress: Record<string, unknown>[];
+  events: WorkflowEvent[];
+  /** Specs `call` was given, in order. */
+  specs: string[];
+}
+
+export interface TestStepContextOptions {
+  step: StepDefinition;
+  dir: string;
+  stateDir: string;
+  registry?: ProviderRegistry;
+  ledger?: Ledger;
+  runId?: string;
+  visit?: number;
+  /** The key's item part (`<run>/<step>/<visit>/<item>`). */
+  item?: string;
+  scope?: Record<string, unknown>;
+  previous?: Record<string, unknown>;
+  runtime?: Partial<WorkflowRuntime>;
+  mcpServers?: StepContext['mcpServers'];
+  signal?: AbortSignal;
+}
+
+export function testStepContext(options: TestStepContextOptions): TestStepContext {
+  const { step, dir } = options;
+  const runId = options.runId ?? 'run-1';
+  const visit = options.visit ?? 0;
+  const workflow: WorkflowDefinition = {
+    file: `${dir}/workflow.yaml`,
+    dir,
+    hash: '0'.repeat(64),
+    name: 'test-workflow',
+    entryPoint: step.name,
+    input: {},
+    limits: { maxIterations: 10, budgetMode: 'audit' },
+    // The folder of the test, never the process's current directory (the checkout the tests run in).
+    runtime: { mcpServers: {}, workingDir: dir, ...options.runtime },
+    metadata: {},
+    contextMode: 'accumulate',
+    output: {},
+    steps: new Map([[step.name, step]]),
+    groups: new Map(),
+    warnings: [],
+  };
+  const scope = options.scope ?? { workflow: { input: {}, name: workflow.name, dir } };
+  const progress: Record<string, unknown>[] = [];
+  const events: WorkflowEvent[] = [];
+  const specs: string[] = [];
+  const key = `${runId}/${step.name}/${visit}${options.item === undefined ? '' : `/${options.item}`}`;
+  const context: TestStepContext = {
+    workflow,
+    step,
+    runId,
+    key,
+    visit,
+    attempt: options.previous === undefined ? 1 : 2,
+    scope,
+    render: (template, field, extra) =>
+      renderTemplate(template, { ...scope, ...extra }, { file: workflow.file, step: step.name, field }),
+    stateDir: options.stateDir,
+    ledger: options.ledger as Ledger,
+    call: (spec, request, callOptions = {}) => {
+      specs.push(spec);
+      return call(
+        spec,
+        { ...request, tags: { workflow_run: runId, workflow_step: key } },
+        {
+          ...callOptions,
+          ledger: options.ledger ?? false,
+          ...(options.registry === undefined ? {} : { providers: options.registry }),
+          retry: { baseDelayMs: 1, ...callOptions.retry },
+        },
+      );
+    },
+    resolveSpec: (provider, model) => {
+      if (model !== undefined && model.includes(':')) return model;
+      const prefix = PROVIDERS[provider ?? 'claude'] ?? provider ?? 'anthropic';
+      return `${prefix}:${(model ?? 'claude-haiku-4-5').replace(/(\d)\.(\d)/g, '$1-$2')}`;
+    },
+    mcpServers: options.mcpServers ?? {},
+    signal: options.signal ?? new AbortController().signal,
+    recordProgress: (notes) => {
+      progress.push(structuredClone(notes));
+    },
+    emit: (event) => {
+      events.push(event);
+    },
+    runChild: () => Promise.reject(new Error('no sub-workflows in step tests')),
+    gateAnswer: () => undefined,
+    progress,
+    events,
+    specs,
+  };
+  if (options.previous !== undefined) context.previous = options.previous;
+  return context;
+}

@@ -1,0 +1,208 @@
+import { describe, expect, it } from 'vitest';
+import { startWorkflowRun } from '../src/workflows/engine-start.js';
+import { resumeWorkflow } from '../src/workflows/index.js';
+import type { StepExecutor } from '../src/workflows/step-executor.js';
+import type { FailureMode } from '../src/workflows/model.js';
+import {
+  engineOptions,
+  forEach,
+  parallel,
+  setStep,
+  stateDir,
+  testSet,
+  workflow,
+} from './workflows-engine-support.js';
+
+// parallel and for_each groups: each member is a step execution of its own (a row, a key), so a run that
+// dies mid-group resumes without running finished members again; failure modes behave as Conductor's.
+
+function counting(counts: Map<string, number>, inner: StepExecutor = testSet): StepExecutor {
+  return async (context) => {
+    const name = context.key.split('/').slice(1).join('/');
+    counts.set(name, (counts.get(name) ?? 0) + 1);
+    return inner(context);
+  };
+}
+
+describe('parallel groups', () => {
+  const checks = (mode: FailureMode, failing: string[]) =>
+    workflow(
+      [
+        setStep('start', { topic: '"x"' }, [{ to: 'checks' }]),
+        setStep('lint', {
+          ok: '{{ start.output.topic }}-lint',
+          ...(failing.includes('lint') ? { fail: 'lint broke' } : {}),
+        }),
+        setStep('test', { ok: 'test', ...(failing.includes('test') ? { fail: 'tests broke' } : {}) }),
+        setStep('docs', { ok: 'docs' }),
+        setStep('report', {
+          lint: '{{ checks.outputs.lint.ok if "lint" in checks.outputs else "none" }}',
+          errors: '{{ checks.errors | length }}',
+        }),
+      ],
+      {
+        groups: [
+          parallel('checks', ['lint', 'test', 'docs'], { failureMode: mode, routes: [{ to: 'report' }] }),
+        ],
+        output: { lint: '{{ report.output.lint }}', errors: '{{ report.output.errors }}' },
+      },
+    );
+
+  it('runs members side by side and hands their outputs to later steps as <group>.outputs', async () => {
+    const dir = stateDir();
+    const definition = checks('fail_fast', []);
+    const result = await startWorkflowRun(definition, engineOptions(dir, definition));
+    expect(result).toMatchObject({ status: 'completed', output: { lint: 'x-lint', errors: 0 } });
+    expect(result.steps.map((step) => step.key.split('/').slice(1).join('/'))).toEqual([
+      'start/0',
+      'checks/0',
+      'checks/0/lint',
+      'checks/0/test',
+      'checks/0/docs',
+      'report/0',
+    ]);
+  });
+
+  it('continue_on_error goes on with the members that succeeded and lists the others under errors', async () => {
+    const dir = stateDir();
+    const definition = checks('continue_on_error', ['lint']);
+    const result = await startWorkflowRun(definition, engineOptions(dir, definition));
+    expect(result).toMatchObject({ status: 'completed', output: { lint: 'none', errors: 1 } });
+  });
+
+  it('all_or_nothing runs every member, then fails the run if any failed', async () => {
+    const dir = stateDir();
+    const counts = new Map<string, number>();
+    const definition = checks('all_or_nothing', ['lint']);
+    const result = await startWorkflowRun(
+      definition,
+      engineOptions(dir, definition, { _internal: { executors: { set: counting(counts) } } }),
+    );
+    expect(result).toMatchObject({ status: 'failed', errorCode: 'WORKFLOW_FAILED' });
+    expect(result.error).toMatch(/group "checks" failed \(all_or_nothing, 1 of 3\): "lint": lint broke/);
+    expect([...counts.keys()].sort()).toEqual(['checks/0/docs', 'checks/0/lint', 'checks/0/test', 'start/0']);
+  });
+
+  it('fail_fast aborts the members still running at the first failure', async () => {
+    const dir = stateDir();
+    let aborted = 0;
+    const slowDocs: StepExecutor = async (context) => {
+      if (context.step.name !== 'docs') return testSet(context);
+      await new Promise((resolve) => context.signal.addEventListener('abort', resolve, { once: true }));
+      aborted++;
+      return { status: 'failed', costUsd: 0, error: { code: 'ABORTED', message: 'stopped' } };
+    };
+    const definition = checks('fail_fast', ['test']);
+    const result = await startWorkflowRun(
+      definition,
+      engineOptions(dir, definition, { _internal: { executors: { set: slowDocs } } }),
+    );
+    expect(result).toMatchObject({ status: 'failed' });
+    expect(result.error).toMatch(/"test": tests broke/);
+    expect(aborted).toBe(1);
+  });
+
+  it('continue_on_error fails when every member failed', async () => {
+    const dir = stateDir();
+    const definition = workflow([setStep('a', { fail: 'a' }), setStep('b', { fail: 'b' })], {
+      groups: [parallel('both', ['a', 'b'], { failureMode: 'continue_on_error' })],
+      entryPoint: 'both',
+    });
+    const result = await startWorkflowRun(definition, engineOptions(dir, definition));
+    expect(result.error).toMatch(/every member of group "both" failed/);
+  });
+});
+
+describe('for_each groups', () => {
+  const items = (extra: Parameters<typeof forEach>[3] = {}) =>
+    workflow(
+      [
+        setStep(
+          'find',
+          { items: '[{"id": "a", "n": 1}, {"id": "b", "n": 2}, {"id": "c", "n": 3}, {"id": "d", "n": 4}]' },
+          [{ to: 'each' }],
+        ),
+        setStep('sum', {
+          total:
+            extra.keyBy === undefined
+              ? '{{ each.outputs | map(attribute="double") | join(",") }}'
+              : '{{ each.outputs.d.double }}-{{ each.outputs.a.index }}',
+        }),
+      ],
+      {
+        groups: [
+          forEach(
+            'each',
+            'find.output.items',
+            setStep('work', { double: '{{ item.n * 2 }}', index: '{{ _index }}' }),
+            { routes: [{ to: 'sum' }], ...extra },
+          ),
+        ],
+        output: { total: '{{ sum.output.total }}' },
+      },
+    );
+
+  it('runs one execution per item, with the loop variable and _index, outputs in item order', async () => {
+    const dir = stateDir();
+    const definition = items();
+    const result = await startWorkflowRun(definition, engineOptions(dir, definition));
+    expect(result).toMatchObject({ status: 'completed', output: { total: '2,4,6,8' } });
+    expect(
+      result.steps.filter((step) => step.key.includes('/each/0/')).map((step) => step.key.split('/').at(-1)),
+    ).toEqual(['0', '1', '2', '3']);
+  });
+
+  it('keys items by key_by (outputs become a dict) and never runs more than max_concurrent at once', async () => {
+    const dir = stateDir();
+    let running = 0;
+    let peak = 0;
+    const tracked: StepExecutor = async (context) => {
+      if (context.step.name !== 'work') return testSet(context);
+      running++;
+      peak = Math.max(peak, running);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      running--;
+      return testSet(context);
+    };
+    const definition = items({ keyBy: 'item.id', maxConcurrent: 2 });
+    const result = await startWorkflowRun(
+      definition,
+      engineOptions(dir, definition, { _internal: { executors: { set: tracked } } }),
+    );
+    expect(result).toMatchObject({ status: 'completed', output: { total: '8-0' } });
+    expect(
+      result.steps.filter((step) => step.key.includes('/each/0/')).map((step) => step.key.split('/').at(-1)),
+    ).toEqual(['a', 'b', 'c', 'd']);
+    expect(peak).toBe(2);
+  });
+
+  it('after a crash mid-group, reruns only the items that had not finished', async () => {
+    const dir = stateDir();
+    const counts = new Map<string, number>();
+    const definition = items({ maxConcurrent: 1 });
+    const crash = new Error('died mid-group');
+    const options = engineOptions(dir, definition, { _internal: { executors: { set: counting(counts) } } });
+    await expect(
+      startWorkflowRun(definition, {
+        ...options,
+        runId: 'run-items',
+        _internal: {
+          ...options._internal,
+          onBoundary: (boundary, key) => {
+            if (boundary === 'step-effect' && key === 'run-items/each/0/2') throw crash;
+          },
+        },
+      }),
+    ).rejects.toBe(crash);
+    const resumed = await resumeWorkflow({ ...options, runId: 'run-items' });
+    expect(resumed).toMatchObject({ status: 'completed', output: { total: '2,4,6,8' } });
+    expect(Object.fromEntries(counts)).toEqual({
+      'find/0': 1,
+      'each/0/0': 1,
+      'each/0/1': 1,
+      'each/0/2': 2,
+      'each/0/3': 1,
+      'sum/0': 1,
+    });
+  });
+});

@@ -1,0 +1,103 @@
+import { hostname } from 'node:os';
+import { afterEach, describe, expect, it } from 'vitest';
+import { WorkflowStore } from '../src/store/workflow-records.js';
+import { acquireRunLock } from '../src/workflows/run-lock.js';
+import { cancelWorkflowRun } from '../src/workflows/index.js';
+import { stateDir } from './workflows-engine-support.js';
+
+// The run lock: one process advances a run; a dead owner on this machine frees it at once (its pid is
+// gone), an owner on another machine once its heartbeat is older than the stale limit.
+
+const stores: WorkflowStore[] = [];
+afterEach(() => {
+  for (const store of stores.splice(0)) store.close();
+});
+
+function storeWithRun(now?: () => number): WorkflowStore {
+  const store = WorkflowStore.open({ stateDir: stateDir(), ...(now === undefined ? {} : { now }) });
+  stores.push(store);
+  store.createRun({
+    id: 'run-1',
+    workflow: 'w',
+    file: '/w.yaml',
+    fileHash: 'h',
+    inputs: {},
+    currentStep: 'a',
+  });
+  return store;
+}
+
+describe('workflow run lock', () => {
+  it('refuses a run whose owner on another host beats, and takes it once the heartbeat is stale', () => {
+    let clock = 1_000_000;
+    const store = storeWithRun(() => clock);
+    expect(store.claimRun('run-1', undefined, { pid: 4242, host: 'builder-7', token: 'theirs' })).toBe(true);
+    clock += 30_000;
+    expect(() => acquireRunLock(store, 'run-1', { now: () => clock })).toThrow(
+      expect.objectContaining({
+        code: 'WORKFLOW_LOCKED',
+        message: 'workflow run run-1 is being advanced by pid 4242 on builder-7 (heartbeat 30s ago)',
+      }),
+    );
+    clock += 31_000;
+    const lock = acquireRunLock(store, 'run-1', { now: () => clock });
+    expect(store.getRun('run-1')?.owner).toMatchObject({
+      pid: process.pid,
+      host: hostname(),
+      token: lock.token,
+    });
+    lock.release();
+    expect(store.getRun('run-1')?.owner).toBeUndefined();
+  });
+
+  it('frees a run at once when its owner on this host is dead, and never while it lives', () => {
+    const store = storeWithRun();
+    store.claimRun('run-1', undefined, { pid: 2 ** 22 + 17, host: hostname(), token: 'dead' });
+    const lock = acquireRunLock(store, 'run-1');
+    expect(() => acquireRunLock(store, 'run-1')).toThrow(
+      expect.objectContaining({ code: 'WORKFLOW_LOCKED' }),
+    );
+    lock.release();
+  });
+
+  it('aborts the holder’s signal when another process takes the run over', async () => {
+    const store = storeWithRun();
+    const lock = acquireRunLock(store, 'run-1', { pollMs: 10 });
+    store.claimRun('run-1', lock.token, { pid: 1, host: 'elsewhere', token: 'stolen' });
+    await new Promise((resolve) => lock.signal.addEventListener('abort', resolve, { once: true }));
+    expect(lock.signal.reason).toMatchObject({ code: 'WORKFLOW_LOST' });
+    lock.release();
+    expect(store.getRun('run-1')?.owner?.token).toBe('stolen');
+  });
+});
+
+describe('cancel of a run nobody advances', () => {
+  it('marks a run whose owner died cancelled at once, and a second start with its id is refused', async () => {
+    const dir = stateDir();
+    const store = WorkflowStore.open({ stateDir: dir });
+    stores.push(store);
+    store.createRun({
+      id: 'run-dead',
+      workflow: 'w',
+      file: '/w.yaml',
+      fileHash: 'h',
+      inputs: {},
+      currentStep: 'a',
+    });
+    store.claimRun('run-dead', undefined, { pid: 2 ** 22 + 19, host: hostname(), token: 'dead' });
+    const cancelled = await cancelWorkflowRun('run-dead', { stateDir: dir });
+    expect(cancelled).toMatchObject({ status: 'cancelled', errorCode: 'WORKFLOW_CANCELLED' });
+    expect(() =>
+      store.createRun({
+        id: 'run-dead',
+        workflow: 'w',
+        file: '/w.yaml',
+        fileHash: 'h',
+        inputs: {},
+        currentStep: 'a',
+      }),
+    ).toThrow(
+      expect.objectContaining({ code: 'INVALID_INPUT', message: 'workflow run run-dead already exists' }),
+    );
+  });
+});
