@@ -445,6 +445,8 @@ agents:
     );
     const result = await space.run(['workflow', 'run', 'ask.yaml']);
     expect(result.status, result.stderr).toBe(EXIT_CODES.WORKFLOW_INVALID);
-    expect(result.stderr.trimEnd()).toMatch(/^switchboard: .*ask.*copilot.*\(.*--provider-map.*\)$/);
+    expect(result.stderr.trimEnd().split('\n').at(-1)).toMatch(
+      /^switchboard: .*ask.*copilot.*\(.*--provider-map.*\)$/,
+    );
   });
 });

@@ -85,6 +85,136 @@ describe('switchboard workflow: usage', () => {
   });
 });
 
+describe('switchboard workflow validate', () => {
+  const VALID = `workflow:
+  name: greet
+  entry_point: greet
+  input:
+    name: { type: string }
+agents:
+  - name: greet
+    type: set
+    value: "Hello, {{ workflow.input.name }}"
+    routes:
+      - to: shout
+  - name: shout
+    type: script
+    command: echo
+    args: ["{{ greet.output }}"]
+    routes:
+      - to: $end
+`;
+
+  function withFile(text: string): string {
+    const cwd = workspace();
+    writeFileSync(join(cwd, 'flow.yaml'), text);
+    return cwd;
+  }
+
+  it('a valid file: exit 0 and a summary', async () => {
+    const result = await run(['workflow', 'validate', 'flow.yaml'], withFile(VALID));
+    expect(result.status, result.stderr).toBe(0);
+    expect(result.stdout).toBe('flow.yaml: valid (2 steps, 0 groups; starts at greet)\n');
+    expect(result.stderr).toBe('');
+  });
+
+  it('lists the problems with their step and field, warnings too, and exits WORKFLOW_INVALID', async () => {
+    // greet reads a step that runs after it; orphan is reached by no route; hooks are not supported.
+    const broken = `${VALID.replace(
+      'Hello, {{ workflow.input.name }}',
+      'Hello, {{ shout.output.stdout }}',
+    ).replace(
+      '  entry_point: greet\n',
+      '  entry_point: greet\n  hooks:\n    on_start: "{{ workflow.name }}"\n',
+    )}  - name: orphan\n    type: set\n    value: x\n`;
+    const result = await run(['wf', 'validate', 'flow.yaml'], withFile(broken));
+    expect(result.status, result.stderr).toBe(EXIT_CODES.WORKFLOW_INVALID);
+    const lines = result.stdout.trimEnd().split('\n');
+    expect(lines[0]).toBe('flow.yaml: 1 problem, 2 warnings');
+    expect(lines).toContain(
+      'error    greet: field "value": value reads "shout", which cannot have run before "greet"',
+    );
+    expect(lines).toContainEqual(expect.stringMatching(/^warning {2}workflow: hooks is not supported/));
+    expect(lines).toContain('warning  orphan: no route leads to "orphan"; it never runs');
+    expect(result.stderr).toBe(
+      'switchboard: flow.yaml is not a valid workflow: 1 problem (fix it as listed, then validate again)\n',
+    );
+  });
+
+  it('a problem that stops the loader names the file, line, step and field', async () => {
+    const result = await run(
+      ['workflow', 'validate', 'flow.yaml'],
+      withFile(VALID.replace('- to: shout', '- to: nowhere')),
+    );
+    expect(result.status).toBe(EXIT_CODES.WORKFLOW_INVALID);
+    expect(result.stdout).toMatch(
+      /^flow\.yaml: 1 problem, 0 warnings\nerror {4}\S*flow\.yaml:\d+:\d+: agents\[0\] "greet": field "routes\[0\]\.to": "nowhere" is not a step, a group or \$end \(.+\)\n$/,
+    );
+  });
+
+  it('--json prints {file, valid, problems, warnings}', async () => {
+    const result = await run(
+      ['workflow', 'validate', 'flow.yaml', '--json'],
+      withFile(VALID.replace('- to: shout', '- to: nowhere')),
+    );
+    expect(result.status).toBe(EXIT_CODES.WORKFLOW_INVALID);
+    const report = JSON.parse(result.stdout) as {
+      file: string;
+      valid: boolean;
+      problems: unknown[];
+      warnings: unknown[];
+    };
+    expect(report).toMatchObject({ file: 'flow.yaml', valid: false });
+    expect(report.problems).toEqual([
+      expect.objectContaining({ field: 'routes[0].to', message: expect.stringContaining('"nowhere"') }),
+    ]);
+  });
+
+  it('malformed YAML is one problem naming the line and column', async () => {
+    const result = await run(
+      ['workflow', 'validate', 'flow.yaml'],
+      withFile('workflow:\n  name: [unclosed\n'),
+    );
+    expect(result.status).toBe(EXIT_CODES.WORKFLOW_INVALID);
+    expect(result.stdout).toMatch(
+      /^flow\.yaml: 1 problem, 0 warnings\nerror {4}.*flow\.yaml:\d+:\d+: not valid YAML/,
+    );
+  });
+
+  it('a missing file says so', async () => {
+    const result = await run(['workflow', 'validate', 'absent.yaml']);
+    expect(result.status).toBe(EXIT_CODES.WORKFLOW_INVALID);
+    expect(result.stdout).toMatch(/no such workflow file \(check the path\)/);
+  });
+
+  it('a provider nothing maps is a problem; --provider-map or workflows.provider_map fixes it', async () => {
+    const file = `workflow:
+  name: ask
+  entry_point: ask
+  runtime:
+    provider: copilot
+agents:
+  - name: ask
+    model: claude-haiku-4.5
+    prompt: Hello
+    routes:
+      - to: $end
+`;
+    const cwd = withFile(file);
+    const unmapped = await run(['workflow', 'validate', 'flow.yaml'], cwd);
+    expect(unmapped.status).toBe(EXIT_CODES.WORKFLOW_INVALID);
+    expect(unmapped.stdout).toMatch(/^error {4}ask: field "provider": .*copilot.*--provider-map/m);
+    const mapped = await run(
+      ['workflow', 'validate', 'flow.yaml', '--provider-map', 'copilot=anthropic'],
+      cwd,
+    );
+    expect(mapped.status, mapped.stdout).toBe(0);
+    writeFileSync(join(cwd, 'switchboard.yaml'), 'workflows:\n  provider_map:\n    copilot: claude:haiku\n');
+    const configured = await run(['workflow', 'validate', 'flow.yaml'], cwd);
+    expect(configured.status, configured.stdout).toBe(0);
+  });
+});
+
 describe('switchboard workflow: help', () => {
   const subcommands: Record<string, string[]> = {
     run: [
@@ -102,7 +232,7 @@ describe('switchboard workflow: help', () => {
     ls: ['--limit <n>', '--json'],
     gate: ['--choose <value>', '--text <text>', '--by <name>', '--no-continue', '--json'],
     cancel: ['--json'],
-    validate: ['--json'],
+    validate: ['--provider <spec>', '--provider-map <name=spec>', '--json'],
     logs: ['--follow', '--json'],
   };
 

@@ -8,7 +8,6 @@ import type {
   WorkflowEventRecord,
   WorkflowRunResult,
 } from '../workflows/api-types.js';
-import type { WorkflowLimits } from '../workflows/model.js';
 import { commandConfig, warn, type GlobalFlags } from './shared.js';
 import {
   createRunView,
@@ -49,14 +48,6 @@ interface GateFlags extends EngineFlags {
   by?: string;
   continue?: boolean;
 }
-
-/**
- * Limits a resume raises over the file's (a run ended by `max_iterations`, `timeout_seconds` or
- * `budget_usd` continues with more). TODO(merge): the engine reads `limits` from the resume options.
- */
-type ResumeWithLimits = ResumeWorkflowOptions & {
-  limits?: Partial<Pick<WorkflowLimits, 'maxIterations' | 'timeoutSeconds' | 'budgetUsd'>>;
-};
 
 /** Input and provider names as Conductor writes them: a letter or `_`, then letters, digits, `_`, `-`, `.`. */
 const NAME = /^[A-Za-z_][\w.-]*$/;
@@ -305,9 +296,14 @@ function addEngineFlags(command: Command): Command {
 
 /** The step and group names of a workflow file, for the live view's pending count (none when unreadable). */
 async function declaredSteps(file: string): Promise<string[]> {
-  void file;
-  // TODO(merge): `loadWorkflow(file)` from the format helper: [...steps.keys(), ...groups.keys()].
-  return [];
+  const { loadWorkflow } = await import('../workflows/format/index.js');
+  try {
+    const definition = loadWorkflow(file);
+    return [...definition.steps.keys(), ...definition.groups.keys()];
+  } catch {
+    // The engine loads the file again and reports the problem as the run's error.
+    return [];
+  }
 }
 
 export function registerWorkflowCommand(program: Command): void {
@@ -361,7 +357,9 @@ function addRunCommand(workflow: Command): void {
       }
       return;
     }
-    reportResult(await advanceRun(command, flags, await declaredSteps(file), start), flags.json === true);
+    // Only a live view counts pending steps; a pipe's lines need no second read of the file.
+    const steps = process.stderr.isTTY === true && !quiet(command) ? await declaredSteps(file) : [];
+    reportResult(await advanceRun(command, flags, steps, start), flags.json === true);
   });
 }
 
@@ -382,12 +380,12 @@ function addResumeCommand(workflow: Command): void {
       .option('--budget <usd>', "raise the run's budget_usd", positiveNumber),
   ).action(async (runId: string, flags: ResumeFlags, command: Command) => {
     const { resumeWorkflow } = await import('../workflows/index.js');
-    const limits: NonNullable<ResumeWithLimits['limits']> = {};
+    const limits: NonNullable<ResumeWorkflowOptions['limits']> = {};
     if (flags.maxIterations !== undefined) limits.maxIterations = flags.maxIterations;
     if (flags.timeout !== undefined) limits.timeoutSeconds = flags.timeout;
     if (flags.budget !== undefined) limits.budgetUsd = flags.budget;
     const result = await advanceRun(command, flags, [], (options) => {
-      const resume: ResumeWithLimits = { ...options, runId };
+      const resume: ResumeWorkflowOptions = { ...options, runId };
       if (flags.migrate === true) resume.migrate = true;
       if (Object.keys(limits).length > 0) resume.limits = limits;
       return resumeWorkflow(resume);
@@ -496,12 +494,28 @@ function addValidateCommand(workflow: Command): void {
   workflow
     .command('validate')
     .description(
-      'check a workflow file without running it: keys, route targets, reachability, template references, loops',
+      'check a workflow file without running it: keys, route targets, reachability, template references, loops, providers',
     )
     .argument('<file>', 'the workflow file')
+    .option('--provider <spec>', 'check providers as `run --provider SPEC` would resolve them')
+    .option(
+      '--provider-map <name=spec>',
+      'check providers with this mapping too, as `run --provider-map` would; repeatable',
+      collectProvider,
+    )
     .option('--json', 'print {file, valid, problems, warnings} as JSON')
-    .action(async (file: string, flags: { json?: boolean }) => {
-      await validate(file, flags.json === true);
+    .action(async (file: string, flags: EngineFlags, command: Command) => {
+      const { validateFile } = await import('./workflow-validate.js');
+      const settings = settingsOf(command);
+      await validateFile(
+        file,
+        {
+          providerMap: { ...settings.workflows.providerMap, ...flags.providerMap },
+          roles: settings.call.roles,
+          ...(flags.provider === undefined ? {} : { provider: flags.provider }),
+        },
+        flags.json === true,
+      );
     });
 }
 
@@ -515,13 +529,6 @@ function addLogsCommand(workflow: Command): void {
     .action(async (runId: string, flags: { follow?: boolean; json?: boolean }, command: Command) => {
       await printLogs(runId, settingsOf(command).stateDir, flags.follow === true, flags.json === true);
     });
-}
-
-async function validate(file: string, json: boolean): Promise<void> {
-  void file;
-  void json;
-  // TODO(merge): the format helper's validateWorkflow.
-  throw new SwitchboardError('INTERNAL', 'workflow validate is not built yet');
 }
 
 const ENDED = new Set(['completed', 'failed', 'cancelled']);
