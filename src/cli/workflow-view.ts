@@ -202,7 +202,7 @@ export function statusText(result: WorkflowRunResult): string {
   for (const warning of result.warnings ?? []) lines.push(`warning   ${warning}`);
   lines.push('', ...stepTable(result.id, result.steps));
   if (result.gate !== undefined) lines.push('', ...gateText(result.id, result.gate));
-  if (result.output !== undefined && result.status === 'completed')
+  if (result.output !== undefined && Object.keys(result.output).length > 0 && result.status === 'completed')
     lines.push(
       '',
       'output',

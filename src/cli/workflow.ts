@@ -234,7 +234,9 @@ function reportResult(result: WorkflowRunResult, json: boolean): void {
     const count = `${result.steps.length} step${result.steps.length === 1 ? '' : 's'}`;
     process.stdout.write(`${result.id}: ${result.status}${at} (${count}, ${dollars(result.costUsd)})\n`);
     if (result.gate !== undefined) process.stdout.write(`${gateText(result.id, result.gate).join('\n')}\n`);
-    if (result.output !== undefined) process.stdout.write(`${JSON.stringify(result.output, null, 2)}\n`);
+    // A workflow without `output:` ends with `{}`: nothing worth a line.
+    if (result.output !== undefined && Object.keys(result.output).length > 0)
+      process.stdout.write(`${JSON.stringify(result.output, null, 2)}\n`);
   }
   process.exitCode = exitCodeOfRun(result);
   if (result.status === 'waiting') {
