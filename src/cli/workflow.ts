@@ -206,12 +206,25 @@ export function exitCodeOfRun(result: WorkflowRunResult): number {
   }
 }
 
+/** Which limit ended the run, read from the engine's message (the result carries no more). */
+function limitFix(result: WorkflowRunResult): string {
+  const id = result.id;
+  const error = result.error ?? '';
+  if (error.includes('max_visits'))
+    return `raise max_visits or add on_cap in the file, then: switchboard workflow resume ${id} --migrate`;
+  if (error.includes('timeout_seconds'))
+    return `raise the limit: switchboard workflow resume ${id} --timeout SECONDS`;
+  if (error.includes('max_iterations'))
+    return `raise the limit: switchboard workflow resume ${id} --max-iterations N`;
+  return `raise the limit: switchboard workflow resume ${id} --max-iterations N (or --timeout SECONDS)`;
+}
+
 /** What to do next about a run that did not complete, for the one-line message on stderr. */
 function nextStep(result: WorkflowRunResult): string {
   const id = result.id;
   switch (result.errorCode) {
     case 'WORKFLOW_LIMIT':
-      return `raise the limit: switchboard workflow resume ${id} --max-iterations N (or --timeout SECONDS)`;
+      return limitFix(result);
     case 'BUDGET_EXCEEDED':
       return `raise the budget: switchboard workflow resume ${id} --budget USD`;
     case 'WORKFLOW_INVALID':
