@@ -422,6 +422,21 @@ output:
       );
       expect(fromFlag.status, fromFlag.stderr).toBe(0);
       expect((JSON.parse(fromFlag.stdout) as WorkflowRunResult).output).toEqual({ answer: 'from gemini' });
+      // A step's model may name a role of switchboard.yaml; the role's chain is what runs.
+      writeFileSync(
+        join(space.cwd, 'switchboard.yaml'),
+        'roles:\n  reviewer: gemini:2.5-flash\nworkflows:\n  provider_map:\n    copilot: anthropic:claude-haiku-4-5\n',
+      );
+      space.file(
+        'role.yaml',
+        readFileSync(join(space.cwd, 'ask.yaml'), 'utf8').replace(
+          '    prompt:',
+          '    model: reviewer\n    prompt:',
+        ),
+      );
+      const fromRole = await space.run(['workflow', 'run', 'role.yaml', '--json'], env);
+      expect(fromRole.status, fromRole.stderr).toBe(0);
+      expect((JSON.parse(fromRole.stdout) as WorkflowRunResult).output).toEqual({ answer: 'from gemini' });
     } finally {
       await sim.close();
     }

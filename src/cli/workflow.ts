@@ -142,6 +142,7 @@ async function engineOptions(
     stateDir: settings.stateDir,
     providers: await providerRegistry(settings),
     providerMap,
+    roles,
     onEvent: (event) => view.onEvent(event),
     abortSignal: signal,
   };
