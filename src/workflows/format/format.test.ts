@@ -250,7 +250,7 @@ describe('loadWorkflow: one-line errors naming file, step and field', () => {
     [
       'an unknown step type',
       withStep('command: ls', 'shell'),
-      /agents\[1\] "check": field "type": must be one of: agent, human_gate/,
+      /agents\[1\] "check": field "type": "shell" is not valid; must be one of: agent, human_gate/,
       /write one of the values listed for type/,
     ],
     [

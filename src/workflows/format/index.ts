@@ -134,7 +134,12 @@ const SHAPES: Readonly<Record<string, string>> = {
 function describeIssue(issue: z.core.$ZodIssue, written: unknown, path: Array<string | number>): string {
   const key = lastKey(path);
   if (issue.code === 'invalid_type' && valueAt(written, path) === undefined) return 'is required';
-  if (issue.code === 'invalid_value') return `must be one of: ${issue.values.map(String).join(', ')}`;
+  if (issue.code === 'invalid_value') {
+    const given = valueAt(written, path);
+    const shown =
+      typeof given === 'string' || typeof given === 'number' ? `"${String(given)}" is not valid; ` : '';
+    return `${shown}must be one of: ${issue.values.map(String).join(', ')}`;
+  }
   if (issue.code === 'invalid_union')
     return `must be ${SHAPES[key] ?? 'one of the shapes the format allows'}`;
   if (
