@@ -5,27 +5,21 @@ import type { InputDefinition, ValueType, WorkflowDefinition } from './model.js'
  * A run's `workflow.input`: the values given (`-i name=value` strings, or typed values from the
  * library) coerced to the declared types, declared defaults, and Conductor's zero values for optional
  * inputs given no value and no default (`""`, `0`, `false`, `[]`, `{}`), so templates render cleanly.
- * A missing required input, an unknown name or a value of the wrong type is a one-line WORKFLOW_INVALID.
+ * Inputs the file does not declare pass through as Conductor's do (`-i` text read as true/false/null,
+ * a JSON list or object, a number, else text). A missing required input or a value of the wrong type is a
+ * one-line WORKFLOW_INVALID.
  */
 export function resolveInputs(
   definition: Pick<WorkflowDefinition, 'input' | 'file'>,
   given: Readonly<Record<string, unknown>>,
 ): Record<string, unknown> {
   const declared = definition.input;
-  const names = Object.keys(declared);
-  for (const name of Object.keys(given)) {
-    if (declared[name] === undefined) {
-      throw invalid(
-        definition.file,
-        name,
-        `input "${name}" is not declared by the workflow`,
-        names.length === 0
-          ? 'this workflow takes no inputs; remove the -i'
-          : `its inputs are: ${names.join(', ')}`,
-      );
-    }
-  }
   const resolved: Record<string, unknown> = {};
+  // Conductor passes inputs the file does not declare through (its examples read `workflow.input.topic`
+  // with no `input:` section), coercing `-i` text as its CLI does.
+  for (const [name, value] of Object.entries(given)) {
+    if (declared[name] === undefined && value !== undefined) resolved[name] = undeclaredValue(value);
+  }
   for (const [name, input] of Object.entries(declared)) {
     if (Object.hasOwn(given, name) && given[name] !== undefined) {
       resolved[name] = coerce(given[name], input, name, definition.file);
@@ -98,6 +92,24 @@ function matches(value: unknown, type: ValueType): boolean {
     default:
       return typeof value === 'object' && value !== null && !Array.isArray(value);
   }
+}
+
+/** An undeclared `-i` value as Conductor's CLI reads one. */
+function undeclaredValue(value: unknown): unknown {
+  if (typeof value !== 'string') return value;
+  const word = value.toLowerCase();
+  if (word === 'true') return true;
+  if (word === 'false') return false;
+  if (word === 'null') return null;
+  if (value.startsWith('[') || value.startsWith('{')) {
+    try {
+      return JSON.parse(value) as unknown;
+    } catch {
+      return value;
+    }
+  }
+  if (/^-?\d+(\.\d+)?$/.test(value.trim())) return Number(value);
+  return value;
 }
 
 /** Conductor's zero value of a type (fresh objects each time). */
