@@ -9,7 +9,7 @@ import { startSimulator, type Simulator } from '../src/sim/server.js';
 import { outputJsonSchema, validateOutput } from '../src/workflows/output-schema.js';
 import { renderTemplate } from '../src/workflows/template.js';
 import { executeScriptStep } from '../src/workflows/steps/script.js';
-import { testStepContext } from '../src/workflows/steps/test-context.js';
+import { simpleStepContext } from './helpers/step-context.js';
 import type { OutputField, ScriptStep, ValueType } from '../src/workflows/model.js';
 import type { TemplateScope } from '../src/workflows/step-executor.js';
 
@@ -202,7 +202,7 @@ describe('example workflows and their scenarios', () => {
       ...(raw.stdin === undefined ? {} : { stdin: raw.stdin }),
     };
     const topics = [{ name: 'caching', rank: 1 }];
-    const { context } = testStepContext(step, { scope: { prepare: { output: { topics } } } });
+    const { context } = simpleStepContext(step, { scope: { prepare: { output: { topics } } } });
     const outcome = await executeScriptStep(context);
     expect(outcome.status, outcome.error?.message).toBe('completed');
     expect(outcome.output).toMatchObject({ received: topics, checked: true, exit_code: 0 });

@@ -1,20 +1,17 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { call } from '../../src/invoke/call.js';
 import type { ProviderRegistry } from '../../src/providers/registry.js';
 import type { Ledger } from '../../src/store/ledger.js';
 import type { StepDefinition, WorkflowDefinition, WorkflowRuntime } from '../../src/workflows/model.js';
 import type { StepContext, WorkflowEvent } from '../../src/workflows/step-executor.js';
+import { resolveStepSpec } from '../../src/workflows/providers.js';
 import { renderTemplate } from '../../src/workflows/template.js';
 
 // A StepContext as the engine would build one, for tests of one step type: real template rendering,
 // the real call() over a given registry, progress notes and events kept in arrays. The engine builds
 // the real ones (with the run's ledger rows, budgets and fencing).
-
-const PROVIDERS: Record<string, string> = {
-  claude: 'anthropic',
-  'claude-agent-sdk': 'claude',
-  openai: 'openai',
-  gemini: 'gemini',
-};
 
 export interface TestStepContext extends StepContext {
   /** Every `recordProgress` write, oldest first. */
@@ -39,6 +36,8 @@ export interface TestStepContextOptions {
   runtime?: Partial<WorkflowRuntime>;
   mcpServers?: StepContext['mcpServers'];
   signal?: AbortSignal;
+  /** Wall-clock end of the step (ms since epoch). */
+  deadline?: number;
 }
 
 export function testStepContext(options: TestStepContextOptions): TestStepContext {
@@ -92,11 +91,8 @@ export function testStepContext(options: TestStepContextOptions): TestStepContex
         },
       );
     },
-    resolveSpec: (provider, model) => {
-      if (model !== undefined && model.includes(':')) return model;
-      const prefix = PROVIDERS[provider ?? 'claude'] ?? provider ?? 'anthropic';
-      return `${prefix}:${(model ?? 'claude-haiku-4-5').replace(/(\d)\.(\d)/g, '$1-$2')}`;
-    },
+    resolveSpec: (provider, model) =>
+      resolveStepSpec({ provider: provider ?? 'claude', model, runtime: workflow.runtime, step: step.name }),
     mcpServers: options.mcpServers ?? {},
     signal: options.signal ?? new AbortController().signal,
     recordProgress: (notes) => {
@@ -112,5 +108,39 @@ export function testStepContext(options: TestStepContextOptions): TestStepContex
     specs,
   };
   if (options.previous !== undefined) context.previous = options.previous;
+  if (options.deadline !== undefined) context.deadline = options.deadline;
   return context;
+}
+
+/** What the simple step types' tests give: the step's scope, `workflow.input`, and run state. */
+export interface SimpleContextOptions {
+  /** Scope entries beside `workflow` (finished steps as `{<name>: {output}}`, loop variables). */
+  scope?: Record<string, unknown>;
+  input?: Record<string, unknown>;
+  signal?: AbortSignal;
+  deadline?: number;
+  previous?: Record<string, unknown>;
+}
+
+/** A context for a step that needs no provider (script, set, wait, terminate), in a fresh temporary folder. */
+export function simpleStepContext(
+  step: StepDefinition,
+  options: SimpleContextOptions = {},
+): { context: TestStepContext; events: WorkflowEvent[]; progress: Record<string, unknown>[] } {
+  const dir = mkdtempSync(join(tmpdir(), 'switchboard-step-'));
+  const scope = {
+    workflow: { input: options.input ?? {}, name: 'test-workflow', dir, file: `${dir}/workflow.yaml` },
+    context: { iteration: 1, history: [] },
+    ...options.scope,
+  };
+  const context = testStepContext({
+    step,
+    dir,
+    stateDir: dir,
+    scope,
+    ...(options.signal === undefined ? {} : { signal: options.signal }),
+    ...(options.deadline === undefined ? {} : { deadline: options.deadline }),
+    ...(options.previous === undefined ? {} : { previous: options.previous }),
+  });
+  return { context, events: context.events, progress: context.progress };
 }

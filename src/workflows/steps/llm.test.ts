@@ -13,11 +13,14 @@ import { executeAgentStep } from './agent.js';
 
 let sim: Simulator;
 const temporary: string[] = [];
+const registries: ProviderRegistry[] = [];
 
 beforeAll(async () => {
   sim = await startSimulator({ maxLifetimeMs: 300_000 });
 });
 afterAll(async () => {
+  // Claude Code writes into its config folder until its provider is closed: close before removing.
+  await Promise.all(registries.map((providers) => providers.close()));
   await sim.close();
   for (const directory of temporary) rmSync(directory, { recursive: true, force: true });
 });
@@ -29,12 +32,14 @@ function folder(): string {
 }
 
 function registry(): ProviderRegistry {
-  return new ProviderRegistry({
+  const providers = new ProviderRegistry({
     anthropic: { apiKey: 'sk-ant-llm-step', baseUrl: sim.url },
     openai: { apiKey: 'sk-openai-llm-step', baseUrl: sim.openAiBaseUrl },
     gemini: { apiKeys: ['gemini-llm-step'], baseUrl: sim.url },
     claude: { apiKey: 'sk-ant-llm-step', baseUrl: sim.url, configDir: folder() },
   });
+  registries.push(providers);
+  return providers;
 }
 
 const field = (type: OutputField['type'], extra: Partial<OutputField> = {}): OutputField => ({

@@ -6,7 +6,7 @@ import { resetSecrets } from '../../core/secrets.js';
 import { waitForProcessesGone } from '../../providers/claude-code/process-group.js';
 import { waitFor } from '../../../test/helpers/wait-for.js';
 import { executeScriptStep } from './script.js';
-import { testStepContext, type TestContextOptions } from './test-context.js';
+import { simpleStepContext, type SimpleContextOptions } from '../../../test/helpers/step-context.js';
 import type { OutputField, ScriptStep } from '../model.js';
 
 function script(fields: Partial<ScriptStep>): ScriptStep {
@@ -17,8 +17,8 @@ function shell(code: string, fields: Partial<ScriptStep> = {}): ScriptStep {
   return script({ command: 'sh', args: ['-c', code], ...fields });
 }
 
-async function run(step: ScriptStep, options: TestContextOptions = {}) {
-  return executeScriptStep(testStepContext(step, options).context);
+async function run(step: ScriptStep, options: SimpleContextOptions = {}) {
+  return executeScriptStep(simpleStepContext(step, options).context);
 }
 
 function field(type: OutputField['type'], extra: Partial<OutputField> = {}): OutputField {

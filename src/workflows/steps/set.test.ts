@@ -1,14 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { coerceValue, executeSetStep } from './set.js';
-import { testStepContext, type TestContextOptions } from './test-context.js';
+import { simpleStepContext, type SimpleContextOptions } from '../../../test/helpers/step-context.js';
 import type { OutputField, SetStep } from '../model.js';
 
 function set(fields: Partial<SetStep>): SetStep {
   return { name: 'bind', type: 'set', outputType: 'auto', routes: [], input: [], ...fields };
 }
 
-async function run(step: SetStep, options: TestContextOptions = {}) {
-  return executeSetStep(testStepContext(step, options).context);
+async function run(step: SetStep, options: SimpleContextOptions = {}) {
+  return executeSetStep(simpleStepContext(step, options).context);
 }
 
 function field(type: OutputField['type']): OutputField {

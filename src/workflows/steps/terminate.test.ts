@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { executeTerminateStep } from './terminate.js';
-import { testStepContext } from './test-context.js';
+import { simpleStepContext } from '../../../test/helpers/step-context.js';
 import type { TerminateStep } from '../model.js';
 
 function terminate(fields: Partial<TerminateStep>): TerminateStep {
@@ -9,7 +9,7 @@ function terminate(fields: Partial<TerminateStep>): TerminateStep {
 
 describe('terminate steps', () => {
   it('ends the run with its status and rendered reason', async () => {
-    const { context } = testStepContext(
+    const { context } = simpleStepContext(
       terminate({ status: 'failed', reason: 'unsafe: {{ precheck.output.why }}' }),
       {
         scope: { precheck: { output: { why: 'secrets in diff' } } },
@@ -25,7 +25,7 @@ describe('terminate steps', () => {
   });
 
   it('renders output_template and coerces each value from JSON, replacing the workflow output', async () => {
-    const { context } = testStepContext(
+    const { context } = simpleStepContext(
       terminate({
         reason: 'nothing to do',
         outputTemplate: {
@@ -49,7 +49,7 @@ describe('terminate steps', () => {
   });
 
   it('leaves the workflow output to the engine when there is no output_template', async () => {
-    const { context } = testStepContext(terminate({}));
+    const { context } = simpleStepContext(terminate({}));
     const outcome = await executeTerminateStep(context);
     expect(outcome.finalOutput).toBeUndefined();
     expect(outcome.output).toEqual({ status: 'success', reason: '', terminated_by: 'stop' });

@@ -1,14 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { executeWaitStep, parseDuration } from './wait.js';
-import { testStepContext, type TestContextOptions } from './test-context.js';
+import { simpleStepContext, type SimpleContextOptions } from '../../../test/helpers/step-context.js';
 import type { WaitStep } from '../model.js';
 
 function wait(duration: WaitStep['duration'], fields: Partial<WaitStep> = {}): WaitStep {
   return { name: 'pause', type: 'wait', duration, routes: [], input: [], ...fields };
 }
 
-async function run(step: WaitStep, options: TestContextOptions = {}) {
-  return executeWaitStep(testStepContext(step, options).context);
+async function run(step: WaitStep, options: SimpleContextOptions = {}) {
+  return executeWaitStep(simpleStepContext(step, options).context);
 }
 
 describe('wait steps', () => {
@@ -27,7 +27,7 @@ describe('wait steps', () => {
   });
 
   it('waits a templated duration and reports the seconds it waited', async () => {
-    const { context, events } = testStepContext(
+    const { context, events } = simpleStepContext(
       wait('{{ workflow.input.poll }}ms', { reason: 'cool down for {{ workflow.input.poll }} ms' }),
       { input: { poll: 40 } },
     );
@@ -63,14 +63,14 @@ describe('wait steps', () => {
 describe('wait steps across a resume', () => {
   it('records when the wait began, and a resumed wait waits only what is left', async () => {
     const controller = new AbortController();
-    const first = testStepContext(wait('1h'), { signal: controller.signal });
+    const first = simpleStepContext(wait('1h'), { signal: controller.signal });
     const interrupted = executeWaitStep(first.context);
     controller.abort();
     await interrupted;
     const started = first.progress[0]?.['wait_started_at'];
     expect(first.progress).toEqual([{ wait_started_at: expect.any(Number), seconds: 3600 }]);
     // The process died long ago: the resumed attempt finds the hour already over.
-    const resumed = testStepContext(wait('1h'), {
+    const resumed = simpleStepContext(wait('1h'), {
       previous: { wait_started_at: Number(started) - 3_600_000 },
     });
     const outcome = await executeWaitStep(resumed.context);
