@@ -66,6 +66,21 @@ function parseRun<T = WorkflowRunResult>(result: CliRun): T {
   return JSON.parse(result.stdout) as T;
 }
 
+/** Polls `status --json` until the run satisfies `condition`. */
+async function untilStatus(
+  cli: (args: string[]) => Promise<CliRun>,
+  runId: string,
+  condition: (run: WorkflowRunResult) => boolean,
+): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const result = await cli(['workflow', 'status', runId, '--json']);
+    if (result.status === 0 && condition(JSON.parse(result.stdout) as WorkflowRunResult)) return;
+    if (Date.now() > deadline) throw new Error(`run ${runId} never reached the state: ${result.stdout}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
 /** The step names of a run in the order they ran. */
 const stepOrder = (run: WorkflowRunResult) => run.steps.map((step) => step.step);
 
@@ -302,5 +317,41 @@ describe('examples/workflows/feature-tour.yaml', () => {
     expect(requests.filter((entry) => entry.provider === 'openai').map((entry) => entry.model)).toEqual([
       'gpt-4.1-mini',
     ]);
+  });
+  it('without --skip-gates its timed gate waits in the running process for an answer from another one: shelve ends the run failed with the reason', async () => {
+    useScenario('feature-tour.scenario.json');
+    const cwd = temporaryDirectory('switchboard-example-tour-gate-');
+    const env = providerEnvironment();
+    const cli = (args: string[]) => runCli(args, { cwd, env });
+    const running = cli([
+      'workflow',
+      'run',
+      join(examples, 'feature-tour.yaml'),
+      '--provider-map',
+      'copilot=anthropic',
+      '--run-id',
+      'tour-1',
+      '--json',
+    ]);
+    await untilStatus(cli, 'tour-1', (run) => run.steps.some((step) => step.step === 'publish_gate'));
+    const answer = await cli([
+      'workflow',
+      'gate',
+      'tour-1',
+      'publish_gate',
+      '--choose',
+      'shelve',
+      '--text',
+      'needs a diagram',
+      '--no-continue',
+    ]);
+    expect(answer.status, answer.stderr).toBe(EXIT_CODES.OK);
+    const ended = await running;
+    expect(ended.status, ended.stderr).toBe(EXIT_CODES.WORKFLOW_FAILED);
+    const run = parseRun(await cli(['workflow', 'status', 'tour-1', '--json']));
+    expect(run.status).toBe('failed');
+    expect(stepOrder(run).slice(-2)).toEqual(['publish_gate', 'shelved']);
+    expect(run.error).toBe('step "shelved" terminated the run: Shelved: needs a diagram');
+    expect(ended.stderr.trimEnd().split('\n').at(-1)).toContain('Shelved: needs a diagram');
   });
 });
