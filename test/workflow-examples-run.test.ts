@@ -343,7 +343,6 @@ describe('examples/workflows/feature-tour.yaml', () => {
       'shelve',
       '--text',
       'needs a diagram',
-      '--no-continue',
     ]);
     expect(answer.status, answer.stderr).toBe(EXIT_CODES.OK);
     const ended = await running;
