@@ -192,6 +192,10 @@ describe('examples/workflows/issue-to-merge.yaml', () => {
     expect(answered.status, answered.stderr).toBe(EXIT_CODES.OK);
     const done = parseRun(answered);
     expect(done.status).toBe('completed');
+    // The line per event shows what this process spent so far: the agents, each counted once.
+    const spentBefore = waiting.steps.reduce((sum, step) => sum + step.costUsd, 0);
+    const runEnd = answered.stderr.split('\n').find((line) => / run-end /.test(line));
+    expect(runEnd).toContain(` $${(done.costUsd - spentBefore).toFixed(4)} run-end `);
     expect(stepOrder(done)).toEqual([
       'pick_brief',
       'read_brief',
