@@ -145,6 +145,42 @@ describe('examples/workflows/draft-review.yaml', () => {
     expect(modelRequests()).toHaveLength(5);
     expect(done.costUsd).toBeGreaterThan(0);
   });
+  it('ends the review loop at max_visits: 3 when the reviewer never approves; it publishes with the open findings of the last review', async () => {
+    // The example's scenario, less its approving reviewer: every round asks for another revision.
+    const scenario = loadScenario(join(examples, 'draft-review.scenario.json'));
+    sim.setScenario({
+      ...scenario,
+      rules: scenario.rules
+        .filter((rule) => rule.name !== 'later review rounds (Gemini): approve')
+        .map(({ times: _times, ...rule }) => rule),
+    });
+    sim.clearLog();
+    const cwd = temporaryDirectory('switchboard-example-draft-cap-');
+    const file = join(examples, 'draft-review.yaml');
+    const result = await runCli(
+      ['workflow', 'run', file, '-i', 'topic=idempotency keys', '--skip-gates', '--json'],
+      {
+        cwd,
+        env: providerEnvironment(),
+      },
+    );
+    expect(result.status, result.stderr).toBe(EXIT_CODES.OK);
+    const run = parseRun(result);
+    // Three reviews, each followed by a revision; the fourth visit to review goes to on_cap: decide.
+    expect(stepOrder(run)).toEqual([
+      'draft',
+      'review',
+      'revise',
+      'review',
+      'revise',
+      'review',
+      'revise',
+      'decide',
+    ]);
+    expect(run.output).toMatchObject({ published: true, verdict: 'revise' });
+    expect((run.output as { open_findings: unknown[] }).open_findings).toHaveLength(2);
+    expect(modelRequests().filter((entry) => entry.provider === 'gemini')).toHaveLength(3);
+  });
 });
 
 describe('examples/workflows/issue-to-merge.yaml', () => {
