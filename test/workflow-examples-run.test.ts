@@ -230,8 +230,9 @@ describe('examples/workflows/issue-to-merge.yaml', () => {
     expect(done.status).toBe('completed');
     // The line per event shows what this process spent so far: the agents, each counted once.
     const spentBefore = waiting.steps.reduce((sum, step) => sum + step.costUsd, 0);
-    const runEnd = answered.stderr.split('\n').find((line) => / run-end /.test(line));
-    expect(runEnd).toContain(` $${(done.costUsd - spentBefore).toFixed(4)} run-end `);
+    const runEnd = answered.stderr.split('\n').find((line) => / run-end /.test(line)) ?? '';
+    const shown = Number(/ \$(\d+\.\d{4}) run-end /.exec(runEnd)?.[1]);
+    expect(shown, runEnd).toBeCloseTo(done.costUsd - spentBefore, 3);
     expect(stepOrder(done)).toEqual([
       'pick_brief',
       'read_brief',
