@@ -66,6 +66,29 @@ function costOf(event: WorkflowEventRecord): number {
   return typeof cost === 'number' && Number.isFinite(cost) ? cost : 0;
 }
 
+/**
+ * The run's cost so far as events arrive. A step's `step-end` carries its whole cost, which already
+ * includes what its progress events (an agent step's `agent-attempt`) reported on the way: those count
+ * only until their step ends, or a git step's agent would be paid for twice.
+ */
+function costTally(): (event: WorkflowEventRecord) => number {
+  const open = new Map<string, number>();
+  let ended = 0;
+  return (event) => {
+    const cost = costOf(event);
+    const key = event.key ?? event.step ?? '';
+    if (event.type === 'step-end') {
+      open.delete(key);
+      ended += cost;
+    } else if (cost !== 0) {
+      open.set(key, (open.get(key) ?? 0) + cost);
+    }
+    let total = ended;
+    for (const spent of open.values()) total += spent;
+    return total;
+  };
+}
+
 /** An event's plain data fields as `name=value` (nested values left out; events hold no prompt text). */
 function eventDetails(event: WorkflowEventRecord): string {
   return Object.entries(event.data ?? {})
@@ -115,10 +138,10 @@ export function createRunView({
 /** One line per event on stderr, prefixed with the run's clock and cost so far. */
 function lineView(): RunView {
   const started = Date.now();
-  let cost = 0;
+  const tally = costTally();
   return {
     onEvent(event) {
-      cost += costOf(event);
+      const cost = tally(event);
       const where = event.key ?? event.step;
       const details = eventDetails(event);
       const parts = [`[${event.runId}]`, elapsed(Date.now() - started), dollars(cost), event.type];
@@ -141,6 +164,7 @@ function liveView(declared: readonly string[]): RunView {
   let runId = '';
   let current = '';
   let latest = 'starting';
+  const tally = costTally();
   let cost = 0;
   let drawn = 0;
   // A pseudo-terminal may report no width (0); such a one gets a generous default rather than none.
@@ -171,7 +195,7 @@ function liveView(declared: readonly string[]): RunView {
   return {
     onEvent(event) {
       runId = event.runId;
-      cost += costOf(event);
+      cost = tally(event);
       const state = stateOf(event);
       if (event.step !== undefined && state !== undefined) {
         states.set(event.step, state);

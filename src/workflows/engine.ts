@@ -214,7 +214,10 @@ function finishTopStep(
   exec.boundary('step-complete', key);
   if (!terminated) return undefined;
   if (outcome.terminateStatus === 'failed') {
-    const message = outcome.error?.message ?? `step "${step.name}" terminated the run as failed`;
+    // The file's `reason:` is what tells a user why the run ended; it belongs in the run's error.
+    const reason = (outcome.output as { reason?: unknown } | undefined)?.reason;
+    const why = typeof reason === 'string' && reason.trim() !== '' ? `: ${reason.trim()}` : ' as failed';
+    const message = outcome.error?.message ?? `step "${step.name}" terminated the run${why}`;
     return failRun(exec, { code: outcome.error?.code ?? 'WORKFLOW_FAILED', message }, outcome.finalOutput);
   }
   return completeRun(exec, outcome.finalOutput);
