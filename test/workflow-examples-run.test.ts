@@ -71,11 +71,12 @@ async function untilStatus(
   cli: (args: string[]) => Promise<CliRun>,
   runId: string,
   condition: (run: WorkflowRunResult) => boolean,
-): Promise<void> {
+): Promise<WorkflowRunResult> {
   const deadline = Date.now() + 30_000;
   for (;;) {
     const result = await cli(['workflow', 'status', runId, '--json']);
-    if (result.status === 0 && condition(JSON.parse(result.stdout) as WorkflowRunResult)) return;
+    const run = result.status === 0 ? (JSON.parse(result.stdout) as WorkflowRunResult) : undefined;
+    if (run !== undefined && condition(run)) return run;
     if (Date.now() > deadline) throw new Error(`run ${runId} never reached the state: ${result.stdout}`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
@@ -374,7 +375,11 @@ describe('examples/workflows/feature-tour.yaml', () => {
       'tour-1',
       '--json',
     ]);
-    await untilStatus(cli, 'tour-1', (run) => run.steps.some((step) => step.step === 'publish_gate'));
+    // The process waits at the timed gate; status shows the gate, its options and when it times out.
+    const waiting = await untilStatus(cli, 'tour-1', (run) => run.gate?.step === 'publish_gate');
+    expect(waiting.status).toBe('running');
+    expect(waiting.gate?.options.map((option) => option.value)).toContain('shelve');
+    expect(Date.parse(waiting.gate?.timesOutAt ?? '')).toBeGreaterThan(Date.now());
     const answer = await cli([
       'workflow',
       'gate',

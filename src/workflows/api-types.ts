@@ -99,6 +99,8 @@ export interface PendingGate {
   step: string;
   prompt: string;
   options: Array<{ label: string; value: string; promptFor?: string }>;
+  /** A gate with a `timeout` that its process waits at: when it takes its default (ISO time). */
+  timesOutAt?: string;
 }
 
 /** What `run`, `resume`, `gate` and `status` report (`--json` prints exactly this). */

@@ -25,6 +25,7 @@ function stepView(row: WorkflowStepRow, runIsOwned: boolean): StepView {
 }
 
 function pendingGate(rows: readonly WorkflowStepRow[], run: WorkflowRunRow): PendingGate | undefined {
+  if (run.status === 'running') return timedGate(rows);
   if (run.status !== 'waiting') return undefined;
   const row = [...rows].reverse().find((candidate) => candidate.status === 'waiting');
   const output = row?.output as
@@ -32,6 +33,20 @@ function pendingGate(rows: readonly WorkflowStepRow[], run: WorkflowRunRow): Pen
   if (row === undefined || output === undefined) return undefined;
   // A sub-workflow parked at its own gate names that gate.
   return { step: output.step ?? row.step, prompt: output.prompt ?? '', options: output.options ?? [] };
+}
+
+/** A gate with a `timeout` that its run's process is waiting at (its notes hold what to show). */
+function timedGate(rows: readonly WorkflowStepRow[]): PendingGate | undefined {
+  const row = rows.find((candidate) => candidate.status === 'running' && candidate.type === 'human_gate');
+  const gate = row?.progress?.['gate'] as
+    { prompt?: string; options?: PendingGate['options']; timesOutAt?: string } | undefined;
+  if (row === undefined || gate === undefined) return undefined;
+  return {
+    step: row.step,
+    prompt: gate.prompt ?? '',
+    options: gate.options ?? [],
+    ...(gate.timesOutAt === undefined ? {} : { timesOutAt: gate.timesOutAt }),
+  };
 }
 
 /** What `run`, `resume`, `gate` and `status` report, read back from the ledger. */

@@ -13,8 +13,16 @@ export const GATE_POLL_MS = 250;
 export const executeHumanGateStep: StepExecutor = async (context) => {
   const step = context.step as HumanGateStep;
   const prompt = context.render(step.prompt, 'prompt');
+  const options = step.options.map((option) => ({
+    label: option.label,
+    value: option.value,
+    ...(option.promptFor === undefined ? {} : { promptFor: option.promptFor }),
+  }));
   let answer = context.gateAnswer();
   if (answer === undefined && step.timeoutSeconds !== undefined) {
+    // While this process waits, `workflow status` shows the gate from these notes, so anyone can answer it.
+    const timesOutAt = new Date(Date.now() + step.timeoutSeconds * 1000).toISOString();
+    context.recordProgress({ gate: { prompt, options, timesOutAt } });
     answer = await waitForAnswer(context, step.timeoutSeconds * 1000);
     if (answer === undefined) {
       const choice = step.default ?? step.options[0]?.value ?? '';
@@ -25,14 +33,7 @@ export const executeHumanGateStep: StepExecutor = async (context) => {
     return {
       status: 'waiting',
       costUsd: 0,
-      output: {
-        prompt,
-        options: step.options.map((option) => ({
-          label: option.label,
-          value: option.value,
-          ...(option.promptFor === undefined ? {} : { promptFor: option.promptFor }),
-        })),
-      },
+      output: { prompt, options },
     };
   }
   return takeAnswer(context, step, answer);
