@@ -118,16 +118,16 @@ describe('example workflows and their scenarios', () => {
     const file = readExample('draft-review.yaml');
     const input = { topic: 'idempotency keys', audience: 'backend engineers' };
     const scope: TemplateScope = { workflow: { input, name: 'draft-review' }, context: { iteration: 1 } };
-    scope['draft'] = { output: await ask('anthropic:claude-sonnet-4-5', findStep(file, 'draft'), scope) };
+    scope['draft'] = { output: await ask('anthropic:claude-sonnet-4-6', findStep(file, 'draft'), scope) };
     const first = await ask('gemini:gemini-2.5-pro', findStep(file, 'review'), scope);
     expect(first['verdict']).toBe('revise');
     scope['review'] = { output: first };
-    scope['revise'] = { output: await ask('anthropic:claude-sonnet-4-5', findStep(file, 'revise'), scope) };
+    scope['revise'] = { output: await ask('anthropic:claude-sonnet-4-6', findStep(file, 'revise'), scope) };
     const second = await ask('gemini:gemini-2.5-pro', findStep(file, 'review'), scope);
     expect(second['verdict']).toBe('approve');
     scope['review'] = { output: second };
     scope['decide'] = { output: { selected: 'polish', additional_input: { notes: 'Shorter, please.' } } };
-    await ask('anthropic:claude-sonnet-4-5', findStep(file, 'polish'), scope);
+    await ask('anthropic:claude-sonnet-4-6', findStep(file, 'polish'), scope);
   });
 
   it('issue-to-merge: the plan is answered in shape and each task prompt meets its agent rule', async () => {
@@ -141,7 +141,7 @@ describe('example workflows and their scenarios', () => {
       pick_brief: { output: { skill: 'add-feature', confidence: 0.95, method: 'rules', reasoning: '' } },
       read_brief: { output: { stdout: brief, stderr: '', exit_code: 0 } },
     };
-    const plan = await ask('anthropic:claude-sonnet-4-5', findStep(file, 'plan'), scope);
+    const plan = await ask('anthropic:claude-sonnet-4-6', findStep(file, 'plan'), scope);
     scope['plan'] = { output: plan };
     // The agents run in Claude Code; its first request carries the task prompt, which a rule must match.
     const agent = findStep(file, 'implement_task');

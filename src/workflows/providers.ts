@@ -21,7 +21,7 @@ export const CONDUCTOR_PROVIDERS: Readonly<Record<string, string>> = {
 
 /** The model used when neither the step nor `runtime.default_model` names one. */
 const DEFAULT_MODELS: Readonly<Record<string, string>> = {
-  anthropic: 'claude-sonnet-4-5',
+  anthropic: 'claude-sonnet-4-6',
   claude: 'sonnet',
   gemini: '2.5-flash',
 };
