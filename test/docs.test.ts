@@ -22,6 +22,7 @@ const pages: Record<string, string> = {
   metrics: 'docs/serve.md',
   stats: 'docs/serve.md',
   agent: 'docs/agent.md',
+  workflow: 'docs/workflows.md',
 };
 
 /** Every command of the tree with its path, e.g. `agent run`; the root's path is ''. */

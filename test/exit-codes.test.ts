@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EXIT_CODES } from '../src/core/errors.js';
 import type { Scenario } from '../src/sim/scenario.js';
+import { LEDGER_FILE_NAME } from '../src/store/ledger.js';
 import { startSimulator, type Simulator } from '../src/sim/server.js';
 import { endlessToolScenario, writeFileScenario } from './helpers/agent-scenarios.js';
 import { claudeProcessIds, waitForNoNewClaudeProcesses } from './helpers/claude.js';
@@ -120,6 +121,57 @@ async function busyPort(): Promise<{ port: number; server: Server }> {
   return { port: address.port, server };
 }
 
+/** A workflow file (Conductor format) written into a fresh workspace; returns the workspace. */
+function workflowFile(yaml: string, name = 'flow.yaml'): string {
+  const cwd = workspace();
+  writeFileSync(join(cwd, name), yaml);
+  return cwd;
+}
+
+/** A run parked at a human gate. */
+const GATED = `workflow:
+  name: gated
+  entry_point: approve
+agents:
+  - name: approve
+    type: human_gate
+    prompt: Ship it?
+    options:
+      - { label: Ship, value: ship, route: $end }
+      - { label: Stop, value: stop, route: $end }
+`;
+
+/** A run that sits in a wait step long enough for another process to act on it. */
+const SLOW = `workflow:
+  name: slow
+  entry_point: pause
+agents:
+  - name: pause
+    type: wait
+    duration: 60s
+    routes:
+      - to: $end
+`;
+
+/** Polls \`workflow status --json\` until the run is in its wait step (another process advances it). */
+async function untilRunning(runId: string, cwd: string): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const status = await run(['workflow', 'status', runId, '--json'], cwd);
+    if (status.status === 0) {
+      const view = JSON.parse(status.stdout) as { status: string; steps: { step: string; status: string }[] };
+      if (
+        view.status === 'running' &&
+        view.steps.some((step) => step.step === 'pause' && step.status === 'running')
+      )
+        return;
+    }
+    if (Date.now() > deadline)
+      throw new Error(`run ${runId} never reached its wait step: ${status.stdout}${status.stderr}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
 /** A case runs the CLI into the code, or names the CLI test elsewhere that already asserts it. */
 type Case = (() => Promise<CliRun>) | { coveredBy: { file: string; test: string } };
 
@@ -217,6 +269,80 @@ const cases: Record<keyof typeof EXIT_CODES, Case> = {
     ),
   RUN_NOT_FOUND: () => run(['agent', 'show', 'no-such-run']),
   SETUP_FAILED: () => agentRun({ rules: [], fallback: { text: 'unused' } }, { setup: 'exit 3' }),
+  // The workflow cases: files with no LLM step, so only the engine, the ledger and the CLI are involved.
+  WORKFLOW_INVALID: () => {
+    // A step type Conductor does not have: refused before anything runs, naming the step and field.
+    const cwd = workflowFile(
+      'workflow:\n  name: broken\n  entry_point: first\nagents:\n  - name: first\n    type: teleport\n    routes:\n      - to: $end\n',
+    );
+    return run(['workflow', 'run', 'flow.yaml'], cwd);
+  },
+  WORKFLOW_TEMPLATE: () => {
+    // Calling a method a string does not have fails only when the template is rendered.
+    const cwd = workflowFile(
+      'workflow:\n  name: bad-template\n  entry_point: first\n  input:\n    name: { type: string, default: ada }\nagents:\n  - name: first\n    type: set\n    value: "{{ workflow.input.name.nosuch() }}"\n    routes:\n      - to: $end\n',
+    );
+    return run(['workflow', 'run', 'flow.yaml'], cwd);
+  },
+  WORKFLOW_WAITING: () => run(['workflow', 'run', 'flow.yaml'], workflowFile(GATED)),
+  WORKFLOW_FAILED: () => {
+    const cwd = workflowFile(
+      'workflow:\n  name: refuse\n  entry_point: stop\nagents:\n  - name: stop\n    type: terminate\n    status: failed\n    reason: the input is not safe to process\n',
+    );
+    return run(['workflow', 'run', 'flow.yaml'], cwd);
+  },
+  WORKFLOW_LOCKED: async () => {
+    // A second process may not advance a run the first one is advancing.
+    const cwd = workflowFile(SLOW);
+    const first = run(['workflow', 'run', 'flow.yaml', '--run-id', 'slow-locked'], cwd);
+    try {
+      await untilRunning('slow-locked', cwd);
+      return await run(['workflow', 'resume', 'slow-locked'], cwd);
+    } finally {
+      await run(['workflow', 'cancel', 'slow-locked'], cwd);
+      await first;
+    }
+  },
+  WORKFLOW_CHANGED: async () => {
+    const cwd = workflowFile(GATED);
+    const parked = await run(['workflow', 'run', 'flow.yaml', '--run-id', 'changed'], cwd);
+    expect(parked.status, parked.stderr).toBe(EXIT_CODES.WORKFLOW_WAITING);
+    writeFileSync(join(cwd, 'flow.yaml'), `${GATED}# edited after the run started\n`);
+    return run(['workflow', 'resume', 'changed'], cwd);
+  },
+  WORKFLOW_LIMIT: () => {
+    // A loop capped by max_visits with no on_cap: the run ends at the cap, resumable with more.
+    const cwd = workflowFile(
+      'workflow:\n  name: loop\n  entry_point: again\nagents:\n  - name: again\n    type: set\n    value: tick\n    max_visits: 2\n    routes:\n      - to: again\n',
+    );
+    return run(['workflow', 'run', 'flow.yaml'], cwd);
+  },
+  WORKFLOW_CANCELLED: async () => {
+    // The run's own process ends with the code once another process cancels the run.
+    const cwd = workflowFile(SLOW);
+    const first = run(['workflow', 'run', 'flow.yaml', '--run-id', 'slow-cancelled'], cwd);
+    await untilRunning('slow-cancelled', cwd);
+    const cancelled = await run(['workflow', 'cancel', 'slow-cancelled'], cwd);
+    expect(cancelled.status, cancelled.stderr).toBe(0);
+    return first;
+  },
+  WORKFLOW_LOST: async () => {
+    // Another owner takes the run over while this process waits (its token replaced in the real ledger
+    // file, as a takeover does): the step's completion write is fenced, nothing is recorded, exit 58.
+    const cwd = workflowFile(SLOW.replace('60s', '3s'));
+    const first = run(['workflow', 'run', 'flow.yaml', '--run-id', 'slow-lost'], cwd);
+    await untilRunning('slow-lost', cwd);
+    const { default: Database } = await import('better-sqlite3');
+    const ledger = new Database(join(cwd, '.switchboard', LEDGER_FILE_NAME));
+    try {
+      ledger
+        .prepare("UPDATE workflow_runs SET owner_token = 'another-process' WHERE id = ?")
+        .run('slow-lost');
+    } finally {
+      ledger.close();
+    }
+    return first;
+  },
   ABORTED: {
     coveredBy: {
       file: 'test/cli-agent.test.ts',

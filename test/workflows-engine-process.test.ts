@@ -183,6 +183,11 @@ describe('kill -9 at each step boundary, then resume', () => {
           ? await runChild({ ...base, mode: 'start' }, { SWITCHBOARD_TEST_KILL_AT: `${boundary}:/b/0` }).done
           : await runChild({ ...base, mode: 'start', killAt: { boundary, key: 'run-kill/b/0' } }).done;
       expect(killed.signal).toBe('SIGKILL');
+      // The dead owner's fields stay in the row; status must not call its step running.
+      const interrupted = workflowStatus('run-kill', { stateDir: dir }).steps.find(
+        (step) => step.key === 'run-kill/b/0',
+      );
+      expect(interrupted?.status).toBe(boundary === 'step-complete' ? 'completed' : 'interrupted');
       const resumed = await runChild({ ...base, mode: 'resume' }).done;
       expect(resumed.json?.error).toBeUndefined();
       expect(resumed.json?.result).toMatchObject({ status: 'completed', output: { v: 'A-ok' } });

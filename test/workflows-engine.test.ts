@@ -101,13 +101,17 @@ describe('workflow engine: a linear run', () => {
     });
   });
 
-  it('ends the run when no route matches, as Conductor does, and fails on a route to nowhere', async () => {
+  it('ends the run after a step without routes, fails one whose routes all miss (as Conductor), and fails a route to nowhere', async () => {
     const dir = stateDir();
-    const ends = workflow([
+    const ends = workflow([setStep('only', { x: '1' })]);
+    expect(await startWorkflowRun(ends, engineOptions(dir, ends))).toMatchObject({ status: 'completed' });
+    const misses = workflow([
       setStep('only', { x: '1' }, [{ to: 'never', when: '{{ output.x == 2 }}' }]),
       setStep('never', {}),
     ]);
-    expect(await startWorkflowRun(ends, engineOptions(dir, ends))).toMatchObject({ status: 'completed' });
+    const missed = await startWorkflowRun(misses, engineOptions(dir, misses));
+    expect(missed).toMatchObject({ status: 'failed', errorCode: 'WORKFLOW_FAILED', step: 'only' });
+    expect(missed.error).toBe('/virtual/test.yaml: step "only": none of its 1 routes matched its output');
     const nowhere = workflow([setStep('only', { x: '1' }, [{ to: 'missing' }])]);
     const failed = await startWorkflowRun(nowhere, engineOptions(dir, nowhere));
     expect(failed).toMatchObject({ status: 'failed', errorCode: 'WORKFLOW_INVALID' });

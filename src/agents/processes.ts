@@ -1,4 +1,4 @@
-import { killProcessTree } from '../providers/claude-code/process-group.js';
+import { killProcessTree, taggedProcesses } from '../providers/claude-code/process-group.js';
 
 /** Environment variable that marks every process of one agent run, so all of them can be found and killed. */
 export const PROCESS_TAG_VARIABLE = 'SWITCHBOARD_AGENT_TAG';
@@ -12,8 +12,16 @@ export function runProcessTag(runId: string): string {
  * Kills a run's recorded child (Claude Code or the verify command) with its whole tree, including
  * commands Claude Code started in sessions of their own, and every process still carrying the run's
  * tag (orphans of a crashed runner). Works from any process of the same user, e.g. `agent cancel`.
+ * Without a recorded child (a runner killed during setup or verify, between recording pids) the tagged
+ * processes are found and killed all the same.
  */
 export function killRunProcesses(pid: number | undefined, runId: string): number[] {
-  if (pid === undefined || pid <= 0) return [];
-  return killProcessTree(pid, { name: PROCESS_TAG_VARIABLE, value: runProcessTag(runId) });
+  const tag = { name: PROCESS_TAG_VARIABLE, value: runProcessTag(runId) };
+  if (pid !== undefined && pid > 0) return killProcessTree(pid, tag);
+  const killed = new Set<number>();
+  for (const orphan of taggedProcesses(tag)) {
+    if (killed.has(orphan) || orphan === process.pid) continue;
+    for (const victim of killProcessTree(orphan, tag)) killed.add(victim);
+  }
+  return [...killed];
 }

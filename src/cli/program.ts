@@ -10,6 +10,7 @@ import { registerServeCommand } from './serve.js';
 import { registerSimCommand } from './sim.js';
 import { registerStatsCommand } from './stats.js';
 import { useOneLineUsageErrors } from './usage-errors.js';
+import { registerWorkflowCommand } from './workflow.js';
 
 const packageJson = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
   version: string;
@@ -37,6 +38,7 @@ export function createProgram(): Command {
   registerServeCommand(program);
   registerMetricsCommand(program);
   registerAgentCommand(program);
+  registerWorkflowCommand(program);
   useOneLineUsageErrors(program);
   return program;
 }

@@ -103,6 +103,14 @@ const fileSchema = z.strictObject({
         .optional(),
     })
     .optional(),
+  workflows: z
+    .strictObject({
+      /** Conductor provider name → Switchboard spec or chain: `copilot: claude:sonnet`. */
+      provider_map: z
+        .record(z.string().min(1), z.string().min(1, 'map a provider to a spec such as claude:sonnet'))
+        .optional(),
+    })
+    .optional(),
 });
 
 /** Routing settings after merging file, environment and flags. Paths are absolute. */
@@ -155,6 +163,16 @@ export interface SwitchboardConfig {
   route: RouteSettings;
   claude: ClaudeSettings;
   call: CallSettings;
+  workflows: WorkflowSettings;
+}
+
+/** Workflow settings (`workflows:` in switchboard.yaml). */
+export interface WorkflowSettings {
+  /**
+   * Conductor provider names a workflow file uses → Switchboard spec or chain (`copilot` →
+   * `claude:sonnet`); `--provider-map name=spec` adds to it and wins.
+   */
+  providerMap: Record<string, string>;
 }
 
 /**
@@ -263,6 +281,7 @@ export function loadConfig({
     route,
     claude: claudeSettings(file.claude, fromFile, environment.claudeExecutable),
     call: callSettings(file),
+    workflows: { providerMap: { ...file.workflows?.provider_map } },
   };
   if (exists) config.configFile = path;
   return config;

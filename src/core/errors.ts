@@ -156,6 +156,24 @@ export const EXIT_CODES = {
   RUN_NOT_FOUND: 47,
   /** `switchboard agent`: the task's setup command failed, or left files git does not ignore. */
   SETUP_FAILED: 48,
+  /** `switchboard workflow`: the workflow file or an input is invalid (malformed YAML, unknown key, route to nowhere, missing input); nothing ran. */
+  WORKFLOW_INVALID: 50,
+  /** `switchboard workflow`: a template or `when` failed at run time; the run stopped there, finished steps kept. */
+  WORKFLOW_TEMPLATE: 51,
+  /** `switchboard workflow`: the run is parked at a human gate; answer it with `workflow gate`. Not a failure. */
+  WORKFLOW_WAITING: 52,
+  /** `switchboard workflow`: a step failed (or a terminate step ended the run as failed). */
+  WORKFLOW_FAILED: 53,
+  /** `switchboard workflow`: another live process is advancing the run; nothing was done. */
+  WORKFLOW_LOCKED: 54,
+  /** `switchboard workflow resume`: the workflow file changed since the run started; `--migrate` resumes anyway. */
+  WORKFLOW_CHANGED: 55,
+  /** `switchboard workflow`: `max_iterations`, `timeout_seconds` or a `max_visits` without `on_cap` ended the run; resumable with a higher limit. */
+  WORKFLOW_LIMIT: 56,
+  /** `switchboard workflow`: the run was cancelled (`workflow cancel`). */
+  WORKFLOW_CANCELLED: 57,
+  /** `switchboard workflow`: this process lost the run to another (its lock was taken over); it recorded nothing more. */
+  WORKFLOW_LOST: 58,
   ABORTED: 130,
 } as const satisfies Record<string, number>;
 

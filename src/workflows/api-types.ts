@@ -16,6 +16,8 @@ export interface WorkflowEngineOptions {
   providers?: ProviderRegistry;
   /** Conductor provider name → Switchboard spec or chain (`copilot` → `claude:sonnet`); config `workflows.provider_map`. */
   providerMap?: Record<string, string>;
+  /** Roles of switchboard.yaml (`drafter: claude:sonnet,anthropic:claude-sonnet-4-5`): a step's `model:` may name one. */
+  roles?: Record<string, string>;
   /** `--provider`: a spec or chain every LLM step uses unless the map names its provider. */
   provider?: string;
   /** Take each gate's first option instead of parking. @default false */
@@ -62,7 +64,7 @@ export interface ResumeWorkflowOptions extends WorkflowEngineOptions {
   limits?: WorkflowLimitOverrides;
 }
 
-/** `resume --max-iterations / --timeout-seconds / --budget-usd`. */
+/** `resume --max-iterations / --timeout / --budget`. */
 export type WorkflowLimitOverrides = Partial<
   Pick<WorkflowLimits, 'maxIterations' | 'timeoutSeconds' | 'budgetUsd'>
 >;

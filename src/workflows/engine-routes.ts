@@ -1,3 +1,4 @@
+import { SwitchboardError } from '../core/errors.js';
 import { coerceJson, evaluateCondition, renderTemplate } from './engine-deps.js';
 import { END, type RouteDefinition } from './model.js';
 import type { TemplateScope } from './step-executor.js';
@@ -7,7 +8,7 @@ export interface RouteChoice {
   target: string;
   /** The step's output with the taken route's `output:` fields merged in. */
   output: unknown;
-  /** Index of the route taken; undefined when none matched (or there were none) and the run ends. */
+  /** Index of the route taken; undefined when the step has no routes and the run ends. */
   index?: number;
 }
 
@@ -17,7 +18,8 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 
 /**
  * Picks a step's successor, as Conductor does: routes in order, the first whose `when` holds (or that has
- * none) wins; no routes, or none matching, ends the run. `when` sees the scope plus the step's own output
+ * none) wins; no routes ends the run; routes of which none matches fail it (Conductor's router raises
+ * there: the file lacks a catch-all). `when` sees the scope plus the step's own output
  * as `output` and, when it is an object, its fields bare (`exit_code == 0`).
  */
 export function chooseRoute(
@@ -34,7 +36,15 @@ export function chooseRoute(
     }
     return { target: route.to, output: withRouteOutput(route, output, conditionScope, where, index), index };
   }
-  return { target: END, output };
+  if (routes.length === 0) return { target: END, output };
+  throw new SwitchboardError(
+    'WORKFLOW_FAILED',
+    `${where.file}: step "${where.step}": none of its ${routes.length} routes matched its output`,
+    {
+      hint: 'add a last route without `when:` (for instance `- to: $end`), then `switchboard workflow resume RUN --migrate`',
+      details: { file: where.file, step: where.step },
+    },
+  );
 }
 
 /** Conductor's route `output:` mapping: rendered templates merged into the step's output. */

@@ -153,6 +153,7 @@ function resolveSpec(
     ...(step === undefined ? {} : { step }),
     runtime: exec.workflow.runtime,
     ...(exec.options.providerMap === undefined ? {} : { providerMap: exec.options.providerMap }),
+    ...(exec.options.roles === undefined ? {} : { roles: exec.options.roles }),
     ...(exec.options.provider === undefined ? {} : { override: exec.options.provider }),
   });
 }

@@ -1,5 +1,6 @@
 import type { WorkflowRunRow, WorkflowStepRow, WorkflowStore } from '../store/workflow-records.js';
 import type { PendingGate, StepView, WorkflowRunResult } from './api-types.js';
+import { runOwner } from './run-lock.js';
 import { END, type StepDefinition, type StepType, type WorkflowDefinition } from './model.js';
 
 function stepView(row: WorkflowStepRow, runIsOwned: boolean): StepView {
@@ -45,7 +46,8 @@ export function runView(
     workflow: run.workflow,
     status: run.status,
     costUsd: run.costUsd,
-    steps: rows.map((row) => stepView(row, run.owner !== undefined)),
+    // A dead owner (kill -9) leaves its fields behind: only a live one makes a `running` step running.
+    steps: rows.map((row) => stepView(row, run.owner !== undefined && runOwner(run) !== undefined)),
   };
   const step =
     run.currentStep === END ? rows.filter((row) => row.groupKey === undefined).at(-1)?.step : run.currentStep;

@@ -168,7 +168,7 @@ function processTable(): Map<number, [number, number]> {
 }
 
 /** Processes (Linux only) whose environment holds `tag`; processes of other users are skipped. */
-function taggedProcesses(tag: ProcessTag): number[] {
+export function taggedProcesses(tag: ProcessTag): number[] {
   if (process.platform !== 'linux') return [];
   const needle = `\0${tag.name}=${tag.value}\0`;
   const found: number[] = [];

@@ -413,7 +413,6 @@ class GitStepExecution {
   ): AgentInvocation {
     const { worktree } = this.current;
     const spentBefore = this.current.spentUsd;
-    let lastWrite = 0;
     const mcp = claudeMcpServers(this.context.mcpServers);
     const invocation: AgentInvocation = {
       cwd: worktree,
@@ -443,10 +442,9 @@ class GitStepExecution {
       onSpawn: (pid) => this.record({ childPid: pid }),
       onProgress: (progress) => {
         // The running cost reaches the notes, so an attempt killed midway still counts what it spent.
-        const now = Date.now();
-        if (now - lastWrite < 1_000) return;
-        lastWrite = now;
-        this.record({ spentUsd: spentBefore + progress.costUsd });
+        // Every change is written (one small row update per answer): a kill -9 would lose a deferred one.
+        const spentUsd = spentBefore + progress.costUsd;
+        if (spentUsd !== this.current.spentUsd) this.record({ spentUsd });
       },
     };
     if (mcp.tools.length > 0) invocation.mcpServers = mcp.servers;

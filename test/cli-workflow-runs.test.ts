@@ -1,0 +1,467 @@
+import { execFile } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { EXIT_CODES } from '../src/core/errors.js';
+import { startSimulator } from '../src/sim/server.js';
+import type { WorkflowEventRecord, WorkflowRunResult } from '../src/workflows/api-types.js';
+import { runCli, type CliRun } from './helpers/run-cli.js';
+
+// `switchboard workflow` running real workflow files: the built CLI, the engine, a real SQLite ledger
+// in a temporary folder, real subprocesses for script steps, and `switchboard sim` for LLM steps.
+
+const cli = join(import.meta.dirname, '..', 'dist/cli/main.js');
+const temporary: string[] = [];
+afterAll(() => {
+  for (const directory of temporary) rmSync(directory, { recursive: true, force: true });
+});
+
+interface Workspace {
+  cwd: string;
+  run(args: string[], env?: NodeJS.ProcessEnv): Promise<CliRun>;
+  json<T>(args: string[]): Promise<T>;
+  file(name: string, text: string): string;
+}
+
+function workspace(): Workspace {
+  const cwd = realpathSync(mkdtempSync(join(tmpdir(), 'switchboard-wf-runs-')));
+  temporary.push(cwd);
+  const run = (args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliRun> =>
+    runCli(args, { cwd, env: { ...process.env, ...env } });
+  return {
+    cwd,
+    run,
+    async json<T>(args: string[]): Promise<T> {
+      const result = await run([...args, '--json']);
+      expect(result.stderr).not.toMatch(/\n\s+at /);
+      return JSON.parse(result.stdout) as T;
+    },
+    file(name, text) {
+      writeFileSync(join(cwd, name), text);
+      return name;
+    },
+  };
+}
+
+/** Inputs → a set step → a script step (typed JSON on stdout) → the workflow's output. */
+const HELLO = `workflow:
+  name: hello
+  entry_point: greet
+  input:
+    name: { type: string }
+agents:
+  - name: greet
+    type: set
+    value: "Hello, {{ workflow.input.name }}"
+    routes:
+      - to: shout
+  - name: shout
+    type: script
+    command: sh
+    args: ["-c", "echo ran >> '{{ workflow.dir }}/shout.log'; printf '{\\"loud\\": \\"%s\\"}' \\"$(echo '{{ greet.output }}' | tr a-z A-Z)\\""]
+    routes:
+      - to: $end
+output:
+  greeting: "{{ greet.output }}"
+  loud: "{{ shout.output.loud }}"
+`;
+
+/** A script step (counted in a file), then a gate, then a second gate. */
+const GATED = `workflow:
+  name: gated
+  entry_point: prepare
+agents:
+  - name: prepare
+    type: script
+    command: sh
+    args: ["-c", "echo ran >> '{{ workflow.dir }}/prepare.log'"]
+    routes:
+      - to: approve
+  - name: approve
+    type: human_gate
+    prompt: Ship the release?
+    options:
+      - { label: Ship it, value: ship, route: confirm }
+      - { label: Not yet, value: hold, route: $end, prompt_for: why }
+  - name: confirm
+    type: human_gate
+    prompt: Really?
+    options:
+      - { label: Yes, value: "yes", route: done }
+      - { label: No, value: "no", route: $end }
+  - name: done
+    type: set
+    value: "{{ approve.output.selected }}-{{ confirm.output.selected }}"
+    routes:
+      - to: $end
+output:
+  decision: "{{ done.output }}"
+`;
+
+/** A wait long enough to watch the run while it is running. */
+const SLOW = `workflow:
+  name: slow
+  entry_point: pause
+agents:
+  - name: pause
+    type: wait
+    duration: 2s
+    routes:
+      - to: after
+  - name: after
+    type: set
+    value: done
+    routes:
+      - to: $end
+output:
+  result: "{{ after.output }}"
+`;
+
+/** Polls until `status --json` of the run satisfies `condition`. */
+async function untilStatus(
+  space: Workspace,
+  runId: string,
+  condition: (run: WorkflowRunResult) => boolean,
+): Promise<WorkflowRunResult> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const result = await space.run(['workflow', 'status', runId, '--json']);
+    if (result.status === 0) {
+      const run = JSON.parse(result.stdout) as WorkflowRunResult;
+      if (condition(run)) return run;
+    }
+    if (Date.now() > deadline) throw new Error(`run ${runId} never reached the state: ${result.stdout}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+describe('switchboard workflow run', () => {
+  it('--json prints one WorkflowRunResult: completed, with the output of the workflow and every step', async () => {
+    const space = workspace();
+    space.file('hello.yaml', HELLO);
+    const result = await space.run(['workflow', 'run', 'hello.yaml', '-i', 'name=Ada', '--json']);
+    expect(result.status, result.stderr).toBe(EXIT_CODES.OK);
+    const run = JSON.parse(result.stdout) as WorkflowRunResult;
+    expect(run).toMatchObject({
+      workflow: 'hello',
+      status: 'completed',
+      output: { greeting: 'Hello, Ada', loud: 'HELLO, ADA' },
+      costUsd: 0,
+    });
+    expect(typeof run.id).toBe('string');
+    expect(run.steps.map((step) => [step.step, step.status, step.attempts])).toEqual([
+      ['greet', 'completed', 1],
+      ['shout', 'completed', 1],
+    ]);
+  });
+
+  it('without a terminal writes one line per event on stderr, and the summary and output on stdout', async () => {
+    const space = workspace();
+    space.file('hello.yaml', HELLO);
+    const result = await space.run(['wf', 'run', 'hello.yaml', '-i', 'name=Bo']);
+    expect(result.status, result.stderr).toBe(0);
+    const [summary, ...output] = result.stdout.trimEnd().split('\n');
+    expect(summary).toMatch(/^(\S+): completed at shout \(2 steps, \$0\.0000\)$/);
+    const runId = /^(\S+):/.exec(summary ?? '')?.[1] as string;
+    expect(JSON.parse(output.join('\n'))).toEqual({ greeting: 'Hello, Bo', loud: 'HELLO, BO' });
+    const lines = result.stderr.trimEnd().split('\n');
+    expect(lines.length).toBeGreaterThanOrEqual(4);
+    for (const line of lines)
+      expect(line).toMatch(new RegExp(`^\\[${runId}\\] \\d+\\.\\ds \\$\\d+\\.\\d{4} \\S+`));
+    expect(lines.some((line) => line.includes('greet'))).toBe(true);
+    expect(lines.some((line) => line.includes('shout'))).toBe(true);
+  });
+
+  it('on a terminal shows a live view of the steps and leaves the terminal as it found it', async () => {
+    const space = workspace();
+    space.file('slow.yaml', SLOW);
+    // `script` gives the CLI a pseudo-terminal; its transcript is everything the terminal received.
+    const transcript = join(space.cwd, 'tty.txt');
+    const command = `${JSON.stringify(process.execPath)} ${JSON.stringify(cli)} workflow run slow.yaml`;
+    await new Promise<void>((resolve, reject) => {
+      execFile('script', ['-qec', command, transcript], { cwd: space.cwd, timeout: 60_000 }, (error) =>
+        error === null ? resolve() : reject(error),
+      );
+    });
+    const screen = readFileSync(transcript, 'utf8');
+    expect(screen).toMatch(/steps: \d+ done · \d+ running · \d+ pending/);
+    expect(screen).toContain('pause');
+    expect(screen).toMatch(/completed at after/);
+    expect(screen, 'the cursor is never hidden').not.toContain('\x1b[?25l');
+    expect(screen, 'line wrapping is never turned off').not.toContain('\x1b[?7l');
+  });
+
+  it('a missing required input is refused before anything runs, naming the input', async () => {
+    const space = workspace();
+    space.file('hello.yaml', HELLO);
+    const result = await space.run(['workflow', 'run', 'hello.yaml']);
+    expect(result.status, result.stderr).toBe(EXIT_CODES.WORKFLOW_INVALID);
+    expect(result.stderr.trimEnd()).toMatch(/^switchboard: .*"?name"?.*\(.+\)$/);
+    expect(existsSync(join(space.cwd, 'shout.log'))).toBe(false);
+    expect(await space.json<WorkflowRunResult[]>(['workflow', 'ls'])).toEqual([]);
+  });
+
+  it('--dry-run runs nothing', async () => {
+    const space = workspace();
+    space.file('hello.yaml', HELLO);
+    const result = await space.run(['workflow', 'run', 'hello.yaml', '-i', 'name=Ada', '--dry-run']);
+    expect(result.status, result.stderr).toBe(0);
+    expect(existsSync(join(space.cwd, 'shout.log'))).toBe(false);
+  });
+});
+
+describe('gates', () => {
+  it('a parked run exits WORKFLOW_WAITING with the command that answers it; gate continues it; finished steps never run again', async () => {
+    const space = workspace();
+    space.file('gated.yaml', GATED);
+    const parked = await space.run(['workflow', 'run', 'gated.yaml', '--run-id', 'rel-1']);
+    expect(parked.status, parked.stderr).toBe(EXIT_CODES.WORKFLOW_WAITING);
+    expect(parked.stderr.trimEnd().split('\n').at(-1)).toBe(
+      'switchboard: run rel-1 is waiting at gate "approve" (answer it: switchboard workflow gate rel-1 approve --choose ship)',
+    );
+    expect(parked.stdout).toContain('answer    switchboard workflow gate rel-1 approve --choose ship');
+
+    const status = await space.run(['workflow', 'status', 'rel-1']);
+    expect(status.status).toBe(0);
+    expect(status.stdout).toMatch(/^run {7}rel-1 \(waiting\)$/m);
+    expect(status.stdout).toMatch(/^step {6}approve$/m);
+    expect(status.stdout).toMatch(/^STEP\s+TYPE\s+STATUS\s+ATTEMPTS\s+DURATION\s+COST/m);
+    expect(status.stdout).toMatch(/^prepare\S*\s+script\s+completed\s+1\s+\d+\.\ds\s+\$0\.0000/m);
+    expect(status.stdout).toMatch(/^gate {6}approve: Ship the release\?$/m);
+    expect(status.stdout).toMatch(/^ {2}ship\s+Ship it$/m);
+    expect(status.stdout).toMatch(/^ {2}hold\s+Not yet \(asks for why: --text "…"\)$/m);
+
+    // The second gate is answered before the run reaches it: the answer is kept.
+    const early = await space.run([
+      'workflow',
+      'gate',
+      'rel-1',
+      'confirm',
+      '--choose',
+      'yes',
+      '--no-continue',
+    ]);
+    expect(early.status, early.stderr).toBe(0);
+    const view = await space.json<WorkflowRunResult>(['workflow', 'status', 'rel-1']);
+    expect(view.status).toBe('waiting');
+
+    const answered = await space.run([
+      'workflow',
+      'gate',
+      'rel-1',
+      '--choose',
+      'ship',
+      '--by',
+      'tester',
+      '--json',
+    ]);
+    expect(answered.status, answered.stderr).toBe(0);
+    const done = JSON.parse(answered.stdout) as WorkflowRunResult;
+    expect(done).toMatchObject({ id: 'rel-1', status: 'completed', output: { decision: 'ship-yes' } });
+    expect(readFileSync(join(space.cwd, 'prepare.log'), 'utf8')).toBe('ran\n');
+  });
+
+  it('--skip-gates takes the first option of every gate', async () => {
+    const space = workspace();
+    space.file('gated.yaml', GATED);
+    const run = await space.json<WorkflowRunResult>(['workflow', 'run', 'gated.yaml', '--skip-gates']);
+    expect(run).toMatchObject({ status: 'completed', output: { decision: 'ship-yes' } });
+  });
+});
+
+describe('status, ls, logs, cancel, resume', () => {
+  it('logs prints the event log in order; --json one object per line; --follow ends with the run', async () => {
+    const space = workspace();
+    space.file('slow.yaml', SLOW);
+    const running = space.run(['workflow', 'run', 'slow.yaml', '--run-id', 'slow-1']);
+    await untilStatus(space, 'slow-1', (run) => run.steps.some((step) => step.step === 'pause'));
+    const followed = await space.run(['workflow', 'logs', 'slow-1', '--follow', '--json']);
+    expect((await running).status).toBe(0);
+    expect(followed.status, followed.stderr).toBe(0);
+    const events = followed.stdout
+      .trimEnd()
+      .split('\n')
+      .map((line) => JSON.parse(line) as WorkflowEventRecord);
+    expect(events.every((event) => event.runId === 'slow-1')).toBe(true);
+    const seqs = events.map((event) => event.seq);
+    expect(seqs).toEqual([...seqs].sort((a, b) => a - b));
+    expect(new Set(seqs).size).toBe(seqs.length);
+    expect(events.some((event) => event.step === 'after')).toBe(true);
+
+    const text = await space.run(['workflow', 'logs', 'slow-1']);
+    expect(text.stdout.trimEnd().split('\n')).toHaveLength(events.length);
+    expect(text.stdout).toMatch(/^\S+\s+\d+ \S+\s+slow-1\/pause/m);
+  });
+
+  it('ls lists runs newest first', async () => {
+    const space = workspace();
+    space.file('hello.yaml', HELLO);
+    await space.run(['workflow', 'run', 'hello.yaml', '-i', 'name=A', '--run-id', 'first']);
+    await space.run(['workflow', 'run', 'hello.yaml', '-i', 'name=B', '--run-id', 'second']);
+    const runs = await space.json<WorkflowRunResult[]>(['workflow', 'ls']);
+    expect(runs.map((run) => [run.id, run.status])).toEqual([
+      ['second', 'completed'],
+      ['first', 'completed'],
+    ]);
+    const text = await space.run(['workflow', 'ls', '--limit', '1']);
+    expect(text.stdout).toMatch(/^second\s+completed\s+\$0\.0000\s+hello/);
+    expect(text.stdout.trimEnd().split('\n')).toHaveLength(1);
+  });
+
+  it('a run ended by max_iterations resumes with a higher limit, without running finished steps again', async () => {
+    const space = workspace();
+    space.file(
+      'loop.yaml',
+      `workflow:
+  name: loop
+  entry_point: tick
+  limits: { max_iterations: 2 }
+agents:
+  - name: tick
+    type: script
+    command: sh
+    args: ["-c", "echo tick >> '{{ workflow.dir }}/ticks.log'"]
+    routes:
+      - to: $end
+        when: "{{ context.iteration >= 4 }}"
+      - to: tick
+`,
+    );
+    const limited = await space.run(['workflow', 'run', 'loop.yaml', '--run-id', 'loop-1']);
+    expect(limited.status, limited.stderr).toBe(EXIT_CODES.WORKFLOW_LIMIT);
+    expect(limited.stderr.trimEnd().split('\n').at(-1)).toMatch(
+      /^switchboard: .+\(raise the limit: switchboard workflow resume loop-1 --max-iterations N/,
+    );
+    const ticksBefore = readFileSync(join(space.cwd, 'ticks.log'), 'utf8').split('\n').length - 1;
+    expect(ticksBefore).toBe(2);
+    const resumed = await space.json<WorkflowRunResult>([
+      'workflow',
+      'resume',
+      'loop-1',
+      '--max-iterations',
+      '10',
+    ]);
+    expect(resumed.status).toBe('completed');
+    const ticks = readFileSync(join(space.cwd, 'ticks.log'), 'utf8').split('\n').length - 1;
+    expect(ticks).toBe(resumed.steps.length);
+  });
+
+  it('cancel stops a running run; status shows it cancelled', async () => {
+    const space = workspace();
+    space.file('slow.yaml', SLOW.replace('2s', '60s'));
+    const running = space.run(['workflow', 'run', 'slow.yaml', '--run-id', 'slow-2']);
+    await untilStatus(space, 'slow-2', (run) => run.steps.some((step) => step.step === 'pause'));
+    const cancel = await space.run(['workflow', 'cancel', 'slow-2']);
+    expect(cancel.status, cancel.stderr).toBe(0);
+    expect(cancel.stdout).toBe('slow-2 cancelled\n');
+    expect((await running).status).toBe(EXIT_CODES.WORKFLOW_CANCELLED);
+    expect((await space.json<WorkflowRunResult>(['workflow', 'status', 'slow-2'])).status).toBe('cancelled');
+  });
+
+  it('status of an unknown run is RUN_NOT_FOUND', async () => {
+    const space = workspace();
+    const result = await space.run(['workflow', 'status', 'no-such-run']);
+    expect(result.status).toBe(EXIT_CODES.RUN_NOT_FOUND);
+    expect(result.stderr.trimEnd()).toMatch(/^switchboard: .*no-such-run.*\(.+\)$/);
+  });
+});
+
+describe('providers', () => {
+  it('workflows.provider_map maps a Conductor provider; --provider-map wins over it', async () => {
+    const sim = await startSimulator({
+      maxLifetimeMs: 120_000,
+      scenario: {
+        rules: [
+          {
+            match: { provider: 'gemini' },
+            reply: { text: '{"answer": "from gemini"}', model: 'gemini-2.5-flash' },
+          },
+        ],
+        fallback: { text: '{"answer": "from anthropic"}' },
+      },
+    });
+    try {
+      const space = workspace();
+      writeFileSync(
+        join(space.cwd, 'switchboard.yaml'),
+        'workflows:\n  provider_map:\n    copilot: anthropic:claude-haiku-4-5\n',
+      );
+      space.file(
+        'ask.yaml',
+        `workflow:
+  name: ask
+  entry_point: ask
+  runtime:
+    provider: copilot
+agents:
+  - name: ask
+    prompt: Say where you are.
+    output:
+      answer: { type: string }
+    routes:
+      - to: $end
+output:
+  answer: "{{ ask.output.answer }}"
+`,
+      );
+      const env = {
+        ANTHROPIC_API_KEY: 'sk-ant-workflow-test',
+        ANTHROPIC_BASE_URL: sim.url,
+        GEMINI_API_KEY: 'gemini-workflow-test',
+        GEMINI_BASE_URL: sim.url,
+      };
+      const fromConfig = await space.run(['workflow', 'run', 'ask.yaml', '--json'], env);
+      expect(fromConfig.status, fromConfig.stderr).toBe(0);
+      expect((JSON.parse(fromConfig.stdout) as WorkflowRunResult).output).toEqual({
+        answer: 'from anthropic',
+      });
+      const fromFlag = await space.run(
+        ['workflow', 'run', 'ask.yaml', '--provider-map', 'copilot=gemini:2.5-flash', '--json'],
+        env,
+      );
+      expect(fromFlag.status, fromFlag.stderr).toBe(0);
+      expect((JSON.parse(fromFlag.stdout) as WorkflowRunResult).output).toEqual({ answer: 'from gemini' });
+      // A step's model may name a role of switchboard.yaml; the role's chain is what runs.
+      writeFileSync(
+        join(space.cwd, 'switchboard.yaml'),
+        'roles:\n  reviewer: gemini:2.5-flash\nworkflows:\n  provider_map:\n    copilot: anthropic:claude-haiku-4-5\n',
+      );
+      space.file(
+        'role.yaml',
+        readFileSync(join(space.cwd, 'ask.yaml'), 'utf8').replace(
+          '    prompt:',
+          '    model: reviewer\n    prompt:',
+        ),
+      );
+      const fromRole = await space.run(['workflow', 'run', 'role.yaml', '--json'], env);
+      expect(fromRole.status, fromRole.stderr).toBe(0);
+      expect((JSON.parse(fromRole.stdout) as WorkflowRunResult).output).toEqual({ answer: 'from gemini' });
+    } finally {
+      await sim.close();
+    }
+  });
+
+  it('a provider mapped nowhere is WORKFLOW_INVALID, naming the step, the provider and the fix', async () => {
+    const space = workspace();
+    space.file(
+      'ask.yaml',
+      `workflow:
+  name: ask
+  entry_point: ask
+  runtime:
+    provider: copilot
+agents:
+  - name: ask
+    prompt: Hello
+    routes:
+      - to: $end
+`,
+    );
+    const result = await space.run(['workflow', 'run', 'ask.yaml']);
+    expect(result.status, result.stderr).toBe(EXIT_CODES.WORKFLOW_INVALID);
+    expect(result.stderr.trimEnd().split('\n').at(-1)).toMatch(
+      /^switchboard: .*ask.*copilot.*\(.*--provider-map.*\)$/,
+    );
+  });
+});
