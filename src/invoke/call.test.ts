@@ -272,6 +272,35 @@ describe('call: cooldowns and budgets', () => {
     expect(alpha.prompts).toHaveLength(3);
   });
 
+  it('keeps one registry working across ledgers: calls after the first ledger closed use their own', async () => {
+    // What a long-lived orchestrator does with the workflow engine: one registry, and each
+    // runWorkflow()/resumeWorkflow() opens and closes its own ledger.
+    const alpha = scripted('alpha', [{}, error('PROVIDER_UNAVAILABLE'), error('PROVIDER_UNAVAILABLE')]);
+    const beta = scripted('beta', [{}, {}, {}]);
+    const registry = new ProviderRegistry();
+    registry.register(alpha);
+    registry.register(beta);
+    let clock = 1_000_000;
+    const internal = { now: () => clock, sleep: async () => {} };
+    const first = openLedger({ stateDir: mkdtempSync(join(tmpdir(), 'switchboard-invoke-')) });
+    await call('alpha:a', { prompt: 'one' }, { providers: registry, ledger: first, _internal: internal });
+    first.close();
+    const second = openLedger({ stateDir: mkdtempSync(join(tmpdir(), 'switchboard-invoke-')) });
+    clock += 2_000; // past the breaker's one-second refresh of cooldowns shared through the ledger
+    const options = {
+      providers: registry,
+      ledger: second,
+      cooldown: { failures: 2 },
+      retry: { retriesPerProvider: 0 },
+      _internal: internal,
+    };
+    await call('alpha:a,beta:b', { prompt: 'two' }, options);
+    await call('alpha:a,beta:b', { prompt: 'three' }, options);
+    // The cooldown those two failures tripped is in the ledger the calls used, for other processes.
+    expect(second.getCooldown('alpha:a')).toMatchObject({ failures: 2 });
+    expect(second.callStats().attempts).toBe(4);
+  });
+
   it('counts failures in a row across processes: three short-lived callers, one failure each, trip it', async () => {
     const alpha = scripted(
       'alpha',

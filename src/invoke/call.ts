@@ -35,7 +35,7 @@ export interface CallOptions {
    * @default no limit of its own: what is left of the request's timeoutMs
    */
   stageTimeoutMs?: number;
-  /** Circuit breaker shared across calls; @default one kept by the registry's process, backed by the ledger. */
+  /** Circuit breaker shared across calls; @default one kept per registry and ledger in this process, backed by that ledger. */
   breaker?: CircuitBreaker;
   /** Settings of the breaker `call` creates when none is given (`call.cooldown_seconds`). */
   cooldown?: Partial<CircuitBreakerOptions>;
@@ -74,7 +74,34 @@ function abortError(): SwitchboardError {
   return new SwitchboardError('ABORTED', 'the call was aborted', { retryable: false });
 }
 
-const breakers = new WeakMap<ProviderRegistry, CircuitBreaker>();
+/**
+ * Breakers per registry and per ledger: a breaker reads and writes cooldowns in the ledger it was made
+ * with, so a call with another ledger (the workflow engine opens one per run) gets its own, and a
+ * closed ledger is never read again. Weak on both, so ledgers closed long ago are let go.
+ */
+const breakers = new WeakMap<
+  ProviderRegistry,
+  { byLedger: WeakMap<Ledger, CircuitBreaker>; withoutLedger?: CircuitBreaker }
+>();
+
+function sharedBreaker(
+  registry: ProviderRegistry,
+  ledger: Ledger | undefined,
+  create: () => CircuitBreaker,
+): CircuitBreaker {
+  let entry = breakers.get(registry);
+  if (entry === undefined) {
+    entry = { byLedger: new WeakMap() };
+    breakers.set(registry, entry);
+  }
+  if (ledger === undefined) return (entry.withoutLedger ??= create());
+  let breaker = entry.byLedger.get(ledger);
+  if (breaker === undefined) {
+    breaker = create();
+    entry.byLedger.set(ledger, breaker);
+  }
+  return breaker;
+}
 
 /** Recorded errors that count toward a provider's cooldown: what `call` itself counts (not bad input, auth, schema). */
 function countsForBreaker(code: string): boolean {
@@ -129,11 +156,9 @@ export async function call(
   const now = options._internal?.now ?? Date.now;
   const wait = options._internal?.sleep ?? sleep;
   const generateId = options._internal?.generateId ?? randomUUID;
-  let breaker = options.breaker ?? breakers.get(registry);
-  if (breaker === undefined) {
-    breaker = new CircuitBreaker(options.cooldown ?? {}, ledger, now);
-    breakers.set(registry, breaker);
-  }
+  const breaker =
+    options.breaker ??
+    sharedBreaker(registry, ledger, () => new CircuitBreaker(options.cooldown ?? {}, ledger, now));
   const deadline = new CallDeadline({
     timeoutMs: request.timeoutMs,
     stageTimeoutMs: options.stageTimeoutMs,

@@ -282,6 +282,18 @@ export class WorkflowStore {
     return new WorkflowStore(path, database, options.now ?? Date.now);
   }
 
+  /** Statements by their SQL, prepared once per connection: preparing costs more than running most of them. */
+  private readonly statements = new Map<string, Database.Statement>();
+
+  private prepare(sql: string): Database.Statement {
+    let statement = this.statements.get(sql);
+    if (statement === undefined) {
+      statement = this.database.prepare(sql);
+      this.statements.set(sql, statement);
+    }
+    return statement;
+  }
+
   close(): void {
     if (this.database.open) this.database.close();
   }
@@ -290,36 +302,33 @@ export class WorkflowStore {
   createRun(run: NewRun): { run: WorkflowRunRow; created: boolean } {
     return this.write('record a workflow run', () => {
       if (run.runKey !== undefined) {
-        const existing = this.database
-          .prepare('SELECT * FROM workflow_runs WHERE run_key = ?')
-          .get(run.runKey) as RunTableRow | undefined;
+        const existing = this.prepare('SELECT * FROM workflow_runs WHERE run_key = ?').get(run.runKey) as
+          RunTableRow | undefined;
         if (existing !== undefined) return { run: runFromRow(existing), created: false };
       }
-      if (this.database.prepare('SELECT 1 FROM workflow_runs WHERE id = ?').get(run.id) !== undefined) {
+      if (this.prepare('SELECT 1 FROM workflow_runs WHERE id = ?').get(run.id) !== undefined) {
         throw new SwitchboardError('INVALID_INPUT', `workflow run ${run.id} already exists`, {
           hint: `continue it with \`switchboard workflow resume ${run.id}\`, or choose another run id`,
         });
       }
       const now = this.now();
-      this.database
-        .prepare(
-          `INSERT INTO workflow_runs (id, workflow, file, file_hash, run_key, inputs, status, current_step,
+      this.prepare(
+        `INSERT INTO workflow_runs (id, workflow, file, file_hash, run_key, inputs, status, current_step,
              parent_run_id, parent_key, created_at, updated_at)
            VALUES (@id, @workflow, @file, @file_hash, @run_key, @inputs, 'running', @current_step,
              @parent_run_id, @parent_key, @now, @now)`,
-        )
-        .run({
-          id: run.id,
-          workflow: run.workflow,
-          file: run.file,
-          file_hash: run.fileHash,
-          run_key: run.runKey ?? null,
-          inputs: toJson(run.inputs),
-          current_step: run.currentStep,
-          parent_run_id: run.parentRunId ?? null,
-          parent_key: run.parentKey ?? null,
-          now,
-        });
+      ).run({
+        id: run.id,
+        workflow: run.workflow,
+        file: run.file,
+        file_hash: run.fileHash,
+        run_key: run.runKey ?? null,
+        inputs: toJson(run.inputs),
+        current_step: run.currentStep,
+        parent_run_id: run.parentRunId ?? null,
+        parent_key: run.parentKey ?? null,
+        now,
+      });
       this.insertEvent(run.id, { type: 'run-start', data: { workflow: run.workflow, inputs: run.inputs } });
       return { run: this.getRunOrThrow(run.id), created: true };
     });
@@ -327,7 +336,7 @@ export class WorkflowStore {
 
   getRun(id: string): WorkflowRunRow | undefined {
     const row = this.read('read a workflow run', () =>
-      this.database.prepare('SELECT * FROM workflow_runs WHERE id = ?').get(id),
+      this.prepare('SELECT * FROM workflow_runs WHERE id = ?').get(id),
     ) as RunTableRow | undefined;
     return row === undefined ? undefined : runFromRow(row);
   }
@@ -337,9 +346,9 @@ export class WorkflowStore {
     const exact = this.getRun(idOrPrefix);
     if (exact !== undefined) return exact;
     const rows = this.read('read workflow runs', () =>
-      this.database
-        .prepare("SELECT * FROM workflow_runs WHERE id LIKE ? ESCAPE '\\' LIMIT 2")
-        .all(`${idOrPrefix.replace(/[\\%_]/g, '\\$&')}%`),
+      this.prepare("SELECT * FROM workflow_runs WHERE id LIKE ? ESCAPE '\\' LIMIT 2").all(
+        `${idOrPrefix.replace(/[\\%_]/g, '\\$&')}%`,
+      ),
     ) as RunTableRow[];
     return rows.length === 1 && rows[0] !== undefined ? runFromRow(rows[0]) : undefined;
   }
@@ -347,11 +356,9 @@ export class WorkflowStore {
   /** Top-level runs (not sub-workflows), newest first. */
   listRuns(limit: number): WorkflowRunRow[] {
     const rows = this.read('read workflow runs', () =>
-      this.database
-        .prepare(
-          'SELECT * FROM workflow_runs WHERE parent_run_id IS NULL ORDER BY created_at DESC, rowid DESC LIMIT ?',
-        )
-        .all(limit),
+      this.prepare(
+        'SELECT * FROM workflow_runs WHERE parent_run_id IS NULL ORDER BY created_at DESC, rowid DESC LIMIT ?',
+      ).all(limit),
     ) as RunTableRow[];
     return rows.map(runFromRow);
   }
@@ -359,9 +366,10 @@ export class WorkflowStore {
   /** A child run started by the parent's step `parentKey`, if any. */
   findChildRun(parentRunId: string, parentKey: string): WorkflowRunRow | undefined {
     const row = this.read('read a workflow run', () =>
-      this.database
-        .prepare('SELECT * FROM workflow_runs WHERE parent_run_id = ? AND parent_key = ?')
-        .get(parentRunId, parentKey),
+      this.prepare('SELECT * FROM workflow_runs WHERE parent_run_id = ? AND parent_key = ?').get(
+        parentRunId,
+        parentKey,
+      ),
     ) as RunTableRow | undefined;
     return row === undefined ? undefined : runFromRow(row);
   }
@@ -369,9 +377,9 @@ export class WorkflowStore {
   /** Sub-workflow runs started by this run. */
   listChildRuns(parentRunId: string): WorkflowRunRow[] {
     const rows = this.read('read workflow runs', () =>
-      this.database
-        .prepare('SELECT * FROM workflow_runs WHERE parent_run_id = ? ORDER BY created_at')
-        .all(parentRunId),
+      this.prepare('SELECT * FROM workflow_runs WHERE parent_run_id = ? ORDER BY created_at').all(
+        parentRunId,
+      ),
     ) as RunTableRow[];
     return rows.map(runFromRow);
   }
@@ -383,21 +391,19 @@ export class WorkflowStore {
   claimRun(id: string, expectedToken: string | undefined, owner: RunOwner): boolean {
     return this.write('claim a workflow run', () => {
       const now = this.now();
-      const result = this.database
-        .prepare(
-          `UPDATE workflow_runs SET owner_pid = @pid, owner_host = @host, owner_token = @token,
+      const result = this.prepare(
+        `UPDATE workflow_runs SET owner_pid = @pid, owner_host = @host, owner_token = @token,
              owner_started = @started, heartbeat_at = @now, updated_at = @now
            WHERE id = @id AND owner_token IS @expected`,
-        )
-        .run({
-          id,
-          pid: owner.pid,
-          host: owner.host,
-          token: owner.token,
-          started: owner.started ?? null,
-          expected: expectedToken ?? null,
-          now,
-        });
+      ).run({
+        id,
+        pid: owner.pid,
+        host: owner.host,
+        token: owner.token,
+        started: owner.started ?? null,
+        expected: expectedToken ?? null,
+        now,
+      });
       return result.changes === 1;
     });
   }
@@ -405,9 +411,9 @@ export class WorkflowStore {
   /** Stamps the owner's heartbeat; false when the token no longer owns the run. */
   heartbeat(id: string, token: string): boolean {
     return this.write('stamp a workflow heartbeat', () => {
-      const result = this.database
-        .prepare('UPDATE workflow_runs SET heartbeat_at = ? WHERE id = ? AND owner_token = ?')
-        .run(this.now(), id, token);
+      const result = this.prepare(
+        'UPDATE workflow_runs SET heartbeat_at = ? WHERE id = ? AND owner_token = ?',
+      ).run(this.now(), id, token);
       return result.changes === 1;
     });
   }
@@ -415,12 +421,10 @@ export class WorkflowStore {
   /** Lets go of the run (only if this token still owns it). */
   releaseRun(id: string, token: string): void {
     this.write('release a workflow run', () =>
-      this.database
-        .prepare(
-          `UPDATE workflow_runs SET owner_pid = NULL, owner_host = NULL, owner_token = NULL, owner_started = NULL,
+      this.prepare(
+        `UPDATE workflow_runs SET owner_pid = NULL, owner_host = NULL, owner_token = NULL, owner_started = NULL,
              heartbeat_at = NULL WHERE id = ? AND owner_token = ?`,
-        )
-        .run(id, token),
+      ).run(id, token),
     );
   }
 
@@ -436,45 +440,41 @@ export class WorkflowStore {
   ): { row: WorkflowStepRow; before?: WorkflowStepRow } {
     return this.fenced(runId, token, 'start a workflow step', () => {
       const now = this.now();
-      const existing = this.database.prepare('SELECT * FROM workflow_steps WHERE key = ?').get(start.key) as
+      const existing = this.prepare('SELECT * FROM workflow_steps WHERE key = ?').get(start.key) as
         StepTableRow | undefined;
       if (existing === undefined) {
         const seq = (
-          this.database
-            .prepare('SELECT coalesce(max(seq), 0) + 1 AS seq FROM workflow_steps WHERE run_id = ?')
-            .get(runId) as {
+          this.prepare('SELECT coalesce(max(seq), 0) + 1 AS seq FROM workflow_steps WHERE run_id = ?').get(
+            runId,
+          ) as {
             seq: number;
           }
         ).seq;
-        this.database
-          .prepare(
-            `INSERT INTO workflow_steps (key, run_id, seq, step, type, group_key, item_index, item_key, visit, attempt,
+        this.prepare(
+          `INSERT INTO workflow_steps (key, run_id, seq, step, type, group_key, item_index, item_key, visit, attempt,
                status, started_at)
              VALUES (@key, @run_id, @seq, @step, @type, @group_key, @item_index, @item_key, @visit, 1, 'running', @now)`,
-          )
-          .run({
-            key: start.key,
-            run_id: runId,
-            seq,
-            step: start.step,
-            type: start.type,
-            group_key: start.groupKey ?? null,
-            item_index: start.itemIndex ?? null,
-            item_key: start.itemKey ?? null,
-            visit: start.visit,
-            now,
-          });
+        ).run({
+          key: start.key,
+          run_id: runId,
+          seq,
+          step: start.step,
+          type: start.type,
+          group_key: start.groupKey ?? null,
+          item_index: start.itemIndex ?? null,
+          item_key: start.itemKey ?? null,
+          visit: start.visit,
+          now,
+        });
       } else {
         const attempt = existing.status === 'waiting' ? existing.attempt : existing.attempt + 1;
-        this.database
-          .prepare(
-            `UPDATE workflow_steps SET status = 'running', attempt = ?, started_at = ?, ended_at = NULL,
+        this.prepare(
+          `UPDATE workflow_steps SET status = 'running', attempt = ?, started_at = ?, ended_at = NULL,
                error_code = NULL, error = NULL WHERE key = ?`,
-          )
-          .run(attempt, now, start.key);
+        ).run(attempt, now, start.key);
       }
       const row = stepFromRow(
-        this.database.prepare('SELECT * FROM workflow_steps WHERE key = ?').get(start.key) as StepTableRow,
+        this.prepare('SELECT * FROM workflow_steps WHERE key = ?').get(start.key) as StepTableRow,
       );
       if (event !== undefined)
         this.insertEvent(runId, { ...event, data: { ...event.data, attempt: row.attempt } });
@@ -485,7 +485,7 @@ export class WorkflowStore {
   /** Persists an execution's progress notes before an outside effect (fenced). */
   recordProgress(runId: string, token: string, key: string, notes: Record<string, unknown>): void {
     this.fenced(runId, token, 'record workflow step progress', () => {
-      this.database.prepare('UPDATE workflow_steps SET progress = ? WHERE key = ?').run(toJson(notes), key);
+      this.prepare('UPDATE workflow_steps SET progress = ? WHERE key = ?').run(toJson(notes), key);
     });
   }
 
@@ -496,45 +496,41 @@ export class WorkflowStore {
   endStep(runId: string, token: string, end: StepEnd, event: NewWorkflowEvent): void {
     this.fenced(runId, token, 'record a workflow step', () => {
       const now = this.now();
-      const before = this.database
-        .prepare('SELECT counted, cost_usd FROM workflow_steps WHERE key = ?')
-        .get(end.key) as { counted: number; cost_usd: number } | undefined;
+      const before = this.prepare('SELECT counted, cost_usd FROM workflow_steps WHERE key = ?').get(
+        end.key,
+      ) as { counted: number; cost_usd: number } | undefined;
       if (before === undefined) {
         throw new SwitchboardError('INTERNAL', `workflow step ${end.key} was never started`);
       }
-      this.database
-        .prepare(
-          `UPDATE workflow_steps SET status = @status, output = @output, cost_usd = @cost, next_step = @next,
+      this.prepare(
+        `UPDATE workflow_steps SET status = @status, output = @output, cost_usd = @cost, next_step = @next,
              error_code = @error_code, error = @error, ended_at = @now, counted = max(counted, @counts) WHERE key = @key`,
-        )
-        .run({
-          key: end.key,
-          status: end.status,
-          output: toJson(end.output),
-          cost: end.costUsd,
-          next: end.next ?? null,
-          error_code: end.errorCode ?? null,
-          error: end.error === undefined ? null : redactSecrets(end.error),
-          counts: end.countsIteration ? 1 : 0,
-          now,
-        });
+      ).run({
+        key: end.key,
+        status: end.status,
+        output: toJson(end.output),
+        cost: end.costUsd,
+        next: end.next ?? null,
+        error_code: end.errorCode ?? null,
+        error: end.error === undefined ? null : redactSecrets(end.error),
+        counts: end.countsIteration ? 1 : 0,
+        now,
+      });
       // A rerun execution (an interrupted or failed one) counts once, and its new cost replaces its old one.
       const iterations = end.countsIteration && before.counted === 0 ? 1 : 0;
       const costDelta = end.costUsd - before.cost_usd;
-      this.database
-        .prepare(
-          `UPDATE workflow_runs SET iterations = iterations + @iterations, cost_usd = cost_usd + @cost,
+      this.prepare(
+        `UPDATE workflow_runs SET iterations = iterations + @iterations, cost_usd = cost_usd + @cost,
              current_step = CASE WHEN @set_current THEN @current ELSE current_step END, updated_at = @now
            WHERE id = @id`,
-        )
-        .run({
-          id: runId,
-          iterations,
-          cost: costDelta,
-          set_current: end.currentStep === undefined ? 0 : 1,
-          current: end.currentStep ?? null,
-          now,
-        });
+      ).run({
+        id: runId,
+        iterations,
+        cost: costDelta,
+        set_current: end.currentStep === undefined ? 0 : 1,
+        current: end.currentStep ?? null,
+        now,
+      });
       this.insertEvent(runId, event);
     });
   }
@@ -553,12 +549,10 @@ export class WorkflowStore {
    */
   cancelRun(runId: string, event: NewWorkflowEvent): boolean {
     return this.write('cancel a workflow run', () => {
-      const result = this.database
-        .prepare(
-          `UPDATE workflow_runs SET status = 'cancelled', error_code = 'WORKFLOW_CANCELLED', error = 'the run was cancelled',
+      const result = this.prepare(
+        `UPDATE workflow_runs SET status = 'cancelled', error_code = 'WORKFLOW_CANCELLED', error = 'the run was cancelled',
              ended_at = ?, updated_at = ? WHERE id = ? AND status IN ('running', 'waiting', 'failed')`,
-        )
-        .run(this.now(), this.now(), runId);
+      ).run(this.now(), this.now(), runId);
       if (result.changes === 1) this.insertEvent(runId, event);
       return result.changes === 1;
     });
@@ -566,14 +560,14 @@ export class WorkflowStore {
 
   steps(runId: string): WorkflowStepRow[] {
     const rows = this.read('read workflow steps', () =>
-      this.database.prepare('SELECT * FROM workflow_steps WHERE run_id = ? ORDER BY seq').all(runId),
+      this.prepare('SELECT * FROM workflow_steps WHERE run_id = ? ORDER BY seq').all(runId),
     ) as StepTableRow[];
     return rows.map(stepFromRow);
   }
 
   getStep(key: string): WorkflowStepRow | undefined {
     const row = this.read('read a workflow step', () =>
-      this.database.prepare('SELECT * FROM workflow_steps WHERE key = ?').get(key),
+      this.prepare('SELECT * FROM workflow_steps WHERE key = ?').get(key),
     ) as StepTableRow | undefined;
     return row === undefined ? undefined : stepFromRow(row);
   }
@@ -581,20 +575,18 @@ export class WorkflowStore {
   /** Records a gate answer from any process. `visit` undefined: for the next time the run reaches the gate. */
   recordGateAnswer(runId: string, answer: StoredGateAnswer): void {
     this.write('record a gate answer', () => {
-      this.database
-        .prepare(
-          `INSERT INTO workflow_gates (run_id, step, visit, choice, text, answered_by, answered_at)
+      this.prepare(
+        `INSERT INTO workflow_gates (run_id, step, visit, choice, text, answered_by, answered_at)
            VALUES (?, ?, ?, ?, ?, ?, ?)`,
-        )
-        .run(
-          runId,
-          answer.step,
-          answer.visit ?? null,
-          answer.choice,
-          answer.text === undefined ? null : redactSecrets(answer.text),
-          answer.answeredBy,
-          answer.answeredAt,
-        );
+      ).run(
+        runId,
+        answer.step,
+        answer.visit ?? null,
+        answer.choice,
+        answer.text === undefined ? null : redactSecrets(answer.text),
+        answer.answeredBy,
+        answer.answeredAt,
+      );
       this.insertEvent(runId, {
         type: 'gate-answer',
         step: answer.step,
@@ -622,20 +614,16 @@ export class WorkflowStore {
       answered_at: number;
     };
     return this.write('read a gate answer', () => {
-      const bound = this.database
-        .prepare(
-          'SELECT rowid, * FROM workflow_gates WHERE run_id = ? AND step = ? AND visit = ? ORDER BY rowid DESC LIMIT 1',
-        )
-        .get(runId, step, visit) as GateRow | undefined;
+      const bound = this.prepare(
+        'SELECT rowid, * FROM workflow_gates WHERE run_id = ? AND step = ? AND visit = ? ORDER BY rowid DESC LIMIT 1',
+      ).get(runId, step, visit) as GateRow | undefined;
       let row = bound;
       if (row === undefined) {
-        row = this.database
-          .prepare(
-            'SELECT rowid, * FROM workflow_gates WHERE run_id = ? AND step = ? AND visit IS NULL ORDER BY rowid LIMIT 1',
-          )
-          .get(runId, step) as GateRow | undefined;
+        row = this.prepare(
+          'SELECT rowid, * FROM workflow_gates WHERE run_id = ? AND step = ? AND visit IS NULL ORDER BY rowid LIMIT 1',
+        ).get(runId, step) as GateRow | undefined;
         if (row !== undefined) {
-          this.database.prepare('UPDATE workflow_gates SET visit = ? WHERE rowid = ?').run(visit, row.rowid);
+          this.prepare('UPDATE workflow_gates SET visit = ? WHERE rowid = ?').run(visit, row.rowid);
         }
       }
       if (row === undefined) return undefined;
@@ -658,9 +646,10 @@ export class WorkflowStore {
 
   events(runId: string, afterSeq = 0): StoredWorkflowEvent[] {
     const rows = this.read('read workflow events', () =>
-      this.database
-        .prepare('SELECT * FROM workflow_events WHERE run_id = ? AND seq > ? ORDER BY seq')
-        .all(runId, afterSeq),
+      this.prepare('SELECT * FROM workflow_events WHERE run_id = ? AND seq > ? ORDER BY seq').all(
+        runId,
+        afterSeq,
+      ),
     ) as {
       run_id: string;
       seq: number;
@@ -682,9 +671,9 @@ export class WorkflowStore {
   /** The latest event's sequence number (0 when none), for `onEvent` listeners. */
   lastEventSeq(runId: string): number {
     return this.read('read workflow events', () => {
-      const row = this.database
-        .prepare('SELECT coalesce(max(seq), 0) AS seq FROM workflow_events WHERE run_id = ?')
-        .get(runId) as {
+      const row = this.prepare(
+        'SELECT coalesce(max(seq), 0) AS seq FROM workflow_events WHERE run_id = ?',
+      ).get(runId) as {
         seq: number;
       };
       return row.seq;
@@ -692,20 +681,18 @@ export class WorkflowStore {
   }
 
   private insertEvent(runId: string, event: NewWorkflowEvent): void {
-    this.database
-      .prepare(
-        `INSERT INTO workflow_events (run_id, seq, at, type, step, key, data)
+    this.prepare(
+      `INSERT INTO workflow_events (run_id, seq, at, type, step, key, data)
          VALUES (@run_id, (SELECT coalesce(max(seq), 0) + 1 FROM workflow_events WHERE run_id = @run_id),
            @at, @type, @step, @key, @data)`,
-      )
-      .run({
-        run_id: runId,
-        at: this.now(),
-        type: event.type,
-        step: event.step ?? null,
-        key: event.key ?? null,
-        data: toJson(event.data),
-      });
+    ).run({
+      run_id: runId,
+      at: this.now(),
+      type: event.type,
+      step: event.step ?? null,
+      key: event.key ?? null,
+      data: toJson(event.data),
+    });
   }
 
   private applyPatch(runId: string, patch: RunPatch): void {
@@ -724,7 +711,7 @@ export class WorkflowStore {
     if (patch.fileHash !== undefined) set('file_hash', patch.fileHash);
     if (patch.ended === true) assignments.push('ended_at = @now');
     if (patch.ended === false) assignments.push('ended_at = NULL');
-    this.database.prepare(`UPDATE workflow_runs SET ${assignments.join(', ')} WHERE id = @id`).run(values);
+    this.prepare(`UPDATE workflow_runs SET ${assignments.join(', ')} WHERE id = @id`).run(values);
   }
 
   private getRunOrThrow(id: string): WorkflowRunRow {
@@ -739,9 +726,9 @@ export class WorkflowStore {
    */
   private fenced<T>(runId: string, token: string, what: string, action: () => T): T {
     return this.write(what, () => {
-      const row = this.database
-        .prepare('SELECT owner_token, owner_pid, owner_host FROM workflow_runs WHERE id = ?')
-        .get(runId) as
+      const row = this.prepare(
+        'SELECT owner_token, owner_pid, owner_host FROM workflow_runs WHERE id = ?',
+      ).get(runId) as
         { owner_token: string | null; owner_pid: number | null; owner_host: string | null } | undefined;
       if (row?.owner_token !== token) {
         const now = row?.owner_token == null ? 'no process' : `pid ${row.owner_pid} on ${row.owner_host}`;
