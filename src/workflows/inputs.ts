@@ -1,4 +1,5 @@
 import { SwitchboardError } from '../core/errors.js';
+import { hasType } from './format/build.js';
 import type { InputDefinition, ValueType, WorkflowDefinition } from './model.js';
 
 /**
@@ -51,7 +52,7 @@ function coerce(value: unknown, input: InputDefinition, name: string, file: stri
   if (typeof value !== 'string') {
     if (input.type === 'string' && (typeof value === 'number' || typeof value === 'boolean'))
       return String(value);
-    if (matches(value, input.type)) return value;
+    if (hasType(value, input.type) && (input.type !== 'number' || Number.isFinite(value))) return value;
     return wrong(`got ${describe(value)}`);
   }
   switch (input.type) {
@@ -74,23 +75,8 @@ function coerce(value: unknown, input: InputDefinition, name: string, file: stri
       } catch {
         return wrong('the value is not valid JSON');
       }
-      return matches(parsed, input.type) ? parsed : wrong(`the JSON is ${describe(parsed)}`);
+      return hasType(parsed, input.type) ? parsed : wrong(`the JSON is ${describe(parsed)}`);
     }
-  }
-}
-
-function matches(value: unknown, type: ValueType): boolean {
-  switch (type) {
-    case 'string':
-      return typeof value === 'string';
-    case 'number':
-      return typeof value === 'number' && Number.isFinite(value);
-    case 'boolean':
-      return typeof value === 'boolean';
-    case 'array':
-      return Array.isArray(value);
-    default:
-      return typeof value === 'object' && value !== null && !Array.isArray(value);
   }
 }
 
