@@ -1,4 +1,4 @@
-import type { CallAttempt } from '../../core/call-types.js';
+import type { CallAttempt, CallRequest, CallResult } from '../../core/call-types.js';
 import type { CallOptions } from '../../invoke/call.js';
 import { call } from '../../invoke/call.js';
 import { isSwitchboardError, SwitchboardError } from '../../core/errors.js';
@@ -19,6 +19,11 @@ export interface LlmTierOptions {
   required?: boolean;
   /** Passed to `call()`: providers, ledger, retry settings. */
   callOptions?: CallOptions;
+  /**
+   * How the tier reaches a provider. @default `call()`; a workflow's route step passes its own, bound to
+   * the run, so the run's budget, tags and deadline hold for the routing call too.
+   */
+  call?: (spec: string, request: CallRequest, options?: CallOptions) => Promise<CallResult>;
 }
 
 /** What the model is asked to return. */
@@ -38,7 +43,10 @@ const EXAMPLES_PER_SKILL = 3;
  */
 export class LlmTier implements RouteTier {
   readonly method = 'llm' as const;
-  private readonly options: Required<Omit<LlmTierOptions, 'callOptions'>> & { callOptions: CallOptions };
+  private readonly options: Required<Omit<LlmTierOptions, 'callOptions' | 'call'>> & {
+    callOptions: CallOptions;
+    call: NonNullable<LlmTierOptions['call']>;
+  };
   private readonly byName: Map<string, Skill>;
 
   constructor({
@@ -47,9 +55,18 @@ export class LlmTier implements RouteTier {
     confidenceThreshold = 0.5,
     required = false,
     callOptions = {},
+    call: callFunction = call,
     ...rest
   }: LlmTierOptions) {
-    this.options = { topK, timeoutMs, confidenceThreshold, required, callOptions, ...rest };
+    this.options = {
+      topK,
+      timeoutMs,
+      confidenceThreshold,
+      required,
+      callOptions,
+      call: callFunction,
+      ...rest,
+    };
     this.byName = new Map(rest.skills.map((skill) => [skill.name, skill]));
   }
 
@@ -84,7 +101,7 @@ export class LlmTier implements RouteTier {
       text,
     ].join('\n');
     try {
-      const result = await call(
+      const result = await this.options.call(
         this.options.provider,
         {
           prompt,

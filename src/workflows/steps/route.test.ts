@@ -2,6 +2,8 @@ import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { ProviderRegistry } from '../../providers/registry.js';
+import { startSimulator } from '../../sim/server.js';
 import type { AgentStep, RouteStep } from '../model.js';
 import { testStepContext } from '../../../test/helpers/step-context.js';
 import { executeRouteStep } from './route.js';
@@ -86,5 +88,43 @@ describe('type: route', () => {
       code: 'WORKFLOW_INVALID',
       message: expect.stringMatching(/step "triage" field "mode": "psychic" is not a route mode/),
     });
+  });
+
+  it('llm-only: the routing call goes through the run’s call(), so the run’s budget, tags and cost cover it', async () => {
+    const sim = await startSimulator({
+      maxLifetimeMs: 60_000,
+      scenario: {
+        rules: [
+          {
+            match: { provider: 'anthropic' },
+            reply: {
+              tool: {
+                name: 'emit_output',
+                input: { skill: 'write-docs', confidence: 0.9, reasoning: 'asks for a guide' },
+              },
+            },
+          },
+        ],
+      },
+    });
+    const providers = new ProviderRegistry({ anthropic: { apiKey: 'sk-ant-route-step', baseUrl: sim.url } });
+    try {
+      const dir = workflowFolder();
+      const context = testStepContext({
+        step: routeStep({ mode: 'llm-only' }),
+        dir,
+        stateDir: join(dir, '.switchboard'),
+        scope: { workflow: { input: { request: 'the gizmo needs a how-to' } } },
+        registry: providers,
+        runtime: { provider: 'claude', defaultModel: 'claude-haiku-4.5' },
+      });
+      const outcome = await executeRouteStep(context);
+      expect(outcome).toMatchObject({ status: 'completed', output: { skill: 'write-docs', method: 'llm' } });
+      expect(context.specs).toEqual(['anthropic:claude-haiku-4-5']);
+      expect(outcome.costUsd).toBeGreaterThan(0);
+    } finally {
+      await providers.close();
+      await sim.close();
+    }
   });
 });

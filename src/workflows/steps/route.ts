@@ -32,6 +32,8 @@ export const executeRouteStep: StepExecutor = async (context) => {
       ? {
           llm: {
             provider: context.resolveSpec(workflow.runtime.provider, workflow.runtime.defaultModel),
+            // The run's call(): its budget, tags and deadline cover the routing call as any step's.
+            call: (spec, request, options) => context.call(spec, request, options),
           },
         }
       : {}),
