@@ -8,7 +8,7 @@ import { markRunning } from './engine-end.js';
 import { effectiveLimits, timeoutError } from './engine-limits.js';
 import type { RunExecution } from './engine-types.js';
 import { runView, runWarnings } from './engine-view.js';
-import type { WorkflowDefinition } from './model.js';
+import { everyStep, type WorkflowDefinition } from './model.js';
 import { acquireRunLock } from './run-lock.js';
 import { replayState } from './scope.js';
 import { STEP_EXECUTORS } from './steps/index.js';
@@ -146,11 +146,7 @@ function execution(
 
 /** Whether any step may resolve a provider (LLM and route steps, for_each items among them). */
 function callsModels(workflow: WorkflowDefinition): boolean {
-  const steps = [
-    ...workflow.steps.values(),
-    ...[...workflow.groups.values()].flatMap((group) => (group.kind === 'for_each' ? [group.agent] : [])),
-  ];
-  return steps.some((step) => step.type === 'agent' || step.type === 'route');
+  return everyStep(workflow).some((step) => step.type === 'agent' || step.type === 'route');
 }
 
 /**

@@ -1,7 +1,7 @@
 import type { WorkflowRunRow, WorkflowStepRow, WorkflowStore } from '../store/workflow-records.js';
 import type { PendingGate, StepView, WorkflowRunResult } from './api-types.js';
 import { runOwner } from './run-lock.js';
-import { END, type StepDefinition, type StepType, type WorkflowDefinition } from './model.js';
+import { END, everyStep, type StepType, type WorkflowDefinition } from './model.js';
 
 function stepView(row: WorkflowStepRow, runIsOwned: boolean): StepView {
   const status: StepView['status'] =
@@ -85,7 +85,7 @@ export function runWarnings(workflow: WorkflowDefinition, allowMcp: boolean | un
   const declared = Object.keys(workflow.runtime.mcpServers);
   if (declared.length === 0 || allowMcp === true) return warnings;
   const optedIn = new Set<string>();
-  for (const step of allSteps(workflow)) {
+  for (const step of everyStep(workflow)) {
     if (step.type !== 'agent' || step.mcp === undefined || step.mcp === false) continue;
     for (const name of step.mcp === true ? declared : step.mcp) optedIn.add(name);
   }
@@ -95,10 +95,4 @@ export function runWarnings(workflow: WorkflowDefinition, allowMcp: boolean | un
       `MCP servers ${off.join(', ')} are off in workflow steps: pass --allow-mcp, or opt a step in with mcp: [${off[0] ?? ''}]`,
     );
   return warnings;
-}
-
-function allSteps(workflow: WorkflowDefinition): StepDefinition[] {
-  const steps = [...workflow.steps.values()];
-  for (const group of workflow.groups.values()) if (group.kind === 'for_each') steps.push(group.agent);
-  return steps;
 }

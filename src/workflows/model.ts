@@ -287,3 +287,10 @@ export interface WorkflowDefinition {
   /** Keys Switchboard reads but does not act on (Copilot-only settings, sandboxes, …), one line each. */
   warnings: string[];
 }
+
+/** Every step a run may execute: those of `agents:` and each `for_each` group's inline step. */
+export function everyStep(definition: Pick<WorkflowDefinition, 'steps' | 'groups'>): StepDefinition[] {
+  const steps = [...definition.steps.values()];
+  for (const group of definition.groups.values()) if (group.kind === 'for_each') steps.push(group.agent);
+  return steps;
+}

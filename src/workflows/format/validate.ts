@@ -1,6 +1,12 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { END, type GroupDefinition, type StepDefinition, type WorkflowDefinition } from '../model.js';
+import {
+  END,
+  everyStep,
+  type GroupDefinition,
+  type StepDefinition,
+  type WorkflowDefinition,
+} from '../model.js';
 import { templateNames } from '../template.js';
 import { graphOf, stronglyConnected, type WorkflowGraph } from './graph.js';
 
@@ -65,9 +71,7 @@ export function validateWorkflow(definition: WorkflowDefinition): ValidationRepo
 
 /** Sub-workflow files that are not there; LLM steps whose task prompt is empty. */
 function checkSteps(definition: WorkflowDefinition, errors: Problem[], warnings: Problem[]): void {
-  const steps = [...definition.steps.values()];
-  for (const group of definition.groups.values()) if (group.kind === 'for_each') steps.push(group.agent);
-  for (const step of steps) {
+  for (const step of everyStep(definition)) {
     if (
       step.type === 'workflow' &&
       !step.workflow.includes('{{') &&
