@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
 import { SwitchboardError } from '../core/errors.js';
+import { idPrefixPattern, onlyMatch } from '../store/id-prefix.js';
 import { openLedgerDatabase } from '../store/ledger.js';
 import { processStartTime } from './repo-lock.js';
 import type { AgentTask, MergeMode } from './task.js';
@@ -250,9 +251,10 @@ export class AgentRunStore {
     const rows = this.guard('read agent runs', () =>
       this.database
         .prepare("SELECT * FROM agent_runs WHERE id LIKE ? ESCAPE '\\' LIMIT 2")
-        .all(`${idOrPrefix.replace(/[\\%_]/g, '\\$&')}%`),
+        .all(idPrefixPattern(idOrPrefix)),
     ) as RunRow[];
-    return rows.length === 1 && rows[0] !== undefined ? fromRow(rows[0]) : undefined;
+    const only = onlyMatch(rows);
+    return only === undefined ? undefined : fromRow(only);
   }
 
   list(options: { repo?: string; limit?: number } = {}): AgentRunRecord[] {

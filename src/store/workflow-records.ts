@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
 import { SwitchboardError } from '../core/errors.js';
 import { redactSecrets } from '../core/secrets.js';
+import { idPrefixPattern, onlyMatch } from './id-prefix.js';
 import { openLedgerDatabase } from './ledger.js';
 
 /** A workflow run as recorded in the ledger (`workflow_runs`). */
@@ -347,10 +348,11 @@ export class WorkflowStore {
     if (exact !== undefined) return exact;
     const rows = this.read('read workflow runs', () =>
       this.prepare("SELECT * FROM workflow_runs WHERE id LIKE ? ESCAPE '\\' LIMIT 2").all(
-        `${idOrPrefix.replace(/[\\%_]/g, '\\$&')}%`,
+        idPrefixPattern(idOrPrefix),
       ),
     ) as RunTableRow[];
-    return rows.length === 1 && rows[0] !== undefined ? runFromRow(rows[0]) : undefined;
+    const only = onlyMatch(rows);
+    return only === undefined ? undefined : runFromRow(only);
   }
 
   /** Top-level runs (not sub-workflows), newest first. */
