@@ -66,7 +66,8 @@ export {
   type Provider,
   type TokenUsage,
 } from './core/call-types.js';
-export { startSimulator, type SimLogEntry, type Simulator, type SimulatorOptions } from './sim/server.js';
+export { startSimulator } from './lazy-api.js';
+export type { SimLogEntry, Simulator, SimulatorOptions } from './sim/server.js';
 export type { Scenario } from './sim/scenario.js';
 export {
   compareModes,

@@ -37,8 +37,8 @@ function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
 
-describe('docs/', () => {
-  const tree = commands(createProgram());
+describe('docs/', async () => {
+  const tree = commands(await createProgram());
 
   it.each(tree.map(({ path, command }) => [path === '' ? 'switchboard' : path, path, command] as const))(
     '%s: every --help option is on its docs page',

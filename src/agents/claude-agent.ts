@@ -2,14 +2,13 @@ import { randomUUID } from 'node:crypto';
 import { appendFileSync, lstatSync, mkdirSync, realpathSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
-import {
-  query,
-  type CanUseTool,
-  type HookCallback,
-  type Options,
-  type SDKMessage,
-  type SpawnedProcess,
-  type SpawnOptions,
+import type {
+  CanUseTool,
+  HookCallback,
+  Options,
+  SDKMessage,
+  SpawnedProcess,
+  SpawnOptions,
 } from '@anthropic-ai/claude-agent-sdk';
 import { isSwitchboardError, SwitchboardError, type ErrorCode } from '../core/errors.js';
 import { createApiKeyHelper, type ApiKeyHelper } from '../providers/claude-code/api-key-helper.js';
@@ -188,6 +187,8 @@ export async function runAgent(invocation: AgentInvocation): Promise<AgentOutcom
   const keyHelper = apiKeyHelperFor(connection.apiKey);
   let result: ClaudeResultMessage | undefined;
   let streamError: unknown;
+  // Imported here: a program that never runs an agent never loads the Agent SDK.
+  const { query } = await import('@anthropic-ai/claude-agent-sdk');
   const messages = query({ prompt, options: session.queryOptions(executable, keyHelper) });
   try {
     for await (const message of messages) {

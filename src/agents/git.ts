@@ -1,6 +1,5 @@
 import { appendFileSync, existsSync, mkdirSync, readFileSync, realpathSync } from 'node:fs';
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
-import { execa } from 'execa';
 import { SwitchboardError } from '../core/errors.js';
 import { realOrResolved } from './paths.js';
 
@@ -20,6 +19,7 @@ export async function git(
   args: readonly string[],
   env: Record<string, string> = {},
 ): Promise<GitResult> {
+  const { execa } = await import('execa');
   const result = await execa('git', args, {
     cwd,
     reject: false,

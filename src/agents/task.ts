@@ -1,6 +1,7 @@
 import { readDataFile } from '../core/data-file.js';
-import { z } from 'zod';
+import type { z } from 'zod';
 import { SwitchboardError } from '../core/errors.js';
+import { loadZod } from '../core/lazy-packages.js';
 
 /** How a finished change reaches the base branch. */
 export const MERGE_MODES = ['no-ff', 'ff', 'branch'] as const;
@@ -9,67 +10,73 @@ export type MergeMode = (typeof MERGE_MODES)[number];
 /** Tools an agent gets when the task names none: it can read, write and edit files, but not run commands. */
 export const DEFAULT_AGENT_TOOLS: readonly string[] = ['Read', 'Write', 'Edit', 'Glob', 'Grep'];
 
-const positive = z.number().positive();
+/** The task file's schema, built at the first task (zod is loaded then, not when the library is imported). */
+function buildTaskFileSchema(z: ReturnType<typeof loadZod>) {
+  const positive = z.number().positive();
+  return z.strictObject({
+    id: z
+      .union([z.string(), z.number()])
+      .transform(String)
+      .pipe(
+        z
+          .string()
+          .regex(
+            /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/,
+            'an id is 1–64 letters, digits, ".", "_" or "-", starting with a letter or digit',
+          ),
+      ),
+    title: z.string().trim().min(1, 'a title is required'),
+    description: z.string().default(''),
+    /** What "done" means; a list or one paragraph. */
+    acceptance: z.union([z.string(), z.array(z.string())]).optional(),
+    /** Branch the work starts from and merges into. @default the repository's checked-out branch */
+    base: z.string().min(1).optional(),
+    /**
+     * Shell command run once in a new worktree before the agent, e.g. `npm ci` (a worktree starts without
+     * ignored files such as node_modules). What it makes must be ignored by git.
+     */
+    setup: z
+      .union([
+        z.string().min(1),
+        z.strictObject({ command: z.string().min(1), timeout_seconds: positive.optional() }),
+      ])
+      .optional(),
+    /** Shell command run in the worktree after the agent; exit status 0 means the change is good. */
+    verify: z
+      .union([
+        z.string().min(1),
+        z.strictObject({ command: z.string().min(1), timeout_seconds: positive.optional() }),
+      ])
+      .optional(),
+    /** Claude Code tools the agent may use, e.g. `Read`, `Write`, `Edit`, `Bash(npm test:*)`. */
+    tools: z.array(z.string().min(1)).optional(),
+    /** Names of MCP servers (from `mcp_servers` in the task) the agent may use; none otherwise. */
+    mcp_servers: z.record(z.string(), z.record(z.string(), z.unknown())).optional(),
+    model: z.string().min(1).optional(),
+    merge: z.enum(MERGE_MODES).optional(),
+    /** Extra instructions appended to Claude Code's system prompt. */
+    instructions: z.string().optional(),
+    /** Credentials the agent and the verify command may see (others named like secrets are withheld). */
+    pass_env: z
+      .array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'an environment variable name'))
+      .optional(),
+    limits: z
+      .strictObject({
+        max_turns: z.number().int().positive().optional(),
+        max_cost_usd: positive.optional(),
+        idle_timeout_seconds: positive.optional(),
+        wall_clock_seconds: positive.optional(),
+        /** Agent attempts in all, the first included. */
+        max_attempts: z.number().int().min(1).max(20).optional(),
+        verify_timeout_seconds: positive.optional(),
+      })
+      .optional(),
+  });
+}
 
-const taskFileSchema = z.strictObject({
-  id: z
-    .union([z.string(), z.number()])
-    .transform(String)
-    .pipe(
-      z
-        .string()
-        .regex(
-          /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/,
-          'an id is 1–64 letters, digits, ".", "_" or "-", starting with a letter or digit',
-        ),
-    ),
-  title: z.string().trim().min(1, 'a title is required'),
-  description: z.string().default(''),
-  /** What "done" means; a list or one paragraph. */
-  acceptance: z.union([z.string(), z.array(z.string())]).optional(),
-  /** Branch the work starts from and merges into. @default the repository's checked-out branch */
-  base: z.string().min(1).optional(),
-  /**
-   * Shell command run once in a new worktree before the agent, e.g. `npm ci` (a worktree starts without
-   * ignored files such as node_modules). What it makes must be ignored by git.
-   */
-  setup: z
-    .union([
-      z.string().min(1),
-      z.strictObject({ command: z.string().min(1), timeout_seconds: positive.optional() }),
-    ])
-    .optional(),
-  /** Shell command run in the worktree after the agent; exit status 0 means the change is good. */
-  verify: z
-    .union([
-      z.string().min(1),
-      z.strictObject({ command: z.string().min(1), timeout_seconds: positive.optional() }),
-    ])
-    .optional(),
-  /** Claude Code tools the agent may use, e.g. `Read`, `Write`, `Edit`, `Bash(npm test:*)`. */
-  tools: z.array(z.string().min(1)).optional(),
-  /** Names of MCP servers (from `mcp_servers` in the task) the agent may use; none otherwise. */
-  mcp_servers: z.record(z.string(), z.record(z.string(), z.unknown())).optional(),
-  model: z.string().min(1).optional(),
-  merge: z.enum(MERGE_MODES).optional(),
-  /** Extra instructions appended to Claude Code's system prompt. */
-  instructions: z.string().optional(),
-  /** Credentials the agent and the verify command may see (others named like secrets are withheld). */
-  pass_env: z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'an environment variable name')).optional(),
-  limits: z
-    .strictObject({
-      max_turns: z.number().int().positive().optional(),
-      max_cost_usd: positive.optional(),
-      idle_timeout_seconds: positive.optional(),
-      wall_clock_seconds: positive.optional(),
-      /** Agent attempts in all, the first included. */
-      max_attempts: z.number().int().min(1).max(20).optional(),
-      verify_timeout_seconds: positive.optional(),
-    })
-    .optional(),
-});
+let taskFileSchema: ReturnType<typeof buildTaskFileSchema> | undefined;
 
-export type TaskFile = z.input<typeof taskFileSchema>;
+export type TaskFile = z.input<ReturnType<typeof buildTaskFileSchema>>;
 
 /** Limits on one run; times in milliseconds. */
 export interface AgentLimits {
@@ -122,6 +129,7 @@ export interface AgentTask {
  * @throws SwitchboardError `TASK_INVALID` naming the field and what to write instead.
  */
 export function parseTask(value: unknown, source = 'task'): AgentTask {
+  taskFileSchema ??= buildTaskFileSchema(loadZod());
   const result = taskFileSchema.safeParse(value ?? {});
   if (!result.success) {
     const issue = result.error.issues[0];

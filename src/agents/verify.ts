@@ -1,4 +1,3 @@
-import { execa } from 'execa';
 import { agentEnvironment } from './environment.js';
 import { parentWatchedCommand } from '../providers/claude-code/process-group.js';
 import { redactSecrets } from '../core/secrets.js';
@@ -46,6 +45,7 @@ export async function runVerify({
     process.platform === 'win32'
       ? [command, []]
       : parentWatchedCommand('/bin/sh', ['-c', command], 'verify-watch');
+  const { execa } = await import('execa');
   const subprocess = execa(file, args, {
     cwd,
     shell: process.platform === 'win32',

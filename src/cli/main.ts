@@ -19,7 +19,7 @@ for (const stream of [process.stdout, process.stderr]) {
 loadDotEnv();
 redactProcessOutput();
 
-const program = createProgram();
+const program = await createProgram(process.argv.slice(2));
 
 try {
   await program.parseAsync(process.argv);

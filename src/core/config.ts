@@ -1,117 +1,125 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { parse as parseYaml } from 'yaml';
-import { z } from 'zod';
+import type { z } from 'zod';
 import { SwitchboardError } from './errors.js';
+import { loadYaml, loadZod } from './lazy-packages.js';
 import { ROUTE_MODES, type RouteMode } from './route-types.js';
 
 /** The config file looked for in the working directory when `--config` is not given. */
 export const DEFAULT_CONFIG_FILE = 'switchboard.yaml';
 
-const probability = z.number().min(0).max(1);
+/**
+ * The file's schema. Built from zod and YAML loaded with `require` (both ship CommonJS) only when there
+ * is a file to read, so that a command run without one, or a program that imports the library to
+ * route, never pays for them; `loadConfig` stays synchronous.
+ */
+function configFileSchema(z: ReturnType<typeof loadZod>) {
+  const probability = z.number().min(0).max(1);
+  return z.strictObject({
+    state_dir: z.string().optional(),
+    ledger: z
+      .strictObject({
+        enabled: z.boolean().optional(),
+        store_text: z.boolean().optional(),
+      })
+      .optional(),
+    claude: z
+      .strictObject({
+        executable: z.string().optional(),
+        base_url: z.string().url().optional(),
+        max_retries: z.number().int().min(0).max(20).optional(),
+        timeout_seconds: z.number().positive().optional(),
+        idle_timeout_seconds: z.number().positive().optional(),
+      })
+      .optional(),
+    /** Named provider chains: `drafter: claude:sonnet,anthropic:claude-sonnet-4-5`. */
+    roles: z
+      .record(
+        z.string().regex(/^[a-z][a-z0-9_-]*$/i, 'role names are letters, digits, - and _'),
+        z.string().min(1),
+      )
+      .optional(),
+    call: z
+      .strictObject({
+        schema_retries: z.number().int().min(0).max(10).optional(),
+        stage_timeout_seconds: z.number().positive().optional(),
+        max_attempts: z.number().int().min(1).max(50).optional(),
+        retries_per_provider: z.number().int().min(0).max(10).optional(),
+        /** How long a provider that failed three times in a row is skipped. */
+        cooldown_seconds: z.number().positive().optional(),
+      })
+      .optional(),
+    budgets: z
+      .strictObject({
+        max_cost_per_call_usd: z.number().positive().optional(),
+        rules: z
+          .array(
+            z.strictObject({
+              provider: z.string().optional(),
+              tag: z
+                .string()
+                .regex(/^[^=]+=.*$/, 'a tag is key=value')
+                .optional(),
+              // 0 blocks every call in the rule's scope (a kill switch), not a mistake.
+              daily_usd: z.number().min(0).optional(),
+              monthly_usd: z.number().min(0).optional(),
+              warn_at: z.number().min(0).max(1).optional(),
+            }),
+          )
+          .optional(),
+      })
+      .optional(),
+    prices: z
+      .record(
+        z.string(),
+        z.strictObject({
+          input: z.number().min(0),
+          output: z.number().min(0),
+          cache_read: z.number().min(0).optional(),
+          cache_write: z.number().min(0).optional(),
+        }),
+      )
+      .optional(),
+    gemini: z
+      .strictObject({
+        on_downgrade: z.enum(['error', 'warn']).optional(),
+        forbidden_models: z.array(z.string()).optional(),
+      })
+      .optional(),
+    route: z
+      .strictObject({
+        skills: z.string().optional(),
+        mode: z.enum(ROUTE_MODES).optional(),
+        provider: z.string().min(1).optional(),
+        llm_timeout_seconds: z.number().positive().optional(),
+        llm_confidence_threshold: probability.optional(),
+        llm_race: z.boolean().optional(),
+        confidence_threshold: probability.optional(),
+        margin_threshold: probability.optional(),
+        rules_file: z.string().optional(),
+        examples: z.union([z.string(), z.array(z.string())]).optional(),
+        strict: z.boolean().optional(),
+        cache: z
+          .strictObject({
+            enabled: z.boolean().optional(),
+            ttl_seconds: z.number().positive().optional(),
+            max_entries: z.number().int().nonnegative().optional(),
+          })
+          .optional(),
+      })
+      .optional(),
+    workflows: z
+      .strictObject({
+        /** Conductor provider name → Switchboard spec or chain: `copilot: claude:sonnet`. */
+        provider_map: z
+          .record(z.string().min(1), z.string().min(1, 'map a provider to a spec such as claude:sonnet'))
+          .optional(),
+      })
+      .optional(),
+  });
+}
 
-const fileSchema = z.strictObject({
-  state_dir: z.string().optional(),
-  ledger: z
-    .strictObject({
-      enabled: z.boolean().optional(),
-      store_text: z.boolean().optional(),
-    })
-    .optional(),
-  claude: z
-    .strictObject({
-      executable: z.string().optional(),
-      base_url: z.string().url().optional(),
-      max_retries: z.number().int().min(0).max(20).optional(),
-      timeout_seconds: z.number().positive().optional(),
-      idle_timeout_seconds: z.number().positive().optional(),
-    })
-    .optional(),
-  /** Named provider chains: `drafter: claude:sonnet,anthropic:claude-sonnet-4-5`. */
-  roles: z
-    .record(
-      z.string().regex(/^[a-z][a-z0-9_-]*$/i, 'role names are letters, digits, - and _'),
-      z.string().min(1),
-    )
-    .optional(),
-  call: z
-    .strictObject({
-      schema_retries: z.number().int().min(0).max(10).optional(),
-      stage_timeout_seconds: z.number().positive().optional(),
-      max_attempts: z.number().int().min(1).max(50).optional(),
-      retries_per_provider: z.number().int().min(0).max(10).optional(),
-      /** How long a provider that failed three times in a row is skipped. */
-      cooldown_seconds: z.number().positive().optional(),
-    })
-    .optional(),
-  budgets: z
-    .strictObject({
-      max_cost_per_call_usd: z.number().positive().optional(),
-      rules: z
-        .array(
-          z.strictObject({
-            provider: z.string().optional(),
-            tag: z
-              .string()
-              .regex(/^[^=]+=.*$/, 'a tag is key=value')
-              .optional(),
-            // 0 blocks every call in the rule's scope (a kill switch), not a mistake.
-            daily_usd: z.number().min(0).optional(),
-            monthly_usd: z.number().min(0).optional(),
-            warn_at: z.number().min(0).max(1).optional(),
-          }),
-        )
-        .optional(),
-    })
-    .optional(),
-  prices: z
-    .record(
-      z.string(),
-      z.strictObject({
-        input: z.number().min(0),
-        output: z.number().min(0),
-        cache_read: z.number().min(0).optional(),
-        cache_write: z.number().min(0).optional(),
-      }),
-    )
-    .optional(),
-  gemini: z
-    .strictObject({
-      on_downgrade: z.enum(['error', 'warn']).optional(),
-      forbidden_models: z.array(z.string()).optional(),
-    })
-    .optional(),
-  route: z
-    .strictObject({
-      skills: z.string().optional(),
-      mode: z.enum(ROUTE_MODES).optional(),
-      provider: z.string().min(1).optional(),
-      llm_timeout_seconds: z.number().positive().optional(),
-      llm_confidence_threshold: probability.optional(),
-      llm_race: z.boolean().optional(),
-      confidence_threshold: probability.optional(),
-      margin_threshold: probability.optional(),
-      rules_file: z.string().optional(),
-      examples: z.union([z.string(), z.array(z.string())]).optional(),
-      strict: z.boolean().optional(),
-      cache: z
-        .strictObject({
-          enabled: z.boolean().optional(),
-          ttl_seconds: z.number().positive().optional(),
-          max_entries: z.number().int().nonnegative().optional(),
-        })
-        .optional(),
-    })
-    .optional(),
-  workflows: z
-    .strictObject({
-      /** Conductor provider name → Switchboard spec or chain: `copilot: claude:sonnet`. */
-      provider_map: z
-        .record(z.string().min(1), z.string().min(1, 'map a provider to a spec such as claude:sonnet'))
-        .optional(),
-    })
-    .optional(),
-});
+type ConfigFile = z.infer<ReturnType<typeof configFileSchema>>;
 
 /** Routing settings after merging file, environment and flags. Paths are absolute. */
 export interface RouteSettings {
@@ -208,7 +216,7 @@ export function loadConfig({
   overrides = {},
 }: LoadConfigOptions = {}): SwitchboardConfig {
   const path = configFile !== undefined ? resolve(cwd, configFile) : resolve(cwd, DEFAULT_CONFIG_FILE);
-  let file: z.infer<typeof fileSchema> = {};
+  let file: ConfigFile = {};
   let fileDirectory = cwd;
   const exists = existsSync(path);
   if (configFile !== undefined && !exists) {
@@ -287,7 +295,7 @@ export function loadConfig({
   return config;
 }
 
-function callSettings(file: z.infer<typeof fileSchema>): CallSettings {
+function callSettings(file: ConfigFile): CallSettings {
   const settings: CallSettings = {
     roles: { ...file.roles },
     budgetRules: (file.budgets?.rules ?? []).map((rule) => {
@@ -328,7 +336,7 @@ function callSettings(file: z.infer<typeof fileSchema>): CallSettings {
 }
 
 function claudeSettings(
-  file: z.infer<typeof fileSchema>['claude'],
+  file: ConfigFile['claude'],
   fromFile: (value: string | undefined) => string | undefined,
   environmentExecutable: string | undefined,
 ): ClaudeSettings {
@@ -342,17 +350,18 @@ function claudeSettings(
   return settings;
 }
 
-function parseConfigFile(path: string): z.infer<typeof fileSchema> {
+function parseConfigFile(path: string): ConfigFile {
   let data: unknown;
   try {
-    data = parseYaml(readFileSync(path, 'utf8'));
+    const { parse } = loadYaml();
+    data = parse(readFileSync(path, 'utf8'));
   } catch (error) {
     const message = error instanceof Error ? error.message.split('\n')[0] : String(error);
     throw new SwitchboardError('CONFIG_INVALID', `${path} is not valid YAML: ${message}`, {
       hint: 'fix the syntax at the position shown',
     });
   }
-  const result = fileSchema.safeParse(data ?? {});
+  const result = configFileSchema(loadZod()).safeParse(data ?? {});
   if (!result.success) {
     const issue = result.error.issues[0];
     const where = issue === undefined || issue.path.length === 0 ? '' : ` at "${issue.path.join('.')}"`;

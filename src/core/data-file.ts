@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
-import { parse as parseYaml } from 'yaml';
 import { SwitchboardError, type ErrorCode } from './errors.js';
+import { loadYaml } from './lazy-packages.js';
 
 export interface DataFileOptions {
   /** The error's code when the file cannot be read or parsed. */
@@ -28,7 +28,8 @@ export function readDataFile(
     throw new SwitchboardError(code, `${kind} ${file} cannot be read`, { hint: readHint, cause: error });
   }
   try {
-    return parseYaml(content) as unknown;
+    const { parse } = loadYaml();
+    return parse(content) as unknown;
   } catch (error) {
     const message = error instanceof Error ? error.message.split('\n')[0] : String(error);
     throw new SwitchboardError(code, `${kind} ${file} is not valid YAML/JSON: ${message}`, {

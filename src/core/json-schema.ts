@@ -1,11 +1,21 @@
-import { Ajv2020 } from 'ajv/dist/2020.js';
+import type { Ajv2020 as Ajv2020Type } from 'ajv/dist/2020.js';
 import type { ValidateFunction } from 'ajv';
 import type { JsonSchema } from './call-types.js';
 import { SwitchboardError } from './errors.js';
+import { loadAjv2020 } from './lazy-packages.js';
 
 // Draft 2020-12, the draft zod's `z.toJSONSchema` writes; `$schema` is dropped before compiling so
 // schemas that declare draft-07 compile too (the keywords models are asked to follow are the same).
-const ajv = new Ajv2020({ allErrors: true, strict: false });
+// Ajv is loaded at the first schema (it is CommonJS, so `require` keeps compileSchema synchronous):
+// a process that never validates a schema, such as one that only routes, never pays for it.
+let ajvInstance: Ajv2020Type | undefined;
+function ajv(): Ajv2020Type {
+  if (ajvInstance === undefined) {
+    const Ajv2020 = loadAjv2020();
+    ajvInstance = new Ajv2020({ allErrors: true, strict: false });
+  }
+  return ajvInstance;
+}
 const compiled = new WeakMap<JsonSchema, ValidateFunction>();
 /**
  * Compiled schemas by their text, for callers that build an equal schema object per call (the LLM
@@ -29,9 +39,9 @@ export function compileSchema(schema: JsonSchema): ValidateFunction {
     const text = JSON.stringify(body);
     let validate = byText.get(text);
     if (validate === undefined) {
-      validate = ajv.compile(body);
+      validate = ajv().compile(body);
       // Ajv caches by object identity; this module's caches replace that one, which would grow forever.
-      ajv.removeSchema(body);
+      ajv().removeSchema(body);
       if (byText.size >= MAX_SCHEMAS_BY_TEXT) byText.delete(byText.keys().next().value as string);
     } else {
       byText.delete(text);

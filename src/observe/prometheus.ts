@@ -1,7 +1,8 @@
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { ERROR_CODES, isSwitchboardError } from '../core/errors.js';
 import { NONE, type RouteDecision, type RouteMethod } from '../core/route-types.js';
 import type { Ledger } from '../store/ledger.js';
+import { loadPromClient } from '../core/lazy-packages.js';
 
 /**
  * Histogram buckets for routing time, in seconds: 50 µs to 30 s, because the rules and local tiers
@@ -92,7 +93,9 @@ export class RouteMetrics {
   private abstainCount = 0;
   private fallbackCount = 0;
 
-  constructor({ registry = new Registry(), skills = [], maxLabelValues = 200 }: RouteMetricsOptions = {}) {
+  constructor({ registry, skills = [], maxLabelValues = 200 }: RouteMetricsOptions = {}) {
+    const { Counter, Gauge, Histogram, Registry } = loadPromClient();
+    registry ??= new Registry();
     if (!Number.isInteger(maxLabelValues) || maxLabelValues < 1) {
       throw new TypeError(`Expected "maxLabelValues" to be a positive integer, got ${maxLabelValues}`);
     }

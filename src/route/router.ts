@@ -165,8 +165,12 @@ export function createRouter({
   const labelled = training.flatMap((item) => (typeof item === 'string' ? loadDataset(item) : [item]));
   let skills: Skill[];
   let problems: SkillProblem[] = [];
+  const modelDir = modelCache && stateDir !== undefined ? join(stateDir, 'models') : undefined;
   if (typeof skillsSource === 'string') {
-    ({ skills, problems } = loadSkills(skillsSource, { strict }));
+    ({ skills, problems } = loadSkills(skillsSource, {
+      strict,
+      ...(modelDir === undefined ? {} : { cacheDir: modelDir }),
+    }));
   } else if (skillsSource !== undefined) {
     skills = [...skillsSource];
   } else {
@@ -206,11 +210,7 @@ export function createRouter({
       ...examplesFromSkills(skills),
       ...labelled.map((row) => ({ text: row.text, label: row.expected })),
     ];
-    model = loadOrTrainModel(
-      examples,
-      modelCache && stateDir !== undefined ? join(stateDir, 'models') : undefined,
-      onTrainProgress,
-    );
+    model = loadOrTrainModel(examples, modelDir, onTrainProgress);
     tiers.push(new LocalTier(model.classifier, { confidenceThreshold, marginThreshold, topCandidates }));
   }
   const routerWarnings: string[] = [];

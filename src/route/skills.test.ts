@@ -71,6 +71,21 @@ describe('loadSkills', () => {
     expect(reasons['z-duplicate.md']).toMatch(/duplicate skill name "good".*good\.md/);
   });
 
+  it('reads front matter with CRLF line ends, a BOM, a `...` end, and a body that holds `---` lines', () => {
+    const root = folder({
+      'crlf.md': '\uFEFF---\r\nname: crlf\r\ndescription: windows line ends\r\n---\r\nbody\r\n',
+      'dots.md': '---\nname: dots\ndescription: yaml document end\n...\nbody\n',
+      'rule.md': '---\nname: rule\ndescription: a rule in the body\n---\nintro\n\n---\n\nmore: text\n',
+    });
+    const { skills, problems } = loadSkills(root);
+    expect(problems).toEqual([]);
+    expect(Object.fromEntries(skills.map((s) => [s.name, s.description]))).toEqual({
+      crlf: 'windows line ends',
+      dots: 'yaml document end',
+      rule: 'a rule in the body',
+    });
+  });
+
   it('fails on the first problem with --strict', () => {
     const root = folder({ 'good.md': skill('good'), 'no-name.md': '---\ndescription: x\n---\n' });
     expect(() => loadSkills(root, { strict: true })).toThrow(

@@ -1,10 +1,10 @@
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
-import matter from 'gray-matter';
-import { parse as parseYaml } from 'yaml';
 import { SwitchboardError } from '../core/errors.js';
 import { NONE, type Skill } from '../core/route-types.js';
+import { loadYaml } from '../core/lazy-packages.js';
+import { SkillFileCache, type ParsedSkillFile } from './skills-cache.js';
 
 export interface SkillProblem {
   file: string;
@@ -23,6 +23,12 @@ export interface LoadSkillsOptions {
    * @default false
    */
   strict?: boolean;
+  /**
+   * Folder where parsed skill files are kept between processes (each under its size and times), so that
+   * an unchanged folder is not parsed again. The router passes `<stateDir>/models`.
+   * @default no cache
+   */
+  cacheDir?: string;
 }
 
 const SKILL_FILE = 'SKILL.md';
@@ -52,10 +58,11 @@ export function loadSkills(directory: string, options: LoadSkillsOptions = {}): 
 
   const problems: SkillProblem[] = [];
   const byName = new Map<string, Skill>();
+  const cache = options.cacheDir === undefined ? undefined : new SkillFileCache(options.cacheDir, root);
   for (const file of findSkillFiles(root)) {
     const shown = relative(process.cwd(), file) || file;
-    const parsed = parseSkillFile(file);
-    if (parsed === undefined) continue;
+    const parsed = cache === undefined ? parseSkillFile(file) : cache.parse(file, parseSkillFile);
+    if (parsed === null) continue;
     if ('reason' in parsed) {
       problems.push({ file: shown, reason: parsed.reason });
       continue;
@@ -70,6 +77,7 @@ export function loadSkills(directory: string, options: LoadSkillsOptions = {}): 
     }
     byName.set(parsed.name, parsed);
   }
+  cache?.save();
 
   if (options.strict === true && problems.length > 0) {
     const first = problems[0] as SkillProblem;
@@ -112,23 +120,33 @@ function findSkillFiles(directory: string): string[] {
 }
 
 const FRONT_MATTER_START = /^\uFEFF?---[ \t]*\r?\n/;
+/** The line that closes the front matter (Jekyll's `---`, or YAML's document end `...`). */
+const FRONT_MATTER_END = /^(?:---|\.\.\.)[ \t]*\r?$/m;
 
-function parseSkillFile(file: string): Skill | { reason: string } | undefined {
+/**
+ * The YAML between the opening `---` line and the closing one (to the end of the file when it is never
+ * closed). Only the front matter is parsed; the body after it is the skill's own text.
+ */
+function frontMatterText(content: string): string {
+  const rest = content.replace(FRONT_MATTER_START, '');
+  const end = FRONT_MATTER_END.exec(rest);
+  return end === null ? rest : rest.slice(0, end.index);
+}
+
+function parseSkillFile(file: string): ParsedSkillFile {
   let content: string;
   try {
     content = readFileSync(file, 'utf8');
   } catch (error) {
     return { reason: `cannot read file (${error instanceof Error ? error.message : String(error)})` };
   }
-  if (!FRONT_MATTER_START.test(content)) return undefined;
+  if (!FRONT_MATTER_START.test(content)) return null;
 
   let data: unknown;
   try {
-    // gray-matter caches by content and returns shared objects; the yaml engine keeps one YAML parser
-    // (the same one as the config) and reports precise syntax errors.
-    data = matter(content.replace(/^\uFEFF/, ''), {
-      engines: { yaml: (source: string) => parseYaml(source) as object },
-    }).data;
+    // The same YAML parser as the config: precise syntax errors. An empty front matter is no mapping.
+    const { parse } = loadYaml();
+    data = parse(frontMatterText(content)) ?? {};
   } catch (error) {
     const message = error instanceof Error ? error.message.split('\n')[0] : String(error);
     return { reason: `front matter is not valid YAML: ${message}` };

@@ -1,6 +1,5 @@
 import { resolve } from 'node:path';
 import type { WorkflowEngineOptions } from './api-types.js';
-import { loadWorkflow } from './engine-deps.js';
 import type { WorkflowDefinition } from './model.js';
 
 /** Loads and validates a workflow file (through the test seam when one is given). */
@@ -10,5 +9,9 @@ export async function loadDefinition(
 ): Promise<WorkflowDefinition> {
   const path = resolve(file);
   const load = options._internal?.load;
-  return load === undefined ? loadWorkflow(path) : load(path);
+  if (load !== undefined) return load(path);
+  // Imported here, not at the top: the format brings zod and YAML, which importing the library to
+  // route or to read a run's status does not need.
+  const { loadWorkflow } = await import('./format/index.js');
+  return loadWorkflow(path);
 }

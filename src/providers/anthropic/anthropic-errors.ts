@@ -1,15 +1,28 @@
-import {
-  APIConnectionError,
-  APIConnectionTimeoutError,
-  APIError,
-  APIUserAbortError,
-  AnthropicError,
-} from '@anthropic-ai/sdk';
+import type * as AnthropicSdk from '@anthropic-ai/sdk';
 import { isSwitchboardError, SwitchboardError } from '../../core/errors.js';
 import { errorFromStatus } from '../http-errors.js';
 import { redact } from '../redact.js';
 
 const PROVIDER = 'anthropic';
+
+/** The SDK once a call has loaded it: it is imported at first use, so that routing never pays for it. */
+let sdk: typeof AnthropicSdk | undefined;
+
+/** Loads the Anthropic SDK (once per process). The error mapping below recognises its errors afterwards. */
+export async function loadAnthropicSdk(): Promise<typeof AnthropicSdk> {
+  sdk ??= await import('@anthropic-ai/sdk');
+  return sdk;
+}
+
+/** Stands in for the SDK's error classes before it is loaded: no value is an instance of these. */
+class NotLoaded {}
+const NO_SDK = {
+  APIConnectionError: NotLoaded,
+  APIConnectionTimeoutError: NotLoaded,
+  APIError: NotLoaded,
+  APIUserAbortError: NotLoaded,
+  AnthropicError: NotLoaded,
+} as unknown as typeof AnthropicSdk;
 
 /** What the error mapping needs to know about the call that failed. */
 export interface AnthropicErrorContext {
@@ -33,6 +46,9 @@ export function asAnthropicError(error: unknown, context: AnthropicErrorContext)
 function mapError(error: unknown, context: AnthropicErrorContext): SwitchboardError {
   if (isSwitchboardError(error)) return error;
   const cause = safeCause(error, context.apiKey);
+  // Nothing the SDK threw can reach here before it was loaded; without it, only the generic cases apply.
+  const { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError, AnthropicError } =
+    sdk ?? NO_SDK;
   if (error instanceof APIUserAbortError || isAbortError(error)) return abortedError(cause);
   if (error instanceof APIConnectionTimeoutError) return timeoutError(context, cause);
   if (error instanceof APIConnectionError) {
@@ -136,7 +152,7 @@ function isBodyCutOff(error: unknown): boolean {
   return error instanceof TypeError && /terminated|other side closed|socket/i.test(error.message);
 }
 
-function connectionReason(error: APIConnectionError): string {
+function connectionReason(error: AnthropicSdk.APIConnectionError): string {
   const cause = error.cause;
   let reason = '';
   let current: unknown = cause;

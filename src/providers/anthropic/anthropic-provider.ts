@@ -1,4 +1,4 @@
-import Anthropic from '@anthropic-ai/sdk';
+import type Anthropic from '@anthropic-ai/sdk';
 import type { CallResult, JsonSchema, Provider, ProviderCall, TokenUsage } from '../../core/call-types.js';
 import { SwitchboardError } from '../../core/errors.js';
 import { endpointLabel } from '../endpoint.js';
@@ -9,6 +9,7 @@ import {
   abortedError,
   asAnthropicError,
   cutOffError,
+  loadAnthropicSdk,
   redactError,
   timeoutError,
   type AnthropicErrorContext,
@@ -90,8 +91,9 @@ export function createAnthropicProvider({
   const priceTable = prices === undefined ? DEFAULT_PRICES : { ...DEFAULT_PRICES, ...prices };
   let client: Anthropic | undefined;
 
-  const connect = (): Anthropic => {
-    client ??= new Anthropic({
+  const connect = async (): Promise<Anthropic> => {
+    const { default: AnthropicClient } = await loadAnthropicSdk();
+    client ??= new AnthropicClient({
       apiKey: key,
       ...(baseUrl === undefined || baseUrl === '' ? {} : { baseURL: baseUrl }),
       // Switchboard's retry policy decides what to retry, with cooldowns and fallbacks across
@@ -115,7 +117,7 @@ export function createAnthropicProvider({
           retryable: false,
         });
       }
-      const anthropic = connect();
+      const anthropic = await connect();
       const callTimeoutMs = request.timeoutMs ?? timeoutMs;
       const errorContext: AnthropicErrorContext = {
         apiKey: key,

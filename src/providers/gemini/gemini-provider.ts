@@ -1,9 +1,9 @@
-import {
+import type {
   GoogleGenAI,
-  type Candidate,
-  type FinishReason,
-  type GenerateContentConfig,
-  type GenerateContentResponse,
+  Candidate,
+  FinishReason,
+  GenerateContentConfig,
+  GenerateContentResponse,
 } from '@google/genai';
 import type {
   CallAttempt,
@@ -107,11 +107,13 @@ export function createGeminiProvider({
   });
   const priceList = prices === undefined ? DEFAULT_PRICES : { ...DEFAULT_PRICES, ...prices };
   const clients = new Map<number, GoogleGenAI>();
-  const clientFor = (index: number): GoogleGenAI => {
+  const clientFor = async (index: number): Promise<GoogleGenAI> => {
     let client = clients.get(index);
     if (client === undefined) {
+      // Imported at first use, so that a process that never calls Gemini never loads its SDK.
+      const { GoogleGenAI: GoogleGenAIClient } = await import('@google/genai');
       // No `retryOptions`: the SDK then makes exactly one request per call.
-      client = new GoogleGenAI({
+      client = new GoogleGenAIClient({
         apiKey: pool.keyAt(index),
         vertexai: false,
         ...(baseUrl === undefined ? {} : { httpOptions: { baseUrl } }),
@@ -175,7 +177,7 @@ interface CallContext {
   request: ProviderCall;
   model: string;
   pool: KeyPool;
-  clientFor: (index: number) => GoogleGenAI;
+  clientFor: (index: number) => Promise<GoogleGenAI>;
   timeoutMs: number;
   onDowngrade: 'error' | 'warn';
   forbidden: ReadonlyArray<(model: string) => boolean>;
@@ -293,7 +295,9 @@ async function generate(
 ): Promise<AnswerParts> {
   const { config, failedHeaders } = requestSetup(request, abortSignal);
   try {
-    return await clientFor(keyIndex).models.generateContent({ model, contents: request.prompt, config });
+    return await (
+      await clientFor(keyIndex)
+    ).models.generateContent({ model, contents: request.prompt, config });
   } catch (error) {
     const headers = failedHeaders();
     throw headers === undefined ? error : new FailedAnswer(error, headers);
@@ -329,7 +333,9 @@ async function generateStreaming(
   let finishReason: FinishReason | undefined;
   let sawCandidate = false;
   try {
-    const chunks = await clientFor(keyIndex).models.generateContentStream({
+    const chunks = await (
+      await clientFor(keyIndex)
+    ).models.generateContentStream({
       model,
       contents: request.prompt,
       config,

@@ -1,4 +1,4 @@
-import { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
+import type * as OpenAiSdk from 'openai';
 import { isSwitchboardError, SwitchboardError } from '../../core/errors.js';
 import { errorFromStatus } from '../http-errors.js';
 import { redact } from '../redact.js';
@@ -21,9 +21,29 @@ const UNDICI_TIMEOUT_CODES = new Set([
   'UND_ERR_CONNECT_TIMEOUT',
 ]);
 
+/** The SDK once a call has loaded it: it is imported at first use, so that routing never pays for it. */
+let sdk: typeof OpenAiSdk | undefined;
+
+/** Loads the OpenAI SDK (once per process). The error mapping below recognises its errors afterwards. */
+export async function loadOpenAiSdk(): Promise<typeof OpenAiSdk> {
+  sdk ??= await import('openai');
+  return sdk;
+}
+
+/** Stands in for the SDK's error classes before it is loaded: no value is an instance of these. */
+class NotLoaded {}
+const NO_SDK = {
+  APIConnectionError: NotLoaded,
+  APIConnectionTimeoutError: NotLoaded,
+  APIError: NotLoaded,
+  APIUserAbortError: NotLoaded,
+} as unknown as typeof OpenAiSdk;
+
 /** Turns whatever the OpenAI SDK threw into a coded `SwitchboardError`. */
 export function openAiError(error: unknown, context: OpenAiErrorContext): SwitchboardError {
   if (isSwitchboardError(error)) return error;
+  // Nothing the SDK threw can reach here before it was loaded; without it, only the generic cases apply.
+  const { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } = sdk ?? NO_SDK;
   const where = context.baseUrl ?? 'the OpenAI API';
   if (context.abortSignal?.aborted === true || error instanceof APIUserAbortError) {
     return new SwitchboardError('ABORTED', 'the call was aborted', { provider: 'openai', retryable: false });

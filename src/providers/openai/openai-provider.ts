@@ -1,4 +1,4 @@
-import OpenAI from 'openai';
+import type OpenAI from 'openai';
 import type {
   ChatCompletion,
   ChatCompletionChunk,
@@ -13,7 +13,13 @@ import { extractJson } from '../../core/json-extract.js';
 import { compileSchema, schemaErrors } from '../../core/json-schema.js';
 import { costOf, DEFAULT_PRICES, type ModelPrice } from '../../core/prices.js';
 import { watchedFetch, withIdleWatch } from '../idle-watch.js';
-import { idleTimeoutError, openAiError, streamCutError, timeoutError } from './openai-errors.js';
+import {
+  idleTimeoutError,
+  loadOpenAiSdk,
+  openAiError,
+  streamCutError,
+  timeoutError,
+} from './openai-errors.js';
 import { registerSecret } from '../../core/secrets.js';
 
 /** How a JSON Schema is asked of the server. */
@@ -93,7 +99,7 @@ export function createOpenAiProvider({
   const priceTable = prices === undefined ? DEFAULT_PRICES : { ...DEFAULT_PRICES, ...prices };
   const clients = new Map<string, OpenAI>();
 
-  function clientFor(target: string | undefined): { client: OpenAI; key: string } {
+  async function clientFor(target: string | undefined): Promise<{ client: OpenAI; key: string }> {
     const key = apiKey ?? (isOpenAiHost(target) ? undefined : PLACEHOLDER_API_KEY);
     if (key === undefined) {
       throw new SwitchboardError('AUTH', 'no OpenAI API key: OPENAI_API_KEY is not set', {
@@ -105,7 +111,8 @@ export function createOpenAiProvider({
     const cacheKey = target ?? '';
     let client = clients.get(cacheKey);
     if (client === undefined) {
-      client = new OpenAI({
+      const { default: OpenAiClient } = await loadOpenAiSdk();
+      client = new OpenAiClient({
         apiKey: key,
         // Passed even when undefined would do: the SDK would otherwise read OPENAI_BASE_URL itself.
         baseURL: target ?? null,
@@ -140,7 +147,7 @@ export function createOpenAiProvider({
       if (request.baseUrl !== undefined) checkBaseUrl('baseUrl', request.baseUrl);
       if (request.schema !== undefined) compileSchema(request.schema);
       const target = request.baseUrl ?? baseUrl;
-      const { client, key } = clientFor(target);
+      const { client, key } = await clientFor(target);
       const warnings: string[] = [];
       const onText = typeof request.onText === 'function' ? request.onText : undefined;
       if (onText !== undefined && request.schema !== undefined) {

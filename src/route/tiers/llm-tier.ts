@@ -1,6 +1,5 @@
 import type { CallAttempt, CallRequest, CallResult } from '../../core/call-types.js';
 import type { CallOptions } from '../../invoke/call.js';
-import { call } from '../../invoke/call.js';
 import { isSwitchboardError, SwitchboardError } from '../../core/errors.js';
 import { NONE, type RouteCandidate, type Skill } from '../../core/route-types.js';
 import type { RouteTier, TierInput, TierVerdict } from '../tier.js';
@@ -55,7 +54,7 @@ export class LlmTier implements RouteTier {
     confidenceThreshold = 0.5,
     required = false,
     callOptions = {},
-    call: callFunction = call,
+    call: callFunction = callLazily,
     ...rest
   }: LlmTierOptions) {
     this.options = {
@@ -188,4 +187,13 @@ export class LlmTier implements RouteTier {
 /** Milliseconds a call spent inside provider calls: its attempts' durations added up. */
 function timeInProviders(attempts: readonly Pick<CallAttempt, 'durationMs'>[]): number {
   return attempts.reduce((total, attempt) => total + attempt.durationMs, 0);
+}
+
+/**
+ * `call()`, imported at the first LLM decision: a router whose requests the local tiers settle, and a
+ * program that imports the library only to route, never load the provider modules.
+ */
+async function callLazily(spec: string, request: CallRequest, options?: CallOptions): Promise<CallResult> {
+  const { call } = await import('../../invoke/call.js');
+  return call(spec, request, options);
 }

@@ -1,7 +1,6 @@
 import { accessSync, constants as fsConstants, statSync } from 'node:fs';
 import { constants as osConstants } from 'node:os';
 import { delimiter, isAbsolute, join, resolve, sep } from 'node:path';
-import { execa } from 'execa';
 import { killProcessTree, parentWatchedCommand } from '../../providers/claude-code/process-group.js';
 import { redactDeep, redactSecrets } from '../../core/secrets.js';
 import { validateOutput } from '../output-schema.js';
@@ -134,6 +133,7 @@ async function runScriptProcess(
   { executable, args, cwd, env, stdin, timeoutMs }: ProcessOptions,
 ): Promise<ScriptProcessResult> {
   const [file, argv] = parentWatchedCommand(executable, args, 'script-watch');
+  const { execa } = await import('execa');
   const subprocess = execa(file, argv, {
     cwd,
     env,
