@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { mkdirSync, readFileSync, statSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Skill } from '../core/route-types.js';
 import { writeFileAtomically } from '../store/atomic-file.js';
@@ -12,15 +12,15 @@ const CACHE_VERSION = 1;
 
 interface CacheFile {
   version: number;
-  files: Record<string, { stamp: string; parsed: ParsedSkillFile }>;
+  files: Record<string, { hash: string; parsed: ParsedSkillFile }>;
 }
 
 /**
- * Parsed skill files kept between processes, each under its size, modification and change times, so
- * that a CLI call routing with an unchanged folder neither parses YAML nor loads the YAML library (a
- * third of `switchboard route`'s own start-up). Any change to a file's content changes its change time
- * (ctime cannot be set back by a program), so a stale entry is never used. The cache is an
- * optimisation only: unreadable or corrupt, it is ignored and rewritten.
+ * Parsed skill files kept between processes, each under the hash of its content, so that a CLI call
+ * routing with an unchanged folder neither parses YAML nor loads the YAML library (a fifth of
+ * `switchboard route`'s own start-up). Reading and hashing a skill file costs microseconds; content
+ * rather than file times decides, because times can stay the same across a quick edit. The cache is
+ * an optimisation only: unreadable or corrupt, it is ignored and rewritten.
  */
 export class SkillFileCache {
   private readonly file: string;
@@ -34,17 +34,19 @@ export class SkillFileCache {
     this.entries = readEntries(this.file);
   }
 
-  /** The file's parsed form: from the cache when the file is unchanged, else from `parse`. */
-  parse(path: string, parse: (path: string) => ParsedSkillFile): ParsedSkillFile {
+  /** The file's parsed form: from the cache when its content is unchanged, else from `parse`. */
+  parse(
+    path: string,
+    content: string,
+    parse: (path: string, content: string) => ParsedSkillFile,
+  ): ParsedSkillFile {
     this.seen.add(path);
-    const stamp = stampOf(path);
+    const hash = createHash('sha256').update(content).digest('base64url');
     const cached = this.entries[path];
-    if (stamp !== undefined && cached?.stamp === stamp) return cached.parsed;
-    const parsed = parse(path);
-    if (stamp !== undefined) {
-      this.entries[path] = { stamp, parsed };
-      this.changed = true;
-    }
+    if (cached?.hash === hash) return cached.parsed;
+    const parsed = parse(path, content);
+    this.entries[path] = { hash, parsed };
+    this.changed = true;
     return parsed;
   }
 
@@ -63,15 +65,6 @@ export class SkillFileCache {
     } catch {
       // A read-only state folder only costs the next process a parse.
     }
-  }
-}
-
-function stampOf(path: string): string | undefined {
-  try {
-    const stat = statSync(path, { bigint: true });
-    return `${stat.size}:${stat.mtimeNs}:${stat.ctimeNs}`;
-  } catch {
-    return undefined;
   }
 }
 

@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -104,6 +104,33 @@ describe('loadSkills', () => {
   it('refuses a skill named "none"', () => {
     const root = folder({ 'a.md': skill('alpha'), 'none.md': skill('none') });
     expect(loadSkills(root).problems[0]?.reason).toMatch(/reserved/);
+  });
+});
+
+describe('loadSkills with a cache folder', () => {
+  it('gives the same skills from the cache, and sees an edit even when the size stays the same', () => {
+    const root = folder({ 'deploy.md': skill('deploy', 'ship v1'), 'triage.md': skill('triage') });
+    const cacheDir = mkdtempSync(join(tmpdir(), 'switchboard-skills-cache-'));
+    const first = loadSkills(root, { cacheDir });
+    expect(readdirSync(cacheDir)).toHaveLength(1);
+    expect(loadSkills(root, { cacheDir })).toEqual(first);
+
+    writeFileSync(join(root, 'deploy.md'), skill('deploy', 'ship v2'));
+    writeFileSync(join(root, 'triage.md'), 'no front matter any more\n');
+    writeFileSync(join(root, 'broken.md'), '---\nname: [unclosed\n---\n');
+    const { skills, problems } = loadSkills(root, { cacheDir });
+    expect(skills.map((s) => [s.name, s.description])).toEqual([['deploy', 'ship v2']]);
+    expect(problems.map((p) => p.reason)).toEqual([expect.stringMatching(/not valid YAML/)]);
+  });
+
+  it('ignores a corrupt cache file and rewrites it', () => {
+    const root = folder({ 'deploy.md': skill('deploy') });
+    const cacheDir = mkdtempSync(join(tmpdir(), 'switchboard-skills-cache-'));
+    loadSkills(root, { cacheDir });
+    const [cacheFile] = readdirSync(cacheDir);
+    writeFileSync(join(cacheDir, cacheFile as string), '{"version": 1, "files": ');
+    expect(loadSkills(root, { cacheDir }).skills.map((s) => s.name)).toEqual(['deploy']);
+    expect(loadSkills(root, { cacheDir }).skills.map((s) => s.name)).toEqual(['deploy']);
   });
 });
 

@@ -61,7 +61,7 @@ export function loadSkills(directory: string, options: LoadSkillsOptions = {}): 
   const cache = options.cacheDir === undefined ? undefined : new SkillFileCache(options.cacheDir, root);
   for (const file of findSkillFiles(root)) {
     const shown = relative(process.cwd(), file) || file;
-    const parsed = cache === undefined ? parseSkillFile(file) : cache.parse(file, parseSkillFile);
+    const parsed = readSkillFile(file, cache);
     if (parsed === null) continue;
     if ('reason' in parsed) {
       problems.push({ file: shown, reason: parsed.reason });
@@ -133,7 +133,7 @@ function frontMatterText(content: string): string {
   return end === null ? rest : rest.slice(0, end.index);
 }
 
-function parseSkillFile(file: string): ParsedSkillFile {
+function readSkillFile(file: string, cache: SkillFileCache | undefined): ParsedSkillFile {
   let content: string;
   try {
     content = readFileSync(file, 'utf8');
@@ -141,7 +141,10 @@ function parseSkillFile(file: string): ParsedSkillFile {
     return { reason: `cannot read file (${error instanceof Error ? error.message : String(error)})` };
   }
   if (!FRONT_MATTER_START.test(content)) return null;
+  return cache === undefined ? parseSkillFile(file, content) : cache.parse(file, content, parseSkillFile);
+}
 
+function parseSkillFile(file: string, content: string): ParsedSkillFile {
   let data: unknown;
   try {
     // The same YAML parser as the config: precise syntax errors. An empty front matter is no mapping.

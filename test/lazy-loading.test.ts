@@ -1,0 +1,75 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+// What a program pays for at start-up: the packages it resolves, recorded by a resolve hook in a real
+// Node process running the built library or CLI. Start-up times are measured in bench/startup.ts.
+
+const root = join(import.meta.dirname, '..');
+const hook = join(import.meta.dirname, 'fixtures/lazy/record-resolved.mjs');
+
+/** Heavy packages no routing program needs. */
+const HEAVY = [
+  '@anthropic-ai/sdk',
+  '@anthropic-ai/claude-agent-sdk',
+  'openai',
+  '@google/genai',
+  'execa',
+  'zod',
+  'ajv',
+  'prom-client',
+  'cli-progress',
+];
+
+/** The npm packages a node process resolved while running `args`. */
+function packagesLoaded(args: string[], cwd = root): Set<string> {
+  const record = join(mkdtempSync(join(tmpdir(), 'switchboard-lazy-')), 'resolved.txt');
+  writeFileSync(record, '');
+  execFileSync(process.execPath, ['--import', hook, ...args], {
+    cwd,
+    env: { ...process.env, SWITCHBOARD_TEST_RESOLVED: record },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const packages = new Set<string>();
+  for (const url of readFileSync(record, 'utf8').split('\n')) {
+    const match = /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(url);
+    if (match !== null) packages.add(match[1] as string);
+  }
+  return packages;
+}
+
+describe('start-up loads only what is used', () => {
+  it('importing the library and routing with it loads no provider SDK and no heavy package', () => {
+    const program = `
+      const { createRouter } = await import(${JSON.stringify(join(root, 'dist/index.js'))});
+      const router = createRouter({ skills: ${JSON.stringify(join(root, 'examples/skills'))} });
+      const decision = await router.route('the login page crashes when I submit the form');
+      if (typeof decision.skill !== 'string') throw new Error('no decision');
+      router.close();`;
+    const loaded = packagesLoaded(['--input-type=module', '-e', program]);
+    expect(HEAVY.filter((name) => loaded.has(name))).toEqual([]);
+  });
+
+  it('`switchboard route` loads neither the other commands’ packages nor YAML once the skills are cached', () => {
+    const stateDir = mkdtempSync(join(tmpdir(), 'switchboard-lazy-state-'));
+    const args = [
+      join(root, 'dist/cli/main.js'),
+      '--state-dir',
+      stateDir,
+      'route',
+      '--skills',
+      'examples/skills',
+    ];
+    // The first run parses the skill files (YAML) and trains the model; the second finds both cached.
+    expect(packagesLoaded([...args, 'deploy the new version to production'])).toContain('yaml');
+    const loaded = packagesLoaded([...args, 'the tests fail on main since yesterday']);
+    expect([...HEAVY, 'yaml'].filter((name) => loaded.has(name))).toEqual([]);
+  });
+
+  it('`switchboard --version` loads no command at all', () => {
+    const loaded = packagesLoaded([join(root, 'dist/cli/main.js'), '--version']);
+    expect([...loaded]).toEqual(['commander']);
+  });
+});
