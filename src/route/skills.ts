@@ -98,10 +98,18 @@ export function loadSkills(directory: string, options: LoadSkillsOptions = {}): 
   return { skills, problems };
 }
 
+/**
+ * A stable order that does not depend on the locale. Not `localeCompare`: its first call sets up ICU's
+ * collator, which costs more than the rest of loading a skills folder (about 13 ms).
+ */
+function byCodeUnits(left: string, right: string): number {
+  return left < right ? -1 : left > right ? 1 : 0;
+}
+
 /** Markdown files that may be skills, in a stable (sorted) order. */
 function findSkillFiles(directory: string): string[] {
   const entries = readdirSync(directory, { withFileTypes: true }).sort((a, b) =>
-    a.name.localeCompare(b.name),
+    byCodeUnits(a.name, b.name),
   );
   if (entries.some((entry) => entry.isFile() && entry.name === SKILL_FILE)) {
     return [join(directory, SKILL_FILE)];
@@ -219,7 +227,7 @@ export function compilePattern(pattern: string): RegExp {
 /** A short stable hash of everything about a skill set that affects routing. */
 export function hashSkills(skills: readonly Skill[]): string {
   const hash = createHash('sha256');
-  for (const skill of [...skills].sort((a, b) => a.name.localeCompare(b.name))) {
+  for (const skill of [...skills].sort((a, b) => byCodeUnits(a.name, b.name))) {
     hash.update(
       JSON.stringify([skill.name, skill.description, skill.examples, skill.patterns, skill.category ?? null]),
     );
