@@ -1,3 +1,4 @@
+import type * as GenAiSdk from '@google/genai';
 import type {
   GoogleGenAI,
   Candidate,
@@ -22,6 +23,13 @@ import { errorFromStatus } from '../http-errors.js';
 import { watchedFetch, withIdleWatch } from '../idle-watch.js';
 import { KeyPool } from './key-pool.js';
 import { registerSecret } from '../../core/secrets.js';
+
+/** The SDK, imported at the first call: a process that never calls Gemini never loads it. */
+let genAi: Promise<typeof GenAiSdk> | undefined;
+function loadGenAi(): Promise<typeof GenAiSdk> {
+  genAi ??= import('@google/genai');
+  return genAi;
+}
 
 const PROVIDER = 'gemini';
 const KEY_VARIABLES = ['GEMINI_API_KEYS', 'GEMINI_API_KEY', 'GOOGLE_API_KEY'] as const;
@@ -110,8 +118,7 @@ export function createGeminiProvider({
   const clientFor = async (index: number): Promise<GoogleGenAI> => {
     let client = clients.get(index);
     if (client === undefined) {
-      // Imported at first use, so that a process that never calls Gemini never loads its SDK.
-      const { GoogleGenAI: GoogleGenAIClient } = await import('@google/genai');
+      const { GoogleGenAI: GoogleGenAIClient } = await loadGenAi();
       // No `retryOptions`: the SDK then makes exactly one request per call.
       client = new GoogleGenAIClient({
         apiKey: pool.keyAt(index),
@@ -148,6 +155,9 @@ export function createGeminiProvider({
           retryable: false,
         });
       }
+      // The SDK loads (once, about 0.1 s) before the call's own timers start, so that it never counts
+      // against the attempt's time limit.
+      await loadGenAi();
       return withIdleWatch(
         request.idleTimeoutMs,
         (watch) => watch.error(PROVIDER, 'gemini'),
