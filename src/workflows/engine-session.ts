@@ -1,7 +1,6 @@
 import { resolve } from 'node:path';
 import { SwitchboardError } from '../core/errors.js';
-import { openLedger, type Ledger } from '../store/ledger.js';
-import { WorkflowStore, type NewWorkflowEvent } from '../store/workflow-records.js';
+import type { NewWorkflowEvent } from '../store/workflow-records.js';
 import type { WorkflowEngineOptions, WorkflowLimitOverrides, WorkflowRunResult } from './api-types.js';
 import { advanceRun } from './engine.js';
 import { markRunning } from './engine-end.js';
@@ -12,41 +11,9 @@ import { everyStep, type WorkflowDefinition } from './model.js';
 import { acquireRunLock } from './run-lock.js';
 import { replayState } from './scope.js';
 import { STEP_EXECUTORS } from './steps/index.js';
-import { DEFAULT_STATE_DIR } from '../store/ledger.js';
+import type { StoreSession } from './stores.js';
 
-/** The ledger and workflow tables one API call works with; closes what it opened. */
-export interface StoreSession {
-  ledger: Ledger;
-  store: WorkflowStore;
-  stateDir: string;
-  close(): void;
-}
-
-export function openStores(options: WorkflowEngineOptions): StoreSession {
-  // Absolute, so steps that change directory (scripts, agents in worktrees) still find it.
-  const stateDir = resolve(options.stateDir ?? DEFAULT_STATE_DIR);
-  const ownLedger = options.ledger === undefined;
-  const ledger = options.ledger ?? openLedger({ stateDir });
-  let store: WorkflowStore;
-  try {
-    store = WorkflowStore.open({
-      path: ledger.path,
-      ...(options._internal?.now === undefined ? {} : { now: options._internal.now }),
-    });
-  } catch (error) {
-    if (ownLedger) ledger.close();
-    throw error;
-  }
-  return {
-    ledger,
-    store,
-    stateDir,
-    close() {
-      store.close();
-      if (ownLedger) ledger.close();
-    },
-  };
-}
+export { openStores, type StoreSession } from './stores.js';
 
 export interface DriveOptions {
   session: StoreSession;

@@ -9,21 +9,27 @@ import type {
   WorkflowEventRecord,
   WorkflowRunResult,
 } from './api-types.js';
-import { loadDefinition } from './engine-load.js';
-import { openStores } from './engine-session.js';
-import { resumeInSession, resumeRun, startWorkflowRun } from './engine-start.js';
+import type { WorkflowDefinition } from './model.js';
 import { runView } from './engine-view.js';
 import { runOwner } from './run-lock.js';
+import { openStores } from './stores.js';
+
+// The engine (step executors, templates, the format's zod schemas) is imported by the calls that run
+// steps; status, listing and events read the stores alone, and importing the library loads neither.
+const engine = () => import('./engine-start.js');
+async function loadDefinition(file: string, options: WorkflowEngineOptions): Promise<WorkflowDefinition> {
+  return (await import('./engine-load.js')).loadDefinition(file, options);
+}
 
 /** Starts a run of a workflow file (or resumes the run its `run_key` names) and advances it until it ends or parks at a gate. */
 export async function runWorkflow(options: RunWorkflowOptions): Promise<WorkflowRunResult> {
   const workflow = await loadDefinition(options.file, options);
-  return startWorkflowRun(workflow, options);
+  return (await engine()).startWorkflowRun(workflow, options);
 }
 
 /** Continues an interrupted, parked or limit-ended run at its first step without a completed row. */
 export async function resumeWorkflow(options: ResumeWorkflowOptions): Promise<WorkflowRunResult> {
-  return resumeRun(options);
+  return (await engine()).resumeRun(options);
 }
 
 function findRun(store: WorkflowStore, runId: string): WorkflowRunRow {
@@ -54,7 +60,7 @@ export async function answerGate(options: AnswerGateOptions): Promise<WorkflowRu
       return runView(session.store, findRun(session.store, run.id));
     }
     try {
-      return await resumeInSession(session, { ...options, runId: run.id });
+      return await (await engine()).resumeInSession(session, { ...options, runId: run.id });
     } catch (error) {
       // The process advancing the run (a gate waiting with a timeout) takes the answer itself.
       if (isSwitchboardError(error) && error.code === 'WORKFLOW_LOCKED') {

@@ -1,0 +1,41 @@
+import { resolve } from 'node:path';
+import { DEFAULT_STATE_DIR, openLedger, type Ledger } from '../store/ledger.js';
+import { WorkflowStore } from '../store/workflow-records.js';
+import type { WorkflowEngineOptions } from './api-types.js';
+
+// The stores the workflow API opens, apart from the engine: reading a run's status or events does not
+// load the engine, its step executors, or the template and format modules.
+
+/** The ledger and workflow tables one API call works with; closes what it opened. */
+export interface StoreSession {
+  ledger: Ledger;
+  store: WorkflowStore;
+  stateDir: string;
+  close(): void;
+}
+
+export function openStores(options: WorkflowEngineOptions): StoreSession {
+  // Absolute, so steps that change directory (scripts, agents in worktrees) still find it.
+  const stateDir = resolve(options.stateDir ?? DEFAULT_STATE_DIR);
+  const ownLedger = options.ledger === undefined;
+  const ledger = options.ledger ?? openLedger({ stateDir });
+  let store: WorkflowStore;
+  try {
+    store = WorkflowStore.open({
+      path: ledger.path,
+      ...(options._internal?.now === undefined ? {} : { now: options._internal.now }),
+    });
+  } catch (error) {
+    if (ownLedger) ledger.close();
+    throw error;
+  }
+  return {
+    ledger,
+    store,
+    stateDir,
+    close() {
+      store.close();
+      if (ownLedger) ledger.close();
+    },
+  };
+}
