@@ -1,8 +1,8 @@
 // Claude Code calls through Switchboard beside direct `claude -p --output-format json`, in one run, against
 // `switchboard sim` answering with zero delay. Run from the repository root under Node >= 22:
-//   node --experimental-strip-types --no-warnings bench/claude-call.ts [rounds] [--compare <checkout>]
+//   node --experimental-strip-types --no-warnings bench/claude-call.ts [rounds] [--compare <checkout>] [--cli <main.js>]
 // The library rows run from the TypeScript sources; the CLI rows run the build in dist/ (`npm run build`
-// first). `--compare` also runs the warm pool of another checkout's sources (e.g. an earlier commit
+// first), or the `dist/cli/main.js` that `--cli` names. `--compare` also runs the warm pool of another checkout's sources (e.g. an earlier commit
 // unpacked with `git archive`, with node_modules linked), in alternating blocks with this one's.
 // Needs only this repository (the Agent SDK ships the Claude Code binary); binds 127.0.0.1 only.
 import { spawn } from 'node:child_process';
@@ -103,7 +103,9 @@ async function libraryCall(target: typeof provider, prompt: string, warm: boolea
 }
 
 /** The `switchboard call` command as a shell user runs it (spawn to exit), from the build in dist/. */
-const builtCli = join(import.meta.dirname, '../dist/cli/main.js');
+const cliIndex = process.argv.indexOf('--cli');
+const builtCli =
+  cliIndex > 0 ? resolve(process.argv[cliIndex + 1] ?? '') : join(import.meta.dirname, '../dist/cli/main.js');
 function viaCli(prompt: string, server?: string): Promise<number> {
   const args = [builtCli, 'call', 'claude:haiku', prompt];
   if (server === undefined) args.push('--base-url', sim.url, '--no-ledger');
