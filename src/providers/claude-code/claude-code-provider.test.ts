@@ -311,28 +311,34 @@ describe('claude-code provider, cold calls', () => {
 });
 
 describe('claude-code provider, warm pool', () => {
-  it('serves calls from ready processes, each independent of the one before', async () => {
-    harness = await claudeAgainstSimulator(
-      { rules: [{ match: {}, reply: { text: 'echo: ', echo: true } }] },
-      { pool: { size: 2, model: 'claude-haiku-4-5' } },
-    );
-    await harness.provider.pool?.warm();
-    expect(harness.provider.pool?.pids).toHaveLength(2);
-    for (const word of ['alpha', 'bravo', 'charlie', 'delta']) {
-      const result = await harness.provider.call({ model: 'claude-haiku-4-5', prompt: `say ${word}` });
-      expect(result.text).toBe(`echo: say ${word}`);
-      expect(result.warnings).toContain('served by a warm Claude Code process');
-    }
-    const requests = replies(harness.sim);
-    expect(requests).toHaveLength(4);
-    for (const [index, request] of requests.entries()) {
-      const body = request.body as { messages: { role: string; content: unknown }[] };
-      const users = body.messages.filter((message) => message.role === 'user');
-      expect(users).toHaveLength(1);
-      const earlier = ['alpha', 'bravo', 'charlie', 'delta'].slice(0, index);
-      for (const word of earlier) expect(JSON.stringify(body)).not.toContain(`say ${word}`);
-    }
-  });
+  it.each([1, 2])(
+    'serves calls from a pool of %i ready processes, each independent of the one before',
+    async (size) => {
+      harness = await claudeAgainstSimulator(
+        { rules: [{ match: {}, reply: { text: 'echo: ', echo: true } }] },
+        { pool: { size, model: 'claude-haiku-4-5' } },
+      );
+      await harness.provider.pool?.warm();
+      const ready = harness.provider.pool?.pids;
+      expect(ready).toHaveLength(size);
+      for (const word of ['alpha', 'bravo', 'charlie', 'delta']) {
+        const result = await harness.provider.call({ model: 'claude-haiku-4-5', prompt: `say ${word}` });
+        expect(result.text).toBe(`echo: say ${word}`);
+        expect(result.warnings).toContain('served by a warm Claude Code process');
+      }
+      const requests = replies(harness.sim);
+      expect(requests).toHaveLength(4);
+      for (const [index, request] of requests.entries()) {
+        const body = request.body as { messages: { role: string; content: unknown }[] };
+        const users = body.messages.filter((message) => message.role === 'user');
+        expect(users).toHaveLength(1);
+        const earlier = ['alpha', 'bravo', 'charlie', 'delta'].slice(0, index);
+        for (const word of earlier) expect(JSON.stringify(body)).not.toContain(`say ${word}`);
+      }
+      // The same processes served them all: independence comes from clearing, not from new processes.
+      expect(harness.provider.pool?.pids).toEqual(ready);
+    },
+  );
 
   it('returns every one of 20 concurrent calls to its own caller', async () => {
     harness = await claudeAgainstSimulator(
