@@ -372,6 +372,28 @@ describe('claude-code provider, warm pool', () => {
     expect(replies(harness.sim)).toHaveLength(2);
   });
 
+  it('keeps a process whose call failed with a finished turn (a 400) and answers the next call with it', async () => {
+    harness = await claudeAgainstSimulator(
+      {
+        rules: [
+          { match: { text: 'auth' }, fault: { status: 400, message: 'prompt is too long' } },
+          { match: {}, reply: { text: 'ok' } },
+        ],
+      },
+      { pool: { size: 1, model: 'claude-haiku-4-5' } },
+    );
+    await harness.provider.pool?.warm();
+    const ready = harness.provider.pool?.pids;
+    await expect(
+      harness.provider.call({ model: 'claude-haiku-4-5', prompt: 'auth please' }),
+    ).rejects.toMatchObject({ code: 'INVALID_INPUT' });
+    const next = await harness.provider.call({ model: 'claude-haiku-4-5', prompt: 'next' });
+    expect(next.text).toBe('ok');
+    expect(harness.provider.pool?.pids).toEqual(ready);
+    // The next call's request carries nothing of the failed one.
+    expect(JSON.stringify(replies(harness.sim).at(-1)?.body)).not.toContain('auth please');
+  });
+
   it('serves N calls at once from a pool of N, each in a warm process of its own', async () => {
     harness = await claudeAgainstSimulator(
       { rules: [{ match: {}, reply: { text: 'answer to ', echo: true, delayMs: 3_000 } }] },

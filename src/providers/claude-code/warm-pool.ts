@@ -238,16 +238,22 @@ export class WarmPool {
         endAtApiRetry: launch.endAtApiRetry,
         onFail: () => process.kill(),
       });
+      let found: Awaited<ReturnType<PooledProcess['ask']>> | undefined;
       try {
-        const found = await process.ask(request.prompt, watch);
+        found = await process.ask(request.prompt, watch);
         if (watch.failure !== undefined) throw watch.failure;
         const result = finishCall(found, request, performance.now() - started, process.child?.stderr ?? '');
         result.warnings.push('served by a warm Claude Code process');
         this.used.add(process);
         return result;
       } catch (error) {
-        this.retire(process, true);
-        if (attempt === 0 && watch.failure === undefined && !process.turnStarted) continue;
+        if (found?.result !== undefined && watch.failure === undefined && process.usable) {
+          // Claude Code ended the turn and reported the failure (a 400, say): the process is sound.
+          this.used.add(process);
+        } else {
+          this.retire(process, true);
+          if (attempt === 0 && watch.failure === undefined && !process.turnStarted) continue;
+        }
         throw watch.failure ?? asClaudeError(error, process.child);
       } finally {
         watch.stop();
