@@ -168,7 +168,7 @@ class PooledProcess {
 export class WarmPool {
   private readonly processes: PooledProcess[] = [];
   /** Calls waiting for a process; woken, oldest first, whenever one may have become available. */
-  private waiters: (() => void)[] = [];
+  private readonly waiters: (() => void)[] = [];
   private readonly launch: () => ClaudeLaunch;
   private readonly options: Required<Omit<WarmPoolOptions, 'system'>> & { system?: string };
   /** Starts still loading the Agent SDK, not yet in `processes`. */
