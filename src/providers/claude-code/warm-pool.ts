@@ -28,12 +28,6 @@ export interface WarmPoolOptions {
 /** The `/clear` command: a local command (no API request) that empties the session's conversation. */
 const CLEAR = '/clear';
 
-/**
- * The longest a used process waits for its `/clear` while other calls run. A clear is CPU work in Claude
- * Code (tens of milliseconds); run beside a call it slows that call down on a small machine.
- */
-const CLEAR_DEFER_MS = 250;
-
 /** An async iterable the SDK reads user messages from, fed one prompt at a time. */
 class PromptQueue implements AsyncIterable<SDKUserMessage> {
   private readonly waiting: ((result: IteratorResult<SDKUserMessage>) => void)[] = [];
@@ -173,11 +167,6 @@ export class WarmPool {
   private readonly options: Required<Omit<WarmPoolOptions, 'system'>> & { system?: string };
   /** Starts still loading the Agent SDK, not yet in `processes`. */
   private loading = 0;
-  /** Calls holding a process. */
-  private inFlight = 0;
-  /** Used processes waiting for their `/clear` (see `CLEAR_DEFER_MS`). */
-  private readonly used = new Set<PooledProcess>();
-  private clearTimer: NodeJS.Timeout | undefined;
   private closed = false;
 
   constructor(launch: () => ClaudeLaunch, options: WarmPoolOptions) {
@@ -229,7 +218,6 @@ export class WarmPool {
     // never began the turn, nothing reached the API, and the call goes to another process.
     for (let attempt = 0; ; attempt++) {
       const process = await this.acquire();
-      this.inFlight++;
       const launch = this.launch();
       const watch = new CallWatch({
         timeoutMs: request.timeoutMs ?? launch.timeoutMs,
@@ -244,12 +232,12 @@ export class WarmPool {
         if (watch.failure !== undefined) throw watch.failure;
         const result = finishCall(found, request, performance.now() - started, process.child?.stderr ?? '');
         result.warnings.push('served by a warm Claude Code process');
-        this.used.add(process);
+        void this.reset(process);
         return result;
       } catch (error) {
         if (found?.result !== undefined && watch.failure === undefined && process.usable) {
           // Claude Code ended the turn and reported the failure (a 400, say): the process is sound.
-          this.used.add(process);
+          void this.reset(process);
         } else {
           this.retire(process, true);
           if (attempt === 0 && watch.failure === undefined && !process.turnStarted) continue;
@@ -257,40 +245,12 @@ export class WarmPool {
         throw watch.failure ?? asClaudeError(error, process.child);
       } finally {
         watch.stop();
-        this.inFlight--;
-        this.scheduleClears();
       }
     }
   }
 
-  /**
-   * Clears used processes once no call runs (checked after the caller's next call had its chance to
-   * start), at once when a call waits for a process, and at the latest after `CLEAR_DEFER_MS`.
-   */
-  private scheduleClears(): void {
-    if (this.used.size === 0) return;
-    if (this.inFlight === 0) {
-      setImmediate(() => {
-        if (this.inFlight === 0) this.clearUsed();
-      }).unref();
-    }
-    if (this.clearTimer === undefined) {
-      this.clearTimer = setTimeout(() => this.clearUsed(), CLEAR_DEFER_MS);
-      this.clearTimer.unref();
-    }
-  }
-
-  private clearUsed(): void {
-    clearTimeout(this.clearTimer);
-    this.clearTimer = undefined;
-    for (const process of this.used) void this.reset(process);
-    this.used.clear();
-  }
-
   async close(): Promise<void> {
     this.closed = true;
-    clearTimeout(this.clearTimer);
-    this.used.clear();
     for (const process of this.processes.splice(0)) process.kill();
     this.wake();
   }
@@ -326,7 +286,7 @@ export class WarmPool {
   /** A process ended. One that was idle died under us: replace it in the background. */
   private exited(process: PooledProcess): void {
     // A busy process's call or `/clear` sees the end itself and retires it.
-    if (process.retired || (process.busy && !this.used.delete(process))) return;
+    if (process.busy || process.retired) return;
     this.forget(process);
     this.refill();
   }
@@ -383,7 +343,6 @@ export class WarmPool {
         return process;
       }
       if (this.missing() > 0) return this.startProcess();
-      this.clearUsed();
       await new Promise<void>((resolve) => this.waiters.push(resolve));
     }
   }
