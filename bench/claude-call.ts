@@ -1,27 +1,37 @@
 // Claude Code calls through Switchboard beside direct `claude -p --output-format json`, in one run, against
-// `switchboard sim` answering with zero delay. Run from the repository root under Node >= 22 (no build):
-//   node --experimental-strip-types --no-warnings bench/claude-call.ts [rounds]
+// `switchboard sim` answering with zero delay. Run from the repository root under Node >= 22:
+//   node --experimental-strip-types --no-warnings bench/claude-call.ts [rounds] [--compare <checkout>] [--cli <main.js>]
+// The library rows run from the TypeScript sources; the CLI rows run the build in dist/ (`npm run build`
+// first), or the `dist/cli/main.js` that `--cli` names. `--compare` also runs the warm pool of another checkout's sources (e.g. an earlier commit
+// unpacked with `git archive`, with node_modules linked), in alternating blocks with this one's.
 // Needs only this repository (the Agent SDK ships the Claude Code binary); binds 127.0.0.1 only.
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { loadavg, tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import type * as ProviderSources from '../src/providers/claude-code/claude-code-provider.ts';
 import './source-hooks.ts';
 
+type ProviderModule = typeof ProviderSources;
 const { startSimulator } = await import('../src/sim/server.js');
-const { createClaudeCodeProvider } = await import('../src/providers/claude-code/claude-code-provider.js');
+const { createClaudeCodeProvider } =
+  (await import('../src/providers/claude-code/claude-code-provider.js')) as ProviderModule;
 const { resolveClaudeExecutable } = await import('../src/providers/claude-code/executable.js');
 const { percentile } = await import('../src/core/percentile.js');
 
-const rounds = Number(process.argv[2] ?? 10);
+const compareIndex = process.argv.indexOf('--compare');
+const compareRoot = compareIndex > 0 ? resolve(process.argv[compareIndex + 1] ?? '.') : undefined;
+const rounds = Number(process.argv.slice(2).find((argument) => /^\d+$/.test(argument)) ?? 10);
 const model = 'claude-haiku-4-5';
+const loadAtStart = loadavg()[0] ?? 0;
 const sim = await startSimulator({
   scenario: { rules: [{ match: {}, reply: { text: 'pong: ', echo: true } }] },
-  maxLifetimeMs: 600_000,
+  maxLifetimeMs: 900_000,
 });
 const configDir = mkdtempSync(join(tmpdir(), 'switchboard-bench-claude-'));
+const stateDir = mkdtempSync(join(tmpdir(), 'switchboard-bench-state-'));
 const executable = resolveClaudeExecutable();
-const environment = {
+const environment: Record<string, string | undefined> = {
   ...process.env,
   ANTHROPIC_BASE_URL: sim.url,
   ANTHROPIC_API_KEY: 'sk-ant-bench',
@@ -29,89 +39,162 @@ const environment = {
   // The same setting Switchboard uses, so both sides make the same single API request.
   CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
   CLAUDE_CODE_MAX_RETRIES: '0',
+  SWITCHBOARD_SERVER: undefined,
 };
 
-/** What a shell user waits for: spawn `claude -p`, read its JSON, process exit. */
-function direct(prompt: string): Promise<number> {
+/** Runs a command to its exit; resolves with its wall time when its stdout satisfies `check`. */
+function timedRun(
+  file: string,
+  args: string[],
+  check: (output: string) => boolean,
+  env: Record<string, string | undefined> = environment,
+): Promise<number> {
   const started = performance.now();
-  return new Promise((resolve, reject) => {
-    const child = spawn(executable, ['-p', prompt, '--output-format', 'json', '--model', model], {
-      env: environment,
-      stdio: ['ignore', 'pipe', 'ignore'],
-    });
+  return new Promise((resolvePromise, reject) => {
+    const child = spawn(file, args, { env, cwd: stateDir, stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
+    let errors = '';
     child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    child.on('exit', () => {
-      try {
-        const result = JSON.parse(output) as { result?: string };
-        if (result.result !== `pong: ${prompt}`) throw new Error(`unexpected answer ${output.slice(0, 200)}`);
-        resolve(performance.now() - started);
-      } catch (error) {
-        reject(error instanceof Error ? error : new Error(String(error)));
-      }
-    });
+    child.stderr.on('data', (chunk: Buffer) => (errors += chunk.toString()));
+    child.on('exit', () =>
+      check(output)
+        ? resolvePromise(performance.now() - started)
+        : reject(
+            new Error(
+              `${args.slice(0, 2).join(' ')}: unexpected output ${output.slice(0, 200)} ${errors.slice(0, 300)}`,
+            ),
+          ),
+    );
   });
 }
 
-const provider = createClaudeCodeProvider({
-  baseUrl: sim.url,
-  apiKey: 'sk-ant-bench',
-  configDir,
-  pool: { size: 4, model },
-});
-async function ours(prompt: string, warm: boolean): Promise<number> {
+/** What a shell user waits for: spawn `claude -p`, read its JSON, process exit. */
+function direct(prompt: string): Promise<number> {
+  return timedRun(executable, ['-p', prompt, '--output-format', 'json', '--model', model], (output) => {
+    try {
+      return (JSON.parse(output) as { result?: string }).result === `pong: ${prompt}`;
+    } catch {
+      return false;
+    }
+  });
+}
+
+function libraryProvider(create: ProviderModule['createClaudeCodeProvider']) {
+  return create({ baseUrl: sim.url, apiKey: 'sk-ant-bench', configDir, pool: { size: 4, model } });
+}
+const provider = libraryProvider(createClaudeCodeProvider);
+const compared =
+  compareRoot === undefined
+    ? undefined
+    : libraryProvider(
+        (
+          (await import(
+            join(compareRoot, 'src/providers/claude-code/claude-code-provider.ts')
+          )) as ProviderModule
+        ).createClaudeCodeProvider,
+      );
+
+async function libraryCall(target: typeof provider, prompt: string, warm: boolean): Promise<number> {
   const started = performance.now();
   // The pool serves only calls for its model; another model id of the same model starts cold.
-  const result = await provider.call({ model: warm ? model : 'haiku', prompt });
+  const result = await target.call({ model: warm ? model : 'haiku', prompt });
   if (result.text !== `pong: ${prompt}`) throw new Error(`unexpected answer ${result.text}`);
   return performance.now() - started;
 }
 
 /** The `switchboard call` command as a shell user runs it (spawn to exit), from the build in dist/. */
-const builtCli = join(import.meta.dirname, '../dist/cli/main.js');
-function viaCli(prompt: string): Promise<number> {
-  const started = performance.now();
-  return new Promise((resolve, reject) => {
-    const child = spawn(
-      process.execPath,
-      [builtCli, 'call', `claude:${model}`, prompt, '--base-url', sim.url, '--no-ledger'],
-      {
-        env: { ...environment, ANTHROPIC_API_KEY: 'sk-ant-bench' },
-        stdio: ['ignore', 'pipe', 'inherit'],
-      },
-    );
+const cliIndex = process.argv.indexOf('--cli');
+const builtCli =
+  cliIndex > 0 ? resolve(process.argv[cliIndex + 1] ?? '') : join(import.meta.dirname, '../dist/cli/main.js');
+function viaCli(prompt: string, server?: string): Promise<number> {
+  const args = [builtCli, 'call', 'claude:haiku', prompt];
+  if (server === undefined) args.push('--base-url', sim.url, '--no-ledger');
+  else args.push('--server', server);
+  return timedRun(process.execPath, args, (output) => output.trim() === `pong: ${prompt}`);
+}
+
+/** Starts `switchboard serve` on a free port; its Claude Code processes reach the simulator through the environment. */
+function startServe(): Promise<{ url: string; stop: () => void } | string> {
+  return new Promise((resolvePromise) => {
+    // serve needs skills for POST /route, whatever the bench calls.
+    const skills = join(import.meta.dirname, '../examples/skills');
+    const child = spawn(process.execPath, [builtCli, 'serve', '--port', '0', '--skills', skills], {
+      env: environment,
+      cwd: stateDir,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let output = '';
-    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    child.on('exit', () =>
-      output.trim() === `pong: ${prompt}`
-        ? resolve(performance.now() - started)
-        : reject(new Error(`unexpected answer ${output}`)),
-    );
+    child.stdout.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+      const url = /listening on (http:\/\/\S+)/.exec(output)?.[1];
+      if (url !== undefined) resolvePromise({ url, stop: () => child.kill('SIGTERM') });
+    });
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.on('exit', (code) => resolvePromise(`serve exited with ${code}: ${output.trim().slice(0, 200)}`));
   });
 }
-const cliTimes: number[] = [];
 
-// Warm-up of the binary's page cache, for both sides alike.
-await direct('warm-up');
-await ours('warm-up', false);
+/** The serve row's server, or why the row is skipped. */
+async function serveForBench(): Promise<{ url: string; stop: () => void } | string> {
+  if (!existsSync(builtCli)) return 'no dist/ build; run `npm run build`';
+  const serve = await startServe();
+  if (typeof serve === 'string') return serve;
+  const probe = await fetch(`${serve.url}/call`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ spec: 'claude:haiku', prompt: 'warm-up' }),
+  });
+  await probe.text();
+  if (probe.status === 404) {
+    serve.stop();
+    return 'serve has no /call';
+  }
+  return serve;
+}
 
 const directTimes: number[] = [];
 const coldTimes: number[] = [];
+const cliTimes: number[] = [];
+const serveTimes: number[] = [];
+const warmTimes: number[] = [];
+const pacedTimes: number[] = [];
+const comparedTimes: number[] = [];
+
+// Warm-up of the binary's page cache, for both sides alike.
+await direct('warm-up');
+await libraryCall(provider, 'warm-up', false);
+const serve = await serveForBench();
+
 for (let round = 0; round < rounds; round++) {
-  // Alternate the order so neither side always runs on a quieter machine.
-  if (round % 2 === 0) {
-    directTimes.push(await direct(`direct ${round}`));
-    coldTimes.push(await ours(`cold ${round}`, false));
-  } else {
-    coldTimes.push(await ours(`cold ${round}`, false));
-    directTimes.push(await direct(`direct ${round}`));
+  // Alternate the order so neither side always runs on a quieter moment.
+  const steps: (() => Promise<void>)[] = [
+    async () => void directTimes.push(await direct(`direct ${round}`)),
+    async () => void coldTimes.push(await libraryCall(provider, `cold ${round}`, false)),
+  ];
+  if (existsSync(builtCli)) steps.push(async () => void cliTimes.push(await viaCli(`cli ${round}`)));
+  if (typeof serve !== 'string') {
+    steps.push(async () => void serveTimes.push(await viaCli(`serve ${round}`, serve.url)));
   }
-  if (existsSync(builtCli)) cliTimes.push(await viaCli(`cli ${round}`));
+  for (const step of round % 2 === 0 ? steps : steps.reverse()) await step();
 }
 
+// Warm calls back to back, in blocks alternating with the compared checkout's pool when there is one.
 await provider.pool?.warm();
-const warmTimes: number[] = [];
-for (let round = 0; round < rounds * 3; round++) warmTimes.push(await ours(`warm ${round}`, true));
+await compared?.pool?.warm();
+for (let block = 0; block < 3; block++) {
+  for (let call = 0; call < rounds; call++)
+    warmTimes.push(await libraryCall(provider, `warm ${block} ${call}`, true));
+  if (compared === undefined) continue;
+  for (let call = 0; call < rounds; call++) {
+    comparedTimes.push(await libraryCall(compared, `compared ${block} ${call}`, true));
+  }
+}
+await compared?.close();
+// A caller that pauses between calls (a hook, a shell loop): the pool tidies up in the pauses.
+for (let call = 0; call < rounds * 2; call++) {
+  await new Promise((resolvePause) => setTimeout(resolvePause, 250));
+  pacedTimes.push(await libraryCall(provider, `paced ${call}`, true));
+}
 
 const concurrentStarted = performance.now();
 const prompts = Array.from({ length: 20 }, (_, index) => `concurrent ${index}`);
@@ -138,33 +221,53 @@ function groupRssMegabytes(groupId: number): number {
 }
 const pooled = (provider.pool?.pids ?? []).map(groupRssMegabytes);
 await provider.close();
+if (typeof serve !== 'string') serve.stop();
 await sim.close();
 
 const sorted = (values: number[]) => [...values].sort((a, b) => a - b);
 const p50 = (values: number[]) => percentile(sorted(values), 50);
-const p95 = (values: number[]) => percentile(sorted(values), 95);
-const ms = (value: number) => `${value.toFixed(0)} ms`;
+const directP50 = p50(directTimes);
+/** One row: p50, min–max, and how it compares with direct `claude -p` (×N faster, or ×N of it when slower). */
+function row(label: string, values: number[] | string): string {
+  if (typeof values === 'string') return `${label.padEnd(52)} skipped: ${values}`;
+  if (values.length === 0) return `${label.padEnd(52)} skipped: no dist/ build; run \`npm run build\``;
+  const median = p50(values);
+  const ratio = directP50 / median;
+  const versus =
+    values === directTimes
+      ? 'the reference'
+      : ratio >= 1
+        ? `×${ratio.toFixed(1)} faster than claude -p`
+        : `×${(1 / ratio).toFixed(2)} of claude -p`;
+  const range = `${Math.min(...values).toFixed(0)}–${Math.max(...values).toFixed(0)} ms`;
+  return `${label.padEnd(52)} p50 ${median.toFixed(0).padStart(5)} ms (${range}, n=${values.length}); ${versus}`;
+}
+
 console.log(
-  `Claude Code ${executable.split('/').slice(-2).join('/')} against switchboard sim (zero delay), ${rounds} rounds`,
+  `Claude Code ${executable.split('/').slice(-2).join('/')} against switchboard sim (zero delay), ${rounds} rounds; ` +
+    `1-min load ${loadAtStart.toFixed(2)} at start, ${(loadavg()[0] ?? 0).toFixed(2)} at end`,
 );
+console.log(row('raw claude -p --output-format json (spawn to exit)', directTimes));
+console.log(row('library cold call (to result)', coldTimes));
+console.log(row('library warm pool of 4, calls back to back', warmTimes));
+if (compareRoot !== undefined) console.log(row(`  the same from ${compareRoot}`, comparedTimes));
+console.log(row('library warm pool of 4, a call every 250 ms', pacedTimes));
+console.log(row('switchboard call claude:haiku, in process (CLI)', cliTimes));
 console.log(
-  `direct claude -p --output-format json (spawn to exit): p50 ${ms(p50(directTimes))}, p95 ${ms(p95(directTimes))}`,
+  row('switchboard call claude:haiku --server (CLI)', typeof serve === 'string' ? serve : serveTimes),
 );
+const warmRatio = directP50 / p50(warmTimes);
 console.log(
-  `switchboard cold call (library, to result):           p50 ${ms(p50(coldTimes))}, p95 ${ms(p95(coldTimes))}`,
+  `verdict: warm pool ×${warmRatio.toFixed(1)} faster than claude -p at p50 (target ≥ 20): ${warmRatio >= 20 ? 'met' : 'not met'}`,
 );
+if (serveTimes.length > 0) {
+  const serveRatio = directP50 / p50(serveTimes);
+  console.log(
+    `verdict: call through serve ×${serveRatio.toFixed(1)} faster (target ≥ 5): ${serveRatio >= 5 ? 'met' : 'not met'}`,
+  );
+}
 console.log(
-  `switchboard warm-pool call:                            p50 ${ms(p50(warmTimes))}, p95 ${ms(p95(warmTimes))} (${warmTimes.length} calls)`,
-);
-console.log(
-  cliTimes.length === 0
-    ? 'switchboard call CLI: skipped (no dist/ build; run scripts/setup.sh)'
-    : `switchboard call CLI (spawn to exit, Node start included): p50 ${ms(p50(cliTimes))}, p95 ${ms(p95(cliTimes))}; ×${(p50(cliTimes) / p50(directTimes)).toFixed(2)} of direct`,
-);
-console.log(`cold / direct: ×${(p50(coldTimes) / p50(directTimes)).toFixed(2)} (target ≤ 1.05)`);
-console.log(`direct / warm: ×${(p50(directTimes) / p50(warmTimes)).toFixed(1)} faster (target ≥ 10)`);
-console.log(
-  `20 concurrent calls through a pool of 4: ${ownAnswers}/20 answered to their own caller in ${ms(concurrentMs)}`,
+  `20 concurrent calls through a pool of 4: ${ownAnswers}/20 answered to their own caller in ${concurrentMs.toFixed(0)} ms`,
 );
 console.log(
   `memory per pooled process: ${pooled.map((value) => `${value.toFixed(0)} MB`).join(', ')}; pool total ${pooled.reduce((a, b) => a + b, 0).toFixed(0)} MB`,

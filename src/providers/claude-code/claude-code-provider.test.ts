@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -310,28 +311,34 @@ describe('claude-code provider, cold calls', () => {
 });
 
 describe('claude-code provider, warm pool', () => {
-  it('serves calls from ready processes, each independent of the one before', async () => {
-    harness = await claudeAgainstSimulator(
-      { rules: [{ match: {}, reply: { text: 'echo: ', echo: true } }] },
-      { pool: { size: 2, model: 'claude-haiku-4-5' } },
-    );
-    await harness.provider.pool?.warm();
-    expect(harness.provider.pool?.pids).toHaveLength(2);
-    for (const word of ['alpha', 'bravo', 'charlie', 'delta']) {
-      const result = await harness.provider.call({ model: 'claude-haiku-4-5', prompt: `say ${word}` });
-      expect(result.text).toBe(`echo: say ${word}`);
-      expect(result.warnings).toContain('served by a warm Claude Code process');
-    }
-    const requests = replies(harness.sim);
-    expect(requests).toHaveLength(4);
-    for (const [index, request] of requests.entries()) {
-      const body = request.body as { messages: { role: string; content: unknown }[] };
-      const users = body.messages.filter((message) => message.role === 'user');
-      expect(users).toHaveLength(1);
-      const earlier = ['alpha', 'bravo', 'charlie', 'delta'].slice(0, index);
-      for (const word of earlier) expect(JSON.stringify(body)).not.toContain(`say ${word}`);
-    }
-  });
+  it.each([1, 2])(
+    'serves calls from a pool of %i ready processes, each independent of the one before',
+    async (size) => {
+      harness = await claudeAgainstSimulator(
+        { rules: [{ match: {}, reply: { text: 'echo: ', echo: true } }] },
+        { pool: { size, model: 'claude-haiku-4-5' } },
+      );
+      await harness.provider.pool?.warm();
+      const ready = harness.provider.pool?.pids;
+      expect(ready).toHaveLength(size);
+      for (const word of ['alpha', 'bravo', 'charlie', 'delta']) {
+        const result = await harness.provider.call({ model: 'claude-haiku-4-5', prompt: `say ${word}` });
+        expect(result.text).toBe(`echo: say ${word}`);
+        expect(result.warnings).toContain('served by a warm Claude Code process');
+      }
+      const requests = replies(harness.sim);
+      expect(requests).toHaveLength(4);
+      for (const [index, request] of requests.entries()) {
+        const body = request.body as { messages: { role: string; content: unknown }[] };
+        const users = body.messages.filter((message) => message.role === 'user');
+        expect(users).toHaveLength(1);
+        const earlier = ['alpha', 'bravo', 'charlie', 'delta'].slice(0, index);
+        for (const word of earlier) expect(JSON.stringify(body)).not.toContain(`say ${word}`);
+      }
+      // The same processes served them all: independence comes from clearing, not from new processes.
+      expect(harness.provider.pool?.pids).toEqual(ready);
+    },
+  );
 
   it('returns every one of 20 concurrent calls to its own caller', async () => {
     harness = await claudeAgainstSimulator(
@@ -363,6 +370,87 @@ describe('claude-code provider, warm pool', () => {
     const next = await harness.provider.call({ model: 'claude-haiku-4-5', prompt: 'second call' });
     expect(next.text).toBe('ok');
     expect(replies(harness.sim)).toHaveLength(2);
+  });
+
+  it('keeps a process whose call failed with a finished turn (a 400) and answers the next call with it', async () => {
+    harness = await claudeAgainstSimulator(
+      {
+        rules: [
+          { match: { text: 'auth' }, fault: { status: 400, message: 'prompt is too long' } },
+          { match: {}, reply: { text: 'ok' } },
+        ],
+      },
+      { pool: { size: 1, model: 'claude-haiku-4-5' } },
+    );
+    await harness.provider.pool?.warm();
+    const ready = harness.provider.pool?.pids;
+    await expect(
+      harness.provider.call({ model: 'claude-haiku-4-5', prompt: 'auth please' }),
+    ).rejects.toMatchObject({ code: 'INVALID_INPUT' });
+    const next = await harness.provider.call({ model: 'claude-haiku-4-5', prompt: 'next' });
+    expect(next.text).toBe('ok');
+    expect(harness.provider.pool?.pids).toEqual(ready);
+    // The next call's request carries nothing of the failed one.
+    expect(JSON.stringify(replies(harness.sim).at(-1)?.body)).not.toContain('auth please');
+  });
+
+  it('serves N calls at once from a pool of N, each in a warm process of its own', async () => {
+    harness = await claudeAgainstSimulator(
+      { rules: [{ match: {}, reply: { text: 'answer to ', echo: true, delayMs: 3_000 } }] },
+      { pool: { size: 3, model: 'claude-haiku-4-5' } },
+    );
+    await harness.provider.pool?.warm();
+    const ready = harness.provider.pool?.pids;
+    let answered = 0;
+    const prompts = ['one', 'two', 'three'];
+    const calls = prompts.map((prompt) =>
+      harness!.provider.call({ model: 'claude-haiku-4-5', prompt }).then((result) => {
+        answered++;
+        return result;
+      }),
+    );
+    // All three requests reach the API while none is answered: no call waited for another.
+    await waitFor(() => replies(harness!.sim).length === 3, { what: 'three requests at the simulator' });
+    expect(answered).toBe(0);
+    const results = await Promise.all(calls);
+    expect(results.map((result) => result.text)).toEqual(prompts.map((prompt) => `answer to ${prompt}`));
+    for (const result of results) expect(result.warnings).toContain('served by a warm Claude Code process');
+    expect(harness.provider.pool?.pids).toEqual(ready);
+  });
+
+  it('replaces a killed or exited process in the background and never hands a dead one to a call', async () => {
+    harness = await claudeAgainstSimulator(
+      { rules: [{ match: {}, reply: { text: 'echo: ', echo: true } }] },
+      { pool: { size: 2, model: 'claude-haiku-4-5' } },
+    );
+    const pool = harness.provider.pool!;
+    await pool.warm();
+    const [killed, other] = pool.pids as [number, number];
+    // Killed: the whole group, and a call at once, before the pool has seen the exit.
+    process.kill(-killed, 'SIGKILL');
+    const first = await harness.provider.call({ model: 'claude-haiku-4-5', prompt: 'after a kill' });
+    expect(first.text).toBe('echo: after a kill');
+    expect(first.warnings).toContain('served by a warm Claude Code process');
+    await waitFor(() => pool.pids.length === 2 && !pool.pids.includes(killed), {
+      what: 'a replacement for the killed process',
+    });
+    // Exited: Claude Code ends by itself (SIGTERM to the binary alone); the pool notices with no call.
+    const binary = execFileSync('pgrep', ['-P', String(other)], { encoding: 'utf8' })
+      .trim()
+      .split('\n')
+      .map(Number)
+      .find((pid) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')[0]?.endsWith('/claude'));
+    process.kill(binary!, 'SIGTERM');
+    await waitFor(() => pool.pids.length === 2 && !pool.pids.includes(other), {
+      what: 'a replacement for the exited process',
+    });
+    const replaced = pool.pids;
+    const results = await Promise.all(
+      ['x', 'y'].map((prompt) => harness!.provider.call({ model: 'claude-haiku-4-5', prompt })),
+    );
+    expect(results.map((result) => result.text)).toEqual(['echo: x', 'echo: y']);
+    for (const result of results) expect(result.warnings).toContain('served by a warm Claude Code process');
+    expect(pool.pids).toEqual(replaced);
   });
 
   it('starts cold for a call the pool cannot serve, and closes its processes', async () => {

@@ -1,4 +1,4 @@
-import { query } from '@anthropic-ai/claude-agent-sdk';
+import type { SDKMessage } from '@anthropic-ai/claude-agent-sdk';
 import type { CallResult, Provider } from '../../core/call-types.js';
 import { SwitchboardError } from '../../core/errors.js';
 import { endpointLabel } from '../endpoint.js';
@@ -18,6 +18,7 @@ import { ClaudeProcess } from './process-group.js';
 import { WarmPool, type WarmPoolOptions } from './warm-pool.js';
 import { registerSecret } from '../../core/secrets.js';
 import { moveApiKeyToHelper, type ApiKeyHelper } from './api-key-helper.js';
+import { loadAgentSdk } from './agent-sdk.js';
 
 export type { ClaudeCallOptions } from './call-session.js';
 
@@ -162,8 +163,10 @@ async function coldCall(launch: ClaudeLaunch, request: ClaudeCallOptions): Promi
   if (request.schema !== undefined) options.outputFormat = { type: 'json_schema', schema: request.schema };
   if (request.onText !== undefined) options.includePartialMessages = true;
 
-  const messages = query({ prompt: request.prompt, options });
+  let messages: AsyncGenerator<SDKMessage, void> | undefined;
   try {
+    const { query } = await loadAgentSdk();
+    messages = query({ prompt: request.prompt, options });
     const found = await readUntilResult(messages[Symbol.asyncIterator](), watch, undefined, request.onText);
     if (watch.failure !== undefined) throw watch.failure;
     return finishCall(found, request, performance.now() - started, child?.stderr ?? '');
@@ -171,7 +174,7 @@ async function coldCall(launch: ClaudeLaunch, request: ClaudeCallOptions): Promi
     throw watch.failure ?? asClaudeError(error, child);
   } finally {
     watch.stop();
-    void messages.return?.(undefined).catch(() => undefined);
+    void messages?.return(undefined).catch(() => undefined);
     // The CLI exits on its own once its input closes; make sure of it without holding the caller.
     child?.detach();
     void child?.waitForExit(5_000);

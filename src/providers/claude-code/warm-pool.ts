@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { query, type SDKMessage, type SDKUserMessage } from '@anthropic-ai/claude-agent-sdk';
+import type { SDKMessage, SDKUserMessage } from '@anthropic-ai/claude-agent-sdk';
 import type { CallResult } from '../../core/call-types.js';
 import { SwitchboardError } from '../../core/errors.js';
 import {
@@ -11,6 +11,7 @@ import {
   type ClaudeCallOptions,
   type ClaudeLaunch,
 } from './call-session.js';
+import { loadAgentSdk, type AgentSdk } from './agent-sdk.js';
 import { ClaudeProcess } from './process-group.js';
 
 export interface WarmPoolOptions {
@@ -65,6 +66,16 @@ class PromptQueue implements AsyncIterable<SDKUserMessage> {
   }
 }
 
+/** Whether a message shows that Claude Code began a turn: its `init`, or anything of the answer. */
+function beginsTurn(message: SDKMessage): boolean {
+  return (
+    (message.type === 'system' && message.subtype === 'init') ||
+    message.type === 'assistant' ||
+    message.type === 'stream_event' ||
+    message.type === 'result'
+  );
+}
+
 /** One Claude Code process held open with streaming input. */
 class PooledProcess {
   readonly prompts = new PromptQueue();
@@ -73,11 +84,21 @@ class PooledProcess {
   /** Busy from birth: a starting process must not be handed to a call before its start-up `/clear` ends. */
   busy = true;
   dead = false;
+  /** Ended on purpose (idle shutdown, a failed call, the pool closing): the pool does not replace it. */
+  retired = false;
   idleTimer: NodeJS.Timeout | undefined;
   /** The watch of the call in flight; output from the process keeps it alive. */
   watch: CallWatch | undefined;
+  /** Whether the last prompt's turn began (see `ask`). */
+  turnStarted = false;
 
-  constructor(launch: ClaudeLaunch, options: WarmPoolOptions) {
+  constructor(
+    query: AgentSdk['query'],
+    launch: ClaudeLaunch,
+    options: WarmPoolOptions,
+    /** Called once when the process exits, whatever the reason. */
+    onExit: (process: PooledProcess) => void,
+  ) {
     const queryOptions = baseQueryOptions(
       launch,
       options.system === undefined
@@ -89,24 +110,42 @@ class PooledProcess {
       this.child.child.stdout.on('data', () => this.watch?.touch());
       this.child.child.once('exit', () => {
         this.dead = true;
+        onExit(this);
       });
       return this.child.child;
     };
     this.messages = query({ prompt: this.prompts, options: queryOptions })[Symbol.asyncIterator]();
   }
 
-  /** Sends a prompt and reads until its result. */
+  /** Whether the process can take a prompt: started, and not known to have ended. */
+  get usable(): boolean {
+    return !this.dead && this.child !== undefined && !this.child.exited;
+  }
+
+  /**
+   * Sends a prompt and reads until its result. `turnStarted` tells afterwards whether Claude Code began
+   * the turn: its `init` comes before the API request, so a turn without it sent nothing to the API.
+   */
   async ask(text: string, watch: CallWatch): ReturnType<typeof readUntilResult> {
     this.watch = watch;
+    this.turnStarted = false;
+    const messages: AsyncIterator<SDKMessage> = {
+      next: async () => {
+        const next = await this.messages.next();
+        if (next.done !== true && beginsTurn(next.value)) this.turnStarted = true;
+        return next;
+      },
+    };
     try {
       const uuid = this.prompts.push(text);
-      return await readUntilResult(this.messages, watch, uuid);
+      return await readUntilResult(messages, watch, uuid);
     } finally {
       this.watch = undefined;
     }
   }
 
   kill(): void {
+    this.retired = true;
     this.dead = true;
     if (this.idleTimer !== undefined) clearTimeout(this.idleTimer);
     this.prompts.end();
@@ -115,16 +154,19 @@ class PooledProcess {
 }
 
 /**
- * Keeps Claude Code processes open so a call skips start-up (about 0.8 s cold, tens of milliseconds
+ * Keeps Claude Code processes open so a call skips start-up (about 0.7 s cold, tens of milliseconds
  * warm). Calls stay independent: after each one the process gets `/clear`, so the next request carries
- * none of the previous conversation. Calls beyond the pool's size wait for a free process.
+ * none of the previous conversation. Calls beyond the pool's size wait for a free process. A process
+ * that ends on its own (killed, crashed) is replaced in the background and never handed to a call.
  */
 export class WarmPool {
   private readonly processes: PooledProcess[] = [];
-  private readonly waiters: ((process: PooledProcess) => void)[] = [];
+  /** Calls waiting for a process; woken, oldest first, whenever one may have become available. */
+  private readonly waiters: (() => void)[] = [];
   private readonly launch: () => ClaudeLaunch;
   private readonly options: Required<Omit<WarmPoolOptions, 'system'>> & { system?: string };
-  private starting = 0;
+  /** Starts still loading the Agent SDK, not yet in `processes`. */
+  private loading = 0;
   private closed = false;
 
   constructor(launch: () => ClaudeLaunch, options: WarmPoolOptions) {
@@ -156,10 +198,8 @@ export class WarmPool {
 
   /** Starts processes until the pool is full, and resolves when they are ready. */
   async warm(): Promise<void> {
-    const missing =
-      this.options.size - this.processes.filter((process) => !process.dead).length - this.starting;
     await Promise.all(
-      Array.from({ length: Math.max(0, missing) }, () =>
+      Array.from({ length: this.missing() }, () =>
         this.startProcess().then((process) => this.release(process)),
       ),
     );
@@ -174,49 +214,97 @@ export class WarmPool {
 
   async call(request: ClaudeCallOptions): Promise<CallResult> {
     const started = performance.now();
-    const process = await this.acquire();
-    const launch = this.launch();
-    const watch = new CallWatch({
-      timeoutMs: request.timeoutMs ?? launch.timeoutMs,
-      idleTimeoutMs: request.idleTimeoutMs ?? launch.idleTimeoutMs,
-      abortSignal: request.abortSignal,
-      endAtApiRetry: launch.endAtApiRetry,
-      onFail: () => process.kill(),
-    });
-    try {
-      const found = await process.ask(request.prompt, watch);
-      if (watch.failure !== undefined) throw watch.failure;
-      const result = finishCall(found, request, performance.now() - started, process.child?.stderr ?? '');
-      result.warnings.push('served by a warm Claude Code process');
-      void this.reset(process);
-      return result;
-    } catch (error) {
-      throw this.discard(process, watch, error);
-    } finally {
-      watch.stop();
+    // A process may die between its last check and the prompt (its exit not yet seen): if Claude Code
+    // never began the turn, nothing reached the API, and the call goes to another process.
+    for (let attempt = 0; ; attempt++) {
+      const process = await this.acquire();
+      const launch = this.launch();
+      const watch = new CallWatch({
+        timeoutMs: request.timeoutMs ?? launch.timeoutMs,
+        idleTimeoutMs: request.idleTimeoutMs ?? launch.idleTimeoutMs,
+        abortSignal: request.abortSignal,
+        endAtApiRetry: launch.endAtApiRetry,
+        onFail: () => process.kill(),
+      });
+      let found: Awaited<ReturnType<PooledProcess['ask']>> | undefined;
+      try {
+        found = await process.ask(request.prompt, watch);
+        if (watch.failure !== undefined) throw watch.failure;
+        const result = finishCall(found, request, performance.now() - started, process.child?.stderr ?? '');
+        result.warnings.push('served by a warm Claude Code process');
+        void this.reset(process);
+        return result;
+      } catch (error) {
+        if (found?.result !== undefined && watch.failure === undefined && process.usable) {
+          // Claude Code ended the turn and reported the failure (a 400, say): the process is sound.
+          void this.reset(process);
+        } else {
+          this.retire(process, true);
+          if (attempt === 0 && watch.failure === undefined && !process.turnStarted) continue;
+        }
+        throw watch.failure ?? asClaudeError(error, process.child);
+      } finally {
+        watch.stop();
+      }
     }
   }
 
   async close(): Promise<void> {
     this.closed = true;
     for (const process of this.processes.splice(0)) process.kill();
+    this.wake();
   }
 
+  /** Processes short of the pool's size, counting those starting. */
+  private missing(): number {
+    const live = this.processes.filter((process) => !process.dead).length;
+    return Math.max(0, this.options.size - live - this.loading);
+  }
+
+  /** Starts a process and waits for its start-up `/clear`; it comes back busy, for the caller to use or release. */
   private async startProcess(): Promise<PooledProcess> {
-    this.starting++;
-    const process = new PooledProcess(this.launch(), this.options);
+    this.loading++;
+    let query: AgentSdk['query'];
+    try {
+      ({ query } = await loadAgentSdk());
+    } finally {
+      this.loading--;
+    }
+    this.checkOpen();
+    const process = new PooledProcess(query, this.launch(), this.options, (ended) => this.exited(ended));
     this.processes.push(process);
     try {
       await this.clear(process);
-      return process;
-    } finally {
-      this.starting--;
+    } catch (error) {
+      // Not replaced: a binary that dies at start would otherwise be restarted for ever.
+      this.retire(process, false);
+      throw error;
+    }
+    return process;
+  }
+
+  /** A process ended. One that was idle died under us: replace it in the background. */
+  private exited(process: PooledProcess): void {
+    // A busy process's call or `/clear` sees the end itself and retires it.
+    if (process.busy || process.retired) return;
+    this.forget(process);
+    this.refill();
+  }
+
+  /** Starts the missing processes in the background. Waiting calls are woken either way. */
+  private refill(): void {
+    if (this.closed) return;
+    for (let index = this.missing(); index > 0; index--) {
+      this.startProcess()
+        .then((process) => this.release(process))
+        // A waiting call then starts a process itself, and gets the error if that fails too.
+        .catch(() => this.wake());
     }
   }
 
   /**
    * Sends `/clear` and waits for its result: a local command, so no API request. It starts a new
-   * process up and empties a used one's conversation. A process that fails it is killed and forgotten.
+   * process up and empties a used one's conversation.
    */
   private async clear(process: PooledProcess): Promise<void> {
     const launch = this.launch();
@@ -231,24 +319,32 @@ export class WarmPool {
       if (watch.failure !== undefined) throw watch.failure;
       if (found.result === undefined) throw new Error('the process ended before answering /clear');
     } catch (error) {
-      throw this.discard(process, watch, error);
+      throw watch.failure ?? asClaudeError(error, process.child);
     } finally {
       watch.stop();
     }
   }
 
+  /** An idle live process, else a new one while the pool is short, else the next one released. */
   private async acquire(): Promise<PooledProcess> {
-    const idle = this.processes.find((process) => !process.busy && !process.dead);
-    if (idle !== undefined) {
-      idle.busy = true;
-      if (idle.idleTimer !== undefined) clearTimeout(idle.idleTimer);
-      return idle;
+    for (;;) {
+      this.checkOpen();
+      for (const process of [...this.processes]) {
+        if (process.busy) continue;
+        if (!process.usable) {
+          // Ended, its exit event not yet handled: never handed out, replaced now.
+          process.retired = true;
+          this.forget(process);
+          this.refill();
+          continue;
+        }
+        process.busy = true;
+        if (process.idleTimer !== undefined) clearTimeout(process.idleTimer);
+        return process;
+      }
+      if (this.missing() > 0) return this.startProcess();
+      await new Promise<void>((resolve) => this.waiters.push(resolve));
     }
-    const live = this.processes.filter((process) => !process.dead).length;
-    if (live < this.options.size) {
-      return this.startProcess();
-    }
-    return new Promise((resolve) => this.waiters.push(resolve));
   }
 
   /** Clears the conversation, then hands the process to a waiting call or marks it idle. */
@@ -257,43 +353,41 @@ export class WarmPool {
       await this.clear(process);
       this.release(process);
     } catch {
-      // A waiting call still needs a process; start a replacement for it.
-      const waiter = this.waiters.shift();
-      if (waiter !== undefined && !this.closed) {
-        this.startProcess()
-          .then((replacement) => waiter(replacement))
-          .catch(() => this.waiters.unshift(waiter));
-      }
+      this.retire(process, true);
     }
   }
 
+  /** Marks a ready process idle and wakes the oldest waiting call to take it. */
   private release(process: PooledProcess): void {
-    if (process.dead || this.closed) return;
-    const waiter = this.waiters.shift();
-    if (waiter !== undefined) {
-      process.busy = true;
-      waiter(process);
-      return;
-    }
+    if (!process.usable || this.closed) return;
     process.busy = false;
     process.idleTimer = setTimeout(() => {
-      if (!process.busy) {
-        process.kill();
-        this.forget(process);
-      }
+      if (!process.busy) this.retire(process, false);
     }, this.options.idleShutdownMs);
     process.idleTimer.unref();
+    this.waiters.shift()?.();
   }
 
-  /** Kills and forgets a process that failed; returns the error to throw. */
-  private discard(process: PooledProcess, watch: CallWatch, error: unknown): SwitchboardError {
+  /** Kills and forgets a process; `replace` starts its successor in the background. */
+  private retire(process: PooledProcess, replace: boolean): void {
     process.kill();
     this.forget(process);
-    return watch.failure ?? asClaudeError(error, process.child);
+    if (replace) this.refill();
+    else this.wake();
   }
 
   private forget(process: PooledProcess): void {
     const index = this.processes.indexOf(process);
     if (index >= 0) this.processes.splice(index, 1);
+  }
+
+  /** Wakes every waiting call to look again (a process ended, a start failed, the pool closed). */
+  private wake(): void {
+    for (const waiter of this.waiters.splice(0)) waiter();
+  }
+
+  private checkOpen(): void {
+    if (this.closed)
+      throw new SwitchboardError('ABORTED', 'the warm pool was closed', { provider: 'claude' });
   }
 }
