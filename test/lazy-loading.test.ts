@@ -52,6 +52,17 @@ describe('start-up loads only what is used', () => {
     expect(HEAVY.filter((name) => loaded.has(name))).toEqual([]);
   });
 
+  it('creating a Claude Code provider, with or without a warm pool, loads no Agent SDK until a call', () => {
+    for (const options of ['{}', "{ pool: { size: 2, model: 'claude-haiku-4-5' } }"]) {
+      const program = `
+        const { createClaudeCodeProvider } = await import(${JSON.stringify(join(root, 'dist/index.js'))});
+        createClaudeCodeProvider(${options});`;
+      expect(packagesLoaded(['--input-type=module', '-e', program])).not.toContain(
+        '@anthropic-ai/claude-agent-sdk',
+      );
+    }
+  });
+
   it('`switchboard route` loads neither the other commands’ packages nor YAML once the skills are cached', () => {
     const stateDir = mkdtempSync(join(tmpdir(), 'switchboard-lazy-state-'));
     const args = [

@@ -11,6 +11,7 @@ import type {
   SpawnOptions,
 } from '@anthropic-ai/claude-agent-sdk';
 import { isSwitchboardError, SwitchboardError, type ErrorCode } from '../core/errors.js';
+import { loadAgentSdk } from '../providers/claude-code/agent-sdk.js';
 import { createApiKeyHelper, type ApiKeyHelper } from '../providers/claude-code/api-key-helper.js';
 import { agentEnvironment, claudeCodeVariables } from './environment.js';
 import { realOrResolved } from './paths.js';
@@ -187,8 +188,8 @@ export async function runAgent(invocation: AgentInvocation): Promise<AgentOutcom
   const keyHelper = apiKeyHelperFor(connection.apiKey);
   let result: ClaudeResultMessage | undefined;
   let streamError: unknown;
-  // Imported here: a program that never runs an agent never loads the Agent SDK.
-  const { query } = await import('@anthropic-ai/claude-agent-sdk');
+  // Loaded here: a program that never runs an agent never loads the Agent SDK.
+  const { query } = await loadAgentSdk();
   const messages = query({ prompt, options: session.queryOptions(executable, keyHelper) });
   try {
     for await (const message of messages) {

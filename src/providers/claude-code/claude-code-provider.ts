@@ -122,6 +122,8 @@ function checkPositive(name: string, value: number): void {
 
 /** A call in a fresh Claude Code process, which exits when the call ends. */
 async function coldCall(launch: ClaudeLaunch, request: ClaudeCallOptions): Promise<CallResult> {
+  // Loaded before the call's timers start: the first load (about 0.1 s) is not the call's time.
+  const { query } = await loadAgentSdk();
   const started = performance.now();
   const abortController = new AbortController();
   let child: ClaudeProcess | undefined;
@@ -165,7 +167,6 @@ async function coldCall(launch: ClaudeLaunch, request: ClaudeCallOptions): Promi
 
   let messages: AsyncGenerator<SDKMessage, void> | undefined;
   try {
-    const { query } = await loadAgentSdk();
     messages = query({ prompt: request.prompt, options });
     const found = await readUntilResult(messages[Symbol.asyncIterator](), watch, undefined, request.onText);
     if (watch.failure !== undefined) throw watch.failure;
