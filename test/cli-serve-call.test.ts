@@ -327,6 +327,27 @@ describe('switchboard serve: safety', () => {
   });
 });
 
+describe('switchboard serve: past the grace', () => {
+  it('aborts a call still running when --grace is over, and the client exits 130 (ABORTED)', async () => {
+    const cwd = temporaryDirectory();
+    const server = await serve(['--port', '0', '--pool', '0', '--grace', '0.5'], { cwd, env, children });
+    const asked = sim.requests.length;
+    const pending = run(['call', '--server', server.url, 'anthropic:claude-haiku-4-5', 'slow again'], cwd);
+    await waitFor(
+      () => sim.requests.slice(asked).some((entry) => entry.text?.includes('slow again') === true),
+      {
+        what: 'the call to reach the simulator',
+      },
+    );
+    server.child.kill('SIGTERM');
+    const cut = await pending;
+    expect(cut.status).toBe(130);
+    expect(cut.stderr.trim().split('\n')).toHaveLength(1);
+    expect(cut.stderr).toMatch(/aborted/);
+    expect(await server.exited).toEqual({ code: 0, signal: null });
+  });
+});
+
 describe('--print', () => {
   it('prints one word for a shell, in process and through a server, with the same exit codes', async () => {
     const cwd = temporaryDirectory();

@@ -7,7 +7,7 @@ import type { CallBody } from '../serve/call-body.js';
 import { printCallResult } from './call-output.js';
 import { createProgress, retryWaitProgress } from './progress.js';
 import { askServer, serverAddress } from './server-client.js';
-import { commandConfig, warn, type GlobalFlags } from './shared.js';
+import type { GlobalFlags } from './shared.js';
 import { textFromArguments } from './stdin.js';
 
 interface CallFlags {
@@ -120,8 +120,9 @@ export function registerCallCommand(program: Command): void {
             return;
           }
         } else if (flags.server !== undefined) {
-          warn(
-            `${reasons.join(', ')} ${reasons.length === 1 ? 'needs' : 'need'} this process: running in process, not on the server`,
+          const verb = reasons.length === 1 ? 'needs' : 'need';
+          process.stderr.write(
+            `switchboard: warning: ${reasons.join(', ')} ${verb} this process: running in process, not on the server\n`,
           );
         }
       }
@@ -168,6 +169,7 @@ async function callInProcess(body: CallBody, flags: CallFlags, command: Command)
   const { call } = await import('../invoke/call.js');
   const { openLedger } = await import('../store/ledger.js');
   const { callOptions, callRequest, providerRegistry, resolveRole } = await import('./call-setup.js');
+  const { commandConfig } = await import('./shared.js');
   const overrides: ConfigOverrides = {};
   if (flags.ledger === false) overrides.ledger = false;
   if (flags.storeText === true) overrides.storeText = true;

@@ -233,6 +233,12 @@ function untilSignal(
       inFlight.abort();
       server.closeAllConnections();
     };
+    // Past the grace the aborted calls still answer (503, ABORTED) so their clients know; a connection
+    // that holds out after that is cut.
+    const graceOver = () => {
+      inFlight.abort();
+      setTimeout(() => server.closeAllConnections(), 1_000).unref();
+    };
     const stop = () => {
       if (stopping) return cutOff();
       stopping = true;
@@ -243,7 +249,7 @@ function untilSignal(
         resolve();
       });
       server.closeIdleConnections();
-      setTimeout(cutOff, graceMs).unref();
+      setTimeout(graceOver, graceMs).unref();
     };
     process.on('SIGINT', stop);
     process.on('SIGTERM', stop);
