@@ -163,6 +163,8 @@ async function startServices(config: SwitchboardConfig, flags: ServeFlags): Prom
 
 function unauthorized(response: ServerResponse): void {
   response.setHeader('www-authenticate', 'Bearer');
+  // The body is left unread: close the connection rather than read a stranger's upload.
+  response.setHeader('connection', 'close');
   sendError(
     response,
     401,
