@@ -4,6 +4,7 @@ import type { CallResult, JsonSchema } from '../core/call-types.js';
 import type { ConfigOverrides } from '../core/config.js';
 import { SwitchboardError } from '../core/errors.js';
 import type { CallBody } from '../serve/call-body.js';
+import { parseSeconds } from './parse-seconds.js';
 import { printCallResult } from './call-output.js';
 import { createProgress, retryWaitProgress } from './progress.js';
 import { askServer, serverAddress } from './server-client.js';
@@ -56,14 +57,6 @@ function parseDollars(value: string): number {
 function parsePrint(value: string): 'text' {
   if (value !== 'text') throw new InvalidArgumentError('expected text (--json prints the whole CallResult)');
   return value;
-}
-
-function parseSeconds(value: string): number {
-  const seconds = Number(value);
-  if (value.trim() === '' || !Number.isFinite(seconds) || seconds <= 0) {
-    throw new InvalidArgumentError('expected a positive number of seconds');
-  }
-  return seconds;
 }
 
 export function registerCallCommand(program: Command): void {

@@ -9,6 +9,7 @@ import { checkListenAddress, isAuthorized, serverToken } from '../serve/auth.js'
 import type { CallService } from '../serve/call-handler.js';
 import { methodNotAllowed, sendError, sendJson, toSwitchboardError } from '../serve/http.js';
 import { routeRequest } from '../serve/route-handler.js';
+import { parseSeconds } from './parse-seconds.js';
 import {
   addRoutingFlags,
   resolveConfig,
@@ -42,13 +43,6 @@ function parsePoolSize(value: string): number {
   if (!/^\d+$/.test(value.trim()) || size > 32)
     throw new InvalidArgumentError('expected a whole number from 0 to 32');
   return size;
-}
-
-function parseSeconds(value: string): number {
-  const seconds = Number(value);
-  if (value.trim() === '' || !Number.isFinite(seconds) || seconds <= 0)
-    throw new InvalidArgumentError('expected a positive number of seconds');
-  return seconds;
 }
 
 export function registerServeCommand(program: Command): void {
