@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,12 +7,12 @@ import { startSimulator, type Simulator } from '../src/sim/server.js';
 import { openLedger } from '../src/store/ledger.js';
 import { parsePrometheus, sampleValue, samplesOf, type Sample } from './helpers/prometheus-text.js';
 import { runCli } from './helpers/run-cli.js';
+import { killServers, serve as startServe, type Served } from './helpers/serve-process.js';
 import { waitFor } from './helpers/wait-for.js';
 
 // `switchboard serve` and `switchboard metrics` as a user runs them: the built CLI listening on
 // loopback, real HTTP, real SQLite ledgers, the LLM tier answered by `switchboard sim`.
 
-const cli = join(import.meta.dirname, '../dist/cli/main.js');
 const skills = join(import.meta.dirname, 'fixtures/skills');
 const children = new Set<ChildProcess>();
 const directories: string[] = [];
@@ -42,8 +42,7 @@ beforeAll(async () => {
 
 // Every server is killed, even when a test failed before stopping it.
 afterAll(async () => {
-  for (const child of children)
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  killServers(children);
   await sim.close();
   for (const directory of directories) rmSync(directory, { recursive: true, force: true });
 });
@@ -54,40 +53,9 @@ function temporaryDirectory(): string {
   return directory;
 }
 
-interface Served {
-  url: string;
-  child: ChildProcess;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-  stdout: () => string;
-  stderr: () => string;
-}
-
-/** Starts `switchboard serve` and resolves with its URL once it prints it (or rejects when it exits). */
 function serve(args: string[], cwd: string): Promise<Served> {
-  const child = spawn(process.execPath, [cli, 'serve', ...args], {
-    cwd,
-    env,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  children.add(child);
-  let stdout = '';
-  let stderr = '';
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.on('exit', (code, signal) => resolve({ code, signal })),
-  );
-  return new Promise((resolve, reject) => {
-    child.stdout?.on('data', (chunk: Buffer) => {
-      stdout += chunk.toString('utf8');
-      const url = /listening on (http:\/\/\S+)/.exec(stdout)?.[1];
-      if (url !== undefined) {
-        resolve({ url, child, exited, stdout: () => stdout, stderr: () => stderr });
-      }
-    });
-    child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-    void exited.then(({ code }) =>
-      reject(Object.assign(new Error(`serve exited ${code}: ${stderr}`), { code, stderr })),
-    );
-  });
+  // These servers only route: no warm Claude Code processes.
+  return startServe(['--pool', '0', ...args], { cwd, env, children });
 }
 
 async function post(url: string, body: string): Promise<{ status: number; json: Record<string, unknown> }> {

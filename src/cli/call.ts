@@ -1,11 +1,14 @@
 import { readFileSync } from 'node:fs';
 import { InvalidArgumentError, type Command } from 'commander';
-import type { JsonSchema } from '../core/call-types.js';
+import type { CallResult, JsonSchema } from '../core/call-types.js';
 import type { ConfigOverrides } from '../core/config.js';
 import { SwitchboardError } from '../core/errors.js';
-import type { ClaudeCodeProviderOptions } from '../providers/claude-code/claude-code-provider.js';
+import type { CallBody } from '../serve/call-body.js';
+import { parseSeconds } from './parse-seconds.js';
+import { printCallResult } from './call-output.js';
 import { createProgress, retryWaitProgress } from './progress.js';
-import { commandConfig, type GlobalFlags } from './shared.js';
+import { askServer, serverAddress } from './server-client.js';
+import type { GlobalFlags } from './shared.js';
 import { textFromArguments } from './stdin.js';
 
 interface CallFlags {
@@ -27,6 +30,8 @@ interface CallFlags {
   storeText?: boolean;
   ledger?: boolean;
   ignoreCooldown?: boolean;
+  print?: 'text';
+  server?: string;
 }
 
 function collectTags(value: string, previous: Record<string, string>): Record<string, string> {
@@ -49,26 +54,9 @@ function parseDollars(value: string): number {
   return dollars;
 }
 
-/** A role name from switchboard.yaml (`drafter`) stands for its provider chain. */
-export function resolveRole(spec: string, roles: Readonly<Record<string, string>>): string {
-  if (spec.includes(':')) return spec;
-  const chain = roles[spec];
-  if (chain !== undefined) return chain;
-  const known = Object.keys(roles);
-  throw new SwitchboardError('INVALID_INPUT', `"${spec}" is neither a provider spec nor a role`, {
-    hint:
-      known.length === 0
-        ? 'write provider:model (e.g. claude:haiku), or define roles in switchboard.yaml'
-        : `write provider:model, or one of the roles: ${known.join(', ')}`,
-  });
-}
-
-function parseSeconds(value: string): number {
-  const seconds = Number(value);
-  if (value.trim() === '' || !Number.isFinite(seconds) || seconds <= 0) {
-    throw new InvalidArgumentError('expected a positive number of seconds');
-  }
-  return seconds;
+function parsePrint(value: string): 'text' {
+  if (value !== 'text') throw new InvalidArgumentError('expected text (--json prints the whole CallResult)');
+  return value;
 }
 
 export function registerCallCommand(program: Command): void {
@@ -106,117 +94,128 @@ export function registerCallCommand(program: Command): void {
     .option('--ignore-cooldown', 'try providers even while they cool down after repeated failures')
     .option('--store-text', 'store the prompt text in the ledger (default: a hash only)')
     .option('--no-ledger', 'do not record the call')
+    .option('--print <what>', 'text (the default): print only the answer', parsePrint)
+    .option(
+      '--server <url>',
+      'send the call to a running `switchboard serve` (env SWITCHBOARD_SERVER); runs in process when it does not answer',
+    )
     .action(async (spec: string, words: string[], flags: CallFlags, command: Command) => {
-      const { call } = await import('../invoke/call.js');
-      const { ProviderRegistry } = await import('../providers/registry.js');
-      const { openLedger } = await import('../store/ledger.js');
-      const overrides: ConfigOverrides = {};
-      if (flags.ledger === false) overrides.ledger = false;
-      if (flags.storeText === true) overrides.storeText = true;
-      const config = commandConfig(command.optsWithGlobals<GlobalFlags>(), overrides);
       const prompt = await textFromArguments(words, 'prompt');
       const schema = flags.schema === undefined ? undefined : readSchema(flags.schema);
-
-      const claude: ClaudeCodeProviderOptions = {};
-      const executable = flags.claudePath ?? config.claude.executable;
-      if (executable !== undefined) claude.executable = executable;
-      const baseUrl = flags.baseUrl ?? config.claude.baseUrl;
-      if (baseUrl !== undefined) claude.baseUrl = baseUrl;
-      if (config.claude.maxRetries !== undefined) claude.maxRetries = config.claude.maxRetries;
-      if (config.claude.timeoutMs !== undefined) claude.timeoutMs = config.claude.timeoutMs;
-      if (config.claude.idleTimeoutMs !== undefined) claude.idleTimeoutMs = config.claude.idleTimeoutMs;
-      const { call: callSettings } = config;
-      const prices = Object.keys(callSettings.prices).length > 0 ? { prices: callSettings.prices } : {};
-      const providers = new ProviderRegistry({
-        claude,
-        anthropic: { ...prices },
-        openai: { ...prices },
-        gemini: { ...prices, ...callSettings.gemini },
-      });
-      const chain = resolveRole(spec, callSettings.roles);
-      let streamedAny = false;
-      const streamed =
-        flags.stream === true && flags.json !== true && schema === undefined
-          ? (delta: string) => {
-              streamedAny = true;
-              process.stdout.write(delta);
-            }
-          : undefined;
-      const ledger = config.ledger.enabled
-        ? openLedger({ stateDir: config.stateDir, storeText: config.ledger.storeText })
-        : undefined;
-
-      const providerOptions: Record<string, unknown> = {};
-      if (flags.resume !== undefined) providerOptions['resume'] = flags.resume;
-      if (flags.allowedTools !== undefined)
-        providerOptions['allowedTools'] = flags.allowedTools
-          .split(',')
-          .map((tool) => tool.trim())
-          .filter(Boolean);
-      if (flags.cwd !== undefined) providerOptions['cwd'] = flags.cwd;
-      const progress = await createProgress(command.optsWithGlobals<GlobalFlags>().quiet);
-      try {
-        const result = await call(
-          chain,
-          {
-            prompt,
-            ...(flags.system === undefined ? {} : { system: flags.system }),
-            ...(schema === undefined ? {} : { schema }),
-            ...(flags.timeout === undefined ? {} : { timeoutMs: flags.timeout * 1000 }),
-            ...(flags.idleTimeout === undefined ? {} : { idleTimeoutMs: flags.idleTimeout * 1000 }),
-            ...(Object.keys(flags.tag).length === 0 ? {} : { tags: flags.tag }),
-            ...(streamed === undefined ? {} : { onText: streamed }),
-          },
-          {
-            providers,
-            ledger: ledger ?? false,
-            providerOptions,
-            onRetryWait: retryWaitProgress(progress),
-            retry: {
-              ...(callSettings.maxAttempts === undefined ? {} : { maxAttempts: callSettings.maxAttempts }),
-              ...(callSettings.retriesPerProvider === undefined
-                ? {}
-                : { retriesPerProvider: callSettings.retriesPerProvider }),
-            },
-            ...((flags.schemaRetries ?? callSettings.schemaRetries) === undefined
-              ? {}
-              : { schemaRetries: (flags.schemaRetries ?? callSettings.schemaRetries) as number }),
-            ...stageTimeout(flags.stageTimeout, callSettings.stageTimeoutMs),
-            ...(callSettings.cooldownMs === undefined
-              ? {}
-              : { cooldown: { cooldownMs: callSettings.cooldownMs } }),
-            ...(flags.ignoreCooldown === true ? { ignoreCooldown: true } : {}),
-            budget: {
-              rules: callSettings.budgetRules,
-              prices: callSettings.prices,
-              ...((flags.maxCost ?? callSettings.maxCostPerCallUsd) === undefined
-                ? {}
-                : { maxCostUsd: (flags.maxCost ?? callSettings.maxCostPerCallUsd) as number }),
-            },
-          },
-        );
-        progress.stop();
-        for (const warning of result.warnings) process.stderr.write(`switchboard: warning: ${warning}\n`);
-        if (streamedAny) process.stdout.write(result.text.endsWith('\n') ? '' : '\n');
-        else if (flags.json === true) process.stdout.write(`${JSON.stringify(result)}\n`);
-        else if (result.structured !== undefined)
-          process.stdout.write(`${JSON.stringify(result.structured, null, 2)}\n`);
-        else process.stdout.write(result.text.endsWith('\n') ? result.text : `${result.text}\n`);
-      } finally {
-        progress.stop();
-        ledger?.close();
-        await providers.close();
+      const body = callBody(spec, prompt, schema, flags);
+      const server = serverAddress(flags.server);
+      if (server !== undefined) {
+        const reasons = inProcessOnly(flags);
+        if (reasons.length === 0) {
+          const answer = await askServer(server, '/call', body);
+          if (answer !== undefined) {
+            printCallResult(answer as CallResult, { json: flags.json === true, streamed: false });
+            return;
+          }
+        } else if (flags.server !== undefined) {
+          const verb = reasons.length === 1 ? 'needs' : 'need';
+          process.stderr.write(
+            `switchboard: warning: ${reasons.join(', ')} ${verb} this process: running in process, not on the server\n`,
+          );
+        }
       }
+      await callInProcess(body, flags, command);
     });
 }
 
-/** `--stage-timeout` (seconds) wins over `call.stage_timeout_seconds`. */
-function stageTimeout(
-  seconds: number | undefined,
-  configured: number | undefined,
-): { stageTimeoutMs?: number } {
-  const milliseconds = seconds === undefined ? configured : seconds * 1000;
-  return milliseconds === undefined ? {} : { stageTimeoutMs: milliseconds };
+/** The call as `POST /call` takes it: the flags' explicit values only (the config fills the rest). */
+function callBody(spec: string, prompt: string, schema: JsonSchema | undefined, flags: CallFlags): CallBody {
+  const seconds = (value: number | undefined) => (value === undefined ? undefined : value * 1000);
+  const optional: Omit<CallBody, 'spec' | 'prompt'> = {};
+  const entries: [keyof typeof optional, unknown][] = [
+    ['system', flags.system],
+    ['schema', schema],
+    ['timeoutMs', seconds(flags.timeout)],
+    ['stageTimeoutMs', seconds(flags.stageTimeout)],
+    ['idleTimeoutMs', seconds(flags.idleTimeout)],
+    ['tags', Object.keys(flags.tag).length === 0 ? undefined : flags.tag],
+    ['maxCostUsd', flags.maxCost],
+    ['schemaRetries', flags.schemaRetries],
+    ['ignoreCooldown', flags.ignoreCooldown === true ? true : undefined],
+    ['storeText', flags.storeText === true ? true : undefined],
+  ];
+  for (const [key, value] of entries)
+    if (value !== undefined) (optional as Record<string, unknown>)[key] = value;
+  return { spec, prompt, ...optional };
+}
+
+/** The flags a server cannot honour: they need this process (its terminal, files or own providers). */
+function inProcessOnly(flags: CallFlags): string[] {
+  const reasons: [boolean, string][] = [
+    [flags.stream === true, '--stream'],
+    [flags.resume !== undefined, '--resume'],
+    [flags.allowedTools !== undefined, '--allowed-tools'],
+    [flags.cwd !== undefined, '--cwd'],
+    [flags.claudePath !== undefined, '--claude-path'],
+    [flags.baseUrl !== undefined, '--base-url'],
+    [flags.ledger === false, '--no-ledger'],
+  ];
+  return reasons.filter(([given]) => given).map(([, flag]) => flag);
+}
+
+async function callInProcess(body: CallBody, flags: CallFlags, command: Command): Promise<void> {
+  const { call } = await import('../invoke/call.js');
+  const { openLedger } = await import('../store/ledger.js');
+  const { callOptions, callRequest, providerRegistry, resolveRole } = await import('./call-setup.js');
+  const { commandConfig } = await import('./shared.js');
+  const overrides: ConfigOverrides = {};
+  if (flags.ledger === false) overrides.ledger = false;
+  if (flags.storeText === true) overrides.storeText = true;
+  const globals = command.optsWithGlobals<GlobalFlags>();
+  const config = commandConfig(globals, overrides);
+  const chain = resolveRole(body.spec, config.call.roles);
+  const providers = providerRegistry(config, {
+    ...(flags.claudePath === undefined ? {} : { executable: flags.claudePath }),
+    ...(flags.baseUrl === undefined ? {} : { baseUrl: flags.baseUrl }),
+  });
+  let streamedAny = false;
+  const onText =
+    flags.stream === true && flags.json !== true && body.schema === undefined
+      ? (delta: string) => {
+          streamedAny = true;
+          process.stdout.write(delta);
+        }
+      : undefined;
+  const ledger = config.ledger.enabled
+    ? openLedger({ stateDir: config.stateDir, storeText: config.ledger.storeText })
+    : undefined;
+  const progress = await createProgress(globals.quiet);
+  try {
+    const result = await call(
+      chain,
+      callRequest(body, onText === undefined ? {} : { onText }),
+      callOptions(config, body, {
+        providers,
+        ledger,
+        providerOptions: claudeCallOptions(flags),
+        onRetryWait: retryWaitProgress(progress),
+      }),
+    );
+    progress.stop();
+    printCallResult(result, { json: flags.json === true, streamed: streamedAny });
+  } finally {
+    progress.stop();
+    ledger?.close();
+    await providers.close();
+  }
+}
+
+/** Per-call Claude Code options (`--resume`, `--allowed-tools`, `--cwd`). */
+function claudeCallOptions(flags: CallFlags): Record<string, unknown> {
+  const options: Record<string, unknown> = {};
+  if (flags.resume !== undefined) options['resume'] = flags.resume;
+  if (flags.allowedTools !== undefined)
+    options['allowedTools'] = flags.allowedTools
+      .split(',')
+      .map((tool) => tool.trim())
+      .filter(Boolean);
+  if (flags.cwd !== undefined) options['cwd'] = flags.cwd;
+  return options;
 }
 
 function readSchema(file: string): JsonSchema {

@@ -1,4 +1,4 @@
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
 import type { SwitchboardConfig } from '../core/config.js';
 import { SwitchboardError } from '../core/errors.js';
 import { NONE, type RouteDecision } from '../core/route-types.js';
@@ -15,6 +15,7 @@ import {
   type RoutingFlags,
 } from './shared.js';
 import { createProgress, trainingProgress } from './progress.js';
+import { askServer, serverAddress } from './server-client.js';
 import { textFromArguments } from './stdin.js';
 
 export function registerRouteCommand(program: Command): void {
@@ -27,48 +28,96 @@ export function registerRouteCommand(program: Command): void {
         'the request (omit or "-" for standard input); or `learn`, or `feedback <decision-id> <skill>`',
       )
       .option('--json', 'print the RouteDecision as JSON')
+      .addOption(
+        new Option(
+          '--print <field>',
+          'print only the skill (none when it abstained), the confidence or the method',
+        )
+          .choices(PRINTABLE)
+          .conflicts('json'),
+      )
+      .option(
+        '--server <url>',
+        'route on a running `switchboard serve` (env SWITCHBOARD_SERVER); runs in process when it does not answer',
+      )
       .option(
         '--min-confidence <p>',
         'learn: LLM decisions at least this confident teach the model (0.8)',
         parseFraction,
       ),
   ).action(async (words: string[], flags: RouteFlags, command: Command) => {
-    const { createRouter } = await import('../route/router.js');
     const globals = command.optsWithGlobals<GlobalFlags>();
-    const config = resolveConfig(globals, flags);
     if (words[0] === 'feedback') {
+      const config = resolveConfig(globals, flags);
       requireRoutes(config);
       await feedback(config, words.slice(1));
       return;
     }
     if (words.length === 1 && words[0] === 'learn') {
+      const config = resolveConfig(globals, flags);
       requireRoutes(config);
       await learn(config, await routerOptions(config), flags);
       return;
     }
-    requireRoutes(config);
-    const text = await textFromArguments(words, 'request');
-    // A first route may train the model (seconds on a large training set): show it on a terminal.
-    const progress = await createProgress(globals.quiet);
-    const router = createRouter({
-      ...(await routerOptions(config)),
-      onTrainProgress: trainingProgress(progress),
-    });
-    progress.stop();
-    try {
-      warnSkippedSkills(router);
-      const decision = await router.route(text);
-      decision.warnings.push(...router.problems.map((problem) => `${problem.file}: ${problem.reason}`));
-      process.stdout.write(flags.json === true ? `${JSON.stringify(decision)}\n` : formatDecision(decision));
-      process.exitCode = decision.skill === NONE ? EXIT_CODES.ABSTAINED : EXIT_CODES.OK;
-    } finally {
-      router.close();
+    const server = serverAddress(flags.server);
+    if (server !== undefined) {
+      const text = await textFromArguments(words, 'request');
+      const decision = await askServer(server, '/route', { text });
+      if (decision !== undefined) return printDecision(decision as RouteDecision, flags);
+      const config = resolveConfig(globals, flags);
+      requireRoutes(config);
+      return routeInProcess(text, config, globals, flags);
     }
+    const config = resolveConfig(globals, flags);
+    requireRoutes(config);
+    await routeInProcess(await textFromArguments(words, 'request'), config, globals, flags);
   });
+}
+
+async function routeInProcess(
+  text: string,
+  config: SwitchboardConfig,
+  globals: GlobalFlags,
+  flags: RouteFlags,
+): Promise<void> {
+  const { createRouter } = await import('../route/router.js');
+  // A first route may train the model (seconds on a large training set): show it on a terminal.
+  const progress = await createProgress(globals.quiet);
+  const router = createRouter({
+    ...(await routerOptions(config)),
+    onTrainProgress: trainingProgress(progress),
+  });
+  progress.stop();
+  try {
+    warnSkippedSkills(router);
+    const decision = await router.route(text);
+    decision.warnings.push(...router.problems.map((problem) => `${problem.file}: ${problem.reason}`));
+    printDecision(decision, flags);
+  } finally {
+    router.close();
+  }
+}
+
+const PRINTABLE = ['skill', 'confidence', 'method'] as const;
+
+/** Prints a decision as `route` does (in process or from a server) and sets the exit code: 10 abstained. */
+function printDecision(decision: RouteDecision, flags: RouteFlags): void {
+  if (flags.print !== undefined) process.stdout.write(`${printedField(decision, flags.print)}\n`);
+  else process.stdout.write(flags.json === true ? `${JSON.stringify(decision)}\n` : formatDecision(decision));
+  process.exitCode = decision.skill === NONE ? EXIT_CODES.ABSTAINED : EXIT_CODES.OK;
+}
+
+/** One word for a shell: `scope=$(switchboard route --print skill "$request")`. */
+function printedField(decision: RouteDecision, field: (typeof PRINTABLE)[number]): string {
+  if (field === 'skill') return decision.skill;
+  if (field === 'method') return decision.method;
+  return decision.confidence.toFixed(2);
 }
 
 interface RouteFlags extends RoutingFlags {
   minConfidence?: number;
+  print?: (typeof PRINTABLE)[number];
+  server?: string;
 }
 
 /**

@@ -1,12 +1,17 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { InvalidArgumentError, type Command } from 'commander';
-import { isSwitchboardError, SwitchboardError, type ErrorCode } from '../core/errors.js';
+import type { SwitchboardConfig } from '../core/config.js';
+import { SwitchboardError } from '../core/errors.js';
 import type { RouteMetrics } from '../observe/prometheus.js';
 import type { Router } from '../route/router.js';
+import { checkListenAddress, isAuthorized, serverToken } from '../serve/auth.js';
+import type { CallService } from '../serve/call-handler.js';
+import { methodNotAllowed, sendError, sendJson, toSwitchboardError } from '../serve/http.js';
+import { routeRequest } from '../serve/route-handler.js';
+import { parseSeconds } from './parse-seconds.js';
 import {
   addRoutingFlags,
-  requireRoutes,
   resolveConfig,
   routerOptions,
   warn,
@@ -19,12 +24,11 @@ interface ServeFlags extends RoutingFlags {
   host: string;
   port: number;
   metrics?: boolean;
+  pool: number;
+  poolModel: string;
+  maxTimeout: number;
+  grace: number;
 }
-
-/** Largest `POST /route` body accepted; the router reads only the first few thousand characters anyway. */
-const MAX_BODY_BYTES = 1024 * 1024;
-/** After SIGINT/SIGTERM, requests in flight get this long to finish before they are cut off. */
-const SHUTDOWN_GRACE_MS = 5_000;
 
 function parsePort(value: string): number {
   const port = Number(value);
@@ -34,29 +38,52 @@ function parsePort(value: string): number {
   return port;
 }
 
+function parsePoolSize(value: string): number {
+  const size = Number(value);
+  if (!/^\d+$/.test(value.trim()) || size > 32)
+    throw new InvalidArgumentError('expected a whole number from 0 to 32');
+  return size;
+}
+
 export function registerServeCommand(program: Command): void {
   addRoutingFlags(
     program
       .command('serve')
-      .description('route requests over HTTP: POST /route, GET /healthz, and GET /metrics with --metrics')
-      .option('--host <host>', 'address to listen on', '127.0.0.1')
+      .description(
+        'route and call over HTTP: POST /route, POST /call, GET /healthz, and GET /metrics with --metrics',
+      )
+      .option(
+        '--host <host>',
+        'address to listen on; beyond loopback needs SWITCHBOARD_SERVER_TOKEN',
+        '127.0.0.1',
+      )
       .option('--port <port>', 'port to listen on (0 picks a free port)', parsePort, 8787)
-      .option('--metrics', 'serve Prometheus metrics at GET /metrics'),
+      .option('--metrics', 'serve Prometheus metrics at GET /metrics')
+      .option('--pool <n>', 'Claude Code processes kept warm for POST /call (0: none)', parsePoolSize, 2)
+      .option(
+        '--pool-model <model>',
+        'the model of the warm processes (claude:<model> calls use them)',
+        'haiku',
+      )
+      .option(
+        '--max-timeout <seconds>',
+        'the longest one call may run; a longer timeoutMs is cut to it',
+        parseSeconds,
+        600,
+      )
+      .option(
+        '--grace <seconds>',
+        'on SIGTERM, how long calls in flight may finish before they are aborted',
+        parseSeconds,
+        30,
+      ),
   ).action(async (flags: ServeFlags, command: Command) => {
-    const { createRouter } = await import('../route/router.js');
+    const token = serverToken();
+    checkListenAddress(flags.host, token);
     const globals = command.optsWithGlobals<GlobalFlags>();
     const config = resolveConfig(globals, flags);
-    requireRoutes(config);
-    const router = createRouter(await routerOptions(config));
+    const services = await startServices(config, flags);
     try {
-      warnSkippedSkills(router);
-      let metrics: RouteMetrics | undefined;
-      if (flags.metrics === true) {
-        const { RouteMetrics } = await import('../observe/prometheus.js');
-        const { collectDefaultMetrics } = await import('prom-client');
-        metrics = new RouteMetrics({ skills: router.skills.map((skill) => skill.name) });
-        collectDefaultMetrics({ register: metrics.registry });
-      }
       const { createServer } = await import('node:http');
       const inFlight = new AbortController();
       // Responses not yet sent. Once stopping, each says `Connection: close`, so a keep-alive client
@@ -67,13 +94,12 @@ export function registerServeCommand(program: Command): void {
         if (stopping) response.setHeader('connection', 'close');
         unanswered.add(response);
         response.once('close', () => unanswered.delete(response));
-        handle(request, response, { router, metrics, abortSignal: inFlight.signal }).catch(
-          (error: unknown) => {
-            warn(`serve: ${error instanceof Error ? error.message : String(error)}`);
-            if (!response.headersSent) sendError(response, 500, toSwitchboardError(error));
-            else response.destroy();
-          },
-        );
+        if (!isAuthorized(request, token)) return unauthorized(response);
+        handle(request, response, { ...services, abortSignal: inFlight.signal }).catch((error: unknown) => {
+          warn(`serve: ${error instanceof Error ? error.message : String(error)}`);
+          if (!response.headersSent) sendError(response, 500, toSwitchboardError(error));
+          else response.destroy();
+        });
       });
       const onStop = () => {
         stopping = true;
@@ -82,13 +108,64 @@ export function registerServeCommand(program: Command): void {
       };
       await listen(server, flags.host, flags.port);
       process.stdout.write(`switchboard: listening on ${serverUrl(server)}\n`);
-      await untilSignal(server, inFlight, onStop);
+      if (flags.pool > 0) services.calls.warm();
+      await untilSignal(server, inFlight, onStop, flags.grace * 1000);
     } finally {
-      router.close();
+      services.router?.close();
+      await services.calls.close();
     }
     // Open sockets of the LLM providers' clients must not keep a stopped server's process alive.
     setTimeout(() => process.exit(), 2_000).unref();
   });
+}
+
+interface Services {
+  /** Absent when the server was started without skills: it answers calls only. */
+  router: Router | undefined;
+  metrics: RouteMetrics | undefined;
+  calls: CallService;
+}
+
+async function startServices(config: SwitchboardConfig, flags: ServeFlags): Promise<Services> {
+  const { CallService } = await import('../serve/call-handler.js');
+  const calls = new CallService({
+    config,
+    poolSize: flags.pool,
+    poolModel: flags.poolModel,
+    maxTimeoutMs: flags.maxTimeout * 1000,
+    onWarning: (message) => warn(`serve: ${message}`),
+  });
+  let router: Router | undefined;
+  if (config.route.skills !== undefined || config.route.examples.length > 0) {
+    const { createRouter } = await import('../route/router.js');
+    const options = await routerOptions(config);
+    // One registry for the whole server: the LLM tier's calls share the API clients and the warm pool.
+    if (options.llm !== undefined)
+      options.llm.callOptions = { ...options.llm.callOptions, providers: calls.providers };
+    router = createRouter(options);
+    warnSkippedSkills(router);
+  }
+  let metrics: RouteMetrics | undefined;
+  if (flags.metrics === true) {
+    const { RouteMetrics } = await import('../observe/prometheus.js');
+    const { collectDefaultMetrics } = await import('prom-client');
+    metrics = new RouteMetrics({ skills: router?.skills.map((skill) => skill.name) ?? [] });
+    collectDefaultMetrics({ register: metrics.registry });
+  }
+  return { router, metrics, calls };
+}
+
+function unauthorized(response: ServerResponse): void {
+  response.setHeader('www-authenticate', 'Bearer');
+  // The body is left unread: close the connection rather than read a stranger's upload.
+  response.setHeader('connection', 'close');
+  sendError(
+    response,
+    401,
+    new SwitchboardError('AUTH', 'this server answers callers on other machines only with its token', {
+      hint: 'send "Authorization: Bearer <token>" (switchboard call/route send SWITCHBOARD_SERVER_TOKEN)',
+    }),
+  );
 }
 
 function listen(server: Server, host: string, port: number): Promise<void> {
@@ -140,12 +217,23 @@ function serverUrl(server: Server): string {
  * Resolves once SIGINT or SIGTERM has closed the server. Requests in flight may finish within the
  * grace period; after it, or at a second signal, they are aborted and their connections closed.
  */
-function untilSignal(server: Server, inFlight: AbortController, onStop: () => void): Promise<void> {
+function untilSignal(
+  server: Server,
+  inFlight: AbortController,
+  onStop: () => void,
+  graceMs: number,
+): Promise<void> {
   return new Promise((resolve) => {
     let stopping = false;
     const cutOff = () => {
       inFlight.abort();
       server.closeAllConnections();
+    };
+    // Past the grace the aborted calls still answer (503, ABORTED) so their clients know; a connection
+    // that holds out after that is cut.
+    const graceOver = () => {
+      inFlight.abort();
+      setTimeout(() => server.closeAllConnections(), 1_000).unref();
     };
     const stop = () => {
       if (stopping) return cutOff();
@@ -157,33 +245,39 @@ function untilSignal(server: Server, inFlight: AbortController, onStop: () => vo
         resolve();
       });
       server.closeIdleConnections();
-      setTimeout(cutOff, SHUTDOWN_GRACE_MS).unref();
+      setTimeout(graceOver, graceMs).unref();
     };
     process.on('SIGINT', stop);
     process.on('SIGTERM', stop);
   });
 }
 
-interface HandlerContext {
-  router: Router;
-  metrics: RouteMetrics | undefined;
+interface HandlerContext extends Services {
   abortSignal: AbortSignal;
 }
 
 async function handle(
   request: IncomingMessage,
   response: ServerResponse,
-  { router, metrics, abortSignal }: HandlerContext,
+  { router, metrics, calls, abortSignal }: HandlerContext,
 ): Promise<void> {
   const path = new URL(request.url ?? '/', 'http://localhost').pathname;
   const method = request.method ?? 'GET';
-  if (path === '/route') {
+  if (path === '/call') {
+    if (method !== 'POST') return methodNotAllowed(response, 'POST');
+    return calls.handle(request, response, abortSignal);
+  }
+  if (path === '/route' && router !== undefined) {
     if (method !== 'POST') return methodNotAllowed(response, 'POST');
     return routeRequest(request, response, { router, metrics, abortSignal });
   }
   if (path === '/healthz') {
     if (method !== 'GET' && method !== 'HEAD') return methodNotAllowed(response, 'GET, HEAD');
-    return sendJson(response, 200, { status: 'ok', skills: router.skills.length, mode: router.mode });
+    return sendJson(response, 200, {
+      status: 'ok',
+      skills: router?.skills.length ?? 0,
+      ...(router === undefined ? {} : { mode: router.mode }),
+    });
   }
   if (path === '/metrics' && metrics !== undefined) {
     if (method !== 'GET' && method !== 'HEAD') return methodNotAllowed(response, 'GET, HEAD');
@@ -192,128 +286,21 @@ async function handle(
     response.end(text);
     return;
   }
-  const hint = path === '/metrics' ? 'start the server with --metrics' : 'use POST /route, or GET /healthz';
-  sendError(response, 404, new SwitchboardError('INVALID_INPUT', `no such endpoint: ${path}`, { hint }));
+  sendError(
+    response,
+    404,
+    new SwitchboardError('INVALID_INPUT', notFound(path, router), { hint: notFoundHint(path, router) }),
+  );
 }
 
-async function routeRequest(
-  request: IncomingMessage,
-  response: ServerResponse,
-  { router, metrics, abortSignal }: HandlerContext,
-): Promise<void> {
-  const body = await readBody(request);
-  if (body === undefined) {
-    const error = new SwitchboardError('INVALID_INPUT', `the body is larger than ${MAX_BODY_BYTES} bytes`);
-    metrics?.observeError(error);
-    response.setHeader('connection', 'close');
-    return sendError(response, 413, error);
-  }
-  let parsed: { text: string; tags?: Record<string, string> };
-  try {
-    parsed = parseRouteBody(body);
-  } catch (error) {
-    metrics?.observeError(error);
-    return sendError(response, 400, toSwitchboardError(error));
-  }
-  // A client that hangs up no longer needs the answer: stop routing (and any LLM call) for it.
-  const clientGone = new AbortController();
-  response.once('close', () => {
-    if (!response.writableFinished) clientGone.abort();
-  });
-  try {
-    const decision = await router.route(parsed.text, {
-      abortSignal: AbortSignal.any([abortSignal, clientGone.signal]),
-      ...(parsed.tags === undefined ? {} : { tags: parsed.tags }),
-    });
-    metrics?.observe(decision);
-    sendJson(response, 200, decision);
-  } catch (error) {
-    const known = toSwitchboardError(error);
-    metrics?.observeError(known);
-    if (clientGone.signal.aborted) return;
-    sendError(response, statusFor(known.code), known);
-  }
+function notFound(path: string, router: Router | undefined): string {
+  return path === '/route' && router === undefined
+    ? 'this server routes nothing: it was started without skills'
+    : `no such endpoint: ${path}`;
 }
 
-/** The body as text, or `undefined` when it is larger than `MAX_BODY_BYTES`. */
-async function readBody(request: IncomingMessage): Promise<string | undefined> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  // Read to the end even when too large: leaving the loop early destroys the socket, and the client
-  // would get a reset instead of the 413.
-  for await (const chunk of request as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size <= MAX_BODY_BYTES) chunks.push(chunk);
-  }
-  return size > MAX_BODY_BYTES ? undefined : Buffer.concat(chunks).toString('utf8');
-}
-
-function parseRouteBody(body: string): { text: string; tags?: Record<string, string> } {
-  let value: unknown;
-  try {
-    value = JSON.parse(body);
-  } catch {
-    throw new SwitchboardError('INVALID_INPUT', 'the body is not valid JSON', {
-      hint: 'send {"text": "...", "tags": {"key": "value"}} with content-type application/json',
-    });
-  }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new SwitchboardError('INVALID_INPUT', 'Expected the body to be a JSON object', {
-      hint: 'send {"text": "..."}',
-    });
-  }
-  const { text, tags } = value as { text?: unknown; tags?: unknown };
-  if (typeof text !== 'string') {
-    throw new SwitchboardError('INVALID_INPUT', 'Expected "text" to be a string', {
-      hint: 'send {"text": "..."}',
-    });
-  }
-  if (tags === undefined) return { text };
-  if (
-    typeof tags !== 'object' ||
-    tags === null ||
-    Array.isArray(tags) ||
-    !Object.values(tags).every((tag) => typeof tag === 'string')
-  ) {
-    throw new SwitchboardError('INVALID_INPUT', 'Expected "tags" to be an object of strings', {
-      hint: 'send tags such as {"caller": "ci"}',
-    });
-  }
-  return { text, tags: tags as Record<string, string> };
-}
-
-function toSwitchboardError(error: unknown): SwitchboardError {
-  if (isSwitchboardError(error)) return error;
-  if (error instanceof Error && error.name === 'AbortError') {
-    return new SwitchboardError('ABORTED', 'the request was aborted', { cause: error });
-  }
-  return new SwitchboardError('INTERNAL', error instanceof Error ? error.message : String(error), {
-    hint: 'this is a bug in switchboard; please report it with the request that caused it',
-    cause: error,
-  });
-}
-
-function statusFor(code: ErrorCode): number {
-  if (code === 'INVALID_INPUT') return 400;
-  if (code === 'ABORTED') return 503;
-  if (code === 'INTERNAL' || code === 'STORE_ERROR') return 500;
-  // The rest come from the LLM tier's providers in llm-only mode: an upstream failure.
-  return 502;
-}
-
-function methodNotAllowed(response: ServerResponse, allow: string): void {
-  response.setHeader('allow', allow);
-  sendError(response, 405, new SwitchboardError('INVALID_INPUT', `method not allowed; use ${allow}`));
-}
-
-function sendError(response: ServerResponse, status: number, error: SwitchboardError): void {
-  const { code, message, hint, retryable } = error;
-  sendJson(response, status, {
-    error: { code, message, ...(hint === undefined ? {} : { hint }), retryable },
-  });
-}
-
-function sendJson(response: ServerResponse, status: number, value: unknown): void {
-  response.writeHead(status, { 'content-type': 'application/json; charset=utf-8' });
-  response.end(`${JSON.stringify(value)}\n`);
+function notFoundHint(path: string, router: Router | undefined): string {
+  if (path === '/metrics') return 'start the server with --metrics';
+  if (path === '/route' && router === undefined) return 'start switchboard serve with --skills DIR';
+  return 'use POST /call, POST /route, or GET /healthz';
 }

@@ -1,0 +1,111 @@
+import type { CallRequest } from '../core/call-types.js';
+import type { SwitchboardConfig } from '../core/config.js';
+import { SwitchboardError } from '../core/errors.js';
+import type { CallOptions } from '../invoke/call.js';
+import type { ClaudeCodeProviderOptions } from '../providers/claude-code/claude-code-provider.js';
+import type { WarmPoolOptions } from '../providers/claude-code/warm-pool.js';
+import { ProviderRegistry } from '../providers/registry.js';
+import type { Ledger } from '../store/ledger.js';
+import type { CallBody } from '../serve/call-body.js';
+
+// What `switchboard call` (in process) and `switchboard serve` (POST /call) build a call from, so both
+// run the same chain with the same retries, budgets and cooldowns from the same config.
+
+/** A role name from switchboard.yaml (`drafter`) stands for its provider chain. */
+export function resolveRole(spec: string, roles: Readonly<Record<string, string>>): string {
+  if (spec.includes(':')) return spec;
+  const chain = roles[spec];
+  if (chain !== undefined) return chain;
+  const known = Object.keys(roles);
+  throw new SwitchboardError('INVALID_INPUT', `"${spec}" is neither a provider spec nor a role`, {
+    hint:
+      known.length === 0
+        ? 'write provider:model (e.g. claude:haiku), or define roles in switchboard.yaml'
+        : `write provider:model, or one of the roles: ${known.join(', ')}`,
+  });
+}
+
+/** Claude Code settings beyond the config: a command's flags, a server's warm pool. */
+export interface ClaudeOverrides {
+  executable?: string;
+  baseUrl?: string;
+  pool?: WarmPoolOptions;
+}
+
+/** One registry for every provider the config describes (created on first use, closed together). */
+export function providerRegistry(
+  config: SwitchboardConfig,
+  overrides: ClaudeOverrides = {},
+): ProviderRegistry {
+  const claude: ClaudeCodeProviderOptions = {};
+  const executable = overrides.executable ?? config.claude.executable;
+  if (executable !== undefined) claude.executable = executable;
+  const baseUrl = overrides.baseUrl ?? config.claude.baseUrl;
+  if (baseUrl !== undefined) claude.baseUrl = baseUrl;
+  if (config.claude.maxRetries !== undefined) claude.maxRetries = config.claude.maxRetries;
+  if (config.claude.timeoutMs !== undefined) claude.timeoutMs = config.claude.timeoutMs;
+  if (config.claude.idleTimeoutMs !== undefined) claude.idleTimeoutMs = config.claude.idleTimeoutMs;
+  if (overrides.pool !== undefined) claude.pool = overrides.pool;
+  const { prices } = config.call;
+  const priced = Object.keys(prices).length > 0 ? { prices } : {};
+  return new ProviderRegistry({
+    claude,
+    anthropic: { ...priced },
+    openai: { ...priced },
+    gemini: { ...priced, ...config.call.gemini },
+  });
+}
+
+/** The request of a call body; `timeoutMs` is whatever the caller decided (a server caps it first). */
+export function callRequest(
+  body: CallBody,
+  extra: Pick<CallRequest, 'onText' | 'abortSignal'> = {},
+): CallRequest {
+  return {
+    prompt: body.prompt,
+    ...(body.system === undefined ? {} : { system: body.system }),
+    ...(body.schema === undefined ? {} : { schema: body.schema }),
+    ...(body.timeoutMs === undefined ? {} : { timeoutMs: body.timeoutMs }),
+    ...(body.idleTimeoutMs === undefined ? {} : { idleTimeoutMs: body.idleTimeoutMs }),
+    ...(body.tags === undefined || Object.keys(body.tags).length === 0 ? {} : { tags: body.tags }),
+    ...(extra.onText === undefined ? {} : { onText: extra.onText }),
+    ...(extra.abortSignal === undefined ? {} : { abortSignal: extra.abortSignal }),
+  };
+}
+
+/** Where the call runs and records: the caller's registry and ledger, plus anything only it knows. */
+export interface CallContext {
+  providers: ProviderRegistry;
+  ledger: Ledger | undefined;
+  providerOptions?: Record<string, unknown>;
+  onRetryWait?: CallOptions['onRetryWait'];
+}
+
+/** The call's options: the body's explicit values win over `call:` and `budgets:` in the config. */
+export function callOptions(config: SwitchboardConfig, body: CallBody, context: CallContext): CallOptions {
+  const settings = config.call;
+  const schemaRetries = body.schemaRetries ?? settings.schemaRetries;
+  const stageTimeoutMs = body.stageTimeoutMs ?? settings.stageTimeoutMs;
+  const maxCostUsd = body.maxCostUsd ?? settings.maxCostPerCallUsd;
+  return {
+    providers: context.providers,
+    ledger: context.ledger ?? false,
+    ...(context.providerOptions === undefined ? {} : { providerOptions: context.providerOptions }),
+    ...(context.onRetryWait === undefined ? {} : { onRetryWait: context.onRetryWait }),
+    retry: {
+      ...(settings.maxAttempts === undefined ? {} : { maxAttempts: settings.maxAttempts }),
+      ...(settings.retriesPerProvider === undefined
+        ? {}
+        : { retriesPerProvider: settings.retriesPerProvider }),
+    },
+    ...(schemaRetries === undefined ? {} : { schemaRetries }),
+    ...(stageTimeoutMs === undefined ? {} : { stageTimeoutMs }),
+    ...(settings.cooldownMs === undefined ? {} : { cooldown: { cooldownMs: settings.cooldownMs } }),
+    ...(body.ignoreCooldown === true ? { ignoreCooldown: true } : {}),
+    budget: {
+      rules: settings.budgetRules,
+      prices: settings.prices,
+      ...(maxCostUsd === undefined ? {} : { maxCostUsd }),
+    },
+  };
+}

@@ -1,0 +1,156 @@
+import type { ClientRequest, IncomingMessage } from 'node:http';
+import { ERROR_CODES, SwitchboardError, type ErrorCode } from '../core/errors.js';
+
+// The `--server` side of `switchboard call` and `switchboard route`: one HTTP request to a running
+// `switchboard serve`. Kept to node:http and the error type, so a command that goes to a server starts
+// without loading a provider SDK or the router.
+
+/** The environment variable naming a server, like `--server`. */
+export const SERVER_VARIABLE = 'SWITCHBOARD_SERVER';
+/** Sent as `Authorization: Bearer …` when set: what a server listening beyond loopback asks for. */
+const TOKEN_VARIABLE = 'SWITCHBOARD_SERVER_TOKEN';
+/** A server that has not accepted the connection by then counts as not answering. */
+export const CONNECT_TIMEOUT_MS = 1_000;
+
+/** The server to use: `--server`, else `SWITCHBOARD_SERVER`; `undefined` when neither (or empty). */
+export function serverAddress(flag: string | undefined, environment = process.env): URL | undefined {
+  const given = flag ?? environment[SERVER_VARIABLE];
+  if (given === undefined || given.trim() === '') return undefined;
+  let url: URL | undefined;
+  try {
+    url = new URL(given.trim());
+  } catch {
+    url = undefined;
+  }
+  if (url === undefined || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
+    const source = flag === undefined ? SERVER_VARIABLE : '--server';
+    throw new SwitchboardError('INVALID_INPUT', `${source} is not an http(s) URL: ${given}`, {
+      hint: 'write the address `switchboard serve` printed, e.g. http://127.0.0.1:8787',
+    });
+  }
+  return url;
+}
+
+/** The request could not be delivered; the command runs in process instead. */
+class NotAnswered extends Error {}
+
+/**
+ * POSTs `body` as JSON to `path` on the server. Resolves with the 200 answer; throws the server's error
+ * as a SwitchboardError (same code, message and hint as in process); resolves `undefined` after one
+ * warning line when the server did not answer, so the caller runs the command in process.
+ */
+export async function askServer(
+  server: URL,
+  path: '/call' | '/route',
+  body: unknown,
+  { connectTimeoutMs = CONNECT_TIMEOUT_MS }: { connectTimeoutMs?: number } = {},
+): Promise<unknown> {
+  const target = new URL(path, server);
+  try {
+    const { status, text } = await post(target, JSON.stringify(body), connectTimeoutMs);
+    return answerOf(status, text, server);
+  } catch (error) {
+    if (!(error instanceof NotAnswered)) throw error;
+    process.stderr.write(
+      `switchboard: server ${server.origin} did not answer (${error.message}); running in process\n`,
+    );
+    return undefined;
+  }
+}
+
+function answerOf(status: number, text: string, server: URL): unknown {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw new NotAnswered(`status ${status} without a switchboard answer`);
+  }
+  if (status === 200) return value;
+  const error = (value as { error?: Record<string, unknown> } | null)?.error;
+  if (!isObject(error)) throw new NotAnswered(`status ${status} without a switchboard answer`);
+  // An older server, or one that routes nothing: the command can still run here.
+  if (status === 404) throw new NotAnswered(String(error['message']));
+  const code = (ERROR_CODES as readonly string[]).includes(String(error['code']))
+    ? (error['code'] as ErrorCode)
+    : 'INTERNAL';
+  const hint =
+    status === 401
+      ? `set ${TOKEN_VARIABLE} to the token ${server.origin} was started with`
+      : typeof error['hint'] === 'string'
+        ? error['hint']
+        : undefined;
+  throw new SwitchboardError(code, String(error['message'] ?? `the server answered ${status}`), {
+    ...(hint === undefined ? {} : { hint }),
+    ...(typeof error['retryable'] === 'boolean' ? { retryable: error['retryable'] } : {}),
+    ...(typeof error['provider'] === 'string' ? { provider: error['provider'] } : {}),
+    ...(typeof error['retryAfterMs'] === 'number' ? { retryAfterMs: error['retryAfterMs'] } : {}),
+    ...(isObject(error['details']) ? { details: error['details'] } : {}),
+  });
+}
+
+async function post(
+  target: URL,
+  payload: string,
+  connectTimeoutMs: number,
+): Promise<{ status: number; text: string }> {
+  const { request } = target.protocol === 'https:' ? await import('node:https') : await import('node:http');
+  const token = process.env[TOKEN_VARIABLE]?.trim();
+  return new Promise((resolve, reject) => {
+    let connected = false;
+    const outgoing: ClientRequest = request(target, {
+      method: 'POST',
+      agent: false,
+      headers: {
+        'content-type': 'application/json',
+        'content-length': Buffer.byteLength(payload),
+        ...(token === undefined || token === '' ? {} : { authorization: `Bearer ${token}` }),
+      },
+    });
+    const timer = setTimeout(
+      () => outgoing.destroy(new NotAnswered(`no connection within ${connectTimeoutMs} ms`)),
+      connectTimeoutMs,
+    );
+    outgoing.once('socket', (socket) => {
+      const onConnect = () => {
+        connected = true;
+        clearTimeout(timer);
+      };
+      if (socket.connecting)
+        socket.once(target.protocol === 'https:' ? 'secureConnect' : 'connect', onConnect);
+      else onConnect();
+    });
+    outgoing.once('error', (error: NodeJS.ErrnoException) => {
+      clearTimeout(timer);
+      if (error instanceof NotAnswered) return reject(error);
+      if (!connected)
+        return reject(
+          new NotAnswered(
+            error.code === 'ECONNREFUSED' ? 'connection refused' : (error.code ?? error.message),
+          ),
+        );
+      reject(
+        new SwitchboardError(
+          'PROVIDER_UNAVAILABLE',
+          `server ${target.origin} closed the connection before answering`,
+          {
+            hint: 'check the server log; the call may or may not have run there',
+            cause: error,
+          },
+        ),
+      );
+    });
+    outgoing.once('response', (response: IncomingMessage) => {
+      const chunks: Buffer[] = [];
+      response.on('data', (chunk: Buffer) => chunks.push(chunk));
+      response.once('end', () =>
+        resolve({ status: response.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }),
+      );
+      response.once('error', (error) => outgoing.emit('error', error));
+    });
+    outgoing.end(payload);
+  });
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}

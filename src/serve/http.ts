@@ -1,0 +1,107 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { isSwitchboardError, SwitchboardError, type ErrorCode } from '../core/errors.js';
+import { redactSecrets } from '../core/secrets.js';
+
+/** Largest request body accepted: a route request or a call's prompt (and schema) fit well within it. */
+export const MAX_BODY_BYTES = 1024 * 1024;
+
+/** The body as text, or `undefined` when it is larger than `MAX_BODY_BYTES`. */
+export async function readBody(request: IncomingMessage): Promise<string | undefined> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  // Read to the end even when too large: leaving the loop early destroys the socket, and the client
+  // would get a reset instead of the 413.
+  for await (const chunk of request as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size <= MAX_BODY_BYTES) chunks.push(chunk);
+  }
+  return size > MAX_BODY_BYTES ? undefined : Buffer.concat(chunks).toString('utf8');
+}
+
+/** The 413 answer; the connection closes after it, so a client still sending stops. */
+export function sendTooLarge(response: ServerResponse): SwitchboardError {
+  const error = new SwitchboardError('INVALID_INPUT', `the body is larger than ${MAX_BODY_BYTES} bytes`, {
+    hint: 'send a shorter prompt, or call in process (without --server)',
+  });
+  response.setHeader('connection', 'close');
+  sendError(response, 413, error);
+  return error;
+}
+
+/** A JSON object body, or an INVALID_INPUT error naming what is wrong and what to send (`example`). */
+export function parseJsonObject(body: string, example: string): Record<string, unknown> {
+  let value: unknown;
+  try {
+    value = JSON.parse(body);
+  } catch {
+    throw new SwitchboardError('INVALID_INPUT', 'the body is not valid JSON', {
+      hint: `send ${example} with content-type application/json`,
+    });
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new SwitchboardError('INVALID_INPUT', 'Expected the body to be a JSON object', {
+      hint: `send ${example}`,
+    });
+  }
+  return value as Record<string, unknown>;
+}
+
+/** Whether `value` is a flat object of strings (tags). */
+export function isStringRecord(value: unknown): value is Record<string, string> {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    !Array.isArray(value) &&
+    Object.values(value).every((entry) => typeof entry === 'string')
+  );
+}
+
+export function toSwitchboardError(error: unknown): SwitchboardError {
+  if (isSwitchboardError(error)) return error;
+  if (error instanceof Error && error.name === 'AbortError') {
+    return new SwitchboardError('ABORTED', 'the request was aborted', { cause: error });
+  }
+  return new SwitchboardError('INTERNAL', error instanceof Error ? error.message : String(error), {
+    hint: 'this is a bug in switchboard; please report it with the request that caused it',
+    cause: error,
+  });
+}
+
+/** The HTTP status of an error answer; the body's `code` is what a client maps to an exit code. */
+export function statusFor(code: ErrorCode): number {
+  if (code === 'INVALID_INPUT' || code === 'CONFIG_INVALID') return 400;
+  if (code === 'ABORTED') return 503;
+  if (code === 'INTERNAL' || code === 'STORE_ERROR') return 500;
+  // The rest come from the providers: an upstream failure.
+  return 502;
+}
+
+export function methodNotAllowed(response: ServerResponse, allow: string): void {
+  response.setHeader('allow', allow);
+  sendError(response, 405, new SwitchboardError('INVALID_INPUT', `method not allowed; use ${allow}`));
+}
+
+/**
+ * `{"error": {code, message, hint, retryable, provider, retryAfterMs, details}}`: enough for a client to exit
+ * with the code and print the line the in-process command would have.
+ */
+export function sendError(response: ServerResponse, status: number, error: SwitchboardError): void {
+  const { code, message, hint, retryable, provider, retryAfterMs, details } = error;
+  sendJson(response, status, {
+    error: {
+      code,
+      message,
+      ...(hint === undefined ? {} : { hint }),
+      retryable,
+      ...(provider === undefined ? {} : { provider }),
+      ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
+      ...(details === undefined ? {} : { details }),
+    },
+  });
+}
+
+/** Every answer passes through `redactSecrets`: a model or a server that echoes a key cannot leak it here. */
+export function sendJson(response: ServerResponse, status: number, value: unknown): void {
+  response.writeHead(status, { 'content-type': 'application/json; charset=utf-8' });
+  response.end(`${redactSecrets(JSON.stringify(value))}\n`);
+}
