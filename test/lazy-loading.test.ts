@@ -23,8 +23,8 @@ const HEAVY = [
   'cli-progress',
 ];
 
-/** The npm packages a node process resolved while running `args`. */
-function packagesLoaded(args: string[], cwd = root): Set<string> {
+/** Every module URL a node process resolved while running `args`. */
+function modulesLoaded(args: string[], cwd = root): string[] {
   const record = join(mkdtempSync(join(tmpdir(), 'switchboard-lazy-')), 'resolved.txt');
   writeFileSync(record, '');
   execFileSync(process.execPath, ['--import', hook, ...args], {
@@ -32,8 +32,15 @@ function packagesLoaded(args: string[], cwd = root): Set<string> {
     env: { ...process.env, SWITCHBOARD_TEST_RESOLVED: record },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  return readFileSync(record, 'utf8')
+    .split('\n')
+    .filter((url) => url !== '');
+}
+
+/** The npm packages a node process resolved while running `args`. */
+function packagesLoaded(args: string[], cwd = root): Set<string> {
   const packages = new Set<string>();
-  for (const url of readFileSync(record, 'utf8').split('\n')) {
+  for (const url of modulesLoaded(args, cwd)) {
     const match = /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(url);
     if (match !== null) packages.add(match[1] as string);
   }
@@ -78,6 +85,20 @@ describe('start-up loads only what is used', () => {
     const loaded = packagesLoaded([...args, 'the tests fail on main since yesterday']);
     expect([...HEAVY, 'yaml'].filter((name) => loaded.has(name))).toEqual([]);
   });
+
+  // `call --server` and `route --server` must start fast: their command modules load no provider SDK,
+  // router or ledger until they run in process.
+  it.each(['call.js', 'route.js', 'server-client.js'])(
+    'dist/cli/%s loads no provider, router or ledger',
+    (file) => {
+      const program = `await import(${JSON.stringify(join(root, 'dist/cli', file))});`;
+      const loaded = modulesLoaded(['--input-type=module', '-e', program]);
+      expect(loaded.some((url) => url.endsWith(`/dist/cli/${file}`))).toBe(true);
+      const heavy =
+        /@anthropic-ai|node_modules\/openai|@google\/genai|prom-client|better-sqlite3|dist\/(route|providers|invoke|store)\//;
+      expect(loaded.filter((url) => heavy.test(url))).toEqual([]);
+    },
+  );
 
   it('`switchboard --version` loads no command at all', () => {
     const loaded = packagesLoaded([join(root, 'dist/cli/main.js'), '--version']);
