@@ -56,7 +56,8 @@ export {
   type ClaudeCodeProviderOptions,
 } from './providers/claude-code/claude-code-provider.js';
 export { ProviderRegistry } from './providers/registry.js';
-export { call, type CallOptions } from './invoke/call.js';
+export { call } from './lazy-api.js';
+export type { CallOptions } from './invoke/call.js';
 export {
   parseProviderSpec,
   type CallAttempt,
@@ -81,13 +82,9 @@ export { fitForLlmShare, type LlmShareFit } from './route/evaluate.js';
 export { formatDisagreementReport } from './route/disagreement-report.js';
 export { renderHtmlReport } from './observe/html-report.js';
 export * from './agents/index.js';
-export {
-  killAgentProcesses,
-  runAgent,
-  type AgentInvocation,
-  type AgentOutcome,
-  type AgentStatus,
-} from './agents/claude-agent.js';
+export { runAgent } from './lazy-api.js';
+export { killAgentProcesses } from './agents/processes.js';
+export type { AgentInvocation, AgentOutcome, AgentStatus } from './agents/claude-agent.js';
 export {
   answerGate,
   cancelWorkflowRun,

@@ -23,7 +23,6 @@ import { claudeEnvironment } from '../providers/claude-code/environment.js';
 import { resolveClaudeExecutable } from '../providers/claude-code/executable.js';
 import {
   ClaudeProcess,
-  killProcessTree,
   waitForProcessesGone,
   type ProcessTag,
 } from '../providers/claude-code/process-group.js';
@@ -589,18 +588,6 @@ function validateInvocation(invocation: AgentInvocation, idleTimeoutMs: number, 
     if (!isAbsolute(directory))
       fail(`Expected "readableDirectories" to hold absolute paths, got ${directory}`);
   }
-}
-
-/**
- * Kills an agent's Claude Code process group, every process below it (Claude Code runs each Bash command
- * in a session of its own) and, on Linux, every process carrying its `processTag`. For a runner's
- * `cancel` from another process, with the pid `onSpawn` reported.
- */
-export function killAgentProcesses(pid: number, processTag?: string): void {
-  killProcessTree(
-    pid,
-    processTag === undefined ? undefined : { name: PROCESS_TAG_VARIABLE, value: processTag },
-  );
 }
 
 /** Cost of one API response from the usage Claude Code reports with it (its output count may be low). */

@@ -4,7 +4,7 @@ import { SwitchboardError } from '../core/errors.js';
 import { git, isAncestor, branchCommit, repositoryInfo } from './git.js';
 import { killRunProcesses } from './processes.js';
 import { isRecordedProcessAlive, withRepoLock } from './repo-lock.js';
-import { runDirectory } from './runner.js';
+import { runDirectory } from './run-files.js';
 import { AgentRunStore, type AgentRunEvent, type AgentRunRecord } from './run-store.js';
 
 export interface LifecycleOptions {

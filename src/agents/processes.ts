@@ -25,3 +25,15 @@ export function killRunProcesses(pid: number | undefined, runId: string): number
   }
   return [...killed];
 }
+
+/**
+ * Kills an agent's Claude Code process group, every process below it (Claude Code runs each Bash command
+ * in a session of its own) and, on Linux, every process carrying its `processTag`. For a runner's
+ * `cancel` from another process, with the pid `onSpawn` reported.
+ */
+export function killAgentProcesses(pid: number, processTag?: string): void {
+  killProcessTree(
+    pid,
+    processTag === undefined ? undefined : { name: PROCESS_TAG_VARIABLE, value: processTag },
+  );
+}

@@ -26,7 +26,10 @@ import {
 } from './phases.js';
 import { isRecordedProcessAlive } from './repo-lock.js';
 import { AgentRunStore, type AgentPhase, type AgentRunRecord, type RunUpdate } from './run-store.js';
+import { FINAL_PHASES, runDirectory, toResult, transcriptPath } from './run-files.js';
 import type { AgentTask, MergeMode } from './task.js';
+
+export { FINAL_PHASES, runDirectory, toResult, transcriptPath };
 
 export type { AgentFunction } from './phases.js';
 
@@ -100,18 +103,6 @@ export interface AgentRunResult {
   mergedCommit?: string;
   sessionId?: string;
   detail?: string;
-}
-
-/** Phases in which a run has ended. */
-export const FINAL_PHASES: ReadonlySet<AgentPhase> = new Set(['done', 'failed', 'conflict']);
-
-/** The folder holding a run's transcripts and verify logs. */
-export function runDirectory(stateDir: string, runId: string): string {
-  return join(stateDir, 'agents', 'runs', runId);
-}
-
-export function transcriptPath(stateDir: string, runId: string, attempt: number): string {
-  return join(runDirectory(stateDir, runId), `attempt-${attempt}.jsonl`);
 }
 
 /**
@@ -790,32 +781,6 @@ class RunExecution {
     const run = this.store.get(this.run.id) ?? this.run;
     return toResult(run);
   }
-}
-
-/** The result of a run as read from the ledger. */
-export function toResult(run: AgentRunRecord): AgentRunResult {
-  const result: AgentRunResult = {
-    id: run.id,
-    taskId: run.taskId,
-    ok: run.status === 'succeeded',
-    status: run.status,
-    phase: run.phase,
-    attempts: run.attempt,
-    costUsd: run.costUsd,
-    turns: run.turns,
-    durationMs: Date.parse(run.endedAt ?? run.updatedAt) - Date.parse(run.createdAt),
-    branch: run.branch,
-    worktree: run.worktree,
-    baseBranch: run.baseBranch,
-  };
-  if (run.status !== 'succeeded' && run.errorCode !== undefined)
-    result.errorCode = run.errorCode as ErrorCode;
-  if (run.status !== 'succeeded' && run.error !== undefined) result.error = run.error;
-  if (run.commitSha !== undefined) result.commit = run.commitSha;
-  if (run.mergedCommit !== undefined) result.mergedCommit = run.mergedCommit;
-  if (run.sessionId !== undefined) result.sessionId = run.sessionId;
-  if (run.detail !== undefined) result.detail = run.detail;
-  return result;
 }
 
 function firstLineOf(text: string): string {

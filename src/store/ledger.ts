@@ -1,6 +1,6 @@
 import { mkdirSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
 import {
   callAttemptRow,
   hashText,
@@ -20,6 +20,7 @@ import {
   type SpendReservation,
 } from './budget-reservations.js';
 import { SwitchboardError } from '../core/errors.js';
+import { loadSqlite } from '../core/lazy-packages.js';
 import type { RouteCandidate, RouteDecision, RouteMethod } from '../core/route-types.js';
 import {
   prepareRouteCacheStatements,
@@ -249,7 +250,8 @@ function isDirectory(file: string): boolean {
 function openDatabase(file: string): Database.Database {
   let database: Database.Database;
   try {
-    database = new Database(file);
+    const Sqlite = loadSqlite();
+    database = new Sqlite(file);
   } catch (error) {
     throw toStoreError(error, file, 'cannot open the ledger');
   }

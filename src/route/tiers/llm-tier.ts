@@ -1,5 +1,8 @@
 import type { CallAttempt, CallRequest, CallResult } from '../../core/call-types.js';
 import type { CallOptions } from '../../invoke/call.js';
+// Through the lazy entry point: a router whose requests the local tiers settle, and a program that
+// imports the library only to route, never load the provider modules.
+import { call } from '../../lazy-api.js';
 import { isSwitchboardError, SwitchboardError } from '../../core/errors.js';
 import { NONE, type RouteCandidate, type Skill } from '../../core/route-types.js';
 import type { RouteTier, TierInput, TierVerdict } from '../tier.js';
@@ -54,7 +57,7 @@ export class LlmTier implements RouteTier {
     confidenceThreshold = 0.5,
     required = false,
     callOptions = {},
-    call: callFunction = callLazily,
+    call: callFunction = call,
     ...rest
   }: LlmTierOptions) {
     this.options = {
@@ -187,13 +190,4 @@ export class LlmTier implements RouteTier {
 /** Milliseconds a call spent inside provider calls: its attempts' durations added up. */
 function timeInProviders(attempts: readonly Pick<CallAttempt, 'durationMs'>[]): number {
   return attempts.reduce((total, attempt) => total + attempt.durationMs, 0);
-}
-
-/**
- * `call()`, imported at the first LLM decision: a router whose requests the local tiers settle, and a
- * program that imports the library only to route, never load the provider modules.
- */
-async function callLazily(spec: string, request: CallRequest, options?: CallOptions): Promise<CallResult> {
-  const { call } = await import('../../invoke/call.js');
-  return call(spec, request, options);
 }
