@@ -108,9 +108,7 @@ function byCodeUnits(left: string, right: string): number {
 
 /** Markdown files that may be skills, in a stable (sorted) order. */
 function findSkillFiles(directory: string): string[] {
-  const entries = readdirSync(directory, { withFileTypes: true }).sort((a, b) =>
-    byCodeUnits(a.name, b.name),
-  );
+  const entries = readdirSync(directory, { withFileTypes: true }).sort((a, b) => byCodeUnits(a.name, b.name));
   if (entries.some((entry) => entry.isFile() && entry.name === SKILL_FILE)) {
     return [join(directory, SKILL_FILE)];
   }
