@@ -1,4 +1,3 @@
-import { resolve } from 'node:path';
 import { SwitchboardError } from '../core/errors.js';
 import type { NewWorkflowEvent } from '../store/workflow-records.js';
 import type { WorkflowEngineOptions, WorkflowLimitOverrides, WorkflowRunResult } from './api-types.js';

@@ -1,28 +1,18 @@
 import type * as AnthropicSdk from '@anthropic-ai/sdk';
 import { isSwitchboardError, SwitchboardError } from '../../core/errors.js';
 import { errorFromStatus } from '../http-errors.js';
+import { lazySdk } from '../lazy-sdk.js';
 import { redact } from '../redact.js';
 
 const PROVIDER = 'anthropic';
 
-/** The SDK once a call has loaded it: it is imported at first use, so that routing never pays for it. */
-let sdk: typeof AnthropicSdk | undefined;
+/** The SDK, imported at the first call, so that routing never pays for it. */
+const sdk = lazySdk<typeof AnthropicSdk>(() => import('@anthropic-ai/sdk'));
 
 /** Loads the Anthropic SDK (once per process). The error mapping below recognises its errors afterwards. */
-export async function loadAnthropicSdk(): Promise<typeof AnthropicSdk> {
-  sdk ??= await import('@anthropic-ai/sdk');
-  return sdk;
+export function loadAnthropicSdk(): Promise<typeof AnthropicSdk> {
+  return sdk.load();
 }
-
-/** Stands in for the SDK's error classes before it is loaded: no value is an instance of these. */
-class NotLoaded {}
-const NO_SDK = {
-  APIConnectionError: NotLoaded,
-  APIConnectionTimeoutError: NotLoaded,
-  APIError: NotLoaded,
-  APIUserAbortError: NotLoaded,
-  AnthropicError: NotLoaded,
-} as unknown as typeof AnthropicSdk;
 
 /** What the error mapping needs to know about the call that failed. */
 export interface AnthropicErrorContext {
@@ -48,7 +38,7 @@ function mapError(error: unknown, context: AnthropicErrorContext): SwitchboardEr
   const cause = safeCause(error, context.apiKey);
   // Nothing the SDK threw can reach here before it was loaded; without it, only the generic cases apply.
   const { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError, AnthropicError } =
-    sdk ?? NO_SDK;
+    sdk.current();
   if (error instanceof APIUserAbortError || isAbortError(error)) return abortedError(cause);
   if (error instanceof APIConnectionTimeoutError) return timeoutError(context, cause);
   if (error instanceof APIConnectionError) {

@@ -20,16 +20,13 @@ import { extractJson } from '../../core/json-extract.js';
 import { compileSchema, schemaErrors } from '../../core/json-schema.js';
 import { costOf, DEFAULT_PRICES, type ModelPrice } from '../../core/prices.js';
 import { errorFromStatus } from '../http-errors.js';
+import { lazySdk } from '../lazy-sdk.js';
 import { watchedFetch, withIdleWatch } from '../idle-watch.js';
 import { KeyPool } from './key-pool.js';
 import { registerSecret } from '../../core/secrets.js';
 
 /** The SDK, imported at the first call: a process that never calls Gemini never loads it. */
-let genAi: Promise<typeof GenAiSdk> | undefined;
-function loadGenAi(): Promise<typeof GenAiSdk> {
-  genAi ??= import('@google/genai');
-  return genAi;
-}
+const genAi = lazySdk<typeof GenAiSdk>(() => import('@google/genai'));
 
 const PROVIDER = 'gemini';
 const KEY_VARIABLES = ['GEMINI_API_KEYS', 'GEMINI_API_KEY', 'GOOGLE_API_KEY'] as const;
@@ -118,7 +115,7 @@ export function createGeminiProvider({
   const clientFor = async (index: number): Promise<GoogleGenAI> => {
     let client = clients.get(index);
     if (client === undefined) {
-      const { GoogleGenAI: GoogleGenAIClient } = await loadGenAi();
+      const { GoogleGenAI: GoogleGenAIClient } = await genAi.load();
       // No `retryOptions`: the SDK then makes exactly one request per call.
       client = new GoogleGenAIClient({
         apiKey: pool.keyAt(index),
@@ -157,7 +154,7 @@ export function createGeminiProvider({
       }
       // The SDK loads (once, about 0.1 s) before the call's own timers start, so that it never counts
       // against the attempt's time limit.
-      await loadGenAi();
+      await genAi.load();
       return withIdleWatch(
         request.idleTimeoutMs,
         (watch) => watch.error(PROVIDER, 'gemini'),

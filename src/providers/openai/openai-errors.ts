@@ -1,6 +1,7 @@
 import type * as OpenAiSdk from 'openai';
 import { isSwitchboardError, SwitchboardError } from '../../core/errors.js';
 import { errorFromStatus } from '../http-errors.js';
+import { lazySdk } from '../lazy-sdk.js';
 import { redact } from '../redact.js';
 
 /** What the error mapping needs to know about the call that failed. */
@@ -21,29 +22,19 @@ const UNDICI_TIMEOUT_CODES = new Set([
   'UND_ERR_CONNECT_TIMEOUT',
 ]);
 
-/** The SDK once a call has loaded it: it is imported at first use, so that routing never pays for it. */
-let sdk: typeof OpenAiSdk | undefined;
+/** The SDK, imported at the first call, so that routing never pays for it. */
+const sdk = lazySdk<typeof OpenAiSdk>(() => import('openai'));
 
 /** Loads the OpenAI SDK (once per process). The error mapping below recognises its errors afterwards. */
-export async function loadOpenAiSdk(): Promise<typeof OpenAiSdk> {
-  sdk ??= await import('openai');
-  return sdk;
+export function loadOpenAiSdk(): Promise<typeof OpenAiSdk> {
+  return sdk.load();
 }
-
-/** Stands in for the SDK's error classes before it is loaded: no value is an instance of these. */
-class NotLoaded {}
-const NO_SDK = {
-  APIConnectionError: NotLoaded,
-  APIConnectionTimeoutError: NotLoaded,
-  APIError: NotLoaded,
-  APIUserAbortError: NotLoaded,
-} as unknown as typeof OpenAiSdk;
 
 /** Turns whatever the OpenAI SDK threw into a coded `SwitchboardError`. */
 export function openAiError(error: unknown, context: OpenAiErrorContext): SwitchboardError {
   if (isSwitchboardError(error)) return error;
   // Nothing the SDK threw can reach here before it was loaded; without it, only the generic cases apply.
-  const { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } = sdk ?? NO_SDK;
+  const { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } = sdk.current();
   const where = context.baseUrl ?? 'the OpenAI API';
   if (context.abortSignal?.aborted === true || error instanceof APIUserAbortError) {
     return new SwitchboardError('ABORTED', 'the call was aborted', { provider: 'openai', retryable: false });
