@@ -106,6 +106,11 @@ interface Row {
   check(sample: Sample, index: number): string | null;
   /** Figures the child reports about itself (e.g. import time), by name. */
   inner?(sample: Sample): Record<string, number>;
+  /**
+   * Unmeasured pause after each run: the server's pooled Claude Code clears its session after every
+   * call (20–60 ms of CPU), which would otherwise land in the next row's measurement on 2 cores.
+   */
+  settleMs?: number;
 }
 
 const requests = [
@@ -186,6 +191,7 @@ if (serve.url !== undefined) {
   rows.push({
     label: 'switchboard call claude:haiku via serve',
     once: (index) => run(launcher, ['call', 'claude:haiku', `serve ${index}`, '--server', url]),
+    settleMs: 500,
     check: (sample, index) =>
       sample.stderr.includes('did not answer')
         ? 'the server did not answer: it ran in process'
@@ -217,6 +223,7 @@ try {
       const problem = row.check(sample, index);
       if (problem === null) samples.get(row)?.push(sample);
       else problems.set(row, `run ${index}: ${problem}`);
+      if (row.settleMs !== undefined) await new Promise((resolve) => setTimeout(resolve, row.settleMs));
     }
   }
 } finally {
