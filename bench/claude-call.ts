@@ -1,6 +1,6 @@
 // Claude Code calls through Switchboard beside direct `claude -p --output-format json`, in one run, against
 // `switchboard sim` answering with zero delay. Run from the repository root under Node >= 22:
-//   node --experimental-strip-types --no-warnings bench/claude-call.ts [rounds] [--compare <checkout>] [--cli <main.js>]
+//   node --experimental-strip-types --no-warnings bench/claude-call.ts [rounds] [--compare <checkout>] [--cli <launch.js or main.js>]
 // The library rows run from the TypeScript sources; the CLI rows run the build in dist/ (`npm run build`
 // first), or the `dist/cli/main.js` that `--cli` names. `--compare` also runs the warm pool of another checkout's sources (e.g. an earlier commit
 // unpacked with `git archive`, with node_modules linked), in alternating blocks with this one's.
@@ -102,10 +102,13 @@ async function libraryCall(target: typeof provider, prompt: string, warm: boolea
   return performance.now() - started;
 }
 
-/** The `switchboard call` command as a shell user runs it (spawn to exit), from the build in dist/. */
+/**
+ * The `switchboard call` command as a shell user runs it (spawn to exit), from the build in dist/:
+ * through launch.js, the entry bin/switchboard runs (it turns on Node's compile cache).
+ */
 const cliIndex = process.argv.indexOf('--cli');
 const builtCli =
-  cliIndex > 0 ? resolve(process.argv[cliIndex + 1] ?? '') : join(import.meta.dirname, '../dist/cli/main.js');
+  cliIndex > 0 ? resolve(process.argv[cliIndex + 1] ?? '') : join(import.meta.dirname, '../dist/cli/launch.js');
 function viaCli(prompt: string, server?: string): Promise<number> {
   const args = [builtCli, 'call', 'claude:haiku', prompt];
   if (server === undefined) args.push('--base-url', sim.url, '--no-ledger');
