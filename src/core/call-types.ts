@@ -62,6 +62,8 @@ export interface CallResult {
   sessionId?: string;
   /** Agent turns, for agentic providers such as Claude Code. */
   turns?: number;
+  /** Set when an already running process answered (a Claude Code warm pool), not one started for the call. */
+  warm?: true;
   /** Non-fatal problems: settings the provider ignored, and the like. */
   warnings: string[];
 }

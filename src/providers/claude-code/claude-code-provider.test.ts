@@ -324,7 +324,7 @@ describe('claude-code provider, warm pool', () => {
       for (const word of ['alpha', 'bravo', 'charlie', 'delta']) {
         const result = await harness.provider.call({ model: 'claude-haiku-4-5', prompt: `say ${word}` });
         expect(result.text).toBe(`echo: say ${word}`);
-        expect(result.warnings).toContain('served by a warm Claude Code process');
+        expect(result.warm).toBe(true);
       }
       const requests = replies(harness.sim);
       expect(requests).toHaveLength(4);
@@ -414,7 +414,7 @@ describe('claude-code provider, warm pool', () => {
     expect(answered).toBe(0);
     const results = await Promise.all(calls);
     expect(results.map((result) => result.text)).toEqual(prompts.map((prompt) => `answer to ${prompt}`));
-    for (const result of results) expect(result.warnings).toContain('served by a warm Claude Code process');
+    for (const result of results) expect(result.warm).toBe(true);
     expect(harness.provider.pool?.pids).toEqual(ready);
   });
 
@@ -430,7 +430,7 @@ describe('claude-code provider, warm pool', () => {
     process.kill(-killed, 'SIGKILL');
     const first = await harness.provider.call({ model: 'claude-haiku-4-5', prompt: 'after a kill' });
     expect(first.text).toBe('echo: after a kill');
-    expect(first.warnings).toContain('served by a warm Claude Code process');
+    expect(first.warm).toBe(true);
     await waitFor(() => pool.pids.length === 2 && !pool.pids.includes(killed), {
       what: 'a replacement for the killed process',
     });
@@ -449,7 +449,7 @@ describe('claude-code provider, warm pool', () => {
       ['x', 'y'].map((prompt) => harness!.provider.call({ model: 'claude-haiku-4-5', prompt })),
     );
     expect(results.map((result) => result.text)).toEqual(['echo: x', 'echo: y']);
-    for (const result of results) expect(result.warnings).toContain('served by a warm Claude Code process');
+    for (const result of results) expect(result.warm).toBe(true);
     expect(pool.pids).toEqual(replaced);
   });
 
@@ -460,7 +460,7 @@ describe('claude-code provider, warm pool', () => {
       { pool: { size: 1, model: 'claude-haiku-4-5' } },
     );
     const other = await harness.provider.call({ model: 'claude-sonnet-4-5', prompt: 'hi' });
-    expect(other.warnings).not.toContain('served by a warm Claude Code process');
+    expect(other.warm).toBeUndefined();
     await harness.provider.pool?.warm();
     await harness.close();
     harness = undefined;

@@ -231,7 +231,7 @@ export class WarmPool {
         found = await process.ask(request.prompt, watch);
         if (watch.failure !== undefined) throw watch.failure;
         const result = finishCall(found, request, performance.now() - started, process.child?.stderr ?? '');
-        result.warnings.push('served by a warm Claude Code process');
+        result.warm = true;
         void this.reset(process);
         return result;
       } catch (error) {
