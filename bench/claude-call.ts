@@ -108,7 +108,9 @@ async function libraryCall(target: typeof provider, prompt: string, warm: boolea
  */
 const cliIndex = process.argv.indexOf('--cli');
 const builtCli =
-  cliIndex > 0 ? resolve(process.argv[cliIndex + 1] ?? '') : join(import.meta.dirname, '../dist/cli/launch.js');
+  cliIndex > 0
+    ? resolve(process.argv[cliIndex + 1] ?? '')
+    : join(import.meta.dirname, '../dist/cli/launch.js');
 function viaCli(prompt: string, server?: string): Promise<number> {
   const args = [builtCli, 'call', 'claude:haiku', prompt];
   if (server === undefined) args.push('--base-url', sim.url, '--no-ledger');
