@@ -102,20 +102,8 @@ function quiet(command: Command): boolean {
 
 /** The providers every step calls through, set up as `switchboard call` sets them up from the config. */
 async function providerRegistry(settings: SwitchboardConfig): Promise<ProviderRegistry> {
-  const { ProviderRegistry } = await import('../providers/registry.js');
-  const claude: NonNullable<ConstructorParameters<typeof ProviderRegistry>[0]>['claude'] = {};
-  if (settings.claude.executable !== undefined) claude.executable = settings.claude.executable;
-  if (settings.claude.baseUrl !== undefined) claude.baseUrl = settings.claude.baseUrl;
-  if (settings.claude.maxRetries !== undefined) claude.maxRetries = settings.claude.maxRetries;
-  if (settings.claude.timeoutMs !== undefined) claude.timeoutMs = settings.claude.timeoutMs;
-  if (settings.claude.idleTimeoutMs !== undefined) claude.idleTimeoutMs = settings.claude.idleTimeoutMs;
-  const prices = Object.keys(settings.call.prices).length > 0 ? { prices: settings.call.prices } : {};
-  return new ProviderRegistry({
-    claude,
-    anthropic: { ...prices },
-    openai: { ...prices },
-    gemini: { ...prices, ...settings.call.gemini },
-  });
+  const setup = await import('./call-setup.js');
+  return setup.providerRegistry(settings);
 }
 
 /**
