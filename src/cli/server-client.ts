@@ -1,5 +1,6 @@
 import type { ClientRequest, IncomingMessage } from 'node:http';
 import { ERROR_CODES, SwitchboardError, type ErrorCode } from '../core/errors.js';
+import { isPlainObject } from '../core/plain-object.js';
 
 // The `--server` side of `switchboard call` and `switchboard route`: one HTTP request to a running
 // `switchboard serve`. Kept to node:http and the error type, so a command that goes to a server starts
@@ -67,7 +68,7 @@ function answerOf(status: number, text: string, server: URL): unknown {
   }
   if (status === 200) return value;
   const error = (value as { error?: Record<string, unknown> } | null)?.error;
-  if (!isObject(error)) throw new NotAnswered(`status ${status} without a switchboard answer`);
+  if (!isPlainObject(error)) throw new NotAnswered(`status ${status} without a switchboard answer`);
   // An older server, or one that routes nothing: the command can still run here.
   if (status === 404) throw new NotAnswered(String(error['message']));
   const code = (ERROR_CODES as readonly string[]).includes(String(error['code']))
@@ -84,7 +85,7 @@ function answerOf(status: number, text: string, server: URL): unknown {
     ...(typeof error['retryable'] === 'boolean' ? { retryable: error['retryable'] } : {}),
     ...(typeof error['provider'] === 'string' ? { provider: error['provider'] } : {}),
     ...(typeof error['retryAfterMs'] === 'number' ? { retryAfterMs: error['retryAfterMs'] } : {}),
-    ...(isObject(error['details']) ? { details: error['details'] } : {}),
+    ...(isPlainObject(error['details']) ? { details: error['details'] } : {}),
   });
 }
 
@@ -151,8 +152,4 @@ async function post(
     });
     outgoing.end(payload);
   });
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isSwitchboardError, SwitchboardError, type ErrorCode } from '../core/errors.js';
+import { isPlainObject } from '../core/plain-object.js';
 import { redactSecrets } from '../core/secrets.js';
 
 /** Largest request body accepted: a route request or a call's prompt (and schema) fit well within it. */
@@ -38,22 +39,17 @@ export function parseJsonObject(body: string, example: string): Record<string, u
       hint: `send ${example} with content-type application/json`,
     });
   }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+  if (!isPlainObject(value)) {
     throw new SwitchboardError('INVALID_INPUT', 'Expected the body to be a JSON object', {
       hint: `send ${example}`,
     });
   }
-  return value as Record<string, unknown>;
+  return value;
 }
 
 /** Whether `value` is a flat object of strings (tags). */
 export function isStringRecord(value: unknown): value is Record<string, string> {
-  return (
-    typeof value === 'object' &&
-    value !== null &&
-    !Array.isArray(value) &&
-    Object.values(value).every((entry) => typeof entry === 'string')
-  );
+  return isPlainObject(value) && Object.values(value).every((entry) => typeof entry === 'string');
 }
 
 export function toSwitchboardError(error: unknown): SwitchboardError {

@@ -2,6 +2,7 @@ import { SwitchboardError } from '../core/errors.js';
 import { coerceJson, evaluateCondition, renderTemplate } from './engine-deps.js';
 import { END, type RouteDefinition } from './model.js';
 import type { TemplateScope } from './step-executor.js';
+import { isPlainObject } from '../core/plain-object.js';
 
 export interface RouteChoice {
   /** A step or group name, or `$end`. */
@@ -10,10 +11,6 @@ export interface RouteChoice {
   output: unknown;
   /** Index of the route taken; undefined when the step has no routes and the run ends. */
   index?: number;
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
 
 /**
@@ -28,7 +25,7 @@ export function chooseRoute(
   scope: TemplateScope,
   where: { file: string; step: string },
 ): RouteChoice {
-  const conditionScope: TemplateScope = { ...scope, ...(isRecord(output) ? output : {}), output };
+  const conditionScope: TemplateScope = { ...scope, ...(isPlainObject(output) ? output : {}), output };
   for (const [index, route] of routes.entries()) {
     if (route.when !== undefined) {
       const field = `routes[${index}].when`;
@@ -56,7 +53,7 @@ function withRouteOutput(
   index: number,
 ): unknown {
   if (route.output === undefined || Object.keys(route.output).length === 0) return output;
-  const merged: Record<string, unknown> = isRecord(output) ? { ...output } : { value: output };
+  const merged: Record<string, unknown> = isPlainObject(output) ? { ...output } : { value: output };
   for (const [name, template] of Object.entries(route.output)) {
     merged[name] = coerceJson(
       renderTemplate(template, scope, { ...where, field: `routes[${index}].output.${name}` }),

@@ -13,6 +13,7 @@ import { workflowInvalid } from './problem.js';
 import { checkReferences } from './references.js';
 import type { RawForEach, RawParallel, RawWorkflowFile } from './schema.js';
 import { PROVIDER_SETTING_HINT, UNSUPPORTED_WORKFLOW_KEYS } from './unsupported.js';
+import { isPlainObject } from '../../core/plain-object.js';
 
 /** The parsed file → the model the engine runs, checking every reference on the way. */
 export function buildWorkflow(raw: RawWorkflowFile, context: BuildContext): WorkflowDefinition {
@@ -286,7 +287,7 @@ export function hasType(value: unknown, type: string): boolean {
     case 'array':
       return Array.isArray(value);
     default:
-      return typeof value === 'object' && value !== null && !Array.isArray(value);
+      return isPlainObject(value);
   }
 }
 

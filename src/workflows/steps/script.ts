@@ -6,6 +6,7 @@ import { redactDeep, redactSecrets } from '../../core/secrets.js';
 import { validateOutput } from '../output-schema.js';
 import type { ScriptStep } from '../model.js';
 import type { StepContext, StepExecutor, StepOutcome } from '../step-executor.js';
+import { isPlainObject } from '../../core/plain-object.js';
 
 /** What a script step's output always holds; a JSON object on stdout is merged on top. */
 export interface ScriptOutput {
@@ -263,10 +264,6 @@ function parseJson(text: string): JsonParse {
   } catch (error) {
     return { ok: false, error: error instanceof Error ? error.message : String(error) };
   }
-}
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 function jsonKind(value: unknown): string {

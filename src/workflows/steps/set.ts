@@ -2,6 +2,7 @@ import { parse as parseYaml } from 'yaml';
 import { validateOutput } from '../output-schema.js';
 import type { SetStep } from '../model.js';
 import type { StepExecutor, StepOutcome } from '../step-executor.js';
+import { isPlainObject } from '../../core/plain-object.js';
 
 type OutputType = SetStep['outputType'];
 
@@ -118,10 +119,6 @@ function containerValue(rendered: string, outputType: 'list' | 'dict'): unknown 
     );
   }
   return parsed;
-}
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /** Python's names for the kinds, as Conductor's messages use them. */
