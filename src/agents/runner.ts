@@ -26,10 +26,8 @@ import {
 } from './phases.js';
 import { isRecordedProcessAlive } from './repo-lock.js';
 import { AgentRunStore, type AgentPhase, type AgentRunRecord, type RunUpdate } from './run-store.js';
-import { FINAL_PHASES, runDirectory, toResult, transcriptPath } from './run-files.js';
+import { runDirectory, toResult, transcriptPath } from './run-files.js';
 import type { AgentTask, MergeMode } from './task.js';
-
-export { FINAL_PHASES, runDirectory, toResult, transcriptPath };
 
 export type { AgentFunction } from './phases.js';
 

@@ -281,7 +281,7 @@ export function registerAgentCommand(program: Command): void {
     ),
   ).action(async (files: string[], flags: RunFlags, command: Command) => {
     const { runAgentTasks } = await import('../agents/run-all.js');
-    const { FINAL_PHASES } = await import('../agents/runner.js');
+    const { FINAL_PHASES } = await import('../agents/run-files.js');
     const settings = config(command);
     const tasks: AgentTask[] = [];
     for (const file of files) tasks.push(await taskFromFlags({ ...flags, task: file }));

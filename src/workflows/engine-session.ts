@@ -12,8 +12,6 @@ import { replayState } from './scope.js';
 import { STEP_EXECUTORS } from './steps/index.js';
 import type { StoreSession } from './stores.js';
 
-export { openStores, type StoreSession } from './stores.js';
-
 export interface DriveOptions {
   session: StoreSession;
   workflow: WorkflowDefinition;

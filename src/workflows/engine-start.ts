@@ -3,7 +3,8 @@ import { SwitchboardError } from '../core/errors.js';
 import type { ResumeWorkflowOptions, RunWorkflowOptions, WorkflowRunResult } from './api-types.js';
 import { renderTemplate, resolveInputs } from './engine-deps.js';
 import { loadDefinition } from './engine-load.js';
-import { driveRun, openStores, type StoreSession } from './engine-session.js';
+import { driveRun } from './engine-session.js';
+import { openStores, type StoreSession } from './stores.js';
 import type { WorkflowDefinition } from './model.js';
 
 /** A run id: sortable by start time, unique across processes. */
