@@ -1,5 +1,5 @@
 import type { ClientRequest, IncomingMessage } from 'node:http';
-import { ERROR_CODES, SwitchboardError, type ErrorCode } from '../core/errors.js';
+import { isErrorCode, SwitchboardError } from '../core/errors.js';
 import { isPlainObject } from '../core/plain-object.js';
 
 // The `--server` side of `switchboard call` and `switchboard route`: one HTTP request to a running
@@ -71,9 +71,7 @@ function answerOf(status: number, text: string, server: URL): unknown {
   if (!isPlainObject(error)) throw new NotAnswered(`status ${status} without a switchboard answer`);
   // An older server, or one that routes nothing: the command can still run here.
   if (status === 404) throw new NotAnswered(String(error['message']));
-  const code = (ERROR_CODES as readonly string[]).includes(String(error['code']))
-    ? (error['code'] as ErrorCode)
-    : 'INTERNAL';
+  const code = isErrorCode(error['code']) ? error['code'] : 'INTERNAL';
   const hint =
     status === 401
       ? `set ${TOKEN_VARIABLE} to the token ${server.origin} was started with`

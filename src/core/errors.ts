@@ -48,6 +48,11 @@ export const ERROR_CODES = [
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
 
+/** Whether `value` is one of Switchboard's error codes (read back from a ledger, a log or a server). */
+export function isErrorCode(value: unknown): value is ErrorCode {
+  return (ERROR_CODES as readonly unknown[]).includes(value);
+}
+
 /** Codes that are worth retrying by default (the caller may still decide otherwise). */
 const RETRYABLE_BY_DEFAULT: ReadonlySet<ErrorCode> = new Set([
   'RATE_LIMITED',

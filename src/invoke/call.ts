@@ -7,7 +7,7 @@ import {
   type ProviderSpec,
 } from '../core/call-types.js';
 import { formatUsd } from '../core/format-usd.js';
-import { ERROR_CODES, isSwitchboardError, SwitchboardError, type ErrorCode } from '../core/errors.js';
+import { isErrorCode, isSwitchboardError, SwitchboardError, type ErrorCode } from '../core/errors.js';
 import { MAX_TIMER_MS } from '../core/timer-limit.js';
 import { ProviderRegistry } from '../providers/registry.js';
 import type { Ledger } from '../store/ledger.js';
@@ -105,12 +105,7 @@ function sharedBreaker(
 
 /** Recorded errors that count toward a provider's cooldown: what `call` itself counts (not bad input, auth, schema). */
 function countsForBreaker(code: string): boolean {
-  return (
-    code !== 'SCHEMA' &&
-    code !== 'AUTH' &&
-    (ERROR_CODES as readonly string[]).includes(code) &&
-    actionFor(code as ErrorCode) !== 'stop'
-  );
+  return code !== 'SCHEMA' && code !== 'AUTH' && isErrorCode(code) && actionFor(code) !== 'stop';
 }
 
 /** The error a call ends with: the last failure, carrying every attempt (AI SDK `RetryError` style). */

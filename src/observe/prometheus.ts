@@ -1,5 +1,5 @@
 import type { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { ERROR_CODES, isSwitchboardError } from '../core/errors.js';
+import { isErrorCode, isSwitchboardError, type ErrorCode } from '../core/errors.js';
 import { NONE, type RouteDecision, type RouteMethod } from '../core/route-types.js';
 import type { Ledger } from '../store/ledger.js';
 import { loadPromClient } from '../core/lazy-packages.js';
@@ -26,8 +26,7 @@ const METHODS: ReadonlySet<string> = new Set<RouteMethod>([
 ]);
 
 /** Why the LLM tier's answer was not used, as a bounded label value. */
-export type FallbackReason =
-  'unsure' | 'out_of_candidates' | 'failed' | Lowercase<(typeof ERROR_CODES)[number]>;
+export type FallbackReason = 'unsure' | 'out_of_candidates' | 'failed' | Lowercase<ErrorCode>;
 
 /** What `observe` reads from a decision; decisions read back from the ledger have these too. */
 export type ObservedDecision = Pick<
@@ -196,7 +195,7 @@ export class RouteMetrics {
 
   /** Counts a request the router could not decide on (invalid input, a required LLM that failed, …). */
   observeError(error: unknown): void {
-    const code = isSwitchboardError(error) && ERROR_CODES.includes(error.code) ? error.code : 'INTERNAL';
+    const code = isSwitchboardError(error) && isErrorCode(error.code) ? error.code : 'INTERNAL';
     this.errors.inc({ code });
   }
 
@@ -244,7 +243,7 @@ export function fallbackReason(reasoning: string): FallbackReason {
   if (/\bthe model was unsure\b/.test(reasoning)) return 'unsure';
   if (/\bthe model answered outside the candidates\b/.test(reasoning)) return 'out_of_candidates';
   const code = /\bthe LLM tier failed \(([A-Z_]+):/.exec(reasoning)?.[1];
-  if (code !== undefined && (ERROR_CODES as readonly string[]).includes(code)) {
+  if (isErrorCode(code)) {
     return code.toLowerCase() as FallbackReason;
   }
   return 'failed';

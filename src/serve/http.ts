@@ -82,18 +82,8 @@ export function methodNotAllowed(response: ServerResponse, allow: string): void 
  * with the code and print the line the in-process command would have.
  */
 export function sendError(response: ServerResponse, status: number, error: SwitchboardError): void {
-  const { code, message, hint, retryable, provider, retryAfterMs, details } = error;
-  sendJson(response, status, {
-    error: {
-      code,
-      message,
-      ...(hint === undefined ? {} : { hint }),
-      retryable,
-      ...(provider === undefined ? {} : { provider }),
-      ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
-      ...(details === undefined ? {} : { details }),
-    },
-  });
+  const { name: _name, ...fields } = error.toJSON();
+  sendJson(response, status, { error: fields });
 }
 
 /** Every answer passes through `redactSecrets`: a model or a server that echoes a key cannot leak it here. */
