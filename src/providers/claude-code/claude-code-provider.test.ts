@@ -10,6 +10,7 @@ import {
   type ClaudeHarness,
 } from '../../../test/helpers/claude.js';
 import { waitFor } from '../../../test/helpers/wait-for.js';
+import { taggedProcesses } from './process-group.js';
 
 // Every test here runs the real Claude Code binary (shipped by @anthropic-ai/claude-agent-sdk) against
 // `switchboard sim` on loopback.
@@ -19,6 +20,15 @@ afterEach(async () => {
   await harness?.close();
   harness = undefined;
 });
+
+/** The executable a process runs, or '' once it is gone. */
+function commandOf(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')[0] ?? '';
+  } catch {
+    return '';
+  }
+}
 
 const replies = (sim: ClaudeHarness['sim']) =>
   sim.requests.filter((entry) => entry.outcome === 'reply' || entry.outcome.startsWith('fault'));
@@ -49,6 +59,19 @@ describe('claude-code provider, cold calls', () => {
     expect(harness.sim.requests.some((entry) => entry.method === 'HEAD')).toBe(false);
     expect(requests[0]?.tools).toEqual([]);
     expect(JSON.stringify(requests[0]?.body)).toContain('You answer with one word.');
+  });
+
+  it('waits in close() for a cold call’s process, which may still be writing its config folder', async () => {
+    const configDir = mkdtempSync(join(tmpdir(), 'switchboard-claude-close-'));
+    harness = await claudeAgainstSimulator({ rules: [{ reply: { text: 'pong' } }] }, { configDir });
+    await harness.provider.call({ model: 'claude-haiku-4-5', prompt: 'ping' });
+    await harness.provider.close();
+    // Found by the variable the provider gives it: this call's Claude Code only, not another test's (nor
+    // the parent watch beside it, a `sleep` loop that ends within a second of its parent).
+    const claudeLeft = taggedProcesses({ name: 'CLAUDE_CONFIG_DIR', value: configDir }).filter((pid) =>
+      commandOf(pid).endsWith('/claude'),
+    );
+    expect(claudeLeft).toEqual([]);
   });
 
   it('answers under idle and wall limits longer than a Node timer can hold (claude.idle_timeout_seconds as "never")', async () => {

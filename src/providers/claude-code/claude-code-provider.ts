@@ -86,6 +86,13 @@ export function createClaudeCodeProvider({
     return { executable: resolvedExecutable, env: environment, cwd, idleTimeoutMs, timeoutMs, endAtApiRetry };
   };
   const pool = poolOptions === undefined ? undefined : new WarmPool(launch, poolOptions);
+  // Cold processes still exiting after their call returned (they may write their config folder until
+  // then): `close` waits for them, so a caller that removes that folder next does not race them.
+  const exiting = new Set<Promise<void>>();
+  const trackExit = (ending: Promise<void>) => {
+    exiting.add(ending);
+    void ending.finally(() => exiting.delete(ending));
+  };
 
   return {
     name: 'claude',
@@ -98,7 +105,7 @@ export function createClaudeCodeProvider({
       }
       if (request.schema !== undefined) compileSchema(request.schema);
       if (pool?.canServe(request) === true) return pool.call(request);
-      return coldCall(launch(), request);
+      return coldCall(launch(), request, trackExit);
     },
     endpoint() {
       const api = endpointLabel(
@@ -109,7 +116,7 @@ export function createClaudeCodeProvider({
       return `${api} via ${binary}`;
     },
     async close() {
-      await pool?.close();
+      await Promise.all([pool?.close(), ...exiting]);
     },
   };
 }
@@ -121,7 +128,11 @@ function checkPositive(name: string, value: number): void {
 }
 
 /** A call in a fresh Claude Code process, which exits when the call ends. */
-async function coldCall(launch: ClaudeLaunch, request: ClaudeCallOptions): Promise<CallResult> {
+async function coldCall(
+  launch: ClaudeLaunch,
+  request: ClaudeCallOptions,
+  exiting: (ending: Promise<void>) => void,
+): Promise<CallResult> {
   // Loaded before the call's timers start: the first load (about 0.1 s) is not the call's time.
   const { query } = await loadAgentSdk();
   const started = performance.now();
@@ -178,7 +189,7 @@ async function coldCall(launch: ClaudeLaunch, request: ClaudeCallOptions): Promi
     void messages?.return(undefined).catch(() => undefined);
     // The CLI exits on its own once its input closes; make sure of it without holding the caller.
     child?.detach();
-    void child?.waitForExit(5_000);
+    if (child !== undefined) exiting(child.waitForExit(5_000));
     keyHelper?.dispose();
   }
 }
