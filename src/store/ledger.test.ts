@@ -19,8 +19,8 @@ beforeEach(() => {
   directory = mkdtempSync(join(tmpdir(), 'switchboard-ledger-'));
 });
 
-afterEach(() => {
-  for (const ledger of opened.splice(0)) ledger.close();
+afterEach(async () => {
+  for (const ledger of opened.splice(0)) await ledger.close();
   rmSync(directory, { recursive: true, force: true });
 });
 
@@ -50,11 +50,11 @@ function decision(id: string, overrides: Partial<RouteDecision> = {}): RouteDeci
   };
 }
 
-/** Expects `action` to throw a one-line STORE_ERROR that names `file` and carries a hint. */
-function expectStoreError(action: () => unknown, file: string): void {
+/** Expects `action` to throw (or reject with) a one-line STORE_ERROR that names `file` and carries a hint. */
+async function expectStoreError(action: () => unknown, file: string): Promise<void> {
   let thrown: unknown;
   try {
-    action();
+    await action();
   } catch (error) {
     thrown = error;
   }
@@ -103,25 +103,25 @@ function ledgerBytes(file: string): Buffer {
 }
 
 describe('hashText', () => {
-  it('is sha256 as lowercase hex', () => {
+  it('is sha256 as lowercase hex', async () => {
     expect(hashText('abc')).toBe('ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad');
   });
 });
 
 describe('migrations', () => {
-  it('are numbered 1, 2, 3 … with no gaps', () => {
+  it('are numbered 1, 2, 3 … with no gaps', async () => {
     expect(MIGRATIONS.map((step) => step.version)).toEqual(MIGRATIONS.map((_, index) => index + 1));
     expect(LATEST_SCHEMA_VERSION).toBe(MIGRATIONS.length);
   });
 });
 
 describe('openLedger', () => {
-  it('creates <stateDir>/ledger.db with WAL, our application id and the latest schema', () => {
+  it('creates <stateDir>/ledger.db with WAL, our application id and the latest schema', async () => {
     const stateDir = join(directory, 'nested', 'state');
     const ledger = open({ stateDir });
     expect(ledger.path).toBe(join(stateDir, LEDGER_FILE_NAME));
     expect(ledger.storeText).toBe(false);
-    ledger.recordRouteDecision(decision('d1'), { requestText: 'hello', mode: 'local' });
+    await ledger.recordRouteDecision(decision('d1'), { requestText: 'hello', mode: 'local' });
 
     const raw = new Database(ledger.path, { readonly: true });
     try {
@@ -140,12 +140,12 @@ describe('openLedger', () => {
     }
   });
 
-  it('defaults to .switchboard/ledger.db in the working directory', () => {
+  it('defaults to .switchboard/ledger.db in the working directory', async () => {
     const previous = process.cwd();
     process.chdir(directory);
     try {
       const ledger = openLedger();
-      ledger.close();
+      await ledger.close();
       expect(ledger.path).toBe(join(process.cwd(), DEFAULT_STATE_DIR, LEDGER_FILE_NAME));
       expect(existsSync(join(directory, DEFAULT_STATE_DIR, LEDGER_FILE_NAME))).toBe(true);
     } finally {
@@ -153,25 +153,25 @@ describe('openLedger', () => {
     }
   });
 
-  it('opens an explicit path, creating its folder', () => {
+  it('opens an explicit path, creating its folder', async () => {
     const file = join(directory, 'elsewhere', 'custom.sqlite');
     const ledger = open({ path: file });
     expect(ledger.path).toBe(file);
     expect(existsSync(file)).toBe(true);
   });
 
-  it('supports a private in-memory ledger', () => {
+  it('supports a private in-memory ledger', async () => {
     const ledger = open({ path: ':memory:' });
-    ledger.recordRouteDecision(decision('m1'), { requestText: 'x', mode: 'local' });
-    expect(ledger.countRouteDecisions()).toBe(1);
+    await ledger.recordRouteDecision(decision('m1'), { requestText: 'x', mode: 'local' });
+    expect(await ledger.countRouteDecisions()).toBe(1);
   });
 });
 
 describe('route decisions', () => {
-  it('round-trips every field', () => {
+  it('round-trips every field', async () => {
     const ledger = open();
     const createdAt = new Date('2025-03-01T10:00:00.000Z');
-    ledger.recordRouteDecision(decision('d1'), {
+    await ledger.recordRouteDecision(decision('d1'), {
       requestText: '  Summarise THIS  ',
       normalizedText: 'summarise this',
       mode: 'local',
@@ -180,7 +180,7 @@ describe('route decisions', () => {
       createdAt,
     });
 
-    expect(ledger.getRouteDecision('d1')).toEqual({
+    expect(await ledger.getRouteDecision('d1')).toEqual({
       id: 'd1',
       createdAt: '2025-03-01T10:00:00.000Z',
       requestHash: hashText('summarise this'),
@@ -199,16 +199,16 @@ describe('route decisions', () => {
       skillsHash: 'skills-abc',
       tags: { caller: 'ci', experiment: 'a' },
     });
-    expect(ledger.getRouteDecision('missing')).toBeUndefined();
+    expect(await ledger.getRouteDecision('missing')).toBeUndefined();
   });
 
-  it('hashes the request text when no normalized text is given, and omits absent optional fields', () => {
+  it('hashes the request text when no normalized text is given, and omits absent optional fields', async () => {
     const ledger = open();
-    ledger.recordRouteDecision(decision('d1', { skill: 'none', method: 'fallback' }), {
+    await ledger.recordRouteDecision(decision('d1', { skill: 'none', method: 'fallback' }), {
       requestText: 'raw text',
       mode: 'rules-only',
     });
-    const stored = ledger.getRouteDecision('d1');
+    const stored = await ledger.getRouteDecision('d1');
     expect(stored?.requestHash).toBe(hashText('raw text'));
     expect(stored?.tags).toEqual({});
     expect(stored).not.toHaveProperty('skillsHash');
@@ -216,83 +216,83 @@ describe('route decisions', () => {
     expect(stored?.skill).toBe('none');
   });
 
-  it('lists newest first, honouring limit and since, and counts', () => {
+  it('lists newest first, honouring limit and since, and counts', async () => {
     const ledger = open();
     const base = Date.parse('2025-01-01T00:00:00Z');
     for (let index = 0; index < 5; index += 1) {
-      ledger.recordRouteDecision(decision(`d${index}`), {
+      await ledger.recordRouteDecision(decision(`d${index}`), {
         requestText: `request ${index}`,
         mode: 'local',
         createdAt: new Date(base + index * 60_000),
       });
     }
-    expect(ledger.countRouteDecisions()).toBe(5);
-    expect(ledger.listRouteDecisions().map((row) => row.id)).toEqual(['d4', 'd3', 'd2', 'd1', 'd0']);
-    expect(ledger.listRouteDecisions({ limit: 2 }).map((row) => row.id)).toEqual(['d4', 'd3']);
+    expect(await ledger.countRouteDecisions()).toBe(5);
+    expect((await ledger.listRouteDecisions()).map((row) => row.id)).toEqual(['d4', 'd3', 'd2', 'd1', 'd0']);
+    expect((await ledger.listRouteDecisions({ limit: 2 })).map((row) => row.id)).toEqual(['d4', 'd3']);
     const since = new Date(base + 3 * 60_000);
     for (const value of [since, since.getTime(), since.toISOString()]) {
-      expect(ledger.listRouteDecisions({ since: value }).map((row) => row.id)).toEqual(['d4', 'd3']);
+      expect((await ledger.listRouteDecisions({ since: value })).map((row) => row.id)).toEqual(['d4', 'd3']);
     }
     // Row by row, oldest first, for readers of the whole ledger (metrics export).
     const visited: string[] = [];
-    expect(ledger.eachRouteDecision({}, (row) => visited.push(row.id))).toBe(5);
+    expect(await ledger.eachRouteDecision({}, (row) => visited.push(row.id))).toBe(5);
     expect(visited).toEqual(['d0', 'd1', 'd2', 'd3', 'd4']);
     const recent: string[] = [];
-    expect(ledger.eachRouteDecision({ since }, (row) => recent.push(row.id))).toBe(2);
+    expect(await ledger.eachRouteDecision({ since }, (row) => recent.push(row.id))).toBe(2);
     expect(recent).toEqual(['d3', 'd4']);
   });
 
-  it('keeps insertion order among decisions made in the same millisecond', () => {
+  it('keeps insertion order among decisions made in the same millisecond', async () => {
     const ledger = open();
     const createdAt = new Date();
     for (const id of ['a', 'b', 'c'])
-      ledger.recordRouteDecision(decision(id), { requestText: id, mode: 'local', createdAt });
-    expect(ledger.listRouteDecisions().map((row) => row.id)).toEqual(['c', 'b', 'a']);
+      await ledger.recordRouteDecision(decision(id), { requestText: id, mode: 'local', createdAt });
+    expect((await ledger.listRouteDecisions()).map((row) => row.id)).toEqual(['c', 'b', 'a']);
   });
 
-  it('rejects bad list options and dates as INVALID_INPUT', () => {
+  it('rejects bad list options and dates as INVALID_INPUT', async () => {
     const ledger = open();
-    expect(() => ledger.listRouteDecisions({ limit: 0 })).toThrow(
+    await expect(ledger.listRouteDecisions({ limit: 0 })).rejects.toThrow(
       expect.objectContaining({ code: 'INVALID_INPUT' }),
     );
-    expect(() => ledger.listRouteDecisions({ since: 'yesterday-ish' })).toThrow(
+    await expect(ledger.listRouteDecisions({ since: 'yesterday-ish' })).rejects.toThrow(
       expect.objectContaining({ code: 'INVALID_INPUT' }),
     );
-    expect(() =>
+    await expect(
       ledger.recordRouteDecision(decision('d1'), {
         requestText: 'x',
         mode: 'local',
         createdAt: new Date(NaN),
       }),
-    ).toThrow(expect.objectContaining({ code: 'INVALID_INPUT' }));
+    ).rejects.toThrow(expect.objectContaining({ code: 'INVALID_INPUT' }));
   });
 
-  it('keeps rows across close and reopen', () => {
+  it('keeps rows across close and reopen', async () => {
     const first = openLedger({ stateDir: directory });
-    first.recordRouteDecision(decision('d1'), { requestText: 'one', mode: 'local' });
-    first.recordRouteDecision(decision('d2'), { requestText: 'two', mode: 'local' });
-    first.close();
+    await first.recordRouteDecision(decision('d1'), { requestText: 'one', mode: 'local' });
+    await first.recordRouteDecision(decision('d2'), { requestText: 'two', mode: 'local' });
+    await first.close();
 
     const second = open();
-    expect(second.countRouteDecisions()).toBe(2);
-    expect(second.getRouteDecision('d2')?.requestHash).toBe(hashText('two'));
+    expect(await second.countRouteDecisions()).toBe(2);
+    expect((await second.getRouteDecision('d2'))?.requestHash).toBe(hashText('two'));
   });
 
-  it('reports a duplicate id as STORE_ERROR', () => {
+  it('reports a duplicate id as STORE_ERROR', async () => {
     const ledger = open();
-    ledger.recordRouteDecision(decision('d1'), { requestText: 'x', mode: 'local' });
-    expectStoreError(
+    await ledger.recordRouteDecision(decision('d1'), { requestText: 'x', mode: 'local' });
+    await expectStoreError(
       () => ledger.recordRouteDecision(decision('d1'), { requestText: 'x', mode: 'local' }),
       ledger.path,
     );
-    expect(ledger.countRouteDecisions()).toBe(1);
+    expect(await ledger.countRouteDecisions()).toBe(1);
   });
 
-  it('reports use after close as STORE_ERROR, and closing twice is harmless', () => {
+  it('reports use after close as STORE_ERROR, and closing twice is harmless', async () => {
     const ledger = openLedger({ stateDir: directory });
-    ledger.close();
-    ledger.close();
-    expectStoreError(() => ledger.countRouteDecisions(), ledger.path);
+    await ledger.close();
+    await ledger.close();
+    await expectStoreError(() => ledger.countRouteDecisions(), ledger.path);
   });
 });
 
@@ -300,47 +300,47 @@ describe('request text privacy', () => {
   // A marker unlikely to occur by chance in SQLite's own bytes.
   const secret = 'PRIVATE-PROMPT-7f3a9c please summarise my medical report';
 
-  it('stores only the hash by default: the text appears nowhere on disk', () => {
+  it('stores only the hash by default: the text appears nowhere on disk', async () => {
     const ledger = openLedger({ stateDir: directory });
-    ledger.recordRouteDecision(decision('d1'), {
+    await ledger.recordRouteDecision(decision('d1'), {
       requestText: secret,
       normalizedText: secret.toLowerCase(),
       mode: 'local',
     });
-    expect(ledger.getRouteDecision('d1')).not.toHaveProperty('requestText');
+    expect(await ledger.getRouteDecision('d1')).not.toHaveProperty('requestText');
     // Read while open (rows may sit in the WAL) and after close (checkpointed into the main file).
     const needles = [secret, secret.toLowerCase(), 'PRIVATE-PROMPT-7f3a9c'].map((text) => Buffer.from(text));
     for (const needle of needles) expect(ledgerBytes(ledger.path).includes(needle)).toBe(false);
-    ledger.close();
+    await ledger.close();
     for (const needle of needles) expect(ledgerBytes(ledger.path).includes(needle)).toBe(false);
     expect(ledgerBytes(ledger.path).includes(Buffer.from(hashText(secret.toLowerCase())))).toBe(true);
   });
 
-  it('stores the text when storeText is true', () => {
+  it('stores the text when storeText is true', async () => {
     const ledger = openLedger({ stateDir: directory, storeText: true });
     expect(ledger.storeText).toBe(true);
-    ledger.recordRouteDecision(decision('d1'), { requestText: secret, mode: 'local' });
-    expect(ledger.getRouteDecision('d1')?.requestText).toBe(secret);
-    ledger.close();
+    await ledger.recordRouteDecision(decision('d1'), { requestText: secret, mode: 'local' });
+    expect((await ledger.getRouteDecision('d1'))?.requestText).toBe(secret);
+    await ledger.close();
     expect(ledgerBytes(ledger.path).includes(Buffer.from(secret))).toBe(true);
   });
 });
 
 describe('bad paths', () => {
-  it('reports a folder that cannot be created', () => {
+  it('reports a folder that cannot be created', async () => {
     const blocker = join(directory, 'a-file');
     writeFileSync(blocker, 'not a folder');
-    expectStoreError(() => openLedger({ stateDir: join(blocker, 'state') }), blocker);
+    await expectStoreError(() => openLedger({ stateDir: join(blocker, 'state') }), blocker);
     expect(readFileSync(blocker, 'utf8')).toBe('not a folder');
   });
 
-  it('reports a ledger path that is a directory', () => {
+  it('reports a ledger path that is a directory', async () => {
     const folder = join(directory, 'folder');
     mkdirSync(folder);
-    expectStoreError(() => openLedger({ path: folder }), folder);
+    await expectStoreError(() => openLedger({ path: folder }), folder);
   });
 
-  it('reports a folder without write permission', () => {
+  it('reports a folder without write permission', async () => {
     const readOnly = join(directory, 'read-only');
     mkdirSync(readOnly);
     chmodSync(readOnly, 0o555);
@@ -356,36 +356,36 @@ describe('bad paths', () => {
     }
   });
 
-  it('refuses a file that is not a SQLite database and leaves it untouched', () => {
+  it('refuses a file that is not a SQLite database and leaves it untouched', async () => {
     const file = join(directory, 'notes.db');
     const content = 'these are my notes, not a database\n'.repeat(200);
     writeFileSync(file, content);
-    expectStoreError(() => openLedger({ path: file }), file);
+    await expectStoreError(() => openLedger({ path: file }), file);
     expect(readFileSync(file, 'utf8')).toBe(content);
     expect(readdirSync(directory)).toEqual(['notes.db']);
   });
 
-  it("refuses another program's SQLite database and leaves it untouched", () => {
+  it("refuses another program's SQLite database and leaves it untouched", async () => {
     const file = join(directory, 'other-app.db');
     const other = new Database(file);
     other.exec("CREATE TABLE notes (body TEXT); INSERT INTO notes VALUES ('keep me');");
     other.close();
     const before = readFileSync(file);
 
-    expectStoreError(() => openLedger({ path: file }), file);
+    await expectStoreError(() => openLedger({ path: file }), file);
     expect(readFileSync(file).equals(before)).toBe(true);
     expect(readdirSync(directory)).toEqual(['other-app.db']);
   });
 
-  it('refuses a ledger written by a newer schema version', () => {
+  it('refuses a ledger written by a newer schema version', async () => {
     const ledger = openLedger({ stateDir: directory });
-    ledger.recordRouteDecision(decision('d1'), { requestText: 'x', mode: 'local' });
-    ledger.close();
+    await ledger.recordRouteDecision(decision('d1'), { requestText: 'x', mode: 'local' });
+    await ledger.close();
     const raw = new Database(ledger.path);
     raw.pragma(`user_version = ${LATEST_SCHEMA_VERSION + 1}`);
     raw.close();
 
-    expectStoreError(() => openLedger({ stateDir: directory }), ledger.path);
+    await expectStoreError(() => openLedger({ stateDir: directory }), ledger.path);
     try {
       openLedger({ stateDir: directory });
     } catch (error) {
@@ -398,7 +398,7 @@ describe('bad paths', () => {
 });
 
 describe('batched call attempts', () => {
-  it('are on disk after the process exits without closing the ledger', () => {
+  it('are on disk after the process exits without closing the ledger', async () => {
     const file = join(directory, 'exit', LEDGER_FILE_NAME);
     mkdirSync(join(directory, 'exit'));
     const script = fileURLToPath(new URL('./__fixtures__/exit-without-close.mjs', import.meta.url));
@@ -411,13 +411,13 @@ describe('batched call attempts', () => {
     );
     expect(child.status).toBe(0);
     const ledger = openLedger({ path: file });
-    expect(ledger.callStats().attempts).toBe(25);
-    ledger.close();
+    expect((await ledger.callStats()).attempts).toBe(25);
+    await ledger.close();
   });
 
-  it('are visible to reads in the same process at once', () => {
+  it('are visible to reads in the same process at once', async () => {
     const ledger = openLedger({ path: join(directory, 'reads.db') });
-    ledger.recordCallAttempt({
+    await ledger.recordCallAttempt({
       id: 'a',
       callId: 'c',
       attempt: 1,
@@ -430,8 +430,29 @@ describe('batched call attempts', () => {
       costUsd: 0.25,
       promptHash: 'h',
     });
-    expect(ledger.spendSince(0, { provider: 'openai' })).toBe(0.25);
-    ledger.close();
+    expect(await ledger.spendSince(0, { provider: 'openai' })).toBe(0.25);
+    await ledger.close();
+  });
+
+  it('reach other connections once flushed, without a read or a close', async () => {
+    const file = join(directory, 'flush.db');
+    const writer = open({ path: file });
+    const reader = open({ path: file });
+    await writer.recordCallAttempt({
+      id: 'a',
+      callId: 'c',
+      attempt: 1,
+      createdAt: Date.now(),
+      provider: 'openai',
+      spec: 'openai:gpt-4.1-mini',
+      modelRequested: 'gpt-4.1-mini',
+      success: true,
+      durationMs: 1,
+      costUsd: 0.25,
+      promptHash: 'h',
+    });
+    await writer.flush();
+    expect(await reader.spendSince(0, { provider: 'openai' })).toBe(0.25);
   });
 });
 
@@ -471,9 +492,9 @@ describe('several processes writing at once', () => {
 
     for (const result of results) expect(result, result.stderr).toMatchObject({ code: 0 });
     const ledger = open({ path: file });
-    expect(ledger.countRouteDecisions()).toBe(writerCount * rowsPerWriter);
+    expect(await ledger.countRouteDecisions()).toBe(writerCount * rowsPerWriter);
     const ids = new Set(
-      ledger.listRouteDecisions({ limit: writerCount * rowsPerWriter }).map((row) => row.id),
+      (await ledger.listRouteDecisions({ limit: writerCount * rowsPerWriter })).map((row) => row.id),
     );
     for (let writer = 0; writer < writerCount; writer += 1) {
       for (let index = 0; index < rowsPerWriter; index += 1) {

@@ -105,72 +105,87 @@ export interface ListRouteDecisionsOptions {
   since?: Date | number | string;
 }
 
-/** The append-only record of what Switchboard decided and did. */
+/**
+ * The append-only record of what Switchboard decided and did. Every method that touches the database
+ * returns a Promise, so that a backend whose driver is asynchronous (PostgreSQL) can implement the same
+ * interface; the SQLite implementation does its work synchronously when called and returns a settled
+ * Promise, so the order of calls is the order of writes.
+ */
 export interface Ledger {
   /** Absolute path of the database file (or `:memory:`). */
   readonly path: string;
   /** Whether request text is stored next to its hash. */
   readonly storeText: boolean;
-  /** Appends one decision. Throws `STORE_ERROR` if the write fails (for example a duplicate id). */
-  recordRouteDecision(decision: RouteDecision, context: RouteDecisionContext): void;
+  /** Appends one decision. Rejects with `STORE_ERROR` if the write fails (for example a duplicate id). */
+  recordRouteDecision(decision: RouteDecision, context: RouteDecisionContext): Promise<void>;
   /** Decisions, newest first. */
-  listRouteDecisions(options?: ListRouteDecisionsOptions): StoredRouteDecision[];
+  listRouteDecisions(options?: ListRouteDecisionsOptions): Promise<StoredRouteDecision[]>;
   /**
    * Every decision since `since` (all when omitted), oldest first, read one row at a time so a large
-   * ledger is never held in memory at once. Returns how many were visited.
+   * ledger is never held in memory at once. Resolves to how many were visited.
    */
   eachRouteDecision(
     options: { since?: Date | number | string },
     visit: (decision: StoredRouteDecision) => void,
-  ): number;
+  ): Promise<number>;
   /** One decision by id, or `undefined`. */
-  getRouteDecision(id: string): StoredRouteDecision | undefined;
-  countRouteDecisions(): number;
+  getRouteDecision(id: string): Promise<StoredRouteDecision | undefined>;
+  countRouteDecisions(): Promise<number>;
   /**
    * The decision cached under `key` at or after `notBefore` (epoch ms), or undefined. The router's
    * decision cache lives here so that it outlives a process (each CLI call is one).
    */
-  getCachedDecision(key: string, notBefore: number): RouteDecision | undefined;
+  getCachedDecision(key: string, notBefore: number): Promise<RouteDecision | undefined>;
   /** Caches a decision under `key`, dropping entries older than `ttlMs` and beyond `maxEntries`. */
   cacheDecision(
     key: string,
     decision: RouteDecision,
     options: { storedAt: number; ttlMs: number; maxEntries: number },
-  ): void;
+  ): Promise<void>;
   /** Records a user's correction of a decision (the latest one wins). */
-  recordFeedback(decisionId: string, skill: string): void;
+  recordFeedback(decisionId: string, skill: string): Promise<void>;
   /** Every correction, oldest first. */
-  listFeedback(): { decisionId: string; skill: string }[];
-  /** Appends one call attempt (a call with retries or fallbacks has several). */
-  recordCallAttempt(record: CallAttemptRecord): void;
+  listFeedback(): Promise<{ decisionId: string; skill: string }[]>;
+  /**
+   * Queues one call attempt (a call with retries or fallbacks has several). Resolves once the attempt is
+   * queued, not written: attempts are written in batches a few milliseconds later, and every read of
+   * this ledger, `flush()`, `close()` and process exit write them first.
+   */
+  recordCallAttempt(record: CallAttemptRecord): Promise<void>;
+  /** Writes the queued call attempts now. */
+  flush(): Promise<void>;
   /** Dollars spent since a time, optionally for one provider and/or one `key=value` tag. */
-  spendSince(since: number, filter?: { provider?: string; tag?: string }): number;
+  spendSince(since: number, filter?: { provider?: string; tag?: string }): Promise<number>;
   /**
    * Holds a call's estimated cost against every cap in one `BEGIN IMMEDIATE` transaction (spent plus
    * other calls' open reservations plus this estimate), so parallel calls in any number of processes
    * cannot all pass. Taken only when every cap has room; end it with `releaseReservation`.
    */
-  reserveSpend(reservation: SpendReservation): ReservationOutcome;
+  reserveSpend(reservation: SpendReservation): Promise<ReservationOutcome>;
   /** Ends a reservation once the attempt (and its real cost) is recorded. Safe to call twice. */
-  releaseReservation(id: string): void;
+  releaseReservation(id: string): Promise<void>;
   /** Dollars held by calls in flight at `now`, optionally for one provider and/or one `key=value` tag. */
-  reservedAt(now: number, filter?: { provider?: string; tag?: string }): number;
+  reservedAt(now: number, filter?: { provider?: string; tag?: string }): Promise<number>;
   /** Records a tripped circuit breaker, visible to every process using this ledger. */
-  setCooldown(record: CooldownRecord): void;
+  setCooldown(record: CooldownRecord): Promise<void>;
   /** `spec` here and in `recentOutcomes` is the breaker's key: the spec, plus its endpoint when it has one. */
-  getCooldown(spec: string): CooldownRecord | undefined;
+  getCooldown(spec: string): Promise<CooldownRecord | undefined>;
   /**
    * The outcomes of a spec's latest attempts since a time, newest first, from every process writing to
    * this ledger: `undefined` for a success, else the error code. For circuit breakers that count
    * failures across short-lived processes; matched on the attempt's `cooldownKey`, else its spec.
    */
-  recentOutcomes(spec: string, since: number, limit: number): (string | undefined)[];
+  recentOutcomes(spec: string, since: number, limit: number): Promise<(string | undefined)[]>;
   /** Breakers still open at `now`. */
-  activeCooldowns(now: number): CooldownRecord[];
+  activeCooldowns(now: number): Promise<CooldownRecord[]>;
   /** Calls, success rate, latency, tokens and cost by provider and model, error codes; since a time. */
-  callStats(options?: { since?: Date | number | string }): CallStats;
-  /** Releases the file. Safe to call twice; any other call afterwards throws `STORE_ERROR`. */
-  close(): void;
+  callStats(options?: { since?: Date | number | string }): Promise<CallStats>;
+  /**
+   * Writes the queued call attempts and releases the database. Safe to call twice; any other call
+   * afterwards rejects with `STORE_ERROR`. Await it before the process ends: on SQLite the work is done
+   * when it returns, but an asynchronous backend can only finish its writes while the process lives.
+   */
+  close(): Promise<void>;
 }
 
 /** Pending-attempt flushes of every open ledger, run once at process exit by a single listener. */
@@ -482,7 +497,7 @@ function createLedger(
     path: file,
     storeText,
 
-    recordCallAttempt(record) {
+    async recordCallAttempt(record) {
       guarded('cannot record a call attempt in', () => undefined);
       // A copy, turned into a row (and its prompt hashed) at flush time, off the call's path; the
       // caller may reuse or change its own record object afterwards.
@@ -490,7 +505,7 @@ function createLedger(
       if (pendingAttempts.length === 1) setTimeout(flushAttempts, ATTEMPT_FLUSH_MS).unref();
     },
 
-    recordFeedback(decisionId, skill) {
+    async recordFeedback(decisionId, skill) {
       guarded('cannot record feedback in', () => {
         if (statements.getRouteDecision.get(decisionId) === undefined) {
           throw new SwitchboardError('INVALID_INPUT', `there is no route decision ${decisionId} in ${file}`, {
@@ -501,13 +516,13 @@ function createLedger(
       });
     },
 
-    listFeedback() {
+    async listFeedback() {
       return guarded('cannot read feedback from', () =>
         statements.listFeedback.all().map((row) => ({ decisionId: row.decision_id, skill: row.skill })),
       );
     },
 
-    spendSince(since, filter = {}) {
+    async spendSince(since, filter = {}) {
       flushAttempts();
       return guarded('cannot read spending from', () => {
         const row = statements.spendSince.get({
@@ -519,19 +534,19 @@ function createLedger(
       });
     },
 
-    reserveSpend(reservation) {
+    async reserveSpend(reservation) {
       // Our own recorded attempts must be in the file before the spending is read.
       flushAttempts();
       return guarded('cannot reserve budget in', () => reserve.immediate(reservation));
     },
 
-    releaseReservation(id) {
+    async releaseReservation(id) {
       // The attempt goes in before its reservation goes out, so no reader sees neither.
       flushAttempts();
       guarded('cannot release a budget reservation in', () => statements.deleteReservation.run(id));
     },
 
-    reservedAt(now, filter = {}) {
+    async reservedAt(now, filter = {}) {
       return guarded('cannot read budget reservations from', () => {
         const row = statements.reservedFor.get({
           now,
@@ -542,21 +557,21 @@ function createLedger(
       });
     },
 
-    setCooldown(record) {
+    async setCooldown(record) {
       guarded('cannot record a cooldown in', () =>
         statements.upsertCooldown.run({ ...record, updated_at: Date.now() }),
       );
     },
 
-    activeCooldowns(now) {
+    async activeCooldowns(now) {
       return guarded('cannot read cooldowns from', () => statements.selectActiveCooldowns.all(now));
     },
 
-    getCooldown(spec) {
+    async getCooldown(spec) {
       return guarded('cannot read cooldowns from', () => statements.selectCooldown.get(spec));
     },
 
-    recentOutcomes(spec, since, limit) {
+    async recentOutcomes(spec, since, limit) {
       flushAttempts();
       return guarded('cannot read call attempts from', () =>
         statements.selectRecentOutcomes
@@ -565,7 +580,7 @@ function createLedger(
       );
     },
 
-    callStats(options = {}) {
+    async callStats(options = {}) {
       flushAttempts();
       const since = options.since === undefined ? Number.MIN_SAFE_INTEGER : toEpochMs(options.since);
       return guarded('cannot read call attempts from', () =>
@@ -573,12 +588,12 @@ function createLedger(
       );
     },
 
-    recordRouteDecision(decision, context) {
+    async recordRouteDecision(decision, context) {
       const row = toRow(decision, context, storeText);
       guarded('cannot record a route decision in', () => statements.insertRouteDecision.run(row));
     },
 
-    listRouteDecisions(options = {}) {
+    async listRouteDecisions(options = {}) {
       const limit = options.limit ?? DEFAULT_LIST_LIMIT;
       if (!Number.isSafeInteger(limit) || limit < 1) {
         throw new SwitchboardError('INVALID_INPUT', `limit must be a positive integer, got ${limit}`, {
@@ -591,7 +606,7 @@ function createLedger(
       );
     },
 
-    eachRouteDecision(options, visit) {
+    async eachRouteDecision(options, visit) {
       const since = options.since === undefined ? Number.MIN_SAFE_INTEGER : toEpochMs(options.since);
       return guarded('cannot read route decisions from', () => {
         let count = 0;
@@ -603,31 +618,35 @@ function createLedger(
       });
     },
 
-    getRouteDecision(id) {
+    async getRouteDecision(id) {
       const row = guarded('cannot read a route decision from', () => statements.getRouteDecision.get(id));
       return row === undefined ? undefined : fromRow(row);
     },
 
-    getCachedDecision(key, notBefore) {
+    async getCachedDecision(key, notBefore) {
       return guarded('cannot read the decision cache in', () =>
         readCachedDecision(statements, key, notBefore),
       );
     },
 
-    cacheDecision(key, decision, options) {
+    async cacheDecision(key, decision, options) {
       guarded('cannot write the decision cache in', () =>
         writeCachedDecision(database, statements, key, decision, options),
       );
     },
 
-    countRouteDecisions() {
+    async countRouteDecisions() {
       return guarded(
         'cannot count route decisions in',
         () => statements.countRouteDecisions.get()?.count ?? 0,
       );
     },
 
-    close() {
+    async flush() {
+      flushAttempts();
+    },
+
+    async close() {
       if (closed) return;
       flushAttempts();
       flushOnExit.delete(flushAttempts);

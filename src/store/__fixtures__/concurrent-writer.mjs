@@ -18,7 +18,7 @@ await new Promise((resolveStart) => {
 // Opening happens after the barrier too, so the writers also race on creating the schema.
 const ledger = openLedger({ path: file });
 for (let index = 0; index < Number(rowCount); index += 1) {
-  ledger.recordRouteDecision(
+  await ledger.recordRouteDecision(
     {
       id: `writer-${writer}-${index}`,
       skill: 'summarise',
@@ -34,5 +34,5 @@ for (let index = 0; index < Number(rowCount); index += 1) {
     { requestText: `request ${writer}/${index}`, mode: 'rules-only', tags: { writer: String(writer) } },
   );
 }
-ledger.close();
+await ledger.close();
 process.disconnect?.();

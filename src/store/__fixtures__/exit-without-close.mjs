@@ -8,7 +8,7 @@ const [file, rowCount] = process.argv.slice(2);
 const { openLedger } = await import('../ledger.ts');
 const ledger = openLedger({ path: file });
 for (let index = 0; index < Number(rowCount); index++) {
-  ledger.recordCallAttempt({
+  await ledger.recordCallAttempt({
     id: `attempt-${index}`,
     callId: `call-${index}`,
     attempt: 1,

@@ -7,7 +7,7 @@ import './typescript-sources.mjs';
 const [stateDir] = process.argv.slice(2);
 const { openLedger } = await import('../ledger.ts');
 try {
-  openLedger({ stateDir }).close();
+  await openLedger({ stateDir }).close();
   process.stdout.write(`${JSON.stringify({ opened: true })}\n`);
 } catch (error) {
   const { name, code, message, hint } = error;
