@@ -46,10 +46,10 @@ describe('budgets under concurrency', () => {
       );
     }
     expect(completions(sim)).toHaveLength(1);
-    expect(ledger.spendSince(startOfToday(), { provider: 'openai' })).toBeCloseTo(ONE_CALL_COST, 9);
-    expect(ledger.spendSince(startOfToday())).toBeLessThanOrEqual(ONE_CALL_CAP);
+    expect(await ledger.spendSince(startOfToday(), { provider: 'openai' })).toBeCloseTo(ONE_CALL_COST, 9);
+    expect(await ledger.spendSince(startOfToday())).toBeLessThanOrEqual(ONE_CALL_CAP);
     // Settled: nothing stays held once the calls are over, so the next refusal is about real spend.
-    expect(ledger.reservedAt(Date.now())).toBe(0);
+    expect(await ledger.reservedAt(Date.now())).toBe(0);
     await expect(call('openai:gpt-4.1-mini', { prompt: 'hi' }, { ...options, budget })).rejects.toThrow(
       /has \$0\.000076 left \(\$0\.00192 spent\), less than this call's estimate of \$0\.00164/,
     );
@@ -85,7 +85,7 @@ describe('budgets under concurrency', () => {
     const first = outcomes.find((outcome) => outcome.status === 'fulfilled');
     expect(first?.status === 'fulfilled' && first.value.warnings.join()).toMatch(/llama3\.2 has no price/);
     expect(completions(sim)).toHaveLength(1);
-    expect(ledger.reservedAt(Date.now())).toBe(0);
+    expect(await ledger.reservedAt(Date.now())).toBe(0);
     // Once it is over, the next one may go.
     await expect(call('openai:llama3.2', { prompt: 'hi' }, { ...options, budget })).resolves.toMatchObject({
       text: 'local answer',
@@ -137,15 +137,25 @@ describe('budgets under concurrency', () => {
     const reservation = { provider: 'openai', tags: {}, amountUsd: 0.8, caps };
     // Taken by a process that then died without releasing it.
     expect(
-      ledger.reserveSpend({ ...reservation, id: 'dead', createdAt: now, expiresAt: now + 60_000 }),
+      await ledger.reserveSpend({ ...reservation, id: 'dead', createdAt: now, expiresAt: now + 60_000 }),
     ).toMatchObject({
       reserved: true,
     });
     expect(
-      ledger.reserveSpend({ ...reservation, id: 'blocked', createdAt: now + 1_000, expiresAt: now + 70_000 }),
+      await ledger.reserveSpend({
+        ...reservation,
+        id: 'blocked',
+        createdAt: now + 1_000,
+        expiresAt: now + 70_000,
+      }),
     ).toMatchObject({ reserved: false, standings: [{ spentUsd: 0, reservedUsd: 0.8 }] });
     expect(
-      ledger.reserveSpend({ ...reservation, id: 'later', createdAt: now + 60_000, expiresAt: now + 120_000 }),
+      await ledger.reserveSpend({
+        ...reservation,
+        id: 'later',
+        createdAt: now + 60_000,
+        expiresAt: now + 120_000,
+      }),
     ).toMatchObject({ reserved: true, standings: [{ spentUsd: 0, reservedUsd: 0 }] });
   });
 });

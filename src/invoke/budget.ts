@@ -97,7 +97,7 @@ export interface BudgetReservation {
   /** Caps past their `warnAt` share, for the call's warnings. */
   readonly warnings: readonly string[];
   /** Ends the reservation once the attempt and its real cost are recorded. Safe to call twice. */
-  release(): void;
+  release(): Promise<void>;
 }
 
 /** How long a reservation counts when the call gives no timeout. */
@@ -126,13 +126,13 @@ export interface BudgetAttempt {
  * room left than the estimate. A model with no price holds all the room left under its tightest cap, so
  * such calls run one at a time under a cap rather than unchecked.
  */
-export function reserveBudget(
+export async function reserveBudget(
   ledger: Ledger | undefined,
   rules: readonly BudgetRule[],
   attempt: BudgetAttempt,
-): BudgetReservation {
+): Promise<BudgetReservation> {
   const applicable = applicableCaps(rules, attempt.provider, attempt.tags, attempt.now);
-  if (applicable.length === 0) return { warnings: [], release() {} };
+  if (applicable.length === 0) return { warnings: [], async release() {} };
   if (ledger === undefined) {
     // No ledger knows what was spent, but a cap of 0 still blocks and an estimate over a cap is still refused.
     const nothing: CapStanding = { spentUsd: 0, reservedUsd: 0 };
@@ -144,9 +144,9 @@ export function reserveBudget(
     if (!verdict.reserved) {
       throw budgetError(applicable[verdict.capIndex] as ApplicableCap, nothing, attempt);
     }
-    return { warnings: [], release() {} };
+    return { warnings: [], async release() {} };
   }
-  const outcome = ledger.reserveSpend({
+  const outcome = await ledger.reserveSpend({
     id: attempt.id,
     provider: attempt.provider,
     tags: attempt.tags,
@@ -179,10 +179,10 @@ export function reserveBudget(
   let open = true;
   return {
     warnings,
-    release() {
+    async release() {
       if (!open) return;
       open = false;
-      ledger.releaseReservation(attempt.id);
+      await ledger.releaseReservation(attempt.id);
     },
   };
 }

@@ -69,7 +69,7 @@ describe('call: retries and fallbacks', () => {
     expect(result.text).toBe('done');
     expect(delays).toEqual([1_234]);
     expect(result.attempts.map((attempt) => attempt.errorCode ?? 'ok')).toEqual(['RATE_LIMITED', 'ok']);
-    expect(ledger.callStats()).toMatchObject({
+    expect(await ledger.callStats()).toMatchObject({
       calls: 1,
       attempts: 2,
       successfulCalls: 1,
@@ -297,8 +297,8 @@ describe('call: cooldowns and budgets', () => {
     await call('alpha:a,beta:b', { prompt: 'two' }, options);
     await call('alpha:a,beta:b', { prompt: 'three' }, options);
     // The cooldown those two failures tripped is in the ledger the calls used, for other processes.
-    expect(second.getCooldown('alpha:a')).toMatchObject({ failures: 2 });
-    expect(second.callStats().attempts).toBe(4);
+    expect(await second.getCooldown('alpha:a')).toMatchObject({ failures: 2 });
+    expect((await second.callStats()).attempts).toBe(4);
   });
 
   it('counts failures in a row across processes: three short-lived callers, one failure each, trip it', async () => {

@@ -171,7 +171,7 @@ export async function call(
   /** Credentials refused with AUTH in this call: later entries using them are skipped. */
   const refused = new Set<string>();
 
-  const record = (
+  const record = async (
     target: ProviderSpec,
     attempt: CallAttempt,
     extra: { result?: CallResult; prompt: string; failure?: SwitchboardError; key: string },
@@ -181,7 +181,7 @@ export async function call(
     // A failure after an answer (schema, downgrade) was still billed: keep what the provider reported.
     const billedCost = extra.failure?.details?.['costUsd'];
     const billedUsage = extra.failure?.details?.['usage'] as CallResult['usage'] | undefined;
-    ledger?.recordCallAttempt({
+    await ledger?.recordCallAttempt({
       id: generateId(),
       callId,
       attempt: attempts.length,
@@ -200,8 +200,9 @@ export async function call(
       ...(result?.sessionId === undefined ? {} : { sessionId: result.sessionId }),
       ...(extra.key === target.text ? {} : { cooldownKey: extra.key }),
     });
-    held?.release();
+    const reservation = held;
     held = undefined;
+    await reservation?.release();
   };
 
   try {
@@ -213,7 +214,7 @@ export async function call(
         warnings.push(`${target.text} skipped: its credentials were refused earlier in this call`);
         continue;
       }
-      const cooling = options.ignoreCooldown === true ? 0 : breaker.coolingFor(key);
+      const cooling = options.ignoreCooldown === true ? 0 : await breaker.coolingFor(key);
       if (cooling > 0) {
         warnings.push(coolingWarning(target, cooling));
         lastError = coolingError(target, key, cooling);
@@ -255,7 +256,7 @@ export async function call(
         }
         const timeoutMs = deadline.attemptTimeoutMs();
         try {
-          held = reserveBudget(ledger, options.budget?.rules ?? [], {
+          held = await reserveBudget(ledger, options.budget?.rules ?? [], {
             id: generateId(),
             provider: target.provider,
             model: target.model,
@@ -295,7 +296,7 @@ export async function call(
             model: target.model,
             durationMs: result.durationMs,
           };
-          record(target, attempt, { result, prompt, key });
+          await record(target, attempt, { result, prompt, key });
           breaker.recordSuccess(key);
           spent += result.costUsd ?? 0;
           if (maxCost !== undefined && spent > maxCost)
@@ -313,7 +314,7 @@ export async function call(
           // The call's own deadline ended the attempt: recorded as the timeout it is, not as the caller's abort.
           if (failure.code === 'ABORTED' && deadline.expired()) failure = deadline.timeoutError(failure);
           lastError = failure;
-          record(
+          await record(
             target,
             {
               provider: target.text,
@@ -355,7 +356,7 @@ export async function call(
             refused.add(credentialsKey(target, provider));
             break;
           }
-          if (failure.code !== 'SCHEMA') breaker.recordFailure(key, failure.code, countsForBreaker);
+          if (failure.code !== 'SCHEMA') await breaker.recordFailure(key, failure.code, countsForBreaker);
           if (deadline.expired()) throw deadline.timeoutError(failure);
           // A connection dropped after sending got no answer: sending once more is safe, and cheaper than moving on.
           const resend = action === 'next' && !resentAfterDrop && droppedAfterSending(failure);
@@ -396,7 +397,7 @@ export async function call(
     }
     throw error;
   } finally {
-    held?.release();
+    await held?.release();
     deadline.dispose();
     if (options.providers === undefined) await registry.close();
   }

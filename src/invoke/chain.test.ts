@@ -56,7 +56,7 @@ describe('call() over real SDKs', () => {
       'anthropic',
       'openai',
     ]);
-    expect(ledger.callStats()).toMatchObject({ calls: 1, attempts: 4, successfulCalls: 1 });
+    expect(await ledger.callStats()).toMatchObject({ calls: 1, attempts: 4, successfulCalls: 1 });
   });
 
   it('re-asks Anthropic after output that breaks the schema, telling it what was wrong', async () => {
@@ -86,8 +86,8 @@ describe('call() over real SDKs', () => {
     expect(result.attempts.map((attempt) => attempt.errorCode ?? 'ok')).toEqual(['SCHEMA', 'ok']);
     expect(sim.requests[1]?.text).toContain('missing field "city"');
     // The rejected answer was billed too, and the ledger says so.
-    expect(ledger.callStats().byProviderModel[0]?.unpricedAttempts).toBe(0);
-    expect(ledger.spendSince(0)).toBeGreaterThan(result.costUsd ?? 0);
+    expect((await ledger.callStats()).byProviderModel[0]?.unpricedAttempts).toBe(0);
+    expect(await ledger.spendSince(0)).toBeGreaterThan(result.costUsd ?? 0);
   });
 
   it('turns a silent Gemini downgrade into a fallback', async () => {

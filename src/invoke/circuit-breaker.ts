@@ -33,12 +33,12 @@ export class CircuitBreaker {
   }
 
   /** Milliseconds until the spec may be called again (0 when it may be called now). */
-  coolingFor(spec: string): number {
+  async coolingFor(spec: string): Promise<number> {
     const local = this.cooldowns.get(spec) ?? 0;
     const now = this.now();
     let shared = this.shared.get(spec);
     if (this.ledger !== undefined && (shared === undefined || now - shared.readAt >= SHARED_REFRESH_MS)) {
-      shared = { until: this.ledger.getCooldown(spec)?.until ?? 0, readAt: now };
+      shared = { until: (await this.ledger.getCooldown(spec))?.until ?? 0, readAt: now };
       this.shared.set(spec, shared);
     }
     return Math.max(0, Math.max(local, shared?.until ?? 0) - now);
@@ -53,10 +53,14 @@ export class CircuitBreaker {
    * count across processes too (each short-lived `switchboard route` makes one call), read from the
    * attempts recorded within the cooldown window; `counts` says which recorded errors are such failures.
    */
-  recordFailure(spec: string, reason: string, counts: (code: string) => boolean = () => true): boolean {
+  async recordFailure(
+    spec: string,
+    reason: string,
+    counts: (code: string) => boolean = () => true,
+  ): Promise<boolean> {
     let failures = (this.failureCounts.get(spec) ?? 0) + 1;
     if (this.ledger !== undefined && failures < this.options.failures) {
-      const recent = this.ledger.recentOutcomes(
+      const recent = await this.ledger.recentOutcomes(
         spec,
         this.now() - this.options.cooldownMs,
         this.options.failures,
@@ -73,7 +77,7 @@ export class CircuitBreaker {
     const until = this.now() + this.options.cooldownMs;
     this.cooldowns.set(spec, until);
     this.failureCounts.delete(spec);
-    this.ledger?.setCooldown({ spec, until, failures, reason });
+    await this.ledger?.setCooldown({ spec, until, failures, reason });
     return true;
   }
 }

@@ -29,10 +29,10 @@ describe('spend on failed structured-output attempts', () => {
       call('openai:gpt-4.1-mini', { prompt: 'weather', schema }, { ...options, schemaRetries: 2 }),
     ).rejects.toMatchObject({ code: 'SCHEMA', details: { spentUsd: expect.closeTo(3 * 0.002, 9) } });
     expect(completions(sim)).toHaveLength(3);
-    const stats = ledger.callStats();
+    const stats = await ledger.callStats();
     expect(stats).toMatchObject({ attempts: 3, successfulCalls: 0, costUsd: expect.closeTo(3 * 0.002, 9) });
     expect(stats.byProviderModel[0]).toMatchObject({ inputTokens: 3_000, outputTokens: 3_000 });
-    expect(ledger.spendSince(startOfToday(), { provider: 'openai' })).toBeCloseTo(3 * 0.002, 9);
+    expect(await ledger.spendSince(startOfToday(), { provider: 'openai' })).toBeCloseTo(3 * 0.002, 9);
   });
 
   it('claude: records what Claude Code was billed for a run that never produced the structured output', async () => {
@@ -54,11 +54,11 @@ describe('spend on failed structured-output attempts', () => {
     ).rejects.toMatchObject({ code: 'SCHEMA' });
     const billedRequests = harness.sim.requests.filter((entry) => entry.outcome === 'reply').length;
     expect(billedRequests).toBeGreaterThan(0);
-    const stats = ledger.callStats();
+    const stats = await ledger.callStats();
     expect(stats.attempts).toBe(1);
     // claude-haiku-4-5: $1 in, $5 out per million; every request Claude Code made is in its total.
     expect(stats.costUsd).toBeGreaterThanOrEqual(billedRequests * 0.0045 - 1e-9);
     expect(stats.byProviderModel[0]?.outputTokens).toBe(billedRequests * 500);
-    expect(ledger.spendSince(startOfToday(), { provider: 'claude' })).toBe(stats.costUsd);
+    expect(await ledger.spendSince(startOfToday(), { provider: 'claude' })).toBe(stats.costUsd);
   });
 });

@@ -93,7 +93,7 @@ describe.each(providers)('$name', (provider) => {
         { match: { provider: provider.fallbackProvider }, reply: { text: 'fallback answered' } },
       ],
     });
-    const before = ledger.callStats().attempts;
+    const before = (await ledger.callStats()).attempts;
     const result = await call(`${provider.spec},${provider.fallback}`, { prompt: 'hello' }, options());
     expect(result.text).toBe('fallback answered');
     const failed = result.attempts.filter((attempt) => attempt.errorCode !== undefined);
@@ -102,9 +102,9 @@ describe.each(providers)('$name', (provider) => {
     expect(failed).toHaveLength(fault.tries);
     expect(failed.every((attempt) => attempt.provider === provider.spec)).toBe(true);
     expect(result.attempts.at(-1)).toMatchObject({ provider: provider.fallback });
-    expect(ledger.callStats().attempts - before).toBe(result.attempts.length);
+    expect((await ledger.callStats()).attempts - before).toBe(result.attempts.length);
     await registry.close();
-    ledger.close();
+    await ledger.close();
   });
 
   it('idleTimeoutMs ends a stalled request with IDLE_TIMEOUT, and leaves a slow but talking one alone', async () => {
@@ -125,7 +125,7 @@ describe.each(providers)('$name', (provider) => {
     expect(slow.text).toBe('slow answer');
     expect(slow.warnings.join()).not.toMatch(/idleTimeoutMs/);
     await registry.close();
-    ledger.close();
+    await ledger.close();
   });
 
   it('schema-violating output and text instead of the tool: re-asked with a diagnosis, then fallback', async () => {
@@ -167,6 +167,6 @@ describe.each(providers)('$name', (provider) => {
     const reasks = sim.requests.filter((request) => request.provider === provider.name).slice(-2);
     expect(reasks.every((request) => (request.text ?? '').includes('could not be used'))).toBe(true);
     await registry.close();
-    ledger.close();
+    await ledger.close();
   });
 });
