@@ -135,7 +135,7 @@ async function evaluateOneMode(
       process.stdout.write(formatEvalReport(metrics, { title, notes: learnedNote(router.learned) }));
     }
   } finally {
-    router.close();
+    await router.close();
   }
 }
 

@@ -121,7 +121,7 @@ export function registerFitCommand(program: Command): void {
       process.stdout.write(`${lines.join('\n')}\n`);
     } finally {
       progress.stop();
-      router.close();
+      await router.close();
     }
   });
 }
@@ -178,7 +178,7 @@ async function fitLlmShare(config: SwitchboardConfig, flags: FitFlags): Promise<
       ].join('\n') + '\n',
     );
   } finally {
-    router.close();
+    await router.close();
   }
 }
 

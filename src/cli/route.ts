@@ -94,7 +94,7 @@ async function routeInProcess(
     decision.warnings.push(...router.problems.map((problem) => `${problem.file}: ${problem.reason}`));
     printDecision(decision, flags);
   } finally {
-    router.close();
+    await router.close();
   }
 }
 
@@ -141,7 +141,7 @@ async function feedback(config: SwitchboardConfig, words: string[]): Promise<voi
     learned: false,
   });
   const known = [...router.skills.map((entry) => entry.name), NONE];
-  router.close();
+  await router.close();
   if (!known.includes(skill)) {
     throw new SwitchboardError('INVALID_INPUT', `unknown skill "${skill}"`, {
       hint: `use one of: ${known.join(', ')}`,
@@ -151,9 +151,9 @@ async function feedback(config: SwitchboardConfig, words: string[]): Promise<voi
   const { openLedger } = await import('../store/ledger.js');
   const ledger = openLedger({ stateDir: config.stateDir });
   try {
-    ledger.recordFeedback(id, skill);
+    await ledger.recordFeedback(id, skill);
   } finally {
-    ledger.close();
+    await ledger.close();
   }
   process.stdout.write(
     `recorded: decision ${id} should have gone to ${skill}; run \`switchboard route learn\`\n`,
@@ -169,12 +169,12 @@ async function learn(config: SwitchboardConfig, options: RouterOptions, flags: R
   const ledger = openLedger({ stateDir: config.stateDir });
   let collected;
   try {
-    collected = collectLearnedExamples(
+    collected = await collectLearnedExamples(
       ledger,
       flags.minConfidence === undefined ? {} : { minConfidence: flags.minConfidence },
     );
   } finally {
-    ledger.close();
+    await ledger.close();
   }
   if (collected.examples.length === 0) {
     const why =
@@ -197,7 +197,7 @@ async function learn(config: SwitchboardConfig, options: RouterOptions, flags: R
       collected.examples.map((example) => router.rank(example.text).candidates),
       thresholds,
     );
-    router.close();
+    await router.close();
     return share;
   };
   const before = await needsLlm(false);

@@ -111,7 +111,7 @@ export function registerServeCommand(program: Command): void {
       if (flags.pool > 0) services.calls.warm();
       await untilSignal(server, inFlight, onStop, flags.grace * 1000);
     } finally {
-      services.router?.close();
+      await services.router?.close();
       await services.calls.close();
     }
     // Open sockets of the LLM providers' clients must not keep a stopped server's process alive.

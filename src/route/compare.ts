@@ -101,7 +101,7 @@ async function runMode(
   try {
     return await measureRouter(router, examples, onRow);
   } finally {
-    router.close();
+    await router.close();
   }
 }
 

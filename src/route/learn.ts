@@ -23,11 +23,11 @@ export interface LearnedExamples {
  * Turns the ledger into training data: confident LLM decisions, and user corrections (which win over
  * anything else said about the same request). Only decisions whose text was stored can teach.
  */
-export function collectLearnedExamples(
+export async function collectLearnedExamples(
   ledger: Ledger,
   { minConfidence = 0.8 }: { minConfidence?: number } = {},
-): LearnedExamples {
-  const decisions = ledger.listRouteDecisions({ limit: 1_000_000 });
+): Promise<LearnedExamples> {
+  const decisions = await ledger.listRouteDecisions({ limit: 1_000_000 });
   const byId = new Map(decisions.map((decision) => [decision.id, decision]));
   // Text → [skill, where it came from]; a correction replaces what the LLM said about the same text.
   const byText = new Map<string, [string, 'llm' | 'feedback']>();
@@ -40,7 +40,7 @@ export function collectLearnedExamples(
     }
     byText.set(decision.requestText, [decision.skill, 'llm']);
   }
-  for (const feedback of ledger.listFeedback()) {
+  for (const feedback of await ledger.listFeedback()) {
     const decision = byId.get(feedback.decisionId);
     if (decision?.requestText === undefined) {
       withoutText++;

@@ -19,7 +19,7 @@ describe('createRouter', () => {
     expect(byModel.candidates[0]?.skill).toBe('fix-bug');
     expect(byModel.timings).toHaveProperty('rules');
     expect(byModel.timings).toHaveProperty('local');
-    router.close();
+    await router.close();
   });
 
   it('abstains on a request no skill fits', async () => {
@@ -27,7 +27,7 @@ describe('createRouter', () => {
     const decision = await router.route('order a large pepperoni pizza for dinner');
     expect(decision.skill).toBe('none');
     expect(decision.method).toBe('local');
-    router.close();
+    await router.close();
   });
 
   it('answers an identical normalised request from the cache', async () => {
@@ -37,7 +37,7 @@ describe('createRouter', () => {
     expect(second.method).toBe('cache');
     expect(second.skill).toBe(first.skill);
     expect(second.id).not.toBe(first.id);
-    router.close();
+    await router.close();
   });
 
   it('in rules-only mode answers none when no rule matches', async () => {
@@ -47,7 +47,7 @@ describe('createRouter', () => {
       skill: 'none',
       method: 'default',
     });
-    router.close();
+    await router.close();
   });
 
   it('keeps the trained model on disk and retrains when the skills change', () => {
@@ -76,7 +76,7 @@ describe('createRouter', () => {
     );
     const router = createRouter({ skills, training: [training], stateDir, ledger: false });
     expect((await router.route('a chart of the quarterly numbers')).skill).toBe('write-docs');
-    router.close();
+    await router.close();
     writeFileSync(training, '{"text": "x", "expected": "ghost-skill"}\n');
     expect(() => createRouter({ skills, training: [training], stateDir, ledger: false })).toThrow(
       expect.objectContaining({ code: 'DATASET_INVALID', message: expect.stringMatching(/"ghost-skill"/) }),
@@ -90,7 +90,7 @@ describe('createRouter', () => {
     expect(huge.warnings[0]).toMatch(/cut to its first/);
     const odd = await router.route('\uFFFD\uD800 💥 ☃ crash');
     expect(typeof odd.skill).toBe('string');
-    router.close();
+    await router.close();
   });
 
   it('records every decision in the ledger, as a hash unless text storage is on', async () => {
@@ -98,11 +98,11 @@ describe('createRouter', () => {
     const router = createRouter({ skills, stateDir });
     await router.route('the app crashes whenever I save');
     await router.route('the app crashes whenever I save');
-    router.close();
+    await router.close();
     const ledger = openLedger({ stateDir });
-    const rows = ledger.listRouteDecisions({ limit: 10 });
+    const rows = await ledger.listRouteDecisions({ limit: 10 });
     expect(rows).toHaveLength(2);
     expect(JSON.stringify(rows)).not.toContain('whenever I save');
-    ledger.close();
+    await ledger.close();
   });
 });

@@ -126,7 +126,8 @@ export interface Router {
    * What `switchboard fit` tunes thresholds on. Uses neither the cache nor the ledger.
    */
   rank(text: string): { method: RouteMethod; candidates: RouteCandidate[] };
-  close(): void;
+  /** Closes the ledger the router opened itself (not one it was given) and empties the cache. */
+  close(): Promise<void>;
 }
 
 /** Builds a router: loads skills, compiles rules, loads or trains the local model, opens the ledger. */
@@ -296,7 +297,7 @@ export function createRouter({
     const key = cache === undefined ? undefined : cacheKey(normalized);
     if (cache !== undefined && key !== undefined) {
       const cacheStarted = now();
-      const hit = cache.get(key);
+      const hit = await cache.get(key);
       timings['cache'] = now() - cacheStarted;
       if (hit !== undefined) {
         decision = {
@@ -374,10 +375,10 @@ export function createRouter({
         warnings,
       };
       // A decision made while the LLM failed is not worth repeating once it is back.
-      if (decision.method !== 'fallback' && key !== undefined) cache?.set(key, decision);
+      if (decision.method !== 'fallback' && key !== undefined) await cache?.set(key, decision);
     }
     decision.durationMs = now() - started;
-    ledger?.recordRouteDecision(decision, {
+    await ledger?.recordRouteDecision(decision, {
       requestText: text,
       normalizedText: normalized,
       mode,
@@ -412,8 +413,8 @@ export function createRouter({
     skillsHash,
     route,
     rank,
-    close() {
-      if (ownsLedger) ledger?.close();
+    async close() {
+      if (ownsLedger) await ledger?.close();
       cache?.clear();
     },
   };

@@ -20,50 +20,54 @@ const decision = (skill: string): RouteDecision => ({
 });
 
 describe('DecisionCache', () => {
-  it('expires entries after the TTL', () => {
+  it('expires entries after the TTL', async () => {
     let now = 0;
     const cache = new DecisionCache({ ttlMs: 100, now: () => now });
-    cache.set('a', decision('x'));
+    await cache.set('a', decision('x'));
     now = 100;
-    expect(cache.get('a')?.skill).toBe('x');
+    expect((await cache.get('a'))?.skill).toBe('x');
     now = 201;
-    expect(cache.get('a')).toBeUndefined();
+    expect(await cache.get('a')).toBeUndefined();
   });
 
-  it('evicts the least recently used entry beyond its size', () => {
+  it('evicts the least recently used entry beyond its size', async () => {
     const cache = new DecisionCache({ maxEntries: 2 });
-    cache.set('a', decision('a'));
-    cache.set('b', decision('b'));
-    cache.get('a');
-    cache.set('c', decision('c'));
-    expect(cache.get('b')).toBeUndefined();
-    expect(cache.get('a')?.skill).toBe('a');
+    await cache.set('a', decision('a'));
+    await cache.set('b', decision('b'));
+    await cache.get('a');
+    await cache.set('c', decision('c'));
+    expect(await cache.get('b')).toBeUndefined();
+    expect((await cache.get('a'))?.skill).toBe('a');
     expect(cache.size).toBe(2);
   });
 
-  it('lives in the ledger, so another process reuses a decision within the TTL and not after', () => {
+  it('lives in the ledger, so another process reuses a decision within the TTL and not after', async () => {
     const stateDir = mkdtempSync(join(tmpdir(), 'switchboard-cache-'));
     let now = 1_000_000;
     const first = openLedger({ stateDir });
-    new DecisionCache({ ttlMs: 100, now: () => now }, first).set('a', decision('x'));
-    first.close();
+    await new DecisionCache({ ttlMs: 100, now: () => now }, first).set('a', decision('x'));
+    await first.close();
 
     // A second connection to the same file, as a later CLI call opens it.
     const second = openLedger({ stateDir });
     now += 100;
-    expect(new DecisionCache({ ttlMs: 100, now: () => now }, second).get('a')?.skill).toBe('x');
+    expect((await new DecisionCache({ ttlMs: 100, now: () => now }, second).get('a'))?.skill).toBe('x');
     now += 1;
-    expect(new DecisionCache({ ttlMs: 100, now: () => now }, second).get('a')).toBeUndefined();
-    second.close();
+    expect(await new DecisionCache({ ttlMs: 100, now: () => now }, second).get('a')).toBeUndefined();
+    await second.close();
   });
 
-  it('keeps at most maxEntries in the ledger, dropping the oldest', () => {
+  it('keeps at most maxEntries in the ledger, dropping the oldest', async () => {
     const ledger = openLedger({ stateDir: mkdtempSync(join(tmpdir(), 'switchboard-cache-')) });
     let now = 0;
     const cache = new DecisionCache({ maxEntries: 2, now: () => ++now }, ledger);
-    for (const key of ['a', 'b', 'c']) cache.set(key, decision(key));
+    for (const key of ['a', 'b', 'c']) await cache.set(key, decision(key));
     const fresh = new DecisionCache({ now: () => now }, ledger);
-    expect(['a', 'b', 'c'].map((key) => fresh.get(key)?.skill)).toEqual([undefined, 'b', 'c']);
-    ledger.close();
+    expect(await Promise.all(['a', 'b', 'c'].map(async (key) => (await fresh.get(key))?.skill))).toEqual([
+      undefined,
+      'b',
+      'c',
+    ]);
+    await ledger.close();
   });
 });

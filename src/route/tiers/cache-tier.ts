@@ -54,25 +54,29 @@ export class DecisionCache {
     return this.entries.size;
   }
 
-  get(key: string): RouteDecision | undefined {
+  async get(key: string): Promise<RouteDecision | undefined> {
     const entry = this.entries.get(key);
-    if (entry === undefined) return this.fromStore(key);
+    if (entry === undefined) return await this.fromStore(key);
     this.entries.delete(key);
     if (this.now() - entry.storedAt > this.ttlMs) return undefined;
     this.entries.set(key, entry);
     return entry.decision;
   }
 
-  set(key: string, decision: RouteDecision): void {
+  async set(key: string, decision: RouteDecision): Promise<void> {
     if (this.maxEntries <= 0) return;
     const storedAt = this.now();
     this.remember(key, decision, storedAt);
-    this.store?.cacheDecision(key, decision, { storedAt, ttlMs: this.ttlMs, maxEntries: this.maxEntries });
+    await this.store?.cacheDecision(key, decision, {
+      storedAt,
+      ttlMs: this.ttlMs,
+      maxEntries: this.maxEntries,
+    });
   }
 
   /** Another process's decision, kept in memory from now on (its age is not known here, so the TTL restarts). */
-  private fromStore(key: string): RouteDecision | undefined {
-    const decision = this.store?.getCachedDecision(key, this.now() - this.ttlMs);
+  private async fromStore(key: string): Promise<RouteDecision | undefined> {
+    const decision = await this.store?.getCachedDecision(key, this.now() - this.ttlMs);
     if (decision !== undefined) this.remember(key, decision, this.now());
     return decision;
   }

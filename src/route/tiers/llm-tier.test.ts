@@ -140,20 +140,24 @@ describe('racing', () => {
     // The LLM was asked before the local tiers were done (it cannot have known they would be
     // confident) and cancelled before it answered: the aborted call is in the ledger. An LLM started
     // after them is never asked here; a router that waited for its answer would record a success.
-    await waitFor(() => ledger.callStats().calls > 0);
-    expect(ledger.callStats()).toMatchObject({ calls: 1, successfulCalls: 0, errorCodes: { ABORTED: 1 } });
+    await waitFor(async () => (await ledger.callStats()).calls > 0);
+    expect(await ledger.callStats()).toMatchObject({
+      calls: 1,
+      successfulCalls: 0,
+      errorCodes: { ABORTED: 1 },
+    });
     const unsure = await raced.route('the gizmo went kaput');
     expect(unsure).toMatchObject({ method: 'llm', skill: 'fix-bug' });
     // Its timing is counted from the start of the request, so it covers the whole simulated answer.
     expect(unsure.timings['llm']).toBeGreaterThanOrEqual(390);
     raced.close();
-    ledger.close();
+    await ledger.close();
   });
 });
 
-async function waitFor(condition: () => boolean, withinMs = 10_000): Promise<void> {
+async function waitFor(condition: () => Promise<boolean>, withinMs = 10_000): Promise<void> {
   const deadline = Date.now() + withinMs;
-  while (!condition()) {
+  while (!(await condition())) {
     if (Date.now() > deadline)
       throw new Error(`timed out after ${withinMs} ms waiting for ${String(condition)}`);
     await new Promise((resolve) => setTimeout(resolve, 20));

@@ -54,7 +54,7 @@ export const executeRouteStep: StepExecutor = async (context) => {
     const named = workflow.steps.has(decision.skill) || workflow.groups.has(decision.skill);
     return { ...outcome, next: named ? decision.skill : END };
   } finally {
-    router.close();
+    await router.close();
   }
 };
 
