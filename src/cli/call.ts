@@ -200,7 +200,7 @@ async function callInProcess(body: CallBody, flags: CallFlags, command: Command)
     printCallResult(result, { json: flags.json === true, streamed: streamedAny });
   } finally {
     progress.stop();
-    ledger?.close();
+    await ledger?.close();
     await providers.close();
   }
 }

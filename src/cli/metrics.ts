@@ -27,12 +27,13 @@ export function registerMetricsCommand(program: Command): void {
       const ledger = openLedger({ stateDir: config.stateDir });
       let text: string;
       try {
-        text = await metricsFromLedger(
+        const metrics = await metricsFromLedger(
           ledger,
           flags.since === undefined ? {} : { since: flags.since },
-        ).metrics();
+        );
+        text = await metrics.metrics();
       } finally {
-        ledger.close();
+        await ledger.close();
       }
       if (flags.out === undefined) process.stdout.write(text);
       else writeMetricsFile(flags.out, text);

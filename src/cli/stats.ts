@@ -28,35 +28,35 @@ interface BudgetStatus {
 }
 
 /** Spending against each cap in switchboard.yaml, today and this month (UTC). */
-function budgetStatus(
+async function budgetStatus(
   ledger: Pick<Ledger, 'spendSince' | 'reservedAt'>,
   rules: SwitchboardConfig['call']['budgetRules'],
   now: number,
-): BudgetStatus[] {
+): Promise<BudgetStatus[]> {
   const date = new Date(now);
   const periods = [
     ['daily', Date.UTC(date.getUTCFullYear(), date.getUTCMonth(), date.getUTCDate())],
     ['monthly', Date.UTC(date.getUTCFullYear(), date.getUTCMonth(), 1)],
   ] as const;
-  return rules.flatMap((rule) => {
+  const statuses: BudgetStatus[] = [];
+  for (const rule of rules) {
     const filter: { provider?: string; tag?: string } = {};
     if (rule.provider !== undefined) filter.provider = rule.provider;
     if (rule.tag !== undefined) filter.tag = rule.tag;
     const scope = [rule.provider ?? 'all providers', rule.tag].filter(Boolean).join(' ');
-    return periods.flatMap(([period, since]) => {
+    for (const [period, since] of periods) {
       const cap = period === 'daily' ? rule.dailyUsd : rule.monthlyUsd;
-      if (cap === undefined) return [];
-      return [
-        {
-          scope,
-          period,
-          cap,
-          spent: ledger.spendSince(since, filter),
-          reserved: ledger.reservedAt(now, filter),
-        },
-      ];
-    });
-  });
+      if (cap === undefined) continue;
+      statuses.push({
+        scope,
+        period,
+        cap,
+        spent: await ledger.spendSince(since, filter),
+        reserved: await ledger.reservedAt(now, filter),
+      });
+    }
+  }
+  return statuses;
 }
 
 export function registerStatsCommand(program: Command): void {
@@ -73,16 +73,17 @@ export function registerStatsCommand(program: Command): void {
       const ledger = openLedger({ stateDir: config.stateDir });
       try {
         const since = flags.since === undefined ? {} : { since: flags.since };
-        const calls = ledger.callStats(since);
+        const calls = await ledger.callStats(since);
         const routeDecisions =
           flags.since === undefined
-            ? ledger.countRouteDecisions()
-            : ledger.listRouteDecisions({ limit: 1_000_000, ...since }).length;
+            ? await ledger.countRouteDecisions()
+            : (await ledger.listRouteDecisions({ limit: 1_000_000, ...since })).length;
         const now = Date.now();
-        const cooldowns = ledger
-          .activeCooldowns(now)
-          .map((cooldown) => ({ ...cooldown, remainingMs: cooldown.until - now }));
-        const budgets = budgetStatus(ledger, config.call.budgetRules, now);
+        const cooldowns = (await ledger.activeCooldowns(now)).map((cooldown) => ({
+          ...cooldown,
+          remainingMs: cooldown.until - now,
+        }));
+        const budgets = await budgetStatus(ledger, config.call.budgetRules, now);
         if (flags.json === true) {
           process.stdout.write(`${JSON.stringify({ calls, routeDecisions, cooldowns, budgets })}\n`);
           return;
@@ -131,7 +132,7 @@ export function registerStatsCommand(program: Command): void {
           lines.push('', `errors: ${codes.map(([code, count]) => `${code} ${count}`).join(', ')}`);
         process.stdout.write(`${lines.join('\n')}\n`);
       } finally {
-        ledger.close();
+        await ledger.close();
       }
     });
 }

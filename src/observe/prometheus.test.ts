@@ -193,7 +193,7 @@ describe('metricsFromLedger', () => {
       decisions.push(routed);
       live.observe(routed);
     }
-    router.close();
+    await router.close();
     expect(decisions.map((routed) => routed.method)).toEqual([
       'local',
       'local',
@@ -205,8 +205,8 @@ describe('metricsFromLedger', () => {
       'cache',
     ]);
 
-    const fromLedger = await scrape(metricsFromLedger(ledger));
-    ledger.close();
+    const fromLedger = await scrape(await metricsFromLedger(ledger));
+    await ledger.close();
     const liveSamples = await scrape(live);
     // Series may appear in another order than observed live: compare them sorted.
     const routeSamples = (samples: typeof liveSamples) =>
@@ -252,8 +252,8 @@ describe('metricsFromLedger', () => {
 
     // Nothing recorded after the cut-off: every counter is back to zero.
     const reopened = openLedger({ path: join(stateDir, 'ledger.db') });
-    const later = await scrape(metricsFromLedger(reopened, { since: Date.now() + 60_000 }));
-    reopened.close();
+    const later = await scrape(await metricsFromLedger(reopened, { since: Date.now() + 60_000 }));
+    await reopened.close();
     expect(sampleValue(later, 'switchboard_route_abstains_total')).toBe(0);
     expect(samplesOf(later, 'switchboard_route_decisions_total')).toEqual([]);
     expect(samplesOf(later, 'switchboard_call_attempts_total')).toEqual([]);

@@ -259,15 +259,15 @@ export interface MetricsFromLedgerOptions extends RouteMetricsOptions {
  * decisions and, grouped by provider and requested model, call attempts. For a file export that
  * node_exporter's textfile collector reads; counters then count since `since`, not since a start.
  */
-export function metricsFromLedger(
+export async function metricsFromLedger(
   ledger: Pick<Ledger, 'eachRouteDecision' | 'callStats'>,
   { since, ...options }: MetricsFromLedgerOptions = {},
-): RouteMetrics {
+): Promise<RouteMetrics> {
   const metrics = new RouteMetrics(options);
   const range = since === undefined ? {} : { since };
   // Row by row: a ledger of millions of decisions is never in memory at once.
-  ledger.eachRouteDecision(range, (decision) => metrics.observe(decision));
-  for (const group of ledger.callStats(range).byProviderModel) {
+  await ledger.eachRouteDecision(range, (decision) => metrics.observe(decision));
+  for (const group of (await ledger.callStats(range)).byProviderModel) {
     const { provider, model } = group;
     metrics.observeCallAttempts({
       provider,

@@ -99,7 +99,7 @@ export class CallService {
   async close(): Promise<void> {
     this.closing = true;
     await this.providers.close();
-    for (const ledger of this.ledgers.values()) ledger.close();
+    for (const ledger of this.ledgers.values()) await ledger.close();
     this.ledgers.clear();
   }
 }
