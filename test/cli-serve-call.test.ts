@@ -127,8 +127,8 @@ describe('switchboard serve: POST /call', () => {
     server.child.kill('SIGTERM');
     expect(await server.exited).toEqual({ code: 0, signal: null });
     const ledger = openLedger({ stateDir: join(cwd, '.switchboard') });
-    const stats = ledger.callStats();
-    ledger.close();
+    const stats = await ledger.callStats();
+    await ledger.close();
     expect(stats.calls).toBe(4);
     expect(stats.successfulCalls).toBe(4);
     expect(stats.fallbackRate).toBeCloseTo(1 / 4);

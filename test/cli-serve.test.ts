@@ -175,8 +175,8 @@ describe('switchboard serve --metrics', () => {
     expect(await server.exited).toEqual({ code: 0, signal: null });
     expect(server.stderr()).toBe('');
     const ledger = openLedger({ stateDir: join(cwd, '.switchboard') });
-    const stored = ledger.listRouteDecisions();
-    ledger.close();
+    const stored = await ledger.listRouteDecisions();
+    await ledger.close();
     expect(stored).toHaveLength(6);
     expect(new Set(stored.map((decision) => decision.id))).toEqual(
       new Set(decisions.map((decision) => decision['id'])),
@@ -217,8 +217,8 @@ describe('switchboard serve', () => {
     expect(await server.exited).toEqual({ code: 0, signal: null });
     expect(Date.now() - started).toBeLessThan(3_000);
     const ledger = openLedger({ stateDir: join(cwd, '.switchboard') });
-    expect(ledger.getRouteDecision(routed.json['id'] as string)).toMatchObject({ method: 'llm' });
-    ledger.close();
+    expect(await ledger.getRouteDecision(routed.json['id'] as string)).toMatchObject({ method: 'llm' });
+    await ledger.close();
   });
 
   it('has no /metrics without --metrics, and a busy port fails with exit 7 naming the port', async () => {

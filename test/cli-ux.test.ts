@@ -128,7 +128,7 @@ describe('route feedback', () => {
     return (JSON.parse(result.stdout) as { id: string }).id;
   }
 
-  it('rejects a skill that does not exist, listing the skills, and records nothing', () => {
+  it('rejects a skill that does not exist, listing the skills, and records nothing', async () => {
     const cwd = mkdtempSync(join(tmpdir(), 'switchboard-ux-'));
     const id = routed(cwd);
     const result = run(['route', 'feedback', id, 'fix-bugz', '--skills', skills], { cwd });
@@ -137,12 +137,12 @@ describe('route feedback', () => {
       /^switchboard: unknown skill "fix-bugz" \(use one of: .*fix-bug.*write-docs.*none\)\n$/,
     );
     const ledger = openLedger({ stateDir: join(cwd, '.switchboard') });
-    expect(ledger.listFeedback()).toEqual([]);
-    ledger.close();
+    expect(await ledger.listFeedback()).toEqual([]);
+    await ledger.close();
     expect(run(['route', 'feedback', id, 'write-docs', '--skills', skills], { cwd }).status).toBe(0);
   });
 
-  it('never routes its own arguments as a request', () => {
+  it('never routes its own arguments as a request', async () => {
     const cwd = mkdtempSync(join(tmpdir(), 'switchboard-ux-'));
     const id = routed(cwd);
     for (const words of [[id], [id, 'fix-bug', 'extra'], []]) {
@@ -152,8 +152,8 @@ describe('route feedback', () => {
       expect(result.stderr).toMatch(/^switchboard: route feedback needs a decision id and a skill \(/);
     }
     const ledger = openLedger({ stateDir: join(cwd, '.switchboard') });
-    expect(ledger.countRouteDecisions()).toBe(1);
-    ledger.close();
+    expect(await ledger.countRouteDecisions()).toBe(1);
+    await ledger.close();
   });
 });
 
@@ -223,7 +223,7 @@ describe('single-mode eval reports', () => {
   /** The report up to its latency section, which differs run to run. */
   const figures = (stdout: string) => stdout.slice(0, stdout.indexOf('\nLatency'));
 
-  it('report files do not change the text output; --errors and --json list the wrong rows', () => {
+  it('report files do not change the text output; --errors and --json list the wrong rows', async () => {
     const cwd = mkdtempSync(join(tmpdir(), 'switchboard-ux-'));
     // The dev set plus two rows labelled wrongly, so some rows are sure to be misrouted.
     const dataset = [

@@ -152,8 +152,8 @@ describe('switchboard route', () => {
     );
     expect(codes.every((code) => code === 0)).toBe(true);
     const ledger = openLedger({ stateDir: join(cwd, '.switchboard') });
-    expect(ledger.countRouteDecisions()).toBe(1 + processes * perProcess);
-    ledger.close();
+    expect(await ledger.countRouteDecisions()).toBe(1 + processes * perProcess);
+    await ledger.close();
   });
 });
 

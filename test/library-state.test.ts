@@ -15,7 +15,7 @@ function routeFromProgram(cwd: string, options: Record<string, unknown>): string
     const { createRouter } = await import(${JSON.stringify(library)});
     const router = createRouter(${JSON.stringify({ skills, ...options })});
     const decision = await router.route('the app crashes whenever I save');
-    router.close();
+    await router.close();
     process.stdout.write(decision.skill);
   `;
   return execFileSync(process.execPath, ['--input-type=module', '-e', program], { cwd, encoding: 'utf8' });
@@ -28,14 +28,14 @@ describe('the library and the caller’s folder', () => {
     expect(existsSync(join(cwd, '.switchboard'))).toBe(false);
   });
 
-  it('with a stateDir it keeps the ledger and the model there', () => {
+  it('with a stateDir it keeps the ledger and the model there', async () => {
     const cwd = mkdtempSync(join(tmpdir(), 'switchboard-library-'));
     const stateDir = join(cwd, 'state');
     expect(routeFromProgram(cwd, { stateDir })).toBe('fix-bug');
     expect(existsSync(join(cwd, '.switchboard'))).toBe(false);
     expect(existsSync(join(stateDir, 'models'))).toBe(true);
     const ledger = openLedger({ stateDir });
-    expect(ledger.countRouteDecisions()).toBe(1);
-    ledger.close();
+    expect(await ledger.countRouteDecisions()).toBe(1);
+    await ledger.close();
   });
 });

@@ -48,7 +48,7 @@ describe('workflow budgets and costs', () => {
     expect(resumed).toMatchObject({ status: 'completed', output: { rounds: 4 } });
     expect(completions(sim)).toHaveLength(4);
     expect(resumed.costUsd).toBeCloseTo(4 * ANSWER_COST, 9);
-    expect(ledger.spendSince(0, { tag: 'workflow_run=run-budget' })).toBeCloseTo(4 * ANSWER_COST, 9);
+    expect(await ledger.spendSince(0, { tag: 'workflow_run=run-budget' })).toBeCloseTo(4 * ANSWER_COST, 9);
   });
 
   it('keeps an interrupted step’s spending once: its rerun adds its own call, nothing is counted twice', async () => {
@@ -82,7 +82,7 @@ describe('workflow budgets and costs', () => {
     expect(ask1).toMatchObject({ attempts: 2 });
     expect(ask1?.costUsd).toBeCloseTo(2 * ANSWER_COST, 9);
     expect(resumed.costUsd).toBeCloseTo(5 * ANSWER_COST, 9);
-    expect(ledger.spendSince(0, { tag: 'workflow_run=run-cost' })).toBeCloseTo(5 * ANSWER_COST, 9);
-    expect(ledger.callStats().calls).toBe(5);
+    expect(await ledger.spendSince(0, { tag: 'workflow_run=run-cost' })).toBeCloseTo(5 * ANSWER_COST, 9);
+    expect((await ledger.callStats()).calls).toBe(5);
   });
 });

@@ -202,9 +202,12 @@ describe('kill -9 at each step boundary, then resume', () => {
       ]);
       expect(rows[1]?.attempt).toBe(attempts);
       const ledger = openLedger({ stateDir: dir });
-      expect(ledger.callStats().calls).toBe(calls);
-      expect(ledger.spendSince(0, { tag: 'workflow_run=run-kill' })).toBeCloseTo(calls * ANSWER_COST, 9);
-      ledger.close();
+      expect((await ledger.callStats()).calls).toBe(calls);
+      expect(await ledger.spendSince(0, { tag: 'workflow_run=run-kill' })).toBeCloseTo(
+        calls * ANSWER_COST,
+        9,
+      );
+      await ledger.close();
       expect(workflowStatus('run-kill', { stateDir: dir }).costUsd).toBeCloseTo(calls * ANSWER_COST, 9);
     });
   }

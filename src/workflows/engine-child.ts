@@ -33,7 +33,7 @@ export async function runChildWorkflow(
   }
   try {
     const workflow = await loadDefinition(resolve(exec.workflow.dir, file), exec.options);
-    const session = { ledger: exec.ledger, store: exec.store, stateDir: exec.stateDir, close() {} };
+    const session = { ledger: exec.ledger, store: exec.store, stateDir: exec.stateDir, async close() {} };
     let child = exec.store.findChildRun(exec.run.id, slot.key);
     let eventsAfter: number | undefined;
     if (child === undefined) {

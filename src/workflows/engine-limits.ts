@@ -38,16 +38,16 @@ export function iterationLimit(
 }
 
 /** The run's spending so far: its finished steps' costs, or its tagged calls when those are more (a step in flight). */
-export function runSpending(exec: RunExecution): number {
-  const tagged = exec.ledger.spendSince(exec.run.createdAt, { tag: `workflow_run=${exec.run.id}` });
+export async function runSpending(exec: RunExecution): Promise<number> {
+  const tagged = await exec.ledger.spendSince(exec.run.createdAt, { tag: `workflow_run=${exec.run.id}` });
   return Math.max(exec.run.costUsd, tagged);
 }
 
 /** `budget_usd`: no step starts once the run has spent it (calls within a step are held by the reservation). */
-export function budgetLimit(exec: RunExecution): SwitchboardError | undefined {
+export async function budgetLimit(exec: RunExecution): Promise<SwitchboardError | undefined> {
   const budget = exec.limits.budgetUsd;
   if (budget === undefined) return undefined;
-  const spent = runSpending(exec);
+  const spent = await runSpending(exec);
   if (spent < budget) return undefined;
   return new SwitchboardError(
     'BUDGET_EXCEEDED',

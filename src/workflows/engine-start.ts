@@ -47,7 +47,7 @@ export async function startWorkflowRun(
     }
     return await driveRun({ session, workflow, runId: run.id, options, eventsAfter: 0 });
   } finally {
-    session.close();
+    await session.close();
   }
 }
 
@@ -57,7 +57,7 @@ export async function resumeRun(options: ResumeWorkflowOptions): Promise<Workflo
   try {
     return await resumeInSession(session, options);
   } finally {
-    session.close();
+    await session.close();
   }
 }
 

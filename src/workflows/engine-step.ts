@@ -87,7 +87,7 @@ export async function executeStep(exec: RunExecution, slot: ExecutionSlot): Prom
   }
   if (exec.signal.aborted) throw exec.signal.reason;
   // Reading the spending also writes this process's pending call attempts, before anything can kill it.
-  const tagged = exec.ledger.spendSince(exec.run.createdAt, { tag: `workflow_step=${slot.key}` });
+  const tagged = await exec.ledger.spendSince(exec.run.createdAt, { tag: `workflow_step=${slot.key}` });
   exec.boundary('step-effect', slot.key);
   const other = Math.max(0, (outcome.costUsd ?? 0) - spending.calls);
   return { outcome, costUsd: tagged + other, row };

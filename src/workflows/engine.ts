@@ -55,7 +55,7 @@ export async function advanceRun(exec: RunExecution): Promise<RunStop> {
       continue;
     }
     const needed = group?.kind === 'parallel' ? group.agents.length : 1;
-    const limit = iterationLimit(exec, target, needed) ?? budgetLimit(exec);
+    const limit = iterationLimit(exec, target, needed) ?? (await budgetLimit(exec));
     if (limit !== undefined) return failRun(exec, errorInfo(limit));
     redirects = 0;
     const outcome = await guardAbort(exec, () =>

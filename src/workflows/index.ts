@@ -69,7 +69,7 @@ export async function answerGate(options: AnswerGateOptions): Promise<WorkflowRu
       throw error;
     }
   } finally {
-    session.close();
+    await session.close();
   }
 }
 
@@ -132,7 +132,8 @@ export function workflowStatus(runId: string, options: WorkflowEngineOptions = {
   try {
     return runView(session.store, findRun(session.store, runId));
   } finally {
-    session.close();
+    // Read-only: the session queued no call attempts, and SQLite closes before this returns.
+    void session.close();
   }
 }
 
@@ -144,7 +145,8 @@ export function listWorkflowRuns(
   try {
     return session.store.listRuns(options.limit ?? 100).map((run) => runView(session.store, run));
   } finally {
-    session.close();
+    // Read-only: the session queued no call attempts, and SQLite closes before this returns.
+    void session.close();
   }
 }
 
@@ -171,7 +173,7 @@ export async function cancelWorkflowRun(
     }
     return runView(session.store, findRun(session.store, run.id));
   } finally {
-    session.close();
+    await session.close();
   }
 }
 
@@ -187,7 +189,8 @@ export function readWorkflowEvents(
       .events(run.id, options.afterSeq ?? 0)
       .map((event) => ({ ...event, at: new Date(event.at).toISOString() }));
   } finally {
-    session.close();
+    // Read-only: the session queued no call attempts, and SQLite closes before this returns.
+    void session.close();
   }
 }
 

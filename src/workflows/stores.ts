@@ -11,7 +11,8 @@ export interface StoreSession {
   ledger: Ledger;
   store: WorkflowStore;
   stateDir: string;
-  close(): void;
+  /** Closes the workflow store, then the ledger when this session opened it (writing its queued attempts). */
+  close(): Promise<void>;
 }
 
 export function openStores(options: WorkflowEngineOptions): StoreSession {
@@ -26,16 +27,19 @@ export function openStores(options: WorkflowEngineOptions): StoreSession {
       ...(options._internal?.now === undefined ? {} : { now: options._internal.now }),
     });
   } catch (error) {
-    if (ownLedger) ledger.close();
+    if (ownLedger) {
+      // On SQLite the ledger is closed by the time this returns; nothing was queued on it yet.
+      void ledger.close();
+    }
     throw error;
   }
   return {
     ledger,
     store,
     stateDir,
-    close() {
+    async close() {
       store.close();
-      if (ownLedger) ledger.close();
+      if (ownLedger) await ledger.close();
     },
   };
 }
