@@ -128,7 +128,7 @@ async function checkSameRequest(): Promise<string> {
 const requestShape = await checkSameRequest().catch(async (error: unknown) => {
   console.error(`FAILED: ${error instanceof Error ? error.message : String(error)}`);
   await registry.close();
-  ledger.close();
+  await ledger.close();
   await sim.close();
   rmSync(stateDir, { recursive: true, force: true });
   process.exit(1);
@@ -186,8 +186,8 @@ const ledgerCalls = 2000;
 const ledgerStarted = performance.now();
 for (let index = 0; index < ledgerCalls; index++) {
   const prompt = `ledger alone ${index}`;
-  ledger.getCooldown(`anthropic:${model}`);
-  ledger.recordCallAttempt({
+  await ledger.getCooldown(`anthropic:${model}`);
+  await ledger.recordCallAttempt({
     id: randomUUID(),
     callId: randomUUID(),
     attempt: 1,
@@ -206,10 +206,10 @@ for (let index = 0; index < ledgerCalls; index++) {
   });
 }
 const ledgerUs = ((performance.now() - ledgerStarted) / ledgerCalls) * 1000;
-const rows = ledger.callStats().attempts;
+const rows = (await ledger.callStats()).attempts;
 
 await registry.close();
-ledger.close();
+await ledger.close();
 await sim.close();
 rmSync(stateDir, { recursive: true, force: true });
 

@@ -100,7 +100,7 @@ const oursUnthresholded = scoreWithThresholds(
   'accuracy',
 );
 const modelBytes = router.model?.classifier.serialize().length ?? 0;
-router.close();
+await router.close();
 
 const probeRun = spawnSync(
   process.execPath,

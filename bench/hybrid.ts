@@ -110,7 +110,7 @@ async function runCase(item: Case): Promise<void> {
     };
     const local = createRouter({ ...item.base, stateDir, mode: 'local', ledger: false, cache: false });
     const fitted = fitForLlmShare(local, item.fitTexts, TARGET_SHARE, DEFAULT_MARGIN_THRESHOLD);
-    local.close();
+    await local.close();
     const options = {
       ...item.base,
       stateDir,
@@ -121,16 +121,16 @@ async function runCase(item: Case): Promise<void> {
     // One LLM call first, so the one-time cost of loading the SDK and connecting is not in the figures.
     const warm = createRouter({ ...options, mode: 'llm-only', ledger: false, cache: false });
     await warm.route(item.test[0]?.text ?? 'warm up');
-    warm.close();
+    await warm.close();
     const before = await compareModes(options, ['local', 'hybrid', 'llm-only'], item.test);
 
     // Production traffic: the stream goes through hybrid with a ledger that keeps the text, then learn.
     const ledger = openLedger({ stateDir, storeText: true });
     const live = createRouter({ ...options, mode: 'hybrid', ledger, cache: false });
     for (const example of item.stream) await live.route(example.text);
-    live.close();
-    const learned = collectLearnedExamples(ledger);
-    ledger.close();
+    await live.close();
+    const learned = await collectLearnedExamples(ledger);
+    await ledger.close();
     writeLearnedExamples(stateDir, learned.examples);
     const after = await compareModes(options, ['hybrid'], item.test);
 

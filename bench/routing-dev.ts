@@ -34,7 +34,7 @@ for (const file of readdirSync(dataDirectory)
   const examples = loadDataset(join(dataDirectory, file));
   const router = createRouter({ skills, ledger: false, cache: false, stateDir });
   const { metrics, rows } = await evaluateRouter(router, examples);
-  router.close();
+  await router.close();
   const outOfScope = rows.filter((row) => row.expected === 'none');
   const inScope = rows.filter((row) => row.expected !== 'none');
   const inScopeRight = inScope.filter(

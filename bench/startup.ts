@@ -134,7 +134,7 @@ const { createRouter } = await import(${JSON.stringify(pathToFileURL(join(dist, 
 const imported = performance.now();
 const router = createRouter({ skills: ${JSON.stringify(skills)}, stateDir: ${JSON.stringify(stateDir)} });
 const decision = await router.route(process.argv[1]);
-router.close();
+await router.close();
 const routedAt = performance.now();
 console.log(JSON.stringify({ skill: decision.skill, bootMs: started, importMs: imported - started, totalMs: routedAt - started }));
 `;

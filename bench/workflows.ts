@@ -190,7 +190,7 @@ async function perStep(): Promise<PerStep> {
     sim.clearLog(); // the simulator keeps every request in memory; keep its heap flat
   }
   await registry.close();
-  ledger.close();
+  await ledger.close();
   return result;
 }
 
@@ -464,7 +464,7 @@ if (config.mode === 'calls') {
   };
   await Promise.all(Array.from({ length: config.inFlight }, worker));
   measureFiles();
-  ledger.close();
+  await ledger.close();
 } else {
   const ends = [];
   const options = {
