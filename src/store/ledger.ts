@@ -188,7 +188,11 @@ export interface Ledger {
   close(): Promise<void>;
 }
 
-/** Pending-attempt flushes of every open ledger, run once at process exit by a single listener. */
+/**
+ * Pending-attempt flushes of every open ledger, run once at process exit by a single listener. This works
+ * only because better-sqlite3 writes synchronously: 'exit' cannot wait for a Promise, so a ledger on an
+ * asynchronous driver must be flushed before the process decides to exit (`close()`, or `beforeExit`).
+ */
 const flushOnExit = new Set<() => void>();
 process.on('exit', () => {
   for (const flush of flushOnExit) flush();
