@@ -205,6 +205,19 @@ const cases: Record<keyof typeof EXIT_CODES, Case> = {
       server.close();
     }
   },
+  DATABASE_UNREACHABLE: {
+    coveredBy: {
+      file: 'test/cli-database.test.ts',
+      test: 'exits 8 when the database in SWITCHBOARD_DATABASE_URL does not answer',
+    },
+  },
+  DATABASE_AUTH: { coveredBy: { file: 'test/cli-database.test.ts', test: 'exits 9 for a wrong password' } },
+  DATABASE_FOREIGN: {
+    coveredBy: {
+      file: 'test/cli-database.test.ts',
+      test: 'exits 11 for a database another application uses, and leaves it as it was',
+    },
+  },
   ABSTAINED: () => run(['route', '--skills', skills, 'order a large pepperoni pizza for dinner']),
   RATE_LIMITED: () => callApi('please rate limit'),
   OVERLOADED: () => callApi('please overload'),

@@ -76,9 +76,13 @@ export function addRoutingFlags(
 export function commandConfig(globals: GlobalFlags, overrides: ConfigOverrides = {}): SwitchboardConfig {
   const merged: ConfigOverrides = { ...overrides };
   if (globals.stateDir !== undefined && merged.stateDir === undefined) merged.stateDir = globals.stateDir;
-  return loadConfig(
+  const config = loadConfig(
     globals.config === undefined ? { overrides: merged } : { configFile: globals.config, overrides: merged },
   );
+  // Every store the command opens, and every process it starts (workflow children, agents), finds the
+  // database through the variable, as a library caller's stores do.
+  if (config.databaseUrl !== undefined) process.env.SWITCHBOARD_DATABASE_URL = config.databaseUrl;
+  return config;
 }
 
 export function resolveConfig(globals: GlobalFlags, flags: RoutingFlags): SwitchboardConfig {

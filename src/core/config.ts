@@ -17,6 +17,11 @@ function configFileSchema(z: ReturnType<typeof loadZod>) {
   const probability = z.number().min(0).max(1);
   return z.strictObject({
     state_dir: z.string().optional(),
+    /** postgres://… : the ledger, agent runs and workflow runs live there instead of the SQLite file. */
+    database_url: z
+      .string()
+      .regex(/^postgres(ql)?:\/\//i, 'a postgres:// URL')
+      .optional(),
     ledger: z
       .strictObject({
         enabled: z.boolean().optional(),
@@ -167,6 +172,8 @@ export interface SwitchboardConfig {
   /** Absolute path of the config file that was read, if any. */
   configFile?: string;
   stateDir: string;
+  /** A PostgreSQL URL for every store (`SWITCHBOARD_DATABASE_URL`, else `database_url`); the SQLite file when absent. */
+  databaseUrl?: string;
   ledger: { enabled: boolean; storeText: boolean };
   route: RouteSettings;
   claude: ClaudeSettings;
@@ -292,6 +299,8 @@ export function loadConfig({
     workflows: { providerMap: { ...file.workflows?.provider_map } },
   };
   if (exists) config.configFile = path;
+  const databaseUrl = env.SWITCHBOARD_DATABASE_URL?.trim() || file.database_url;
+  if (databaseUrl !== undefined && databaseUrl !== '') config.databaseUrl = databaseUrl;
   return config;
 }
 

@@ -12,6 +12,9 @@ export const ERROR_CODES = [
   'DATASET_INVALID',
   'STORE_ERROR',
   'PORT_IN_USE',
+  'DATABASE_UNREACHABLE',
+  'DATABASE_AUTH',
+  'DATABASE_FOREIGN',
   'RATE_LIMITED',
   'OVERLOADED',
   'AUTH',
@@ -133,6 +136,12 @@ export const EXIT_CODES = {
   STORE_ERROR: 6,
   /** `switchboard serve`: the address is taken by another process. */
   PORT_IN_USE: 7,
+  /** The PostgreSQL server in the database URL did not answer (wrong host or port, server down). */
+  DATABASE_UNREACHABLE: 8,
+  /** The PostgreSQL server refused the URL's user, password or database name. */
+  DATABASE_AUTH: 9,
+  /** The database holds another application's tables; Switchboard left it untouched. */
+  DATABASE_FOREIGN: 11,
   ABSTAINED: 10,
   RATE_LIMITED: 20,
   OVERLOADED: 21,

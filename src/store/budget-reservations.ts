@@ -1,4 +1,5 @@
-import type Database from 'better-sqlite3';
+import { tagFilter } from './call-records.js';
+import type { SqlDialect } from './sql/sql-database.js';
 
 /** One cap a reservation must fit under: dollars spent since a moment, for a provider and/or a `key=value` tag. */
 export interface SpendCap {
@@ -38,30 +39,17 @@ export type ReservationOutcome =
   | { reserved: true; amountUsd: number; standings: CapStanding[] }
   | { reserved: false; capIndex: number; amountUsd?: number; standings: CapStanding[] };
 
-export interface ReservationStatements {
-  reservedFor: Database.Statement<
-    [{ now: number; provider: string | null; tag: string | null }],
-    { total: number | null }
-  >;
-  insertReservation: Database.Statement<[Record<string, unknown>]>;
-  deleteReservation: Database.Statement<[string]>;
-  deleteExpiredReservations: Database.Statement<[number]>;
-}
-
-export function prepareReservationStatements(database: Database.Database): ReservationStatements {
+/** The reservation statements; `reservedFor` takes the same provider and tag filter as `spendSince`. */
+export function reservationSql(dialect: SqlDialect) {
   return {
-    // The same provider and tag filter as spendSince, over open reservations instead of attempts.
-    reservedFor: database.prepare(
+    reservedFor:
       'SELECT sum(amount_usd) AS total FROM budget_reservations WHERE expires_at > @now ' +
-        'AND (@provider IS NULL OR provider = @provider) ' +
-        "AND (@tag IS NULL OR json_extract(tags, '$.' || substr(@tag, 1, instr(@tag, '=') - 1)) = substr(@tag, instr(@tag, '=') + 1))",
-    ),
-    insertReservation: database.prepare(
+      `AND (CAST(@provider AS TEXT) IS NULL OR provider = @provider) AND ${tagFilter(dialect)}`,
+    insertReservation:
       'INSERT INTO budget_reservations (id, created_at, expires_at, provider, tags, amount_usd) ' +
-        'VALUES (@id, @created_at, @expires_at, @provider, @tags, @amount_usd)',
-    ),
-    deleteReservation: database.prepare('DELETE FROM budget_reservations WHERE id = ?'),
-    deleteExpiredReservations: database.prepare('DELETE FROM budget_reservations WHERE expires_at <= ?'),
+      'VALUES (@id, @created_at, @expires_at, @provider, @tags, @amount_usd)',
+    deleteReservation: 'DELETE FROM budget_reservations WHERE id = ?',
+    deleteExpiredReservations: 'DELETE FROM budget_reservations WHERE expires_at <= ?',
   };
 }
 

@@ -1,8 +1,8 @@
-import type Database from 'better-sqlite3';
 import { createHash } from 'node:crypto';
 import type { TokenUsage } from '../core/call-types.js';
 import { percentile } from '../core/percentile.js';
 import { redactSecrets } from '../core/secrets.js';
+import type { SqlDialect } from './sql/sql-database.js';
 
 /** One call attempt as the ledger keeps it. */
 export interface CallAttemptRecord {
@@ -62,7 +62,7 @@ export interface CallStats {
   errorCodes: Record<string, number>;
 }
 
-interface AttemptRow {
+export interface AttemptRow {
   call_id: string;
   spec: string;
   provider: string;
@@ -85,56 +85,51 @@ export interface CooldownRecord {
   reason: string;
 }
 
-export interface CallStatements {
-  insertCallAttempt: Database.Statement<[Record<string, unknown>]>;
-  selectAttemptsSince: Database.Statement<[number], AttemptRow>;
-  spendSince: Database.Statement<
-    [{ since: number; provider: string | null; tag: string | null }],
-    { total: number | null }
-  >;
-  upsertCooldown: Database.Statement<[CooldownRecord & { updated_at: number }]>;
-  selectCooldown: Database.Statement<[string], CooldownRecord>;
-  selectActiveCooldowns: Database.Statement<[number], CooldownRecord>;
-  selectRecentOutcomes: Database.Statement<
-    [{ spec: string; since: number; limit: number }],
-    { success: number; error_code: string | null }
-  >;
+/** The call-attempt and cooldown statements, in the SQL both backends share but for the tag filter. */
+export function callSql(dialect: SqlDialect) {
+  return {
+    insertCallAttempt:
+      'INSERT INTO call_attempts (id, call_id, attempt, created_at, provider, spec, model_requested, model_used, success, ' +
+      'error_code, duration_ms, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, session_id, ' +
+      'prompt_hash, prompt_text, tags, cooldown_key) VALUES (@id, @call_id, @attempt, @created_at, @provider, @spec, ' +
+      '@model_requested, @model_used, @success, @error_code, @duration_ms, @input_tokens, @output_tokens, ' +
+      '@cache_read_tokens, @cache_write_tokens, @cost_usd, @session_id, @prompt_hash, @prompt_text, @tags, @cooldown_key)',
+    selectAttemptsSince:
+      'SELECT call_id, spec, provider, model_requested, success, error_code, duration_ms, input_tokens, output_tokens, ' +
+      'cache_read_tokens, cache_write_tokens, cost_usd FROM call_attempts WHERE created_at >= ? ORDER BY created_at, rowid',
+    spendSince:
+      'SELECT sum(cost_usd) AS total FROM call_attempts WHERE created_at >= @since ' +
+      `AND (CAST(@provider AS TEXT) IS NULL OR provider = @provider) AND ${tagFilter(dialect)}`,
+    upsertCooldown:
+      'INSERT INTO provider_cooldowns (spec, until, failures, reason, updated_at) VALUES (@spec, @until, @failures, @reason, @updated_at) ' +
+      'ON CONFLICT (spec) DO UPDATE SET until = excluded.until, failures = excluded.failures, reason = excluded.reason, updated_at = excluded.updated_at',
+    selectCooldown: 'SELECT spec, until, failures, reason FROM provider_cooldowns WHERE spec = ?',
+    selectActiveCooldowns:
+      'SELECT spec, until, failures, reason FROM provider_cooldowns WHERE until > ? ORDER BY until',
+    selectRecentOutcomes:
+      'SELECT success, error_code FROM call_attempts WHERE created_at >= @since AND COALESCE(cooldown_key, spec) = @spec ' +
+      'ORDER BY created_at DESC, rowid DESC LIMIT @limit',
+  };
 }
 
-export function prepareCallStatements(database: Database.Database): CallStatements {
-  return {
-    insertCallAttempt: database.prepare<[Record<string, unknown>]>(
-      'INSERT INTO call_attempts (id, call_id, attempt, created_at, provider, spec, model_requested, model_used, success, ' +
-        'error_code, duration_ms, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, session_id, ' +
-        'prompt_hash, prompt_text, tags, cooldown_key) VALUES (@id, @call_id, @attempt, @created_at, @provider, @spec, ' +
-        '@model_requested, @model_used, @success, @error_code, @duration_ms, @input_tokens, @output_tokens, ' +
-        '@cache_read_tokens, @cache_write_tokens, @cost_usd, @session_id, @prompt_hash, @prompt_text, @tags, @cooldown_key)',
-    ),
-    selectAttemptsSince: database.prepare<[number], AttemptRow>(
-      'SELECT call_id, spec, provider, model_requested, success, error_code, duration_ms, input_tokens, output_tokens, ' +
-        'cache_read_tokens, cache_write_tokens, cost_usd FROM call_attempts WHERE created_at >= ? ORDER BY created_at',
-    ),
-    // A tag filter is `key=value`, matched against the JSON tags column.
-    spendSince: database.prepare(
-      'SELECT sum(cost_usd) AS total FROM call_attempts WHERE created_at >= @since ' +
-        'AND (@provider IS NULL OR provider = @provider) ' +
-        "AND (@tag IS NULL OR json_extract(tags, '$.' || substr(@tag, 1, instr(@tag, '=') - 1)) = substr(@tag, instr(@tag, '=') + 1))",
-    ),
-    upsertCooldown: database.prepare(
-      'INSERT INTO provider_cooldowns (spec, until, failures, reason, updated_at) VALUES (@spec, @until, @failures, @reason, @updated_at) ' +
-        'ON CONFLICT (spec) DO UPDATE SET until = excluded.until, failures = excluded.failures, reason = excluded.reason, updated_at = excluded.updated_at',
-    ),
-    selectCooldown: database.prepare(
-      'SELECT spec, until, failures, reason FROM provider_cooldowns WHERE spec = ?',
-    ),
-    selectActiveCooldowns: database.prepare(
-      'SELECT spec, until, failures, reason FROM provider_cooldowns WHERE until > ? ORDER BY until',
-    ),
-    selectRecentOutcomes: database.prepare(
-      'SELECT success, error_code FROM call_attempts WHERE created_at >= @since AND COALESCE(cooldown_key, spec) = @spec ' +
-        'ORDER BY created_at DESC, rowid DESC LIMIT @limit',
-    ),
-  };
+/**
+ * A `key=value` tag filter over a JSON `tags` column, as the parameters `@tag_key` and `@tag_value`
+ * (both null: no filter). JSON access is the one thing the two dialects spell differently.
+ */
+export function tagFilter(dialect: SqlDialect): string {
+  return dialect === 'postgres'
+    ? '(CAST(@tag_key AS TEXT) IS NULL OR (CAST(tags AS JSONB) ->> CAST(@tag_key AS TEXT)) = CAST(@tag_value AS TEXT))'
+    : "(@tag_key IS NULL OR json_extract(tags, '$.' || @tag_key) = @tag_value)";
+}
+
+/** The parameters of `tagFilter` for a `key=value` filter (or none). */
+export function tagParams(tag: string | undefined): { tag_key: string | null; tag_value: string | null } {
+  if (tag === undefined) return { tag_key: null, tag_value: null };
+  const split = tag.indexOf('=');
+  // Without `=`, as before: an empty key, which matches nothing.
+  return split === -1
+    ? { tag_key: '', tag_value: tag }
+    : { tag_key: tag.slice(0, split), tag_value: tag.slice(split + 1) };
 }
 
 export function callAttemptRow(record: CallAttemptRecord, storeText: boolean): Record<string, unknown> {

@@ -11,6 +11,7 @@ import type { RouteDecision } from '../core/route-types.js';
 import { DEFAULT_STATE_DIR, LEDGER_FILE_NAME, hashText, openLedger } from './ledger.js';
 import type { Ledger, OpenLedgerOptions } from './ledger.js';
 import { LATEST_SCHEMA_VERSION, LEDGER_APPLICATION_ID, MIGRATIONS } from './migrations.js';
+import { createTestDatabase, POSTGRES_SKIP, type TestDatabase } from '../../test/helpers/postgres.js';
 
 let directory: string;
 const opened: Ledger[] = [];
@@ -23,6 +24,39 @@ afterEach(async () => {
   for (const ledger of opened.splice(0)) await ledger.close();
   rmSync(directory, { recursive: true, force: true });
 });
+
+/** Where a group of tests keeps its ledger: the SQLite file, or a fresh PostgreSQL database per test. */
+interface Backend {
+  name: string;
+  skip?: string;
+  /** Opens a ledger on this test's database, closed after the test. */
+  open(options?: { storeText?: boolean }): Ledger;
+}
+
+function backends(): Backend[] {
+  let database: TestDatabase | undefined;
+  const postgres: Backend = {
+    name: 'postgres',
+    ...(POSTGRES_SKIP === undefined ? {} : { skip: POSTGRES_SKIP }),
+    open: (options = {}) => {
+      const ledger = openLedger({ url: database!.url, ...options });
+      opened.push(ledger);
+      return ledger;
+    },
+  };
+  beforeEach(async (context) => {
+    if (context.task.suite?.name === 'on postgres') {
+      if (POSTGRES_SKIP !== undefined) return context.skip();
+      database = await createTestDatabase();
+    }
+  });
+  afterEach(async () => {
+    for (const ledger of opened.splice(0)) await ledger.close();
+    await database?.drop();
+    database = undefined;
+  });
+  return [{ name: 'sqlite', open: (options = {}) => open(options) }, postgres];
+}
 
 /** Opens a ledger that the test cleans up even when an assertion fails. */
 function open(options: OpenLedgerOptions = {}): Ledger {
@@ -50,8 +84,8 @@ function decision(id: string, overrides: Partial<RouteDecision> = {}): RouteDeci
   };
 }
 
-/** Expects `action` to throw (or reject with) a one-line STORE_ERROR that names `file` and carries a hint. */
-async function expectStoreError(action: () => unknown, file: string): Promise<void> {
+/** Expects `action` to throw (or reject with) a one-line STORE_ERROR (or `code`) that names `file` and carries a hint. */
+async function expectStoreError(action: () => unknown, file: string, code = 'STORE_ERROR'): Promise<void> {
   let thrown: unknown;
   try {
     await action();
@@ -60,7 +94,7 @@ async function expectStoreError(action: () => unknown, file: string): Promise<vo
   }
   expect(isSwitchboardError(thrown), `expected a SwitchboardError, got ${String(thrown)}`).toBe(true);
   if (!isSwitchboardError(thrown)) return;
-  expect(thrown.code).toBe('STORE_ERROR');
+  expect(thrown.code).toBe(code);
   expect(thrown.message).toContain(file);
   expect(thrown.message).not.toContain('\n');
   expect(thrown.hint).toBeTruthy();
@@ -168,131 +202,143 @@ describe('openLedger', () => {
 });
 
 describe('route decisions', () => {
-  it('round-trips every field', async () => {
-    const ledger = open();
-    const createdAt = new Date('2025-03-01T10:00:00.000Z');
-    await ledger.recordRouteDecision(decision('d1'), {
-      requestText: '  Summarise THIS  ',
-      normalizedText: 'summarise this',
-      mode: 'local',
-      skillsHash: 'skills-abc',
-      tags: { caller: 'ci', experiment: 'a' },
-      createdAt,
-    });
-
-    expect(await ledger.getRouteDecision('d1')).toEqual({
-      id: 'd1',
-      createdAt: '2025-03-01T10:00:00.000Z',
-      requestHash: hashText('summarise this'),
-      skill: 'summarise',
-      confidence: 0.82,
-      method: 'rules',
-      reasoning: 'matched pattern summar',
-      candidates: [
-        { skill: 'summarise', score: 0.82 },
-        { skill: 'translate', score: 0.1 },
-      ],
-      durationMs: 3.5,
-      costUsd: 0.00012,
-      timings: { rules: 1.25, local: 2.25 },
-      mode: 'local',
-      skillsHash: 'skills-abc',
-      tags: { caller: 'ci', experiment: 'a' },
-    });
-    expect(await ledger.getRouteDecision('missing')).toBeUndefined();
-  });
-
-  it('hashes the request text when no normalized text is given, and omits absent optional fields', async () => {
-    const ledger = open();
-    await ledger.recordRouteDecision(decision('d1', { skill: 'none', method: 'fallback' }), {
-      requestText: 'raw text',
-      mode: 'rules-only',
-    });
-    const stored = await ledger.getRouteDecision('d1');
-    expect(stored?.requestHash).toBe(hashText('raw text'));
-    expect(stored?.tags).toEqual({});
-    expect(stored).not.toHaveProperty('skillsHash');
-    expect(stored).not.toHaveProperty('requestText');
-    expect(stored?.skill).toBe('none');
-  });
-
-  it('lists newest first, honouring limit and since, and counts', async () => {
-    const ledger = open();
-    const base = Date.parse('2025-01-01T00:00:00Z');
-    for (let index = 0; index < 5; index += 1) {
-      await ledger.recordRouteDecision(decision(`d${index}`), {
-        requestText: `request ${index}`,
+  describe.each(backends())('on $name', (backend) => {
+    const open = backend.open;
+    it('round-trips every field', async () => {
+      const ledger = open();
+      const createdAt = new Date('2025-03-01T10:00:00.000Z');
+      await ledger.recordRouteDecision(decision('d1'), {
+        requestText: '  Summarise THIS  ',
+        normalizedText: 'summarise this',
         mode: 'local',
-        createdAt: new Date(base + index * 60_000),
+        skillsHash: 'skills-abc',
+        tags: { caller: 'ci', experiment: 'a' },
+        createdAt,
       });
-    }
-    expect(await ledger.countRouteDecisions()).toBe(5);
-    expect((await ledger.listRouteDecisions()).map((row) => row.id)).toEqual(['d4', 'd3', 'd2', 'd1', 'd0']);
-    expect((await ledger.listRouteDecisions({ limit: 2 })).map((row) => row.id)).toEqual(['d4', 'd3']);
-    const since = new Date(base + 3 * 60_000);
-    for (const value of [since, since.getTime(), since.toISOString()]) {
-      expect((await ledger.listRouteDecisions({ since: value })).map((row) => row.id)).toEqual(['d4', 'd3']);
-    }
-    // Row by row, oldest first, for readers of the whole ledger (metrics export).
-    const visited: string[] = [];
-    expect(await ledger.eachRouteDecision({}, (row) => visited.push(row.id))).toBe(5);
-    expect(visited).toEqual(['d0', 'd1', 'd2', 'd3', 'd4']);
-    const recent: string[] = [];
-    expect(await ledger.eachRouteDecision({ since }, (row) => recent.push(row.id))).toBe(2);
-    expect(recent).toEqual(['d3', 'd4']);
-  });
 
-  it('keeps insertion order among decisions made in the same millisecond', async () => {
-    const ledger = open();
-    const createdAt = new Date();
-    for (const id of ['a', 'b', 'c'])
-      await ledger.recordRouteDecision(decision(id), { requestText: id, mode: 'local', createdAt });
-    expect((await ledger.listRouteDecisions()).map((row) => row.id)).toEqual(['c', 'b', 'a']);
-  });
-
-  it('rejects bad list options and dates as INVALID_INPUT', async () => {
-    const ledger = open();
-    await expect(ledger.listRouteDecisions({ limit: 0 })).rejects.toThrow(
-      expect.objectContaining({ code: 'INVALID_INPUT' }),
-    );
-    await expect(ledger.listRouteDecisions({ since: 'yesterday-ish' })).rejects.toThrow(
-      expect.objectContaining({ code: 'INVALID_INPUT' }),
-    );
-    await expect(
-      ledger.recordRouteDecision(decision('d1'), {
-        requestText: 'x',
+      expect(await ledger.getRouteDecision('d1')).toEqual({
+        id: 'd1',
+        createdAt: '2025-03-01T10:00:00.000Z',
+        requestHash: hashText('summarise this'),
+        skill: 'summarise',
+        confidence: 0.82,
+        method: 'rules',
+        reasoning: 'matched pattern summar',
+        candidates: [
+          { skill: 'summarise', score: 0.82 },
+          { skill: 'translate', score: 0.1 },
+        ],
+        durationMs: 3.5,
+        costUsd: 0.00012,
+        timings: { rules: 1.25, local: 2.25 },
         mode: 'local',
-        createdAt: new Date(NaN),
-      }),
-    ).rejects.toThrow(expect.objectContaining({ code: 'INVALID_INPUT' }));
-  });
+        skillsHash: 'skills-abc',
+        tags: { caller: 'ci', experiment: 'a' },
+      });
+      expect(await ledger.getRouteDecision('missing')).toBeUndefined();
+    });
 
-  it('keeps rows across close and reopen', async () => {
-    const first = openLedger({ stateDir: directory });
-    await first.recordRouteDecision(decision('d1'), { requestText: 'one', mode: 'local' });
-    await first.recordRouteDecision(decision('d2'), { requestText: 'two', mode: 'local' });
-    await first.close();
+    it('hashes the request text when no normalized text is given, and omits absent optional fields', async () => {
+      const ledger = open();
+      await ledger.recordRouteDecision(decision('d1', { skill: 'none', method: 'fallback' }), {
+        requestText: 'raw text',
+        mode: 'rules-only',
+      });
+      const stored = await ledger.getRouteDecision('d1');
+      expect(stored?.requestHash).toBe(hashText('raw text'));
+      expect(stored?.tags).toEqual({});
+      expect(stored).not.toHaveProperty('skillsHash');
+      expect(stored).not.toHaveProperty('requestText');
+      expect(stored?.skill).toBe('none');
+    });
 
-    const second = open();
-    expect(await second.countRouteDecisions()).toBe(2);
-    expect((await second.getRouteDecision('d2'))?.requestHash).toBe(hashText('two'));
-  });
+    it('lists newest first, honouring limit and since, and counts', async () => {
+      const ledger = open();
+      const base = Date.parse('2025-01-01T00:00:00Z');
+      for (let index = 0; index < 5; index += 1) {
+        await ledger.recordRouteDecision(decision(`d${index}`), {
+          requestText: `request ${index}`,
+          mode: 'local',
+          createdAt: new Date(base + index * 60_000),
+        });
+      }
+      expect(await ledger.countRouteDecisions()).toBe(5);
+      expect((await ledger.listRouteDecisions()).map((row) => row.id)).toEqual([
+        'd4',
+        'd3',
+        'd2',
+        'd1',
+        'd0',
+      ]);
+      expect((await ledger.listRouteDecisions({ limit: 2 })).map((row) => row.id)).toEqual(['d4', 'd3']);
+      const since = new Date(base + 3 * 60_000);
+      for (const value of [since, since.getTime(), since.toISOString()]) {
+        expect((await ledger.listRouteDecisions({ since: value })).map((row) => row.id)).toEqual([
+          'd4',
+          'd3',
+        ]);
+      }
+      // Row by row, oldest first, for readers of the whole ledger (metrics export).
+      const visited: string[] = [];
+      expect(await ledger.eachRouteDecision({}, (row) => visited.push(row.id))).toBe(5);
+      expect(visited).toEqual(['d0', 'd1', 'd2', 'd3', 'd4']);
+      const recent: string[] = [];
+      expect(await ledger.eachRouteDecision({ since }, (row) => recent.push(row.id))).toBe(2);
+      expect(recent).toEqual(['d3', 'd4']);
+    });
 
-  it('reports a duplicate id as STORE_ERROR', async () => {
-    const ledger = open();
-    await ledger.recordRouteDecision(decision('d1'), { requestText: 'x', mode: 'local' });
-    await expectStoreError(
-      () => ledger.recordRouteDecision(decision('d1'), { requestText: 'x', mode: 'local' }),
-      ledger.path,
-    );
-    expect(await ledger.countRouteDecisions()).toBe(1);
-  });
+    it('keeps insertion order among decisions made in the same millisecond', async () => {
+      const ledger = open();
+      const createdAt = new Date();
+      for (const id of ['a', 'b', 'c'])
+        await ledger.recordRouteDecision(decision(id), { requestText: id, mode: 'local', createdAt });
+      expect((await ledger.listRouteDecisions()).map((row) => row.id)).toEqual(['c', 'b', 'a']);
+    });
 
-  it('reports use after close as STORE_ERROR, and closing twice is harmless', async () => {
-    const ledger = openLedger({ stateDir: directory });
-    await ledger.close();
-    await ledger.close();
-    await expectStoreError(() => ledger.countRouteDecisions(), ledger.path);
+    it('rejects bad list options and dates as INVALID_INPUT', async () => {
+      const ledger = open();
+      await expect(ledger.listRouteDecisions({ limit: 0 })).rejects.toThrow(
+        expect.objectContaining({ code: 'INVALID_INPUT' }),
+      );
+      await expect(ledger.listRouteDecisions({ since: 'yesterday-ish' })).rejects.toThrow(
+        expect.objectContaining({ code: 'INVALID_INPUT' }),
+      );
+      await expect(
+        ledger.recordRouteDecision(decision('d1'), {
+          requestText: 'x',
+          mode: 'local',
+          createdAt: new Date(NaN),
+        }),
+      ).rejects.toThrow(expect.objectContaining({ code: 'INVALID_INPUT' }));
+    });
+
+    it('keeps rows across close and reopen', async () => {
+      const first = open();
+      await first.recordRouteDecision(decision('d1'), { requestText: 'one', mode: 'local' });
+      await first.recordRouteDecision(decision('d2'), { requestText: 'two', mode: 'local' });
+      await first.close();
+
+      const second = open();
+      expect(await second.countRouteDecisions()).toBe(2);
+      expect((await second.getRouteDecision('d2'))?.requestHash).toBe(hashText('two'));
+    });
+
+    it('reports a duplicate id as STORE_ERROR', async () => {
+      const ledger = open();
+      await ledger.recordRouteDecision(decision('d1'), { requestText: 'x', mode: 'local' });
+      await expectStoreError(
+        () => ledger.recordRouteDecision(decision('d1'), { requestText: 'x', mode: 'local' }),
+        ledger.path,
+      );
+      expect(await ledger.countRouteDecisions()).toBe(1);
+    });
+
+    it('reports use after close as STORE_ERROR, and closing twice is harmless', async () => {
+      const ledger = open();
+      await ledger.close();
+      await ledger.close();
+      await expectStoreError(() => ledger.countRouteDecisions(), ledger.path);
+    });
   });
 });
 
@@ -372,7 +418,7 @@ describe('bad paths', () => {
     other.close();
     const before = readFileSync(file);
 
-    await expectStoreError(() => openLedger({ path: file }), file);
+    await expectStoreError(() => openLedger({ path: file }), file, 'DATABASE_FOREIGN');
     expect(readFileSync(file).equals(before)).toBe(true);
     expect(readdirSync(directory)).toEqual(['other-app.db']);
   });
@@ -501,5 +547,110 @@ describe('several processes writing at once', () => {
         expect(ids.has(`writer-${writer}-${index}`)).toBe(true);
       }
     }
+  });
+});
+
+describe('spending, reservations, cooldowns, the decision cache and feedback', () => {
+  describe.each(backends())('on $name', (backend) => {
+    const attempt = (id: string, costUsd: number, tags: Record<string, string> = {}) => ({
+      id,
+      callId: `call-${id}`,
+      attempt: 1,
+      createdAt: Date.now(),
+      provider: 'openai',
+      spec: 'openai:gpt-4.1-mini',
+      modelRequested: 'gpt-4.1-mini',
+      success: true,
+      durationMs: 1,
+      costUsd,
+      promptHash: 'h',
+      tags,
+    });
+
+    it('sums spending by provider and by key=value tag, counting queued attempts at once', async () => {
+      const ledger = backend.open();
+      await ledger.recordCallAttempt(attempt('a', 0.25, { team: 'red', run: 'r1' }));
+      await ledger.recordCallAttempt(attempt('b', 0.5, { team: 'blue' }));
+      expect(await ledger.spendSince(0)).toBe(0.75);
+      expect(await ledger.spendSince(0, { provider: 'openai' })).toBe(0.75);
+      expect(await ledger.spendSince(0, { provider: 'gemini' })).toBe(0);
+      expect(await ledger.spendSince(0, { tag: 'team=red' })).toBe(0.25);
+      expect(await ledger.spendSince(0, { tag: 'team=green' })).toBe(0);
+      expect(await ledger.spendSince(Date.now() + 60_000)).toBe(0);
+      expect((await ledger.callStats()).attempts).toBe(2);
+    });
+
+    it('lets exactly as many parallel reservations through as the cap allows', async () => {
+      const ledgers = [backend.open(), backend.open(), backend.open()];
+      // Open the connections first, so the reservations really overlap instead of queueing on connects.
+      await Promise.all(Array.from({ length: 12 }, (_, index) => ledgers[index % 3]!.countRouteDecisions()));
+      const now = Date.now();
+      const outcomes = await Promise.all(
+        Array.from({ length: 12 }, (_, index) =>
+          ledgers[index % ledgers.length]!.reserveSpend({
+            id: `r${index}`,
+            provider: 'openai',
+            tags: {},
+            createdAt: now,
+            expiresAt: now + 60_000,
+            amountUsd: 0.3,
+            caps: [{ since: 0, capUsd: 1 }],
+          }),
+        ),
+      );
+      expect(outcomes.filter((outcome) => outcome.reserved)).toHaveLength(3);
+      expect(await ledgers[0]!.reservedAt(now)).toBeCloseTo(0.9);
+      await ledgers[1]!.releaseReservation('r0');
+      await ledgers[1]!.releaseReservation('r1');
+      await ledgers[1]!.releaseReservation('r2');
+      await ledgers[1]!.releaseReservation('r3');
+      expect(await ledgers[2]!.reservedAt(now)).toBeCloseTo(
+        0.3 * outcomes.slice(4).filter((o) => o.reserved).length,
+      );
+    });
+
+    it('shares cooldowns and recent outcomes', async () => {
+      const ledger = backend.open();
+      const now = Date.now();
+      await ledger.setCooldown({
+        spec: 'openai:gpt',
+        until: now + 60_000,
+        failures: 3,
+        reason: 'OVERLOADED',
+      });
+      await ledger.setCooldown({ spec: 'gemini:flash', until: now - 1, failures: 1, reason: 'TIMEOUT' });
+      expect(await ledger.getCooldown('openai:gpt')).toEqual({
+        spec: 'openai:gpt',
+        until: now + 60_000,
+        failures: 3,
+        reason: 'OVERLOADED',
+      });
+      expect((await ledger.activeCooldowns(now)).map((row) => row.spec)).toEqual(['openai:gpt']);
+      await ledger.recordCallAttempt({ ...attempt('x', 0), success: false, errorCode: 'TIMEOUT' });
+      await ledger.recordCallAttempt({ ...attempt('y', 0), createdAt: Date.now() + 1 });
+      expect(await ledger.recentOutcomes('openai:gpt-4.1-mini', 0, 5)).toEqual([undefined, 'TIMEOUT']);
+    });
+
+    it('caches decisions with a TTL and a size bound, and keeps the latest feedback', async () => {
+      const ledger = backend.open();
+      const stored = decision('c');
+      for (let index = 0; index < 5; index += 1) {
+        await ledger.cacheDecision(`k${index}`, stored, {
+          storedAt: 1000 + index,
+          ttlMs: 10_000,
+          maxEntries: 3,
+        });
+      }
+      expect(await ledger.getCachedDecision('k4', 0)).toMatchObject({ skill: 'summarise' });
+      expect(await ledger.getCachedDecision('k1', 0)).toBeUndefined();
+      expect(await ledger.getCachedDecision('k4', 2000)).toBeUndefined();
+      await ledger.recordRouteDecision(decision('d1'), { requestText: 'x', mode: 'local' });
+      await ledger.recordFeedback('d1', 'translate');
+      await ledger.recordFeedback('d1', 'none');
+      expect(await ledger.listFeedback()).toEqual([{ decisionId: 'd1', skill: 'none' }]);
+      await expect(ledger.recordFeedback('nope', 'x')).rejects.toThrow(
+        expect.objectContaining({ code: 'INVALID_INPUT' }),
+      );
+    });
   });
 });

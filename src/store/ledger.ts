@@ -1,60 +1,43 @@
-import { mkdirSync, statSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
-import type Database from 'better-sqlite3';
 import {
   callAttemptRow,
+  callSql,
   hashText,
-  prepareCallStatements,
   summariseCalls,
+  tagParams,
+  type AttemptRow,
   type CallAttemptRecord,
-  type CallStatements,
   type CallStats,
   type CooldownRecord,
 } from './call-records.js';
 import {
   judgeReservation,
-  prepareReservationStatements,
+  reservationSql,
   type CapStanding,
   type ReservationOutcome,
-  type ReservationStatements,
   type SpendReservation,
 } from './budget-reservations.js';
+import type Database from 'better-sqlite3';
 import { SwitchboardError } from '../core/errors.js';
-import { loadSqlite } from '../core/lazy-packages.js';
 import type { RouteCandidate, RouteDecision, RouteMethod } from '../core/route-types.js';
-import {
-  prepareRouteCacheStatements,
-  readCachedDecision,
-  writeCachedDecision,
-  type RouteCacheStatements,
-} from './route-cache-records.js';
-import { LATEST_SCHEMA_VERSION, findSchemaProblem, migrate, readSchemaState } from './migrations.js';
-import type { SchemaProblem } from './migrations.js';
+import { readCachedDecision, writeCachedDecision } from './route-cache-records.js';
 import { redactSecrets } from '../core/secrets.js';
+import {
+  connectPostgresDatabase,
+  locateDatabase,
+  openSqliteConnection,
+  openSqliteDatabase,
+  sqliteBehind,
+  toStoreError,
+  type DatabaseTarget,
+} from './database.js';
+import type { SqlDatabase, SqlDialect } from './sql/sql-database.js';
+import { describePostgresUrl } from './sql/postgres-database.js';
 
-/** Folder, relative to the working directory, that holds Switchboard's state by default. */
-export const DEFAULT_STATE_DIR = '.switchboard';
-/** File name of the ledger inside the state folder. */
-export const LEDGER_FILE_NAME = 'ledger.db';
-/**
- * How long a write waits for another process's lock before failing. Generous, because writes are tiny
- * and a failure loses a ledger row; a stall this long means something is wrong anyway.
- */
-export const BUSY_TIMEOUT_MS = 10_000;
+export { BUSY_TIMEOUT_MS, DATABASE_URL_VARIABLE, DEFAULT_STATE_DIR, LEDGER_FILE_NAME } from './database.js';
 /** Rows `listRouteDecisions` returns when no limit is given. */
 export const DEFAULT_LIST_LIMIT = 100;
 
-export interface OpenLedgerOptions {
-  /**
-   * The database file. `:memory:` gives a private in-memory ledger (tests, dry runs).
-   * @default `<stateDir>/ledger.db`
-   */
-  path?: string;
-  /**
-   * Folder for Switchboard's state, created when missing. Ignored when `path` is given.
-   * @default `.switchboard` in the current working directory
-   */
-  stateDir?: string;
+export interface OpenLedgerOptions extends DatabaseTarget {
   /**
    * Store request text alongside its hash. Off by default: prompts may hold private data, and the
    * ledger keeps only what the user opted in to.
@@ -112,8 +95,16 @@ export interface ListRouteDecisionsOptions {
  * Promise, so the order of calls is the order of writes.
  */
 export interface Ledger {
-  /** Absolute path of the database file (or `:memory:`). */
+  /** Absolute path of the SQLite file (or `:memory:`), or the PostgreSQL URL without its password. */
   readonly path: string;
+  /** Which database the ledger is in. */
+  readonly dialect: SqlDialect;
+  /**
+   * Resolves once the database is connected, checked and migrated; rejects with the reason it cannot be
+   * used (`DATABASE_UNREACHABLE`, `DATABASE_AUTH`, `DATABASE_FOREIGN`, `STORE_ERROR`). A SQLite ledger is
+   * ready when `openLedger` returns; a PostgreSQL one connects in the background.
+   */
+  ready(): Promise<void>;
   /** Whether request text is stored next to its hash. */
   readonly storeText: boolean;
   /** Appends one decision. Rejects with `STORE_ERROR` if the write fails (for example a duplicate id). */
@@ -157,7 +148,8 @@ export interface Ledger {
   /** Dollars spent since a time, optionally for one provider and/or one `key=value` tag. */
   spendSince(since: number, filter?: { provider?: string; tag?: string }): Promise<number>;
   /**
-   * Holds a call's estimated cost against every cap in one `BEGIN IMMEDIATE` transaction (spent plus
+   * Holds a call's estimated cost against every cap in one transaction (`BEGIN IMMEDIATE` on SQLite, an
+   * advisory lock on PostgreSQL) (spent plus
    * other calls' open reservations plus this estimate), so parallel calls in any number of processes
    * cannot all pass. Taken only when every cap has room; end it with `releaseReservation`.
    */
@@ -189,36 +181,59 @@ export interface Ledger {
 }
 
 /**
- * Pending-attempt flushes of every open ledger, run once at process exit by a single listener. This works
- * only because better-sqlite3 writes synchronously: 'exit' cannot wait for a Promise, so a ledger on an
- * asynchronous driver must be flushed before the process decides to exit (`close()`, or `beforeExit`).
+ * Pending-attempt flushes of every open SQLite ledger, run once at process exit by a single listener.
+ * This works only because better-sqlite3 writes synchronously: 'exit' cannot wait for a Promise, so a
+ * PostgreSQL ledger is flushed by `close()` (every command closes its ledger) and on `beforeExit`.
  */
 const flushOnExit = new Set<() => void>();
 process.on('exit', () => {
   for (const flush of flushOnExit) flush();
 });
+const flushBeforeExit = new Set<() => Promise<void>>();
+process.on('beforeExit', () => {
+  for (const flush of flushBeforeExit) void flush().catch(() => undefined);
+});
 
 /** How long call attempts wait to be written together. */
 const ATTEMPT_FLUSH_MS = 20;
+/** Rows `eachRouteDecision` reads at a time. */
+const PAGE_SIZE = 500;
 
-/**
- * Opens (creating if needed) the ledger database and brings its schema up to date. Safe to call from
- * several processes on the same file at once.
- *
- * @throws SwitchboardError `STORE_ERROR` when the folder cannot be created, the file is not a SQLite
- *   database, belongs to another program, or was written by a newer Switchboard.
- */
 export { hashText };
 
+/**
+ * Opens (creating if needed) the ledger and brings its schema up to date: the SQLite file in the state
+ * folder, or the PostgreSQL database in `url` / `SWITCHBOARD_DATABASE_URL`. Safe to call from several
+ * processes on the same database at once. A SQLite ledger is opened and checked before this returns;
+ * a PostgreSQL one connects in the background, and its problems reject `ready()` and every later call.
+ *
+ * @throws SwitchboardError `STORE_ERROR` when the folder cannot be created, the file is not a SQLite
+ *   database or was written by a newer Switchboard; `DATABASE_FOREIGN` when it belongs to another
+ *   program; `INVALID_INPUT` for a URL that is not `postgres://`.
+ */
 export function openLedger(options: OpenLedgerOptions = {}): Ledger {
-  const { path: file, database } = openLedgerDatabase(options);
-  try {
-    const statements = prepareStatements(database);
-    return createLedger(database, statements, file, options.storeText ?? false);
-  } catch (error) {
-    database.close();
-    throw toStoreError(error, file, 'cannot prepare the ledger');
+  const location = locateDatabase(options);
+  const storeText = options.storeText ?? false;
+  if (location.kind === 'postgres') {
+    const connecting = connectPostgresDatabase(location.url);
+    // Seen by ready() and every call; marked handled here so a ledger never used is no crash.
+    connecting.catch(() => undefined);
+    return createLedger(connecting, describePostgresUrl(location.url), 'postgres', storeText);
   }
+  const database = openSqliteDatabase(location.file);
+  return createLedger(database, location.file, 'sqlite', storeText);
+}
+
+/** Opens the ledger and waits until it is ready, so a bad database URL fails here. */
+export async function connectLedger(options: OpenLedgerOptions = {}): Promise<Ledger> {
+  const ledger = openLedger(options);
+  try {
+    await ledger.ready();
+  } catch (error) {
+    await ledger.close().catch(() => undefined);
+    throw error;
+  }
+  return ledger;
 }
 
 /**
@@ -229,143 +244,13 @@ export function openLedgerDatabase(options: OpenLedgerOptions = {}): {
   path: string;
   database: Database.Database;
 } {
-  const path = resolveLedgerPath(options);
-  return { path, database: openDatabase(path) };
-}
-
-function resolveLedgerPath(options: OpenLedgerOptions): string {
-  if (options.path === ':memory:') return options.path;
-  const file =
-    options.path === undefined
-      ? resolve(options.stateDir ?? DEFAULT_STATE_DIR, LEDGER_FILE_NAME)
-      : resolve(options.path);
-  const directory = dirname(file);
-  try {
-    mkdirSync(directory, { recursive: true });
-  } catch (error) {
-    throw new SwitchboardError('STORE_ERROR', `cannot create the ledger folder ${directory}`, {
-      hint: 'make the folder writable, or choose another state directory or ledger path',
-      cause: error,
-      details: { file },
+  const location = locateDatabase(options);
+  if (location.kind !== 'sqlite') {
+    throw new SwitchboardError('INVALID_INPUT', 'agent runs and workflow runs are not on PostgreSQL yet', {
+      hint: 'unset SWITCHBOARD_DATABASE_URL for agent and workflow commands',
     });
   }
-  if (isDirectory(file)) {
-    throw new SwitchboardError('STORE_ERROR', `ledger path ${file} is a directory`, {
-      hint: 'point the ledger path at a file, e.g. ' + join(file, LEDGER_FILE_NAME),
-      details: { file },
-    });
-  }
-  return file;
-}
-
-function isDirectory(file: string): boolean {
-  try {
-    return statSync(file).isDirectory();
-  } catch {
-    return false;
-  }
-}
-
-function openDatabase(file: string): Database.Database {
-  let database: Database.Database;
-  try {
-    const Sqlite = loadSqlite();
-    database = new Sqlite(file);
-  } catch (error) {
-    throw toStoreError(error, file, 'cannot open the ledger');
-  }
-  try {
-    // Set first, so every later step (including the pragmas below) waits for other writers.
-    database.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
-    // Checked before switching to WAL, which would rewrite the header of someone else's file.
-    throwOnSchemaProblem(findSchemaProblem(readSchemaState(database)), file);
-    // WAL lets readers and one writer proceed together; NORMAL sync is durable across crashes of
-    // the process and only risks the last transactions on power loss, which a ledger can accept.
-    enableWal(database);
-    database.pragma('synchronous = NORMAL');
-    throwOnSchemaProblem(migrate(database), file);
-    return database;
-  } catch (error) {
-    database.close();
-    throw toStoreError(error, file, 'cannot open the ledger');
-  }
-}
-
-/**
- * Switches a ledger to WAL (a setting kept in the file, so usually already done). SQLite answers the
- * switch with SQLITE_BUSY at once, without the busy timeout, when processes open a new ledger together;
- * this waits and tries again for as long as the busy timeout would have.
- */
-function enableWal(database: Database.Database): void {
-  const deadline = Date.now() + BUSY_TIMEOUT_MS;
-  const pause = new Int32Array(new SharedArrayBuffer(4));
-  for (;;) {
-    try {
-      if (database.pragma('journal_mode', { simple: true }) !== 'wal') database.pragma('journal_mode = WAL');
-      return;
-    } catch (error) {
-      if ((error as { code?: unknown }).code !== 'SQLITE_BUSY' || Date.now() > deadline) throw error;
-      Atomics.wait(pause, 0, 0, 5 + Math.random() * 20);
-    }
-  }
-}
-
-function throwOnSchemaProblem(problem: SchemaProblem | undefined, file: string): void {
-  if (problem === undefined) return;
-  if (problem.kind === 'foreign') {
-    throw new SwitchboardError(
-      'STORE_ERROR',
-      `${file} is a SQLite database that Switchboard did not create`,
-      {
-        hint: 'point the ledger at another path; Switchboard leaves files it does not own untouched',
-        details: { file },
-      },
-    );
-  }
-  throw new SwitchboardError(
-    'STORE_ERROR',
-    `ledger ${file} has schema version ${problem.version}, newer than this Switchboard supports (${LATEST_SCHEMA_VERSION})`,
-    {
-      hint: 'upgrade Switchboard, or point the ledger at another path',
-      details: { file, schemaVersion: problem.version, supportedVersion: LATEST_SCHEMA_VERSION },
-    },
-  );
-}
-
-/** Hints for SQLite result codes a user can do something about. */
-const HINTS_BY_SQLITE_CODE: Record<string, string> = {
-  SQLITE_NOTADB:
-    'the file is not a SQLite database; point the ledger at another path (Switchboard will not overwrite it)',
-  SQLITE_CORRUPT: 'the ledger is damaged; move it aside and Switchboard will start a new one',
-  SQLITE_CANTOPEN: 'check that the folder exists and is writable, or choose another ledger path',
-  SQLITE_READONLY: 'make the ledger file and its folder writable, or choose another ledger path',
-  SQLITE_PERM: 'make the ledger file and its folder writable, or choose another ledger path',
-  SQLITE_FULL: 'free some disk space',
-  SQLITE_IOERR: 'check the disk and the file system holding the ledger',
-  SQLITE_BUSY: 'another process held the ledger locked for too long; retry, or look for a stuck process',
-  SQLITE_CONSTRAINT_PRIMARYKEY: 'each route decision needs a unique id',
-};
-
-function sqliteCode(error: unknown): string | undefined {
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && code.startsWith('SQLITE_') ? code : undefined;
-}
-
-/** Wraps any failure as a one-line `STORE_ERROR` naming the file; passes our own errors through. */
-function toStoreError(error: unknown, file: string, what: string): SwitchboardError {
-  if (error instanceof SwitchboardError) return error;
-  const code = sqliteCode(error);
-  const reason = error instanceof Error ? error.message.split('\n', 1)[0] : String(error);
-  const hint =
-    (code === undefined
-      ? undefined
-      : (HINTS_BY_SQLITE_CODE[code] ?? HINTS_BY_SQLITE_CODE[code.replace(/_[A-Z]+$/, '')])) ??
-    'check the ledger path and its permissions';
-  return new SwitchboardError('STORE_ERROR', `${what} ${file}: ${reason}`, {
-    hint,
-    cause: error,
-    details: code === undefined ? { file } : { file, sqliteCode: code },
-  });
+  return { path: location.file, database: openSqliteConnection(location.file) };
 }
 
 interface RouteDecisionRow {
@@ -386,55 +271,55 @@ interface RouteDecisionRow {
   tags: string;
 }
 
-interface Statements extends CallStatements, ReservationStatements, RouteCacheStatements {
-  upsertFeedback: Database.Statement<[{ decision_id: string; skill: string; created_at: number }]>;
-  listFeedback: Database.Statement<[], { decision_id: string; skill: string }>;
-  insertRouteDecision: Database.Statement<[RouteDecisionRow]>;
-  listRouteDecisions: Database.Statement<[{ since: number; limit: number }], RouteDecisionRow>;
-  eachRouteDecision: Database.Statement<[{ since: number }], RouteDecisionRow>;
-  getRouteDecision: Database.Statement<[string], RouteDecisionRow>;
-  countRouteDecisions: Database.Statement<[], { count: number }>;
-}
-
 const ROUTE_DECISION_COLUMNS =
   'id, created_at, request_hash, request_text, skill, confidence, method, reasoning, candidates, ' +
   'duration_ms, cost_usd, timings, mode, skills_hash, tags';
 
-// Prepared once per connection: parsing SQL per row would dominate the cost of these tiny writes.
-function prepareStatements(database: Database.Database): Statements {
+function buildSql(dialect: SqlDialect) {
   return {
-    insertRouteDecision: database.prepare(
+    ...callSql(dialect),
+    ...reservationSql(dialect),
+    insertRouteDecision:
       `INSERT INTO route_decisions (${ROUTE_DECISION_COLUMNS}) VALUES (` +
-        '@id, @created_at, @request_hash, @request_text, @skill, @confidence, @method, @reasoning, ' +
-        '@candidates, @duration_ms, @cost_usd, @timings, @mode, @skills_hash, @tags)',
-    ),
-    listRouteDecisions: database.prepare(
+      '@id, @created_at, @request_hash, @request_text, @skill, @confidence, @method, @reasoning, ' +
+      '@candidates, @duration_ms, @cost_usd, @timings, @mode, @skills_hash, @tags)',
+    listRouteDecisions:
       `SELECT ${ROUTE_DECISION_COLUMNS} FROM route_decisions WHERE created_at >= @since ` +
-        'ORDER BY created_at DESC, rowid DESC LIMIT @limit',
-    ),
-    eachRouteDecision: database.prepare(
-      `SELECT ${ROUTE_DECISION_COLUMNS} FROM route_decisions WHERE created_at >= @since ORDER BY created_at, rowid`,
-    ),
-    getRouteDecision: database.prepare(`SELECT ${ROUTE_DECISION_COLUMNS} FROM route_decisions WHERE id = ?`),
-    countRouteDecisions: database.prepare('SELECT count(*) AS count FROM route_decisions'),
-    upsertFeedback: database.prepare(
+      'ORDER BY created_at DESC, rowid DESC LIMIT @limit',
+    // Keyset pages in (created_at, rowid) order: a large ledger is never held in memory at once.
+    pageRouteDecisions:
+      `SELECT rowid AS row_number, ${ROUTE_DECISION_COLUMNS} FROM route_decisions ` +
+      'WHERE created_at >= @since AND (created_at > @after_time OR (created_at = @after_time AND rowid > @after_row)) ' +
+      'ORDER BY created_at, rowid LIMIT @limit',
+    getRouteDecision: `SELECT ${ROUTE_DECISION_COLUMNS} FROM route_decisions WHERE id = ?`,
+    countRouteDecisions: 'SELECT count(*) AS count FROM route_decisions',
+    upsertFeedback:
       'INSERT INTO route_feedback (decision_id, skill, created_at) VALUES (@decision_id, @skill, @created_at) ' +
-        'ON CONFLICT (decision_id) DO UPDATE SET skill = excluded.skill, created_at = excluded.created_at',
-    ),
-    listFeedback: database.prepare('SELECT decision_id, skill FROM route_feedback ORDER BY created_at'),
-    ...prepareCallStatements(database),
-    ...prepareReservationStatements(database),
-    ...prepareRouteCacheStatements(database),
+      'ON CONFLICT (decision_id) DO UPDATE SET skill = excluded.skill, created_at = excluded.created_at',
+    listFeedback: 'SELECT decision_id, skill FROM route_feedback ORDER BY created_at',
   };
 }
 
+const SQL = { sqlite: buildSql('sqlite'), postgres: buildSql('postgres') };
+
 function createLedger(
-  database: Database.Database,
-  statements: Statements,
-  file: string,
+  opened: SqlDatabase | Promise<SqlDatabase>,
+  location: string,
+  dialect: SqlDialect,
   storeText: boolean,
 ): Ledger {
+  const sql = SQL[dialect];
   let closed = false;
+  let database: SqlDatabase | undefined = opened instanceof Promise ? undefined : opened;
+  const ready: Promise<SqlDatabase> = opened instanceof Promise ? opened : Promise.resolve(opened);
+  if (database === undefined) {
+    void ready.then(
+      (connected) => {
+        database = connected;
+      },
+      () => undefined,
+    );
+  }
 
   // Call attempts are written in batches, one transaction every few milliseconds: a transaction per
   // row costs about 60 µs of synchronous work on the event loop, on every call's path; batched rows
@@ -442,159 +327,211 @@ function createLedger(
   // missing from a read or lost on a normal exit; a process killed outright loses at most the last
   // 20 milliseconds of attempts.
   const pendingAttempts: CallAttemptRecord[] = [];
-  const insertAttempts = database.transaction((records: CallAttemptRecord[]) => {
-    for (const record of records) statements.insertCallAttempt.run(callAttemptRow(record, storeText));
-  });
-  function flushAttempts(): void {
-    if (closed || pendingAttempts.length === 0) return;
-    const rows = pendingAttempts.splice(0);
-    guarded('cannot record call attempts in', () => insertAttempts(rows));
+  /** The write of the batch taken last, which the next flush (and every read) waits for. */
+  let writing: Promise<void> = Promise.resolve();
+
+  function flushAttempts(): Promise<void> {
+    if (closed || pendingAttempts.length === 0) return writing;
+    const rows = pendingAttempts.splice(0).map((record) => callAttemptRow(record, storeText));
+    const previous = writing;
+    writing = guarded('cannot record call attempts in', async (db) => {
+      await previous.catch(() => undefined);
+      await db.transaction(async (client) => {
+        for (const row of rows) await client.run(sql.insertCallAttempt, row);
+      });
+    });
+    return writing;
   }
-  flushOnExit.add(flushAttempts);
-
-  const reserve = database.transaction((reservation: SpendReservation): ReservationOutcome => {
-    const now = reservation.createdAt;
-    statements.deleteExpiredReservations.run(now);
-    const standings = reservation.caps.map((cap): CapStanding => {
-      const filter = { provider: cap.provider ?? null, tag: cap.tag ?? null };
-      return {
-        spentUsd: statements.spendSince.get({ since: cap.since, ...filter })?.total ?? 0,
-        reservedUsd: statements.reservedFor.get({ now, ...filter })?.total ?? 0,
-      };
-    });
-    const verdict = judgeReservation(reservation.caps, standings, reservation.amountUsd);
-    if (!verdict.reserved) {
-      return {
-        reserved: false,
-        capIndex: verdict.capIndex,
-        ...(reservation.amountUsd === undefined ? {} : { amountUsd: reservation.amountUsd }),
-        standings,
-      };
+  function flushAttemptsNow(): void {
+    const sqlite = database === undefined ? undefined : sqliteBehind(database);
+    if (closed || pendingAttempts.length === 0 || sqlite === undefined) return;
+    const rows = pendingAttempts.splice(0).map((record) => callAttemptRow(record, storeText));
+    try {
+      sqlite.runBatchNow(sql.insertCallAttempt, rows);
+    } catch {
+      // The process is exiting; there is no one left to tell.
     }
-    statements.insertReservation.run({
-      id: reservation.id,
-      created_at: now,
-      expires_at: reservation.expiresAt,
-      provider: reservation.provider,
-      tags: JSON.stringify(reservation.tags),
-      amount_usd: verdict.amountUsd,
-    });
-    return { reserved: true, amountUsd: verdict.amountUsd, standings };
-  });
+  }
+  const flushLater = () => {
+    flushAttempts().catch(() => undefined);
+  };
+  const flushBeforeLeaving = () => flushAttempts();
+  if (dialect === 'sqlite') flushOnExit.add(flushAttemptsNow);
+  else flushBeforeExit.add(flushBeforeLeaving);
 
-  // Every public call goes through here so callers only ever see STORE_ERROR, never a raw SqliteError.
-  function guarded<T>(what: string, action: () => T): T {
+  // Every public call goes through here so callers only ever see STORE_ERROR (or a database error of
+  // our own), never a raw driver error.
+  async function guarded<T>(what: string, action: (db: SqlDatabase) => Promise<T>): Promise<T> {
     if (closed) {
-      throw new SwitchboardError('STORE_ERROR', `${what} ${file}: the ledger is closed`, {
+      throw new SwitchboardError('STORE_ERROR', `${what} ${location}: the ledger is closed`, {
         hint: 'open the ledger again with openLedger()',
-        details: { file },
+        details: { file: location },
       });
     }
     try {
-      return action();
+      return await action(database ?? (await ready));
     } catch (error) {
-      throw toStoreError(error, file, what);
+      throw toStoreError(error, location, what);
     }
   }
 
+  async function reserve(db: SqlDatabase, reservation: SpendReservation): Promise<ReservationOutcome> {
+    return db.transaction(
+      async (client) => {
+        const now = reservation.createdAt;
+        await client.run(sql.deleteExpiredReservations, [now]);
+        const standings: CapStanding[] = [];
+        for (const cap of reservation.caps) {
+          const filter = { provider: cap.provider ?? null, ...tagParams(cap.tag) };
+          const spent = await client.get<{ total: number | null }>(sql.spendSince, {
+            since: cap.since,
+            ...filter,
+          });
+          const held = await client.get<{ total: number | null }>(sql.reservedFor, { now, ...filter });
+          standings.push({ spentUsd: spent?.total ?? 0, reservedUsd: held?.total ?? 0 });
+        }
+        const verdict = judgeReservation(reservation.caps, standings, reservation.amountUsd);
+        if (!verdict.reserved) {
+          return {
+            reserved: false,
+            capIndex: verdict.capIndex,
+            ...(reservation.amountUsd === undefined ? {} : { amountUsd: reservation.amountUsd }),
+            standings,
+          };
+        }
+        await client.run(sql.insertReservation, {
+          id: reservation.id,
+          created_at: now,
+          expires_at: reservation.expiresAt,
+          provider: reservation.provider,
+          tags: JSON.stringify(reservation.tags),
+          amount_usd: verdict.amountUsd,
+        });
+        return { reserved: true, amountUsd: verdict.amountUsd, standings };
+      },
+      // Every process reserving against this ledger takes turns: spending is read and held in one step.
+      { lockKey: 'switchboard:budget' },
+    );
+  }
+
   return {
-    path: file,
+    path: location,
+    dialect,
     storeText,
 
+    async ready() {
+      await guarded('cannot open the ledger', () => Promise.resolve());
+    },
+
     async recordCallAttempt(record) {
-      guarded('cannot record a call attempt in', () => undefined);
+      if (closed) await guarded('cannot record a call attempt in', () => Promise.resolve());
       // A copy, turned into a row (and its prompt hashed) at flush time, off the call's path; the
       // caller may reuse or change its own record object afterwards.
       pendingAttempts.push({ ...record, ...(record.tags === undefined ? {} : { tags: { ...record.tags } }) });
-      if (pendingAttempts.length === 1) setTimeout(flushAttempts, ATTEMPT_FLUSH_MS).unref();
+      if (pendingAttempts.length === 1) setTimeout(flushLater, ATTEMPT_FLUSH_MS).unref();
     },
 
     async recordFeedback(decisionId, skill) {
-      guarded('cannot record feedback in', () => {
-        if (statements.getRouteDecision.get(decisionId) === undefined) {
-          throw new SwitchboardError('INVALID_INPUT', `there is no route decision ${decisionId} in ${file}`, {
-            hint: 'use an id printed by `switchboard route --json` (run in the same folder)',
-          });
+      await guarded('cannot record feedback in', async (db) => {
+        if ((await db.get(sql.getRouteDecision, [decisionId])) === undefined) {
+          throw new SwitchboardError(
+            'INVALID_INPUT',
+            `there is no route decision ${decisionId} in ${location}`,
+            {
+              hint: 'use an id printed by `switchboard route --json` (run in the same folder)',
+            },
+          );
         }
-        statements.upsertFeedback.run({ decision_id: decisionId, skill, created_at: Date.now() });
+        await db.run(sql.upsertFeedback, { decision_id: decisionId, skill, created_at: Date.now() });
       });
     },
 
     async listFeedback() {
-      return guarded('cannot read feedback from', () =>
-        statements.listFeedback.all().map((row) => ({ decisionId: row.decision_id, skill: row.skill })),
+      return guarded('cannot read feedback from', async (db) =>
+        (await db.all<{ decision_id: string; skill: string }>(sql.listFeedback)).map((row) => ({
+          decisionId: row.decision_id,
+          skill: row.skill,
+        })),
       );
     },
 
     async spendSince(since, filter = {}) {
-      flushAttempts();
-      return guarded('cannot read spending from', () => {
-        const row = statements.spendSince.get({
+      await flushAttempts();
+      return guarded('cannot read spending from', async (db) => {
+        const row = await db.get<{ total: number | null }>(sql.spendSince, {
           since,
           provider: filter.provider ?? null,
-          tag: filter.tag ?? null,
+          ...tagParams(filter.tag),
         });
         return row?.total ?? 0;
       });
     },
 
     async reserveSpend(reservation) {
-      // Our own recorded attempts must be in the file before the spending is read.
-      flushAttempts();
-      return guarded('cannot reserve budget in', () => reserve.immediate(reservation));
+      // Our own recorded attempts must be in the database before the spending is read.
+      await flushAttempts();
+      return guarded('cannot reserve budget in', (db) => reserve(db, reservation));
     },
 
     async releaseReservation(id) {
       // The attempt goes in before its reservation goes out, so no reader sees neither.
-      flushAttempts();
-      guarded('cannot release a budget reservation in', () => statements.deleteReservation.run(id));
+      await flushAttempts();
+      await guarded('cannot release a budget reservation in', (db) => db.run(sql.deleteReservation, [id]));
     },
 
     async reservedAt(now, filter = {}) {
-      return guarded('cannot read budget reservations from', () => {
-        const row = statements.reservedFor.get({
+      return guarded('cannot read budget reservations from', async (db) => {
+        const row = await db.get<{ total: number | null }>(sql.reservedFor, {
           now,
           provider: filter.provider ?? null,
-          tag: filter.tag ?? null,
+          ...tagParams(filter.tag),
         });
         return row?.total ?? 0;
       });
     },
 
     async setCooldown(record) {
-      guarded('cannot record a cooldown in', () =>
-        statements.upsertCooldown.run({ ...record, updated_at: Date.now() }),
+      await guarded('cannot record a cooldown in', (db) =>
+        db.run(sql.upsertCooldown, { ...record, updated_at: Date.now() }),
       );
     },
 
     async activeCooldowns(now) {
-      return guarded('cannot read cooldowns from', () => statements.selectActiveCooldowns.all(now));
+      return guarded('cannot read cooldowns from', (db) =>
+        db.all<CooldownRecord>(sql.selectActiveCooldowns, [now]),
+      );
     },
 
     async getCooldown(spec) {
-      return guarded('cannot read cooldowns from', () => statements.selectCooldown.get(spec));
+      return guarded('cannot read cooldowns from', (db) =>
+        db.get<CooldownRecord>(sql.selectCooldown, [spec]),
+      );
     },
 
     async recentOutcomes(spec, since, limit) {
-      flushAttempts();
-      return guarded('cannot read call attempts from', () =>
-        statements.selectRecentOutcomes
-          .all({ spec, since, limit })
-          .map((row) => (row.success === 1 ? undefined : (row.error_code ?? 'PROVIDER_ERROR'))),
+      await flushAttempts();
+      return guarded('cannot read call attempts from', async (db) =>
+        (
+          await db.all<{ success: number; error_code: string | null }>(sql.selectRecentOutcomes, {
+            spec,
+            since,
+            limit,
+          })
+        ).map((row) => (row.success === 1 ? undefined : (row.error_code ?? 'PROVIDER_ERROR'))),
       );
     },
 
     async callStats(options = {}) {
-      flushAttempts();
+      await flushAttempts();
       const since = options.since === undefined ? Number.MIN_SAFE_INTEGER : toEpochMs(options.since);
-      return guarded('cannot read call attempts from', () =>
-        summariseCalls(statements.selectAttemptsSince.all(since)),
+      return guarded('cannot read call attempts from', async (db) =>
+        summariseCalls(await db.all<AttemptRow>(sql.selectAttemptsSince, [since])),
       );
     },
 
     async recordRouteDecision(decision, context) {
       const row = toRow(decision, context, storeText);
-      guarded('cannot record a route decision in', () => statements.insertRouteDecision.run(row));
+      await guarded('cannot record a route decision in', (db) => db.run(sql.insertRouteDecision, { ...row }));
     },
 
     async listRouteDecisions(options = {}) {
@@ -605,60 +542,76 @@ function createLedger(
         });
       }
       const since = options.since === undefined ? Number.MIN_SAFE_INTEGER : toEpochMs(options.since);
-      return guarded('cannot read route decisions from', () =>
-        statements.listRouteDecisions.all({ since, limit }).map(fromRow),
+      return guarded('cannot read route decisions from', async (db) =>
+        (await db.all<RouteDecisionRow>(sql.listRouteDecisions, { since, limit })).map(fromRow),
       );
     },
 
     async eachRouteDecision(options, visit) {
       const since = options.since === undefined ? Number.MIN_SAFE_INTEGER : toEpochMs(options.since);
-      return guarded('cannot read route decisions from', () => {
+      return guarded('cannot read route decisions from', async (db) => {
         let count = 0;
-        for (const row of statements.eachRouteDecision.iterate({ since })) {
-          visit(fromRow(row));
-          count++;
+        let after = { after_time: Number.MIN_SAFE_INTEGER, after_row: Number.MIN_SAFE_INTEGER };
+        for (;;) {
+          const page = await db.all<RouteDecisionRow & { row_number: number }>(sql.pageRouteDecisions, {
+            since,
+            ...after,
+            limit: PAGE_SIZE,
+          });
+          for (const row of page) {
+            visit(fromRow(row));
+            count++;
+          }
+          const last = page.at(-1);
+          if (last === undefined || page.length < PAGE_SIZE) return count;
+          after = { after_time: last.created_at, after_row: last.row_number };
         }
-        return count;
       });
     },
 
     async getRouteDecision(id) {
-      const row = guarded('cannot read a route decision from', () => statements.getRouteDecision.get(id));
+      const row = await guarded('cannot read a route decision from', (db) =>
+        db.get<RouteDecisionRow>(sql.getRouteDecision, [id]),
+      );
       return row === undefined ? undefined : fromRow(row);
     },
 
     async getCachedDecision(key, notBefore) {
-      return guarded('cannot read the decision cache in', () =>
-        readCachedDecision(statements, key, notBefore),
-      );
+      return guarded('cannot read the decision cache in', (db) => readCachedDecision(db, key, notBefore));
     },
 
     async cacheDecision(key, decision, options) {
-      guarded('cannot write the decision cache in', () =>
-        writeCachedDecision(database, statements, key, decision, options),
+      await guarded('cannot write the decision cache in', (db) =>
+        writeCachedDecision(db, key, decision, options),
       );
     },
 
     async countRouteDecisions() {
       return guarded(
         'cannot count route decisions in',
-        () => statements.countRouteDecisions.get()?.count ?? 0,
+        async (db) => (await db.get<{ count: number }>(sql.countRouteDecisions))?.count ?? 0,
       );
     },
 
     async flush() {
-      flushAttempts();
+      await flushAttempts();
     },
 
     async close() {
       if (closed) return;
-      flushAttempts();
-      flushOnExit.delete(flushAttempts);
+      const flushed = flushAttempts();
+      flushOnExit.delete(flushAttemptsNow);
+      flushBeforeExit.delete(flushBeforeLeaving);
       closed = true;
       try {
-        database.close();
-      } catch (error) {
-        throw toStoreError(error, file, 'cannot close the ledger');
+        await flushed;
+      } finally {
+        try {
+          await (database ?? (await ready.catch(() => undefined)))?.close();
+        } catch (error) {
+          // eslint-disable-next-line no-unsafe-finally
+          throw toStoreError(error, location, 'cannot close the ledger');
+        }
       }
     },
   };

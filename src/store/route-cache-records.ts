@@ -1,38 +1,33 @@
-import type Database from 'better-sqlite3';
 import type { RouteDecision } from '../core/route-types.js';
+import type { SqlClient, SqlDatabase, SqlDialect } from './sql/sql-database.js';
 
 /** The decision cache's rows: one decision per key (a hash of the request and the router's settings). */
-export interface RouteCacheStatements {
-  getCachedDecision: Database.Statement<[{ key: string; not_before: number }], { decision: string }>;
-  putCachedDecision: Database.Statement<[{ key: string; decision: string; stored_at: number }]>;
-  dropExpiredDecisions: Database.Statement<[{ before: number }]>;
-  dropOldestDecisions: Database.Statement<[{ keep: number }]>;
-}
-
-export function prepareRouteCacheStatements(database: Database.Database): RouteCacheStatements {
+function buildSql(dialect: SqlDialect) {
   return {
-    getCachedDecision: database.prepare(
-      'SELECT decision FROM route_cache WHERE key = @key AND stored_at >= @not_before',
-    ),
-    putCachedDecision: database.prepare(
+    getCachedDecision: 'SELECT decision FROM route_cache WHERE key = @key AND stored_at >= @not_before',
+    putCachedDecision:
       'INSERT INTO route_cache (key, decision, stored_at) VALUES (@key, @decision, @stored_at) ' +
-        'ON CONFLICT (key) DO UPDATE SET decision = excluded.decision, stored_at = excluded.stored_at',
-    ),
-    dropExpiredDecisions: database.prepare('DELETE FROM route_cache WHERE stored_at < @before'),
-    dropOldestDecisions: database.prepare(
-      'DELETE FROM route_cache WHERE key IN ' +
-        '(SELECT key FROM route_cache ORDER BY stored_at DESC LIMIT -1 OFFSET @keep)',
-    ),
+      'ON CONFLICT (key) DO UPDATE SET decision = excluded.decision, stored_at = excluded.stored_at',
+    dropExpiredDecisions: 'DELETE FROM route_cache WHERE stored_at < @before',
+    // SQLite needs a LIMIT before an OFFSET (-1: no limit); PostgreSQL takes an OFFSET alone.
+    dropOldestDecisions:
+      'DELETE FROM route_cache WHERE key IN (SELECT key FROM route_cache ORDER BY stored_at DESC ' +
+      (dialect === 'sqlite' ? 'LIMIT -1 OFFSET @keep)' : 'OFFSET @keep)'),
   };
 }
 
+const SQL = { sqlite: buildSql('sqlite'), postgres: buildSql('postgres') };
+
 /** A stored decision, or undefined when the row is missing, expired or unreadable. */
-export function readCachedDecision(
-  statements: RouteCacheStatements,
+export async function readCachedDecision(
+  database: SqlClient,
   key: string,
   notBefore: number,
-): RouteDecision | undefined {
-  const row = statements.getCachedDecision.get({ key, not_before: notBefore });
+): Promise<RouteDecision | undefined> {
+  const row = await database.get<{ decision: string }>(SQL[database.dialect].getCachedDecision, {
+    key,
+    not_before: notBefore,
+  });
   if (row === undefined) return undefined;
   // A row another version wrote in a shape we cannot read is a miss, not a failure.
   try {
@@ -46,16 +41,23 @@ export function readCachedDecision(
 }
 
 /** Stores a decision and trims the table to its TTL and size in the same transaction. */
-export function writeCachedDecision(
-  database: Database.Database,
-  statements: RouteCacheStatements,
+export async function writeCachedDecision(
+  database: SqlDatabase,
   key: string,
   decision: RouteDecision,
   { storedAt, ttlMs, maxEntries }: { storedAt: number; ttlMs: number; maxEntries: number },
-): void {
-  database.transaction(() => {
-    statements.putCachedDecision.run({ key, decision: JSON.stringify(decision), stored_at: storedAt });
-    statements.dropExpiredDecisions.run({ before: storedAt - ttlMs });
-    statements.dropOldestDecisions.run({ keep: maxEntries });
-  })();
+): Promise<void> {
+  const sql = SQL[database.dialect];
+  await database.transaction(
+    async (client) => {
+      await client.run(sql.putCachedDecision, {
+        key,
+        decision: JSON.stringify(decision),
+        stored_at: storedAt,
+      });
+      await client.run(sql.dropExpiredDecisions, { before: storedAt - ttlMs });
+      await client.run(sql.dropOldestDecisions, { keep: maxEntries });
+    },
+    { lockKey: 'switchboard:route-cache' },
+  );
 }
