@@ -82,8 +82,8 @@ function direct(id: string): Promise<number> {
 }
 
 /** Milliseconds from each phase's start to the next one's, from the run's recorded events. */
-function phaseTimes(id: string, stateDir: string, endedAt: number): Record<string, number> {
-  const events = showAgentRun(id, { stateDir }).events.filter((event) => event.kind === 'phase');
+async function phaseTimes(id: string, stateDir: string, endedAt: number): Promise<Record<string, number>> {
+  const events = (await showAgentRun(id, { stateDir })).events.filter((event) => event.kind === 'phase');
   const times: Record<string, number> = {};
   events.forEach((event, index) => {
     const next = events[index + 1];
@@ -108,7 +108,7 @@ try {
     const result = await runAgentTask({ task: task(id), repo, stateDir, connection, retryDelayMs: 0 });
     runs.push(performance.now() - started);
     if (!result.ok) throw new Error(`run ${id} failed: ${result.errorCode} ${result.error}`);
-    for (const [phase, ms] of Object.entries(phaseTimes(result.id, stateDir, Date.now()))) {
+    for (const [phase, ms] of Object.entries(await phaseTimes(result.id, stateDir, Date.now()))) {
       (phases[phase] ??= []).push(ms);
     }
   }
@@ -152,13 +152,14 @@ try {
   });
   // Each run's merge phase: from its 'merge' event to its next phase event; overlaps would mean the
   // queue let two merges into main at once.
-  const windows = ok.map((outcome) => {
-    const events = showAgentRun(outcome.result?.id as string, { stateDir: manyState }).events.filter(
+  const windows: (readonly [number, number])[] = [];
+  for (const outcome of ok) {
+    const events = (await showAgentRun(outcome.result?.id as string, { stateDir: manyState })).events.filter(
       (event) => event.kind === 'phase',
     );
     const start = events.findIndex((event) => event.phase === 'merge');
-    return [Date.parse(events[start]?.at ?? ''), Date.parse(events[start + 1]?.at ?? '')] as const;
-  });
+    windows.push([Date.parse(events[start]?.at ?? ''), Date.parse(events[start + 1]?.at ?? '')] as const);
+  }
   windows.sort((a, b) => a[0] - b[0]);
   const overlaps = windows.filter((window, index) => index > 0 && window[0] < (windows[index - 1]?.[1] ?? 0));
   console.log(`\n8 tasks at once (parallel 8, ${navigatorCores()} cores):`);

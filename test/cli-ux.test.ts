@@ -82,12 +82,12 @@ describe('usage errors', () => {
 });
 
 describe('a closed pipe', () => {
-  it('`agent logs ID | head -1` prints one line and exits 0 with nothing on stderr', () => {
+  it('`agent logs ID | head -1` prints one line and exits 0 with nothing on stderr', async () => {
     const cwd = mkdtempSync(join(tmpdir(), 'switchboard-ux-'));
-    const store = AgentRunStore.open(join(cwd, '.switchboard'));
+    const store = await AgentRunStore.open(join(cwd, '.switchboard'));
     const task = parseTask({ id: 'long', title: 'A run with a long log', description: 'x' });
     const at = new Date().toISOString();
-    store.insert({
+    await store.insert({
       id: 'long-abcdef',
       taskId: task.id,
       title: task.title,
@@ -108,9 +108,9 @@ describe('a closed pipe', () => {
     } as Parameters<AgentRunStore['insert']>[0]);
     // Far more than a pipe buffer holds, so the CLI is still writing when `head` goes away.
     for (let index = 0; index < 5000; index++) {
-      store.addEvent('long-abcdef', 'agent', 'progress', `event ${index} ${'x'.repeat(100)}`);
+      await store.addEvent('long-abcdef', 'agent', 'progress', `event ${index} ${'x'.repeat(100)}`);
     }
-    store.close();
+    await store.close();
 
     const errors = join(cwd, 'stderr.txt');
     const command = `set -o pipefail; ${[process.execPath, cli, 'agent', 'logs', 'long'].map(shellQuote).join(' ')} 2>${shellQuote(errors)} | head -1; echo "status $?"; cat ${shellQuote(errors)}`;

@@ -20,7 +20,7 @@ export interface AgentRunView extends AgentRunRecord {
   resumable: boolean;
 }
 
-function openStore(options: LifecycleOptions): AgentRunStore {
+function openStore(options: LifecycleOptions): Promise<AgentRunStore> {
   return AgentRunStore.open(resolve(options.stateDir ?? '.switchboard'));
 }
 
@@ -32,8 +32,8 @@ function view(run: AgentRunRecord): AgentRunView {
   return { ...run, live, resumable: run.status === 'running' && !live };
 }
 
-function requireRun(store: AgentRunStore, id: string): AgentRunRecord {
-  const run = store.find(id);
+async function requireRun(store: AgentRunStore, id: string): Promise<AgentRunRecord> {
+  const run = await store.find(id);
   if (run === undefined) {
     throw new SwitchboardError('RUN_NOT_FOUND', `there is no agent run ${id} in ${store.path}`, {
       hint: 'list runs with `switchboard agent ls` (in the same folder, or with the same --state-dir)',
@@ -43,38 +43,40 @@ function requireRun(store: AgentRunStore, id: string): AgentRunRecord {
 }
 
 /** Runs, newest first. */
-export function listAgentRuns(options: LifecycleOptions & { limit?: number } = {}): AgentRunView[] {
-  const store = openStore(options);
+export async function listAgentRuns(
+  options: LifecycleOptions & { limit?: number } = {},
+): Promise<AgentRunView[]> {
+  const store = await openStore(options);
   try {
-    return store.list(options.limit === undefined ? {} : { limit: options.limit }).map(view);
+    return (await store.list(options.limit === undefined ? {} : { limit: options.limit })).map(view);
   } finally {
-    store.close();
+    await store.close();
   }
 }
 
 /** One run (by id or unique prefix) with its events. */
-export function showAgentRun(
+export async function showAgentRun(
   id: string,
   options: LifecycleOptions = {},
-): AgentRunView & { events: AgentRunEvent[] } {
-  const store = openStore(options);
+): Promise<AgentRunView & { events: AgentRunEvent[] }> {
+  const store = await openStore(options);
   try {
-    const run = requireRun(store, id);
-    return { ...view(run), events: store.events(run.id) };
+    const run = await requireRun(store, id);
+    return { ...view(run), events: await store.events(run.id) };
   } finally {
-    store.close();
+    await store.close();
   }
 }
 
 /** The run's transcripts (JSONL, one per attempt) and verify logs, oldest first. */
-export function agentRunFiles(
+export async function agentRunFiles(
   id: string,
   options: LifecycleOptions = {},
-): { runId: string; files: string[] } {
+): Promise<{ runId: string; files: string[] }> {
   const stateDir = resolve(options.stateDir ?? '.switchboard');
-  const store = AgentRunStore.open(stateDir);
+  const store = await AgentRunStore.open(stateDir);
   try {
-    const run = requireRun(store, id);
+    const run = await requireRun(store, id);
     const directory = runDirectory(stateDir, run.id);
     const files = existsSync(directory)
       ? readdirSync(directory)
@@ -83,7 +85,7 @@ export function agentRunFiles(
       : [];
     return { runId: run.id, files };
   } finally {
-    store.close();
+    await store.close();
   }
 }
 
@@ -107,41 +109,41 @@ export async function cancelAgentRun(
   id: string,
   options: LifecycleOptions & { graceMs?: number } = {},
 ): Promise<CancelResult> {
-  const store = openStore(options);
+  const store = await openStore(options);
   try {
-    const run = requireRun(store, id);
+    const run = await requireRun(store, id);
     if (run.endedAt !== undefined || (run.status !== 'running' && run.status !== 'conflict')) {
       return { id: run.id, killed: [], alreadyEnded: true };
     }
-    store.update(run.id, {
+    await store.update(run.id, {
       status: 'cancelled',
       phase: 'failed',
       errorCode: 'ABORTED',
       error: 'cancelled by `switchboard agent cancel`',
       ended: true,
     });
-    store.addEvent(run.id, run.phase, 'cancel', `cancelled by pid ${process.pid}`);
+    await store.addEvent(run.id, run.phase, 'cancel', `cancelled by pid ${process.pid}`);
     const killed: number[] = [];
     const killGroup = (pid: number | undefined): void => {
       killed.push(...killRunProcesses(pid, run.id));
     };
     killGroup(run.childPid);
     // The runner may have started another child since we read the record.
-    killGroup(store.get(run.id)?.childPid);
+    killGroup((await store.get(run.id))?.childPid);
     const runner = run.runnerPid;
     if (runner !== undefined && runner !== process.pid && isRecordedProcessAlive(runner, run.runnerStarted)) {
       const deadline = Date.now() + (options.graceMs ?? 3000);
       // A runner that let go clears the child pid; one serving several runs (`run-all`) stays alive.
       while (
         Date.now() < deadline &&
-        store.get(run.id)?.childPid !== undefined &&
+        (await store.get(run.id))?.childPid !== undefined &&
         isRecordedProcessAlive(runner, run.runnerStarted)
       ) {
         await new Promise((done) => setTimeout(done, 100));
       }
-      const stillHolding = store.get(run.id)?.childPid !== undefined;
+      const stillHolding = (await store.get(run.id))?.childPid !== undefined;
       if (stillHolding && isRecordedProcessAlive(runner, run.runnerStarted)) {
-        killGroup(store.get(run.id)?.childPid);
+        killGroup((await store.get(run.id))?.childPid);
         try {
           process.kill(runner, 'SIGKILL');
           killed.push(runner);
@@ -152,7 +154,7 @@ export async function cancelAgentRun(
     }
     return { id: run.id, killed, alreadyEnded: false };
   } finally {
-    store.close();
+    await store.close();
   }
 }
 
@@ -175,15 +177,15 @@ export interface CleanResult {
  * resumable runs and unmerged work are left alone.
  */
 export async function cleanAgentRuns(options: CleanOptions = {}): Promise<CleanResult> {
-  const store = openStore(options);
+  const store = await openStore(options);
   const result: CleanResult = { removed: [], kept: [], pruned: [] };
   try {
     const abandon = new Set<string>();
-    for (const id of options.abandon ?? []) abandon.add(requireRun(store, id).id);
+    for (const id of options.abandon ?? []) abandon.add((await requireRun(store, id)).id);
     const repoRoot = options.repo === undefined ? undefined : (await repositoryInfo(options.repo)).root;
-    const runs = store
-      .list(repoRoot === undefined ? {} : { repo: repoRoot })
-      .filter((run) => run.cleanedAt === undefined);
+    const runs = (await store.list(repoRoot === undefined ? {} : { repo: repoRoot })).filter(
+      (run) => run.cleanedAt === undefined,
+    );
     const repos = new Set<string>();
     for (const run of runs) {
       const current = view(run);
@@ -220,8 +222,8 @@ export async function cleanAgentRuns(options: CleanOptions = {}): Promise<CleanR
         if (existsSync(run.worktree)) await git(info.root, ['worktree', 'remove', '--force', run.worktree]);
         if (branchTip !== undefined) await git(info.root, ['branch', '-D', run.branch]);
       });
-      store.update(run.id, { cleaned: true });
-      store.addEvent(
+      await store.update(run.id, { cleaned: true });
+      await store.addEvent(
         run.id,
         run.phase,
         'clean',
@@ -243,6 +245,6 @@ export async function cleanAgentRuns(options: CleanOptions = {}): Promise<CleanR
     }
     return result;
   } finally {
-    store.close();
+    await store.close();
   }
 }

@@ -146,6 +146,10 @@ const COLUMN_BY_FIELD: Record<string, string> = {
 /**
  * The agent-run tables of the ledger. Many runner processes write here at once (WAL, busy timeout);
  * every write is one short statement.
+ *
+ * Every method that touches the database returns a Promise, so that a backend whose driver is
+ * asynchronous (PostgreSQL) can implement the same class. On SQLite each statement still runs when the
+ * method is called and the Promise is already settled, so the order of calls is the order of writes.
  */
 export class AgentRunStore {
   readonly path: string;
@@ -157,16 +161,16 @@ export class AgentRunStore {
   }
 
   /** Opens the ledger in `stateDir`, creating and migrating it as `openLedger` does. */
-  static open(stateDir: string): AgentRunStore {
+  static async open(stateDir: string): Promise<AgentRunStore> {
     const { path, database } = openLedgerDatabase({ stateDir });
     return new AgentRunStore(path, database);
   }
 
-  close(): void {
+  async close(): Promise<void> {
     if (this.database.open) this.database.close();
   }
 
-  insert(run: AgentRunRecord): void {
+  async insert(run: AgentRunRecord): Promise<void> {
     this.guard('record an agent run', () =>
       this.database
         .prepare(
@@ -196,7 +200,7 @@ export class AgentRunStore {
     );
   }
 
-  update(id: string, update: RunUpdate): void {
+  async update(id: string, update: RunUpdate): Promise<void> {
     const assignments: string[] = ['updated_at = @now'];
     const values: Record<string, unknown> = { id, now: Date.now() };
     for (const [field, value] of Object.entries(update)) {
@@ -219,7 +223,7 @@ export class AgentRunStore {
    * Takes a run over for this process when its recorded runner is `expectedPid` (compare and swap),
    * so two `resume` commands cannot both pick the same run up.
    */
-  claim(id: string, expectedPid: number | undefined, pid: number): boolean {
+  async claim(id: string, expectedPid: number | undefined, pid: number): Promise<boolean> {
     return this.guard('claim an agent run', () => {
       const result = this.database
         .prepare(
@@ -237,7 +241,7 @@ export class AgentRunStore {
     });
   }
 
-  get(id: string): AgentRunRecord | undefined {
+  async get(id: string): Promise<AgentRunRecord | undefined> {
     const row = this.guard('read an agent run', () =>
       this.database.prepare('SELECT * FROM agent_runs WHERE id = ?').get(id),
     ) as RunRow | undefined;
@@ -245,8 +249,8 @@ export class AgentRunStore {
   }
 
   /** The run with this id, or the only one whose id starts with it. */
-  find(idOrPrefix: string): AgentRunRecord | undefined {
-    const exact = this.get(idOrPrefix);
+  async find(idOrPrefix: string): Promise<AgentRunRecord | undefined> {
+    const exact = await this.get(idOrPrefix);
     if (exact !== undefined) return exact;
     const rows = this.guard('read agent runs', () =>
       this.database
@@ -257,7 +261,7 @@ export class AgentRunStore {
     return only === undefined ? undefined : fromRow(only);
   }
 
-  list(options: { repo?: string; limit?: number } = {}): AgentRunRecord[] {
+  async list(options: { repo?: string; limit?: number } = {}): Promise<AgentRunRecord[]> {
     const rows = this.guard('read agent runs', () =>
       this.database
         .prepare(
@@ -268,7 +272,7 @@ export class AgentRunStore {
     return rows.map(fromRow);
   }
 
-  addEvent(runId: string, phase: string, kind: string, message: string, data?: unknown): void {
+  async addEvent(runId: string, phase: string, kind: string, message: string, data?: unknown): Promise<void> {
     this.guard('record an agent run event', () =>
       this.database
         .prepare(
@@ -285,7 +289,7 @@ export class AgentRunStore {
     );
   }
 
-  events(runId: string): AgentRunEvent[] {
+  async events(runId: string): Promise<AgentRunEvent[]> {
     const rows = this.guard('read agent run events', () =>
       this.database.prepare('SELECT * FROM agent_run_events WHERE run_id = ? ORDER BY at, rowid').all(runId),
     ) as { run_id: string; at: number; phase: string; kind: string; message: string; data: string | null }[];

@@ -76,8 +76,8 @@ describe('runAgentTask', () => {
     expect(git(repo, 'log', '-1', '--format=%s', result.commit ?? '')).toBe('feat(task-1): Add a file');
     expect(git(repo, 'show', '--name-only', '--format=', result.commit ?? '')).toBe('feature.txt');
     expect(agent.invocations[0]?.allowedTools).toEqual(['Read', 'Write', 'Edit', 'Glob', 'Grep']);
-    const phases = showAgentRun(result.id, { stateDir })
-      .events.filter((event) => event.kind === 'phase')
+    const phases = (await showAgentRun(result.id, { stateDir })).events
+      .filter((event) => event.kind === 'phase')
       .map((event) => event.phase);
     expect(phases).toEqual(['queued', 'worktree', 'agent', 'verify', 'merge']);
   });
@@ -127,7 +127,8 @@ describe('runAgentTask', () => {
       delete process.env['OPENAI_API_KEY'];
     }
     expect(git(repo, 'show', '--name-only', '--format=', 'HEAD^2')).toBe('feature.txt');
-    const messages = showAgentRun(listAgentRuns({ stateDir })[0]?.id ?? '', { stateDir }).events.map(
+    const [latest] = await listAgentRuns({ stateDir });
+    const messages = (await showAgentRun(latest?.id ?? '', { stateDir })).events.map(
       (event) => event.message,
     );
     expect(messages).toContain(
@@ -248,7 +249,7 @@ describe('runAgentTask', () => {
     await expect(
       resumeAgentRun({ runId: result.id, stateDir, _internal: { runAgent: agent } }),
     ).rejects.toMatchObject({ code: 'DIRTY_CHECKOUT' });
-    expect(showAgentRun(result.id, { stateDir })).toMatchObject({ status: 'conflict' });
+    expect(await showAgentRun(result.id, { stateDir })).toMatchObject({ status: 'conflict' });
 
     git(repo, 'checkout', '--', 'README.md');
     const resumed = await resumeAgentRun({ runId: result.id, stateDir, _internal: { runAgent: agent } });
@@ -266,7 +267,7 @@ describe('runAgentTask', () => {
       runAgentTask({ task: task(), repo, stateDir, _internal: { runAgent: agent } }),
     ).rejects.toMatchObject({ code: 'DIRTY_CHECKOUT', message: expect.stringContaining('README.md') });
     expect(agent.invocations).toHaveLength(0);
-    expect(listAgentRuns({ stateDir })).toHaveLength(0);
+    expect(await listAgentRuns({ stateDir })).toHaveLength(0);
     expect(git(repo, 'branch', '--list', 'agent/*')).toBe('');
 
     const branch = await runAgentTask({
@@ -332,7 +333,7 @@ describe('runAgentTask', () => {
     });
     expect(() => parseTask({ id: 'bad id!', title: 'x' })).toThrow(/field "id"/);
     expect(() => parseTask({ id: 'ok' })).toThrow(expect.objectContaining({ code: 'TASK_INVALID' }));
-    expect(listAgentRuns({ stateDir })).toHaveLength(0);
+    expect(await listAgentRuns({ stateDir })).toHaveLength(0);
   });
 });
 
@@ -362,9 +363,9 @@ describe('resume, clean and run-all', () => {
     });
     await waitFor(() => existsSync(join(stateDir, 'agents/worktrees/crash-1/part1.txt')));
     // Simulate the crash: the ledger says runner pid X (a dead process), phase agent, attempt 1.
-    const store = AgentRunStore.open(stateDir);
-    store.update('crash-1', { runnerPid: 999_999_99 });
-    store.close();
+    const store = await AgentRunStore.open(stateDir);
+    await store.update('crash-1', { runnerPid: 999_999_99 });
+    await store.close();
     const second = fakeAgent((invocation) => {
       expect(existsSync(join(invocation.cwd, 'part1.txt'))).toBe(true);
       writeFileSync(join(invocation.cwd, 'part2.txt'), 'two\n');

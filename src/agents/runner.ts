@@ -138,7 +138,7 @@ export async function runAgentTask(options: RunAgentTaskOptions): Promise<AgentR
   if (options.contextTemplate !== undefined) loadContextTemplate(options.contextTemplate);
 
   const runId = options.runId ?? `${task.id}-${randomBytes(3).toString('hex')}`;
-  const store = AgentRunStore.open(stateDir);
+  const store = await AgentRunStore.open(stateDir);
   try {
     const storedOptions: AgentRunRecord['options'] = {
       merge,
@@ -148,7 +148,7 @@ export async function runAgentTask(options: RunAgentTaskOptions): Promise<AgentR
     if (model !== undefined) storedOptions.model = model;
     if (options.contextTemplate !== undefined)
       storedOptions.contextTemplate = resolve(options.contextTemplate);
-    store.insert({
+    await store.insert({
       id: runId,
       taskId: task.id,
       title: task.title,
@@ -168,15 +168,15 @@ export async function runAgentTask(options: RunAgentTaskOptions): Promise<AgentR
       createdAt: '',
       updatedAt: '',
     });
-    store.addEvent(
+    await store.addEvent(
       runId,
       'queued',
       'phase',
       `queued: ${task.title} (base ${baseBranch} at ${baseCommit.slice(0, 12)})`,
     );
-    return await new RunExecution(store, stateDir, repository, runId, options).execute();
+    return await (await RunExecution.load(store, stateDir, repository, runId, options)).execute();
   } finally {
-    store.close();
+    await store.close();
   }
 }
 
@@ -190,9 +190,9 @@ export interface ResumeAgentRunOptions extends AgentRunnerOptions {
  */
 export async function resumeAgentRun(options: ResumeAgentRunOptions): Promise<AgentRunResult> {
   const stateDir = resolve(options.stateDir ?? '.switchboard');
-  const store = AgentRunStore.open(stateDir);
+  const store = await AgentRunStore.open(stateDir);
   try {
-    const run = store.find(options.runId);
+    const run = await store.find(options.runId);
     if (run === undefined) {
       throw new SwitchboardError('RUN_NOT_FOUND', `there is no agent run ${options.runId} in ${store.path}`, {
         hint: 'list runs with `switchboard agent ls` (in the same folder, or with the same --state-dir)',
@@ -219,7 +219,7 @@ export async function resumeAgentRun(options: ResumeAgentRunOptions): Promise<Ag
       mode: run.options.merge,
       runId: run.id,
     });
-    if (!store.claim(run.id, run.runnerPid, process.pid)) {
+    if (!(await store.claim(run.id, run.runnerPid, process.pid))) {
       throw new SwitchboardError('INVALID_INPUT', `agent run ${run.id} was picked up by another process`, {
         hint: 'watch it with `switchboard agent show`',
       });
@@ -229,18 +229,24 @@ export async function resumeAgentRun(options: ResumeAgentRunOptions): Promise<Ag
     killRunProcesses(run.childPid, run.id);
     const repository = await repositoryInfo(run.repo);
     if (run.status === 'conflict') {
-      store.update(run.id, { status: 'running', phase: 'merge', errorCode: null, error: null, ended: false });
+      await store.update(run.id, {
+        status: 'running',
+        phase: 'merge',
+        errorCode: null,
+        error: null,
+        ended: false,
+      });
     }
-    store.addEvent(run.id, run.phase, 'resume', `resumed in phase ${run.phase} by pid ${process.pid}`, {
+    await store.addEvent(run.id, run.phase, 'resume', `resumed in phase ${run.phase} by pid ${process.pid}`, {
       previousRunnerPid: run.runnerPid,
     });
     const runOptions =
       options.model === undefined && run.options.model !== undefined
         ? { ...options, model: run.options.model }
         : options;
-    return await new RunExecution(store, stateDir, repository, run.id, runOptions, true).execute();
+    return await (await RunExecution.load(store, stateDir, repository, run.id, runOptions, true)).execute();
   } finally {
-    store.close();
+    await store.close();
   }
 }
 
@@ -266,22 +272,36 @@ class RunExecution {
   private readonly repository: RepositoryInfo;
   private readonly options: AgentRunnerOptions;
   private readonly resumed: boolean;
+  /** The tail of the run's writes (settled, never rejected): see `serially`. */
+  private writes: Promise<unknown> = Promise.resolve();
 
-  constructor(
+  /** Reads the run as recorded, to drive it from its phase. */
+  static async load(
     store: AgentRunStore,
     stateDir: string,
     repository: RepositoryInfo,
     runId: string,
     options: AgentRunnerOptions,
     resumed = false,
+  ): Promise<RunExecution> {
+    const run = await store.get(runId);
+    if (run === undefined) throw new SwitchboardError('RUN_NOT_FOUND', `agent run ${runId} vanished`);
+    return new RunExecution(store, stateDir, repository, run, options, resumed);
+  }
+
+  private constructor(
+    store: AgentRunStore,
+    stateDir: string,
+    repository: RepositoryInfo,
+    run: AgentRunRecord,
+    options: AgentRunnerOptions,
+    resumed: boolean,
   ) {
     this.store = store;
     this.stateDir = stateDir;
     this.repository = repository;
     this.options = options;
     this.resumed = resumed;
-    const run = store.get(runId);
-    if (run === undefined) throw new SwitchboardError('RUN_NOT_FOUND', `agent run ${runId} vanished`);
     this.run = run;
     this.deadline = this.started + run.task.limits.wallClockMs;
     this.signal =
@@ -294,9 +314,19 @@ class RunExecution {
 
   async execute(): Promise<AgentRunResult> {
     // `cancel` from another process marks the run; the runner notices here and stops its children.
+    // One read at a time; a read that fails (the ledger locked past its busy timeout) is tried again
+    // at the next tick rather than ending the process.
+    let reading: Promise<void> | undefined;
     const poll = setInterval(() => {
-      const current = this.store.get(this.run.id);
-      if (current?.status === 'cancelled') this.abort.abort(new Error('cancelled'));
+      reading ??= this.store.get(this.run.id).then(
+        (current) => {
+          reading = undefined;
+          if (current?.status === 'cancelled') this.abort.abort(new Error('cancelled'));
+        },
+        () => {
+          reading = undefined;
+        },
+      );
     }, this.options._internal?.cancelPollMs ?? 500);
     poll.unref();
     try {
@@ -304,12 +334,12 @@ class RunExecution {
         this.signal.throwIfAborted();
         switch (this.run.phase) {
           case 'queued':
-            this.setPhase('worktree', 'creating the worktree');
+            await this.setPhase('worktree', 'creating the worktree');
             break;
           case 'worktree':
             await this.ensureWorktree();
             await this.setupWorktree();
-            this.setPhase('agent', 'starting the agent');
+            await this.setPhase('agent', 'starting the agent');
             break;
           case 'agent':
             await this.agentPhase();
@@ -321,15 +351,16 @@ class RunExecution {
             await this.mergePhase();
             break;
           default:
-            return this.result();
+            return await this.result();
         }
       }
     } catch (error) {
-      if (!(error instanceof RunFinished)) this.fail(error);
-      return this.result();
+      if (!(error instanceof RunFinished)) await this.fail(error);
+      return await this.result();
     } finally {
       clearInterval(poll);
-      this.update({ childPid: null });
+      await reading;
+      await this.update({ childPid: null });
     }
   }
 
@@ -346,14 +377,14 @@ class RunExecution {
       baseCommit,
       abortSignal: this.signal,
     });
-    this.event('worktree', `worktree ${worktree} on branch ${branch}`);
+    await this.event('worktree', `worktree ${worktree} on branch ${branch}`);
   }
 
   /** The task's setup command, once per new worktree; a failure ends the run (the agent never starts). */
   private async setupWorktree(): Promise<void> {
     const { setup } = this.run.task;
     if (setup === undefined) return;
-    this.event('setup', `setting up: ${setup.command}`);
+    await this.event('setup', `setting up: ${setup.command}`);
     const { result, failure } = await runSetup({
       command: setup.command,
       timeoutMs: setup.timeoutMs,
@@ -361,17 +392,17 @@ class RunExecution {
       baseCommit: this.run.baseCommit,
       env: this.commandEnvironment(),
       abortSignal: this.signal,
-      onSpawn: (pid) => this.update({ childPid: pid }),
+      onSpawn: (pid) => this.updateSoon({ childPid: pid }),
     });
-    this.update({ childPid: null });
-    this.stopIfCancelled();
+    await this.update({ childPid: null });
+    await this.stopIfCancelled();
     mkdirSync(runDirectory(this.stateDir, this.run.id), { recursive: true });
     writeFileSync(join(runDirectory(this.stateDir, this.run.id), 'setup.log'), result.outputTail);
     if (failure !== undefined) {
-      if (!result.passed) this.update({ detail: result.outputTail.slice(-3000) });
-      this.finish('failed', 'failed', 'SETUP_FAILED', failure);
+      if (!result.passed) await this.update({ detail: result.outputTail.slice(-3000) });
+      await this.finish('failed', 'failed', 'SETUP_FAILED', failure);
     }
-    this.event('setup', `setup passed in ${result.durationMs} ms`);
+    await this.event('setup', `setup passed in ${result.durationMs} ms`);
   }
 
   /** The environment of commands the runner starts in the worktree: no foreign credentials, the run's tag. */
@@ -384,17 +415,17 @@ class RunExecution {
 
   private async agentPhase(): Promise<void> {
     // A resumed run redoes the attempt its runner was in; otherwise this is the next attempt.
-    const interrupted = this.resumed && this.run.attempt > 0 && !this.attemptEnded();
+    const interrupted = this.resumed && this.run.attempt > 0 && !(await this.attemptEnded());
     const attempt = interrupted ? this.run.attempt : this.run.attempt + 1;
-    const { remainingBudget, remainingTime } = this.checkAttemptLimits(attempt);
+    const { remainingBudget, remainingTime } = await this.checkAttemptLimits(attempt);
     let feedback = this.run.detail;
     if (interrupted) {
       feedback = `The previous attempt was interrupted (its runner stopped). Files it wrote are still in the working directory; check them and finish the task.${feedback === undefined ? '' : `\n\nBefore that:\n${feedback}`}`;
     }
     const sessionId =
       this.run.sessionId ?? (interrupted ? sessionFromTranscript(this.transcript(attempt)) : undefined);
-    this.update({ attempt, detail: null });
-    this.attemptStarted(attempt);
+    await this.update({ attempt, detail: null });
+    await this.attemptStarted(attempt);
     const context: AgentContext = {
       runId: this.run.id,
       task: this.run.task,
@@ -418,25 +449,25 @@ class RunExecution {
       turns: turnsBefore + outcome.turns,
     };
     if (outcome.sessionId !== undefined) update.sessionId = outcome.sessionId;
-    this.update(update);
-    this.attemptEnd(attempt, outcome, invocation.transcriptPath);
-    this.stopIfCancelled();
+    await this.update(update);
+    await this.attemptEnd(attempt, outcome, invocation.transcriptPath);
+    await this.stopIfCancelled();
 
     const verdict = await judgeAttempt(outcome, this.run.worktree, this.run.baseCommit);
     switch (verdict.kind) {
       case 'final':
-        this.finish('failed', 'failed', verdict.code, verdict.message);
+        await this.finish('failed', 'failed', verdict.code, verdict.message);
         break;
       case 'api':
         // The worktree keeps what the agent wrote.
-        this.update({ detail: describeOutcome(outcome) });
-        this.finish('failed', 'failed', verdict.code, verdict.message);
+        await this.update({ detail: describeOutcome(outcome) });
+        await this.finish('failed', 'failed', verdict.code, verdict.message);
         break;
       case 'retry':
         await this.retryOrFail(verdict.code, verdict.failure);
         break;
       default:
-        this.setPhase(
+        await this.setPhase(
           'verify',
           this.run.task.verify === undefined ? 'checking the change' : `verifying: ${this.run.task.verify}`,
         );
@@ -444,10 +475,12 @@ class RunExecution {
   }
 
   /** Ends the run when no attempt, budget or time is left for `attempt`; otherwise what is left. */
-  private checkAttemptLimits(attempt: number): { remainingBudget: number; remainingTime: number } {
+  private async checkAttemptLimits(
+    attempt: number,
+  ): Promise<{ remainingBudget: number; remainingTime: number }> {
     const { limits } = this.run.task;
     if (attempt > limits.maxAttempts) {
-      this.finish(
+      await this.finish(
         'failed',
         'failed',
         this.run.errorCode === undefined ? 'AGENT_FAILED' : (this.run.errorCode as ErrorCode),
@@ -456,7 +489,7 @@ class RunExecution {
     }
     const remainingBudget = limits.maxCostUsd - this.run.costUsd;
     if (remainingBudget <= 0) {
-      this.finish(
+      await this.finish(
         'failed',
         'failed',
         'BUDGET_EXCEEDED',
@@ -465,7 +498,7 @@ class RunExecution {
     }
     const remainingTime = this.deadline - Date.now();
     if (remainingTime <= 0)
-      this.finish('failed', 'failed', 'TIMEOUT', 'the run reached its wall-clock limit');
+      await this.finish('failed', 'failed', 'TIMEOUT', 'the run reached its wall-clock limit');
     return { remainingBudget, remainingTime };
   }
 
@@ -498,12 +531,12 @@ class RunExecution {
       abortSignal: this.signal,
       processTag: runProcessTag(this.run.id),
       passEnvironment: task.passEnvironment,
-      onSpawn: (pid) => this.update({ childPid: pid }),
+      onSpawn: (pid) => this.updateSoon({ childPid: pid }),
       onProgress: (progress) => {
         const now = Date.now();
         if (now - lastProgressWrite >= 500) {
           lastProgressWrite = now;
-          this.update({ costUsd: costBefore + progress.costUsd, turns: turnsBefore + progress.turns });
+          this.updateSoon({ costUsd: costBefore + progress.costUsd, turns: turnsBefore + progress.turns });
         }
         this.report(
           `agent working${progress.lastTool === undefined ? '' : ` (${progress.lastTool})`}`,
@@ -519,8 +552,8 @@ class RunExecution {
     return invocation;
   }
 
-  private attemptEnd(attempt: number, outcome: AgentOutcome, transcript: string): void {
-    this.event(
+  private async attemptEnd(attempt: number, outcome: AgentOutcome, transcript: string): Promise<void> {
+    await this.event(
       'attempt-end',
       `attempt ${attempt}: ${outcome.status}${outcome.subtype === undefined ? '' : ` (${outcome.subtype})`}, $${outcome.costUsd.toFixed(4)}, ${outcome.turns} turns`,
       {
@@ -548,17 +581,17 @@ class RunExecution {
       timeoutMs: task.limits.verifyTimeoutMs,
       abortSignal: this.signal,
       env: this.commandEnvironment(),
-      onSpawn: (pid) => this.update({ childPid: pid }),
+      onSpawn: (pid) => this.updateSoon({ childPid: pid }),
     });
     const { verify } = checked;
     if (verify !== undefined) {
-      this.update({ childPid: null });
-      this.stopIfCancelled();
+      await this.update({ childPid: null });
+      await this.stopIfCancelled();
       writeFileSync(
         join(runDirectory(this.stateDir, this.run.id), `verify-${this.run.attempt}.log`),
         verify.outputTail,
       );
-      this.event(
+      await this.event(
         'verify',
         `verify ${verify.passed ? 'passed' : verify.timedOut ? 'timed out' : `failed (exit ${verify.exitCode ?? '?'})`} in ${verify.durationMs} ms`,
         {
@@ -572,7 +605,7 @@ class RunExecution {
       );
     }
     if (checked.passed) {
-      this.setPhase('merge', 'committing and merging');
+      await this.setPhase('merge', 'committing and merging');
       return;
     }
     await this.retryOrFail(checked.code ?? 'VERIFY_FAILED', checked.failure ?? 'verify failed');
@@ -597,12 +630,12 @@ class RunExecution {
     );
     switch (merged.kind) {
       case 'branch-left':
-        this.update({ phase: 'done', status: 'succeeded', ended: true, errorCode: null, error: null });
-        this.event('done', `change left on branch ${this.run.branch} for a pull request`);
+        await this.update({ phase: 'done', status: 'succeeded', ended: true, errorCode: null, error: null });
+        await this.event('done', `change left on branch ${this.run.branch} for a pull request`);
         break;
       case 'conflict':
-        this.update({ detail: merged.output });
-        this.finish(
+        await this.update({ detail: merged.output });
+        await this.finish(
           'conflict',
           'conflict',
           'MERGE_CONFLICT',
@@ -611,8 +644,8 @@ class RunExecution {
         break;
       case 'dirty':
         // Like a conflict, the run waits for the user: `resume` merges the commit once the checkout is clean.
-        this.update({ detail: merged.output });
-        this.finish(
+        await this.update({ detail: merged.output });
+        await this.finish(
           'conflict',
           'conflict',
           'DIRTY_CHECKOUT',
@@ -620,7 +653,7 @@ class RunExecution {
         );
         break;
       default:
-        this.update({
+        await this.update({
           phase: 'done',
           status: 'succeeded',
           mergedCommit: merged.commit,
@@ -628,7 +661,7 @@ class RunExecution {
           errorCode: null,
           error: null,
         });
-        this.event(
+        await this.event(
           'done',
           `${merged.kind === 'already-merged' ? 'already in' : merged.kind === 'fast-forward' ? 'fast-forwarded' : 'merged into'} ${this.run.baseBranch} at ${merged.commit.slice(0, 12)}`,
           merged,
@@ -648,19 +681,19 @@ class RunExecution {
       body: `${task.description.trim() === '' ? '' : `${task.description.trim()}\n\n`}Switchboard-Run: ${this.run.id}`,
     });
     if (head === this.run.baseCommit) {
-      this.finish('failed', 'failed', 'AGENT_FAILED', 'there is nothing to commit');
+      await this.finish('failed', 'failed', 'AGENT_FAILED', 'there is nothing to commit');
     }
-    this.update({ commitSha: head });
-    this.event('commit', `committed ${head.slice(0, 12)} on ${this.run.branch}`, { commit: head });
+    await this.update({ commitSha: head });
+    await this.event('commit', `committed ${head.slice(0, 12)} on ${this.run.branch}`, { commit: head });
     return head;
   }
 
   private async retryOrFail(code: ErrorCode, failure: string): Promise<void> {
-    this.stopIfCancelled();
+    await this.stopIfCancelled();
     const { task } = this.run;
-    this.update({ detail: failure, errorCode: code, error: firstLineOf(failure) });
+    await this.update({ detail: failure, errorCode: code, error: firstLineOf(failure) });
     if (this.run.attempt >= task.limits.maxAttempts) {
-      this.finish(
+      await this.finish(
         'failed',
         'failed',
         code,
@@ -669,11 +702,11 @@ class RunExecution {
     }
     const backoff = this.run.options.retryDelayMs * 2 ** Math.max(0, this.run.attempt - 1);
     const delay = Math.min(backoff, Math.max(0, this.deadline - Date.now()));
-    this.event('retry', `attempt ${this.run.attempt} failed (${code}); retrying in ${delay} ms`, {
+    await this.event('retry', `attempt ${this.run.attempt} failed (${code}); retrying in ${delay} ms`, {
       code,
       delayMs: delay,
     });
-    this.setPhase('agent', `retrying after ${code}`);
+    await this.setPhase('agent', `retrying after ${code}`);
     await sleep(delay, this.signal);
   }
 
@@ -683,32 +716,56 @@ class RunExecution {
     return transcriptPath(this.stateDir, this.run.id, attempt);
   }
 
-  private attemptStarted(attempt: number): void {
-    this.event('attempt-start', `attempt ${attempt} of ${this.run.task.limits.maxAttempts}`, { attempt });
+  private async attemptStarted(attempt: number): Promise<void> {
+    await this.event('attempt-start', `attempt ${attempt} of ${this.run.task.limits.maxAttempts}`, {
+      attempt,
+    });
   }
 
   /** Whether the last recorded attempt has an `attempt-end` event (false after a crash mid-attempt). */
-  private attemptEnded(): boolean {
-    const events = this.store.events(this.run.id);
+  private async attemptEnded(): Promise<boolean> {
+    const events = await this.store.events(this.run.id);
     const last = events
       .filter((event) => event.kind === 'attempt-start' || event.kind === 'attempt-end')
       .at(-1);
     return last === undefined || last.kind === 'attempt-end';
   }
 
-  private update(update: RunUpdate): void {
-    this.store.update(this.run.id, update);
-    const fresh = this.store.get(this.run.id);
-    if (fresh !== undefined) this.run = fresh;
+  /**
+   * Runs the run's writes one after another in the order they were asked for, so that a write a
+   * callback cannot wait for (a spawned pid, progress) neither overtakes nor trails the awaited ones.
+   */
+  private serially<T>(write: () => Promise<T>): Promise<T> {
+    const next = this.writes.then(write);
+    this.writes = next.catch(() => undefined);
+    return next;
   }
 
-  private setPhase(phase: AgentPhase, message: string): void {
-    this.update({ phase });
-    this.event('phase', message);
+  private update(update: RunUpdate): Promise<void> {
+    return this.serially(async () => {
+      await this.store.update(this.run.id, update);
+      const fresh = await this.store.get(this.run.id);
+      if (fresh !== undefined) this.run = fresh;
+    });
   }
 
-  private event(kind: string, message: string, data?: unknown): void {
-    this.store.addEvent(this.run.id, this.run.phase, kind, message, data);
+  /**
+   * An update from a callback that cannot wait (the agent session and the verify command call theirs
+   * synchronously). It is queued behind the run's other writes; a failure is bookkeeping lost, as the
+   * agent session ignores a throwing callback, and the next awaited write meets a broken ledger itself.
+   */
+  private updateSoon(update: RunUpdate): void {
+    this.update(update).catch(() => undefined);
+  }
+
+  private async setPhase(phase: AgentPhase, message: string): Promise<void> {
+    await this.update({ phase });
+    await this.event('phase', message);
+  }
+
+  private async event(kind: string, message: string, data?: unknown): Promise<void> {
+    const { id, phase } = this.run;
+    await this.serially(() => this.store.addEvent(id, phase, kind, message, data));
     this.report(message);
   }
 
@@ -729,20 +786,20 @@ class RunExecution {
   }
 
   /** Ends the run (unless `cancel` already did) and stops the phase loop. */
-  private finish(
+  private async finish(
     phase: AgentPhase,
     status: AgentRunRecord['status'],
     code: ErrorCode,
     message: string,
-  ): never {
+  ): Promise<never> {
     // A cancelled run, or one another runner already finished, keeps what was recorded.
-    const current = this.store.get(this.run.id);
+    const current = await this.serially(() => this.store.get(this.run.id));
     if (current !== undefined && (current.status === 'cancelled' || current.endedAt !== undefined)) {
       this.run = current;
       throw new RunFinished();
     }
-    this.update({ phase, status, errorCode: code, error: message, ended: true, childPid: null });
-    this.event(phase === 'conflict' ? 'conflict' : 'error', message, { code });
+    await this.update({ phase, status, errorCode: code, error: message, ended: true, childPid: null });
+    await this.event(phase === 'conflict' ? 'conflict' : 'error', message, { code });
     throw new RunFinished();
   }
 
@@ -750,18 +807,19 @@ class RunExecution {
    * `cancel` may kill the agent before this runner's poll notices: an agent that died that way must
    * end the run as cancelled, not be retried or recorded as a failure.
    */
-  private stopIfCancelled(): void {
-    if (this.signal.aborted || this.store.get(this.run.id)?.status === 'cancelled') this.throwAborted();
+  private async stopIfCancelled(): Promise<void> {
+    if (this.signal.aborted || (await this.store.get(this.run.id))?.status === 'cancelled')
+      await this.throwAborted();
   }
 
-  private throwAborted(): never {
-    this.finish('failed', 'cancelled', 'ABORTED', 'the run was cancelled');
+  private async throwAborted(): Promise<never> {
+    return await this.finish('failed', 'cancelled', 'ABORTED', 'the run was cancelled');
   }
 
-  private fail(error: unknown): void {
+  private async fail(error: unknown): Promise<void> {
     if (this.signal.aborted) {
       try {
-        this.throwAborted();
+        await this.throwAborted();
       } catch {
         return;
       }
@@ -769,14 +827,15 @@ class RunExecution {
     const code: ErrorCode = isSwitchboardError(error) ? error.code : 'INTERNAL';
     const message = error instanceof Error ? error.message : String(error);
     try {
-      this.finish('failed', 'failed', code, message);
+      await this.finish('failed', 'failed', code, message);
     } catch {
       // RunFinished.
     }
   }
 
-  private result(): AgentRunResult {
-    const run = this.store.get(this.run.id) ?? this.run;
+  private async result(): Promise<AgentRunResult> {
+    await this.writes;
+    const run = (await this.store.get(this.run.id)) ?? this.run;
     return toResult(run);
   }
 }

@@ -332,7 +332,7 @@ export function registerAgentCommand(program: Command): void {
     .option('--json', 'print JSON')
     .action(async (flags: { json?: boolean }, command: Command) => {
       const { listAgentRuns } = await import('../agents/lifecycle.js');
-      const runs = listAgentRuns({ stateDir: config(command).stateDir });
+      const runs = await listAgentRuns({ stateDir: config(command).stateDir });
       if (flags.json === true) {
         process.stdout.write(
           `${JSON.stringify(
@@ -358,7 +358,7 @@ export function registerAgentCommand(program: Command): void {
     .option('--json', 'print JSON')
     .action(async (id: string, flags: { json?: boolean }, command: Command) => {
       const { showAgentRun } = await import('../agents/lifecycle.js');
-      const run = showAgentRun(id, { stateDir: config(command).stateDir });
+      const run = await showAgentRun(id, { stateDir: config(command).stateDir });
       if (flags.json === true) {
         process.stdout.write(`${JSON.stringify(run, null, 2)}\n`);
         return;
@@ -388,14 +388,16 @@ export function registerAgentCommand(program: Command): void {
       const { agentRunFiles, readRunFile, showAgentRun } = await import('../agents/lifecycle.js');
       const stateDir = config(command).stateDir;
       if (flags.transcript === undefined) {
-        for (const event of showAgentRun(id, { stateDir }).events) {
+        for (const event of (await showAgentRun(id, { stateDir })).events) {
           process.stdout.write(
             `${event.at} ${event.phase.padEnd(9)} ${event.kind.padEnd(13)} ${event.message}\n`,
           );
         }
         return;
       }
-      const transcripts = agentRunFiles(id, { stateDir }).files.filter((file) => file.endsWith('.jsonl'));
+      const transcripts = (await agentRunFiles(id, { stateDir })).files.filter((file) =>
+        file.endsWith('.jsonl'),
+      );
       const wanted =
         typeof flags.transcript === 'string'
           ? transcripts.find((file) => file.endsWith(`attempt-${flags.transcript as string}.jsonl`))
