@@ -1,7 +1,6 @@
-import type Database from 'better-sqlite3';
-import { SwitchboardError } from '../core/errors.js';
 import { idPrefixPattern, onlyMatch } from '../store/id-prefix.js';
-import { openLedgerDatabase } from '../store/ledger.js';
+import { openDatabase, toStoreError } from '../store/database.js';
+import type { SqlDatabase } from '../store/sql/sql-database.js';
 import { processStartTime } from './repo-lock.js';
 import type { AgentTask, MergeMode } from './task.js';
 import { redactSecrets } from '../core/secrets.js';
@@ -144,42 +143,40 @@ const COLUMN_BY_FIELD: Record<string, string> = {
 };
 
 /**
- * The agent-run tables of the ledger. Many runner processes write here at once (WAL, busy timeout);
- * every write is one short statement.
- *
- * Every method that touches the database returns a Promise, so that a backend whose driver is
- * asynchronous (PostgreSQL) can implement the same class. On SQLite each statement still runs when the
- * method is called and the Promise is already settled, so the order of calls is the order of writes.
+ * The agent-run tables of the ledger, in the SQLite file or the PostgreSQL database the ledger uses.
+ * Many runner processes (on many machines, on PostgreSQL) write here at once; every write is one short
+ * statement. On SQLite each statement runs when the method is called, so the order of calls is the
+ * order of writes.
  */
 export class AgentRunStore {
   readonly path: string;
-  private readonly database: Database.Database;
+  private readonly database: SqlDatabase;
 
-  private constructor(path: string, database: Database.Database) {
-    this.path = path;
+  private constructor(database: SqlDatabase) {
+    this.path = database.location;
     this.database = database;
   }
 
-  /** Opens the ledger in `stateDir`, creating and migrating it as `openLedger` does. */
-  static async open(stateDir: string): Promise<AgentRunStore> {
-    const { path, database } = openLedgerDatabase({ stateDir });
-    return new AgentRunStore(path, database);
+  /**
+   * Opens the ledger in `stateDir` (or the PostgreSQL database in `SWITCHBOARD_DATABASE_URL`),
+   * creating and migrating it as `openLedger` does.
+   */
+  static async open(stateDir: string, options: { url?: string } = {}): Promise<AgentRunStore> {
+    return new AgentRunStore(await openDatabase({ stateDir, ...options }));
   }
 
   async close(): Promise<void> {
-    if (this.database.open) this.database.close();
+    await this.database.close();
   }
 
   async insert(run: AgentRunRecord): Promise<void> {
-    this.guard('record an agent run', () =>
-      this.database
-        .prepare(
-          `INSERT INTO agent_runs (id, task_id, title, repo, base_branch, base_commit, branch, worktree, phase,
+    await this.guard('record an agent run', () =>
+      this.database.run(
+        `INSERT INTO agent_runs (id, task_id, title, repo, base_branch, base_commit, branch, worktree, phase,
             status, attempt, runner_pid, runner_started, cost_usd, turns, task, options, created_at, updated_at)
            VALUES (@id, @task_id, @title, @repo, @base_branch, @base_commit, @branch, @worktree, @phase,
             @status, @attempt, @runner_pid, @runner_started, 0, 0, @task, @options, @now, @now)`,
-        )
-        .run({
+        {
           id: run.id,
           task_id: run.taskId,
           title: run.title,
@@ -196,7 +193,8 @@ export class AgentRunStore {
           task: JSON.stringify(run.task),
           options: JSON.stringify(run.options),
           now: Date.now(),
-        }),
+        },
+      ),
     );
   }
 
@@ -214,8 +212,8 @@ export class AgentRunStore {
     // A resumed conflict is running again: it must be able to end (and be cancelled) once more.
     if (update.ended === false) assignments.push('ended_at = NULL');
     if (update.cleaned === true) assignments.push('cleaned_at = @now');
-    this.guard('update an agent run', () =>
-      this.database.prepare(`UPDATE agent_runs SET ${assignments.join(', ')} WHERE id = @id`).run(values),
+    await this.guard('update an agent run', () =>
+      this.database.run(`UPDATE agent_runs SET ${assignments.join(', ')} WHERE id = @id`, values),
     );
   }
 
@@ -224,27 +222,26 @@ export class AgentRunStore {
    * so two `resume` commands cannot both pick the same run up.
    */
   async claim(id: string, expectedPid: number | undefined, pid: number): Promise<boolean> {
-    return this.guard('claim an agent run', () => {
-      const result = this.database
-        .prepare(
-          `UPDATE agent_runs SET runner_pid = @pid, runner_started = @started, updated_at = @now
-           WHERE id = @id AND runner_pid IS @expected AND status IN ('running', 'conflict')`,
-        )
-        .run({
+    return this.guard('claim an agent run', async () => {
+      const result = await this.database.run(
+        `UPDATE agent_runs SET runner_pid = @pid, runner_started = @started, updated_at = @now
+         WHERE id = @id AND runner_pid IS NOT DISTINCT FROM @expected AND status IN ('running', 'conflict')`,
+        {
           id,
           pid,
           started: processStartTime(pid) ?? null,
           expected: expectedPid ?? null,
           now: Date.now(),
-        });
+        },
+      );
       return result.changes === 1;
     });
   }
 
   async get(id: string): Promise<AgentRunRecord | undefined> {
-    const row = this.guard('read an agent run', () =>
-      this.database.prepare('SELECT * FROM agent_runs WHERE id = ?').get(id),
-    ) as RunRow | undefined;
+    const row = await this.guard('read an agent run', () =>
+      this.database.get<RunRow>('SELECT * FROM agent_runs WHERE id = ?', [id]),
+    );
     return row === undefined ? undefined : fromRow(row);
   }
 
@@ -252,47 +249,53 @@ export class AgentRunStore {
   async find(idOrPrefix: string): Promise<AgentRunRecord | undefined> {
     const exact = await this.get(idOrPrefix);
     if (exact !== undefined) return exact;
-    const rows = this.guard('read agent runs', () =>
-      this.database
-        .prepare("SELECT * FROM agent_runs WHERE id LIKE ? ESCAPE '\\' LIMIT 2")
-        .all(idPrefixPattern(idOrPrefix)),
-    ) as RunRow[];
+    const rows = await this.guard('read agent runs', () =>
+      this.database.all<RunRow>("SELECT * FROM agent_runs WHERE id LIKE ? ESCAPE '\\' LIMIT 2", [
+        idPrefixPattern(idOrPrefix),
+      ]),
+    );
     const only = onlyMatch(rows);
     return only === undefined ? undefined : fromRow(only);
   }
 
   async list(options: { repo?: string; limit?: number } = {}): Promise<AgentRunRecord[]> {
-    const rows = this.guard('read agent runs', () =>
-      this.database
-        .prepare(
-          'SELECT * FROM agent_runs WHERE (@repo IS NULL OR repo = @repo) ORDER BY created_at DESC, rowid DESC LIMIT @limit',
-        )
-        .all({ repo: options.repo ?? null, limit: options.limit ?? 1000 }),
-    ) as RunRow[];
+    const rows = await this.guard('read agent runs', () =>
+      this.database.all<RunRow>(
+        'SELECT * FROM agent_runs WHERE (CAST(@repo AS TEXT) IS NULL OR repo = @repo) ' +
+          'ORDER BY created_at DESC, rowid DESC LIMIT @limit',
+        { repo: options.repo ?? null, limit: options.limit ?? 1000 },
+      ),
+    );
     return rows.map(fromRow);
   }
 
   async addEvent(runId: string, phase: string, kind: string, message: string, data?: unknown): Promise<void> {
-    this.guard('record an agent run event', () =>
-      this.database
-        .prepare(
-          'INSERT INTO agent_run_events (run_id, at, phase, kind, message, data) VALUES (?, ?, ?, ?, ?, ?)',
-        )
-        .run(
+    await this.guard('record an agent run event', () =>
+      this.database.run(
+        'INSERT INTO agent_run_events (run_id, at, phase, kind, message, data) VALUES (?, ?, ?, ?, ?, ?)',
+        [
           runId,
           Date.now(),
           phase,
           kind,
           redactSecrets(message),
           data === undefined ? null : redactSecrets(JSON.stringify(data)),
-        ),
+        ],
+      ),
     );
   }
 
   async events(runId: string): Promise<AgentRunEvent[]> {
-    const rows = this.guard('read agent run events', () =>
-      this.database.prepare('SELECT * FROM agent_run_events WHERE run_id = ? ORDER BY at, rowid').all(runId),
-    ) as { run_id: string; at: number; phase: string; kind: string; message: string; data: string | null }[];
+    const rows = await this.guard('read agent run events', () =>
+      this.database.all<{
+        run_id: string;
+        at: number;
+        phase: string;
+        kind: string;
+        message: string;
+        data: string | null;
+      }>('SELECT * FROM agent_run_events WHERE run_id = ? ORDER BY at, rowid', [runId]),
+    );
     return rows.map((row) => {
       const event: AgentRunEvent = {
         runId: row.run_id,
@@ -306,15 +309,11 @@ export class AgentRunStore {
     });
   }
 
-  private guard<T>(what: string, action: () => T): T {
+  private async guard<T>(what: string, action: () => Promise<T>): Promise<T> {
     try {
-      return action();
+      return await action();
     } catch (error) {
-      if (error instanceof SwitchboardError) throw error;
-      throw new SwitchboardError('STORE_ERROR', `cannot ${what} in ${this.path}: ${String(error)}`, {
-        hint: 'check the ledger file and its permissions; retry if another process held it locked',
-        cause: error,
-      });
+      throw toStoreError(error, this.path, `cannot ${what} in`);
     }
   }
 }

@@ -358,3 +358,14 @@ export function toStoreError(error: unknown, location: string, what: string): Sw
     details: state === undefined ? { database: location } : { database: location, sqlState: state },
   });
 }
+
+/**
+ * The database a target names, opened for a store: the process's shared SQLite connection, or its pool
+ * for the PostgreSQL URL (connected, checked and migrated). Close the handle when done.
+ */
+export async function openDatabase(target: DatabaseTarget): Promise<SqlDatabase> {
+  const location = locateDatabase(target);
+  return location.kind === 'postgres'
+    ? connectPostgresDatabase(location.url)
+    : openSqliteDatabase(location.file);
+}
