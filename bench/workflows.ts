@@ -314,7 +314,7 @@ async function resumeOnce(
       'copilot=anthropic',
     ];
     const child = await spawnNode([join(dist, 'cli/main.js'), ...args, '--json'], env);
-    const events = readWorkflowEvents(runId, { stateDir });
+    const events = await readWorkflowEvents(runId, { stateDir });
     const resumedAt = events.findIndex((event) => event.type === 'run-resume');
     const after = events.slice(resumedAt);
     const start = after.find((event) => event.type === 'step-start');

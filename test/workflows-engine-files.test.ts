@@ -140,7 +140,7 @@ describe('workflow files end to end', () => {
     await expect(resumeWorkflow({ runId: parked.id, stateDir: state })).rejects.toMatchObject({
       code: 'WORKFLOW_CHANGED',
     });
-    expect(workflowStatus(parked.id, { stateDir: state }).status).toBe('failed');
+    expect((await workflowStatus(parked.id, { stateDir: state })).status).toBe('failed');
   });
 
   it('names the missing input of a file in one line', async () => {

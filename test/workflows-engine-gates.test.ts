@@ -42,7 +42,7 @@ describe('human gates', () => {
         options: [{ value: 'ship' }, { value: 'revise', promptFor: 'notes' }],
       },
     });
-    expect(workflowStatus('run-gate', { stateDir: dir }).status).toBe('waiting');
+    expect((await workflowStatus('run-gate', { stateDir: dir })).status).toBe('waiting');
     const next = await answerGate({
       ...engineOptions(dir, definition),
       runId: 'run-gate',
@@ -50,7 +50,7 @@ describe('human gates', () => {
       answeredBy: 'ana',
     });
     expect(next).toMatchObject({ status: 'waiting', step: 'confirm' });
-    const events = readWorkflowEvents('run-gate', { stateDir: dir });
+    const events = await readWorkflowEvents('run-gate', { stateDir: dir });
     expect(events.find((event) => event.type === 'run-resume')).toMatchObject({ data: { from: 'waiting' } });
     expect(events.find((event) => event.type === 'gate-answer')).toMatchObject({
       step: 'approve',
@@ -94,7 +94,7 @@ describe('human gates', () => {
       'draft/1',
       'approve/1',
     ]);
-    const events = readWorkflowEvents('run-loop', { stateDir: dir });
+    const events = await readWorkflowEvents('run-loop', { stateDir: dir });
     expect(
       events.filter((event) => event.type === 'gate-taken').map((event) => event.data?.['choice']),
     ).toEqual(['revise']);
@@ -138,7 +138,7 @@ describe('human gates', () => {
     );
     const result = await startWorkflowRun(definition, engineOptions(dir, definition));
     expect(result).toMatchObject({ status: 'completed', step: 'approve' });
-    const taken = readWorkflowEvents(result.id, { stateDir: dir }).find(
+    const taken = (await readWorkflowEvents(result.id, { stateDir: dir })).find(
       (event) => event.type === 'gate-taken',
     );
     expect(taken?.data).toMatchObject({ choice: 'stop', answeredBy: 'timeout' });

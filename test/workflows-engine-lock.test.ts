@@ -9,14 +9,14 @@ import { stateDir } from './workflows-engine-support.js';
 // gone), an owner on another machine once its heartbeat is older than the stale limit.
 
 const stores: WorkflowStore[] = [];
-afterEach(() => {
-  for (const store of stores.splice(0)) store.close();
+afterEach(async () => {
+  for (const store of stores.splice(0)) await store.close();
 });
 
-function storeWithRun(now?: () => number): WorkflowStore {
-  const store = WorkflowStore.open({ stateDir: stateDir(), ...(now === undefined ? {} : { now }) });
+async function storeWithRun(now?: () => number): Promise<WorkflowStore> {
+  const store = await WorkflowStore.open({ stateDir: stateDir(), ...(now === undefined ? {} : { now }) });
   stores.push(store);
-  store.createRun({
+  await store.createRun({
     id: 'run-1',
     workflow: 'w',
     file: '/w.yaml',
@@ -28,55 +28,57 @@ function storeWithRun(now?: () => number): WorkflowStore {
 }
 
 describe('workflow run lock', () => {
-  it('refuses a run whose owner on another host beats, and takes it once the heartbeat is stale', () => {
+  it('refuses a run whose owner on another host beats, and takes it once the heartbeat is stale', async () => {
     let clock = 1_000_000;
-    const store = storeWithRun(() => clock);
-    expect(store.claimRun('run-1', undefined, { pid: 4242, host: 'builder-7', token: 'theirs' })).toBe(true);
+    const store = await storeWithRun(() => clock);
+    expect(await store.claimRun('run-1', undefined, { pid: 4242, host: 'builder-7', token: 'theirs' })).toBe(
+      true,
+    );
     clock += 30_000;
-    expect(() => acquireRunLock(store, 'run-1', { now: () => clock })).toThrow(
+    await expect(acquireRunLock(store, 'run-1', { now: () => clock })).rejects.toThrow(
       expect.objectContaining({
         code: 'WORKFLOW_LOCKED',
         message: 'workflow run run-1 is being advanced by pid 4242 on builder-7 (heartbeat 30s ago)',
       }),
     );
     clock += 31_000;
-    const lock = acquireRunLock(store, 'run-1', { now: () => clock });
-    expect(store.getRun('run-1')?.owner).toMatchObject({
+    const lock = await acquireRunLock(store, 'run-1', { now: () => clock });
+    expect((await store.getRun('run-1'))?.owner).toMatchObject({
       pid: process.pid,
       host: hostname(),
       token: lock.token,
     });
-    lock.release();
-    expect(store.getRun('run-1')?.owner).toBeUndefined();
+    await lock.release();
+    expect((await store.getRun('run-1'))?.owner).toBeUndefined();
   });
 
-  it('frees a run at once when its owner on this host is dead, and never while it lives', () => {
-    const store = storeWithRun();
-    store.claimRun('run-1', undefined, { pid: 2 ** 22 + 17, host: hostname(), token: 'dead' });
-    const lock = acquireRunLock(store, 'run-1');
-    expect(() => acquireRunLock(store, 'run-1')).toThrow(
+  it('frees a run at once when its owner on this host is dead, and never while it lives', async () => {
+    const store = await storeWithRun();
+    await store.claimRun('run-1', undefined, { pid: 2 ** 22 + 17, host: hostname(), token: 'dead' });
+    const lock = await acquireRunLock(store, 'run-1');
+    await expect(acquireRunLock(store, 'run-1')).rejects.toThrow(
       expect.objectContaining({ code: 'WORKFLOW_LOCKED' }),
     );
-    lock.release();
+    await lock.release();
   });
 
   it('aborts the holder’s signal when another process takes the run over', async () => {
-    const store = storeWithRun();
-    const lock = acquireRunLock(store, 'run-1', { pollMs: 10 });
-    store.claimRun('run-1', lock.token, { pid: 1, host: 'elsewhere', token: 'stolen' });
+    const store = await storeWithRun();
+    const lock = await acquireRunLock(store, 'run-1', { pollMs: 10 });
+    await store.claimRun('run-1', lock.token, { pid: 1, host: 'elsewhere', token: 'stolen' });
     await new Promise((resolve) => lock.signal.addEventListener('abort', resolve, { once: true }));
     expect(lock.signal.reason).toMatchObject({ code: 'WORKFLOW_LOST' });
-    lock.release();
-    expect(store.getRun('run-1')?.owner?.token).toBe('stolen');
+    await lock.release();
+    expect((await store.getRun('run-1'))?.owner?.token).toBe('stolen');
   });
 });
 
 describe('cancel of a run nobody advances', () => {
   it('marks a run whose owner died cancelled at once, and a second start with its id is refused', async () => {
     const dir = stateDir();
-    const store = WorkflowStore.open({ stateDir: dir });
+    const store = await WorkflowStore.open({ stateDir: dir });
     stores.push(store);
-    store.createRun({
+    await store.createRun({
       id: 'run-dead',
       workflow: 'w',
       file: '/w.yaml',
@@ -84,10 +86,10 @@ describe('cancel of a run nobody advances', () => {
       inputs: {},
       currentStep: 'a',
     });
-    store.claimRun('run-dead', undefined, { pid: 2 ** 22 + 19, host: hostname(), token: 'dead' });
+    await store.claimRun('run-dead', undefined, { pid: 2 ** 22 + 19, host: hostname(), token: 'dead' });
     const cancelled = await cancelWorkflowRun('run-dead', { stateDir: dir });
     expect(cancelled).toMatchObject({ status: 'cancelled', errorCode: 'WORKFLOW_CANCELLED' });
-    expect(() =>
+    await expect(
       store.createRun({
         id: 'run-dead',
         workflow: 'w',
@@ -96,7 +98,7 @@ describe('cancel of a run nobody advances', () => {
         inputs: {},
         currentStep: 'a',
       }),
-    ).toThrow(
+    ).rejects.toThrow(
       expect.objectContaining({ code: 'INVALID_INPUT', message: 'workflow run run-dead already exists' }),
     );
   });

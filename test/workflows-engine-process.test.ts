@@ -184,7 +184,7 @@ describe('kill -9 at each step boundary, then resume', () => {
           : await runChild({ ...base, mode: 'start', killAt: { boundary, key: 'run-kill/b/0' } }).done;
       expect(killed.signal).toBe('SIGKILL');
       // The dead owner's fields stay in the row; status must not call its step running.
-      const interrupted = workflowStatus('run-kill', { stateDir: dir }).steps.find(
+      const interrupted = (await workflowStatus('run-kill', { stateDir: dir })).steps.find(
         (step) => step.key === 'run-kill/b/0',
       );
       expect(interrupted?.status).toBe(boundary === 'step-complete' ? 'completed' : 'interrupted');
@@ -192,9 +192,9 @@ describe('kill -9 at each step boundary, then resume', () => {
       expect(resumed.json?.error).toBeUndefined();
       expect(resumed.json?.result).toMatchObject({ status: 'completed', output: { v: 'A-ok' } });
       expect(completions(sim)).toHaveLength(calls);
-      const store = WorkflowStore.open({ stateDir: dir });
-      const rows = store.steps('run-kill');
-      store.close();
+      const store = await WorkflowStore.open({ stateDir: dir });
+      const rows = await store.steps('run-kill');
+      await store.close();
       expect(rows.map((row) => [row.key, row.status])).toEqual([
         ['run-kill/a/0', 'completed'],
         ['run-kill/b/0', 'completed'],
@@ -208,7 +208,10 @@ describe('kill -9 at each step boundary, then resume', () => {
         9,
       );
       await ledger.close();
-      expect(workflowStatus('run-kill', { stateDir: dir }).costUsd).toBeCloseTo(calls * ANSWER_COST, 9);
+      expect((await workflowStatus('run-kill', { stateDir: dir })).costUsd).toBeCloseTo(
+        calls * ANSWER_COST,
+        9,
+      );
     });
   }
 });
@@ -240,11 +243,11 @@ describe('kill -9 inside a for_each group, then resume', () => {
     expect(killed.signal).toBe('SIGKILL');
     const resumed = await runChild({ ...base, mode: 'resume' }).done;
     expect(resumed.json?.result).toMatchObject({ status: 'completed', output: { total: 20 } });
-    const store = WorkflowStore.open({ stateDir: dir });
+    const store = await WorkflowStore.open({ stateDir: dir });
     const attempts = Object.fromEntries(
-      store.steps('run-each').map((row) => [row.key.slice('run-each/'.length), row.attempt]),
+      (await store.steps('run-each')).map((row) => [row.key.slice('run-each/'.length), row.attempt]),
     );
-    store.close();
+    await store.close();
     expect(attempts).toEqual({
       'find/0': 1,
       'each/0': 2,
@@ -301,11 +304,12 @@ describe('kill -9 inside a sub-workflow, then resume the parent', () => {
     expect(killed.signal).toBe('SIGKILL');
     const resumed = await runChild({ ...base, mode: 'resume' }).done;
     expect(resumed.json?.result).toMatchObject({ status: 'completed', output: { v: 'go12' } });
-    const store = WorkflowStore.open({ stateDir: dir });
-    const attempts = (runId: string) => store.steps(runId).map((row) => `${row.step}:${row.attempt}`);
-    expect(attempts('run-sub')).toEqual(['start:1', 'sub:2', 'end:1']);
-    expect(attempts('run-sub.sub.0')).toEqual(['one:1', 'two:2']);
-    store.close();
+    const store = await WorkflowStore.open({ stateDir: dir });
+    const attempts = async (runId: string) =>
+      (await store.steps(runId)).map((row) => `${row.step}:${row.attempt}`);
+    expect(await attempts('run-sub')).toEqual(['start:1', 'sub:2', 'end:1']);
+    expect(await attempts('run-sub.sub.0')).toEqual(['one:1', 'two:2']);
+    await store.close();
   });
 });
 
@@ -364,11 +368,13 @@ describe('gates and cancel across processes', () => {
       choice: 'ship',
     }).done;
     expect(answered.json?.result).toMatchObject({ status: 'completed', output: { by: 'ship' } });
-    const store = WorkflowStore.open({ stateDir: dir });
-    expect(store.events('run-remote').find((event) => event.type === 'gate-answer')?.data).toMatchObject({
+    const store = await WorkflowStore.open({ stateDir: dir });
+    expect(
+      (await store.events('run-remote')).find((event) => event.type === 'gate-answer')?.data,
+    ).toMatchObject({
       answeredBy: 'other-process',
     });
-    store.close();
+    await store.close();
   });
 
   it('cancel from another process aborts the owner’s running step, whose child process dies', async () => {
@@ -392,7 +398,7 @@ describe('gates and cancel across processes', () => {
     expect(ended.json?.result).toMatchObject({ status: 'cancelled' });
     await waitFor(() => !isProcessAlive(sleeper));
     expect(
-      workflowStatus('run-cancel', { stateDir: dir }).steps.map((step) => [step.step, step.status]),
+      (await workflowStatus('run-cancel', { stateDir: dir })).steps.map((step) => [step.step, step.status]),
     ).toEqual([
       ['a', 'completed'],
       ['b', 'failed'],

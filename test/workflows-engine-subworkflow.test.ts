@@ -56,9 +56,9 @@ describe('sub-workflows', () => {
       runId: 'run-parent',
     });
     expect(result).toMatchObject({ status: 'completed', output: { got: 'HELLO' } });
-    const store = WorkflowStore.open({ stateDir: dir });
-    const child = store.findChildRun('run-parent', 'run-parent/sub/0');
-    store.close();
+    const store = await WorkflowStore.open({ stateDir: dir });
+    const child = await store.findChildRun('run-parent', 'run-parent/sub/0');
+    await store.close();
     expect(child).toMatchObject({
       id: 'run-parent.sub.0',
       status: 'completed',
@@ -66,7 +66,7 @@ describe('sub-workflows', () => {
       workflow: 'child',
     });
     // `ls` shows top-level runs only.
-    expect(listWorkflowRuns({ stateDir: dir }).map((run) => run.id)).toEqual(['run-parent']);
+    expect((await listWorkflowRuns({ stateDir: dir })).map((run) => run.id)).toEqual(['run-parent']);
   });
 
   it('resumes the child with its parent after a crash inside it: the child’s finished steps are not rerun', async () => {

@@ -42,7 +42,7 @@ describe('workflow engine: a linear run', () => {
       ['draft', 'completed', 1],
       ['small', 'completed', 1],
     ]);
-    const events = readWorkflowEvents(result.id, { stateDir: dir }).map(
+    const events = (await readWorkflowEvents(result.id, { stateDir: dir })).map(
       (event) => `${event.type}:${event.step ?? ''}`,
     );
     expect(events).toEqual([
@@ -53,7 +53,7 @@ describe('workflow engine: a linear run', () => {
       'step-end:small',
       'run-end:',
     ]);
-    expect(workflowStatus(result.id, { stateDir: dir })).toEqual(result);
+    expect(await workflowStatus(result.id, { stateDir: dir })).toEqual(result);
   });
 
   it('hands every event to onEvent as it is appended, the same the log keeps', async () => {
@@ -64,7 +64,7 @@ describe('workflow engine: a linear run', () => {
       definition,
       engineOptions(dir, definition, { onEvent: (event) => heard.push(`${event.seq}:${event.type}`) }),
     );
-    const logged = readWorkflowEvents(result.id, { stateDir: dir }).map(
+    const logged = (await readWorkflowEvents(result.id, { stateDir: dir })).map(
       (event) => `${event.seq}:${event.type}`,
     );
     expect(heard).toEqual(logged);
@@ -158,7 +158,7 @@ describe('workflow engine: replay and fencing', () => {
     });
     await expect(startWorkflowRun(definition, { ...options, runId: 'run-replay' })).rejects.toBe(crash);
     expect(
-      workflowStatus('run-replay', { stateDir: dir }).steps.map((step) => [step.step, step.status]),
+      (await workflowStatus('run-replay', { stateDir: dir })).steps.map((step) => [step.step, step.status]),
     ).toEqual([
       ['a', 'completed'],
       ['b', 'interrupted'],
@@ -181,7 +181,7 @@ describe('workflow engine: replay and fencing', () => {
     const seen: Array<{ attempt: number; previous: unknown }> = [];
     const noting: StepExecutor = async (context) => {
       seen.push({ attempt: context.attempt, previous: context.previous });
-      context.recordProgress({ branch: `wf/${context.key}`, attempt: context.attempt });
+      await context.recordProgress({ branch: `wf/${context.key}`, attempt: context.attempt });
       return testSet(context);
     };
     const definition = workflow([setStep('a', { v: '1' })]);
@@ -212,10 +212,10 @@ describe('workflow engine: replay and fencing', () => {
     const thief: StepExecutor = async (context) => {
       if (context.step.name === 'b') {
         // Another process takes the run over while this one is inside step b.
-        const store = WorkflowStore.open({ stateDir: dir });
-        const owner = store.getRun(context.runId)?.owner;
-        store.claimRun(context.runId, owner?.token, { pid: 1, host: 'elsewhere', token: 'stolen' });
-        store.close();
+        const store = await WorkflowStore.open({ stateDir: dir });
+        const owner = (await store.getRun(context.runId))?.owner;
+        await store.claimRun(context.runId, owner?.token, { pid: 1, host: 'elsewhere', token: 'stolen' });
+        await store.close();
       }
       return testSet(context);
     };
@@ -223,25 +223,20 @@ describe('workflow engine: replay and fencing', () => {
     await expect(startWorkflowRun(definition, { ...options, runId: 'run-lost' })).rejects.toMatchObject({
       code: 'WORKFLOW_LOST',
     });
-    const store = WorkflowStore.open({ stateDir: dir });
-    const run = store.getRun('run-lost');
+    const store = await WorkflowStore.open({ stateDir: dir });
+    const run = await store.getRun('run-lost');
     expect(run).toMatchObject({
       status: 'running',
       currentStep: 'b',
       iterations: 1,
       owner: { token: 'stolen' },
     });
-    expect(store.steps('run-lost').map((row) => [row.step, row.status])).toEqual([
+    expect((await store.steps('run-lost')).map((row) => [row.step, row.status])).toEqual([
       ['a', 'completed'],
       ['b', 'running'],
     ]);
-    expect(
-      store
-        .events('run-lost')
-        .map((event) => event.type)
-        .at(-1),
-    ).toBe('step-start');
-    store.close();
+    expect((await store.events('run-lost')).map((event) => event.type).at(-1)).toBe('step-start');
+    await store.close();
   });
 });
 

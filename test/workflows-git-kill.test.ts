@@ -292,14 +292,17 @@ interface Ledger {
   agentRuns: number;
 }
 
-function readLedger(c: Case): Ledger {
-  const store = WorkflowStore.open({ stateDir: c.stateDir });
+async function readLedger(c: Case): Promise<Ledger> {
+  const store = await WorkflowStore.open({ stateDir: c.stateDir });
   try {
-    const rows = store
-      .steps(RUN_ID)
-      .map(({ key, status, attempt, costUsd }) => ({ key, status, attempt, costUsd }));
-    const events = store.events(RUN_ID).map((event) => event.type);
-    const runCostUsd = store.getRun(RUN_ID)?.costUsd ?? Number.NaN;
+    const rows = (await store.steps(RUN_ID)).map(({ key, status, attempt, costUsd }) => ({
+      key,
+      status,
+      attempt,
+      costUsd,
+    }));
+    const events = (await store.events(RUN_ID)).map((event) => event.type);
+    const runCostUsd = (await store.getRun(RUN_ID))?.costUsd ?? Number.NaN;
     const database = new Database(store.path, { readonly: true });
     try {
       const taggedAttempts = (
@@ -313,18 +316,18 @@ function readLedger(c: Case): Ledger {
       database.close();
     }
   } finally {
-    store.close();
+    await store.close();
   }
 }
 
 /** What the step's progress notes say its agent attempts have spent so far. */
-function spentSoFar(c: Case): number {
-  const store = WorkflowStore.open({ stateDir: c.stateDir });
+async function spentSoFar(c: Case): Promise<number> {
+  const store = await WorkflowStore.open({ stateDir: c.stateDir });
   try {
-    const notes = store.steps(RUN_ID).find((row) => row.key === STEP_KEY)?.progress;
+    const notes = (await store.steps(RUN_ID)).find((row) => row.key === STEP_KEY)?.progress;
     return typeof notes?.['spentUsd'] === 'number' ? notes['spentUsd'] : Number.NaN;
   } finally {
-    store.close();
+    await store.close();
   }
 }
 
@@ -353,7 +356,7 @@ async function expectFinished(c: Case, finished: ChildOutcome): Promise<{ output
     what: 'no process of the case left',
   }).catch(() => undefined);
   expect(left).toEqual([]);
-  const ledger = readLedger(c);
+  const ledger = await readLedger(c);
   expect(ledger.rows.map((row) => [row.key, row.status])).toEqual([
     [STEP_KEY, 'completed'],
     [`${RUN_ID}/record/0`, 'completed'],
@@ -378,7 +381,7 @@ describe('kill -9 at each boundary of an effects: git agent step, then resume', 
     const c = newCase('baseline');
     const finished = await startChild(c, 'run').done;
     const { output } = await expectFinished(c, finished);
-    const ledger = readLedger(c);
+    const ledger = await readLedger(c);
     baseline = { output, comparable: comparable(c, output), costUsd: ledger.rows[0]?.costUsd ?? Number.NaN };
   }, 120_000);
 
@@ -404,7 +407,7 @@ describe('kill -9 at each boundary of an effects: git agent step, then resume', 
     const finished = await startChild(c, 'resume').done;
     const { output } = await expectFinished(c, finished);
     expect(comparable(c, output)).toEqual(baseline.comparable);
-    const ledger = readLedger(c);
+    const ledger = await readLedger(c);
     expect(ledger.rows[0]).toMatchObject({ attempt: 2 });
     expect(ledger.rows[0]?.costUsd).toBeCloseTo(baseline.costUsd, 10);
     expect(ledger.runCostUsd).toBeCloseTo(baseline.costUsd, 10);
@@ -430,7 +433,7 @@ describe('kill -9 at each boundary of an effects: git agent step, then resume', 
     const requestsBefore = requestsOf(c);
     // What the killed attempt spent is in the ledger: both answers it got, their input tokens at least
     // (Claude Code reports an answer's output tokens only at its end, after the SDK has passed it on).
-    const killedSpent = spentSoFar(c);
+    const killedSpent = await spentSoFar(c);
     expect(killedSpent).toBeGreaterThanOrEqual(2 * inputCost(USAGE.input));
 
     sim.setScenario(AGENT_SCENARIO);
@@ -439,7 +442,7 @@ describe('kill -9 at each boundary of an effects: git agent step, then resume', 
     // Neither the stray file nor the leftover command's is part of the step's one commit.
     expect(comparable(c, output)).toEqual(baseline.comparable);
     expect(requestsOf(c)).toBeGreaterThan(requestsBefore);
-    const ledger = readLedger(c);
+    const ledger = await readLedger(c);
     expect(ledger.events).toContain('git-reset');
     expect(ledger.rows[0]).toMatchObject({ attempt: 2 });
     // The killed attempt's spending stays, and the rerun's is added once.
@@ -454,7 +457,7 @@ describe('kill -9 at each boundary of an effects: git agent step, then resume', 
     expect(killed.signal).toBe('SIGKILL');
     const committed = stepCommits(c).trailer;
     expect(committed).toHaveLength(1);
-    expect(readLedger(c).rows.map((row) => row.status)).toEqual(['running']);
+    expect((await readLedger(c)).rows.map((row) => row.status)).toEqual(['running']);
     const requestsBefore = requestsOf(c);
 
     const finished = await startChild(c, 'resume').done;
@@ -462,7 +465,7 @@ describe('kill -9 at each boundary of an effects: git agent step, then resume', 
     expect(requestsOf(c)).toBe(requestsBefore);
     expect(output['commit']).toBe(committed[0]);
     expect(comparable(c, output)).toEqual(baseline.comparable);
-    const ledger = readLedger(c);
+    const ledger = await readLedger(c);
     expect(ledger.events).toContain('git-adopted');
     expect(ledger.rows[0]?.costUsd).toBeCloseTo(baseline.costUsd, 10);
     expect(ledger.runCostUsd).toBeCloseTo(baseline.costUsd, 10);
@@ -474,7 +477,7 @@ describe('kill -9 at each boundary of an effects: git agent step, then resume', 
     const killed = await startChild(c, 'run', 'step-complete:/implement/0').done;
     expect(killed.signal).toBe('SIGKILL');
     const committed = stepCommits(c).trailer;
-    expect(readLedger(c).rows.map((row) => row.status)).toEqual(['completed']);
+    expect((await readLedger(c)).rows.map((row) => row.status)).toEqual(['completed']);
     const requestsBefore = requestsOf(c);
 
     const finished = await startChild(c, 'resume').done;
@@ -482,7 +485,7 @@ describe('kill -9 at each boundary of an effects: git agent step, then resume', 
     expect(requestsOf(c)).toBe(requestsBefore);
     expect(output['commit']).toBe(committed[0]);
     expect(comparable(c, output)).toEqual(baseline.comparable);
-    const ledger = readLedger(c);
+    const ledger = await readLedger(c);
     expect(ledger.rows[0]).toMatchObject({ attempt: 1 });
     expect(ledger.rows[0]?.costUsd).toBeCloseTo(baseline.costUsd, 10);
     expect(ledger.runCostUsd).toBeCloseTo(baseline.costUsd, 10);

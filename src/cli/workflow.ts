@@ -406,7 +406,7 @@ function addStatusCommand(workflow: Command): void {
     .option('--json', 'print the run as one JSON object')
     .action(async (runId: string, flags: { json?: boolean }, command: Command) => {
       const { workflowStatus } = await import('../workflows/index.js');
-      const result = workflowStatus(runId, { stateDir: settingsOf(command).stateDir });
+      const result = await workflowStatus(runId, { stateDir: settingsOf(command).stateDir });
       process.stdout.write(flags.json === true ? `${JSON.stringify(result, null, 2)}\n` : statusText(result));
     });
 }
@@ -419,7 +419,7 @@ function addLsCommand(workflow: Command): void {
     .option('--json', 'print a JSON array')
     .action(async (flags: { json?: boolean; limit?: number }, command: Command) => {
       const { listWorkflowRuns } = await import('../workflows/index.js');
-      const runs = listWorkflowRuns({
+      const runs = await listWorkflowRuns({
         stateDir: settingsOf(command).stateDir,
         ...(flags.limit === undefined ? {} : { limit: flags.limit }),
       });
@@ -547,17 +547,17 @@ async function printLogs(runId: string, stateDir: string, follow: boolean, json:
       afterSeq = Math.max(afterSeq ?? event.seq, event.seq);
     }
   };
-  const read = (): WorkflowEventRecord[] =>
+  const read = (): Promise<WorkflowEventRecord[]> =>
     readWorkflowEvents(runId, afterSeq === undefined ? { stateDir } : { stateDir, afterSeq });
   // The status is read before the events, so events written just before the run ended are still printed.
-  let ended = ENDED.has(workflowStatus(runId, { stateDir }).status);
-  print(read());
+  let ended = ENDED.has((await workflowStatus(runId, { stateDir })).status);
+  print(await read());
   if (!follow) return;
   const stopped = new AbortController();
   process.once('SIGINT', () => stopped.abort());
   while (!ended && !stopped.signal.aborted) {
     await new Promise((resolve) => setTimeout(resolve, 250));
-    ended = ENDED.has(workflowStatus(runId, { stateDir }).status);
-    print(read());
+    ended = ENDED.has((await workflowStatus(runId, { stateDir })).status);
+    print(await read());
   }
 }

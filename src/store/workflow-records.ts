@@ -257,6 +257,10 @@ function stepFromRow(row: StepTableRow): WorkflowStepRow {
  * The workflow tables of the ledger. Any number of processes read and write here at once (WAL, busy
  * timeout); every write of a run's owner is fenced by its token inside the write's own transaction, so
  * a process that lost the run (another took it over) records nothing.
+ *
+ * Every method that touches the database returns a Promise (a PostgreSQL backend answers later). On
+ * SQLite the work is done when the method is called and the Promise is already settled, so the order of
+ * calls is the order of writes.
  */
 export class WorkflowStore {
   readonly path: string;
@@ -270,7 +274,11 @@ export class WorkflowStore {
   }
 
   /** Opens the ledger file (`path`) or the one in `stateDir`, creating and migrating it as `openLedger` does. */
-  static open(options: { path?: string; stateDir?: string; now?: () => number }): WorkflowStore {
+  static async open(options: {
+    path?: string;
+    stateDir?: string;
+    now?: () => number;
+  }): Promise<WorkflowStore> {
     if (options.path === ':memory:') {
       throw new SwitchboardError('INVALID_INPUT', 'workflows need a ledger file, not an in-memory ledger', {
         hint: 'open the ledger with a path or a state directory',
@@ -295,12 +303,12 @@ export class WorkflowStore {
     return statement;
   }
 
-  close(): void {
+  async close(): Promise<void> {
     if (this.database.open) this.database.close();
   }
 
   /** Inserts a run, or returns the existing run holding the same `runKey` (nothing written then). */
-  createRun(run: NewRun): { run: WorkflowRunRow; created: boolean } {
+  async createRun(run: NewRun): Promise<{ run: WorkflowRunRow; created: boolean }> {
     return this.write('record a workflow run', () => {
       if (run.runKey !== undefined) {
         const existing = this.prepare('SELECT * FROM workflow_runs WHERE run_key = ?').get(run.runKey) as
@@ -335,7 +343,12 @@ export class WorkflowStore {
     });
   }
 
-  getRun(id: string): WorkflowRunRow | undefined {
+  async getRun(id: string): Promise<WorkflowRunRow | undefined> {
+    return this.readRun(id);
+  }
+
+  /** The run row, read at once (inside a transaction, or behind `getRun`). */
+  private readRun(id: string): WorkflowRunRow | undefined {
     const row = this.read('read a workflow run', () =>
       this.prepare('SELECT * FROM workflow_runs WHERE id = ?').get(id),
     ) as RunTableRow | undefined;
@@ -343,8 +356,8 @@ export class WorkflowStore {
   }
 
   /** The run with this id, or the only one whose id starts with it. */
-  findRun(idOrPrefix: string): WorkflowRunRow | undefined {
-    const exact = this.getRun(idOrPrefix);
+  async findRun(idOrPrefix: string): Promise<WorkflowRunRow | undefined> {
+    const exact = this.readRun(idOrPrefix);
     if (exact !== undefined) return exact;
     const rows = this.read('read workflow runs', () =>
       this.prepare("SELECT * FROM workflow_runs WHERE id LIKE ? ESCAPE '\\' LIMIT 2").all(
@@ -356,7 +369,7 @@ export class WorkflowStore {
   }
 
   /** Top-level runs (not sub-workflows), newest first. */
-  listRuns(limit: number): WorkflowRunRow[] {
+  async listRuns(limit: number): Promise<WorkflowRunRow[]> {
     const rows = this.read('read workflow runs', () =>
       this.prepare(
         'SELECT * FROM workflow_runs WHERE parent_run_id IS NULL ORDER BY created_at DESC, rowid DESC LIMIT ?',
@@ -366,7 +379,7 @@ export class WorkflowStore {
   }
 
   /** A child run started by the parent's step `parentKey`, if any. */
-  findChildRun(parentRunId: string, parentKey: string): WorkflowRunRow | undefined {
+  async findChildRun(parentRunId: string, parentKey: string): Promise<WorkflowRunRow | undefined> {
     const row = this.read('read a workflow run', () =>
       this.prepare('SELECT * FROM workflow_runs WHERE parent_run_id = ? AND parent_key = ?').get(
         parentRunId,
@@ -377,7 +390,7 @@ export class WorkflowStore {
   }
 
   /** Sub-workflow runs started by this run. */
-  listChildRuns(parentRunId: string): WorkflowRunRow[] {
+  async listChildRuns(parentRunId: string): Promise<WorkflowRunRow[]> {
     const rows = this.read('read workflow runs', () =>
       this.prepare('SELECT * FROM workflow_runs WHERE parent_run_id = ? ORDER BY created_at').all(
         parentRunId,
@@ -390,7 +403,7 @@ export class WorkflowStore {
    * Takes the run for `owner` if its recorded owner token is still `expectedToken` (compare and swap):
    * of two processes that both judged the previous owner gone, one wins.
    */
-  claimRun(id: string, expectedToken: string | undefined, owner: RunOwner): boolean {
+  async claimRun(id: string, expectedToken: string | undefined, owner: RunOwner): Promise<boolean> {
     return this.write('claim a workflow run', () => {
       const now = this.now();
       const result = this.prepare(
@@ -411,7 +424,7 @@ export class WorkflowStore {
   }
 
   /** Stamps the owner's heartbeat; false when the token no longer owns the run. */
-  heartbeat(id: string, token: string): boolean {
+  async heartbeat(id: string, token: string): Promise<boolean> {
     return this.write('stamp a workflow heartbeat', () => {
       const result = this.prepare(
         'UPDATE workflow_runs SET heartbeat_at = ? WHERE id = ? AND owner_token = ?',
@@ -421,7 +434,7 @@ export class WorkflowStore {
   }
 
   /** Lets go of the run (only if this token still owns it). */
-  releaseRun(id: string, token: string): void {
+  async releaseRun(id: string, token: string): Promise<void> {
     this.write('release a workflow run', () =>
       this.prepare(
         `UPDATE workflow_runs SET owner_pid = NULL, owner_host = NULL, owner_token = NULL, owner_started = NULL,
@@ -434,12 +447,12 @@ export class WorkflowStore {
    * Starts (or restarts) a step execution: a new row with attempt 1, or the interrupted row's attempt
    * plus one (a parked gate keeps its attempt). Returns the row as it was before, if there was one.
    */
-  startStep(
+  async startStep(
     runId: string,
     token: string,
     start: StepStart,
     event?: NewWorkflowEvent,
-  ): { row: WorkflowStepRow; before?: WorkflowStepRow } {
+  ): Promise<{ row: WorkflowStepRow; before?: WorkflowStepRow }> {
     return this.fenced(runId, token, 'start a workflow step', () => {
       const now = this.now();
       const existing = this.prepare('SELECT * FROM workflow_steps WHERE key = ?').get(start.key) as
@@ -485,7 +498,12 @@ export class WorkflowStore {
   }
 
   /** Persists an execution's progress notes before an outside effect (fenced). */
-  recordProgress(runId: string, token: string, key: string, notes: Record<string, unknown>): void {
+  async recordProgress(
+    runId: string,
+    token: string,
+    key: string,
+    notes: Record<string, unknown>,
+  ): Promise<void> {
     this.fenced(runId, token, 'record workflow step progress', () => {
       this.prepare('UPDATE workflow_steps SET progress = ? WHERE key = ?').run(toJson(notes), key);
     });
@@ -495,7 +513,7 @@ export class WorkflowStore {
    * Ends a step execution: its row (status, output, cost, route taken), the run's pointer, counters and
    * cost, and the event, in one transaction fenced by the owner token.
    */
-  endStep(runId: string, token: string, end: StepEnd, event: NewWorkflowEvent): void {
+  async endStep(runId: string, token: string, end: StepEnd, event: NewWorkflowEvent): Promise<void> {
     this.fenced(runId, token, 'record a workflow step', () => {
       const now = this.now();
       const before = this.prepare('SELECT counted, cost_usd FROM workflow_steps WHERE key = ?').get(
@@ -538,7 +556,7 @@ export class WorkflowStore {
   }
 
   /** Changes the run (status, pointer, output, error, limits), with an event, fenced by the owner token. */
-  updateRun(runId: string, token: string, patch: RunPatch, event?: NewWorkflowEvent): void {
+  async updateRun(runId: string, token: string, patch: RunPatch, event?: NewWorkflowEvent): Promise<void> {
     this.fenced(runId, token, 'update a workflow run', () => {
       this.applyPatch(runId, patch);
       if (event !== undefined) this.insertEvent(runId, event);
@@ -549,7 +567,7 @@ export class WorkflowStore {
    * Marks a run cancelled from any process (no owner token needed): the owner notices at its next poll.
    * Returns false when the run had already ended.
    */
-  cancelRun(runId: string, event: NewWorkflowEvent): boolean {
+  async cancelRun(runId: string, event: NewWorkflowEvent): Promise<boolean> {
     return this.write('cancel a workflow run', () => {
       const result = this.prepare(
         `UPDATE workflow_runs SET status = 'cancelled', error_code = 'WORKFLOW_CANCELLED', error = 'the run was cancelled',
@@ -560,14 +578,14 @@ export class WorkflowStore {
     });
   }
 
-  steps(runId: string): WorkflowStepRow[] {
+  async steps(runId: string): Promise<WorkflowStepRow[]> {
     const rows = this.read('read workflow steps', () =>
       this.prepare('SELECT * FROM workflow_steps WHERE run_id = ? ORDER BY seq').all(runId),
     ) as StepTableRow[];
     return rows.map(stepFromRow);
   }
 
-  getStep(key: string): WorkflowStepRow | undefined {
+  async getStep(key: string): Promise<WorkflowStepRow | undefined> {
     const row = this.read('read a workflow step', () =>
       this.prepare('SELECT * FROM workflow_steps WHERE key = ?').get(key),
     ) as StepTableRow | undefined;
@@ -575,7 +593,7 @@ export class WorkflowStore {
   }
 
   /** Records a gate answer from any process. `visit` undefined: for the next time the run reaches the gate. */
-  recordGateAnswer(runId: string, answer: StoredGateAnswer): void {
+  async recordGateAnswer(runId: string, answer: StoredGateAnswer): Promise<void> {
     this.write('record a gate answer', () => {
       this.prepare(
         `INSERT INTO workflow_gates (run_id, step, visit, choice, text, answered_by, answered_at)
@@ -605,7 +623,7 @@ export class WorkflowStore {
    * The answer for a gate's execution: one recorded for this visit, else the oldest recorded before the
    * run reached the gate (then bound to this visit, so it answers exactly one execution).
    */
-  takeGateAnswer(runId: string, step: string, visit: number): StoredGateAnswer | undefined {
+  async takeGateAnswer(runId: string, step: string, visit: number): Promise<StoredGateAnswer | undefined> {
     type GateRow = {
       rowid: number;
       step: string;
@@ -642,11 +660,11 @@ export class WorkflowStore {
   }
 
   /** Appends an event outside an owner's writes (a gate answer, a refused resume). */
-  appendEvent(runId: string, event: NewWorkflowEvent): void {
+  async appendEvent(runId: string, event: NewWorkflowEvent): Promise<void> {
     this.write('record a workflow event', () => this.insertEvent(runId, event));
   }
 
-  events(runId: string, afterSeq = 0): StoredWorkflowEvent[] {
+  async events(runId: string, afterSeq = 0): Promise<StoredWorkflowEvent[]> {
     const rows = this.read('read workflow events', () =>
       this.prepare('SELECT * FROM workflow_events WHERE run_id = ? AND seq > ? ORDER BY seq').all(
         runId,
@@ -671,7 +689,7 @@ export class WorkflowStore {
   }
 
   /** The latest event's sequence number (0 when none), for `onEvent` listeners. */
-  lastEventSeq(runId: string): number {
+  async lastEventSeq(runId: string): Promise<number> {
     return this.read('read workflow events', () => {
       const row = this.prepare(
         'SELECT coalesce(max(seq), 0) AS seq FROM workflow_events WHERE run_id = ?',
@@ -717,7 +735,7 @@ export class WorkflowStore {
   }
 
   private getRunOrThrow(id: string): WorkflowRunRow {
-    const run = this.getRun(id);
+    const run = this.readRun(id);
     if (run === undefined) throw new SwitchboardError('RUN_NOT_FOUND', `there is no workflow run ${id}`);
     return run;
   }

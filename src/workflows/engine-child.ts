@@ -34,10 +34,10 @@ export async function runChildWorkflow(
   try {
     const workflow = await loadDefinition(resolve(exec.workflow.dir, file), exec.options);
     const session = { ledger: exec.ledger, store: exec.store, stateDir: exec.stateDir, async close() {} };
-    let child = exec.store.findChildRun(exec.run.id, slot.key);
+    let child = await exec.store.findChildRun(exec.run.id, slot.key);
     let eventsAfter: number | undefined;
     if (child === undefined) {
-      const created = exec.store.createRun({
+      const created = await exec.store.createRun({
         id: `${exec.run.id}.${slot.key.slice(exec.run.id.length + 1).replaceAll('/', '.')}`,
         workflow: workflow.name,
         file: workflow.file,
@@ -50,7 +50,7 @@ export async function runChildWorkflow(
       child = created.run;
       eventsAfter = 0;
     }
-    exec.emit({ type: 'child-run', step: slot.step.name, key: slot.key, data: { runId: child.id } });
+    await exec.emit({ type: 'child-run', step: slot.step.name, key: slot.key, data: { runId: child.id } });
     const { onEvent: _onEvent, ...options } = exec.options;
     const result = await driveRun({
       session,

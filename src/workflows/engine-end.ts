@@ -17,8 +17,8 @@ export function errorInfo(error: unknown): { code: string; message: string } {
 }
 
 /** Rereads the run row (iterations, cost, pointer) after a write. */
-export function refreshRun(exec: RunExecution): void {
-  const run = exec.store.getRun(exec.run.id);
+export async function refreshRun(exec: RunExecution): Promise<void> {
+  const run = await exec.store.getRun(exec.run.id);
   if (run !== undefined) exec.run = run;
 }
 
@@ -36,31 +36,34 @@ export function workflowOutput(exec: RunExecution): Record<string, unknown> {
 }
 
 /** Ends the run successfully: its output, status `completed`, one event. */
-export function completeRun(exec: RunExecution, finalOutput?: Record<string, unknown>): RunStop {
+export async function completeRun(
+  exec: RunExecution,
+  finalOutput?: Record<string, unknown>,
+): Promise<RunStop> {
   let output: Record<string, unknown>;
   try {
     output = finalOutput ?? workflowOutput(exec);
   } catch (error) {
-    return failRun(exec, errorInfo(error));
+    return await failRun(exec, errorInfo(error));
   }
-  exec.store.updateRun(
+  await exec.store.updateRun(
     exec.run.id,
     exec.lock.token,
     { status: 'completed', currentStep: END, output, errorCode: null, error: null, ended: true },
     { type: 'run-end', data: { status: 'completed' } },
   );
-  refreshRun(exec);
-  exec.deliverEvents();
+  await refreshRun(exec);
+  await exec.deliverEvents();
   return { kind: 'completed', output };
 }
 
 /** Ends the run as failed (resumable: the pointer stays at the step that could not run). */
-export function failRun(
+export async function failRun(
   exec: RunExecution,
   error: { code: string; message: string },
   output?: Record<string, unknown>,
-): RunStop {
-  exec.store.updateRun(
+): Promise<RunStop> {
+  await exec.store.updateRun(
     exec.run.id,
     exec.lock.token,
     {
@@ -72,21 +75,21 @@ export function failRun(
     },
     { type: 'run-end', data: { status: 'failed', errorCode: error.code, error: error.message } },
   );
-  refreshRun(exec);
-  exec.deliverEvents();
+  await refreshRun(exec);
+  await exec.deliverEvents();
   return { kind: 'failed', error };
 }
 
 /** Parks the run at a gate with no answer yet. */
-export function parkRun(exec: RunExecution, step: string): RunStop {
-  exec.store.updateRun(
+export async function parkRun(exec: RunExecution, step: string): Promise<RunStop> {
+  await exec.store.updateRun(
     exec.run.id,
     exec.lock.token,
     { status: 'waiting', currentStep: step },
     { type: 'run-waiting', step },
   );
-  refreshRun(exec);
-  exec.deliverEvents();
+  await refreshRun(exec);
+  await exec.deliverEvents();
   return { kind: 'waiting' };
 }
 
@@ -94,13 +97,13 @@ export function parkRun(exec: RunExecution, step: string): RunStop {
  * Marks the run `running` in this process's hands; a run taken up again (interrupted, parked, failed)
  * gets a `run-resume` event saying what it was.
  */
-export function markRunning(exec: RunExecution, fresh: boolean): void {
+export async function markRunning(exec: RunExecution, fresh: boolean): Promise<void> {
   if (fresh) return;
-  exec.store.updateRun(
+  await exec.store.updateRun(
     exec.run.id,
     exec.lock.token,
     { status: 'running', errorCode: null, error: null, ended: false },
     { type: 'run-resume', data: { from: exec.run.status } },
   );
-  refreshRun(exec);
+  await refreshRun(exec);
 }

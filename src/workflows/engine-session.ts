@@ -7,7 +7,7 @@ import { effectiveLimits, timeoutError } from './engine-limits.js';
 import type { RunExecution } from './engine-types.js';
 import { runView, runWarnings } from './engine-view.js';
 import { everyStep, type WorkflowDefinition } from './model.js';
-import { acquireRunLock } from './run-lock.js';
+import { acquireRunLock, type RunLock } from './run-lock.js';
 import { replayState } from './scope.js';
 import { STEP_EXECUTORS } from './steps/index.js';
 import type { StoreSession } from './stores.js';
@@ -32,7 +32,7 @@ export interface DriveOptions {
 export async function driveRun(drive: DriveOptions): Promise<WorkflowRunResult> {
   const { session, workflow, runId, options } = drive;
   const { store } = session;
-  const lock = acquireRunLock(store, runId, {
+  const lock = await acquireRunLock(store, runId, {
     ...(options.staleAfterMs === undefined ? {} : { staleAfterMs: options.staleAfterMs }),
     ...(options._internal?.pollMs === undefined ? {} : { pollMs: options._internal.pollMs }),
   });
@@ -45,38 +45,35 @@ export async function driveRun(drive: DriveOptions): Promise<WorkflowRunResult> 
   }
   let timer: NodeJS.Timeout | undefined;
   try {
-    const run = store.getRun(runId);
+    const run = await store.getRun(runId);
     if (run === undefined) throw new SwitchboardError('RUN_NOT_FOUND', `there is no workflow run ${runId}`);
     if (run.status !== 'completed' && run.status !== 'cancelled') {
-      const exec = execution(drive, lock, controller.signal);
+      const exec = await execution(drive, lock, controller.signal);
       if (callsModels(workflow)) exec.resolveStepSpec = (await import('./providers.js')).resolveStepSpec;
-      prepareRun(exec, drive);
+      await prepareRun(exec, drive);
       if (exec.limits.timeoutSeconds !== undefined) {
         exec.deadline = exec.now() + exec.limits.timeoutSeconds * 1000;
         timer = setTimeout(() => controller.abort(timeoutError(exec)), exec.limits.timeoutSeconds * 1000);
       }
-      markRunning(exec, drive.eventsAfter === 0);
+      await markRunning(exec, drive.eventsAfter === 0);
       await advanceRun(exec);
     }
   } finally {
     if (timer !== undefined) clearTimeout(timer);
-    lock.release();
+    await lock.release();
   }
   // Read back once let go: another process may have changed the run meanwhile (a cancel).
-  const run = store.getRun(runId);
+  const run = await store.getRun(runId);
   if (run === undefined) throw new SwitchboardError('RUN_NOT_FOUND', `there is no workflow run ${runId}`);
-  return runView(store, run, runWarnings(workflow, options.allowMcp));
+  return await runView(store, run, runWarnings(workflow, options.allowMcp));
 }
 
-function execution(
-  drive: DriveOptions,
-  lock: ReturnType<typeof acquireRunLock>,
-  signal: AbortSignal,
-): RunExecution {
+async function execution(drive: DriveOptions, lock: RunLock, signal: AbortSignal): Promise<RunExecution> {
   const { session, workflow, runId, options } = drive;
-  const run = session.store.getRun(runId);
+  const run = await session.store.getRun(runId);
   if (run === undefined) throw new SwitchboardError('RUN_NOT_FOUND', `there is no workflow run ${runId}`);
-  let delivered = drive.eventsAfter ?? session.store.lastEventSeq(runId);
+  let delivered = drive.eventsAfter ?? (await session.store.lastEventSeq(runId));
+  const steps = await session.store.steps(runId);
   const exec: RunExecution = {
     workflow,
     run,
@@ -84,22 +81,24 @@ function execution(
     ledger: session.ledger,
     stateDir: session.stateDir,
     lock,
-    state: replayState(run.inputs, session.store.steps(runId)),
+    state: replayState(run.inputs, steps),
     limits: effectiveLimits(workflow.limits, run.limits),
     options,
     executors: { ...STEP_EXECUTORS, ...options._internal?.executors },
     signal,
     depth: drive.depth ?? 0,
     now: options._internal?.now ?? Date.now,
-    emit(event: NewWorkflowEvent) {
-      session.store.updateRun(runId, lock.token, {}, event);
-      exec.deliverEvents();
+    async emit(event: NewWorkflowEvent) {
+      await session.store.updateRun(runId, lock.token, {}, event);
+      await exec.deliverEvents();
     },
     boundary: boundaryHook(options),
-    deliverEvents() {
+    async deliverEvents() {
       const listener = options.onEvent;
       if (listener === undefined) return;
-      for (const event of session.store.events(runId, delivered)) {
+      for (const event of await session.store.events(runId, delivered)) {
+        // Group members deliver concurrently: an event another call already handed over is skipped.
+        if (event.seq <= delivered) continue;
         delivered = event.seq;
         listener({ ...event, at: new Date(event.at).toISOString() });
       }
@@ -130,14 +129,17 @@ function boundaryHook(options: WorkflowEngineOptions): (name: string, key: strin
 }
 
 /** Records what this resume changes about the run (raised limits, a migrated file) before it advances. */
-function prepareRun(exec: RunExecution, drive: DriveOptions): void {
+async function prepareRun(exec: RunExecution, drive: DriveOptions): Promise<void> {
   const patch: { limits?: Record<string, number>; fileHash?: string } = {};
   const overrides = Object.entries(drive.limits ?? {}).filter(([, value]) => value !== undefined);
   if (overrides.length > 0) patch.limits = { ...exec.run.limits, ...Object.fromEntries(overrides) };
   if (drive.migrate === true && exec.run.fileHash !== exec.workflow.hash) patch.fileHash = exec.workflow.hash;
   if (patch.limits === undefined && patch.fileHash === undefined) return;
-  exec.store.updateRun(exec.run.id, exec.lock.token, patch, { type: 'run-changed', data: { ...patch } });
-  const run = exec.store.getRun(exec.run.id);
+  await exec.store.updateRun(exec.run.id, exec.lock.token, patch, {
+    type: 'run-changed',
+    data: { ...patch },
+  });
+  const run = await exec.store.getRun(exec.run.id);
   if (run !== undefined) exec.run = run;
   exec.limits = effectiveLimits(exec.workflow.limits, exec.run.limits);
 }

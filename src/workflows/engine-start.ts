@@ -30,9 +30,9 @@ export async function startWorkflowRun(
           { workflow: { input: inputs, name: workflow.name } },
           { file: workflow.file, field: 'run_key' },
         );
-  const session = openStores(options);
+  const session = await openStores(options);
   try {
-    const { run, created } = session.store.createRun({
+    const { run, created } = await session.store.createRun({
       id: options.runId ?? newRunId(),
       workflow: workflow.name,
       file: workflow.file,
@@ -53,7 +53,7 @@ export async function startWorkflowRun(
 
 /** Continues a run under its workflow file (refused when the file changed, unless `migrate`). */
 export async function resumeRun(options: ResumeWorkflowOptions): Promise<WorkflowRunResult> {
-  const session = openStores(options);
+  const session = await openStores(options);
   try {
     return await resumeInSession(session, options);
   } finally {
@@ -65,7 +65,7 @@ export async function resumeInSession(
   session: StoreSession,
   options: ResumeWorkflowOptions,
 ): Promise<WorkflowRunResult> {
-  const run = session.store.findRun(options.runId);
+  const run = await session.store.findRun(options.runId);
   if (run === undefined) {
     throw new SwitchboardError(
       'RUN_NOT_FOUND',

@@ -41,7 +41,7 @@ export function stepKey(runId: string, name: string, visit: number, item?: strin
  * member and a top-level step end in one transaction each with what belongs to them.
  */
 export async function executeStep(exec: RunExecution, slot: ExecutionSlot): Promise<StepRun> {
-  const { row, before } = exec.store.startStep(
+  const { row, before } = await exec.store.startStep(
     exec.run.id,
     exec.lock.token,
     {
@@ -55,7 +55,7 @@ export async function executeStep(exec: RunExecution, slot: ExecutionSlot): Prom
     },
     { type: 'step-start', step: slot.step.name, key: slot.key },
   );
-  exec.deliverEvents();
+  await exec.deliverEvents();
   exec.boundary('step-start', slot.key);
   const spending = { calls: 0 };
   const context = stepContext(exec, slot, row, before, spending);
@@ -216,7 +216,7 @@ function mcpServersFor(exec: RunExecution, step: StepDefinition): Record<string,
   return Object.fromEntries(names.map((name) => [name, { ...servers[name] }]));
 }
 
-function gateAnswer(exec: RunExecution, slot: ExecutionSlot): ReturnType<StepContext['gateAnswer']> {
+async function gateAnswer(exec: RunExecution, slot: ExecutionSlot): ReturnType<StepContext['gateAnswer']> {
   const step = slot.step;
   if (exec.options.skipGates === true && step.type === 'human_gate' && step.options[0] !== undefined) {
     return {
@@ -225,7 +225,7 @@ function gateAnswer(exec: RunExecution, slot: ExecutionSlot): ReturnType<StepCon
       answeredAt: new Date(exec.now()).toISOString(),
     };
   }
-  const stored = exec.store.takeGateAnswer(exec.run.id, step.name, slot.visit);
+  const stored = await exec.store.takeGateAnswer(exec.run.id, step.name, slot.visit);
   if (stored === undefined) return undefined;
   return {
     choice: stored.choice,

@@ -30,9 +30,9 @@ export interface RunExecution {
   depth: number;
   now: () => number;
   /** Appends an event (fenced) and hands new events to `onEvent`. */
-  emit(event: NewWorkflowEvent): void;
+  emit(event: NewWorkflowEvent): Promise<void>;
   /** Hands events appended since the last call to `onEvent`. */
-  deliverEvents(): void;
+  deliverEvents(): Promise<void>;
   /** A named point of a step execution (`step-start`, `step-effect`, `step-complete`): the tests' kill points. */
   boundary(name: string, key: string): void;
 }

@@ -50,12 +50,12 @@ function timedGate(rows: readonly WorkflowStepRow[]): PendingGate | undefined {
 }
 
 /** What `run`, `resume`, `gate` and `status` report, read back from the ledger. */
-export function runView(
+export async function runView(
   store: WorkflowStore,
   run: WorkflowRunRow,
   warnings?: readonly string[],
-): WorkflowRunResult {
-  const rows = store.steps(run.id);
+): Promise<WorkflowRunResult> {
+  const rows = await store.steps(run.id);
   const result: WorkflowRunResult = {
     id: run.id,
     workflow: run.workflow,

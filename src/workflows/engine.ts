@@ -19,7 +19,7 @@ export async function advanceRun(exec: RunExecution): Promise<RunStop> {
   // on_cap redirects in a row without a step running: more than there are steps means a cycle of caps.
   let redirects = 0;
   for (;;) {
-    const stopped = stopBeforeStep(exec);
+    const stopped = await stopBeforeStep(exec);
     if (stopped !== undefined) return stopped;
     const target = exec.run.currentStep ?? exec.workflow.entryPoint;
     if (target === END) return completeRun(exec);
@@ -41,7 +41,7 @@ export async function advanceRun(exec: RunExecution): Promise<RunStop> {
       });
     }
     if (cap !== undefined) {
-      exec.store.updateRun(
+      await exec.store.updateRun(
         exec.run.id,
         exec.lock.token,
         { currentStep: cap.redirect },
@@ -51,7 +51,7 @@ export async function advanceRun(exec: RunExecution): Promise<RunStop> {
           data: { maxVisits: definition.maxVisits, to: cap.redirect },
         },
       );
-      refreshRun(exec);
+      await refreshRun(exec);
       continue;
     }
     const needed = group?.kind === 'parallel' ? group.agents.length : 1;
@@ -66,14 +66,14 @@ export async function advanceRun(exec: RunExecution): Promise<RunStop> {
 }
 
 /** Cancel, timeout, a lost lock or the caller's abort, noticed at a step boundary. */
-function stopBeforeStep(exec: RunExecution): RunStop | undefined {
+async function stopBeforeStep(exec: RunExecution): Promise<RunStop | undefined> {
   if (exec.deadline !== undefined && exec.now() >= exec.deadline)
     return failRun(exec, errorInfo(timeoutError(exec)));
   if (!exec.signal.aborted) return undefined;
   return stopForAbort(exec, exec.signal.reason);
 }
 
-function stopForAbort(exec: RunExecution, reason: unknown): RunStop {
+async function stopForAbort(exec: RunExecution, reason: unknown): Promise<RunStop> {
   const code = isSwitchboardError(reason) ? reason.code : 'ABORTED';
   if (code === 'WORKFLOW_LOST') throw reason;
   if (code === 'WORKFLOW_CANCELLED') return { kind: 'cancelled' };
@@ -97,16 +97,16 @@ async function guardAbort(
     if (!exec.signal.aborted || error !== exec.signal.reason) throw error;
     const code = isSwitchboardError(error) ? error.code : 'ABORTED';
     if (code === 'WORKFLOW_LOST') throw error;
-    failRunningRows(exec, errorInfo(error));
-    return stopForAbort(exec, error);
+    await failRunningRows(exec, errorInfo(error));
+    return await stopForAbort(exec, error);
   }
 }
 
 /** Marks the rows an abort interrupted as failed, so status shows why they stopped. */
-function failRunningRows(exec: RunExecution, error: { code: string; message: string }): void {
-  for (const row of exec.store.steps(exec.run.id)) {
+async function failRunningRows(exec: RunExecution, error: { code: string; message: string }): Promise<void> {
+  for (const row of await exec.store.steps(exec.run.id)) {
     if (row.status !== 'running') continue;
-    exec.store.endStep(
+    await exec.store.endStep(
       exec.run.id,
       exec.lock.token,
       {
@@ -155,13 +155,13 @@ function routeStep(
 }
 
 /** Records a top-level step's end and its route in one transaction, then says whether the run goes on. */
-function finishTopStep(
+async function finishTopStep(
   exec: RunExecution,
   step: StepDefinition,
   key: string,
   scope: TemplateScope,
   { outcome, costUsd }: StepRun,
-): RunStop | undefined {
+): Promise<RunStop | undefined> {
   const end = (fields: Omit<StepEnd, 'key' | 'costUsd'>, data: Record<string, unknown>) =>
     exec.store.endStep(
       exec.run.id,
@@ -175,7 +175,7 @@ function finishTopStep(
       },
     );
   if (outcome.status === 'waiting') {
-    end(
+    await end(
       { status: 'waiting', output: outcome.output, currentStep: step.name, countsIteration: false },
       { status: 'waiting' },
     );
@@ -184,7 +184,7 @@ function finishTopStep(
   const route = routeStep(exec, step, scope, outcome);
   if ('failure' in route) {
     const { failure, output } = route;
-    end(
+    await end(
       {
         status: 'failed',
         output,
@@ -198,7 +198,7 @@ function finishTopStep(
     return failRun(exec, failure);
   }
   const terminated = outcome.status === 'terminated';
-  end(
+  await end(
     {
       status: terminated ? 'terminated' : 'completed',
       output: route.output,
@@ -209,8 +209,8 @@ function finishTopStep(
     { status: outcome.status, next: route.next },
   );
   recordFinished(exec.state, step.name, route.output, false);
-  refreshRun(exec);
-  exec.deliverEvents();
+  await refreshRun(exec);
+  await exec.deliverEvents();
   exec.boundary('step-complete', key);
   if (!terminated) return undefined;
   if (outcome.terminateStatus === 'failed') {

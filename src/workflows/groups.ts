@@ -34,7 +34,7 @@ interface MemberResult {
 export async function runGroup(exec: RunExecution, group: GroupDefinition): Promise<RunStop | undefined> {
   const visit = exec.state.visits.get(group.name) ?? 0;
   const groupKey = stepKey(exec.run.id, group.name, visit);
-  exec.store.startStep(
+  await exec.store.startStep(
     exec.run.id,
     exec.lock.token,
     { key: groupKey, step: group.name, type: group.kind, visit },
@@ -44,14 +44,14 @@ export async function runGroup(exec: RunExecution, group: GroupDefinition): Prom
       key: groupKey,
     },
   );
-  exec.deliverEvents();
+  await exec.deliverEvents();
   const scope = buildScope(exec.workflow, exec.state);
   let members: Member[];
   try {
     members =
       group.kind === 'parallel' ? parallelMembers(exec, group.agents) : forEachMembers(exec, group, scope);
   } catch (error) {
-    return endGroup(exec, group, groupKey, scope, [], errorInfo(error));
+    return await endGroup(exec, group, groupKey, scope, [], errorInfo(error));
   }
   const results = await runMembers(exec, group, groupKey, visit, members);
   return endGroup(exec, group, groupKey, scope, results, groupFailure(group, results));
@@ -147,7 +147,7 @@ async function runMember(
   signal: AbortSignal,
 ): Promise<MemberResult> {
   const key = `${groupKey}/${member.name}`;
-  const done = exec.store.getStep(key);
+  const done = await exec.store.getStep(key);
   if (done?.status === 'completed') return { name: member.name, ok: true, output: done.output };
   const slot: ExecutionSlot = {
     step: member.step,
@@ -170,7 +170,7 @@ async function runMember(
           message: `gate "${member.step.name}" cannot wait inside a group; answer it with --skip-gates`,
         }
       : (outcome.error ?? { code: 'WORKFLOW_FAILED', message: `"${member.name}" failed` });
-  exec.store.endStep(
+  await exec.store.endStep(
     exec.run.id,
     exec.lock.token,
     {
@@ -188,7 +188,7 @@ async function runMember(
       data: { status: ok ? 'completed' : 'failed', costUsd, ...(error ?? {}) },
     },
   );
-  exec.deliverEvents();
+  await exec.deliverEvents();
   exec.boundary('step-complete', key);
   return ok
     ? { name: member.name, ok, output: outcome.output }
@@ -228,14 +228,14 @@ function groupOutput(
   return { outputs: Object.fromEntries(succeeded.map((result) => [result.name, result.output])), errors };
 }
 
-function endGroup(
+async function endGroup(
   exec: RunExecution,
   group: GroupDefinition,
   key: string,
   scope: TemplateScope,
   results: MemberResult[],
   failure: { code: string; message: string } | undefined,
-): RunStop | undefined {
+): Promise<RunStop | undefined> {
   let output: unknown = groupOutput(group, results);
   let next: string | undefined;
   if (failure === undefined) {
@@ -248,7 +248,7 @@ function endGroup(
     }
   }
   const status = failure === undefined ? 'completed' : 'failed';
-  exec.store.endStep(
+  await exec.store.endStep(
     exec.run.id,
     exec.lock.token,
     {
@@ -270,8 +270,8 @@ function endGroup(
   );
   if (failure !== undefined) return failRun(exec, failure);
   recordFinished(exec.state, group.name, output, true);
-  refreshRun(exec);
-  exec.deliverEvents();
+  await refreshRun(exec);
+  await exec.deliverEvents();
   exec.boundary('step-complete', key);
   return undefined;
 }

@@ -32,8 +32,8 @@ export async function resumeWorkflow(options: ResumeWorkflowOptions): Promise<Wo
   return (await engine()).resumeRun(options);
 }
 
-function findRun(store: WorkflowStore, runId: string): WorkflowRunRow {
-  const run = store.findRun(runId);
+async function findRun(store: WorkflowStore, runId: string): Promise<WorkflowRunRow> {
+  const run = await store.findRun(runId);
   if (run === undefined) {
     throw new SwitchboardError('RUN_NOT_FOUND', `there is no workflow run ${runId} in ${store.path}`, {
       hint: 'list runs with `switchboard workflow ls`',
@@ -44,11 +44,11 @@ function findRun(store: WorkflowStore, runId: string): WorkflowRunRow {
 
 /** Records a gate answer (before or after the run reaches the gate) and, unless `continue: false`, continues the run. */
 export async function answerGate(options: AnswerGateOptions): Promise<WorkflowRunResult> {
-  const session = openStores(options);
+  const session = await openStores(options);
   try {
-    const run = findRun(session.store, options.runId);
+    const run = await findRun(session.store, options.runId);
     const target = await gateTarget(session.store, run, options, options.step);
-    session.store.recordGateAnswer(target.run.id, {
+    await session.store.recordGateAnswer(target.run.id, {
       step: target.step,
       ...(target.visit === undefined ? {} : { visit: target.visit }),
       choice: options.choice,
@@ -57,14 +57,14 @@ export async function answerGate(options: AnswerGateOptions): Promise<WorkflowRu
       answeredAt: Date.now(),
     });
     if (options.continue === false || (run.status !== 'waiting' && run.status !== 'running')) {
-      return runView(session.store, findRun(session.store, run.id));
+      return await runView(session.store, await findRun(session.store, run.id));
     }
     try {
       return await (await engine()).resumeInSession(session, { ...options, runId: run.id });
     } catch (error) {
       // The process advancing the run (a gate waiting with a timeout) takes the answer itself.
       if (isSwitchboardError(error) && error.code === 'WORKFLOW_LOCKED') {
-        return runView(session.store, findRun(session.store, run.id));
+        return await runView(session.store, await findRun(session.store, run.id));
       }
       throw error;
     }
@@ -83,10 +83,7 @@ async function gateTarget(
   options: AnswerGateOptions,
   named: string | undefined,
 ): Promise<{ run: WorkflowRunRow; step: string; visit?: number }> {
-  const waiting = store
-    .steps(run.id)
-    .filter((row) => row.status === 'waiting')
-    .at(-1);
+  const waiting = (await store.steps(run.id)).filter((row) => row.status === 'waiting').at(-1);
   const step = named ?? (run.status === 'waiting' ? waiting?.step : undefined);
   if (step === undefined) {
     throw new SwitchboardError('INVALID_INPUT', `workflow run ${run.id} is not parked at a gate`, {
@@ -102,7 +99,7 @@ async function gateTarget(
     parkedIn?.type === 'workflow' &&
     (named === undefined || !workflow.steps.has(named))
   ) {
-    const child = store.findChildRun(run.id, waiting.key);
+    const child = await store.findChildRun(run.id, waiting.key);
     if (child !== undefined) return gateTarget(store, child, options, named);
   }
   const definition = workflow.steps.get(step);
@@ -127,26 +124,32 @@ async function gateTarget(
 }
 
 /** The run as `workflow status` shows it. Throws RUN_NOT_FOUND. */
-export function workflowStatus(runId: string, options: WorkflowEngineOptions = {}): WorkflowRunResult {
-  const session = openStores(options);
+export async function workflowStatus(
+  runId: string,
+  options: WorkflowEngineOptions = {},
+): Promise<WorkflowRunResult> {
+  const session = await openStores(options);
   try {
-    return runView(session.store, findRun(session.store, runId));
+    return await runView(session.store, await findRun(session.store, runId));
   } finally {
-    // Read-only: the session queued no call attempts, and SQLite closes before this returns.
-    void session.close();
+    await session.close();
   }
 }
 
 /** Runs, newest first. */
-export function listWorkflowRuns(
+export async function listWorkflowRuns(
   options: WorkflowEngineOptions & { limit?: number } = {},
-): WorkflowRunResult[] {
-  const session = openStores(options);
+): Promise<WorkflowRunResult[]> {
+  const session = await openStores(options);
   try {
-    return session.store.listRuns(options.limit ?? 100).map((run) => runView(session.store, run));
+    const views: WorkflowRunResult[] = [];
+    // One run at a time, in order: the list stays newest first and the store answers one query at once.
+    for (const run of await session.store.listRuns(options.limit ?? 100)) {
+      views.push(await runView(session.store, run));
+    }
+    return views;
   } finally {
-    // Read-only: the session queued no call attempts, and SQLite closes before this returns.
-    void session.close();
+    await session.close();
   }
 }
 
@@ -158,39 +161,37 @@ export async function cancelWorkflowRun(
   runId: string,
   options: WorkflowEngineOptions = {},
 ): Promise<WorkflowRunResult> {
-  const session = openStores(options);
+  const session = await openStores(options);
   try {
-    const run = findRun(session.store, runId);
-    const cancel = (id: string) => {
-      session.store.cancelRun(id, { type: 'run-cancel', data: { by: userInfo().username } });
-      for (const child of session.store.listChildRuns(id)) cancel(child.id);
+    const run = await findRun(session.store, runId);
+    const cancel = async (id: string): Promise<void> => {
+      await session.store.cancelRun(id, { type: 'run-cancel', data: { by: userInfo().username } });
+      for (const child of await session.store.listChildRuns(id)) await cancel(child.id);
     };
-    cancel(run.id);
+    await cancel(run.id);
     // The owner notices at its next poll, aborts its step (whose process tree dies) and lets go.
     const until = Date.now() + CANCEL_WAIT_MS;
-    while (runOwner(findRun(session.store, run.id), options) !== undefined && Date.now() < until) {
+    while (runOwner(await findRun(session.store, run.id), options) !== undefined && Date.now() < until) {
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
-    return runView(session.store, findRun(session.store, run.id));
+    return await runView(session.store, await findRun(session.store, run.id));
   } finally {
     await session.close();
   }
 }
 
 /** Events of a run after `afterSeq`, oldest first. */
-export function readWorkflowEvents(
+export async function readWorkflowEvents(
   runId: string,
   options: WorkflowEngineOptions & { afterSeq?: number } = {},
-): WorkflowEventRecord[] {
-  const session = openStores(options);
+): Promise<WorkflowEventRecord[]> {
+  const session = await openStores(options);
   try {
-    const run = findRun(session.store, runId);
-    return session.store
-      .events(run.id, options.afterSeq ?? 0)
-      .map((event) => ({ ...event, at: new Date(event.at).toISOString() }));
+    const run = await findRun(session.store, runId);
+    const events = await session.store.events(run.id, options.afterSeq ?? 0);
+    return events.map((event) => ({ ...event, at: new Date(event.at).toISOString() }));
   } finally {
-    // Read-only: the session queued no call attempts, and SQLite closes before this returns.
-    void session.close();
+    await session.close();
   }
 }
 

@@ -24,7 +24,8 @@ export interface RunLock {
    * SwitchboardError `WORKFLOW_CANCELLED` or `WORKFLOW_LOST`).
    */
   readonly signal: AbortSignal;
-  release(): void;
+  /** Stops the heartbeat and lets go of the run (only if this process still holds it). */
+  release(): Promise<void>;
 }
 
 /** Why the recorded owner still holds the run, or undefined when it is gone. */
@@ -54,7 +55,11 @@ export function runOwner(run: WorkflowRunRow, options: { staleAfterMs?: number }
  *
  * @throws SwitchboardError `WORKFLOW_LOCKED` naming the live owner and what to do.
  */
-export function acquireRunLock(store: WorkflowStore, runId: string, options: RunLockOptions = {}): RunLock {
+export async function acquireRunLock(
+  store: WorkflowStore,
+  runId: string,
+  options: RunLockOptions = {},
+): Promise<RunLock> {
   const now = options.now ?? Date.now;
   const staleAfterMs = options.staleAfterMs ?? DEFAULT_STALE_AFTER_MS;
   const host = hostname();
@@ -62,7 +67,7 @@ export function acquireRunLock(store: WorkflowStore, runId: string, options: Run
   const started = processStartTime(process.pid);
   if (started !== undefined) owner.started = started;
   for (let tries = 0; tries < 3; tries++) {
-    const run = store.getRun(runId);
+    const run = await store.getRun(runId);
     if (run === undefined) throw new SwitchboardError('RUN_NOT_FOUND', `there is no workflow run ${runId}`);
     const holder = liveOwner(run, host, staleAfterMs, now());
     if (holder !== undefined) {
@@ -72,7 +77,8 @@ export function acquireRunLock(store: WorkflowStore, runId: string, options: Run
         details: { pid: run.owner?.pid, host: run.owner?.host },
       });
     }
-    if (store.claimRun(runId, run.owner?.token, owner)) return startHeartbeat(store, runId, owner, options);
+    if (await store.claimRun(runId, run.owner?.token, owner))
+      return startHeartbeat(store, runId, owner, options);
   }
   throw new SwitchboardError('WORKFLOW_LOCKED', `workflow run ${runId} is being claimed by another process`, {
     hint: `wait for it (\`switchboard workflow status ${runId}\`), then resume again if it stopped`,
@@ -87,18 +93,23 @@ function startHeartbeat(
   options: RunLockOptions,
 ): RunLock {
   const controller = new AbortController();
-  const poll = () => {
+  let held = true;
+  const lost = (reason: SwitchboardError) => {
+    // A beat that answers after `release` says nothing about the run any more.
+    if (held) controller.abort(reason);
+  };
+  const poll = async (): Promise<void> => {
     if (controller.signal.aborted) return;
     try {
-      if (!store.heartbeat(runId, owner.token)) {
-        controller.abort(
+      if (!(await store.heartbeat(runId, owner.token))) {
+        lost(
           new SwitchboardError('WORKFLOW_LOST', `another process took workflow run ${runId} over`, {
             hint: `see where it is with \`switchboard workflow status ${runId}\``,
             retryable: false,
           }),
         );
-      } else if (store.getRun(runId)?.status === 'cancelled') {
-        controller.abort(
+      } else if ((await store.getRun(runId))?.status === 'cancelled') {
+        lost(
           new SwitchboardError('WORKFLOW_CANCELLED', `workflow run ${runId} was cancelled`, {
             retryable: false,
           }),
@@ -108,18 +119,25 @@ function startHeartbeat(
       // A busy ledger skips one beat; the next one tries again.
     }
   };
-  const timer = setInterval(poll, options.pollMs ?? 1_000);
+  // One beat at a time: a slow one is not overtaken by the next, and `release` writes after it.
+  let beating: Promise<void> | undefined;
+  const timer = setInterval(() => {
+    if (beating !== undefined) return;
+    beating = poll().finally(() => {
+      beating = undefined;
+    });
+  }, options.pollMs ?? 1_000);
   timer.unref();
-  let held = true;
   return {
     token: owner.token,
     owner,
     signal: controller.signal,
-    release() {
+    async release() {
       if (!held) return;
       held = false;
       clearInterval(timer);
-      store.releaseRun(runId, owner.token);
+      await beating;
+      await store.releaseRun(runId, owner.token);
     },
   };
 }

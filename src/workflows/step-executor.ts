@@ -56,13 +56,14 @@ export interface StepContext {
    * how an executor with outside effects (git) reconciles on resume.
    */
   previous?: Record<string, unknown>;
-  /** Persists notes for this execution before an outside effect (fenced: throws when the run was lost). */
-  recordProgress(notes: Record<string, unknown>): void;
-  emit(event: WorkflowEvent): void;
+  /** Persists notes for this execution before an outside effect (fenced: rejects when the run was lost). */
+  recordProgress(notes: Record<string, unknown>): Promise<void>;
+  /** Appends an event to the run's log (fenced, like `recordProgress`) and hands it to `onEvent`. */
+  emit(event: WorkflowEvent): Promise<void>;
   /** Runs a sub-workflow to its end under this run (used by `type: workflow`). */
   runChild(file: string, inputs: Record<string, unknown>): Promise<StepOutcome>;
-  /** Gate answers recorded for this step (and iteration), oldest first; used by `human_gate`. */
-  gateAnswer(): GateAnswer | undefined;
+  /** The gate answer recorded for this step's execution, if any (taking it binds it); used by `human_gate`. */
+  gateAnswer(): Promise<GateAnswer | undefined>;
 }
 
 export interface GateAnswer {

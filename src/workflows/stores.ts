@@ -15,22 +15,20 @@ export interface StoreSession {
   close(): Promise<void>;
 }
 
-export function openStores(options: WorkflowEngineOptions): StoreSession {
+export async function openStores(options: WorkflowEngineOptions): Promise<StoreSession> {
   // Absolute, so steps that change directory (scripts, agents in worktrees) still find it.
   const stateDir = resolve(options.stateDir ?? DEFAULT_STATE_DIR);
   const ownLedger = options.ledger === undefined;
   const ledger = options.ledger ?? openLedger({ stateDir });
   let store: WorkflowStore;
   try {
-    store = WorkflowStore.open({
+    store = await WorkflowStore.open({
       path: ledger.path,
       ...(options._internal?.now === undefined ? {} : { now: options._internal.now }),
     });
   } catch (error) {
-    if (ownLedger) {
-      // On SQLite the ledger is closed by the time this returns; nothing was queued on it yet.
-      void ledger.close();
-    }
+    // Nothing was queued on a ledger this session opened; closing it must not hide why the store failed.
+    if (ownLedger) await ledger.close().catch(() => {});
     throw error;
   }
   return {
@@ -38,7 +36,7 @@ export function openStores(options: WorkflowEngineOptions): StoreSession {
     store,
     stateDir,
     async close() {
-      store.close();
+      await store.close();
       if (ownLedger) await ledger.close();
     },
   };

@@ -95,14 +95,14 @@ export function testStepContext(options: TestStepContextOptions): TestStepContex
       resolveStepSpec({ provider: provider ?? 'claude', model, runtime: workflow.runtime, step: step.name }),
     mcpServers: options.mcpServers ?? {},
     signal: options.signal ?? new AbortController().signal,
-    recordProgress: (notes) => {
+    recordProgress: async (notes) => {
       progress.push(structuredClone(notes));
     },
-    emit: (event) => {
+    emit: async (event) => {
       events.push(event);
     },
     runChild: () => Promise.reject(new Error('no sub-workflows in step tests')),
-    gateAnswer: () => undefined,
+    gateAnswer: async () => undefined,
     progress,
     events,
     specs,

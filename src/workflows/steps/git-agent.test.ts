@@ -114,7 +114,7 @@ describe('type: agent with effects: git', () => {
     const record = context.recordProgress;
     context.recordProgress = (notes) => {
       worktreeExisted.push(existsSync(String(notes['worktree'])));
-      record(notes);
+      return record(notes);
     };
     const outcome = await h.execute(context);
 

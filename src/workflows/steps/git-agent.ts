@@ -108,11 +108,16 @@ export async function executeGitAgentStep(
     if (context.signal.aborted || !isSwitchboardError(error) || error.code === 'WORKFLOW_TEMPLATE')
       throw error;
     return execution.failed({ code: error.code, message: error.message });
+  } finally {
+    // The agent's callbacks queue notes without waiting; they are in the ledger before the step ends.
+    await execution.written();
   }
 }
 
 class GitStepExecution {
   private notes: GitStepNotes | undefined;
+  /** The notes writes, one after another in the order they were made (settles, never rejects). */
+  private writes: Promise<void> = Promise.resolve();
   private readonly context: StepContext;
   private readonly step: AgentStep;
   private readonly effect: GitEffectDefinition;
@@ -142,7 +147,7 @@ class GitStepExecution {
       value: this.context.key,
     });
     if (found !== undefined) {
-      this.context.emit({
+      await this.context.emit({
         type: 'git-adopted',
         step: this.step.name,
         key: this.context.key,
@@ -164,7 +169,7 @@ class GitStepExecution {
     if (made === 'existing' || (await branchCommit(repository.root, notes.branch)) !== notes.base) {
       // An interrupted attempt's files (or commits) must not pass for this attempt's change.
       await resetWorktree(notes.worktree, notes.branch, notes.base);
-      this.context.emit({
+      await this.context.emit({
         type: 'git-reset',
         step: this.step.name,
         key: this.context.key,
@@ -180,7 +185,12 @@ class GitStepExecution {
     });
     if (commit === notes.base)
       return this.failed({ code: 'AGENT_FAILED', message: 'there is nothing to commit' });
-    this.context.emit({ type: 'git-commit', step: this.step.name, key: this.context.key, data: { commit } });
+    await this.context.emit({
+      type: 'git-commit',
+      step: this.step.name,
+      key: this.context.key,
+      data: { commit },
+    });
     return this.land(repository, commit, mode);
   }
 
@@ -283,7 +293,7 @@ class GitStepExecution {
       spentUsd: 0,
     };
     if (baseBranch !== undefined) notes.baseBranch = baseBranch;
-    context.recordProgress(notes);
+    await context.recordProgress(notes);
     this.notes = notes;
     return notes;
   }
@@ -293,9 +303,26 @@ class GitStepExecution {
     return this.notes;
   }
 
-  private record(update: Partial<GitStepNotes>): void {
-    this.notes = { ...this.current, ...update };
-    this.context.recordProgress(this.notes);
+  private record(update: Partial<GitStepNotes>): Promise<void> {
+    const notes = { ...this.current, ...update };
+    this.notes = notes;
+    const written = this.writes.then(() => this.context.recordProgress(notes));
+    this.writes = written.catch(() => {});
+    return written;
+  }
+
+  /**
+   * `record` for the agent's callbacks, which cannot wait: the write keeps its place in the queue, and
+   * a failed one is dropped (the agent's bookkeeping must not end its run; the next awaited write or
+   * the step's end finds a lost run).
+   */
+  private recordSoon(update: Partial<GitStepNotes>): void {
+    this.record(update).catch(() => {});
+  }
+
+  /** Settles once every notes write made so far has. */
+  written(): Promise<void> {
+    return this.writes;
   }
 
   private commandEnvironment(task: AgentTask): Record<string, string> {
@@ -360,11 +387,11 @@ class GitStepExecution {
       sessionId = outcome.sessionId ?? sessionId;
       const { childPid: _ended, ...rest } = this.current;
       this.notes = rest;
-      this.record({
+      await this.record({
         spentUsd: spentBefore + outcome.costUsd,
         ...(outcome.resultText === undefined || outcome.isError ? {} : { summary: outcome.resultText }),
       });
-      this.context.emit({
+      await this.context.emit({
         type: 'agent-attempt',
         step: this.step.name,
         key: this.context.key,
@@ -439,12 +466,12 @@ class GitStepExecution {
       abortSignal: this.context.signal,
       processTag: runProcessTag(this.processTag()),
       passEnvironment: task.passEnvironment,
-      onSpawn: (pid) => this.record({ childPid: pid }),
+      onSpawn: (pid) => this.recordSoon({ childPid: pid }),
       onProgress: (progress) => {
         // The running cost reaches the notes, so an attempt killed midway still counts what it spent.
         // Every change is written (one small row update per answer): a kill -9 would lose a deferred one.
         const spentUsd = spentBefore + progress.costUsd;
-        if (spentUsd !== this.current.spentUsd) this.record({ spentUsd });
+        if (spentUsd !== this.current.spentUsd) this.recordSoon({ spentUsd });
       },
     };
     if (mcp.tools.length > 0) invocation.mcpServers = mcp.servers;
@@ -470,7 +497,7 @@ class GitStepExecution {
     }
     if (await headMoved(worktree, base)) {
       await gitOk(worktree, ['reset', '-q', '--soft', base], 'git reset');
-      this.context.emit({
+      await this.context.emit({
         type: 'agent-commit-undone',
         step: this.step.name,
         key: this.context.key,

@@ -18,11 +18,11 @@ export const executeHumanGateStep: StepExecutor = async (context) => {
     value: option.value,
     ...(option.promptFor === undefined ? {} : { promptFor: option.promptFor }),
   }));
-  let answer = context.gateAnswer();
+  let answer = await context.gateAnswer();
   if (answer === undefined && step.timeoutSeconds !== undefined) {
     // While this process waits, `workflow status` shows the gate from these notes, so anyone can answer it.
     const timesOutAt = new Date(Date.now() + step.timeoutSeconds * 1000).toISOString();
-    context.recordProgress({ gate: { prompt, options, timesOutAt } });
+    await context.recordProgress({ gate: { prompt, options, timesOutAt } });
     answer = await waitForAnswer(context, step.timeoutSeconds * 1000);
     if (answer === undefined) {
       const choice = step.default ?? step.options[0]?.value ?? '';
@@ -36,10 +36,14 @@ export const executeHumanGateStep: StepExecutor = async (context) => {
       output: { prompt, options },
     };
   }
-  return takeAnswer(context, step, answer);
+  return await takeAnswer(context, step, answer);
 };
 
-function takeAnswer(context: StepContext, step: HumanGateStep, answer: GateAnswer): StepOutcome {
+async function takeAnswer(
+  context: StepContext,
+  step: HumanGateStep,
+  answer: GateAnswer,
+): Promise<StepOutcome> {
   const option = step.options.find((candidate) => candidate.value === answer.choice);
   if (option === undefined) {
     const values = step.options.map((candidate) => candidate.value).join(', ');
@@ -52,7 +56,7 @@ function takeAnswer(context: StepContext, step: HumanGateStep, answer: GateAnswe
       },
     };
   }
-  context.emit({
+  await context.emit({
     type: 'gate-taken',
     data: { choice: option.value, answeredBy: answer.answeredBy, answeredAt: answer.answeredAt },
   });
@@ -81,7 +85,7 @@ async function waitForAnswer(context: StepContext, timeoutMs: number): Promise<G
       );
     });
     context.signal.throwIfAborted();
-    const answer = context.gateAnswer();
+    const answer = await context.gateAnswer();
     if (answer !== undefined) return answer;
   }
   return undefined;

@@ -159,7 +159,7 @@ async function runScriptProcess(
     if (pid !== undefined) killProcessTree(pid);
   };
   if (pid !== undefined)
-    context.emit({ type: 'process-start', step: context.step.name, key: context.key, data: { pid } });
+    await context.emit({ type: 'process-start', step: context.step.name, key: context.key, data: { pid } });
   let timedOut = false;
   let aborted = false;
   const timer =

@@ -46,8 +46,8 @@ export const executeWaitStep: StepExecutor = async (context) => {
   // A resumed wait (the process died during it) counts from when it first began: it waits only the rest.
   const recorded = context.previous?.['wait_started_at'];
   const startedAt = typeof recorded === 'number' && recorded <= Date.now() ? recorded : Date.now();
-  if (startedAt !== recorded) context.recordProgress({ wait_started_at: startedAt, seconds });
-  context.emit({
+  if (startedAt !== recorded) await context.recordProgress({ wait_started_at: startedAt, seconds });
+  await context.emit({
     type: 'wait-start',
     step: step.name,
     key: context.key,
