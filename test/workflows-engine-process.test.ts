@@ -337,6 +337,10 @@ describe('one process advances a run at a time', () => {
       /^workflow run run-two is being advanced by pid \d+ on \S+ \(heartbeat \d+s ago\)$/,
     );
     expect(loser.json?.error?.hint).toMatch(/wait for it/);
+    // The winner holds the run; it reaches step b (and blocks there) in its own time.
+    await waitFor(() => readdirSync(dir).some((name) => name.startsWith('blocked-')), {
+      what: 'the winner at b',
+    });
     expect(readdirSync(dir).filter((name) => name.startsWith('blocked-'))).toHaveLength(1);
     writeFileSync(join(dir, 'release'), '');
     const winner = await (loser === (await first.done) ? second.done : first.done);

@@ -11,12 +11,13 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import Database from 'better-sqlite3';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { costOf } from '../src/core/prices.js';
 import { keyFingerprint } from '../src/sim/credentials.js';
 import type { Scenario } from '../src/sim/scenario.js';
 import { startSimulator, type Simulator } from '../src/sim/server.js';
+import { AgentRunStore } from '../src/agents/run-store.js';
+import { openLedger } from '../src/store/ledger.js';
 import { WorkflowStore } from '../src/store/workflow-records.js';
 import type { WorkflowRunResult } from '../src/workflows/api-types.js';
 import { claudeProcessIds } from './helpers/claude.js';
@@ -303,17 +304,17 @@ async function readLedger(c: Case): Promise<Ledger> {
     }));
     const events = (await store.events(RUN_ID)).map((event) => event.type);
     const runCostUsd = (await store.getRun(RUN_ID))?.costUsd ?? Number.NaN;
-    const database = new Database(store.path, { readonly: true });
+    // Through the stores, so the same reading works on SQLite and PostgreSQL. Every attempt in this
+    // case's ledger is the run's: the case has a state folder (and database) of its own.
+    const ledger = openLedger({ stateDir: c.stateDir });
+    const agents = await AgentRunStore.open(c.stateDir);
     try {
-      const taggedAttempts = (
-        database.prepare(`SELECT count(*) AS n FROM call_attempts WHERE tags LIKE ?`).get(`%${RUN_ID}%`) as {
-          n: number;
-        }
-      ).n;
-      const agentRuns = (database.prepare('SELECT count(*) AS n FROM agent_runs').get() as { n: number }).n;
+      const taggedAttempts = (await ledger.callStats()).attempts;
+      const agentRuns = (await agents.list()).length;
       return { rows, runCostUsd, events, taggedAttempts, agentRuns };
     } finally {
-      database.close();
+      await agents.close();
+      await ledger.close();
     }
   } finally {
     await store.close();

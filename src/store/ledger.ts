@@ -16,7 +16,6 @@ import {
   type ReservationOutcome,
   type SpendReservation,
 } from './budget-reservations.js';
-import type Database from 'better-sqlite3';
 import { SwitchboardError } from '../core/errors.js';
 import type { RouteCandidate, RouteDecision, RouteMethod } from '../core/route-types.js';
 import { readCachedDecision, writeCachedDecision } from './route-cache-records.js';
@@ -24,7 +23,6 @@ import { redactSecrets } from '../core/secrets.js';
 import {
   connectPostgresDatabase,
   locateDatabase,
-  openSqliteConnection,
   openSqliteDatabase,
   sqliteBehind,
   toStoreError,
@@ -214,14 +212,29 @@ export { hashText };
 export function openLedger(options: OpenLedgerOptions = {}): Ledger {
   const location = locateDatabase(options);
   const storeText = options.storeText ?? false;
+  let ledger: Ledger;
   if (location.kind === 'postgres') {
     const connecting = connectPostgresDatabase(location.url);
     // Seen by ready() and every call; marked handled here so a ledger never used is no crash.
     connecting.catch(() => undefined);
-    return createLedger(connecting, describePostgresUrl(location.url), 'postgres', storeText);
+    ledger = createLedger(connecting, describePostgresUrl(location.url), 'postgres', storeText);
+    targets.set(ledger, { url: location.url });
+  } else {
+    ledger = createLedger(openSqliteDatabase(location.file), location.file, 'sqlite', storeText);
+    targets.set(ledger, { path: location.file });
   }
-  const database = openSqliteDatabase(location.file);
-  return createLedger(database, location.file, 'sqlite', storeText);
+  return ledger;
+}
+
+/** Where each open ledger lives, with the URL's password: `path` leaves it out. */
+const targets = new WeakMap<Ledger, DatabaseTarget>();
+
+/**
+ * The database a ledger from `openLedger` uses, for stores that keep their tables beside it (workflow
+ * and agent runs); undefined for a ledger made elsewhere.
+ */
+export function ledgerDatabase(ledger: Ledger): DatabaseTarget | undefined {
+  return targets.get(ledger);
 }
 
 /** Opens the ledger and waits until it is ready, so a bad database URL fails here. */
@@ -234,23 +247,6 @@ export async function connectLedger(options: OpenLedgerOptions = {}): Promise<Le
     throw error;
   }
   return ledger;
-}
-
-/**
- * The ledger's SQLite connection, opened, checked and migrated as `openLedger` does (WAL, busy timeout),
- * for stores that keep tables of their own in the same file (agent runs). The caller closes it.
- */
-export function openLedgerDatabase(options: OpenLedgerOptions = {}): {
-  path: string;
-  database: Database.Database;
-} {
-  const location = locateDatabase(options);
-  if (location.kind !== 'sqlite') {
-    throw new SwitchboardError('INVALID_INPUT', 'agent runs and workflow runs are not on PostgreSQL yet', {
-      hint: 'unset SWITCHBOARD_DATABASE_URL for agent and workflow commands',
-    });
-  }
-  return { path: location.file, database: openSqliteConnection(location.file) };
 }
 
 interface RouteDecisionRow {

@@ -1,8 +1,8 @@
-import type Database from 'better-sqlite3';
 import { SwitchboardError } from '../core/errors.js';
 import { redactSecrets } from '../core/secrets.js';
 import { idPrefixPattern, onlyMatch } from './id-prefix.js';
-import { openLedgerDatabase } from './ledger.js';
+import { openDatabase, toStoreError } from './database.js';
+import type { SqlClient, SqlDatabase } from './sql/sql-database.js';
 
 /** A workflow run as recorded in the ledger (`workflow_runs`). */
 export interface WorkflowRunRow {
@@ -254,29 +254,33 @@ function stepFromRow(row: StepTableRow): WorkflowStepRow {
 }
 
 /**
- * The workflow tables of the ledger. Any number of processes read and write here at once (WAL, busy
- * timeout); every write of a run's owner is fenced by its token inside the write's own transaction, so
- * a process that lost the run (another took it over) records nothing.
- *
- * Every method that touches the database returns a Promise (a PostgreSQL backend answers later). On
- * SQLite the work is done when the method is called and the Promise is already settled, so the order of
- * calls is the order of writes.
+ * The workflow tables of the ledger, in the SQLite file or the PostgreSQL database the ledger uses. Any
+ * number of processes (on PostgreSQL, of machines) read and write here at once; every write of a run's
+ * owner is fenced by its token inside the write's own transaction, so a process that lost the run
+ * (another took it over) records nothing. Writes to one run take turns: `BEGIN IMMEDIATE` on SQLite, a
+ * transaction-scoped advisory lock on the run's id on PostgreSQL (which also keeps its event numbers
+ * gapless and unique). On SQLite each statement runs when the method is called, so the order of calls
+ * is the order of writes.
  */
 export class WorkflowStore {
   readonly path: string;
-  private readonly database: Database.Database;
+  private readonly database: SqlDatabase;
   private readonly now: () => number;
 
-  private constructor(path: string, database: Database.Database, now: () => number) {
-    this.path = path;
+  private constructor(database: SqlDatabase, now: () => number) {
+    this.path = database.location;
     this.database = database;
     this.now = now;
   }
 
-  /** Opens the ledger file (`path`) or the one in `stateDir`, creating and migrating it as `openLedger` does. */
+  /**
+   * Opens the ledger file (`path`), the one in `stateDir`, or the PostgreSQL database in `url` /
+   * `SWITCHBOARD_DATABASE_URL`, creating and migrating it as `openLedger` does.
+   */
   static async open(options: {
     path?: string;
     stateDir?: string;
+    url?: string;
     now?: () => number;
   }): Promise<WorkflowStore> {
     if (options.path === ':memory:') {
@@ -284,118 +288,110 @@ export class WorkflowStore {
         hint: 'open the ledger with a path or a state directory',
       });
     }
-    const { path, database } = openLedgerDatabase({
+    const database = await openDatabase({
       ...(options.path === undefined ? {} : { path: options.path }),
       ...(options.stateDir === undefined ? {} : { stateDir: options.stateDir }),
+      ...(options.url === undefined ? {} : { url: options.url }),
     });
-    return new WorkflowStore(path, database, options.now ?? Date.now);
-  }
-
-  /** Statements by their SQL, prepared once per connection: preparing costs more than running most of them. */
-  private readonly statements = new Map<string, Database.Statement>();
-
-  private prepare(sql: string): Database.Statement {
-    let statement = this.statements.get(sql);
-    if (statement === undefined) {
-      statement = this.database.prepare(sql);
-      this.statements.set(sql, statement);
-    }
-    return statement;
+    return new WorkflowStore(database, options.now ?? Date.now);
   }
 
   async close(): Promise<void> {
-    if (this.database.open) this.database.close();
+    await this.database.close();
   }
 
   /** Inserts a run, or returns the existing run holding the same `runKey` (nothing written then). */
   async createRun(run: NewRun): Promise<{ run: WorkflowRunRow; created: boolean }> {
-    return this.write('record a workflow run', () => {
+    const lock = run.runKey === undefined ? run.id : `key:${run.runKey}`;
+    return this.write(lock, 'record a workflow run', async (tx) => {
       if (run.runKey !== undefined) {
-        const existing = this.prepare('SELECT * FROM workflow_runs WHERE run_key = ?').get(run.runKey) as
-          RunTableRow | undefined;
+        const existing = await tx.get<RunTableRow>('SELECT * FROM workflow_runs WHERE run_key = ?', [
+          run.runKey,
+        ]);
         if (existing !== undefined) return { run: runFromRow(existing), created: false };
       }
-      if (this.prepare('SELECT 1 FROM workflow_runs WHERE id = ?').get(run.id) !== undefined) {
+      if ((await tx.get('SELECT 1 AS found FROM workflow_runs WHERE id = ?', [run.id])) !== undefined) {
         throw new SwitchboardError('INVALID_INPUT', `workflow run ${run.id} already exists`, {
           hint: `continue it with \`switchboard workflow resume ${run.id}\`, or choose another run id`,
         });
       }
       const now = this.now();
-      this.prepare(
+      await tx.run(
         `INSERT INTO workflow_runs (id, workflow, file, file_hash, run_key, inputs, status, current_step,
              parent_run_id, parent_key, created_at, updated_at)
            VALUES (@id, @workflow, @file, @file_hash, @run_key, @inputs, 'running', @current_step,
              @parent_run_id, @parent_key, @now, @now)`,
-      ).run({
-        id: run.id,
-        workflow: run.workflow,
-        file: run.file,
-        file_hash: run.fileHash,
-        run_key: run.runKey ?? null,
-        inputs: toJson(run.inputs),
-        current_step: run.currentStep,
-        parent_run_id: run.parentRunId ?? null,
-        parent_key: run.parentKey ?? null,
-        now,
+        {
+          id: run.id,
+          workflow: run.workflow,
+          file: run.file,
+          file_hash: run.fileHash,
+          run_key: run.runKey ?? null,
+          inputs: toJson(run.inputs),
+          current_step: run.currentStep,
+          parent_run_id: run.parentRunId ?? null,
+          parent_key: run.parentKey ?? null,
+          now,
+        },
+      );
+      await this.insertEvent(tx, run.id, {
+        type: 'run-start',
+        data: { workflow: run.workflow, inputs: run.inputs },
       });
-      this.insertEvent(run.id, { type: 'run-start', data: { workflow: run.workflow, inputs: run.inputs } });
-      return { run: this.getRunOrThrow(run.id), created: true };
+      const created = await readRun(tx, run.id);
+      if (created === undefined)
+        throw new SwitchboardError('RUN_NOT_FOUND', `there is no workflow run ${run.id}`);
+      return { run: created, created: true };
     });
   }
 
   async getRun(id: string): Promise<WorkflowRunRow | undefined> {
-    return this.readRun(id);
-  }
-
-  /** The run row, read at once (inside a transaction, or behind `getRun`). */
-  private readRun(id: string): WorkflowRunRow | undefined {
-    const row = this.read('read a workflow run', () =>
-      this.prepare('SELECT * FROM workflow_runs WHERE id = ?').get(id),
-    ) as RunTableRow | undefined;
-    return row === undefined ? undefined : runFromRow(row);
+    return this.read('read a workflow run', () => readRun(this.database, id));
   }
 
   /** The run with this id, or the only one whose id starts with it. */
   async findRun(idOrPrefix: string): Promise<WorkflowRunRow | undefined> {
-    const exact = this.readRun(idOrPrefix);
+    const exact = await this.getRun(idOrPrefix);
     if (exact !== undefined) return exact;
-    const rows = this.read('read workflow runs', () =>
-      this.prepare("SELECT * FROM workflow_runs WHERE id LIKE ? ESCAPE '\\' LIMIT 2").all(
+    const rows = await this.read('read workflow runs', () =>
+      this.database.all<RunTableRow>("SELECT * FROM workflow_runs WHERE id LIKE ? ESCAPE '\\' LIMIT 2", [
         idPrefixPattern(idOrPrefix),
-      ),
-    ) as RunTableRow[];
+      ]),
+    );
     const only = onlyMatch(rows);
     return only === undefined ? undefined : runFromRow(only);
   }
 
   /** Top-level runs (not sub-workflows), newest first. */
   async listRuns(limit: number): Promise<WorkflowRunRow[]> {
-    const rows = this.read('read workflow runs', () =>
-      this.prepare(
+    const rows = await this.read('read workflow runs', () =>
+      this.database.all<RunTableRow>(
         'SELECT * FROM workflow_runs WHERE parent_run_id IS NULL ORDER BY created_at DESC, rowid DESC LIMIT ?',
-      ).all(limit),
-    ) as RunTableRow[];
+        [limit],
+      ),
+    );
     return rows.map(runFromRow);
   }
 
   /** A child run started by the parent's step `parentKey`, if any. */
   async findChildRun(parentRunId: string, parentKey: string): Promise<WorkflowRunRow | undefined> {
-    const row = this.read('read a workflow run', () =>
-      this.prepare('SELECT * FROM workflow_runs WHERE parent_run_id = ? AND parent_key = ?').get(
-        parentRunId,
-        parentKey,
+    const row = await this.read('read a workflow run', () =>
+      this.database.get<RunTableRow>(
+        'SELECT * FROM workflow_runs WHERE parent_run_id = ? AND parent_key = ?',
+        [parentRunId, parentKey],
       ),
-    ) as RunTableRow | undefined;
+    );
     return row === undefined ? undefined : runFromRow(row);
   }
 
   /** Sub-workflow runs started by this run. */
   async listChildRuns(parentRunId: string): Promise<WorkflowRunRow[]> {
-    const rows = this.read('read workflow runs', () =>
-      this.prepare('SELECT * FROM workflow_runs WHERE parent_run_id = ? ORDER BY created_at').all(
-        parentRunId,
+    const rows = await this.read('read workflow runs', () =>
+      this.database.all<RunTableRow>(
+        'SELECT * FROM workflow_runs WHERE parent_run_id = ? ORDER BY created_at, rowid',
+        [parentRunId],
       ),
-    ) as RunTableRow[];
+    );
     return rows.map(runFromRow);
   }
 
@@ -404,42 +400,45 @@ export class WorkflowStore {
    * of two processes that both judged the previous owner gone, one wins.
    */
   async claimRun(id: string, expectedToken: string | undefined, owner: RunOwner): Promise<boolean> {
-    return this.write('claim a workflow run', () => {
+    return this.write(id, 'claim a workflow run', async (tx) => {
       const now = this.now();
-      const result = this.prepare(
+      const result = await tx.run(
         `UPDATE workflow_runs SET owner_pid = @pid, owner_host = @host, owner_token = @token,
              owner_started = @started, heartbeat_at = @now, updated_at = @now
-           WHERE id = @id AND owner_token IS @expected`,
-      ).run({
-        id,
-        pid: owner.pid,
-        host: owner.host,
-        token: owner.token,
-        started: owner.started ?? null,
-        expected: expectedToken ?? null,
-        now,
-      });
+           WHERE id = @id AND owner_token IS NOT DISTINCT FROM @expected`,
+        {
+          id,
+          pid: owner.pid,
+          host: owner.host,
+          token: owner.token,
+          started: owner.started ?? null,
+          expected: expectedToken ?? null,
+          now,
+        },
+      );
       return result.changes === 1;
     });
   }
 
   /** Stamps the owner's heartbeat; false when the token no longer owns the run. */
   async heartbeat(id: string, token: string): Promise<boolean> {
-    return this.write('stamp a workflow heartbeat', () => {
-      const result = this.prepare(
+    return this.write(id, 'stamp a workflow heartbeat', async (tx) => {
+      const result = await tx.run(
         'UPDATE workflow_runs SET heartbeat_at = ? WHERE id = ? AND owner_token = ?',
-      ).run(this.now(), id, token);
+        [this.now(), id, token],
+      );
       return result.changes === 1;
     });
   }
 
   /** Lets go of the run (only if this token still owns it). */
   async releaseRun(id: string, token: string): Promise<void> {
-    this.write('release a workflow run', () =>
-      this.prepare(
+    await this.write(id, 'release a workflow run', (tx) =>
+      tx.run(
         `UPDATE workflow_runs SET owner_pid = NULL, owner_host = NULL, owner_token = NULL, owner_started = NULL,
              heartbeat_at = NULL WHERE id = ? AND owner_token = ?`,
-      ).run(id, token),
+        [id, token],
+      ),
     );
   }
 
@@ -453,46 +452,44 @@ export class WorkflowStore {
     start: StepStart,
     event?: NewWorkflowEvent,
   ): Promise<{ row: WorkflowStepRow; before?: WorkflowStepRow }> {
-    return this.fenced(runId, token, 'start a workflow step', () => {
+    return this.fenced(runId, token, 'start a workflow step', async (tx) => {
       const now = this.now();
-      const existing = this.prepare('SELECT * FROM workflow_steps WHERE key = ?').get(start.key) as
-        StepTableRow | undefined;
+      const existing = await tx.get<StepTableRow>('SELECT * FROM workflow_steps WHERE key = ?', [start.key]);
       if (existing === undefined) {
-        const seq = (
-          this.prepare('SELECT coalesce(max(seq), 0) + 1 AS seq FROM workflow_steps WHERE run_id = ?').get(
-            runId,
-          ) as {
-            seq: number;
-          }
-        ).seq;
-        this.prepare(
+        const next = await tx.get<{ seq: number }>(
+          'SELECT coalesce(max(seq), 0) + 1 AS seq FROM workflow_steps WHERE run_id = ?',
+          [runId],
+        );
+        await tx.run(
           `INSERT INTO workflow_steps (key, run_id, seq, step, type, group_key, item_index, item_key, visit, attempt,
                status, started_at)
              VALUES (@key, @run_id, @seq, @step, @type, @group_key, @item_index, @item_key, @visit, 1, 'running', @now)`,
-        ).run({
-          key: start.key,
-          run_id: runId,
-          seq,
-          step: start.step,
-          type: start.type,
-          group_key: start.groupKey ?? null,
-          item_index: start.itemIndex ?? null,
-          item_key: start.itemKey ?? null,
-          visit: start.visit,
-          now,
-        });
+          {
+            key: start.key,
+            run_id: runId,
+            seq: next!.seq,
+            step: start.step,
+            type: start.type,
+            group_key: start.groupKey ?? null,
+            item_index: start.itemIndex ?? null,
+            item_key: start.itemKey ?? null,
+            visit: start.visit,
+            now,
+          },
+        );
       } else {
         const attempt = existing.status === 'waiting' ? existing.attempt : existing.attempt + 1;
-        this.prepare(
+        await tx.run(
           `UPDATE workflow_steps SET status = 'running', attempt = ?, started_at = ?, ended_at = NULL,
                error_code = NULL, error = NULL WHERE key = ?`,
-        ).run(attempt, now, start.key);
+          [attempt, now, start.key],
+        );
       }
       const row = stepFromRow(
-        this.prepare('SELECT * FROM workflow_steps WHERE key = ?').get(start.key) as StepTableRow,
+        (await tx.get<StepTableRow>('SELECT * FROM workflow_steps WHERE key = ?', [start.key]))!,
       );
       if (event !== undefined)
-        this.insertEvent(runId, { ...event, data: { ...event.data, attempt: row.attempt } });
+        await this.insertEvent(tx, runId, { ...event, data: { ...event.data, attempt: row.attempt } });
       return existing === undefined ? { row } : { row, before: stepFromRow(existing) };
     });
   }
@@ -504,9 +501,9 @@ export class WorkflowStore {
     key: string,
     notes: Record<string, unknown>,
   ): Promise<void> {
-    this.fenced(runId, token, 'record workflow step progress', () => {
-      this.prepare('UPDATE workflow_steps SET progress = ? WHERE key = ?').run(toJson(notes), key);
-    });
+    await this.fenced(runId, token, 'record workflow step progress', (tx) =>
+      tx.run('UPDATE workflow_steps SET progress = ? WHERE key = ?', [toJson(notes), key]),
+    );
   }
 
   /**
@@ -514,52 +511,56 @@ export class WorkflowStore {
    * cost, and the event, in one transaction fenced by the owner token.
    */
   async endStep(runId: string, token: string, end: StepEnd, event: NewWorkflowEvent): Promise<void> {
-    this.fenced(runId, token, 'record a workflow step', () => {
+    await this.fenced(runId, token, 'record a workflow step', async (tx) => {
       const now = this.now();
-      const before = this.prepare('SELECT counted, cost_usd FROM workflow_steps WHERE key = ?').get(
-        end.key,
-      ) as { counted: number; cost_usd: number } | undefined;
+      const before = await tx.get<{ counted: number; cost_usd: number }>(
+        'SELECT counted, cost_usd FROM workflow_steps WHERE key = ?',
+        [end.key],
+      );
       if (before === undefined) {
         throw new SwitchboardError('INTERNAL', `workflow step ${end.key} was never started`);
       }
-      this.prepare(
+      await tx.run(
         `UPDATE workflow_steps SET status = @status, output = @output, cost_usd = @cost, next_step = @next,
-             error_code = @error_code, error = @error, ended_at = @now, counted = max(counted, @counts) WHERE key = @key`,
-      ).run({
-        key: end.key,
-        status: end.status,
-        output: toJson(end.output),
-        cost: end.costUsd,
-        next: end.next ?? null,
-        error_code: end.errorCode ?? null,
-        error: end.error === undefined ? null : redactSecrets(end.error),
-        counts: end.countsIteration ? 1 : 0,
-        now,
-      });
+             error_code = @error_code, error = @error, ended_at = @now,
+             counted = CASE WHEN counted > @counts THEN counted ELSE @counts END WHERE key = @key`,
+        {
+          key: end.key,
+          status: end.status,
+          output: toJson(end.output),
+          cost: end.costUsd,
+          next: end.next ?? null,
+          error_code: end.errorCode ?? null,
+          error: end.error === undefined ? null : redactSecrets(end.error),
+          counts: end.countsIteration ? 1 : 0,
+          now,
+        },
+      );
       // A rerun execution (an interrupted or failed one) counts once, and its new cost replaces its old one.
       const iterations = end.countsIteration && before.counted === 0 ? 1 : 0;
       const costDelta = end.costUsd - before.cost_usd;
-      this.prepare(
+      await tx.run(
         `UPDATE workflow_runs SET iterations = iterations + @iterations, cost_usd = cost_usd + @cost,
-             current_step = CASE WHEN @set_current THEN @current ELSE current_step END, updated_at = @now
+             current_step = CASE WHEN @set_current = 1 THEN @current ELSE current_step END, updated_at = @now
            WHERE id = @id`,
-      ).run({
-        id: runId,
-        iterations,
-        cost: costDelta,
-        set_current: end.currentStep === undefined ? 0 : 1,
-        current: end.currentStep ?? null,
-        now,
-      });
-      this.insertEvent(runId, event);
+        {
+          id: runId,
+          iterations,
+          cost: costDelta,
+          set_current: end.currentStep === undefined ? 0 : 1,
+          current: end.currentStep ?? null,
+          now,
+        },
+      );
+      await this.insertEvent(tx, runId, event);
     });
   }
 
   /** Changes the run (status, pointer, output, error, limits), with an event, fenced by the owner token. */
   async updateRun(runId: string, token: string, patch: RunPatch, event?: NewWorkflowEvent): Promise<void> {
-    this.fenced(runId, token, 'update a workflow run', () => {
-      this.applyPatch(runId, patch);
-      if (event !== undefined) this.insertEvent(runId, event);
+    await this.fenced(runId, token, 'update a workflow run', async (tx) => {
+      await this.applyPatch(tx, runId, patch);
+      if (event !== undefined) await this.insertEvent(tx, runId, event);
     });
   }
 
@@ -568,46 +569,48 @@ export class WorkflowStore {
    * Returns false when the run had already ended.
    */
   async cancelRun(runId: string, event: NewWorkflowEvent): Promise<boolean> {
-    return this.write('cancel a workflow run', () => {
-      const result = this.prepare(
+    return this.write(runId, 'cancel a workflow run', async (tx) => {
+      const result = await tx.run(
         `UPDATE workflow_runs SET status = 'cancelled', error_code = 'WORKFLOW_CANCELLED', error = 'the run was cancelled',
              ended_at = ?, updated_at = ? WHERE id = ? AND status IN ('running', 'waiting', 'failed')`,
-      ).run(this.now(), this.now(), runId);
-      if (result.changes === 1) this.insertEvent(runId, event);
+        [this.now(), this.now(), runId],
+      );
+      if (result.changes === 1) await this.insertEvent(tx, runId, event);
       return result.changes === 1;
     });
   }
 
   async steps(runId: string): Promise<WorkflowStepRow[]> {
-    const rows = this.read('read workflow steps', () =>
-      this.prepare('SELECT * FROM workflow_steps WHERE run_id = ? ORDER BY seq').all(runId),
-    ) as StepTableRow[];
+    const rows = await this.read('read workflow steps', () =>
+      this.database.all<StepTableRow>('SELECT * FROM workflow_steps WHERE run_id = ? ORDER BY seq', [runId]),
+    );
     return rows.map(stepFromRow);
   }
 
   async getStep(key: string): Promise<WorkflowStepRow | undefined> {
-    const row = this.read('read a workflow step', () =>
-      this.prepare('SELECT * FROM workflow_steps WHERE key = ?').get(key),
-    ) as StepTableRow | undefined;
+    const row = await this.read('read a workflow step', () =>
+      this.database.get<StepTableRow>('SELECT * FROM workflow_steps WHERE key = ?', [key]),
+    );
     return row === undefined ? undefined : stepFromRow(row);
   }
 
   /** Records a gate answer from any process. `visit` undefined: for the next time the run reaches the gate. */
   async recordGateAnswer(runId: string, answer: StoredGateAnswer): Promise<void> {
-    this.write('record a gate answer', () => {
-      this.prepare(
+    await this.write(runId, 'record a gate answer', async (tx) => {
+      await tx.run(
         `INSERT INTO workflow_gates (run_id, step, visit, choice, text, answered_by, answered_at)
            VALUES (?, ?, ?, ?, ?, ?, ?)`,
-      ).run(
-        runId,
-        answer.step,
-        answer.visit ?? null,
-        answer.choice,
-        answer.text === undefined ? null : redactSecrets(answer.text),
-        answer.answeredBy,
-        answer.answeredAt,
+        [
+          runId,
+          answer.step,
+          answer.visit ?? null,
+          answer.choice,
+          answer.text === undefined ? null : redactSecrets(answer.text),
+          answer.answeredBy,
+          answer.answeredAt,
+        ],
       );
-      this.insertEvent(runId, {
+      await this.insertEvent(tx, runId, {
         type: 'gate-answer',
         step: answer.step,
         data: {
@@ -625,7 +628,7 @@ export class WorkflowStore {
    */
   async takeGateAnswer(runId: string, step: string, visit: number): Promise<StoredGateAnswer | undefined> {
     type GateRow = {
-      rowid: number;
+      gate_row: number;
       step: string;
       visit: number | null;
       choice: string;
@@ -633,17 +636,19 @@ export class WorkflowStore {
       answered_by: string;
       answered_at: number;
     };
-    return this.write('read a gate answer', () => {
-      const bound = this.prepare(
-        'SELECT rowid, * FROM workflow_gates WHERE run_id = ? AND step = ? AND visit = ? ORDER BY rowid DESC LIMIT 1',
-      ).get(runId, step, visit) as GateRow | undefined;
-      let row = bound;
+    const columns = 'rowid AS gate_row, step, visit, choice, text, answered_by, answered_at';
+    return this.write(runId, 'read a gate answer', async (tx) => {
+      let row = await tx.get<GateRow>(
+        `SELECT ${columns} FROM workflow_gates WHERE run_id = ? AND step = ? AND visit = ? ORDER BY rowid DESC LIMIT 1`,
+        [runId, step, visit],
+      );
       if (row === undefined) {
-        row = this.prepare(
-          'SELECT rowid, * FROM workflow_gates WHERE run_id = ? AND step = ? AND visit IS NULL ORDER BY rowid LIMIT 1',
-        ).get(runId, step) as GateRow | undefined;
+        row = await tx.get<GateRow>(
+          `SELECT ${columns} FROM workflow_gates WHERE run_id = ? AND step = ? AND visit IS NULL ORDER BY rowid LIMIT 1`,
+          [runId, step],
+        );
         if (row !== undefined) {
-          this.prepare('UPDATE workflow_gates SET visit = ? WHERE rowid = ?').run(visit, row.rowid);
+          await tx.run('UPDATE workflow_gates SET visit = ? WHERE rowid = ?', [visit, row.gate_row]);
         }
       }
       if (row === undefined) return undefined;
@@ -661,24 +666,21 @@ export class WorkflowStore {
 
   /** Appends an event outside an owner's writes (a gate answer, a refused resume). */
   async appendEvent(runId: string, event: NewWorkflowEvent): Promise<void> {
-    this.write('record a workflow event', () => this.insertEvent(runId, event));
+    await this.write(runId, 'record a workflow event', (tx) => this.insertEvent(tx, runId, event));
   }
 
   async events(runId: string, afterSeq = 0): Promise<StoredWorkflowEvent[]> {
-    const rows = this.read('read workflow events', () =>
-      this.prepare('SELECT * FROM workflow_events WHERE run_id = ? AND seq > ? ORDER BY seq').all(
-        runId,
-        afterSeq,
-      ),
-    ) as {
-      run_id: string;
-      seq: number;
-      at: number;
-      type: string;
-      step: string | null;
-      key: string | null;
-      data: string | null;
-    }[];
+    const rows = await this.read('read workflow events', () =>
+      this.database.all<{
+        run_id: string;
+        seq: number;
+        at: number;
+        type: string;
+        step: string | null;
+        key: string | null;
+        data: string | null;
+      }>('SELECT * FROM workflow_events WHERE run_id = ? AND seq > ? ORDER BY seq', [runId, afterSeq]),
+    );
     return rows.map((row) => {
       const event: StoredWorkflowEvent = { runId: row.run_id, seq: row.seq, at: row.at, type: row.type };
       if (row.step !== null) event.step = row.step;
@@ -690,32 +692,32 @@ export class WorkflowStore {
 
   /** The latest event's sequence number (0 when none), for `onEvent` listeners. */
   async lastEventSeq(runId: string): Promise<number> {
-    return this.read('read workflow events', () => {
-      const row = this.prepare(
+    const row = await this.read('read workflow events', () =>
+      this.database.get<{ seq: number }>(
         'SELECT coalesce(max(seq), 0) AS seq FROM workflow_events WHERE run_id = ?',
-      ).get(runId) as {
-        seq: number;
-      };
-      return row.seq;
-    });
+        [runId],
+      ),
+    );
+    return row?.seq ?? 0;
   }
 
-  private insertEvent(runId: string, event: NewWorkflowEvent): void {
-    this.prepare(
+  private async insertEvent(tx: SqlClient, runId: string, event: NewWorkflowEvent): Promise<void> {
+    await tx.run(
       `INSERT INTO workflow_events (run_id, seq, at, type, step, key, data)
          VALUES (@run_id, (SELECT coalesce(max(seq), 0) + 1 FROM workflow_events WHERE run_id = @run_id),
            @at, @type, @step, @key, @data)`,
-    ).run({
-      run_id: runId,
-      at: this.now(),
-      type: event.type,
-      step: event.step ?? null,
-      key: event.key ?? null,
-      data: toJson(event.data),
-    });
+      {
+        run_id: runId,
+        at: this.now(),
+        type: event.type,
+        step: event.step ?? null,
+        key: event.key ?? null,
+        data: toJson(event.data),
+      },
+    );
   }
 
-  private applyPatch(runId: string, patch: RunPatch): void {
+  private async applyPatch(tx: SqlClient, runId: string, patch: RunPatch): Promise<void> {
     const assignments = ['updated_at = @now'];
     const values: Record<string, unknown> = { id: runId, now: this.now() };
     const set = (column: string, value: unknown) => {
@@ -731,25 +733,25 @@ export class WorkflowStore {
     if (patch.fileHash !== undefined) set('file_hash', patch.fileHash);
     if (patch.ended === true) assignments.push('ended_at = @now');
     if (patch.ended === false) assignments.push('ended_at = NULL');
-    this.prepare(`UPDATE workflow_runs SET ${assignments.join(', ')} WHERE id = @id`).run(values);
-  }
-
-  private getRunOrThrow(id: string): WorkflowRunRow {
-    const run = this.readRun(id);
-    if (run === undefined) throw new SwitchboardError('RUN_NOT_FOUND', `there is no workflow run ${id}`);
-    return run;
+    await tx.run(`UPDATE workflow_runs SET ${assignments.join(', ')} WHERE id = @id`, values);
   }
 
   /**
-   * Runs `action` in a `BEGIN IMMEDIATE` transaction that first checks the token still owns the run;
+   * Runs `action` in the run's write transaction after checking the token still owns the run;
    * otherwise throws WORKFLOW_LOST and writes nothing.
    */
-  private fenced<T>(runId: string, token: string, what: string, action: () => T): T {
-    return this.write(what, () => {
-      const row = this.prepare(
-        'SELECT owner_token, owner_pid, owner_host FROM workflow_runs WHERE id = ?',
-      ).get(runId) as
-        { owner_token: string | null; owner_pid: number | null; owner_host: string | null } | undefined;
+  private fenced<T>(
+    runId: string,
+    token: string,
+    what: string,
+    action: (tx: SqlClient) => Promise<T>,
+  ): Promise<T> {
+    return this.write(runId, what, async (tx) => {
+      const row = await tx.get<{
+        owner_token: string | null;
+        owner_pid: number | null;
+        owner_host: string | null;
+      }>('SELECT owner_token, owner_pid, owner_host FROM workflow_runs WHERE id = ?', [runId]);
       if (row?.owner_token !== token) {
         const now = row?.owner_token == null ? 'no process' : `pid ${row.owner_pid} on ${row.owner_host}`;
         throw new SwitchboardError(
@@ -761,27 +763,30 @@ export class WorkflowStore {
           },
         );
       }
-      return action();
+      return action(tx);
     });
   }
 
-  private write<T>(what: string, action: () => T): T {
-    return this.guard(what, () => this.database.transaction(action).immediate());
+  /** One transaction, taking turns with every other write to the same run (in any process). */
+  private write<T>(runId: string, what: string, action: (tx: SqlClient) => Promise<T>): Promise<T> {
+    return this.guard(what, () => this.database.transaction(action, { lockKey: `workflow-run:${runId}` }));
   }
 
-  private read<T>(what: string, action: () => T): T {
+  private read<T>(what: string, action: () => Promise<T>): Promise<T> {
     return this.guard(what, action);
   }
 
-  private guard<T>(what: string, action: () => T): T {
+  private async guard<T>(what: string, action: () => Promise<T>): Promise<T> {
     try {
-      return action();
+      return await action();
     } catch (error) {
-      if (error instanceof SwitchboardError) throw error;
-      throw new SwitchboardError('STORE_ERROR', `cannot ${what} in ${this.path}: ${String(error)}`, {
-        hint: 'check the ledger file and its permissions; retry if another process held it locked',
-        cause: error,
-      });
+      throw toStoreError(error, this.path, `cannot ${what} in`);
     }
   }
+}
+
+/** The run row, read at once (inside a transaction, or behind `getRun`). */
+async function readRun(client: SqlClient, id: string): Promise<WorkflowRunRow | undefined> {
+  const row = await client.get<RunTableRow>('SELECT * FROM workflow_runs WHERE id = ?', [id]);
+  return row === undefined ? undefined : runFromRow(row);
 }

@@ -1,5 +1,5 @@
 import { resolve } from 'node:path';
-import { DEFAULT_STATE_DIR, openLedger, type Ledger } from '../store/ledger.js';
+import { DEFAULT_STATE_DIR, ledgerDatabase, openLedger, type Ledger } from '../store/ledger.js';
 import { WorkflowStore } from '../store/workflow-records.js';
 import type { WorkflowEngineOptions } from './api-types.js';
 
@@ -23,7 +23,8 @@ export async function openStores(options: WorkflowEngineOptions): Promise<StoreS
   let store: WorkflowStore;
   try {
     store = await WorkflowStore.open({
-      path: ledger.path,
+      // The ledger's own database: its SQLite file, or the PostgreSQL URL it was opened with.
+      ...(ledgerDatabase(ledger) ?? { path: ledger.path }),
       ...(options._internal?.now === undefined ? {} : { now: options._internal.now }),
     });
   } catch (error) {
