@@ -235,7 +235,7 @@ describe.skipIf(POSTGRES_SKIP !== undefined)('with a PostgreSQL server', () => {
     expect(rows.rows).toEqual([{ count: '2' }]);
   });
 
-  it('db copy into a database of another application exits 11 and leaves it untouched', async () => {
+  it('db copy and db migrate exit 11 for a database of another application, leaving it untouched', async () => {
     const cwd = workspace();
     const file = await ledgerWithCalls(cwd, 1);
     await adminQuery('CREATE TABLE orders (id INT)', database.url);
@@ -250,5 +250,15 @@ describe.skipIf(POSTGRES_SKIP !== undefined)('with a PostgreSQL server', () => {
       database.url,
     );
     expect(tables.rows).toEqual([{ table_name: 'orders' }]);
+
+    const migrate = await runCli(['db', 'migrate', '--url', database.url], { cwd, env: environment() });
+    expect(migrate.status, migrate.stderr).toBe(11);
+    expectOneLine(migrate, password);
+    expect(
+      await adminQuery(
+        "SELECT count(*) AS count FROM information_schema.tables WHERE table_schema = 'public'",
+        database.url,
+      ),
+    ).toMatchObject({ rows: [{ count: '1' }] });
   });
 });

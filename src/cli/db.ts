@@ -23,7 +23,7 @@ export function registerDbCommand(program: Command): void {
 
   db.command('migrate')
     .description(
-      'bring the ledger (the PostgreSQL database in SWITCHBOARD_DATABASE_URL / database_url, else the SQLite file) up to this version’s schema',
+      'bring the ledger (the PostgreSQL database in SWITCHBOARD_DATABASE_URL / database_url, else the SQLite file) up to the schema of this Switchboard',
     )
     .option(
       '--url <url>',
