@@ -214,6 +214,7 @@ async function copyTable(
     )
     .raw();
   const insert = insertStatements(table.name, columns);
+  // SQLite numbers rows from 1 unless a rowid is given, which no store does.
   let lastRowid = 0;
   let done = 0;
   for (;;) {
