@@ -21,6 +21,7 @@ const pages: Record<string, string> = {
   serve: 'docs/serve.md',
   metrics: 'docs/serve.md',
   stats: 'docs/serve.md',
+  db: 'docs/ledger.md',
   agent: 'docs/agent.md',
   workflow: 'docs/workflows.md',
 };

@@ -19,6 +19,7 @@ const COMMANDS: Record<string, () => Promise<Register>> = {
   sim: async () => (await import('./sim.js')).registerSimCommand,
   call: async () => (await import('./call.js')).registerCallCommand,
   stats: async () => (await import('./stats.js')).registerStatsCommand,
+  db: async () => (await import('./db.js')).registerDbCommand,
   serve: async () => (await import('./serve.js')).registerServeCommand,
   metrics: async () => (await import('./metrics.js')).registerMetricsCommand,
   agent: async () => (await import('./agent.js')).registerAgentCommand,
