@@ -85,6 +85,38 @@ export interface CooldownRecord {
   reason: string;
 }
 
+/** The columns of a call attempt with their PostgreSQL types, for the batched insert. */
+const ATTEMPT_COLUMNS: readonly (readonly [string, string])[] = [
+  ['id', 'TEXT'],
+  ['call_id', 'TEXT'],
+  ['attempt', 'BIGINT'],
+  ['created_at', 'BIGINT'],
+  ['provider', 'TEXT'],
+  ['spec', 'TEXT'],
+  ['model_requested', 'TEXT'],
+  ['model_used', 'TEXT'],
+  ['success', 'BIGINT'],
+  ['error_code', 'TEXT'],
+  ['duration_ms', 'DOUBLE PRECISION'],
+  ['input_tokens', 'BIGINT'],
+  ['output_tokens', 'BIGINT'],
+  ['cache_read_tokens', 'BIGINT'],
+  ['cache_write_tokens', 'BIGINT'],
+  ['cost_usd', 'DOUBLE PRECISION'],
+  ['session_id', 'TEXT'],
+  ['prompt_hash', 'TEXT'],
+  ['prompt_text', 'TEXT'],
+  ['tags', 'TEXT'],
+  ['cooldown_key', 'TEXT'],
+];
+
+/** Rows as `insertCallAttemptsBatch` takes them: one array of values per column. */
+export function attemptColumns(rows: readonly Record<string, unknown>[]): Record<string, unknown[]> {
+  return Object.fromEntries(
+    ATTEMPT_COLUMNS.map(([column]) => [column, rows.map((row) => row[column] ?? null)]),
+  );
+}
+
 /** The call-attempt and cooldown statements, in the SQL both backends share but for the tag filter. */
 export function callSql(dialect: SqlDialect) {
   return {
@@ -94,6 +126,13 @@ export function callSql(dialect: SqlDialect) {
       'prompt_hash, prompt_text, tags, cooldown_key) VALUES (@id, @call_id, @attempt, @created_at, @provider, @spec, ' +
       '@model_requested, @model_used, @success, @error_code, @duration_ms, @input_tokens, @output_tokens, ' +
       '@cache_read_tokens, @cache_write_tokens, @cost_usd, @session_id, @prompt_hash, @prompt_text, @tags, @cooldown_key)',
+    // PostgreSQL takes a whole batch as one statement, a column per array (one round trip, not one per row).
+    insertCallAttemptsBatch:
+      'INSERT INTO call_attempts (' +
+      ATTEMPT_COLUMNS.map(([column]) => column).join(', ') +
+      ') SELECT * FROM unnest(' +
+      ATTEMPT_COLUMNS.map(([column, type]) => `CAST(@${column} AS ${type}[])`).join(', ') +
+      ')',
     selectAttemptsSince:
       'SELECT call_id, spec, provider, model_requested, success, error_code, duration_ms, input_tokens, output_tokens, ' +
       'cache_read_tokens, cache_write_tokens, cost_usd FROM call_attempts WHERE created_at >= ? ORDER BY created_at, rowid',

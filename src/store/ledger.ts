@@ -1,4 +1,5 @@
 import {
+  attemptColumns,
   callAttemptRow,
   callSql,
   hashText,
@@ -332,6 +333,10 @@ function createLedger(
     const previous = writing;
     writing = guarded('cannot record call attempts in', async (db) => {
       await previous.catch(() => undefined);
+      if (db.dialect === 'postgres') {
+        await db.run(sql.insertCallAttemptsBatch, attemptColumns(rows));
+        return;
+      }
       await db.transaction(async (client) => {
         for (const row of rows) await client.run(sql.insertCallAttempt, row);
       });
