@@ -23,6 +23,7 @@ const pages: Record<string, string> = {
   stats: 'docs/serve.md',
   agent: 'docs/agent.md',
   workflow: 'docs/workflows.md',
+  worker: 'docs/workers.md',
 };
 
 /** Every command of the tree with its path, e.g. `agent run`; the root's path is ''. */
