@@ -1,5 +1,5 @@
 import type { ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,7 +9,7 @@ import { claudeProcessIds, waitForNoNewClaudeProcesses } from './helpers/claude.
 import { createRepository, git } from './helpers/git-repo.js';
 import { createTestDatabase, POSTGRES_SKIP, type TestDatabase } from './helpers/postgres.js';
 import { runCli, type CliRun } from './helpers/run-cli.js';
-import { killWorkers, startWorker } from './helpers/worker-process.js';
+import { killWorkers, startWorker, workerMachine } from './helpers/worker-process.js';
 
 // `switchboard worker` and `agent run --enqueue` as users run them on several machines sharing one
 // PostgreSQL database: the built CLI, real worker processes, real git, the real Claude Code binary
@@ -103,29 +103,7 @@ describe.skipIf(POSTGRES_SKIP !== undefined)('workers on a shared PostgreSQL dat
     };
   });
 
-  /** One machine: its own folder and state, the shared database, the test timings of `workers:`. */
-  function machine(root: string, name: string): { cwd: string; env: NodeJS.ProcessEnv; config: string } {
-    const cwd = join(root, name);
-    mkdirSync(cwd, { recursive: true });
-    const config = join(root, 'switchboard.yaml');
-    writeFileSync(
-      config,
-      'workers:\n  heartbeat_seconds: 10\n  supervise_interval_seconds: 1\n  monitor_interval_seconds: 1\n  polling_interval_seconds: 0.5\n',
-    );
-    const claudeConfig = join(root, `claude-${name}`);
-    mkdirSync(claudeConfig, { recursive: true });
-    return {
-      cwd,
-      config,
-      env: {
-        ...process.env,
-        ANTHROPIC_API_KEY: 'sk-ant-workers-test',
-        CLAUDE_CONFIG_DIR: claudeConfig,
-        SWITCHBOARD_STATE_DIR: join(cwd, '.switchboard'),
-        SWITCHBOARD_DATABASE_URL: database.url,
-      },
-    };
-  }
+  const machine = (root: string, name: string) => workerMachine(root, name, database.url);
 
   it('two workers run six enqueued tasks; every change is merged once; `agent ls` elsewhere sees them', async () => {
     const root = workspace();

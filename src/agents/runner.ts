@@ -257,6 +257,9 @@ export async function executeAgentRun(options: ExecuteAgentRunOptions): Promise<
     if (resumed) {
       // A runner of this machine that died may have left its agent running: it must not race this one.
       killRunProcesses(run.childPid, run.id);
+      // Claude Code keeps a session in the config folder of the machine that ran it; a worker elsewhere
+      // cannot resume it. The next attempt starts a new session, told the previous one was interrupted.
+      if (run.sessionId !== undefined) await store.update(run.id, { sessionId: null });
       await store.addEvent(
         run.id,
         run.phase,

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { waitFor } from './wait-for.js';
 
@@ -60,4 +61,46 @@ export async function startWorker(
 export function killWorkers(children: Set<ChildProcess>): void {
   for (const child of children)
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+}
+
+/** One "machine": a folder of its own and its own state, the shared database, a config file. */
+export interface WorkerMachine {
+  cwd: string;
+  env: NodeJS.ProcessEnv;
+  /** switchboard.yaml with the test timings of `workers:` (pass it with `--config`). */
+  config: string;
+}
+
+/**
+ * A machine under `root` using `databaseUrl`, with `workers:` timings that make a dead worker's job
+ * come back within about 12 s: heartbeat 10 s, supervise and monitor every second, polling 0.5 s.
+ */
+export function workerMachine(root: string, name: string, databaseUrl: string): WorkerMachine {
+  const cwd = join(root, name);
+  mkdirSync(cwd, { recursive: true });
+  const config = join(root, 'switchboard.yaml');
+  writeFileSync(
+    config,
+    [
+      'workers:',
+      '  heartbeat_seconds: 10',
+      '  supervise_interval_seconds: 1',
+      '  monitor_interval_seconds: 1',
+      '  polling_interval_seconds: 0.5',
+      '',
+    ].join('\n'),
+  );
+  const claudeConfig = join(root, `claude-${name}`);
+  mkdirSync(claudeConfig, { recursive: true });
+  return {
+    cwd,
+    config,
+    env: {
+      ...process.env,
+      ANTHROPIC_API_KEY: 'sk-ant-workers-test',
+      CLAUDE_CONFIG_DIR: claudeConfig,
+      SWITCHBOARD_STATE_DIR: join(cwd, '.switchboard'),
+      SWITCHBOARD_DATABASE_URL: databaseUrl,
+    },
+  };
 }
