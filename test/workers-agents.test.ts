@@ -9,7 +9,8 @@ import { claudeProcessIds, waitForNoNewClaudeProcesses } from './helpers/claude.
 import { createRepository, git } from './helpers/git-repo.js';
 import { createTestDatabase, POSTGRES_SKIP, type TestDatabase } from './helpers/postgres.js';
 import { runCli, type CliRun } from './helpers/run-cli.js';
-import { killWorkers, startWorker, workerMachine } from './helpers/worker-process.js';
+import { waitFor } from './helpers/wait-for.js';
+import { killWorkers, startWorker, waitForJobs, workerMachine } from './helpers/worker-process.js';
 
 // `switchboard worker` and `agent run --enqueue` as users run them on several machines sharing one
 // PostgreSQL database: the built CLI, real worker processes, real git, the real Claude Code binary
@@ -79,6 +80,17 @@ describe('workers need PostgreSQL', () => {
   });
 });
 
+it('a worker that cannot start Claude Code refuses to start (exit 28) instead of taking jobs', async () => {
+  const url = `postgres://switchboard:hunter2-hunter2@127.0.0.1:${await closedPort()}/switchboard`;
+  const result = await runCli(['worker', '--claude-path', '/nonexistent/claude'], {
+    cwd: workspace(),
+    env: { ...process.env, SWITCHBOARD_DATABASE_URL: url },
+  });
+  expect(result.status, result.stderr).toBe(28);
+  expectOneLine(result);
+  expect(result.stderr).toContain('/nonexistent/claude does not exist');
+});
+
 describe.skipIf(POSTGRES_SKIP !== undefined)('workers on a shared PostgreSQL database', () => {
   let database: TestDatabase;
   let sim: Simulator;
@@ -125,9 +137,11 @@ describe.skipIf(POSTGRES_SKIP !== undefined)('workers on a shared PostgreSQL dat
     // A third machine sees the queued runs at once, before any worker exists.
     const observer = machine(root, 'observer');
     const listed = await runCli(['agent', 'ls', '--json'], { cwd: observer.cwd, env: observer.env });
-    const queued = JSON.parse(listed.stdout) as { id: string; phase: string }[];
+    const queued = JSON.parse(listed.stdout) as { id: string; phase: string; resumable: boolean }[];
     expect(queued.map((run) => run.id).sort()).toEqual([...runIds].sort());
     expect(new Set(queued.map((run) => run.phase))).toEqual(new Set(['queued']));
+    // Waiting for a worker is not an interrupted run to resume by hand.
+    expect(queued.map((run) => run.resumable)).toEqual(Array(6).fill(false));
 
     const workers = await Promise.all(
       ['w1', 'w2'].map((name) => {
@@ -159,6 +173,11 @@ describe.skipIf(POSTGRES_SKIP !== undefined)('workers on a shared PostgreSQL dat
     for (const line of lines) expect(line).toMatch(/^job switchboard\.agents \S+ succeeded \d+\.\d+s$/);
     expect(new Set(lines.map((line) => line.split(' ')[2]))).toEqual(new Set(runIds));
 
+    // Each job was completed once, on its first attempt.
+    const jobs = await waitForJobs(database.url, (all) => all.every((job) => job.state === 'completed'));
+    expect(jobs.map((job) => job.runId).sort()).toEqual([...runIds].sort());
+    expect(jobs.map((job) => job.retryCount)).toEqual(Array(6).fill(0));
+
     // Health and metrics of a worker that ran jobs.
     const [first] = workers;
     const health = await fetch(`${first!.url}/healthz`);
@@ -177,4 +196,33 @@ describe.skipIf(POSTGRES_SKIP !== undefined)('workers on a shared PostgreSQL dat
     for (const worker of workers) worker.child.kill('SIGTERM');
     for (const worker of workers) expect((await worker.exited).code).toBe(0);
   }, 240_000);
+
+  it('a run cancelled while queued is not started: the worker completes its job as cancelled', async () => {
+    const root = workspace();
+    const repo = createRepository(join(root, 'repo'));
+    const submitter = machine(root, 'submitter');
+    const enqueued = await runCli(
+      ['agent', 'run', '--enqueue', '--id', 'never', '--title', 'Never run', '--base-url', sim.url],
+      { cwd: repo, env: submitter.env },
+    );
+    expect(enqueued.status, enqueued.stderr).toBe(0);
+    const runId = enqueued.stdout.trim();
+    const cancelled = await runCli(['agent', 'cancel', runId], { cwd: repo, env: submitter.env });
+    expect(cancelled.status, cancelled.stderr).toBe(0);
+    const requestsBefore = sim.requests.length;
+
+    const m = machine(root, 'w');
+    const worker = await startWorker(['--config', m.config, 'worker'], { cwd: m.cwd, env: m.env, children });
+    await waitForJobs(database.url, (jobs) =>
+      jobs.some((job) => job.runId === runId && job.state === 'completed'),
+    );
+    await waitFor(() => worker.jobLines().length > 0, { what: 'the job line' });
+    expect(worker.jobLines()).toEqual([
+      expect.stringMatching(new RegExp(`^job switchboard\\.agents ${runId} cancelled `)),
+    ]);
+    expect(sim.requests.length).toBe(requestsBefore);
+    expect(git(repo, 'branch', '--list', `agent/${runId}`)).toBe('');
+    worker.child.kill('SIGTERM');
+    expect((await worker.exited).code).toBe(0);
+  });
 });

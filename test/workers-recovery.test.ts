@@ -10,7 +10,13 @@ import { createRepository, git } from './helpers/git-repo.js';
 import { createTestDatabase, POSTGRES_SKIP, type TestDatabase } from './helpers/postgres.js';
 import { runCli } from './helpers/run-cli.js';
 import { waitFor } from './helpers/wait-for.js';
-import { killWorkers, startWorker, workerMachine, type WorkerProcess } from './helpers/worker-process.js';
+import {
+  killWorkers,
+  startWorker,
+  waitForJobs,
+  workerMachine,
+  type WorkerProcess,
+} from './helpers/worker-process.js';
 
 // Workers that die or are stopped while a run is in its agent step: the job goes to another worker,
 // which resumes the run from its recorded phase; the change lands on the base branch once. Real worker
@@ -65,7 +71,7 @@ async function slowRun(scenario: Scenario, task: Record<string, unknown>) {
     const m = workerMachine(root, name, database.url);
     return startWorker(['--config', m.config, 'worker', ...args], { cwd: m.cwd, env: m.env, children });
   };
-  return { sim, repo, runId, show, worker, submitter };
+  return { sim, repo, runId, show, worker, submitter, database };
 }
 
 /** Turn 1 writes part1.txt; turn 2's answer comes after a minute (the long agent step); a resumed attempt writes part2.txt. */
@@ -128,6 +134,9 @@ describe.skipIf(POSTGRES_SKIP !== undefined)('a worker that dies or stops mid-ru
     ]);
     expect(await f.show()).toMatchObject({ status: 'succeeded', phase: 'done', runnerPid: other!.pid });
     mergedOnce(f.repo, 'feat(survive): Survive');
+    // The pickup spent one of the job's retries; the second attempt completed it.
+    await waitForJobs(f.database.url, (jobs) => jobs.length === 1 && jobs[0]?.state === 'completed');
+    expect((await waitForJobs(f.database.url, () => true))[0]?.retryCount).toBe(1);
     console.log(`kill -9 of a worker -> its run resumed by another after ${pickupMs} ms (heartbeat 10 s)`);
     other!.child.kill('SIGTERM');
     expect((await other!.exited).code).toBe(0);
@@ -163,6 +172,10 @@ describe.skipIf(POSTGRES_SKIP !== undefined)('a worker that dies or stops mid-ru
     expect(worker.jobLines()).toEqual([expect.stringMatching(/ succeeded /)]);
     expect(await f.show()).toMatchObject({ status: 'succeeded', phase: 'done' });
     expect(git(f.repo, 'log', '--format=%s', 'main').split('\n')).toContain('feat(drain): Drain');
+    // Finished during the drain, the job was completed, not handed back.
+    expect(await waitForJobs(f.database.url, () => true)).toMatchObject([
+      { state: 'completed', retryCount: 0 },
+    ]);
   }, 120_000);
 
   it('SIGTERM past the grace deadline releases the run; another worker finishes it', async () => {

@@ -401,7 +401,8 @@ export function registerAgentCommand(program: Command): void {
         return;
       }
       for (const run of runs) {
-        const state = run.live ? 'live' : run.resumable ? 'resumable' : run.status;
+        const waiting = run.phase === 'queued' && run.runnerPid === undefined && run.status === 'running';
+        const state = run.live ? 'live' : waiting ? 'queued' : run.resumable ? 'resumable' : run.status;
         process.stdout.write(
           `${run.id.padEnd(28)} ${run.phase.padEnd(9)} ${state.padEnd(10)} $${run.costUsd.toFixed(4)}  ${run.createdAt}  ${run.title}\n`,
         );

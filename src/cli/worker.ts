@@ -77,6 +77,9 @@ export function registerWorkerCommand(program: Command): void {
       if (baseUrl !== undefined) connection.baseUrl = baseUrl;
       if (Object.keys(connection).length > 0) runner.connection = connection;
       if (flags.model !== undefined) runner.model = flags.model;
+      // A worker that cannot start Claude Code would take jobs only to hand each back: refuse to start.
+      const { resolveClaudeExecutable } = await import('../providers/claude-code/executable.js');
+      resolveClaudeExecutable(executable ?? process.env['SWITCHBOARD_CLAUDE_PATH']);
 
       const { SwitchboardWorker } = await import('../workers/worker.js');
       const log = (line: string): void => void process.stderr.write(`${line}\n`);

@@ -104,3 +104,35 @@ export function workerMachine(root: string, name: string, databaseUrl: string): 
     },
   };
 }
+
+/** The jobs of a queue in the shared database, oldest first: their state and how often they were retried. */
+export async function queueJobs(
+  databaseUrl: string,
+  queue = 'switchboard.agents',
+): Promise<{ state: string; retryCount: number; runId: string }[]> {
+  const { adminQuery } = await import('./postgres.js');
+  const result = await adminQuery(
+    `SELECT state, retry_count, data->>'runId' AS run_id FROM pgboss.job WHERE name = '${queue}' ORDER BY created_on`,
+    databaseUrl,
+  );
+  return (result.rows as { state: string; retry_count: number; run_id: string }[]).map((row) => ({
+    state: row.state,
+    retryCount: row.retry_count,
+    runId: row.run_id,
+  }));
+}
+
+/** Polls until `condition` holds for the queue's jobs; returns them. */
+export async function waitForJobs(
+  databaseUrl: string,
+  condition: (jobs: Awaited<ReturnType<typeof queueJobs>>) => boolean,
+  withinMs = 30_000,
+): Promise<Awaited<ReturnType<typeof queueJobs>>> {
+  const deadline = Date.now() + withinMs;
+  for (;;) {
+    const jobs = await queueJobs(databaseUrl);
+    if (condition(jobs)) return jobs;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for the jobs: ${JSON.stringify(jobs)}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
