@@ -1,4 +1,4 @@
-import type { ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,7 +7,7 @@ import { startSimulator, type Simulator } from '../src/sim/server.js';
 import type { Scenario } from '../src/sim/scenario.js';
 import { claudeProcessIds, waitForNoNewClaudeProcesses } from './helpers/claude.js';
 import { createRepository, git } from './helpers/git-repo.js';
-import { createTestDatabase, POSTGRES_SKIP, type TestDatabase } from './helpers/postgres.js';
+import { adminQuery, createTestDatabase, POSTGRES_SKIP, type TestDatabase } from './helpers/postgres.js';
 import { runCli } from './helpers/run-cli.js';
 import { waitFor } from './helpers/wait-for.js';
 import {
@@ -141,6 +141,37 @@ describe.skipIf(POSTGRES_SKIP !== undefined)('a worker that dies or stops mid-ru
     other!.child.kill('SIGTERM');
     expect((await other!.exited).code).toBe(0);
   }, 180_000);
+
+  it("taking over a run from another machine's worker leaves this machine's process with the recorded child pid alone", async () => {
+    const f = await slowRun(
+      {
+        rules: [
+          {
+            match: { turn: 1 },
+            reply: { tool: { name: 'Write', input: { file_path: 'done.txt', content: 'ok\n' } } },
+          },
+        ],
+        fallback: { text: 'done' },
+      },
+      { id: 'elsewhere', title: 'Elsewhere', verify: 'test -f done.txt' },
+    );
+    // As if a worker on another machine (pid 999999 there) had started the run and died, its agent's
+    // pid being, on this machine, an unrelated process.
+    const bystander = spawn('sleep', ['120'], { stdio: 'ignore', detached: true });
+    children.add(bystander);
+    await adminQuery(
+      `UPDATE agent_runs SET runner_pid = 999999, child_pid = ${bystander.pid}, phase = 'worktree' WHERE id = '${f.runId}'`,
+      f.database.url,
+    );
+    const worker = await f.worker('a');
+    await waitFor(() => worker.jobLines().length > 0, { withinMs: 60_000, what: 'the job to end' });
+    expect(worker.jobLines()).toEqual([expect.stringMatching(/ succeeded /)]);
+    expect(bystander.exitCode).toBeNull();
+    expect(bystander.signalCode).toBeNull();
+    bystander.kill('SIGKILL');
+    worker.child.kill('SIGTERM');
+    expect((await worker.exited).code).toBe(0);
+  }, 120_000);
 
   it('SIGTERM lets a running job finish, answers 503 on /healthz meanwhile, then exits 0', async () => {
     const f = await slowRun(

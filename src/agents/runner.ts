@@ -256,7 +256,9 @@ export async function executeAgentRun(options: ExecuteAgentRunOptions): Promise<
     const resumed = run.runnerPid !== undefined || run.phase !== 'queued';
     if (resumed) {
       // A runner of this machine that died may have left its agent running: it must not race this one.
-      killRunProcesses(run.childPid, run.id);
+      // Found by the run's tag only: the recorded child pid may be another machine's, and here some
+      // unrelated process's.
+      killRunProcesses(undefined, run.id);
       // Claude Code keeps a session in the config folder of the machine that ran it; a worker elsewhere
       // cannot resume it. The next attempt starts a new session, told the previous one was interrupted.
       if (run.sessionId !== undefined) await store.update(run.id, { sessionId: null });
