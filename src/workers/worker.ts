@@ -2,6 +2,7 @@ import type { Job, PgBoss } from 'pg-boss';
 import type { WorkerSettings } from '../core/config.js';
 import { isSwitchboardError } from '../core/errors.js';
 import { redactSecrets } from '../core/secrets.js';
+import { MergeQueue } from '../agents/merge.js';
 import type { AgentRunnerOptions } from '../agents/runner.js';
 import { AgentRunStore } from '../agents/run-store.js';
 import { startBoss } from './boss.js';
@@ -39,6 +40,8 @@ export class SwitchboardWorker {
   private state: WorkerHealth['state'] = 'running';
   /** Release switches of the runs in progress: pulling one hands its run back to the queue. */
   private readonly running = new Set<AbortController>();
+  /** This worker's runs merging into one branch wait for each other here (other processes, on the repository's lock). */
+  private readonly mergeQueue = new MergeQueue();
   private readonly boss: PgBoss;
   private readonly store: AgentRunStore;
   private readonly options: StartWorkerOptions;
@@ -155,7 +158,7 @@ export class SwitchboardWorker {
     const data = job.data;
     if (typeof data?.runId !== 'string') return { outcome: 'completed', label: 'malformed-job' };
     const { executeAgentRun } = await import('../agents/runner.js');
-    const runner: AgentRunnerOptions = { ...this.options.runner };
+    const runner: AgentRunnerOptions = { ...this.options.runner, mergeQueue: this.mergeQueue };
     const baseUrl = data.options?.baseUrl;
     if (typeof baseUrl === 'string') runner.connection = { ...runner.connection, baseUrl };
     try {
