@@ -223,6 +223,8 @@ export async function recordAgentRun(store: AgentRunStore, options: RecordAgentR
 
 export interface ExecuteAgentRunOptions extends AgentRunnerOptions {
   runId: string;
+  /** The PostgreSQL database holding the run. @default `SWITCHBOARD_DATABASE_URL`, else the SQLite ledger */
+  url?: string;
   /**
    * Stops the run without ending it (a worker that stops or lost its job): the agent and verify
    * command are killed, the run keeps its recorded phase, and the next `executeAgentRun` resumes it.
@@ -237,7 +239,7 @@ export interface ExecuteAgentRunOptions extends AgentRunnerOptions {
  */
 export async function executeAgentRun(options: ExecuteAgentRunOptions): Promise<AgentRunResult> {
   const stateDir = resolve(options.stateDir ?? '.switchboard');
-  const store = await AgentRunStore.open(stateDir);
+  const store = await AgentRunStore.open(stateDir, options.url === undefined ? {} : { url: options.url });
   try {
     const run = await store.get(options.runId);
     if (run === undefined) {

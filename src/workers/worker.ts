@@ -162,7 +162,12 @@ export class SwitchboardWorker {
     const baseUrl = data.options?.baseUrl;
     if (typeof baseUrl === 'string') runner.connection = { ...runner.connection, baseUrl };
     try {
-      const result = await executeAgentRun({ ...runner, runId: data.runId, releaseSignal });
+      const result = await executeAgentRun({
+        ...runner,
+        url: this.options.url,
+        runId: data.runId,
+        releaseSignal,
+      });
       if (result.status === 'running') return { outcome: 'released', label: 'released' };
       return { outcome: 'completed', label: result.status };
     } catch (error) {
