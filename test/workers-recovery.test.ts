@@ -209,6 +209,25 @@ describe.skipIf(POSTGRES_SKIP !== undefined)('a worker that dies or stops mid-ru
     ]);
   }, 120_000);
 
+  it('a second SIGTERM releases the running job at once, whatever the grace', async () => {
+    const f = await slowRun(interruptedScenario, interruptedTask);
+    const worker = await f.worker('a', ['--grace', '600']);
+    await waitFor(() => f.sim.requests.some((entry) => entry.rule === 'slow'), {
+      withinMs: 60_000,
+      what: 'the slow agent step',
+    });
+    worker.child.kill('SIGTERM');
+    await waitFor(() => /draining/.test(worker.stderr()), { what: 'the worker to start draining' });
+    worker.child.kill('SIGTERM');
+    expect((await worker.exited).code).toBe(0);
+    expect(worker.jobLines()).toEqual([expect.stringMatching(/ released /)]);
+    expect(await f.show()).toMatchObject({ status: 'running', phase: 'agent' });
+    // Handed back at once: the job is ready for the next worker.
+    expect(await waitForJobs(f.database.url, (jobs) => jobs[0]?.state === 'retry')).toMatchObject([
+      { state: 'retry', retryCount: 0 },
+    ]);
+  }, 120_000);
+
   it('SIGTERM past the grace deadline releases the run; another worker finishes it', async () => {
     const f = await slowRun(interruptedScenario, interruptedTask);
     const first = await f.worker('a', ['--grace', '1']);
