@@ -19,7 +19,13 @@ export {
 export { formatEvalReport } from './route/eval-report.js';
 export type { RouteRule } from './route/tiers/rules-tier.js';
 export type { RouteTier, TierInput, TierVerdict } from './route/tier.js';
-export { loadConfig, type LoadConfigOptions, type SwitchboardConfig } from './core/config.js';
+export {
+  DEFAULT_WORKER_SETTINGS,
+  loadConfig,
+  type LoadConfigOptions,
+  type SwitchboardConfig,
+  type WorkerSettings,
+} from './core/config.js';
 export {
   EXIT_CODES,
   ERROR_CODES,
@@ -83,6 +89,7 @@ export { formatDisagreementReport } from './route/disagreement-report.js';
 export { renderHtmlReport } from './observe/html-report.js';
 export * from './agents/index.js';
 export { runAgent } from './lazy-api.js';
+export * from './workers/index.js';
 export { killAgentProcesses } from './agents/processes.js';
 export type { AgentInvocation, AgentOutcome, AgentStatus } from './agents/claude-agent.js';
 export {

@@ -24,6 +24,7 @@ const pages: Record<string, string> = {
   db: 'docs/ledger.md',
   agent: 'docs/agent.md',
   workflow: 'docs/workflows.md',
+  worker: 'docs/workers.md',
 };
 
 /** Every command of the tree with its path, e.g. `agent run`; the root's path is ''. */

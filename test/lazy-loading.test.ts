@@ -20,6 +20,7 @@ const HEAVY = [
   'zod',
   'ajv',
   'prom-client',
+  'pg-boss',
   'cli-progress',
 ];
 

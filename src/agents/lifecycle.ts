@@ -29,7 +29,9 @@ function view(run: AgentRunRecord): AgentRunView {
     (run.status === 'running' || run.status === 'conflict') &&
     isRecordedProcessAlive(run.runnerPid, run.runnerStarted) &&
     run.endedAt === undefined;
-  return { ...run, live, resumable: run.status === 'running' && !live };
+  // A run queued for a worker and not taken yet is waiting, not interrupted.
+  const waiting = run.phase === 'queued' && run.runnerPid === undefined;
+  return { ...run, live, resumable: run.status === 'running' && !live && !waiting };
 }
 
 async function requireRun(store: AgentRunStore, id: string): Promise<AgentRunRecord> {

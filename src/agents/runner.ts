@@ -113,8 +113,31 @@ export interface AgentRunResult {
  * (`ok: false`, `errorCode`), never thrown.
  */
 export async function runAgentTask(options: RunAgentTaskOptions): Promise<AgentRunResult> {
-  const { task } = options;
   const stateDir = resolve(options.stateDir ?? '.switchboard');
+  const prepared = await prepareAgentRun(options);
+  await checkClaudeAvailable(options);
+  const store = await AgentRunStore.open(stateDir);
+  try {
+    const runId = await insertQueuedRun(store, stateDir, prepared, process.pid);
+    return await (await RunExecution.load(store, stateDir, prepared.repository, runId, options)).execute();
+  } finally {
+    await store.close();
+  }
+}
+
+/** A task checked against its repository, ready to be recorded as a run. */
+interface PreparedRun {
+  task: AgentTask;
+  repository: RepositoryInfo;
+  baseBranch: string;
+  baseCommit: string;
+  runId: string;
+  storedOptions: AgentRunRecord['options'];
+}
+
+/** Checks a task against its repository (base branch, clean checkout, context template); records nothing. */
+async function prepareAgentRun(options: RunAgentTaskOptions): Promise<PreparedRun> {
+  const { task } = options;
   const repository = await repositoryInfo(options.repo ?? process.cwd());
   const baseBranch = task.base ?? (await currentBranch(repository.root));
   if (baseBranch === undefined) {
@@ -134,47 +157,131 @@ export async function runAgentTask(options: RunAgentTaskOptions): Promise<AgentR
   }
   const merge = options.merge ?? task.merge ?? 'no-ff';
   await assertBaseCheckoutClean({ repo: repository.root, baseBranch, mode: merge });
-  await checkClaudeAvailable(options);
   if (options.contextTemplate !== undefined) loadContextTemplate(options.contextTemplate);
-
+  const storedOptions: AgentRunRecord['options'] = {
+    merge,
+    retryDelayMs: options.retryDelayMs ?? 2000,
+  };
+  const model = task.model ?? options.model;
+  if (model !== undefined) storedOptions.model = model;
+  if (options.contextTemplate !== undefined) storedOptions.contextTemplate = resolve(options.contextTemplate);
   const runId = options.runId ?? `${task.id}-${randomBytes(3).toString('hex')}`;
-  const store = await AgentRunStore.open(stateDir);
+  return { task, repository, baseBranch, baseCommit, runId, storedOptions };
+}
+
+/** Records a prepared run in phase `queued`, held by `runnerPid` (none: it waits for a worker). */
+async function insertQueuedRun(
+  store: AgentRunStore,
+  stateDir: string,
+  { task, repository, baseBranch, baseCommit, runId, storedOptions }: PreparedRun,
+  runnerPid: number | undefined,
+): Promise<string> {
+  const record: AgentRunRecord = {
+    id: runId,
+    taskId: task.id,
+    title: task.title,
+    repo: repository.root,
+    baseBranch,
+    baseCommit,
+    branch: `agent/${runId}`,
+    worktree: join(stateDir, 'agents', 'worktrees', runId),
+    phase: 'queued',
+    status: 'running',
+    attempt: 0,
+    costUsd: 0,
+    turns: 0,
+    task,
+    options: storedOptions,
+    createdAt: '',
+    updatedAt: '',
+  };
+  if (runnerPid !== undefined) record.runnerPid = runnerPid;
+  await store.insert(record);
+  await store.addEvent(
+    runId,
+    'queued',
+    'phase',
+    `queued: ${task.title} (base ${baseBranch} at ${baseCommit.slice(0, 12)})`,
+  );
+  return runId;
+}
+
+/** What `recordAgentRun` needs: `runAgentTask`'s options without the runner's own. */
+export type RecordAgentRunOptions = Pick<
+  RunAgentTaskOptions,
+  'task' | 'repo' | 'merge' | 'runId' | 'stateDir' | 'model' | 'retryDelayMs' | 'contextTemplate'
+>;
+
+/**
+ * Checks a task as `runAgentTask` does and records it as a `queued` run with no runner, for a worker
+ * (`executeAgentRun`) to pick up; `store` is the database the workers share. Returns the run id.
+ */
+export async function recordAgentRun(store: AgentRunStore, options: RecordAgentRunOptions): Promise<string> {
+  const stateDir = resolve(options.stateDir ?? '.switchboard');
+  return await insertQueuedRun(store, stateDir, await prepareAgentRun(options), undefined);
+}
+
+export interface ExecuteAgentRunOptions extends AgentRunnerOptions {
+  runId: string;
+  /** The PostgreSQL database holding the run. @default `SWITCHBOARD_DATABASE_URL`, else the SQLite ledger */
+  url?: string;
+  /**
+   * Stops the run without ending it (a worker that stops or lost its job): the agent and verify
+   * command are killed, the run keeps its recorded phase, and the next `executeAgentRun` resumes it.
+   */
+  releaseSignal?: AbortSignal;
+}
+
+/**
+ * Drives a recorded run from its phase to an end, taking it over from whichever runner held it: the
+ * job queue decided this process runs it (a queued run, or one whose worker died or let go). A run
+ * that has ended is returned as it is. Returns `status: 'running'` when `releaseSignal` stopped it.
+ */
+export async function executeAgentRun(options: ExecuteAgentRunOptions): Promise<AgentRunResult> {
+  const stateDir = resolve(options.stateDir ?? '.switchboard');
+  const store = await AgentRunStore.open(stateDir, options.url === undefined ? {} : { url: options.url });
   try {
-    const storedOptions: AgentRunRecord['options'] = {
-      merge,
-      retryDelayMs: options.retryDelayMs ?? 2000,
-    };
-    const model = task.model ?? options.model;
-    if (model !== undefined) storedOptions.model = model;
-    if (options.contextTemplate !== undefined)
-      storedOptions.contextTemplate = resolve(options.contextTemplate);
-    await store.insert({
-      id: runId,
-      taskId: task.id,
-      title: task.title,
-      repo: repository.root,
-      baseBranch,
-      baseCommit,
-      branch: `agent/${runId}`,
-      worktree: join(stateDir, 'agents', 'worktrees', runId),
-      phase: 'queued',
-      status: 'running',
-      attempt: 0,
-      runnerPid: process.pid,
-      costUsd: 0,
-      turns: 0,
-      task,
-      options: storedOptions,
-      createdAt: '',
-      updatedAt: '',
-    });
-    await store.addEvent(
-      runId,
-      'queued',
-      'phase',
-      `queued: ${task.title} (base ${baseBranch} at ${baseCommit.slice(0, 12)})`,
-    );
-    return await (await RunExecution.load(store, stateDir, repository, runId, options)).execute();
+    const run = await store.get(options.runId);
+    if (run === undefined) {
+      throw new SwitchboardError('RUN_NOT_FOUND', `there is no agent run ${options.runId} in ${store.path}`, {
+        hint: 'the job names a run its database does not hold; enqueue the task again',
+      });
+    }
+    if (run.endedAt !== undefined || run.status !== 'running') return toResult(run);
+    if (!(await store.claim(run.id, run.runnerPid, process.pid))) {
+      throw new SwitchboardError('INVALID_INPUT', `agent run ${run.id} was picked up by another process`, {
+        hint: 'watch it with `switchboard agent show`',
+        details: { claimed: true },
+      });
+    }
+    await checkClaudeAvailable(options);
+    const resumed = run.runnerPid !== undefined || run.phase !== 'queued';
+    if (resumed) {
+      // A runner of this machine that died may have left its agent running: it must not race this one.
+      // Found by the run's tag only: the recorded child pid may be another machine's, and here some
+      // unrelated process's.
+      killRunProcesses(undefined, run.id);
+      // Claude Code keeps a session in the config folder of the machine that ran it; a worker elsewhere
+      // cannot resume it. The next attempt starts a new session, told the previous one was interrupted.
+      if (run.sessionId !== undefined) await store.update(run.id, { sessionId: null });
+      await store.addEvent(
+        run.id,
+        run.phase,
+        'resume',
+        `resumed in phase ${run.phase} by pid ${process.pid}`,
+        {
+          previousRunnerPid: run.runnerPid,
+        },
+      );
+    }
+    const repository = await repositoryInfo(run.repo);
+    const runOptions =
+      options.model === undefined && run.options.model !== undefined
+        ? { ...options, model: run.options.model }
+        : options;
+    return await (
+      await RunExecution.load(store, stateDir, repository, run.id, runOptions, resumed)
+    ).execute();
   } finally {
     await store.close();
   }
@@ -265,6 +372,8 @@ class RunExecution {
   private readonly deadline: number;
   private readonly abort = new AbortController();
   private readonly signal: AbortSignal;
+  /** See `ExecuteAgentRunOptions.releaseSignal`. */
+  private readonly releaseSignal: AbortSignal | undefined;
   private readonly template: string;
 
   private readonly store: AgentRunStore;
@@ -304,10 +413,12 @@ class RunExecution {
     this.resumed = resumed;
     this.run = run;
     this.deadline = this.started + run.task.limits.wallClockMs;
-    this.signal =
-      options.abortSignal === undefined
-        ? this.abort.signal
-        : AbortSignal.any([options.abortSignal, this.abort.signal]);
+    const release = (options as ExecuteAgentRunOptions).releaseSignal;
+    this.releaseSignal = release;
+    const signals = [options.abortSignal, release, this.abort.signal].filter(
+      (signal): signal is AbortSignal => signal !== undefined,
+    );
+    this.signal = signals.length === 1 ? this.abort.signal : AbortSignal.any(signals);
     const templateFile = run.options.contextTemplate;
     this.template = templateFile === undefined ? DEFAULT_CONTEXT_TEMPLATE : loadContextTemplate(templateFile);
   }
@@ -450,6 +561,8 @@ class RunExecution {
     };
     if (outcome.sessionId !== undefined) update.sessionId = outcome.sessionId;
     await this.update(update);
+    // A released attempt is not over: left without its end, the next runner redoes it in its session.
+    if (this.releaseSignal?.aborted === true) await this.throwAborted();
     await this.attemptEnd(attempt, outcome, invocation.transcriptPath);
     await this.stopIfCancelled();
 
@@ -813,6 +926,11 @@ class RunExecution {
   }
 
   private async throwAborted(): Promise<never> {
+    if (this.releaseSignal?.aborted === true && !this.abort.signal.aborted) {
+      // Released, not cancelled: the run keeps its phase for the next runner, and this one writes no more.
+      await this.event('release', `released in phase ${this.run.phase} by pid ${process.pid}`);
+      throw new RunFinished();
+    }
     return await this.finish('failed', 'cancelled', 'ABORTED', 'the run was cancelled');
   }
 

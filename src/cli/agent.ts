@@ -34,6 +34,7 @@ interface RunFlags extends ConnectionFlags {
   idleTimeout?: number;
   verifyTimeout?: number;
   parallel?: number;
+  enqueue?: boolean;
 }
 
 function positiveNumber(value: string): number {
@@ -147,7 +148,55 @@ function addTaskFlags(command: Command): Command {
     .option('--max-attempts <n>', 'agent attempts in all (default 3)', wholeNumber)
     .option('--timeout <seconds>', 'wall-clock limit of the run (default 1800)', positiveNumber)
     .option('--idle-timeout <seconds>', 'kill an agent silent this long (default 300)', positiveNumber)
-    .option('--verify-timeout <seconds>', 'limit of the verify command (default 600)', positiveNumber);
+    .option('--verify-timeout <seconds>', 'limit of the verify command (default 600)', positiveNumber)
+    .option(
+      '--enqueue',
+      'record the run and queue it for a `switchboard worker` (needs SWITCHBOARD_DATABASE_URL); print its id',
+    );
+}
+
+/**
+ * `--enqueue`: the runs are recorded as queued in the shared database and sent to the job queue;
+ * prints one run id per line (or JSON) and sets the exit code of the first task that could not be queued.
+ */
+async function enqueueTasks(
+  tasks: AgentTask[],
+  settings: SwitchboardConfig,
+  flags: RunFlags,
+  { single }: { single: boolean },
+): Promise<void> {
+  const { requireWorkerDatabase } = await import('../workers/queues.js');
+  const url = requireWorkerDatabase(settings);
+  const { enqueueAgentTasks } = await import('../workers/enqueue.js');
+  const { connection, ...record } = runnerOptions(settings, flags);
+  const outcomes = await enqueueAgentTasks({
+    ...record,
+    tasks,
+    url,
+    settings: settings.workers,
+    ...(connection?.baseUrl === undefined ? {} : { job: { baseUrl: connection.baseUrl } }),
+    ...(flags.repo === undefined ? {} : { repo: flags.repo }),
+    ...(flags.merge === undefined ? {} : { merge: parseMerge(flags.merge) }),
+  });
+  let exitCode: number = EXIT_CODES.OK;
+  const report: unknown[] = [];
+  for (const outcome of outcomes) {
+    if (outcome.runId !== undefined) {
+      report.push({ taskId: outcome.taskId, runId: outcome.runId, jobId: outcome.jobId });
+      if (flags.json !== true) process.stdout.write(`${outcome.runId}\n`);
+    } else {
+      // A single task's bad input is the command's error, as without --enqueue.
+      if (single) throw outcome.error;
+      const code = reportError(outcome.error, false);
+      report.push({
+        taskId: outcome.taskId,
+        error: String((outcome.error as Error).message ?? outcome.error),
+      });
+      if (exitCode === EXIT_CODES.OK) exitCode = code;
+    }
+  }
+  if (flags.json === true) process.stdout.write(`${JSON.stringify(single ? report[0] : report, null, 2)}\n`);
+  process.exitCode = exitCode;
 }
 
 function elapsed(ms: number): string {
@@ -254,9 +303,13 @@ export function registerAgentCommand(program: Command): void {
         ),
     ),
   ).action(async (flags: RunFlags, command: Command) => {
-    const { runAgentTask } = await import('../agents/runner.js');
     const settings = config(command);
     const task = await taskFromFlags(flags);
+    if (flags.enqueue === true) {
+      await enqueueTasks([task], settings, flags, { single: true });
+      return;
+    }
+    const { runAgentTask } = await import('../agents/runner.js');
     const controller = abortOnSignals();
     const options = {
       ...runnerOptions(settings, flags),
@@ -280,8 +333,6 @@ export function registerAgentCommand(program: Command): void {
         .option('--parallel <n>', 'runs at once (default 2)', wholeNumber),
     ),
   ).action(async (files: string[], flags: RunFlags, command: Command) => {
-    const { runAgentTasks } = await import('../agents/run-all.js');
-    const { FINAL_PHASES } = await import('../agents/run-files.js');
     const settings = config(command);
     const tasks: AgentTask[] = [];
     for (const file of files) tasks.push(await taskFromFlags({ ...flags, task: file }));
@@ -294,6 +345,12 @@ export function registerAgentCommand(program: Command): void {
       }
       ids.add(task.id);
     }
+    if (flags.enqueue === true) {
+      await enqueueTasks(tasks, settings, flags, { single: false });
+      return;
+    }
+    const { runAgentTasks } = await import('../agents/run-all.js');
+    const { FINAL_PHASES } = await import('../agents/run-files.js');
     const controller = abortOnSignals();
     const table = process.stderr.isTTY && flags.json !== true ? progressTable(FINAL_PHASES) : undefined;
     const outcomes = await runAgentTasks({
@@ -344,7 +401,8 @@ export function registerAgentCommand(program: Command): void {
         return;
       }
       for (const run of runs) {
-        const state = run.live ? 'live' : run.resumable ? 'resumable' : run.status;
+        const waiting = run.phase === 'queued' && run.runnerPid === undefined && run.status === 'running';
+        const state = run.live ? 'live' : waiting ? 'queued' : run.resumable ? 'resumable' : run.status;
         process.stdout.write(
           `${run.id.padEnd(28)} ${run.phase.padEnd(9)} ${state.padEnd(10)} $${run.costUsd.toFixed(4)}  ${run.createdAt}  ${run.title}\n`,
         );

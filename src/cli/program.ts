@@ -24,6 +24,7 @@ const COMMANDS: Record<string, () => Promise<Register>> = {
   metrics: async () => (await import('./metrics.js')).registerMetricsCommand,
   agent: async () => (await import('./agent.js')).registerAgentCommand,
   workflow: async () => (await import('./workflow.js')).registerWorkflowCommand,
+  worker: async () => (await import('./worker.js')).registerWorkerCommand,
 };
 
 /** Command names that reach a command under another name. */

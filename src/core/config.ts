@@ -113,6 +113,19 @@ function configFileSchema(z: ReturnType<typeof loadZod>) {
           .optional(),
       })
       .optional(),
+    /** `switchboard worker` and `--enqueue` timings (pg-boss). */
+    workers: z
+      .strictObject({
+        concurrency: z.number().int().min(1).max(64).optional(),
+        // pg-boss refuses a heartbeat below 10 s.
+        heartbeat_seconds: z.number().int().min(10).max(3600).optional(),
+        supervise_interval_seconds: z.number().min(1).max(3600).optional(),
+        monitor_interval_seconds: z.number().min(1).max(3600).optional(),
+        polling_interval_seconds: z.number().min(0.5).max(3600).optional(),
+        retry_limit: z.number().int().min(0).max(100).optional(),
+        grace_seconds: z.number().min(0).max(86_400).optional(),
+      })
+      .optional(),
     workflows: z
       .strictObject({
         /** Conductor provider name → Switchboard spec or chain: `copilot: claude:sonnet`. */
@@ -179,7 +192,41 @@ export interface SwitchboardConfig {
   claude: ClaudeSettings;
   call: CallSettings;
   workflows: WorkflowSettings;
+  workers: WorkerSettings;
 }
+
+/**
+ * How `switchboard worker` claims and keeps jobs, and how `--enqueue` sends them (`workers:` in
+ * switchboard.yaml). A dead worker's job is picked up again within about
+ * `heartbeatSeconds + max(superviseIntervalSeconds, monitorIntervalSeconds) + pollingIntervalSeconds`.
+ */
+export interface WorkerSettings {
+  /** Jobs one worker runs at once. @default 1 */
+  concurrency: number;
+  /** A job whose worker has not reported for this long is given to another worker. @default 30 */
+  heartbeatSeconds: number;
+  /** How often a worker looks for jobs whose worker died. @default 10 */
+  superviseIntervalSeconds: number;
+  /** How often one of the workers sweeps each queue for expired and silent jobs. @default 10 */
+  monitorIntervalSeconds: number;
+  /** How often an idle worker asks for a job. @default 2 */
+  pollingIntervalSeconds: number;
+  /** Pickups of a job after its worker died or stopped, before it goes to the dead-letter queue. @default 5 */
+  retryLimit: number;
+  /** How long a stopping worker lets its running jobs finish. @default 30 */
+  graceSeconds: number;
+}
+
+/** Defaults of `workers:`: a dead worker's job is picked up again within about 42 s. */
+export const DEFAULT_WORKER_SETTINGS: WorkerSettings = {
+  concurrency: 1,
+  heartbeatSeconds: 30,
+  superviseIntervalSeconds: 10,
+  monitorIntervalSeconds: 10,
+  pollingIntervalSeconds: 2,
+  retryLimit: 5,
+  graceSeconds: 30,
+};
 
 /** Workflow settings (`workflows:` in switchboard.yaml). */
 export interface WorkflowSettings {
@@ -297,6 +344,7 @@ export function loadConfig({
     claude: claudeSettings(file.claude, fromFile, environment.claudeExecutable),
     call: callSettings(file),
     workflows: { providerMap: { ...file.workflows?.provider_map } },
+    workers: workerSettings(file.workers),
   };
   if (exists) config.configFile = path;
   const databaseUrl = env.SWITCHBOARD_DATABASE_URL?.trim() || file.database_url;
@@ -342,6 +390,19 @@ function callSettings(file: ConfigFile): CallSettings {
   if (file.gemini?.forbidden_models !== undefined)
     settings.gemini.forbiddenModels = file.gemini.forbidden_models;
   return settings;
+}
+
+function workerSettings(file: ConfigFile['workers']): WorkerSettings {
+  const defaults = DEFAULT_WORKER_SETTINGS;
+  return {
+    concurrency: file?.concurrency ?? defaults.concurrency,
+    heartbeatSeconds: file?.heartbeat_seconds ?? defaults.heartbeatSeconds,
+    superviseIntervalSeconds: file?.supervise_interval_seconds ?? defaults.superviseIntervalSeconds,
+    monitorIntervalSeconds: file?.monitor_interval_seconds ?? defaults.monitorIntervalSeconds,
+    pollingIntervalSeconds: file?.polling_interval_seconds ?? defaults.pollingIntervalSeconds,
+    retryLimit: file?.retry_limit ?? defaults.retryLimit,
+    graceSeconds: file?.grace_seconds ?? defaults.graceSeconds,
+  };
 }
 
 function claudeSettings(

@@ -1,0 +1,197 @@
+import type { Job, PgBoss } from 'pg-boss';
+import type { WorkerSettings } from '../core/config.js';
+import { isSwitchboardError } from '../core/errors.js';
+import { redactSecrets } from '../core/secrets.js';
+import { MergeQueue } from '../agents/merge.js';
+import type { AgentRunnerOptions } from '../agents/runner.js';
+import { AgentRunStore } from '../agents/run-store.js';
+import { startBoss } from './boss.js';
+import type { AgentJobData } from './queues.js';
+import { WorkerMetrics, type JobOutcome, type QueueDepth } from './worker-metrics.js';
+
+export interface StartWorkerOptions {
+  /** The PostgreSQL database the workers share. */
+  url: string;
+  settings: WorkerSettings;
+  /** pg-boss queue names to take jobs from (only the agent queue so far). */
+  queues: readonly string[];
+  /** How runs are driven on this machine: state folder, Claude Code connection, model. */
+  runner: AgentRunnerOptions;
+  /** One line per job and per background error (stderr in the CLI). */
+  log?: (line: string) => void;
+}
+
+/** What `/healthz` answers. */
+export interface WorkerHealth {
+  ok: boolean;
+  state: 'running' | 'draining' | 'stopped';
+  queues: string[];
+  active: number;
+}
+
+/**
+ * A `switchboard worker`: takes jobs from the shared queues, `concurrency` at a time, and drives each
+ * job's agent run to its end. pg-boss keeps each job's heartbeat while it runs; a worker that dies
+ * (even `kill -9`) stops beating and its job goes to another worker, which resumes the run from its
+ * recorded phase.
+ */
+export class SwitchboardWorker {
+  readonly metrics: WorkerMetrics;
+  private state: WorkerHealth['state'] = 'running';
+  /** Release switches of the runs in progress: pulling one hands its run back to the queue. */
+  private readonly running = new Set<AbortController>();
+  /** This worker's runs merging into one branch wait for each other here (other processes, on the repository's lock). */
+  private readonly mergeQueue = new MergeQueue();
+  private readonly boss: PgBoss;
+  private readonly store: AgentRunStore;
+  private readonly options: StartWorkerOptions;
+
+  private constructor(boss: PgBoss, store: AgentRunStore, options: StartWorkerOptions) {
+    this.boss = boss;
+    this.store = store;
+    this.options = options;
+    this.metrics = new WorkerMetrics(options.queues, (queue) => this.depth(queue));
+  }
+
+  /**
+   * Connects (checking the database is Switchboard's), starts pg-boss with supervision on and begins
+   * taking jobs.
+   *
+   * @throws SwitchboardError `DATABASE_UNREACHABLE`, `DATABASE_AUTH`, `DATABASE_FOREIGN`
+   */
+  static async start(options: StartWorkerOptions): Promise<SwitchboardWorker> {
+    const stateDir = options.runner.stateDir ?? '.switchboard';
+    // Held for the worker's life: every run's store shares this pool instead of connecting anew.
+    const store = await AgentRunStore.open(stateDir, { url: options.url });
+    let boss: PgBoss;
+    try {
+      boss = await startBoss({
+        url: options.url,
+        settings: options.settings,
+        supervise: true,
+        onError: (message) => options.log?.(`pg-boss: ${message}`),
+      });
+    } catch (error) {
+      await store.close();
+      throw error;
+    }
+    const worker = new SwitchboardWorker(boss, store, options);
+    for (const queue of options.queues) {
+      await boss.work<AgentJobData>(
+        queue,
+        {
+          localConcurrency: options.settings.concurrency,
+          pollingIntervalSeconds: options.settings.pollingIntervalSeconds,
+          batchSize: 1,
+        },
+        async (jobs) => {
+          for (const job of jobs) await worker.handle(queue, job);
+        },
+      );
+    }
+    return worker;
+  }
+
+  health(): WorkerHealth {
+    return {
+      ok: this.state === 'running',
+      state: this.state,
+      queues: [...this.options.queues],
+      active: this.running.size,
+    };
+  }
+
+  /**
+   * Stops taking jobs, lets the running ones finish for up to `graceMs` (or until `hurry` aborts), then
+   * releases what is still running: each of those runs stops where it is, keeps its recorded phase,
+   * and its job goes back to the queue for another worker to resume.
+   */
+  async drain(graceMs: number, hurry?: AbortSignal): Promise<void> {
+    if (this.state !== 'running') return;
+    this.state = 'draining';
+    await Promise.all(this.options.queues.map((queue) => this.boss.offWork(queue, { wait: false })));
+    await this.waitForIdle(graceMs, hurry);
+    if (this.running.size > 0) {
+      for (const release of this.running) release.abort(new Error('the worker is stopping'));
+      // Released runs kill their agents and return at once; the bound only guards against a stuck one.
+      await this.waitForIdle(60_000);
+    }
+    await this.boss.stop({ graceful: true, timeout: 1000 });
+    await this.store.close();
+    this.state = 'stopped';
+  }
+
+  private async handle(queue: string, job: Job<AgentJobData>): Promise<void> {
+    const started = Date.now();
+    const release = new AbortController();
+    const onLost = (): void => release.abort(job.signal.reason);
+    job.signal.addEventListener('abort', onLost, { once: true });
+    this.running.add(release);
+    this.metrics.started(queue);
+    const runId = typeof job.data?.runId === 'string' ? job.data.runId : '?';
+    let outcome: JobOutcome = 'failed';
+    let label = 'error';
+    try {
+      const settled = await this.runJob(job, release.signal);
+      outcome = settled.outcome;
+      label = settled.label;
+      // Thrown, so pg-boss fails the attempt (fenced by its retry count) and another worker resumes.
+      if (settled.outcome !== 'completed') throw new Error(settled.label);
+    } finally {
+      job.signal.removeEventListener('abort', onLost);
+      this.running.delete(release);
+      const seconds = (Date.now() - started) / 1000;
+      this.metrics.ended(queue, outcome, seconds);
+      this.options.log?.(`job ${queue} ${runId} ${label} ${seconds.toFixed(1)}s`);
+    }
+  }
+
+  /**
+   * Drives the job's run. The run's own ending (succeeded, failed, conflict, cancelled) completes the
+   * job: the run row says how it went. Only what another attempt could mend fails it: the database or
+   * Claude Code out of reach, a release.
+   */
+  private async runJob(
+    job: Job<AgentJobData>,
+    releaseSignal: AbortSignal,
+  ): Promise<{ outcome: JobOutcome; label: string }> {
+    const data = job.data;
+    if (typeof data?.runId !== 'string') return { outcome: 'completed', label: 'malformed-job' };
+    const { executeAgentRun } = await import('../agents/runner.js');
+    const runner: AgentRunnerOptions = { ...this.options.runner, mergeQueue: this.mergeQueue };
+    const baseUrl = data.options?.baseUrl;
+    if (typeof baseUrl === 'string') runner.connection = { ...runner.connection, baseUrl };
+    try {
+      const result = await executeAgentRun({
+        ...runner,
+        url: this.options.url,
+        runId: data.runId,
+        releaseSignal,
+      });
+      if (result.status === 'running') return { outcome: 'released', label: 'released' };
+      return { outcome: 'completed', label: result.status };
+    } catch (error) {
+      if (
+        isSwitchboardError(error) &&
+        (error.code === 'RUN_NOT_FOUND' || error.details?.['claimed'] === true)
+      )
+        return { outcome: 'completed', label: error.code === 'RUN_NOT_FOUND' ? 'run-not-found' : 'taken' };
+      const code = isSwitchboardError(error) ? error.code : 'INTERNAL';
+      const message = error instanceof Error ? error.message : String(error);
+      return { outcome: 'failed', label: `error ${code}: ${redactSecrets(message.split('\n', 1)[0] ?? '')}` };
+    }
+  }
+
+  private async depth(queue: string): Promise<QueueDepth | undefined> {
+    const found = await this.boss.getQueue(queue);
+    if (found === null) return undefined;
+    return { queued: found.queuedCount, active: found.activeCount, failed: found.failedCount };
+  }
+
+  private async waitForIdle(withinMs: number, hurry?: AbortSignal): Promise<void> {
+    const deadline = Date.now() + withinMs;
+    while (this.running.size > 0 && Date.now() < deadline && hurry?.aborted !== true) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+}
