@@ -53,14 +53,11 @@ describe('parallel groups', () => {
     const definition = checks('fail_fast', []);
     const result = await startWorkflowRun(definition, engineOptions(dir, definition));
     expect(result).toMatchObject({ status: 'completed', output: { lint: 'x-lint', errors: 0 } });
-    expect(result.steps.map((step) => step.key.split('/').slice(1).join('/'))).toEqual([
-      'start/0',
-      'checks/0',
-      'checks/0/lint',
-      'checks/0/test',
-      'checks/0/docs',
-      'report/0',
-    ]);
+    const keys = result.steps.map((step) => step.key.split('/').slice(1).join('/'));
+    // Steps are listed in the order they started; members running side by side start in the order
+    // their first writes landed, which on PostgreSQL is not always the file's order.
+    expect(keys.filter((key) => !key.startsWith('checks/0/'))).toEqual(['start/0', 'checks/0', 'report/0']);
+    expect(keys.slice(2, 5).sort()).toEqual(['checks/0/docs', 'checks/0/lint', 'checks/0/test']);
   });
 
   it('continue_on_error goes on with the members that succeeded and lists the others under errors', async () => {
