@@ -9,6 +9,7 @@ import {
 } from '../../test/helpers/postgres.js';
 import { connectLedger, openLedger } from './ledger.js';
 import { LATEST_SCHEMA_VERSION, POSTGRES_SCHEMA_TABLE } from './migrations.js';
+import { callAttempt } from './__fixtures__/call-attempt.js';
 
 // What only a PostgreSQL ledger does: connecting, refusing databases it must not touch, several
 // processes migrating one database at once. The behaviour both backends share is in ledger.test.ts.
@@ -106,19 +107,7 @@ describe.skipIf(POSTGRES_SKIP !== undefined)('a ledger on PostgreSQL', () => {
 
   it('writes queued call attempts on close, and a ledger that never connected closes cleanly', async () => {
     const ledger = openLedger({ url: database.url });
-    await ledger.recordCallAttempt({
-      id: 'a',
-      callId: 'c',
-      attempt: 1,
-      createdAt: Date.now(),
-      provider: 'openai',
-      spec: 'openai:gpt-4.1-mini',
-      modelRequested: 'gpt-4.1-mini',
-      success: true,
-      durationMs: 1,
-      costUsd: 0.5,
-      promptHash: 'h',
-    });
+    await ledger.recordCallAttempt(callAttempt('a', 0.5));
     await ledger.close();
     const rows = await adminQuery('SELECT cost_usd FROM call_attempts', database.url);
     expect(rows.rows).toEqual([{ cost_usd: 0.5 }]);

@@ -11,6 +11,7 @@ import type { RouteDecision } from '../core/route-types.js';
 import { DEFAULT_STATE_DIR, LEDGER_FILE_NAME, hashText, openLedger } from './ledger.js';
 import type { Ledger, OpenLedgerOptions } from './ledger.js';
 import { LATEST_SCHEMA_VERSION, LEDGER_APPLICATION_ID, MIGRATIONS } from './migrations.js';
+import { callAttempt } from './__fixtures__/call-attempt.js';
 import { createTestDatabase, POSTGRES_SKIP, type TestDatabase } from '../../test/helpers/postgres.js';
 
 let directory: string;
@@ -463,19 +464,7 @@ describe('batched call attempts', () => {
 
   it('are visible to reads in the same process at once', async () => {
     const ledger = openLedger({ path: join(directory, 'reads.db') });
-    await ledger.recordCallAttempt({
-      id: 'a',
-      callId: 'c',
-      attempt: 1,
-      createdAt: Date.now(),
-      provider: 'openai',
-      spec: 'openai:gpt-4.1-mini',
-      modelRequested: 'gpt-4.1-mini',
-      success: true,
-      durationMs: 1,
-      costUsd: 0.25,
-      promptHash: 'h',
-    });
+    await ledger.recordCallAttempt(callAttempt('a', 0.25));
     expect(await ledger.spendSince(0, { provider: 'openai' })).toBe(0.25);
     await ledger.close();
   });
@@ -484,19 +473,7 @@ describe('batched call attempts', () => {
     const file = join(directory, 'flush.db');
     const writer = open({ path: file });
     const reader = open({ path: file });
-    await writer.recordCallAttempt({
-      id: 'a',
-      callId: 'c',
-      attempt: 1,
-      createdAt: Date.now(),
-      provider: 'openai',
-      spec: 'openai:gpt-4.1-mini',
-      modelRequested: 'gpt-4.1-mini',
-      success: true,
-      durationMs: 1,
-      costUsd: 0.25,
-      promptHash: 'h',
-    });
+    await writer.recordCallAttempt(callAttempt('a', 0.25));
     await writer.flush();
     expect(await reader.spendSince(0, { provider: 'openai' })).toBe(0.25);
   });
@@ -552,20 +529,8 @@ describe('several processes writing at once', () => {
 
 describe('spending, reservations, cooldowns, the decision cache and feedback', () => {
   describe.each(backends())('on $name', (backend) => {
-    const attempt = (id: string, costUsd: number, tags: Record<string, string> = {}) => ({
-      id,
-      callId: `call-${id}`,
-      attempt: 1,
-      createdAt: Date.now(),
-      provider: 'openai',
-      spec: 'openai:gpt-4.1-mini',
-      modelRequested: 'gpt-4.1-mini',
-      success: true,
-      durationMs: 1,
-      costUsd,
-      promptHash: 'h',
-      tags,
-    });
+    const attempt = (id: string, costUsd: number, tags: Record<string, string> = {}) =>
+      callAttempt(id, costUsd, { tags });
 
     it('sums spending by provider and by key=value tag, counting queued attempts at once', async () => {
       const ledger = backend.open();
