@@ -45,7 +45,8 @@ export {
   type RouteMode,
   type Skill,
 } from './core/route-types.js';
-export { openLedger, type Ledger } from './store/ledger.js';
+export { connectLedger, openLedger, type Ledger } from './store/ledger.js';
+export { copyLedger, type CopyLedgerOptions, type CopyLedgerResult } from './store/copy.js';
 export {
   fallbackReason,
   metricsFromLedger,
