@@ -6,6 +6,7 @@ export default defineConfig({
   test: {
     include: [
       'src/agents/runner.test.ts',
+      'src/agents/runner-liveness.test.ts',
       'src/invoke/budget.test.ts',
       'src/route/tiers/cache-tier.test.ts',
       'test/workflows-engine*.test.ts',

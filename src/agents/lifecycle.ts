@@ -3,6 +3,7 @@ import { resolve } from 'node:path';
 import { SwitchboardError } from '../core/errors.js';
 import { git, isAncestor, branchCommit, repositoryInfo } from './git.js';
 import { killRunProcesses } from './processes.js';
+import { isRunnerAlive, isRunnerHere } from './runner-liveness.js';
 import { isRecordedProcessAlive, withRepoLock } from './repo-lock.js';
 import { runDirectory } from './run-files.js';
 import { AgentRunStore, type AgentRunEvent, type AgentRunRecord } from './run-store.js';
@@ -27,7 +28,7 @@ function openStore(options: LifecycleOptions): Promise<AgentRunStore> {
 function view(run: AgentRunRecord): AgentRunView {
   const live =
     (run.status === 'running' || run.status === 'conflict') &&
-    isRecordedProcessAlive(run.runnerPid, run.runnerStarted) &&
+    isRunnerAlive(run) &&
     run.endedAt === undefined;
   // A run queued for a worker and not taken yet is waiting, not interrupted.
   const waiting = run.phase === 'queued' && run.runnerPid === undefined;
@@ -126,6 +127,9 @@ export async function cancelAgentRun(
     });
     await store.addEvent(run.id, run.phase, 'cancel', `cancelled by pid ${process.pid}`);
     const killed: number[] = [];
+    // A runner on another machine sees the cancel at its next poll and stops its own processes; its
+    // pids mean nothing here (and may be some unrelated process of this machine).
+    if (!isRunnerHere(run)) return { id: run.id, killed, alreadyEnded: false };
     const killGroup = (pid: number | undefined): void => {
       killed.push(...killRunProcesses(pid, run.id));
     };

@@ -1,6 +1,7 @@
 import { idPrefixPattern, onlyMatch } from '../store/id-prefix.js';
 import { openDatabase, toStoreError } from '../store/database.js';
 import type { SqlDatabase } from '../store/sql/sql-database.js';
+import { hostname } from 'node:os';
 import { processStartTime } from './repo-lock.js';
 import type { AgentTask, MergeMode } from './task.js';
 import { redactSecrets } from '../core/secrets.js';
@@ -48,6 +49,10 @@ export interface AgentRunRecord {
   runnerPid?: number;
   /** When the runner process started (ms since the epoch, Linux), telling it from a later process with its pid. */
   runnerStarted?: number;
+  /** The machine (host name) the runner runs on; absent for runs recorded before hosts were. */
+  runnerHost?: string;
+  /** When the runner last stamped the run (epoch ms), for telling a live runner elsewhere from a dead one. */
+  heartbeatAt?: number;
   childPid?: number;
   costUsd: number;
   turns: number;
@@ -87,6 +92,8 @@ interface RunRow {
   attempt: number;
   session_id: string | null;
   runner_pid: number | null;
+  runner_host: string | null;
+  heartbeat_at: number | null;
   runner_started: number | null;
   child_pid: number | null;
   cost_usd: number;
@@ -173,9 +180,11 @@ export class AgentRunStore {
     await this.guard('record an agent run', () =>
       this.database.run(
         `INSERT INTO agent_runs (id, task_id, title, repo, base_branch, base_commit, branch, worktree, phase,
-            status, attempt, runner_pid, runner_started, cost_usd, turns, task, options, created_at, updated_at)
+            status, attempt, runner_pid, runner_started, runner_host, heartbeat_at, cost_usd, turns, task, options,
+            created_at, updated_at)
            VALUES (@id, @task_id, @title, @repo, @base_branch, @base_commit, @branch, @worktree, @phase,
-            @status, @attempt, @runner_pid, @runner_started, 0, 0, @task, @options, @now, @now)`,
+            @status, @attempt, @runner_pid, @runner_started, @runner_host, @heartbeat_at, 0, 0, @task, @options,
+            @now, @now)`,
         {
           id: run.id,
           task_id: run.taskId,
@@ -190,6 +199,8 @@ export class AgentRunStore {
           attempt: run.attempt,
           runner_pid: run.runnerPid ?? null,
           runner_started: run.runnerPid === undefined ? null : (processStartTime(run.runnerPid) ?? null),
+          runner_host: run.runnerPid === undefined ? null : hostname(),
+          heartbeat_at: run.runnerPid === undefined ? null : Date.now(),
           task: JSON.stringify(run.task),
           options: JSON.stringify(run.options),
           now: Date.now(),
@@ -208,6 +219,8 @@ export class AgentRunStore {
       // Error and detail texts quote agents, tools and servers: the ledger never stores a secret.
       values[column] = typeof value === 'string' ? redactSecrets(value) : value;
     }
+    // A run let go of has no runner anywhere.
+    if (update.runnerPid === null) assignments.push('runner_host = NULL', 'heartbeat_at = NULL');
     if (update.ended === true) assignments.push('ended_at = @now');
     // A resumed conflict is running again: it must be able to end (and be cancelled) once more.
     if (update.ended === false) assignments.push('ended_at = NULL');
@@ -224,15 +237,28 @@ export class AgentRunStore {
   async claim(id: string, expectedPid: number | undefined, pid: number): Promise<boolean> {
     return this.guard('claim an agent run', async () => {
       const result = await this.database.run(
-        `UPDATE agent_runs SET runner_pid = @pid, runner_started = @started, updated_at = @now
+        `UPDATE agent_runs SET runner_pid = @pid, runner_started = @started, runner_host = @host,
+           heartbeat_at = @now, updated_at = @now
          WHERE id = @id AND runner_pid IS NOT DISTINCT FROM @expected AND status IN ('running', 'conflict')`,
         {
           id,
           pid,
           started: processStartTime(pid) ?? null,
+          host: hostname(),
           expected: expectedPid ?? null,
           now: Date.now(),
         },
+      );
+      return result.changes === 1;
+    });
+  }
+
+  /** Stamps the run as alive, if `pid` on this machine still runs it; false when it does not. */
+  async heartbeat(id: string, pid: number): Promise<boolean> {
+    return this.guard('stamp an agent run', async () => {
+      const result = await this.database.run(
+        'UPDATE agent_runs SET heartbeat_at = ? WHERE id = ? AND runner_pid = ? AND runner_host = ?',
+        [Date.now(), id, pid, hostname()],
       );
       return result.changes === 1;
     });
@@ -349,6 +375,8 @@ function fromRow(row: RunRow): AgentRunRecord {
   if (row.session_id !== null) record.sessionId = row.session_id;
   if (row.runner_pid !== null) record.runnerPid = row.runner_pid;
   if (row.runner_started !== null) record.runnerStarted = row.runner_started;
+  if (row.runner_host !== null) record.runnerHost = row.runner_host;
+  if (row.heartbeat_at !== null) record.heartbeatAt = row.heartbeat_at;
   if (row.child_pid !== null) record.childPid = row.child_pid;
   if (row.commit_sha !== null) record.commitSha = row.commit_sha;
   if (row.merged_commit !== null) record.mergedCommit = row.merged_commit;

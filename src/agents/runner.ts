@@ -15,6 +15,13 @@ import { agentEnvironment } from './environment.js';
 import { MergeQueue, assertBaseCheckoutClean, mergeIntoBase } from './merge.js';
 import { PROCESS_TAG_VARIABLE, killRunProcesses, runProcessTag } from './processes.js';
 import {
+  describeRunner,
+  isRunnerAlive,
+  isRunnerHere,
+  RUNNER_HEARTBEAT_MS,
+  RUNNER_STALE_MS,
+} from './runner-liveness.js';
+import {
   commitChange,
   createWorktree,
   describeOutcome,
@@ -24,7 +31,6 @@ import {
   verifyChange,
   type AgentFunction,
 } from './phases.js';
-import { isRecordedProcessAlive } from './repo-lock.js';
 import { AgentRunStore, type AgentPhase, type AgentRunRecord, type RunUpdate } from './run-store.js';
 import { runDirectory, toResult, transcriptPath } from './run-files.js';
 import type { AgentTask, MergeMode } from './task.js';
@@ -310,12 +316,15 @@ export async function resumeAgentRun(options: ResumeAgentRunOptions): Promise<Ag
         hint: 'only an interrupted run, or one that stopped on a conflict, can be resumed; start a new run instead',
       });
     }
-    if (run.runnerPid !== process.pid && isRecordedProcessAlive(run.runnerPid, run.runnerStarted)) {
+    const ours = run.runnerPid === process.pid && isRunnerHere(run);
+    if (!ours && isRunnerAlive(run)) {
       throw new SwitchboardError(
         'INVALID_INPUT',
-        `agent run ${run.id} is still running (runner pid ${run.runnerPid})`,
+        `agent run ${run.id} is still running (runner ${describeRunner(run)})`,
         {
-          hint: 'wait for it, or stop it with `switchboard agent cancel`',
+          hint: isRunnerHere(run)
+            ? 'wait for it, or stop it with `switchboard agent cancel`'
+            : `wait for it, or stop it with \`switchboard agent cancel\`; a runner elsewhere that stops stamping the run for ${RUNNER_STALE_MS / 1000} s is taken for gone`,
         },
       );
     }
@@ -332,8 +341,9 @@ export async function resumeAgentRun(options: ResumeAgentRunOptions): Promise<Ag
       });
     }
     await checkClaudeAvailable(options);
-    // The agent of a crashed runner may still be running; it must not race the resumed one.
-    killRunProcesses(run.childPid, run.id);
+    // The agent of a crashed runner may still be running; it must not race the resumed one. A child pid
+    // recorded on another machine is not this machine's to signal: only the run's tagged processes are.
+    killRunProcesses(isRunnerHere(run) ? run.childPid : undefined, run.id);
     const repository = await repositoryInfo(run.repo);
     if (run.status === 'conflict') {
       await store.update(run.id, {
@@ -427,17 +437,23 @@ class RunExecution {
     // `cancel` from another process marks the run; the runner notices here and stops its children.
     // One read at a time; a read that fails (the ledger locked past its busy timeout) is tried again
     // at the next tick rather than ending the process.
+    // Every few polls it also stamps the run's heartbeat, which tells other machines this runner lives.
     let reading: Promise<void> | undefined;
+    let lastBeat = Date.now();
     const poll = setInterval(() => {
-      reading ??= this.store.get(this.run.id).then(
-        (current) => {
-          reading = undefined;
-          if (current?.status === 'cancelled') this.abort.abort(new Error('cancelled'));
-        },
-        () => {
-          reading = undefined;
-        },
-      );
+      const beat = Date.now() - lastBeat >= RUNNER_HEARTBEAT_MS;
+      if (beat) lastBeat = Date.now();
+      reading ??= (beat ? this.store.heartbeat(this.run.id, process.pid) : Promise.resolve(true))
+        .then(() => this.store.get(this.run.id))
+        .then(
+          (current) => {
+            reading = undefined;
+            if (current?.status === 'cancelled') this.abort.abort(new Error('cancelled'));
+          },
+          () => {
+            reading = undefined;
+          },
+        );
     }, this.options._internal?.cancelPollMs ?? 500);
     poll.unref();
     try {

@@ -262,6 +262,16 @@ export const MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 10,
+    description: 'agent runner host and heartbeat',
+    sql: `
+      -- Where an agent run's runner lives, and when it last said it was alive: with a shared database a
+      -- runner may be on another machine, where its pid means nothing here.
+      ALTER TABLE agent_runs ADD COLUMN runner_host TEXT;        -- NULL: recorded before (this machine's)
+      ALTER TABLE agent_runs ADD COLUMN heartbeat_at INTEGER;    -- epoch ms, stamped while the runner works
+    `,
+  },
 ];
 
 /** The schema version this build of Switchboard writes. */
