@@ -120,6 +120,34 @@ output:
   decision: "{{ done.output }}"
 `;
 
+/**
+ * Three steps; the middle one is a script that records it started, then sleeps until released by a
+ * file (so a test can kill the worker while it runs, and a resumed attempt finishes at once).
+ */
+const LONG = `workflow:
+  name: long
+  entry_point: first
+agents:
+  - name: first
+    type: script
+    command: sh
+    args: ["-c", "echo ran >> '{{ workflow.dir }}/first.log'"]
+    routes:
+      - to: slow
+  - name: slow
+    type: script
+    command: sh
+    args: ["-c", "echo $$ >> '{{ workflow.dir }}/slow.log'; while [ ! -f '{{ workflow.dir }}/go' ]; do sleep 0.1; done"]
+    routes:
+      - to: last
+  - name: last
+    type: script
+    command: sh
+    args: ["-c", "echo ran >> '{{ workflow.dir }}/last.log'"]
+    routes:
+      - to: $end
+`;
+
 function lines(file: string): string[] {
   try {
     return readFileSync(file, 'utf8').trim().split('\n').filter(Boolean);
@@ -347,5 +375,96 @@ describe.skipIf(POSTGRES_SKIP !== undefined)('workflows on workers sharing Postg
       runId,
       (states) => states.length === 2 && states.every((state) => state === 'completed'),
     );
+  });
+
+  /** Enqueues LONG and starts two workers; resolves once one of them runs the slow step. */
+  async function longRunOnTwoWorkers(root: string, args: string[] = []) {
+    writeFileSync(join(root, 'long.yaml'), LONG);
+    const submitter = machine(root, 'submitter');
+    const runId = await enqueue(submitter, [join(root, 'long.yaml')]);
+    const started = await Promise.all([worker(root, 'w1', args), worker(root, 'w2', args)]);
+    const deadline = Date.now() + 30_000;
+    while (lines(join(root, 'slow.log')).length === 0) {
+      if (Date.now() > deadline) throw new Error('the slow step never started');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    const owner = await adminQuery(`SELECT owner_pid FROM workflow_runs WHERE id = '${runId}'`, database.url);
+    const ownerPid = Number((owner.rows[0] as { owner_pid: number | string }).owner_pid);
+    const advancing = started.find((w) => w.pid === ownerPid);
+    const other = started.find((w) => w.pid !== ownerPid);
+    if (advancing === undefined || other === undefined) throw new Error(`owner ${ownerPid} is no worker`);
+    return { runId, advancing, other, observer: machine(root, 'observer') };
+  }
+
+  /** Lets the slow step's second execution finish once it started (the first one may still be waiting). */
+  async function releaseSecondSlowStep(root: string): Promise<void> {
+    const deadline = Date.now() + 60_000;
+    while (lines(join(root, 'slow.log')).length < 2) {
+      if (Date.now() > deadline) throw new Error('no worker ran the slow step again');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    writeFileSync(join(root, 'go'), '');
+  }
+
+  function alive(pid: number): boolean {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  it('kill -9 of the worker in a long step: the other worker resumes the run, no completed step runs again', async () => {
+    const root = workspace();
+    const { runId, advancing, other, observer } = await longRunOnTwoWorkers(root);
+    advancing.child.kill('SIGKILL');
+    await advancing.exited;
+    try {
+      await releaseSecondSlowStep(root);
+      const done = await untilStatus(observer, runId, 'completed');
+      expect(done.status).toBe('completed');
+    } finally {
+      // The killed worker's script, if it outlived it, waits for the file: let it end.
+      writeFileSync(join(root, 'go'), '');
+    }
+    expect(lines(join(root, 'first.log'))).toEqual(['ran']);
+    expect(lines(join(root, 'slow.log'))).toHaveLength(2);
+    expect(lines(join(root, 'last.log'))).toEqual(['ran']);
+    const rows = await stepRows(runId);
+    expect(rows.map((row) => [row.key.split('/')[1], row.status, row.attempt])).toEqual([
+      ['first', 'completed', 1],
+      ['slow', 'completed', 2],
+      ['last', 'completed', 1],
+    ]);
+    await waitForJob(runId, (states) => states.length === 1 && states[0] === 'completed');
+    expect(other.jobLines().join('\n')).toContain(`job ${WORKFLOW_QUEUE} ${runId} completed`);
+  });
+
+  it('SIGTERM drain: the running workflow job is released at the grace deadline and another worker finishes the run', async () => {
+    const root = workspace();
+    const { runId, advancing, other, observer } = await longRunOnTwoWorkers(root, ['--grace', '1']);
+    const firstScript = Number(lines(join(root, 'slow.log'))[0]);
+    advancing.child.kill('SIGTERM');
+    const exit = await advancing.exited;
+    expect(exit.code).toBe(0);
+    expect(advancing.jobLines().join('\n')).toContain(`job ${WORKFLOW_QUEUE} ${runId} released`);
+    // The released step's process tree is gone; the run was not marked failed.
+    const gone = Date.now() + 10_000;
+    while (alive(firstScript) && Date.now() < gone) await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(alive(firstScript)).toBe(false);
+    expect((await status(observer, runId)).status).toBe('running');
+    await releaseSecondSlowStep(root);
+    const done = await untilStatus(observer, runId, 'completed');
+    expect(done.errorCode).toBeUndefined();
+    expect(lines(join(root, 'first.log'))).toEqual(['ran']);
+    expect(lines(join(root, 'last.log'))).toEqual(['ran']);
+    const rows = await stepRows(runId);
+    expect(rows.map((row) => [row.key.split('/')[1], row.status, row.attempt])).toEqual([
+      ['first', 'completed', 1],
+      ['slow', 'completed', 2],
+      ['last', 'completed', 1],
+    ]);
+    expect(other.jobLines().join('\n')).toContain(`job ${WORKFLOW_QUEUE} ${runId} completed`);
   });
 });
