@@ -467,4 +467,42 @@ describe.skipIf(POSTGRES_SKIP !== undefined)('workflows on workers sharing Postg
     ]);
     expect(other.jobLines().join('\n')).toContain(`job ${WORKFLOW_QUEUE} ${runId} completed`);
   });
+
+  it('a job for a run another live process advances waits for it (WORKFLOW_LOCKED) instead of failing or running it twice', async () => {
+    const root = workspace();
+    writeFileSync(join(root, 'long.yaml'), LONG);
+    const submitter = machine(root, 'submitter');
+    const runId = 'wf-held-by-a-terminal';
+    // `workflow run` in a terminal advances the run itself.
+    const inTerminal = runCli(
+      ['--config', submitter.config, 'workflow', 'run', join(root, 'long.yaml'), '--run-id', runId],
+      submitter,
+    );
+    const deadline = Date.now() + 30_000;
+    while (lines(join(root, 'slow.log')).length === 0) {
+      if (Date.now() > deadline) throw new Error('the slow step never started');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    const other = machine(root, 'other');
+    const queued = await runCli(['--config', other.config, 'workflow', 'resume', runId, '--enqueue'], other);
+    expect(queued.status, queued.stderr).toBe(0);
+    expect(queued.stdout.trim()).toBe(runId);
+    const w1 = await worker(root, 'w1');
+    await waitForJob(runId, (states) => states.length === 1 && states[0] === 'active');
+    // The worker was refused the run lock (the terminal's process holds it) and waits rather than failing.
+    const refused = Date.now() + 30_000;
+    while (!/workflow run \S+ is being advanced by pid \d+ .*the job waits for it/.test(w1.stderr())) {
+      if (Date.now() > refused) throw new Error(`the worker never met the lock: ${w1.stderr()}`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    writeFileSync(join(root, 'go'), '');
+    expect((await inTerminal).status).toBe(0);
+    await waitForJob(runId, (states) => states.length === 1 && states[0] === 'completed');
+    expect(
+      (await queueJobs(database.url, WORKFLOW_QUEUE)).find((job) => job.runId === runId)?.retryCount,
+    ).toBe(0);
+    expect(lines(join(root, 'slow.log'))).toHaveLength(1);
+    expect(lines(join(root, 'last.log'))).toEqual(['ran']);
+    expect(w1.jobLines().join('\n')).toContain(`job ${WORKFLOW_QUEUE} ${runId} completed`);
+  });
 });

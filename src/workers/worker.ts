@@ -200,6 +200,7 @@ export class SwitchboardWorker {
       job,
       { stateDir: this.options.runner.stateDir ?? '.switchboard', ...runner },
       releaseSignal,
+      this.options.log,
     );
   }
 

@@ -43,6 +43,7 @@ export async function runWorkflowJob(
   job: Job<WorkflowJobData>,
   runner: WorkflowJobRunnerOptions,
   releaseSignal: AbortSignal,
+  log?: (line: string) => void,
 ): Promise<WorkflowJobResult> {
   const data = job.data;
   if (typeof data?.runId !== 'string') return { outcome: 'completed', label: 'malformed-job' };
@@ -51,6 +52,7 @@ export async function runWorkflowJob(
   const staleAfterMs = runner.staleAfterMs ?? 60_000;
   const waitUntil = Date.now() + staleAfterMs + 10_000;
   const stop = releaseController(releaseSignal);
+  let waiting = false;
   for (;;) {
     try {
       const status = (await workflowStatus(data.runId, stateOptions)).status;
@@ -68,6 +70,8 @@ export async function runWorkflowJob(
       // Held by another process: a live one advances the run; a dead one on another host frees it once
       // its heartbeat is stale. Wait for either instead of failing the job.
       if (Date.now() > waitUntil) return { outcome: 'completed', label: 'locked' };
+      if (!waiting) log?.(`switchboard: ${redactSecrets(error.message)}; the job waits for it`);
+      waiting = true;
       if (!(await pause(LOCKED_POLL_MS, stop.signal))) return { outcome: 'released', label: 'released' };
     }
   }
