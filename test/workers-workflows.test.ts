@@ -1,5 +1,6 @@
 import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -148,6 +149,15 @@ agents:
       - to: $end
 `;
 
+function closedPort(): Promise<number> {
+  return new Promise((resolve) => {
+    const probe = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as { port: number };
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
 function lines(file: string): string[] {
   try {
     return readFileSync(file, 'utf8').trim().split('\n').filter(Boolean);
@@ -173,6 +183,21 @@ describe('workflow --enqueue needs PostgreSQL', () => {
       env: { ...process.env, SWITCHBOARD_DATABASE_URL: '', SWITCHBOARD_STATE_DIR: stateDir },
     });
     expect(JSON.parse(listed.stdout)).toEqual([]);
+  });
+  it('`workflow run --enqueue` and `gate --enqueue` on a database that does not answer are exit 8, without the password', async () => {
+    const root = workspace();
+    writeFileSync(join(root, 'hello.yaml'), HELLO);
+    const url = `postgres://switchboard:hunter2-hunter2@127.0.0.1:${await closedPort()}/switchboard`;
+    const env = { ...process.env, SWITCHBOARD_DATABASE_URL: url, SWITCHBOARD_STATE_DIR: join(root, 'state') };
+    for (const args of [
+      ['workflow', 'run', 'hello.yaml', '-i', 'name=ada', '--enqueue'],
+      ['workflow', 'gate', 'wf-x', '--choose', 'ship', '--enqueue'],
+    ]) {
+      const result = await runCli(args, { cwd: root, env });
+      expect(result.status, result.stderr).toBe(8);
+      expectOneLine(result);
+      expect(result.stderr + result.stdout).not.toContain('hunter2-hunter2');
+    }
   });
 });
 
