@@ -1,8 +1,10 @@
 import type { Server } from 'node:http';
 import { InvalidArgumentError, type Command } from 'commander';
 import type { AgentRunnerOptions } from '../agents/runner.js';
+import type { SwitchboardConfig } from '../core/config.js';
 import { SwitchboardError } from '../core/errors.js';
 import type { SwitchboardWorker } from '../workers/worker.js';
+import type { WorkflowJobRunnerOptions } from '../workers/workflow-job.js';
 import { commandConfig, type GlobalFlags } from './shared.js';
 
 interface WorkerFlags {
@@ -40,9 +42,11 @@ function nonNegative(value: string): number {
 export function registerWorkerCommand(program: Command): void {
   program
     .command('worker')
-    .description('take agent runs from the PostgreSQL job queue and run them (one of many machines)')
+    .description(
+      'take agent runs and workflow runs from the PostgreSQL job queues and run them (one of many machines)',
+    )
     .option('--concurrency <n>', 'jobs at once (default: workers.concurrency, else 1)', wholeNumber)
-    .option('--queues <list>', 'comma-separated queues to serve (default agents)')
+    .option('--queues <list>', 'comma-separated queues to serve: agents, workflows (default agents)')
     .option('--port <port>', 'serve /healthz and /metrics on this port (0 picks a free port)', parsePort)
     .option('--host <host>', 'address for /healthz and /metrics', '127.0.0.1')
     .option(
@@ -54,7 +58,8 @@ export function registerWorkerCommand(program: Command): void {
     .option('--base-url <url>', 'API base URL for Claude Code, unless the job names one')
     .option('--model <model>', 'model for agents whose task names none')
     .action(async (flags: WorkerFlags, command: Command) => {
-      const { requireWorkerDatabase, WORKER_QUEUES } = await import('../workers/queues.js');
+      const { AGENT_QUEUE, requireWorkerDatabase, WORKER_QUEUES, WORKFLOW_QUEUE } =
+        await import('../workers/queues.js');
       const config = commandConfig(command.optsWithGlobals<GlobalFlags>());
       const url = requireWorkerDatabase(config);
       const queues = (flags.queues ?? 'agents').split(',').map((name) => {
@@ -77,9 +82,14 @@ export function registerWorkerCommand(program: Command): void {
       if (baseUrl !== undefined) connection.baseUrl = baseUrl;
       if (Object.keys(connection).length > 0) runner.connection = connection;
       if (flags.model !== undefined) runner.model = flags.model;
-      // A worker that cannot start Claude Code would take jobs only to hand each back: refuse to start.
-      const { resolveClaudeExecutable } = await import('../providers/claude-code/executable.js');
-      resolveClaudeExecutable(executable ?? process.env['SWITCHBOARD_CLAUDE_PATH']);
+      // A worker that cannot start Claude Code would take agent jobs only to hand each back: refuse to start.
+      if (queues.includes(AGENT_QUEUE)) {
+        const { resolveClaudeExecutable } = await import('../providers/claude-code/executable.js');
+        resolveClaudeExecutable(executable ?? process.env['SWITCHBOARD_CLAUDE_PATH']);
+      }
+      const workflows = queues.includes(WORKFLOW_QUEUE)
+        ? await workflowRunner(config, connection)
+        : undefined;
 
       const { SwitchboardWorker } = await import('../workers/worker.js');
       const log = (line: string): void => void process.stderr.write(`${line}\n`);
@@ -88,6 +98,7 @@ export function registerWorkerCommand(program: Command): void {
         settings,
         queues: [...new Set(queues)],
         runner,
+        ...(workflows === undefined ? {} : { workflows }),
         log,
       });
       let server: Server | undefined;
@@ -105,12 +116,31 @@ export function registerWorkerCommand(program: Command): void {
         `switchboard: worker ready (pid ${process.pid}, queues ${queues.join(',')}, concurrency ${settings.concurrency})\n`,
       );
       await untilStopped(worker, settings.graceSeconds * 1000, log);
+      await workflows?.providers.close();
       server?.close();
       server?.closeAllConnections();
       log(`switchboard: worker ${process.pid} stopped`);
       // Whatever a library left scheduled (pool timers, keep-alive sockets) must not hold a stopped worker.
       process.exit(0);
     });
+}
+
+/** Workflow steps call providers as `switchboard workflow run` sets them up from this machine's config. */
+async function workflowRunner(
+  config: SwitchboardConfig,
+  connection: { executable?: string; baseUrl?: string },
+): Promise<WorkflowJobRunnerOptions> {
+  const { providerRegistry } = await import('./call-setup.js');
+  const roles = config.call.roles;
+  const role = (spec: string): string => (Object.hasOwn(roles, spec) ? (roles[spec] as string) : spec);
+  return {
+    stateDir: config.stateDir,
+    providers: providerRegistry(config, connection),
+    providerMap: Object.fromEntries(
+      Object.entries(config.workflows.providerMap).map(([name, spec]) => [name, role(spec)]),
+    ),
+    roles,
+  };
 }
 
 /** Resolves once the worker drained after SIGTERM or SIGINT; a second signal releases the running jobs at once. */

@@ -8,6 +8,7 @@ import type {
   WorkflowEventRecord,
   WorkflowRunResult,
 } from '../workflows/api-types.js';
+import type { WorkflowJobOptions } from '../workers/queues.js';
 import { commandConfig, warn, type GlobalFlags } from './shared.js';
 import {
   createRunView,
@@ -22,6 +23,8 @@ import {
 
 /** Flags of every command that advances a run (`run`, `resume`, `gate`). */
 interface EngineFlags {
+  /** Record the request and queue it for a `switchboard worker --queues workflows` instead of advancing here. */
+  enqueue?: boolean;
   provider?: string;
   providerMap?: Record<string, string>;
   skipGates?: boolean;
@@ -295,6 +298,10 @@ function addEngineFlags(command: Command): Command {
     )
     .option('--skip-gates', "take each human gate's first option instead of parking the run")
     .option('--allow-mcp', "let steps start the workflow's MCP servers (off by default)")
+    .option(
+      '--enqueue',
+      'let a `switchboard worker --queues workflows` advance the run (needs SWITCHBOARD_DATABASE_URL); print the run id',
+    )
     .option('--json', 'print the result as one JSON object on stdout');
 }
 
@@ -337,6 +344,10 @@ function addRunCommand(workflow: Command): void {
       .option('--run-id <id>', 'the id of the new run (default: generated)')
       .option('--dry-run', 'validate and render the entry step without running anything'),
   ).action(async (file: string, flags: RunFlags, command: Command) => {
+    if (flags.enqueue === true) {
+      await enqueueRun(command, file, flags);
+      return;
+    }
     const { runWorkflow } = await import('../workflows/index.js');
     const start = (options: WorkflowEngineOptions): Promise<WorkflowRunResult> =>
       runWorkflow({
@@ -367,6 +378,80 @@ function addRunCommand(workflow: Command): void {
   });
 }
 
+/** What the enqueuer's flags ask of the worker that advances the run. */
+function jobOptions(settings: SwitchboardConfig, flags: EngineFlags): WorkflowJobOptions {
+  const roles = settings.call.roles;
+  const role = (spec: string): string => (Object.hasOwn(roles, spec) ? (roles[spec] as string) : spec);
+  const job: WorkflowJobOptions = {};
+  if (flags.provider !== undefined) job.provider = role(flags.provider);
+  if (flags.providerMap !== undefined)
+    job.providerMap = Object.fromEntries(
+      Object.entries(flags.providerMap).map(([name, spec]) => [name, role(spec)]),
+    );
+  if (flags.skipGates === true) job.skipGates = true;
+  if (flags.allowMcp === true) job.allowMcp = true;
+  return job;
+}
+
+/**
+ * `run --enqueue`: the file and inputs are checked as `run` checks them, the run is recorded in the
+ * shared database and a worker advances it; prints the run id.
+ */
+async function enqueueRun(command: Command, file: string, flags: RunFlags): Promise<void> {
+  if (flags.dryRun === true) {
+    throw new SwitchboardError('INVALID_INPUT', '--enqueue and --dry-run do not go together', {
+      hint: 'check the file with --dry-run first, then queue it with --enqueue',
+    });
+  }
+  const settings = settingsOf(command);
+  const { requireWorkerDatabase } = await import('../workers/queues.js');
+  const url = requireWorkerDatabase(settings);
+  const { enqueueWorkflowRun } = await import('../workers/enqueue-workflow.js');
+  const queued = await enqueueWorkflowRun({
+    url,
+    settings: settings.workers,
+    stateDir: settings.stateDir,
+    file,
+    inputs: flags.input ?? {},
+    ...(flags.runId === undefined ? {} : { runId: flags.runId }),
+    job: jobOptions(settings, flags),
+  });
+  if (flags.json === true) process.stdout.write(`${JSON.stringify(queued, null, 2)}\n`);
+  else process.stdout.write(`${queued.runId}\n`);
+  if (!queued.created && queued.jobId === undefined && !quiet(command)) {
+    process.stderr.write(
+      `switchboard: run_key names run ${queued.runId} (${queued.status}); no second job was queued (see switchboard workflow status ${queued.runId})\n`,
+    );
+  }
+}
+
+/** `gate --enqueue`, `resume --enqueue`: a worker continues the run; prints its id. */
+async function enqueueAdvance(
+  command: Command,
+  runId: string,
+  job: WorkflowJobOptions,
+  json: boolean,
+  what: 'gate' | 'resume',
+): Promise<void> {
+  const settings = settingsOf(command);
+  const { requireWorkerDatabase } = await import('../workers/queues.js');
+  const url = requireWorkerDatabase(settings);
+  const { workflowStatus } = await import('../workflows/index.js');
+  // The full id (a prefix may have been given) is the job's key, and a missing run is refused here.
+  const run = await workflowStatus(runId, { stateDir: settings.stateDir });
+  const { enqueueWorkflowAdvance } = await import('../workers/enqueue-workflow.js');
+  const jobId = await enqueueWorkflowAdvance({ runId: run.id, url, settings: settings.workers, job });
+  if (json) process.stdout.write(`${JSON.stringify({ runId: run.id, jobId: jobId ?? null }, null, 2)}\n`);
+  else process.stdout.write(`${run.id}\n`);
+  if (!quiet(command)) {
+    const queued = jobId === undefined ? 'a job was already queued for it' : 'queued for a worker';
+    const recorded = what === 'gate' ? 'answer recorded; ' : '';
+    process.stderr.write(
+      `switchboard: ${recorded}run ${run.id} ${queued} (follow it: switchboard workflow logs ${run.id} --follow)\n`,
+    );
+  }
+}
+
 function addResumeCommand(workflow: Command): void {
   addEngineFlags(
     workflow
@@ -388,6 +473,13 @@ function addResumeCommand(workflow: Command): void {
     if (flags.maxIterations !== undefined) limits.maxIterations = flags.maxIterations;
     if (flags.timeout !== undefined) limits.timeoutSeconds = flags.timeout;
     if (flags.budget !== undefined) limits.budgetUsd = flags.budget;
+    if (flags.enqueue === true) {
+      const job = { ...jobOptions(settingsOf(command), flags), resume: true };
+      if (flags.migrate === true) job.migrate = true;
+      if (Object.keys(limits).length > 0) job.limits = limits;
+      await enqueueAdvance(command, runId, job, flags.json === true, 'resume');
+      return;
+    }
     const result = await advanceRun(command, flags, [], (options) => {
       const resume: ResumeWorkflowOptions = { ...options, runId };
       if (flags.migrate === true) resume.migrate = true;
@@ -443,7 +535,7 @@ function addGateCommand(workflow: Command): void {
       .option('--no-continue', 'only record the answer; the run continues at the next run or resume'),
   ).action(async (runId: string, step: string | undefined, flags: GateFlags, command: Command) => {
     const { answerGate } = await import('../workflows/index.js');
-    const keepGoing = flags.continue !== false;
+    const keepGoing = flags.continue !== false && flags.enqueue !== true;
     const answer = {
       runId,
       choice: flags.choose,
@@ -466,7 +558,22 @@ function addGateCommand(workflow: Command): void {
         );
       return;
     }
+    if (flags.enqueue === true) {
+      // Checked before the answer is recorded: without the shared database no worker could continue it.
+      const { requireWorkerDatabase } = await import('../workers/queues.js');
+      requireWorkerDatabase(settingsOf(command));
+    }
     const result = await answerGate({ stateDir: settingsOf(command).stateDir, ...answer });
+    if (flags.enqueue === true && flags.continue !== false) {
+      await enqueueAdvance(
+        command,
+        result.id,
+        jobOptions(settingsOf(command), flags),
+        flags.json === true,
+        'gate',
+      );
+      return;
+    }
     if (flags.json === true) process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
     else
       process.stdout.write(

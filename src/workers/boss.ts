@@ -3,7 +3,7 @@ import type { WorkerSettings } from '../core/config.js';
 import { SwitchboardError } from '../core/errors.js';
 import { redactSecrets } from '../core/secrets.js';
 import { describePostgresUrl } from '../store/sql/postgres-database.js';
-import { AGENT_QUEUE, DEAD_LETTER_QUEUE } from './queues.js';
+import { AGENT_QUEUE, DEAD_LETTER_QUEUE, WORKFLOW_QUEUE } from './queues.js';
 
 export interface StartBossOptions {
   url: string;
@@ -18,7 +18,7 @@ export interface StartBossOptions {
 }
 
 /**
- * A started pg-boss on the workers' database, with the agent and dead-letter queues in place. pg-boss
+ * A started pg-boss on the workers' database, with the agent, workflow and dead-letter queues in place. pg-boss
  * keeps its tables in a schema of its own (`pgboss`), beside ours. Call after the database was opened
  * through the store (which checks it is ours and reports a bad URL), so a failure here is rare.
  */
@@ -41,6 +41,13 @@ export async function startBoss({ url, settings, supervise, onError }: StartBoss
     await boss.start();
     await boss.createQueue(DEAD_LETTER_QUEUE);
     await boss.createQueue(AGENT_QUEUE, {
+      deadLetter: DEAD_LETTER_QUEUE,
+      retryLimit: settings.retryLimit,
+      heartbeatSeconds: settings.heartbeatSeconds,
+    });
+    // One active job per run (singletonKey = run id): two workers never advance the same run at once.
+    await boss.createQueue(WORKFLOW_QUEUE, {
+      policy: 'singleton',
       deadLetter: DEAD_LETTER_QUEUE,
       retryLimit: settings.retryLimit,
       heartbeatSeconds: settings.heartbeatSeconds,

@@ -4,11 +4,19 @@ import type { AgentTask } from '../agents/task.js';
 
 /** The queue of agent runs: one job per run. */
 export const AGENT_QUEUE = 'switchboard.agents';
+/**
+ * The queue of workflow runs: a job says "advance run R". Its policy is pg-boss's `singleton` with the
+ * run id as key, so at most one job per run is active at a time (more may wait behind it).
+ */
+export const WORKFLOW_QUEUE = 'switchboard.workflows';
 /** Where a job goes once its worker died `retryLimit` times over: kept for a look, run by nobody. */
 export const DEAD_LETTER_QUEUE = 'switchboard.dead';
 
 /** Queue names `switchboard worker --queues` accepts, and the pg-boss queue each one is. */
-export const WORKER_QUEUES: Readonly<Record<string, string>> = { agents: AGENT_QUEUE };
+export const WORKER_QUEUES: Readonly<Record<string, string>> = {
+  agents: AGENT_QUEUE,
+  workflows: WORKFLOW_QUEUE,
+};
 
 /**
  * Added to a task's wall-clock limit to make the job's hard expiry: past it pg-boss takes the job from
@@ -31,6 +39,31 @@ export interface AgentJobData {
 export interface AgentJobOptions {
   /** API base URL for Claude Code (`--base-url`); otherwise the worker's own. */
   baseUrl?: string;
+}
+
+/** A job of the workflow queue: advance the recorded run until it ends, parks at a gate or the worker stops. */
+export interface WorkflowJobData {
+  runId: string;
+  options: WorkflowJobOptions;
+}
+
+/** How the enqueuer asked the run to be advanced (`workflow run` / `resume` / `gate` flags); the rest is the worker's. */
+export interface WorkflowJobOptions {
+  /** `--provider`. */
+  provider?: string;
+  /** `--provider-map` over the worker's `workflows.provider_map`. */
+  providerMap?: Record<string, string>;
+  skipGates?: boolean;
+  allowMcp?: boolean;
+  /**
+   * `workflow resume --enqueue`: a failed or limit-ended run is continued too. Otherwise the job only
+   * advances a run that is running or parked, and leaves an ended one as it is.
+   */
+  resume?: boolean;
+  /** `resume --migrate`. */
+  migrate?: boolean;
+  /** `resume --max-iterations / --timeout / --budget`. */
+  limits?: { maxIterations?: number; timeoutSeconds?: number; budgetUsd?: number };
 }
 
 /**

@@ -6,17 +6,20 @@ import { MergeQueue } from '../agents/merge.js';
 import type { AgentRunnerOptions } from '../agents/runner.js';
 import { AgentRunStore } from '../agents/run-store.js';
 import { startBoss } from './boss.js';
-import type { AgentJobData } from './queues.js';
+import { WORKFLOW_QUEUE, type AgentJobData, type WorkflowJobData } from './queues.js';
 import { WorkerMetrics, type JobOutcome, type QueueDepth } from './worker-metrics.js';
+import type { WorkflowJobRunnerOptions } from './workflow-job.js';
 
 export interface StartWorkerOptions {
   /** The PostgreSQL database the workers share. */
   url: string;
   settings: WorkerSettings;
-  /** pg-boss queue names to take jobs from (only the agent queue so far). */
+  /** pg-boss queue names to take jobs from (the agent and workflow queues). */
   queues: readonly string[];
   /** How runs are driven on this machine: state folder, Claude Code connection, model. */
   runner: AgentRunnerOptions;
+  /** How workflow runs are advanced on this machine; required when `queues` has the workflow queue. */
+  workflows?: WorkflowJobRunnerOptions;
   /** One line per job and per background error (stderr in the CLI). */
   log?: (line: string) => void;
 }
@@ -31,7 +34,7 @@ export interface WorkerHealth {
 
 /**
  * A `switchboard worker`: takes jobs from the shared queues, `concurrency` at a time, and drives each
- * job's agent run to its end. pg-boss keeps each job's heartbeat while it runs; a worker that dies
+ * job's agent run to its end, or advances its workflow run until it ends or parks at a gate. pg-boss keeps each job's heartbeat while it runs; a worker that dies
  * (even `kill -9`) stops beating and its job goes to another worker, which resumes the run from its
  * recorded phase.
  */
@@ -77,7 +80,7 @@ export class SwitchboardWorker {
     }
     const worker = new SwitchboardWorker(boss, store, options);
     for (const queue of options.queues) {
-      await boss.work<AgentJobData>(
+      await boss.work<AgentJobData | WorkflowJobData>(
         queue,
         {
           localConcurrency: options.settings.concurrency,
@@ -121,7 +124,7 @@ export class SwitchboardWorker {
     this.state = 'stopped';
   }
 
-  private async handle(queue: string, job: Job<AgentJobData>): Promise<void> {
+  private async handle(queue: string, job: Job<AgentJobData | WorkflowJobData>): Promise<void> {
     const started = Date.now();
     const release = new AbortController();
     const onLost = (): void => release.abort(job.signal.reason);
@@ -132,7 +135,10 @@ export class SwitchboardWorker {
     let outcome: JobOutcome = 'failed';
     let label = 'error';
     try {
-      const settled = await this.runJob(job, release.signal);
+      const settled =
+        queue === WORKFLOW_QUEUE
+          ? await this.runWorkflowJob(job as Job<WorkflowJobData>, release.signal)
+          : await this.runJob(job as Job<AgentJobData>, release.signal);
       outcome = settled.outcome;
       label = settled.label;
       // Thrown, so pg-boss fails the attempt (fenced by its retry count) and another worker resumes.
@@ -180,6 +186,22 @@ export class SwitchboardWorker {
       const message = error instanceof Error ? error.message : String(error);
       return { outcome: 'failed', label: `error ${code}: ${redactSecrets(message.split('\n', 1)[0] ?? '')}` };
     }
+  }
+
+  /** Advances the job's workflow run (see `runWorkflowJob`). */
+  private async runWorkflowJob(
+    job: Job<WorkflowJobData>,
+    releaseSignal: AbortSignal,
+  ): Promise<{ outcome: JobOutcome; label: string }> {
+    const runner = this.options.workflows;
+    if (runner === undefined) return { outcome: 'failed', label: 'error: this worker cannot run workflows' };
+    const { runWorkflowJob } = await import('./workflow-job.js');
+    return runWorkflowJob(
+      job,
+      { stateDir: this.options.runner.stateDir ?? '.switchboard', ...runner },
+      releaseSignal,
+      this.options.log,
+    );
   }
 
   private async depth(queue: string): Promise<QueueDepth | undefined> {

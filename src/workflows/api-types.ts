@@ -121,6 +121,14 @@ export interface WorkflowRunResult {
   warnings?: string[];
 }
 
+/** A run recorded but not advanced: what a queue's worker will advance. */
+export interface RecordedWorkflowRun {
+  runId: string;
+  /** False when the workflow's `run_key` named a run that was already there (that run is returned). */
+  created: boolean;
+  status: WorkflowRunResult['status'];
+}
+
 /** An event as stored in the run's append-only log. */
 export interface WorkflowEventRecord extends WorkflowEvent {
   runId: string;

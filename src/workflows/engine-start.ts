@@ -1,6 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { SwitchboardError } from '../core/errors.js';
-import type { ResumeWorkflowOptions, RunWorkflowOptions, WorkflowRunResult } from './api-types.js';
+import type {
+  RecordedWorkflowRun,
+  ResumeWorkflowOptions,
+  RunWorkflowOptions,
+  WorkflowRunResult,
+} from './api-types.js';
 import { renderTemplate, resolveInputs } from './engine-deps.js';
 import { loadDefinition } from './engine-load.js';
 import { driveRun } from './engine-session.js';
@@ -22,6 +27,42 @@ export async function startWorkflowRun(
 ): Promise<WorkflowRunResult> {
   const inputs = resolveInputs(workflow, options.inputs ?? {});
   if (options.dryRun === true) return dryRun(workflow, inputs);
+  const session = await openStores(options);
+  try {
+    const { runId, created } = await createRunRecord(session, workflow, inputs, options);
+    return await driveRun({ session, workflow, runId, options, ...(created ? { eventsAfter: 0 } : {}) });
+  } finally {
+    await session.close();
+  }
+}
+
+/**
+ * Checks the inputs and records a new run at its entry step (status `running`, no owner) without
+ * advancing it, or finds the run its `run_key` names. `workflow run --enqueue` records this way, then
+ * sends the job that makes a worker advance it.
+ */
+export async function recordWorkflowRun(
+  workflow: WorkflowDefinition,
+  options: Omit<RunWorkflowOptions, 'file' | 'dryRun'>,
+): Promise<RecordedWorkflowRun> {
+  const inputs = resolveInputs(workflow, options.inputs ?? {});
+  const session = await openStores(options);
+  try {
+    const { runId, created } = await createRunRecord(session, workflow, inputs, options);
+    const run = await session.store.getRun(runId);
+    return { runId, created, status: run?.status ?? 'running' };
+  } finally {
+    await session.close();
+  }
+}
+
+/** Records the run (or finds the one its `run_key` names, refusing a changed file). */
+async function createRunRecord(
+  session: StoreSession,
+  workflow: WorkflowDefinition,
+  inputs: Record<string, unknown>,
+  options: Omit<RunWorkflowOptions, 'file'>,
+): Promise<{ runId: string; created: boolean }> {
   const runKey =
     workflow.runKey === undefined
       ? undefined
@@ -30,25 +71,17 @@ export async function startWorkflowRun(
           { workflow: { input: inputs, name: workflow.name } },
           { file: workflow.file, field: 'run_key' },
         );
-  const session = await openStores(options);
-  try {
-    const { run, created } = await session.store.createRun({
-      id: options.runId ?? newRunId(),
-      workflow: workflow.name,
-      file: workflow.file,
-      fileHash: workflow.hash,
-      inputs,
-      currentStep: workflow.entryPoint,
-      ...(runKey === undefined ? {} : { runKey }),
-    });
-    if (!created) {
-      checkHash(workflow, run.fileHash, run.id, false);
-      return await driveRun({ session, workflow, runId: run.id, options });
-    }
-    return await driveRun({ session, workflow, runId: run.id, options, eventsAfter: 0 });
-  } finally {
-    await session.close();
-  }
+  const { run, created } = await session.store.createRun({
+    id: options.runId ?? newRunId(),
+    workflow: workflow.name,
+    file: workflow.file,
+    fileHash: workflow.hash,
+    inputs,
+    currentStep: workflow.entryPoint,
+    ...(runKey === undefined ? {} : { runKey }),
+  });
+  if (!created) checkHash(workflow, run.fileHash, run.id, false);
+  return { runId: run.id, created };
 }
 
 /** Continues a run under its workflow file (refused when the file changed, unless `migrate`). */

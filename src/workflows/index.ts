@@ -3,6 +3,7 @@ import { isSwitchboardError, SwitchboardError } from '../core/errors.js';
 import type { WorkflowRunRow, WorkflowStore } from '../store/workflow-records.js';
 import type {
   AnswerGateOptions,
+  RecordedWorkflowRun,
   ResumeWorkflowOptions,
   RunWorkflowOptions,
   WorkflowEngineOptions,
@@ -25,6 +26,17 @@ async function loadDefinition(file: string, options: WorkflowEngineOptions): Pro
 export async function runWorkflow(options: RunWorkflowOptions): Promise<WorkflowRunResult> {
   const workflow = await loadDefinition(options.file, options);
   return (await engine()).startWorkflowRun(workflow, options);
+}
+
+/**
+ * Checks the file and inputs as `runWorkflow` does and records the run at its entry step without
+ * advancing it (or finds the run its `run_key` names): for a queue's worker to advance later.
+ */
+export async function recordWorkflowRun(
+  options: Omit<RunWorkflowOptions, 'dryRun'>,
+): Promise<RecordedWorkflowRun> {
+  const workflow = await loadDefinition(options.file, options);
+  return (await engine()).recordWorkflowRun(workflow, options);
 }
 
 /** Continues an interrupted, parked or limit-ended run at its first step without a completed row. */
