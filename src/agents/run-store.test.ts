@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createTestDatabase, POSTGRES_SKIP, type TestDatabase } from '../../test/helpers/postgres.js';
-import { AgentRunStore, type AgentRunRecord } from './run-store.js';
-import type { AgentTask } from './task.js';
+import { agentRunRecord, FIXTURE_TASK } from './__fixtures__/agent-run.js';
+import { AgentRunStore } from './run-store.js';
 
 // The agent-run tables on both backends: what `agent ls/show/resume/cancel` read and the runner writes.
 describe.each([
@@ -33,29 +33,8 @@ describe.each([
     return store;
   }
 
-  const task = { id: 'fix-bug', title: 'Fix the bug', prompt: 'fix it' } as unknown as AgentTask;
-  function run(id: string, repo = '/repos/app'): AgentRunRecord {
-    return {
-      id,
-      taskId: 'fix-bug',
-      title: 'Fix the bug',
-      repo,
-      baseBranch: 'main',
-      baseCommit: 'abc123',
-      branch: `agent/${id}`,
-      worktree: `/tmp/wt/${id}`,
-      phase: 'queued',
-      status: 'running',
-      attempt: 0,
-      runnerPid: 4242,
-      costUsd: 0,
-      turns: 0,
-      task,
-      options: { merge: 'branch', retryDelayMs: 0 },
-      createdAt: '',
-      updatedAt: '',
-    };
-  }
+  const task = FIXTURE_TASK;
+  const run = (id: string, repo = '/repos/app') => agentRunRecord(id, { repo, runnerPid: 4242 });
 
   it('records a run, updates it, and reads it back by id, by prefix and in lists', async () => {
     const store = await open();

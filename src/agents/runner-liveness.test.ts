@@ -8,8 +8,8 @@ import { cancelAgentRun, listAgentRuns } from './lifecycle.js';
 import { isProcessAlive } from './repo-lock.js';
 import { resumeAgentRun } from './runner.js';
 import { RUNNER_STALE_MS } from './runner-liveness.js';
-import { AgentRunStore, type AgentRunRecord } from './run-store.js';
-import type { AgentTask } from './task.js';
+import { agentRunRecord } from './__fixtures__/agent-run.js';
+import { AgentRunStore } from './run-store.js';
 
 // With one database shared by several machines, a run's runner may live elsewhere: its pid is checked
 // only on its own machine; elsewhere its heartbeat says whether it lives, and nothing is signalled.
@@ -25,26 +25,7 @@ describe('a run whose runner is on another machine', () => {
     runner: { pid: number; host: string; heartbeatAt: number; childPid?: number },
   ) {
     const store = await AgentRunStore.open(stateDir);
-    const run: AgentRunRecord = {
-      id,
-      taskId: 'fix',
-      title: 'Fix',
-      repo: '/repos/app',
-      baseBranch: 'main',
-      baseCommit: 'abc',
-      branch: `agent/${id}`,
-      worktree: `/tmp/wt/${id}`,
-      phase: 'agent',
-      status: 'running',
-      attempt: 1,
-      runnerPid: runner.pid,
-      costUsd: 0,
-      turns: 0,
-      task: { id: 'fix', title: 'Fix', prompt: 'fix it' } as unknown as AgentTask,
-      options: { merge: 'branch', retryDelayMs: 0 },
-      createdAt: '',
-      updatedAt: '',
-    };
+    const run = agentRunRecord(id, { phase: 'agent', attempt: 1, runnerPid: runner.pid });
     await store.insert(run);
     if (runner.childPid !== undefined) await store.update(id, { childPid: runner.childPid });
     await store.close();

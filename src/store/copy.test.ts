@@ -8,8 +8,8 @@ import {
   POSTGRES_SKIP,
   type TestDatabase,
 } from '../../test/helpers/postgres.js';
-import { AgentRunStore, type AgentRunRecord } from '../agents/run-store.js';
-import type { AgentTask } from '../agents/task.js';
+import { agentRunRecord } from '../agents/__fixtures__/agent-run.js';
+import { AgentRunStore } from '../agents/run-store.js';
 import { isSwitchboardError } from '../core/errors.js';
 import type { RouteDecision } from '../core/route-types.js';
 import { loadSqlite } from '../core/lazy-packages.js';
@@ -36,28 +36,6 @@ function decision(id: string, skill: string): RouteDecision {
     durationMs: 3.5,
     timings: { rules: 1.25 },
     warnings: [],
-  };
-}
-
-function agentRun(id: string): AgentRunRecord {
-  return {
-    id,
-    taskId: 'fix-bug',
-    title: 'Fix the bug',
-    repo: '/repos/app',
-    baseBranch: 'main',
-    baseCommit: 'abc123',
-    branch: `agent/${id}`,
-    worktree: `/tmp/wt/${id}`,
-    phase: 'queued',
-    status: 'running',
-    attempt: 0,
-    costUsd: 0,
-    turns: 0,
-    task: { id: 'fix-bug', title: 'Fix the bug', prompt: 'fix it' } as unknown as AgentTask,
-    options: { merge: 'branch', retryDelayMs: 0 },
-    createdAt: '',
-    updatedAt: '',
   };
 }
 
@@ -118,8 +96,8 @@ async function fillLedger(stateDir: string): Promise<void> {
   await ledger.close();
 
   const runs = await AgentRunStore.open(stateDir, {});
-  await runs.insert(agentRun('fix-bug-aaa111'));
-  await runs.insert(agentRun('fix-bug-bbb222'));
+  await runs.insert(agentRunRecord('fix-bug-aaa111'));
+  await runs.insert(agentRunRecord('fix-bug-bbb222'));
   await runs.update('fix-bug-aaa111', { phase: 'done', status: 'succeeded', costUsd: 0.125, ended: true });
   await runs.addEvent('fix-bug-aaa111', 'agent', 'attempt-start', 'attempt 1', { attempt: 1 });
   await runs.addEvent('fix-bug-aaa111', 'done', 'phase', 'merged');
