@@ -174,4 +174,50 @@ describe('human gates', () => {
     expect(recorded.status).toBe('running');
     expect(await running).toMatchObject({ status: 'completed', step: 'ship' });
   });
+
+  it('an answer whose waiting owner ends the run before this caller takes it leaves the ended run as it is', async () => {
+    const dir = stateDir();
+    const definition = workflow([
+      gateStep(
+        'approve',
+        [
+          { value: 'ship', route: 'ship' },
+          { value: 'shelve', route: 'shelved' },
+        ],
+        { timeoutSeconds: 60, default: 'ship' },
+      ),
+      setStep('ship', { shipped: 'yes' }),
+      setStep('shelved', { fail: '"shelved"' }),
+    ]);
+    const started: string[] = [];
+    const running = startWorkflowRun(definition, {
+      ...engineOptions(dir, definition),
+      runId: 'run-race',
+      onEvent: (event) => started.push(event.type),
+    });
+    await waitFor(() => started.includes('step-start'));
+    // The caller reads the run (running), records the answer, then loads the file again to continue:
+    // by then the owner has taken the answer and failed the run, which must stay failed, not be resumed.
+    let loads = 0;
+    const answered = await answerGate({
+      ...engineOptions(dir, definition, {
+        _internal: {
+          load: async () => {
+            loads += 1;
+            if (loads === 2) await running;
+            return definition;
+          },
+        },
+      }),
+      runId: 'run-race',
+      step: 'approve',
+      choice: 'shelve',
+    });
+    expect(loads).toBe(2);
+    expect((await running).status).toBe('failed');
+    expect(answered.status).toBe('failed');
+    const events = await readWorkflowEvents('run-race', { stateDir: dir });
+    expect(events.filter((event) => event.type === 'run-resume')).toEqual([]);
+    expect((await workflowStatus('run-race', { stateDir: dir })).status).toBe('failed');
+  });
 });

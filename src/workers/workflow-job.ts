@@ -96,6 +96,8 @@ function resumeOptions(
   if (job.skipGates === true) options.skipGates = true;
   if (job.allowMcp === true) options.allowMcp = true;
   if (job.migrate === true) options.migrate = true;
+  // Only `resume --enqueue` restarts a failed run; any other job continues one that has not ended.
+  if (job.resume !== true) options.unlessEnded = true;
   if (job.limits !== undefined) options.limits = job.limits;
   return options;
 }

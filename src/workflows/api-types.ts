@@ -62,6 +62,11 @@ export interface ResumeWorkflowOptions extends WorkflowEngineOptions {
   migrate?: boolean;
   /** Limits raised (or lowered) for this run from now on, over the file's; kept for later resumes. */
   limits?: WorkflowLimitOverrides;
+  /**
+   * Leave a run that failed by the time this call holds it as it is, instead of resuming it: for a
+   * gate answer or a queued job, which continue a run that another process may have ended meanwhile.
+   */
+  unlessEnded?: boolean;
 }
 
 /** `resume --max-iterations / --timeout / --budget`. */

@@ -23,6 +23,8 @@ export interface DriveOptions {
   migrate?: boolean;
   /** Events after this sequence number go to `onEvent`; 0 (all) marks a run this call created. */
   eventsAfter?: number;
+  /** A failed run is left failed (see ResumeWorkflowOptions.unlessEnded). */
+  unlessEnded?: boolean;
 }
 
 /**
@@ -47,7 +49,9 @@ export async function driveRun(drive: DriveOptions): Promise<WorkflowRunResult> 
   try {
     const run = await store.getRun(runId);
     if (run === undefined) throw new SwitchboardError('RUN_NOT_FOUND', `there is no workflow run ${runId}`);
-    if (run.status !== 'completed' && run.status !== 'cancelled') {
+    // Read under the lock: a run that ended since the caller looked is left as it ended.
+    const ended = run.status === 'completed' || run.status === 'cancelled';
+    if (!ended && !(run.status === 'failed' && drive.unlessEnded === true)) {
       const exec = await execution(drive, lock, controller.signal);
       if (callsModels(workflow)) exec.resolveStepSpec = (await import('./providers.js')).resolveStepSpec;
       await prepareRun(exec, drive);

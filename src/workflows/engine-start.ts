@@ -117,6 +117,7 @@ export async function resumeInSession(
     options,
     migrate: options.migrate === true,
     ...(options.limits === undefined ? {} : { limits: options.limits }),
+    ...(options.unlessEnded === true ? { unlessEnded: true } : {}),
   });
 }
 

@@ -72,7 +72,8 @@ export async function answerGate(options: AnswerGateOptions): Promise<WorkflowRu
       return await runView(session.store, await findRun(session.store, run.id));
     }
     try {
-      return await (await engine()).resumeInSession(session, { ...options, runId: run.id });
+      const { resumeInSession } = await engine();
+      return await resumeInSession(session, { ...options, runId: run.id, unlessEnded: true });
     } catch (error) {
       // The process advancing the run (a gate waiting with a timeout) takes the answer itself.
       if (isSwitchboardError(error) && error.code === 'WORKFLOW_LOCKED') {
