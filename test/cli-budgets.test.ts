@@ -106,4 +106,28 @@ describe('budgets across processes', () => {
     expect(parsed.calls.byProviderModel[0]).toMatchObject({ inputTokens: 3_000, outputTokens: 3_000 });
     expect((await run(cwd, ['stats'])).stdout).toMatch(/cost \$0\.006\b/);
   });
+
+  it('holds a workflow step to the budgets of switchboard.yaml: the run fails on the cap and nothing is sent', async () => {
+    const cwd = folderWith('budgets:\n  rules:\n    - { provider: openai, daily_usd: 0 }\n');
+    writeFileSync(
+      join(cwd, 'ask.yaml'),
+      [
+        'workflow:',
+        '  name: ask',
+        '  entry_point: ask',
+        '  runtime: { provider: openai, default_model: gpt-4.1-mini }',
+        'agents:',
+        '  - name: ask',
+        '    type: agent',
+        '    prompt: hello',
+        '    routes: [{ to: $end }]',
+        '',
+      ].join('\n'),
+    );
+    const before = completions();
+    const refused = await run(cwd, ['workflow', 'run', 'ask.yaml']);
+    expect(refused.status, refused.stderr).toBe(27);
+    expect(refused.stderr).toMatch(/daily budget of \$0 for openai blocks every call/);
+    expect(completions()).toBe(before);
+  });
 });

@@ -83,15 +83,29 @@ export interface CallContext {
 
 /** The call's options: the body's explicit values win over `call:` and `budgets:` in the config. */
 export function callOptions(config: SwitchboardConfig, body: CallBody, context: CallContext): CallOptions {
-  const settings = config.call;
-  const schemaRetries = body.schemaRetries ?? settings.schemaRetries;
-  const stageTimeoutMs = body.stageTimeoutMs ?? settings.stageTimeoutMs;
-  const maxCostUsd = body.maxCostUsd ?? settings.maxCostPerCallUsd;
   return {
     providers: context.providers,
     ledger: context.ledger ?? false,
     ...(context.providerOptions === undefined ? {} : { providerOptions: context.providerOptions }),
     ...(context.onRetryWait === undefined ? {} : { onRetryWait: context.onRetryWait }),
+    ...configCallOptions(config, body),
+  };
+}
+
+/**
+ * What `call:` and `budgets:` in the config say about every call (retries, cooldown, budget rules and
+ * prices, the per-call cost cap), under a body's explicit values: `switchboard call`, `serve` and every
+ * workflow step start from these.
+ */
+export function configCallOptions(
+  config: SwitchboardConfig,
+  body: Pick<CallBody, 'schemaRetries' | 'stageTimeoutMs' | 'maxCostUsd' | 'ignoreCooldown'> = {},
+): CallOptions {
+  const settings = config.call;
+  const schemaRetries = body.schemaRetries ?? settings.schemaRetries;
+  const stageTimeoutMs = body.stageTimeoutMs ?? settings.stageTimeoutMs;
+  const maxCostUsd = body.maxCostUsd ?? settings.maxCostPerCallUsd;
+  return {
     retry: {
       ...(settings.maxAttempts === undefined ? {} : { maxAttempts: settings.maxAttempts }),
       ...(settings.retriesPerProvider === undefined

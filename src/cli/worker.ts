@@ -130,12 +130,13 @@ async function workflowRunner(
   config: SwitchboardConfig,
   connection: { executable?: string; baseUrl?: string },
 ): Promise<WorkflowJobRunnerOptions> {
-  const { providerRegistry } = await import('./call-setup.js');
+  const { configCallOptions, providerRegistry } = await import('./call-setup.js');
   const roles = config.call.roles;
   const role = (spec: string): string => (Object.hasOwn(roles, spec) ? (roles[spec] as string) : spec);
   return {
     stateDir: config.stateDir,
     providers: providerRegistry(config, connection),
+    callDefaults: configCallOptions(config),
     providerMap: Object.fromEntries(
       Object.entries(config.workflows.providerMap).map(([name, spec]) => [name, role(spec)]),
     ),

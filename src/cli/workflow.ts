@@ -103,12 +103,6 @@ function quiet(command: Command): boolean {
   return command.optsWithGlobals<GlobalFlags>().quiet === true;
 }
 
-/** The providers every step calls through, set up as `switchboard call` sets them up from the config. */
-async function providerRegistry(settings: SwitchboardConfig): Promise<ProviderRegistry> {
-  const setup = await import('./call-setup.js');
-  return setup.providerRegistry(settings);
-}
-
 /**
  * The engine's options from the config and the flags: `workflows.provider_map` in switchboard.yaml
  * under `--provider-map`. A value (or `--provider`) that names a role of switchboard.yaml becomes its
@@ -129,9 +123,12 @@ async function engineOptions(
       role(spec),
     ]),
   );
+  // The providers and call settings every step uses, set up as `switchboard call` sets them up.
+  const setup = await import('./call-setup.js');
   const options: WorkflowEngineOptions & { providers: ProviderRegistry } = {
     stateDir: settings.stateDir,
-    providers: await providerRegistry(settings),
+    providers: setup.providerRegistry(settings),
+    callDefaults: setup.configCallOptions(settings),
     providerMap,
     roles,
     onEvent: (event) => view.onEvent(event),

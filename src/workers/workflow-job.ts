@@ -12,6 +12,8 @@ export interface WorkflowJobRunnerOptions {
   stateDir?: string;
   /** The providers every LLM step calls through (the worker's config). */
   providers: ProviderRegistry;
+  /** `call:` and `budgets:` of the worker's config: where every step's calls start from. */
+  callDefaults?: WorkflowEngineOptions['callDefaults'];
   /** `workflows.provider_map` of the worker's config; a job's own map goes over it. */
   providerMap?: Record<string, string>;
   /** Roles of the worker's switchboard.yaml. */
@@ -91,6 +93,7 @@ function resumeOptions(
   };
   if (runner.stateDir !== undefined) options.stateDir = runner.stateDir;
   if (runner.roles !== undefined) options.roles = runner.roles;
+  if (runner.callDefaults !== undefined) options.callDefaults = runner.callDefaults;
   if (runner.staleAfterMs !== undefined) options.staleAfterMs = runner.staleAfterMs;
   if (job.provider !== undefined) options.provider = job.provider;
   if (job.skipGates === true) options.skipGates = true;

@@ -1,3 +1,4 @@
+import type { CallOptions } from '../invoke/call.js';
 import type { Ledger } from '../store/ledger.js';
 import type { ProviderRegistry } from '../providers/registry.js';
 import type { StepExecutor, WorkflowEvent } from './step-executor.js';
@@ -29,6 +30,12 @@ export interface WorkflowEngineOptions {
    * (milliseconds); on this host a dead owner's pid frees the run at once. @default 60_000
    */
   staleAfterMs?: number;
+  /**
+   * What every step's calls start from: `call:` and `budgets:` of switchboard.yaml (retries, cooldown,
+   * budget rules and prices, the per-call cost cap). A step's own `retry` goes over it, and the run's
+   * `budget_usd` is added to the budget rules.
+   */
+  callDefaults?: Omit<CallOptions, 'providers' | 'ledger'>;
   /** Hears every event as it is appended to the run's log. */
   onEvent?: (event: WorkflowEventRecord) => void;
   abortSignal?: AbortSignal;

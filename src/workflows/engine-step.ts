@@ -170,7 +170,8 @@ async function boundCall(
   options: CallOptions = {},
   spending: { calls: number },
 ): Promise<CallResult> {
-  const rules: BudgetRule[] = [...(options.budget?.rules ?? [])];
+  const defaults = exec.options.callDefaults ?? {};
+  const rules: BudgetRule[] = [...(defaults.budget?.rules ?? []), ...(options.budget?.rules ?? [])];
   if (exec.limits.budgetUsd !== undefined)
     rules.push({ tag: `workflow_run=${exec.run.id}`, totalUsd: exec.limits.budgetUsd });
   const left = exec.deadline === undefined ? undefined : Math.max(1, exec.deadline - exec.now());
@@ -189,10 +190,12 @@ async function boundCall(
         ...(timeoutMs === undefined ? {} : { timeoutMs }),
       },
       {
+        ...defaults,
         ledger: exec.ledger,
         ...(exec.options.providers === undefined ? {} : { providers: exec.options.providers }),
         ...options,
-        budget: { ...options.budget, rules },
+        retry: { ...defaults.retry, ...options.retry },
+        budget: { ...defaults.budget, ...options.budget, rules },
       },
     );
     spending.calls += result.costUsd ?? 0;
