@@ -1,5 +1,5 @@
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createTestDatabase, POSTGRES_SKIP, type TestDatabase } from '../../test/helpers/postgres.js';
@@ -70,13 +70,17 @@ describe.each([
     const first = await open();
     await first.insert(run('r1'));
     const others = await Promise.all([open(), open(), open()]);
-    const claims = await Promise.all(others.map((store, index) => store.claim('r1', 4242, 5000 + index)));
+    const claims = await Promise.all(
+      others.map((store, index) =>
+        store.claim('r1', { runnerPid: 4242, runnerHost: hostname() }, 5000 + index),
+      ),
+    );
     expect(claims.filter(Boolean)).toHaveLength(1);
     const winner = 5000 + claims.indexOf(true);
     expect((await first.get('r1'))?.runnerPid).toBe(winner);
-    expect(await first.claim('r1', 4242, 6000)).toBe(false);
+    expect(await first.claim('r1', { runnerPid: 4242, runnerHost: hostname() }, 6000)).toBe(false);
     await first.update('r1', { runnerPid: null });
-    expect(await first.claim('r1', undefined, 6000)).toBe(true);
+    expect(await first.claim('r1', {}, 6000)).toBe(true);
   });
 
   it('keeps events in the order they were written', async () => {

@@ -209,7 +209,11 @@ export class AgentRunStore {
     );
   }
 
-  async update(id: string, update: RunUpdate): Promise<void> {
+  /**
+   * Writes `update`; with `runner`, only while that runner (pid on this machine) still holds the run,
+   * so a runner that another process took the run from writes nothing more. Says whether it wrote.
+   */
+  async update(id: string, update: RunUpdate, runner?: { pid: number }): Promise<boolean> {
     const assignments: string[] = ['updated_at = @now'];
     const values: Record<string, unknown> = { id, now: Date.now() };
     for (const [field, value] of Object.entries(update)) {
@@ -225,27 +229,41 @@ export class AgentRunStore {
     // A resumed conflict is running again: it must be able to end (and be cancelled) once more.
     if (update.ended === false) assignments.push('ended_at = NULL');
     if (update.cleaned === true) assignments.push('cleaned_at = @now');
-    await this.guard('update an agent run', () =>
-      this.database.run(`UPDATE agent_runs SET ${assignments.join(', ')} WHERE id = @id`, values),
+    let where = 'id = @id';
+    if (runner !== undefined) {
+      where += ' AND runner_pid = @fence_pid AND runner_host = @fence_host';
+      values['fence_pid'] = runner.pid;
+      values['fence_host'] = hostname();
+    }
+    const result = await this.guard('update an agent run', () =>
+      this.database.run(`UPDATE agent_runs SET ${assignments.join(', ')} WHERE ${where}`, values),
     );
+    return result.changes === 1;
   }
 
   /**
-   * Takes a run over for this process when its recorded runner is `expectedPid` (compare and swap),
-   * so two `resume` commands cannot both pick the same run up.
+   * Takes a run over for this process when its recorded runner is still `expected` (compare and swap
+   * on the pid and the host, as read), so two `resume` commands or workers cannot both pick it up —
+   * even on machines whose processes share pids, as containers' do.
    */
-  async claim(id: string, expectedPid: number | undefined, pid: number): Promise<boolean> {
+  async claim(
+    id: string,
+    expected: Pick<AgentRunRecord, 'runnerPid' | 'runnerHost'>,
+    pid: number,
+  ): Promise<boolean> {
     return this.guard('claim an agent run', async () => {
       const result = await this.database.run(
         `UPDATE agent_runs SET runner_pid = @pid, runner_started = @started, runner_host = @host,
            heartbeat_at = @now, updated_at = @now
-         WHERE id = @id AND runner_pid IS NOT DISTINCT FROM @expected AND status IN ('running', 'conflict')`,
+         WHERE id = @id AND runner_pid IS NOT DISTINCT FROM @expected
+           AND runner_host IS NOT DISTINCT FROM @expected_host AND status IN ('running', 'conflict')`,
         {
           id,
           pid,
           started: processStartTime(pid) ?? null,
           host: hostname(),
-          expected: expectedPid ?? null,
+          expected: expected.runnerPid ?? null,
+          expected_host: expected.runnerHost ?? null,
           now: Date.now(),
         },
       );

@@ -82,7 +82,7 @@ describe('a run whose runner is on another machine', () => {
     const store = await AgentRunStore.open(stateDir);
     try {
       expect(await store.heartbeat('mine', process.pid)).toBe(false);
-      expect(await store.claim('mine', 1, process.pid)).toBe(true);
+      expect(await store.claim('mine', { runnerPid: 1, runnerHost: 'build-7' }, process.pid)).toBe(true);
       const claimed = await store.get('mine');
       expect(claimed).toMatchObject({ runnerPid: process.pid, runnerHost: hostname() });
       expect(claimed?.heartbeatAt).toBeGreaterThan(Date.now() - 60_000);

@@ -320,6 +320,39 @@ describe('runAgentTask', () => {
     expect(existsSync(join(repo, 'dev.txt'))).toBe(false);
   });
 
+  it('stops without another write when another process claims the run mid-attempt: no commit, no merge, the claim kept', async () => {
+    const { repo, stateDir } = makeRepo();
+    const before = git(repo, 'rev-parse', 'HEAD');
+    const agent = fakeAgent((invocation) => {
+      writeFileSync(join(invocation.cwd, 'feature.txt'), 'done\n');
+    });
+    // While the agent works, a worker elsewhere takes the run over (its job came back to the queue).
+    const claiming: AgentFunction = async (invocation) => {
+      const store = await AgentRunStore.open(stateDir);
+      try {
+        const [run] = await store.list();
+        expect(await store.claim(run?.id ?? '', run ?? {}, 424_242)).toBe(true);
+      } finally {
+        await store.close();
+      }
+      return agent(invocation);
+    };
+    await expect(
+      runAgentTask({
+        task: task({ verify: 'test -f feature.txt' }),
+        repo,
+        stateDir,
+        _internal: { runAgent: claiming },
+      }),
+    ).rejects.toMatchObject({ code: 'INVALID_INPUT', details: { claimed: true } });
+    const [run] = await listAgentRuns({ stateDir });
+    expect(run).toMatchObject({ status: 'running', phase: 'agent', runnerPid: 424_242 });
+    expect(git(repo, 'rev-parse', 'HEAD')).toBe(before);
+    expect(git(repo, 'rev-list', '--count', `${before}..${run?.branch ?? ''}`)).toBe('0');
+    const kinds = (await showAgentRun(run?.id ?? '', { stateDir })).events.map((event) => event.kind);
+    expect(kinds.at(-1)).toBe('attempt-start');
+  });
+
   it('rejects bad input before recording anything', async () => {
     const { repo, stateDir } = makeRepo();
     const notRepo = mkdtempSync(join(tmpdir(), 'switchboard-not-repo-'));

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { SwitchboardError, isSwitchboardError, type ErrorCode } from '../core/errors.js';
 import type { AgentInvocation, AgentOutcome } from './claude-agent.js';
@@ -254,7 +255,7 @@ export async function executeAgentRun(options: ExecuteAgentRunOptions): Promise<
       });
     }
     if (run.endedAt !== undefined || run.status !== 'running') return toResult(run);
-    if (!(await store.claim(run.id, run.runnerPid, process.pid))) {
+    if (!(await store.claim(run.id, run, process.pid))) {
       throw new SwitchboardError('INVALID_INPUT', `agent run ${run.id} was picked up by another process`, {
         hint: 'watch it with `switchboard agent show`',
         details: { claimed: true },
@@ -335,7 +336,7 @@ export async function resumeAgentRun(options: ResumeAgentRunOptions): Promise<Ag
       mode: run.options.merge,
       runId: run.id,
     });
-    if (!(await store.claim(run.id, run.runnerPid, process.pid))) {
+    if (!(await store.claim(run.id, run, process.pid))) {
       throw new SwitchboardError('INVALID_INPUT', `agent run ${run.id} was picked up by another process`, {
         hint: 'watch it with `switchboard agent show`',
       });
@@ -393,6 +394,8 @@ class RunExecution {
   private readonly resumed: boolean;
   /** The tail of the run's writes (settled, never rejected): see `serially`. */
   private writes: Promise<unknown> = Promise.resolve();
+  /** Another process claimed the run (a worker took it over): this runner writes nothing more. */
+  private lost = false;
 
   /** Reads the run as recorded, to drive it from its phase. */
   static async load(
@@ -433,7 +436,27 @@ class RunExecution {
     this.template = templateFile === undefined ? DEFAULT_CONTEXT_TEMPLATE : loadContextTemplate(templateFile);
   }
 
+  /**
+   * Drives the run to an end, a release or a cancel.
+   *
+   * @throws SwitchboardError (`details.claimed`) when another process claimed the run meanwhile
+   */
   async execute(): Promise<AgentRunResult> {
+    const result = await this.drive();
+    if (this.lost) {
+      throw new SwitchboardError(
+        'INVALID_INPUT',
+        `agent run ${this.run.id} was picked up by another process`,
+        {
+          hint: 'watch it with `switchboard agent show`',
+          details: { claimed: true },
+        },
+      );
+    }
+    return result;
+  }
+
+  private async drive(): Promise<AgentRunResult> {
     // `cancel` from another process marks the run; the runner notices here and stops its children.
     // One read at a time; a read that fails (the ledger locked past its busy timeout) is tried again
     // at the next tick rather than ending the process.
@@ -448,7 +471,8 @@ class RunExecution {
         .then(
           (current) => {
             reading = undefined;
-            if (current?.status === 'cancelled') this.abort.abort(new Error('cancelled'));
+            if (current !== undefined && this.takenOver(current)) this.loseRun();
+            else if (current?.status === 'cancelled') this.abort.abort(new Error('cancelled'));
           },
           () => {
             reading = undefined;
@@ -487,8 +511,23 @@ class RunExecution {
     } finally {
       clearInterval(poll);
       await reading;
-      await this.update({ childPid: null });
+      await this.update({ childPid: null }).catch((error: unknown) => {
+        if (!(error instanceof RunFinished)) throw error;
+      });
     }
+  }
+
+  /** Whether another process now holds the run (it claimed it while this runner still worked on it). */
+  private takenOver(current: AgentRunRecord): boolean {
+    if (current.runnerPid === undefined || current.endedAt !== undefined) return false;
+    return current.runnerPid !== process.pid || (current.runnerHost ?? hostname()) !== hostname();
+  }
+
+  /** Stops the run's work here without another write: the process that claimed it carries on. */
+  private loseRun(): void {
+    if (this.lost) return;
+    this.lost = true;
+    this.abort.abort(new Error('taken over by another process'));
   }
 
   // ---- phases ------------------------------------------------------------------------------------
@@ -870,9 +909,13 @@ class RunExecution {
     return next;
   }
 
+  /** Writes `update` while this runner holds the run; once another process claimed it, stops the run here. */
   private update(update: RunUpdate): Promise<void> {
     return this.serially(async () => {
-      await this.store.update(this.run.id, update);
+      if (this.lost || !(await this.store.update(this.run.id, update, { pid: process.pid }))) {
+        this.loseRun();
+        throw new RunFinished();
+      }
       const fresh = await this.store.get(this.run.id);
       if (fresh !== undefined) this.run = fresh;
     });
@@ -893,6 +936,7 @@ class RunExecution {
   }
 
   private async event(kind: string, message: string, data?: unknown): Promise<void> {
+    if (this.lost) return;
     const { id, phase } = this.run;
     await this.serially(() => this.store.addEvent(id, phase, kind, message, data));
     this.report(message);
@@ -942,6 +986,7 @@ class RunExecution {
   }
 
   private async throwAborted(): Promise<never> {
+    if (this.lost) throw new RunFinished();
     if (this.releaseSignal?.aborted === true && !this.abort.signal.aborted) {
       // Released, not cancelled: the run keeps its phase for the next runner, and this one writes no more.
       await this.event('release', `released in phase ${this.run.phase} by pid ${process.pid}`);
