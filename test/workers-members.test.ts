@@ -43,7 +43,8 @@ function lines(file: string): string[] {
 /**
  * The item workflow each for_each item runs (group members are agent, set or sub-workflow steps): a
  * script that logs `start <ns>` and `end <ns>` around a short wait (so items overlap when they may) in
- * `<dir>/item-<n>.log`; item 2 waits for `<dir>/go` when `hold` is set (so a test can kill its worker).
+ * `<dir>/item-<n>.log`; item 2 waits for `<dir>/go` when `hold` is set (so a test can kill its worker);
+ * with `fail` set, item 1 fails once item 2 has started.
  */
 const ITEM = `workflow:
   name: item
@@ -51,19 +52,26 @@ const ITEM = `workflow:
   input:
     n: { type: string }
     hold: { type: string, default: "no" }
+    fail: { type: string, default: "no" }
 agents:
   - name: work
     type: script
     command: sh
-    args: ["-c", "echo start $(date +%s%N) >> '{{ workflow.dir }}/item-{{ workflow.input.n }}.log'; sleep 1; if [ {{ workflow.input.hold }}{{ workflow.input.n }} = yes2 ]; then while [ ! -f '{{ workflow.dir }}/go' ]; do sleep 0.1; done; fi; echo end $(date +%s%N) >> '{{ workflow.dir }}/item-{{ workflow.input.n }}.log'"]
+    args: ["-c", "echo start $(date +%s%N) >> '{{ workflow.dir }}/item-{{ workflow.input.n }}.log'; if [ {{ workflow.input.fail }}{{ workflow.input.n }} = yes1 ]; then while [ ! -f '{{ workflow.dir }}/item-2.log' ]; do sleep 0.1; done; exit 1; fi; sleep 1; if [ {{ workflow.input.hold }}{{ workflow.input.n }} = yes2 ]; then while [ ! -f '{{ workflow.dir }}/go' ]; do sleep 0.1; done; fi; echo end $(date +%s%N) >> '{{ workflow.dir }}/item-{{ workflow.input.n }}.log'"]
     routes:
       - to: $end
+        when: exit_code == 0
+      - to: boom
+  - name: boom
+    type: terminate
+    status: failed
+    reason: the item failed
 output:
   n: "{{ workflow.input.n }}"
 `;
 
 /** A for_each over `count` items, `max` at a time, each one running ITEM as a sub-workflow. */
-function forEach(count: number, max: number, hold: boolean): string {
+function forEach(count: number, max: number, hold: boolean, failFast = false): string {
   const items = Array.from({ length: count }, (_, index) => index + 1).join(', ');
   return `workflow:
   name: many
@@ -80,7 +88,7 @@ for_each:
     type: for_each
     source: find.output.items
     as: n
-    max_concurrent: ${max}
+    max_concurrent: ${max}${failFast ? '\n    failure_mode: fail_fast' : ''}
     agent:
       name: item
       type: workflow
@@ -88,6 +96,7 @@ for_each:
       input_mapping:
         n: "{{ n }}"
         hold: "${hold ? 'yes' : 'no'}"
+        fail: "${failFast ? 'yes' : 'no'}"
     routes:
       - to: $end
 output:
@@ -275,6 +284,55 @@ describe.skipIf(POSTGRES_SKIP !== undefined)('for_each and parallel members as j
     expect(rows[1]?.attempt).toBe(2);
     // Items 1 and 3 ran once, unless they were on the killed worker and had not ended yet.
     for (const n of [1, 3]) expect(rows[n - 1]?.attempt, `item ${n}`).toBe(starts(root, n));
+  });
+
+  it('fail_fast: the first failed item stops the one running on another worker (ABORTED) and the run fails', async () => {
+    const root = workspace();
+    writeFileSync(join(root, 'item.yaml'), ITEM);
+    writeFileSync(join(root, 'fast.yaml'), forEach(3, 2, true, true));
+    const submitter = machine(root, 'submitter');
+    const runId = await enqueue(submitter, join(root, 'fast.yaml'));
+    const started = await Promise.all([worker(root, 'w1'), worker(root, 'w2'), worker(root, 'w3')]);
+    const observer = machine(root, 'observer');
+    const deadline = Date.now() + 30_000;
+    let run: WorkflowRunResult;
+    for (;;) {
+      const result = await runCli(
+        ['--config', observer.config, 'workflow', 'status', runId, '--json'],
+        observer,
+      );
+      run = JSON.parse(result.stdout) as WorkflowRunResult;
+      if (run.status === 'failed') break;
+      if (Date.now() > deadline) {
+        writeFileSync(join(root, 'go'), '');
+        throw new Error(
+          `run ${runId} is ${run.status}: ${JSON.stringify(await memberRows(runId))} ${started.map((w) => w.stderr()).join('\n')}`,
+        );
+      }
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    expect(run.error).toContain('fail_fast');
+    const rows = await memberRows(runId);
+    // Item 2 was running (held) when item 1 failed; item 3 was never sent.
+    expect(rows.map((row) => [row.key.split('/').at(-1), row.status])).toEqual([
+      ['0', 'failed'],
+      ['1', 'failed'],
+    ]);
+    const aborted = await adminQuery(
+      `SELECT error_code FROM workflow_steps WHERE key = '${rows[1]?.key}'`,
+      database.url,
+    );
+    expect(aborted.rows).toEqual([{ error_code: 'ABORTED' }]);
+    expect(starts(root, 3)).toBe(0);
+    // The held item's job saw its claim revoked and stopped without recording anything.
+    const stoppedBy = Date.now() + 30_000;
+    const stoppedLine = (): string | undefined =>
+      started.flatMap((w) => w.jobLines()).find((line) => line.includes(`${runId} stopped each/1`));
+    while (stoppedLine() === undefined) {
+      if (Date.now() > stoppedBy) throw new Error('the held item never stopped');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect(starts(root, 2)).toBe(1);
   });
 
   it('a parallel group runs its members as jobs, each once', async () => {
