@@ -286,6 +286,58 @@ describe.skipIf(POSTGRES_SKIP !== undefined)('for_each and parallel members as j
     for (const n of [1, 3]) expect(rows[n - 1]?.attempt, `item ${n}`).toBe(starts(root, n));
   });
 
+  it('kill -9 of the coordinating worker: the next one waits for the item still running elsewhere instead of sending it again', async () => {
+    const root = workspace();
+    writeFileSync(join(root, 'item.yaml'), ITEM);
+    writeFileSync(join(root, 'held.yaml'), forEach(3, 3, true));
+    const submitter = machine(root, 'submitter');
+    const runId = await enqueue(submitter, join(root, 'held.yaml'));
+    const started = await Promise.all([worker(root, 'w1'), worker(root, 'w2'), worker(root, 'w3')]);
+    const ownerPid = async (): Promise<number | null> => {
+      const result = await adminQuery(
+        `SELECT owner_pid FROM workflow_runs WHERE id = '${runId}'`,
+        database.url,
+      );
+      const pid = (result.rows[0] as { owner_pid: number | string | null } | undefined)?.owner_pid;
+      return pid == null ? null : Number(pid);
+    };
+    let holderPid: string | undefined;
+    let coordinator: number | null = null;
+    try {
+      const deadline = Date.now() + 60_000;
+      while (holderPid === undefined || coordinator === null) {
+        if (Date.now() > deadline) throw new Error('item 2 never started');
+        const row = (await memberRows(runId)).find((candidate) => candidate.key.endsWith('/1'));
+        if (starts(root, 2) === 1 && row?.claimed_by != null) {
+          holderPid = row.claimed_by;
+          coordinator = await ownerPid();
+        } else await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      const killed = started.find((w) => w.pid === coordinator);
+      if (killed === undefined) throw new Error(`the coordinator ${coordinator} is no worker`);
+      killed.child.kill('SIGKILL');
+      await killed.exited;
+      // Another worker takes the run over (its job comes back after the heartbeat) while item 2 still runs.
+      const takeover = Date.now() + 90_000;
+      for (;;) {
+        const pid = await ownerPid();
+        if (pid !== null && pid !== coordinator) break;
+        if (Date.now() > takeover) throw new Error('no worker took the run over');
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    } finally {
+      writeFileSync(join(root, 'go'), '');
+    }
+    const done = await untilCompleted(machine(root, 'observer'), runId);
+    expect(done.output).toEqual({ done: '1,2,3' });
+    // Item 2 ran once, unless it ran on the killed coordinator's own worker (then it ran again there).
+    const sameWorker = holderPid.startsWith(`pid ${coordinator} on`);
+    expect(starts(root, 2)).toBe(sameWorker ? 2 : 1);
+    const rows = await memberRows(runId);
+    expect(rows.map((row) => row.status)).toEqual(['completed', 'completed', 'completed']);
+    expect(rows[1]?.attempt).toBe(sameWorker ? 2 : 1);
+  });
+
   it('fail_fast: the first failed item stops the one running on another worker (ABORTED) and the run fails', async () => {
     const root = workspace();
     writeFileSync(join(root, 'item.yaml'), ITEM);
