@@ -46,7 +46,10 @@ export function registerWorkerCommand(program: Command): void {
       'take agent runs and workflow runs from the PostgreSQL job queues and run them (one of many machines)',
     )
     .option('--concurrency <n>', 'jobs at once (default: workers.concurrency, else 1)', wholeNumber)
-    .option('--queues <list>', 'comma-separated queues to serve: agents, workflows (default agents)')
+    .option(
+      '--queues <list>',
+      'comma-separated queues to serve: agents, workflows, members (default agents; workflows brings members)',
+    )
     .option('--port <port>', 'serve /healthz and /metrics on this port (0 picks a free port)', parsePort)
     .option('--host <host>', 'address for /healthz and /metrics', '127.0.0.1')
     .option(
@@ -58,7 +61,7 @@ export function registerWorkerCommand(program: Command): void {
     .option('--base-url <url>', 'API base URL for Claude Code, unless the job names one')
     .option('--model <model>', 'model for agents whose task names none')
     .action(async (flags: WorkerFlags, command: Command) => {
-      const { AGENT_QUEUE, requireWorkerDatabase, WORKER_QUEUES, WORKFLOW_QUEUE } =
+      const { AGENT_QUEUE, MEMBER_QUEUE, requireWorkerDatabase, WORKER_QUEUES, WORKFLOW_QUEUE } =
         await import('../workers/queues.js');
       const config = commandConfig(command.optsWithGlobals<GlobalFlags>());
       const url = requireWorkerDatabase(config);
@@ -71,6 +74,8 @@ export function registerWorkerCommand(program: Command): void {
         }
         return queue;
       });
+      // A worker advancing workflows also runs group members, so a for_each always has someone to run it.
+      if (queues.includes(WORKFLOW_QUEUE)) queues.push(MEMBER_QUEUE);
       const settings = { ...config.workers };
       if (flags.concurrency !== undefined) settings.concurrency = flags.concurrency;
       if (flags.grace !== undefined) settings.graceSeconds = flags.grace;
@@ -87,7 +92,7 @@ export function registerWorkerCommand(program: Command): void {
         const { resolveClaudeExecutable } = await import('../providers/claude-code/executable.js');
         resolveClaudeExecutable(executable ?? process.env['SWITCHBOARD_CLAUDE_PATH']);
       }
-      const workflows = queues.includes(WORKFLOW_QUEUE)
+      const workflows = queues.some((queue) => queue === WORKFLOW_QUEUE || queue === MEMBER_QUEUE)
         ? await workflowRunner(config, connection)
         : undefined;
 
@@ -113,7 +118,7 @@ export function registerWorkerCommand(program: Command): void {
         process.stdout.write(`switchboard: worker listening on ${serverUrl(server)}\n`);
       }
       process.stdout.write(
-        `switchboard: worker ready (pid ${process.pid}, queues ${queues.join(',')}, concurrency ${settings.concurrency})\n`,
+        `switchboard: worker ready (pid ${process.pid}, queues ${[...new Set(queues)].join(',')}, concurrency ${settings.concurrency})\n`,
       );
       await untilStopped(worker, settings.graceSeconds * 1000, log);
       await workflows?.providers.close();

@@ -272,6 +272,16 @@ export const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE agent_runs ADD COLUMN heartbeat_at INTEGER;    -- epoch ms, stamped while the runner works
     `,
   },
+  {
+    version: 11,
+    description: 'workflow group members run as jobs',
+    sql: `
+      -- On workers a for_each item or parallel member runs as a job of its own, on any machine: the job's
+      -- id is the member's claim, the fence of its writes (the run owner's token fences everything else).
+      ALTER TABLE workflow_steps ADD COLUMN claim_token TEXT;     -- NULL: run by the run's owner itself
+      ALTER TABLE workflow_steps ADD COLUMN claimed_by TEXT;      -- "pid N on host" of the member's last runner
+    `,
+  },
 ];
 
 /** The schema version this build of Switchboard writes. */

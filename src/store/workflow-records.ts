@@ -62,6 +62,13 @@ export interface WorkflowStepRow {
   error?: string;
   startedAt: number;
   endedAt?: number;
+  /**
+   * The job running this group member on a worker (its id), while one does: the fence of the member's
+   * writes. Unset for steps the run's owner runs itself.
+   */
+  claim?: string;
+  /** Where the member last ran as a job (`pid N on host`). */
+  claimedBy?: string;
 }
 
 export interface StoredGateAnswer {
@@ -107,6 +114,8 @@ export interface StepStart {
   groupKey?: string;
   itemIndex?: number;
   itemKey?: string;
+  /** A member job's runner (`pid N on host`), recorded on the row. */
+  runner?: string;
 }
 
 /** What a step's end writes (the step row, and the run's pointer and counters), in one transaction. */
@@ -182,6 +191,8 @@ interface StepTableRow {
   error: string | null;
   started_at: number;
   ended_at: number | null;
+  claim_token: string | null;
+  claimed_by: string | null;
 }
 
 function parseJson(text: string | null): unknown {
@@ -250,6 +261,8 @@ function stepFromRow(row: StepTableRow): WorkflowStepRow {
   if (row.error_code !== null) step.errorCode = row.error_code;
   if (row.error !== null) step.error = row.error;
   if (row.ended_at !== null) step.endedAt = row.ended_at;
+  if (row.claim_token !== null) step.claim = row.claim_token;
+  if (row.claimed_by !== null) step.claimedBy = row.claimed_by;
   return step;
 }
 
@@ -452,7 +465,8 @@ export class WorkflowStore {
     start: StepStart,
     event?: NewWorkflowEvent,
   ): Promise<{ row: WorkflowStepRow; before?: WorkflowStepRow }> {
-    return this.fenced(runId, token, 'start a workflow step', async (tx) => {
+    const fence = { runId, token, stepKey: start.key };
+    return this.fenced(fence, 'start a workflow step', async (tx) => {
       const now = this.now();
       const existing = await tx.get<StepTableRow>('SELECT * FROM workflow_steps WHERE key = ?', [start.key]);
       if (existing === undefined) {
@@ -485,6 +499,9 @@ export class WorkflowStore {
           [attempt, now, start.key],
         );
       }
+      if (start.runner !== undefined) {
+        await tx.run('UPDATE workflow_steps SET claimed_by = ? WHERE key = ?', [start.runner, start.key]);
+      }
       const row = stepFromRow(
         (await tx.get<StepTableRow>('SELECT * FROM workflow_steps WHERE key = ?', [start.key]))!,
       );
@@ -494,6 +511,82 @@ export class WorkflowStore {
     });
   }
 
+  /**
+   * Hands a group member to a job (fenced by the run owner's token): its row, created now if it has none
+   * (attempt 0: queued, not yet started), carries `claim`, the job's id, from here on the only token its
+   * writes are accepted with besides the owner's. A completed member is left as it is (returns false).
+   */
+  async dispatchMember(runId: string, token: string, start: StepStart, claim: string): Promise<boolean> {
+    return this.fenced({ runId, token }, 'queue a workflow group member', async (tx) => {
+      const existing = await tx.get<StepTableRow>('SELECT * FROM workflow_steps WHERE key = ?', [start.key]);
+      if (existing?.status === 'completed' || existing?.status === 'terminated') return false;
+      if (existing === undefined) {
+        const next = await tx.get<{ seq: number }>(
+          'SELECT coalesce(max(seq), 0) + 1 AS seq FROM workflow_steps WHERE run_id = ?',
+          [runId],
+        );
+        await tx.run(
+          `INSERT INTO workflow_steps (key, run_id, seq, step, type, group_key, item_index, item_key, visit, attempt,
+               status, started_at, claim_token)
+             VALUES (@key, @run_id, @seq, @step, @type, @group_key, @item_index, @item_key, @visit, 0, 'running', @now,
+               @claim)`,
+          {
+            key: start.key,
+            run_id: runId,
+            seq: next!.seq,
+            step: start.step,
+            type: start.type,
+            group_key: start.groupKey ?? null,
+            item_index: start.itemIndex ?? null,
+            item_key: start.itemKey ?? null,
+            visit: start.visit,
+            now: this.now(),
+            claim,
+          },
+        );
+      } else {
+        // A failed or interrupted member queued again keeps its attempts; its old job is fenced out.
+        await tx.run(
+          `UPDATE workflow_steps SET status = 'running', claim_token = ?, ended_at = NULL, error_code = NULL,
+               error = NULL WHERE key = ?`,
+          [claim, start.key],
+        );
+      }
+      return true;
+    });
+  }
+
+  /**
+   * Ends a queued member as failed without its job (fail_fast stopped it, or its job failed for good),
+   * fenced by the owner's token and only while the row still carries `claim`: false when the member
+   * ended first. Its job, if it still runs, is fenced out from here on.
+   */
+  async abandonMember(
+    runId: string,
+    token: string,
+    key: string,
+    claim: string,
+    error: { code: string; message: string },
+    event: NewWorkflowEvent,
+  ): Promise<boolean> {
+    return this.fenced({ runId, token }, 'record a workflow step', async (tx) => {
+      const result = await tx.run(
+        `UPDATE workflow_steps SET status = 'failed', error_code = ?, error = ?, ended_at = ?, claim_token = NULL
+           WHERE key = ? AND claim_token = ? AND status = 'running'`,
+        [error.code, redactSecrets(error.message), this.now(), key, claim],
+      );
+      if (result.changes === 1) await this.insertEvent(tx, runId, event);
+      return result.changes === 1;
+    });
+  }
+
+  /** Appends an event of a group member's step, fenced by the member's claim (or the owner's token). */
+  async appendMemberEvent(runId: string, token: string, key: string, event: NewWorkflowEvent): Promise<void> {
+    await this.fenced({ runId, token, stepKey: key }, 'record a workflow event', (tx) =>
+      this.insertEvent(tx, runId, event),
+    );
+  }
+
   /** Persists an execution's progress notes before an outside effect (fenced). */
   async recordProgress(
     runId: string,
@@ -501,7 +594,7 @@ export class WorkflowStore {
     key: string,
     notes: Record<string, unknown>,
   ): Promise<void> {
-    await this.fenced(runId, token, 'record workflow step progress', (tx) =>
+    await this.fenced({ runId, token, stepKey: key }, 'record workflow step progress', (tx) =>
       tx.run('UPDATE workflow_steps SET progress = ? WHERE key = ?', [toJson(notes), key]),
     );
   }
@@ -511,7 +604,7 @@ export class WorkflowStore {
    * cost, and the event, in one transaction fenced by the owner token.
    */
   async endStep(runId: string, token: string, end: StepEnd, event: NewWorkflowEvent): Promise<void> {
-    await this.fenced(runId, token, 'record a workflow step', async (tx) => {
+    await this.fenced({ runId, token, stepKey: end.key }, 'record a workflow step', async (tx) => {
       const now = this.now();
       const before = await tx.get<{ counted: number; cost_usd: number }>(
         'SELECT counted, cost_usd FROM workflow_steps WHERE key = ?',
@@ -522,7 +615,7 @@ export class WorkflowStore {
       }
       await tx.run(
         `UPDATE workflow_steps SET status = @status, output = @output, cost_usd = @cost, next_step = @next,
-             error_code = @error_code, error = @error, ended_at = @now,
+             error_code = @error_code, error = @error, ended_at = @now, claim_token = NULL,
              counted = CASE WHEN counted > @counts THEN counted ELSE @counts END WHERE key = @key`,
         {
           key: end.key,
@@ -558,7 +651,7 @@ export class WorkflowStore {
 
   /** Changes the run (status, pointer, output, error, limits), with an event, fenced by the owner token. */
   async updateRun(runId: string, token: string, patch: RunPatch, event?: NewWorkflowEvent): Promise<void> {
-    await this.fenced(runId, token, 'update a workflow run', async (tx) => {
+    await this.fenced({ runId, token }, 'update a workflow run', async (tx) => {
       await this.applyPatch(tx, runId, patch);
       if (event !== undefined) await this.insertEvent(tx, runId, event);
     });
@@ -737,33 +830,43 @@ export class WorkflowStore {
   }
 
   /**
-   * Runs `action` in the run's write transaction after checking the token still owns the run;
-   * otherwise throws WORKFLOW_LOST and writes nothing.
+   * Runs `action` in the run's write transaction after checking the token still owns the run, or, for a
+   * write to one step row (`stepKey`), holds that row's claim while the run is running (a group member's
+   * job on a worker); otherwise throws WORKFLOW_LOST and writes nothing.
    */
-  private fenced<T>(
-    runId: string,
-    token: string,
-    what: string,
-    action: (tx: SqlClient) => Promise<T>,
-  ): Promise<T> {
+  private fenced<T>(fence: WriteFence, what: string, action: (tx: SqlClient) => Promise<T>): Promise<T> {
+    const { runId, token, stepKey } = fence;
     return this.write(runId, what, async (tx) => {
       const row = await tx.get<{
         owner_token: string | null;
         owner_pid: number | null;
         owner_host: string | null;
-      }>('SELECT owner_token, owner_pid, owner_host FROM workflow_runs WHERE id = ?', [runId]);
-      if (row?.owner_token !== token) {
-        const now = row?.owner_token == null ? 'no process' : `pid ${row.owner_pid} on ${row.owner_host}`;
-        throw new SwitchboardError(
-          'WORKFLOW_LOST',
-          `this process lost workflow run ${runId} (${now} holds it now); nothing was recorded`,
-          {
-            hint: `see where it is with \`switchboard workflow status ${runId}\``,
-            retryable: false,
-          },
+        status: string;
+      }>('SELECT owner_token, owner_pid, owner_host, status FROM workflow_runs WHERE id = ?', [runId]);
+      if (row !== undefined && row.owner_token === token) return action(tx);
+      if (stepKey !== undefined) {
+        const step = await tx.get<{ claim_token: string | null }>(
+          'SELECT claim_token FROM workflow_steps WHERE key = ? AND run_id = ?',
+          [stepKey, runId],
         );
+        if (step?.claim_token === token && row?.status === 'running') return action(tx);
+        if (step?.claim_token != null) {
+          throw new SwitchboardError(
+            'WORKFLOW_LOST',
+            `this process no longer runs ${stepKey.slice(runId.length + 1)} of workflow run ${runId}; nothing was recorded`,
+            { hint: `see where it is with \`switchboard workflow status ${runId}\``, retryable: false },
+          );
+        }
       }
-      return action(tx);
+      const now = row?.owner_token == null ? 'no process' : `pid ${row.owner_pid} on ${row.owner_host}`;
+      throw new SwitchboardError(
+        'WORKFLOW_LOST',
+        `this process lost workflow run ${runId} (${now} holds it now); nothing was recorded`,
+        {
+          hint: `see where it is with \`switchboard workflow status ${runId}\``,
+          retryable: false,
+        },
+      );
     });
   }
 
@@ -783,6 +886,13 @@ export class WorkflowStore {
       throw toStoreError(error, this.path, `cannot ${what} in`);
     }
   }
+}
+
+/** Who may write: the run's owner token, or a member job's claim on the step row `stepKey`. */
+interface WriteFence {
+  runId: string;
+  token: string;
+  stepKey?: string;
 }
 
 /** The run row, read at once (inside a transaction, or behind `getRun`). */

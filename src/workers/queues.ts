@@ -1,6 +1,7 @@
 import type { SwitchboardConfig } from '../core/config.js';
 import { SwitchboardError } from '../core/errors.js';
 import type { AgentTask } from '../agents/task.js';
+import type { WorkflowMemberJob } from '../workflows/api-types.js';
 
 /** The queue of agent runs: one job per run. */
 export const AGENT_QUEUE = 'switchboard.agents';
@@ -9,6 +10,12 @@ export const AGENT_QUEUE = 'switchboard.agents';
  * run id as key, so at most one job per run is active at a time (more may wait behind it).
  */
 export const WORKFLOW_QUEUE = 'switchboard.workflows';
+/**
+ * The queue of workflow group members: a job says "run for_each item / parallel member M of run R". The
+ * worker advancing R sends them and waits for their rows; any worker serving workflows takes them. A queue
+ * of its own, so a coordinator waiting for its members never holds the slot a member needs.
+ */
+export const MEMBER_QUEUE = 'switchboard.members';
 /** Where a job goes once its worker died `retryLimit` times over: kept for a look, run by nobody. */
 export const DEAD_LETTER_QUEUE = 'switchboard.dead';
 
@@ -16,6 +23,7 @@ export const DEAD_LETTER_QUEUE = 'switchboard.dead';
 export const WORKER_QUEUES: Readonly<Record<string, string>> = {
   agents: AGENT_QUEUE,
   workflows: WORKFLOW_QUEUE,
+  members: MEMBER_QUEUE,
 };
 
 /**
@@ -44,6 +52,14 @@ export interface AgentJobOptions {
 /** A job of the workflow queue: advance the recorded run until it ends, parks at a gate or the worker stops. */
 export interface WorkflowJobData {
   runId: string;
+  options: WorkflowJobOptions;
+}
+
+/** A job of the member queue: run one group member; the job's id is the claim its row carries. */
+export interface MemberJobData {
+  runId: string;
+  member: WorkflowMemberJob;
+  /** The coordinator's job options (provider flags), so the member calls models as the run does. */
   options: WorkflowJobOptions;
 }
 

@@ -6,7 +6,17 @@ import { MergeQueue } from '../agents/merge.js';
 import type { AgentRunnerOptions } from '../agents/runner.js';
 import { AgentRunStore } from '../agents/run-store.js';
 import { startBoss } from './boss.js';
-import { WORKFLOW_QUEUE, type AgentJobData, type WorkflowJobData } from './queues.js';
+import {
+  DEAD_LETTER_QUEUE,
+  MAX_EXPIRY_SECONDS,
+  MEMBER_QUEUE,
+  WORKFLOW_QUEUE,
+  type AgentJobData,
+  type MemberJobData,
+  type WorkflowJobData,
+  type WorkflowJobOptions,
+} from './queues.js';
+import type { WorkflowMemberJobs } from '../workflows/api-types.js';
 import { WorkerMetrics, type JobOutcome, type QueueDepth } from './worker-metrics.js';
 import type { WorkflowJobRunnerOptions } from './workflow-job.js';
 
@@ -138,7 +148,9 @@ export class SwitchboardWorker {
       const settled =
         queue === WORKFLOW_QUEUE
           ? await this.runWorkflowJob(job as Job<WorkflowJobData>, release.signal)
-          : await this.runJob(job as Job<AgentJobData>, release.signal);
+          : queue === MEMBER_QUEUE
+            ? await this.runMemberJob(job as Job<MemberJobData>, release.signal)
+            : await this.runJob(job as Job<AgentJobData>, release.signal);
       outcome = settled.outcome;
       label = settled.label;
       // Thrown, so pg-boss fails the attempt (fenced by its retry count) and another worker resumes.
@@ -198,10 +210,49 @@ export class SwitchboardWorker {
     const { runWorkflowJob } = await import('./workflow-job.js');
     return runWorkflowJob(
       job,
-      { stateDir: this.options.runner.stateDir ?? '.switchboard', ...runner },
+      {
+        stateDir: this.options.runner.stateDir ?? '.switchboard',
+        ...runner,
+        memberJobs: (options) => this.memberJobs(options),
+      },
       releaseSignal,
       this.options.log,
     );
+  }
+
+  /** Runs one group member of a run some worker coordinates (see `runMemberJob`). */
+  private async runMemberJob(
+    job: Job<MemberJobData>,
+    releaseSignal: AbortSignal,
+  ): Promise<{ outcome: JobOutcome; label: string }> {
+    const runner = this.options.workflows;
+    if (runner === undefined) return { outcome: 'failed', label: 'error: this worker cannot run workflows' };
+    const { runMemberJob } = await import('./member-job.js');
+    return runMemberJob(
+      job,
+      { stateDir: this.options.runner.stateDir ?? '.switchboard', ...runner },
+      releaseSignal,
+    );
+  }
+
+  /** The member queue as a coordinating run sees it: each job sent under its member's claim. */
+  private memberJobs(options: WorkflowJobOptions): WorkflowMemberJobs {
+    const settings = this.options.settings;
+    return {
+      send: async (member, claim) => {
+        const data: MemberJobData = { runId: member.runId, member, options };
+        const id = await this.boss.send(MEMBER_QUEUE, data, {
+          id: claim,
+          // A hard cap only: the heartbeat finds a dead worker sooner.
+          expireInSeconds: MAX_EXPIRY_SECONDS,
+          heartbeatSeconds: settings.heartbeatSeconds,
+          retryLimit: settings.retryLimit,
+          deadLetter: DEAD_LETTER_QUEUE,
+        });
+        if (id === null) throw new Error(`the queue refused the job of ${member.groupKey}/${member.member}`);
+      },
+      state: async (claim) => (await this.boss.getJobById(MEMBER_QUEUE, claim))?.state,
+    };
   }
 
   private async depth(queue: string): Promise<QueueDepth | undefined> {

@@ -2,8 +2,12 @@ import type { Job } from 'pg-boss';
 import { isSwitchboardError, SwitchboardError } from '../core/errors.js';
 import { redactSecrets } from '../core/secrets.js';
 import type { ProviderRegistry } from '../providers/registry.js';
-import type { ResumeWorkflowOptions, WorkflowEngineOptions } from '../workflows/api-types.js';
-import type { WorkflowJobData } from './queues.js';
+import type {
+  ResumeWorkflowOptions,
+  WorkflowEngineOptions,
+  WorkflowMemberJobs,
+} from '../workflows/api-types.js';
+import type { WorkflowJobData, WorkflowJobOptions } from './queues.js';
 import type { JobOutcome } from './worker-metrics.js';
 
 /** How a worker advances workflow runs on this machine. */
@@ -23,6 +27,8 @@ export interface WorkflowJobRunnerOptions {
    * waits this long (plus a margin) for it to come free. @default 60_000
    */
   staleAfterMs?: number;
+  /** Where the run's group members go as jobs (given the job's options); unset, the run's worker runs them. */
+  memberJobs?: (options: WorkflowJobOptions) => WorkflowMemberJobs;
 }
 
 /** Settled job: completed (the run ended, parked or is someone else's), failed (retry) or released (drain). */
@@ -87,6 +93,23 @@ function resumeOptions(
   const job = data.options ?? {};
   const options: ResumeWorkflowOptions & WorkflowEngineOptions = {
     runId: data.runId,
+    ...engineOptions(job, runner, signal),
+  };
+  if (runner.memberJobs !== undefined) options.memberJobs = runner.memberJobs(job);
+  if (job.migrate === true) options.migrate = true;
+  // Only `resume --enqueue` restarts a failed run; any other job continues one that has not ended.
+  if (job.resume !== true) options.unlessEnded = true;
+  if (job.limits !== undefined) options.limits = job.limits;
+  return options;
+}
+
+/** The engine settings a job's options and this worker's give a run (or one of its members). */
+export function engineOptions(
+  job: WorkflowJobOptions,
+  runner: WorkflowJobRunnerOptions,
+  signal: AbortSignal,
+): WorkflowEngineOptions {
+  const options: WorkflowEngineOptions = {
     providers: runner.providers,
     providerMap: { ...runner.providerMap, ...job.providerMap },
     abortSignal: signal,
@@ -98,10 +121,6 @@ function resumeOptions(
   if (job.provider !== undefined) options.provider = job.provider;
   if (job.skipGates === true) options.skipGates = true;
   if (job.allowMcp === true) options.allowMcp = true;
-  if (job.migrate === true) options.migrate = true;
-  // Only `resume --enqueue` restarts a failed run; any other job continues one that has not ended.
-  if (job.resume !== true) options.unlessEnded = true;
-  if (job.limits !== undefined) options.limits = job.limits;
   return options;
 }
 
@@ -109,7 +128,7 @@ function resumeOptions(
  * The engine's abort for a release: `WORKFLOW_LOST` is the one reason on which it stops without writing
  * (no failed row, no failed run), leaving the interrupted step for the next owner to run again.
  */
-function releaseController(releaseSignal: AbortSignal): AbortController {
+export function releaseController(releaseSignal: AbortSignal): AbortController {
   const controller = new AbortController();
   const release = (): void =>
     controller.abort(
@@ -139,7 +158,7 @@ function pause(ms: number, signal: AbortSignal): Promise<boolean> {
   });
 }
 
-function failed(error: unknown): WorkflowJobResult {
+export function failed(error: unknown): WorkflowJobResult {
   const code = isSwitchboardError(error) ? error.code : 'INTERNAL';
   const message = error instanceof Error ? error.message : String(error);
   return { outcome: 'failed', label: `error ${code}: ${redactSecrets(message.split('\n', 1)[0] ?? '')}` };

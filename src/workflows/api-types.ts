@@ -39,6 +39,11 @@ export interface WorkflowEngineOptions {
   /** Hears every event as it is appended to the run's log. */
   onEvent?: (event: WorkflowEventRecord) => void;
   abortSignal?: AbortSignal;
+  /**
+   * Where `for_each` items and `parallel` members go as jobs of their own (set by `switchboard worker`):
+   * the engine then waits for their rows instead of running them itself. Unset, it runs them in process.
+   */
+  memberJobs?: WorkflowMemberJobs;
   /** Test seams. */
   _internal?: {
     executors?: Partial<Record<StepType, StepExecutor>>;
@@ -146,4 +151,26 @@ export interface WorkflowEventRecord extends WorkflowEvent {
   runId: string;
   seq: number;
   at: string;
+}
+
+/** One group member for a job to run: which run, group execution and member. */
+export interface WorkflowMemberJob {
+  runId: string;
+  /** The group's name in the file. */
+  group: string;
+  /** The group execution's step key (`<run>/<group>/<visit>`). */
+  groupKey: string;
+  visit: number;
+  /** The member's name: a parallel group's step, or the for_each item's key (or index). */
+  member: string;
+}
+
+/** A job queue for group members (pg-boss on workers). */
+export interface WorkflowMemberJobs {
+  /** Sends the job for one member under the id `claim`, which the member's row already carries. */
+  send(job: WorkflowMemberJob, claim: string): Promise<void>;
+  /** The job's state (`created`, `retry`, `active`, `completed`, `cancelled`, `failed`), undefined when there is none. */
+  state(claim: string): Promise<string | undefined>;
+  /** How often the engine looks at its members' rows (ms). @default 250 */
+  pollMs?: number;
 }

@@ -112,7 +112,7 @@ async function execution(drive: DriveOptions, lock: RunLock, signal: AbortSignal
 }
 
 /** Whether any step may resolve a provider (LLM and route steps, for_each items among them). */
-function callsModels(workflow: WorkflowDefinition): boolean {
+export function callsModels(workflow: WorkflowDefinition): boolean {
   return everyStep(workflow).some((step) => step.type === 'agent' || step.type === 'route');
 }
 
@@ -120,7 +120,7 @@ function callsModels(workflow: WorkflowDefinition): boolean {
  * The boundary hook: the test seam's, and `SWITCHBOARD_TEST_KILL_AT=<boundary>:<key suffix>` (read only
  * when set), which SIGKILLs this process there, so tests of the CLI can kill a run at an exact point.
  */
-function boundaryHook(options: WorkflowEngineOptions): (name: string, key: string) => void {
+export function boundaryHook(options: WorkflowEngineOptions): (name: string, key: string) => void {
   const seam = options._internal?.onBoundary;
   const killAt = process.env['SWITCHBOARD_TEST_KILL_AT'];
   if (killAt === undefined || killAt === '') return seam ?? (() => {});

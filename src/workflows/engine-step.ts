@@ -52,6 +52,7 @@ export async function executeStep(exec: RunExecution, slot: ExecutionSlot): Prom
       ...(slot.groupKey === undefined ? {} : { groupKey: slot.groupKey }),
       ...(slot.itemIndex === undefined ? {} : { itemIndex: slot.itemIndex }),
       ...(slot.itemKey === undefined ? {} : { itemKey: slot.itemKey }),
+      ...(exec.runner === undefined ? {} : { runner: exec.runner }),
     },
     { type: 'step-start', step: slot.step.name, key: slot.key },
   );

@@ -26,6 +26,8 @@ export interface RunExecution {
   deadline?: number;
   /** Provider resolution, loaded when the workflow has steps that call a model. */
   resolveStepSpec?: typeof resolveStepSpec;
+  /** Who runs this execution (`pid N on host`): a member job's worker, recorded on the member's row. */
+  runner?: string;
   /** Sub-workflow nesting (0 at the top). */
   depth: number;
   now: () => number;

@@ -3,13 +3,14 @@ import { evaluateValue } from './engine-deps.js';
 import { errorInfo, failRun, refreshRun, type RunStop } from './engine-end.js';
 import { chooseRoute } from './engine-routes.js';
 import { executeStep, stepKey, type ExecutionSlot } from './engine-step.js';
+import { runMembersAsJobs } from './group-jobs.js';
 import type { RunExecution } from './engine-types.js';
 import type { ForEachGroup, GroupDefinition, StepDefinition } from './model.js';
 import { buildScope, recordFinished } from './scope.js';
 import type { TemplateScope } from './step-executor.js';
 
 /** One member of a group execution: a parallel group's step, or a for_each item. */
-interface Member {
+export interface Member {
   step: StepDefinition;
   /** Key of the member within the group: the step name, or the item's key (or index). */
   name: string;
@@ -18,7 +19,8 @@ interface Member {
   itemKey?: string;
 }
 
-interface MemberResult {
+/** How one member ended (`ABORTED` when fail_fast stopped it). */
+export interface MemberResult {
   name: string;
   ok: boolean;
   output?: unknown;
@@ -48,13 +50,26 @@ export async function runGroup(exec: RunExecution, group: GroupDefinition): Prom
   const scope = buildScope(exec.workflow, exec.state);
   let members: Member[];
   try {
-    members =
-      group.kind === 'parallel' ? parallelMembers(exec, group.agents) : forEachMembers(exec, group, scope);
+    members = groupMembers(exec, group, scope);
   } catch (error) {
     return await endGroup(exec, group, groupKey, scope, [], errorInfo(error));
   }
-  const results = await runMembers(exec, group, groupKey, visit, members);
+  // On workers each member is a job of its own, so the members spread over the machines.
+  const results =
+    exec.options.memberJobs === undefined
+      ? await runMembers(exec, group, groupKey, visit, members)
+      : await runMembersAsJobs(exec, group, groupKey, visit, members);
   return endGroup(exec, group, groupKey, scope, results, groupFailure(group, results));
+}
+
+/** The group's members, in order: a parallel group's steps, or one per for_each item. */
+export function groupMembers(exec: RunExecution, group: GroupDefinition, scope: TemplateScope): Member[] {
+  return group.kind === 'parallel' ? parallelMembers(exec, group.agents) : forEachMembers(exec, group, scope);
+}
+
+/** A member's step key: `<group key>/<member name>`. */
+export function memberKey(groupKey: string, member: Member): string {
+  return `${groupKey}/${member.name}`;
 }
 
 function parallelMembers(exec: RunExecution, names: readonly string[]): Member[] {
@@ -146,9 +161,23 @@ async function runMember(
   member: Member,
   signal: AbortSignal,
 ): Promise<MemberResult> {
-  const key = `${groupKey}/${member.name}`;
-  const done = await exec.store.getStep(key);
+  const done = await exec.store.getStep(memberKey(groupKey, member));
   if (done?.status === 'completed') return { name: member.name, ok: true, output: done.output };
+  return executeMember(exec, groupKey, visit, member, signal);
+}
+
+/**
+ * Runs one member's step and records its end (fenced by `exec.lock.token`: the run owner's, or a member
+ * job's claim on the row). A gate cannot park inside a group: it fails the member.
+ */
+export async function executeMember(
+  exec: RunExecution,
+  groupKey: string,
+  visit: number,
+  member: Member,
+  signal: AbortSignal,
+): Promise<MemberResult> {
+  const key = memberKey(groupKey, member);
   const slot: ExecutionSlot = {
     step: member.step,
     type: member.step.type,
