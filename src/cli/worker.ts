@@ -142,6 +142,9 @@ async function workflowRunner(
     stateDir: config.stateDir,
     providers: providerRegistry(config, connection),
     callDefaults: configCallOptions(config),
+    // A run held by a worker on another machine is taken for abandoned after as long a silence as its
+    // jobs are (the run lock beats every second), so a dead machine's workflow moves on with its jobs.
+    staleAfterMs: config.workers.heartbeatSeconds * 1000,
     providerMap: Object.fromEntries(
       Object.entries(config.workflows.providerMap).map(([name, spec]) => [name, role(spec)]),
     ),

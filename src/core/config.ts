@@ -203,7 +203,10 @@ export interface SwitchboardConfig {
 export interface WorkerSettings {
   /** Jobs one worker runs at once. @default 1 */
   concurrency: number;
-  /** A job whose worker has not reported for this long is given to another worker. @default 30 */
+  /**
+   * A job whose worker has not reported for this long is given to another worker, and a workflow run
+   * whose worker (on another machine) has not stamped it for this long is taken over. @default 30
+   */
   heartbeatSeconds: number;
   /** How often a worker looks for jobs whose worker died. @default 10 */
   superviseIntervalSeconds: number;
