@@ -1,21 +1,26 @@
-import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync, type ChildProcess } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, expect, it } from 'vitest';
-import { startSimulator } from '../src/sim/server.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startSimulator, type SimLogEntry } from '../src/sim/server.js';
 import { claudeProcessIds, waitForNoNewClaudeProcesses } from './helpers/claude.js';
 import { createRepository, git } from './helpers/git-repo.js';
+import { createTestDatabase, POSTGRES_SKIP, type TestDatabase } from './helpers/postgres.js';
 import { runCli } from './helpers/run-cli.js';
+import { waitFor } from './helpers/wait-for.js';
+import { killWorkers, startWorker, waitForJobs, workerMachine } from './helpers/worker-process.js';
 
 // Agent runs whose task names a *remote* repository (a bare repository, as a team's shared server would
 // hold): each machine clones it into its state folder, pushes the run's branch and merges into the
 // remote's base branch with a leased push. Real git, the real Claude Code binary against `switchboard sim`.
 
 const folders: string[] = [];
+const children = new Set<ChildProcess>();
 const claudeBefore = claudeProcessIds();
 
 afterAll(async () => {
+  killWorkers(children);
   expect(await waitForNoNewClaudeProcesses(claudeBefore)).toEqual([]);
   for (const folder of folders) rmSync(folder, { recursive: true, force: true });
 });
@@ -98,3 +103,155 @@ it('a plain `agent run` with a bare remote (no workers) clones it, pushes the ru
     await sim.close();
   }
 }, 120_000);
+
+describe.skipIf(POSTGRES_SKIP !== undefined)('workers with a remote repository', () => {
+  let database: TestDatabase;
+  const ids = ['r1', 'r2', 'r3', 'r4'];
+  let simUrl = '';
+  let requests: () => readonly SimLogEntry[] = () => [];
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    const sim = await startSimulator({
+      maxLifetimeMs: 300_000,
+      scenario: {
+        rules: [...ids, 'held'].map((id) => ({
+          name: id,
+          match: { text: `Task ${id}:`, turn: 1 },
+          reply: { tool: { name: 'Write', input: { file_path: `${id}.txt`, content: `${id}\n` } } },
+        })),
+        fallback: { text: 'done' },
+      },
+    });
+    simUrl = sim.url;
+    requests = () => sim.requests;
+    return async () => {
+      killWorkers(children);
+      await sim.close();
+      await database.drop();
+    };
+  });
+
+  /** Enqueues tasks on `remote` from a submitter machine with no clone of it; returns the run ids. */
+  async function enqueue(root: string, remote: string, names: string[]): Promise<string[]> {
+    const submitter = workerMachine(root, 'submitter', database.url);
+    const files = names.map((id) => {
+      const file = join(root, `${id}.json`);
+      writeFileSync(file, JSON.stringify({ id, title: `Add ${id}`, verify: `test -f ${id}.txt` }));
+      return file;
+    });
+    const enqueued = await runCli(
+      [
+        '--config',
+        submitter.config,
+        'agent',
+        'run-all',
+        ...files,
+        '--repo',
+        remote,
+        '--enqueue',
+        '--base-url',
+        simUrl,
+      ],
+      { cwd: submitter.cwd, env: submitter.env },
+    );
+    expect(enqueued.status, enqueued.stderr).toBe(0);
+    return enqueued.stdout.trim().split('\n');
+  }
+
+  const worker = (root: string, name: string) => {
+    const m = workerMachine(root, name, database.url);
+    return startWorker(['--config', m.config, 'worker', '--concurrency', '2'], {
+      cwd: m.cwd,
+      env: m.env,
+      children,
+    });
+  };
+
+  const subjectsOn = (remote: string): string[] => git(remote, 'log', '--format=%s', 'main').split('\n');
+
+  it('two workers with their own clones: every run is pushed and merged into the remote main exactly once, one merge job each', async () => {
+    const root = workspace();
+    const remote = bareRemote(root);
+    const runIds = await enqueue(root, remote, ids);
+    const workers = await Promise.all([worker(root, 'w1'), worker(root, 'w2')]);
+    await waitFor(
+      () =>
+        workers.flatMap((w) => w.jobLines()).filter((line) => line.startsWith('job switchboard.merges'))
+          .length >= ids.length,
+      {
+        withinMs: 180_000,
+        what: 'every merge job to end',
+      },
+    );
+    const subjects = subjectsOn(remote);
+    for (const id of ids)
+      expect(subjects.filter((subject) => subject === `feat(${id}): Add ${id}`)).toHaveLength(1);
+    for (const id of ids) expect(git(remote, 'show', `main:${id}.txt`)).toBe(id);
+    const lines = workers.flatMap((w) => w.jobLines());
+    const agentLines = lines.filter((line) => line.startsWith('job switchboard.agents'));
+    const mergeLines = lines.filter((line) => line.startsWith('job switchboard.merges'));
+    for (const line of agentLines) expect(line).toMatch(/^job switchboard\.agents \S+ merge-queued /);
+    for (const line of mergeLines) expect(line).toMatch(/^job switchboard\.merges \S+ succeeded /);
+    expect(new Set(mergeLines.map((line) => line.split(' ')[2]))).toEqual(new Set(runIds));
+    // Each worker worked in its own clone cache, under its own state folder.
+    for (const name of ['w1', 'w2'])
+      expect(existsSync(join(root, name, '.switchboard', 'remotes'))).toBe(true);
+    for (const w of workers) w.child.kill('SIGTERM');
+    for (const w of workers) expect((await w.exited).code).toBe(0);
+  }, 240_000);
+
+  it('kill -9 of the worker merging a pushed run: another worker merges it, the agent is not called again', async () => {
+    const root = workspace();
+    const remote = bareRemote(root);
+    // The remote holds the first push to main until told to refuse it: the merging worker dies meanwhile.
+    const marks = join(root, 'marks');
+    mkdirSync(marks);
+    const hook = join(remote, 'hooks', 'pre-receive');
+    writeFileSync(
+      hook,
+      [
+        '#!/bin/sh',
+        'while read old new ref; do',
+        `  if [ "$ref" = refs/heads/main ] && [ ! -f ${marks}/held ]; then`,
+        `    touch ${marks}/held`,
+        `    while [ ! -f ${marks}/refuse ]; do sleep 0.1; done`,
+        '    exit 1',
+        '  fi',
+        'done',
+        'exit 0',
+        '',
+      ].join('\n'),
+    );
+    chmodSync(hook, 0o755);
+    const [runId] = await enqueue(root, remote, ['held']);
+    const first = await worker(root, 'first');
+    await waitFor(() => existsSync(join(marks, 'held')), {
+      withinMs: 120_000,
+      what: 'the merge push to be held',
+    });
+    const agentRequests = requests().filter((entry) => entry.rule === 'held').length;
+    expect(agentRequests).toBe(1);
+    // The run's branch is on the remote (the effect point) before the merge.
+    expect(git(remote, 'branch', '--list', `agent/${runId}`)).toContain(`agent/${runId}`);
+    first.child.kill('SIGKILL');
+    await first.exited;
+    writeFileSync(join(marks, 'refuse'), '');
+
+    const second = await worker(root, 'second');
+    await waitFor(() => second.jobLines().some((line) => line.startsWith('job switchboard.merges')), {
+      withinMs: 60_000,
+      what: 'the other worker to take the merge',
+    });
+    expect(second.jobLines()).toEqual([
+      expect.stringMatching(new RegExp(`^job switchboard\\.merges ${runId} succeeded `)),
+    ]);
+    expect(subjectsOn(remote).filter((subject) => subject === 'feat(held): Add held')).toHaveLength(1);
+    expect(requests().filter((entry) => entry.rule === 'held').length).toBe(agentRequests);
+    await waitForJobs(database.url, (jobs) =>
+      jobs.some((job) => job.runId === runId && job.state === 'completed'),
+    );
+    second.child.kill('SIGTERM');
+    expect((await second.exited).code).toBe(0);
+  }, 240_000);
+});

@@ -3,7 +3,7 @@ import type { WorkerSettings } from '../core/config.js';
 import { SwitchboardError } from '../core/errors.js';
 import { redactSecrets } from '../core/secrets.js';
 import { describePostgresUrl } from '../store/sql/postgres-database.js';
-import { AGENT_QUEUE, DEAD_LETTER_QUEUE, WORKFLOW_QUEUE } from './queues.js';
+import { AGENT_QUEUE, DEAD_LETTER_QUEUE, MERGE_QUEUE, WORKFLOW_QUEUE } from './queues.js';
 
 export interface StartBossOptions {
   url: string;
@@ -47,6 +47,13 @@ export async function startBoss({ url, settings, supervise, onError }: StartBoss
     });
     // One active job per run (singletonKey = run id): two workers never advance the same run at once.
     await boss.createQueue(WORKFLOW_QUEUE, {
+      policy: 'singleton',
+      deadLetter: DEAD_LETTER_QUEUE,
+      retryLimit: settings.retryLimit,
+      heartbeatSeconds: settings.heartbeatSeconds,
+    });
+    // One active merge per remote and base branch (singletonKey = `mergeJobKey`); the others wait.
+    await boss.createQueue(MERGE_QUEUE, {
       policy: 'singleton',
       deadLetter: DEAD_LETTER_QUEUE,
       retryLimit: settings.retryLimit,
