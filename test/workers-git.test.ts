@@ -99,6 +99,13 @@ it('a plain `agent run` with a bare remote (no workers) clones it, pushes the ru
     const subjects = git(remote, 'log', '--format=%s', 'main').split('\n');
     expect(subjects.filter((subject) => subject === 'feat(remote-a): Add a')).toHaveLength(1);
     expect(subjects.filter((subject) => subject === 'feat(remote-b): Add b')).toHaveLength(1);
+
+    // `agent clean` removes the merged runs' worktrees and branches from this machine's clone.
+    const cleaned = await runCli(['agent', 'clean', '--json'], { cwd, env });
+    expect(cleaned.status, cleaned.stderr).toBe(0);
+    const report = JSON.parse(cleaned.stdout) as { removed: { reason: string }[]; kept: unknown[] };
+    expect(report.removed.map((entry) => entry.reason)).toEqual(['merged', 'merged']);
+    expect(existsSync(run.worktree)).toBe(false);
   } finally {
     await sim.close();
   }
