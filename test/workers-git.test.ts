@@ -122,11 +122,13 @@ describe.skipIf(POSTGRES_SKIP !== undefined)('workers with a remote repository',
     const sim = await startSimulator({
       maxLifetimeMs: 300_000,
       scenario: {
-        rules: [...ids, 'held'].map((id) => ({
-          name: id,
-          match: { text: `Task ${id}:`, turn: 1 },
-          reply: { tool: { name: 'Write', input: { file_path: `${id}.txt`, content: `${id}\n` } } },
-        })),
+        rules: [
+          ...[...ids, 'held'].map((id) => ({
+            name: id,
+            match: { text: `Task ${id}:`, turn: 1 },
+            reply: { tool: { name: 'Write', input: { file_path: `${id}.txt`, content: `${id}\n` } } },
+          })),
+        ],
         fallback: { text: 'done' },
       },
     });
@@ -140,11 +142,17 @@ describe.skipIf(POSTGRES_SKIP !== undefined)('workers with a remote repository',
   });
 
   /** Enqueues tasks on `remote` from a submitter machine with no clone of it; returns the run ids. */
-  async function enqueue(root: string, remote: string, names: string[]): Promise<string[]> {
+  async function enqueue(
+    root: string,
+    remote: string,
+    names: string[],
+    verify = (id: string) => `test -f ${id}.txt`,
+    baseUrl = simUrl,
+  ): Promise<string[]> {
     const submitter = workerMachine(root, 'submitter', database.url);
     const files = names.map((id) => {
       const file = join(root, `${id}.json`);
-      writeFileSync(file, JSON.stringify({ id, title: `Add ${id}`, verify: `test -f ${id}.txt` }));
+      writeFileSync(file, JSON.stringify({ id, title: `Add ${id}`, verify: verify(id) }));
       return file;
     });
     const enqueued = await runCli(
@@ -158,7 +166,7 @@ describe.skipIf(POSTGRES_SKIP !== undefined)('workers with a remote repository',
         remote,
         '--enqueue',
         '--base-url',
-        simUrl,
+        baseUrl,
       ],
       { cwd: submitter.cwd, env: submitter.env },
     );
@@ -260,5 +268,72 @@ describe.skipIf(POSTGRES_SKIP !== undefined)('workers with a remote repository',
     );
     second.child.kill('SIGTERM');
     expect((await second.exited).code).toBe(0);
+  }, 240_000);
+
+  it('kill -9 of a worker in the agent step: another worker, with its own clone, redoes the attempt in a new worktree and merges once', async () => {
+    const root = workspace();
+    const remote = bareRemote(root);
+    // Turn 1 writes a file and turn 2 hangs; the attempt redone on another machine (told it was
+    // interrupted elsewhere) writes the file the verify command checks.
+    const sim = await startSimulator({
+      maxLifetimeMs: 300_000,
+      scenario: {
+        rules: [
+          {
+            name: 'moved',
+            match: { text: 'another machine' },
+            times: 1,
+            reply: { tool: { name: 'Write', input: { file_path: 'part2.txt', content: 'two\n' } } },
+          },
+          {
+            name: 'stuck-1',
+            match: { turn: 1 },
+            times: 1,
+            reply: { tool: { name: 'Write', input: { file_path: 'part1.txt', content: 'one\n' } } },
+          },
+          { name: 'stuck-2', match: { turn: 2 }, times: 1, reply: { text: 'late', delayMs: 120_000 } },
+        ],
+        fallback: { text: 'done' },
+      },
+    });
+    const requests = (): readonly SimLogEntry[] => sim.requests;
+    try {
+      const [runId] = await enqueue(root, remote, ['stuck'], () => 'test -f part2.txt', sim.url);
+      const workers = await Promise.all([worker(root, 'a'), worker(root, 'b')]);
+      await waitFor(() => requests().some((entry) => entry.rule === 'stuck-2'), {
+        withinMs: 60_000,
+        what: 'the hanging agent turn',
+      });
+      const observer = workerMachine(root, 'observer', database.url);
+      const show = async () =>
+        JSON.parse(
+          (await runCli(['agent', 'show', runId!, '--json'], { cwd: observer.cwd, env: observer.env }))
+            .stdout,
+        ) as {
+          runnerPid: number;
+          status: string;
+          worktree: string;
+        };
+      const holderPid = (await show()).runnerPid;
+      const holder = workers.find((w) => w.pid === holderPid)!;
+      const other = workers.find((w) => w !== holder)!;
+      holder.child.kill('SIGKILL');
+      await holder.exited;
+      await waitFor(() => other.jobLines().some((line) => line.startsWith('job switchboard.merges')), {
+        withinMs: 90_000,
+        what: 'the other worker to finish the run',
+      });
+      const run = await show();
+      expect(run.status).toBe('succeeded');
+      // The run moved to the other machine's clone; the dead machine's unpushed file did not come along.
+      expect(run.worktree.startsWith(join(root, other === workers[0] ? 'a' : 'b'))).toBe(true);
+      expect(requests().filter((entry) => entry.rule === 'moved')).toHaveLength(1);
+      expect(subjectsOn(remote).filter((subject) => subject === 'feat(stuck): Add stuck')).toHaveLength(1);
+      expect(git(remote, 'show', 'main:part2.txt')).toBe('two');
+      other.child.kill('SIGTERM');
+      expect((await other.exited).code).toBe(0);
+    } finally {
+      await sim.close();
+    }
   }, 240_000);
 });

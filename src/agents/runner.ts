@@ -479,6 +479,8 @@ class RunExecution {
   private readonly resumed: boolean;
   /** Set once the merge was handed to the merge queue. */
   private mergeQueued = false;
+  /** A resumed run's worktree was made anew here: the interrupted attempt's files stayed on another machine. */
+  private worktreeRemade = false;
   /** The tail of the run's writes (settled, never rejected): see `serially`. */
   private writes: Promise<unknown> = Promise.resolve();
 
@@ -626,6 +628,7 @@ class RunExecution {
       return;
     }
     if ((phase === 'agent' || phase === 'verify') && (await this.ensureWorktree()) === 'created') {
+      this.worktreeRemade = true;
       await this.setupWorktree();
       if (phase === 'verify') await this.setPhase('agent', 'the worktree was made anew on this machine');
     }
@@ -671,7 +674,10 @@ class RunExecution {
     const { remainingBudget, remainingTime } = await this.checkAttemptLimits(attempt);
     let feedback = this.run.detail;
     if (interrupted) {
-      feedback = `The previous attempt was interrupted (its runner stopped). Files it wrote are still in the working directory; check them and finish the task.${feedback === undefined ? '' : `\n\nBefore that:\n${feedback}`}`;
+      const files = this.worktreeRemade
+        ? 'It ran on another machine: files it wrote are not here, so do the whole task.'
+        : 'Files it wrote are still in the working directory; check them and finish the task.';
+      feedback = `The previous attempt was interrupted (its runner stopped). ${files}${feedback === undefined ? '' : `\n\nBefore that:\n${feedback}`}`;
     }
     const sessionId =
       this.run.sessionId ?? (interrupted ? sessionFromTranscript(this.transcript(attempt)) : undefined);
