@@ -111,6 +111,69 @@ it('a plain `agent run` with a bare remote (no workers) clones it, pushes the ru
   }
 }, 120_000);
 
+it('a workflow git step with a bare remote as `repo` pushes its branch and merges into the remote main', async () => {
+  const sim = await startSimulator({
+    maxLifetimeMs: 120_000,
+    scenario: {
+      rules: [
+        {
+          match: { turn: 1 },
+          reply: { tool: { name: 'Write', input: { file_path: 'wf.txt', content: 'wf\n' } } },
+        },
+      ],
+      fallback: { text: 'done' },
+    },
+  });
+  try {
+    const root = workspace();
+    const remote = bareRemote(root);
+    const cwd = join(root, 'machine');
+    mkdirSync(join(cwd, 'claude'), { recursive: true });
+    writeFileSync(
+      join(cwd, 'flow.yaml'),
+      [
+        'workflow:',
+        '  name: remote-git',
+        '  entry_point: implement',
+        'agents:',
+        '  - name: implement',
+        '    type: agent',
+        '    provider: claude-agent-sdk',
+        '    model: claude-haiku-4-5',
+        '    prompt: Add wf.txt',
+        '    effects: git',
+        `    repo: ${JSON.stringify(`file://${remote}`)}`,
+        '    verify: test -f wf.txt',
+        '    merge: no-ff',
+        '    routes:',
+        '      - to: $end',
+        'output:',
+        "  branch: '{{ implement.output.branch }}'",
+        "  merged: '{{ implement.output.merged_commit }}'",
+        '',
+      ].join('\n'),
+    );
+    const env = {
+      ...process.env,
+      ANTHROPIC_API_KEY: 'sk-ant-git-remote-test',
+      ANTHROPIC_BASE_URL: sim.url,
+      CLAUDE_CONFIG_DIR: join(cwd, 'claude'),
+      SWITCHBOARD_STATE_DIR: join(cwd, '.switchboard'),
+    };
+    const result = await runCli(['workflow', 'run', 'flow.yaml', '--json'], { cwd, env });
+    expect(result.status, result.stderr).toBe(0);
+    const output = (JSON.parse(result.stdout) as { output: { branch: string; merged: string } }).output;
+    expect(git(remote, 'rev-parse', 'main')).toBe(output.merged);
+    expect(git(remote, 'show', 'main:wf.txt')).toBe('wf');
+    // The step's branch, with the runner's commit and its trailer, is on the remote: the effect point.
+    expect(
+      git(remote, 'log', '-1', '--format=%(trailers:key=Switchboard-Step,valueonly)', output.branch),
+    ).toMatch(/implement/);
+  } finally {
+    await sim.close();
+  }
+}, 120_000);
+
 describe.skipIf(POSTGRES_SKIP !== undefined)('workers with a remote repository', () => {
   let database: TestDatabase;
   const ids = ['r1', 'r2', 'r3', 'r4'];
