@@ -282,6 +282,8 @@ const cases: Record<keyof typeof EXIT_CODES, Case> = {
     ),
   RUN_NOT_FOUND: () => run(['agent', 'show', 'no-such-run']),
   SETUP_FAILED: () => agentRun({ rules: [], fallback: { text: 'unused' } }, { setup: 'exit 3' }),
+  REMOTE_UNREACHABLE: () =>
+    run(['agent', 'run', '--id', 'x', '--title', 'X', '--repo', `file://${workspace()}/no-such-remote.git`]),
   // The workflow cases: files with no LLM step, so only the engine, the ledger and the CLI are involved.
   WORKFLOW_INVALID: () => {
     // A step type Conductor does not have: refused before anything runs, naming the step and field.

@@ -182,7 +182,11 @@ describe.skipIf(POSTGRES_SKIP !== undefined)('workers on a shared PostgreSQL dat
     const [first] = workers;
     const health = await fetch(`${first!.url}/healthz`);
     expect(health.status).toBe(200);
-    expect(await health.json()).toMatchObject({ ok: true, queues: ['switchboard.agents'], active: 0 });
+    expect(await health.json()).toMatchObject({
+      ok: true,
+      queues: ['switchboard.agents', 'switchboard.merges'],
+      active: 0,
+    });
     const metrics = await (await fetch(`${first!.url}/metrics`)).text();
     expect(metrics).toContain(
       `switchboard_worker_jobs_total{queue="switchboard.agents",outcome="completed"} ${first!.jobLines().length}`,

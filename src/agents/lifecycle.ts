@@ -1,7 +1,8 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { SwitchboardError } from '../core/errors.js';
-import { git, isAncestor, branchCommit, repositoryInfo } from './git.js';
+import { git, isAncestor, branchCommit, repositoryInfo, type RepositoryInfo } from './git.js';
+import { cloneDirectory, remoteBranchCommit, remoteLocation } from './remote.js';
 import { killRunProcesses } from './processes.js';
 import { isRunnerAlive, isRunnerHere } from './runner-liveness.js';
 import { isRecordedProcessAlive, withRepoLock } from './repo-lock.js';
@@ -188,11 +189,15 @@ export async function cleanAgentRuns(options: CleanOptions = {}): Promise<CleanR
   try {
     const abandon = new Set<string>();
     for (const id of options.abandon ?? []) abandon.add((await requireRun(store, id)).id);
-    const repoRoot = options.repo === undefined ? undefined : (await repositoryInfo(options.repo)).root;
+    const stateDir = resolve(options.stateDir ?? '.switchboard');
+    const repoRoot =
+      options.repo === undefined
+        ? undefined
+        : ((await remoteLocation(options.repo)) ?? (await repositoryInfo(options.repo)).root);
     const runs = (await store.list(repoRoot === undefined ? {} : { repo: repoRoot })).filter(
       (run) => run.cleanedAt === undefined,
     );
-    const repos = new Set<string>();
+    const repos = new Map<string, RepositoryInfo>();
     for (const run of runs) {
       const current = view(run);
       const ended = run.endedAt !== undefined && !current.live;
@@ -203,14 +208,27 @@ export async function cleanAgentRuns(options: CleanOptions = {}): Promise<CleanR
         });
         continue;
       }
-      if (!existsSync(run.repo)) {
-        result.kept.push({ id: run.id, reason: `repository ${run.repo} is gone` });
+      const remote = await remoteLocation(run.repo);
+      // A remote's run left its worktree and branch in this machine's clone of it, if anywhere here.
+      const local = remote === undefined ? run.repo : cloneDirectory(stateDir, remote);
+      if (!existsSync(local)) {
+        result.kept.push({
+          id: run.id,
+          reason:
+            remote === undefined
+              ? `repository ${run.repo} is gone`
+              : `this machine has no clone of ${remote}`,
+        });
         continue;
       }
-      const info = await repositoryInfo(run.repo);
-      repos.add(info.root);
+      const info: RepositoryInfo =
+        remote === undefined ? await repositoryInfo(run.repo) : { root: local, commonDir: local };
+      repos.set(info.root, info);
       const branchTip = await branchCommit(info.root, run.branch);
-      const baseTip = await branchCommit(info.root, run.baseBranch);
+      const baseTip =
+        remote === undefined
+          ? await branchCommit(info.root, run.baseBranch)
+          : await remoteBranchCommit(info.root, run.baseBranch);
       const merged =
         branchTip === undefined ||
         (baseTip !== undefined &&
@@ -242,9 +260,9 @@ export async function cleanAgentRuns(options: CleanOptions = {}): Promise<CleanR
         reason: merged ? 'merged' : 'abandoned',
       });
     }
-    if (repoRoot !== undefined) repos.add(repoRoot);
-    for (const root of repos) {
-      const info = await repositoryInfo(root);
+    if (repoRoot !== undefined && !repos.has(repoRoot) && (await remoteLocation(repoRoot)) === undefined)
+      repos.set(repoRoot, await repositoryInfo(repoRoot));
+    for (const [root, info] of repos) {
       const pruned = await withRepoLock(info.commonDir, () => git(root, ['worktree', 'prune', '--verbose']));
       for (const line of `${pruned.stdout}\n${pruned.stderr}`.split('\n'))
         if (line.trim() !== '') result.pruned.push(line.trim());

@@ -134,32 +134,9 @@ async function mergeLocked({
     });
   }
   if (await isAncestor(repo, commit, base)) return { kind: 'already-merged', commit: base };
-
-  let target: string;
-  let kind: 'merged' | 'fast-forward';
-  if (mode === 'ff' && (await isAncestor(repo, base, commit))) {
-    target = commit;
-    kind = 'fast-forward';
-  } else {
-    const tree = await git(repo, ['merge-tree', '--write-tree', '--name-only', base, commit]);
-    if (tree.exitCode === 1) return { kind: 'conflict', output: tree.stdout.trim() };
-    if (tree.exitCode !== 0) {
-      throw new SwitchboardError('INTERNAL', `git merge-tree failed: ${tree.stderr.trim()}`, {
-        hint: 'git 2.38 or newer is needed for merges; check `git --version`',
-        details: { stderr: tree.stderr },
-      });
-    }
-    const treeId = tree.stdout.trim().split('\n', 1)[0] ?? '';
-    target = (
-      await gitOk(
-        repo,
-        ['commit-tree', treeId, '-p', base, '-p', commit, '-m', message],
-        'git commit-tree',
-        await commitIdentity(repo),
-      )
-    ).trim();
-    kind = 'merged';
-  }
+  const prepared = await prepareMerge({ repo, base, commit, mode, message });
+  if (prepared.kind === 'conflict') return prepared;
+  const { kind, target } = prepared;
 
   const checkout = await baseCheckout(repo, baseBranch);
   if (checkout === undefined) {
@@ -187,4 +164,47 @@ async function mergeLocked({
     return { kind: 'dirty', checkout, output: `${merged.stdout}\n${merged.stderr}`.trim() };
   }
   return { kind, commit: target, checkout };
+}
+
+/** A merge computed in the object store: the commit the base would move to, or the conflict. */
+export type PreparedMerge =
+  { kind: 'merged' | 'fast-forward'; target: string } | { kind: 'conflict'; output: string };
+
+/**
+ * Computes the merge of `commit` onto `base` without a working tree (`git merge-tree --write-tree`, then
+ * `commit-tree`), or the fast-forward in mode `ff` when `base` is an ancestor. Writes objects, no ref.
+ */
+export async function prepareMerge({
+  repo,
+  base,
+  commit,
+  mode,
+  message,
+}: {
+  repo: string;
+  base: string;
+  commit: string;
+  mode: MergeMode;
+  message: string;
+}): Promise<PreparedMerge> {
+  if (mode === 'ff' && (await isAncestor(repo, base, commit)))
+    return { kind: 'fast-forward', target: commit };
+  const tree = await git(repo, ['merge-tree', '--write-tree', '--name-only', base, commit]);
+  if (tree.exitCode === 1) return { kind: 'conflict', output: tree.stdout.trim() };
+  if (tree.exitCode !== 0) {
+    throw new SwitchboardError('INTERNAL', `git merge-tree failed: ${tree.stderr.trim()}`, {
+      hint: 'git 2.38 or newer is needed for merges; check `git --version`',
+      details: { stderr: tree.stderr },
+    });
+  }
+  const treeId = tree.stdout.trim().split('\n', 1)[0] ?? '';
+  const target = (
+    await gitOk(
+      repo,
+      ['commit-tree', treeId, '-p', base, '-p', commit, '-m', message],
+      'git commit-tree',
+      await commitIdentity(repo),
+    )
+  ).trim();
+  return { kind: 'merged', target };
 }

@@ -311,15 +311,24 @@ export function samePath(a: string, b: string): boolean {
  */
 export async function findTrailerCommit(
   repo: string,
-  options: { base: string; branch: string; name: string; value: string },
+  options: {
+    base: string;
+    branch: string;
+    name: string;
+    value: string;
+    /** The ref to search. @default `refs/heads/<branch>`; a remote's pushed branch is `refs/remotes/origin/<branch>` */
+    ref?: string;
+  },
 ): Promise<string | undefined> {
-  if ((await branchCommit(repo, options.branch)) === undefined) return undefined;
+  const ref = options.ref ?? `refs/heads/${options.branch}`;
+  if ((await git(repo, ['rev-parse', '--verify', '--quiet', `${ref}^{commit}`])).exitCode !== 0)
+    return undefined;
   const log = await gitOk(
     repo,
     [
       'log',
       `--format=%H%x1f%(trailers:key=${options.name},valueonly,separator=%x1f)%x1e`,
-      `${options.base}..refs/heads/${options.branch}`,
+      `${options.base}..${ref}`,
     ],
     'git log',
   );

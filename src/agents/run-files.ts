@@ -14,6 +14,11 @@ export function runDirectory(stateDir: string, runId: string): string {
   return join(stateDir, 'agents', 'runs', runId);
 }
 
+/** Where a run's worktree is made under a state folder. */
+export function worktreePath(stateDir: string, runId: string): string {
+  return join(stateDir, 'agents', 'worktrees', runId);
+}
+
 export function transcriptPath(stateDir: string, runId: string, attempt: number): string {
   return join(runDirectory(stateDir, runId), `attempt-${attempt}.jsonl`);
 }

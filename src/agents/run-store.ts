@@ -127,6 +127,8 @@ export interface RunUpdate {
   error?: string | null;
   detail?: string | null;
   baseCommit?: string;
+  /** Where the run's worktree is on the machine running it (a remote's runs move between machines). */
+  worktree?: string;
   /** true stamps the end time; false clears it (a stopped run that is resumed). */
   ended?: boolean;
   cleaned?: boolean;
@@ -147,6 +149,7 @@ const COLUMN_BY_FIELD: Record<string, string> = {
   error: 'error',
   detail: 'detail',
   baseCommit: 'base_commit',
+  worktree: 'worktree',
 };
 
 /**

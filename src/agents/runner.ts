@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { SwitchboardError, isSwitchboardError, type ErrorCode } from '../core/errors.js';
@@ -13,7 +13,16 @@ import {
 } from './context.js';
 import { branchCommit, currentBranch, repositoryInfo, type RepositoryInfo } from './git.js';
 import { agentEnvironment } from './environment.js';
-import { MergeQueue, assertBaseCheckoutClean, mergeIntoBase } from './merge.js';
+import { MergeQueue, assertBaseCheckoutClean, mergeIntoBase, type MergeResult } from './merge.js';
+import {
+  hasCommit,
+  openRemoteClone,
+  pushBranch,
+  remoteBranchCommit,
+  remoteHeads,
+  remoteLocation,
+} from './remote.js';
+import { mergeIntoRemote } from './remote-merge.js';
 import { PROCESS_TAG_VARIABLE, killRunProcesses, runProcessTag } from './processes.js';
 import {
   describeRunner,
@@ -33,7 +42,7 @@ import {
   type AgentFunction,
 } from './phases.js';
 import { AgentRunStore, type AgentPhase, type AgentRunRecord, type RunUpdate } from './run-store.js';
-import { runDirectory, toResult, transcriptPath } from './run-files.js';
+import { runDirectory, toResult, transcriptPath, worktreePath } from './run-files.js';
 import type { AgentTask, MergeMode } from './task.js';
 
 export type { AgentFunction } from './phases.js';
@@ -73,13 +82,29 @@ export interface AgentRunnerOptions {
   onProgress?: (progress: AgentRunProgress) => void;
   /** Shared by runs that may merge into the same branch (`runAgentTasks` makes one). */
   mergeQueue?: MergeQueue;
+  /**
+   * Hands the merge of a run on a remote repository to a job queue (a worker's `switchboard.merges`)
+   * once its commit is pushed, instead of merging in this process; the run stays in phase `merge`.
+   */
+  queueMerge?: (request: RemoteMergeJob) => Promise<void>;
   /** Test seams. */
   _internal?: { runAgent?: AgentFunction; cancelPollMs?: number };
 }
 
+/** A merge handed to a queue: the run, and the remote branch it merges into (one merge at a time per pair). */
+export interface RemoteMergeJob {
+  runId: string;
+  remote: string;
+  baseBranch: string;
+}
+
 export interface RunAgentTaskOptions extends AgentRunnerOptions {
   task: AgentTask;
-  /** Any directory inside the repository. @default the current directory */
+  /**
+   * Any directory inside the repository, or a remote: a URL (`file://`, `ssh://`, `https://`,
+   * `user@host:path`) or the path of a bare repository, which the run clones under the state folder and
+   * pushes to. @default the current directory
+   */
   repo?: string;
   /** How the change reaches the base branch. @default the task's `merge`, else `no-ff` */
   merge?: MergeMode;
@@ -108,6 +133,8 @@ export interface AgentRunResult {
   mergedCommit?: string;
   sessionId?: string;
   detail?: string;
+  /** The run's commit is pushed and its merge was handed to the merge queue (`queueMerge`). */
+  mergeQueued?: boolean;
 }
 
 /**
@@ -126,7 +153,8 @@ export async function runAgentTask(options: RunAgentTaskOptions): Promise<AgentR
   const store = await AgentRunStore.open(stateDir);
   try {
     const runId = await insertQueuedRun(store, stateDir, prepared, process.pid);
-    return await (await RunExecution.load(store, stateDir, prepared.repository, runId, options)).execute();
+    const repository = await openRunRepository(prepared.repo, stateDir, options.abortSignal);
+    return await (await RunExecution.load(store, stateDir, repository, runId, options)).execute();
   } finally {
     await store.close();
   }
@@ -135,7 +163,8 @@ export async function runAgentTask(options: RunAgentTaskOptions): Promise<AgentR
 /** A task checked against its repository, ready to be recorded as a run. */
 interface PreparedRun {
   task: AgentTask;
-  repository: RepositoryInfo;
+  /** As recorded: the main worktree's path, or the remote. */
+  repo: string;
   baseBranch: string;
   baseCommit: string;
   runId: string;
@@ -145,7 +174,29 @@ interface PreparedRun {
 /** Checks a task against its repository (base branch, clean checkout, context template); records nothing. */
 async function prepareAgentRun(options: RunAgentTaskOptions): Promise<PreparedRun> {
   const { task } = options;
-  const repository = await repositoryInfo(options.repo ?? process.cwd());
+  const merge = options.merge ?? task.merge ?? 'no-ff';
+  const remote = await remoteLocation(options.repo ?? process.cwd());
+  const { repo, baseBranch, baseCommit } =
+    remote === undefined
+      ? await localBase(options.repo ?? process.cwd(), task, merge)
+      : await remoteBase(remote, task);
+  if (options.contextTemplate !== undefined) loadContextTemplate(options.contextTemplate);
+  const storedOptions: AgentRunRecord['options'] = {
+    merge,
+    retryDelayMs: options.retryDelayMs ?? 2000,
+  };
+  const model = task.model ?? options.model;
+  if (model !== undefined) storedOptions.model = model;
+  if (options.contextTemplate !== undefined) storedOptions.contextTemplate = resolve(options.contextTemplate);
+  const runId = options.runId ?? `${task.id}-${randomBytes(3).toString('hex')}`;
+  return { task, repo, baseBranch, baseCommit, runId, storedOptions };
+}
+
+type RunBase = Pick<PreparedRun, 'repo' | 'baseBranch' | 'baseCommit'>;
+
+/** The base of a run in a local repository: its checked-out branch unless the task names one. */
+async function localBase(directory: string, task: AgentTask, merge: MergeMode): Promise<RunBase> {
+  const repository = await repositoryInfo(directory);
   const baseBranch = task.base ?? (await currentBranch(repository.root));
   if (baseBranch === undefined) {
     throw new SwitchboardError(
@@ -162,36 +213,61 @@ async function prepareAgentRun(options: RunAgentTaskOptions): Promise<PreparedRu
       hint: 'set `base` to an existing local branch (see `git branch`), or create it first',
     });
   }
-  const merge = options.merge ?? task.merge ?? 'no-ff';
   await assertBaseCheckoutClean({ repo: repository.root, baseBranch, mode: merge });
-  if (options.contextTemplate !== undefined) loadContextTemplate(options.contextTemplate);
-  const storedOptions: AgentRunRecord['options'] = {
-    merge,
-    retryDelayMs: options.retryDelayMs ?? 2000,
-  };
-  const model = task.model ?? options.model;
-  if (model !== undefined) storedOptions.model = model;
-  if (options.contextTemplate !== undefined) storedOptions.contextTemplate = resolve(options.contextTemplate);
-  const runId = options.runId ?? `${task.id}-${randomBytes(3).toString('hex')}`;
-  return { task, repository, baseBranch, baseCommit, runId, storedOptions };
+  return { repo: repository.root, baseBranch, baseCommit };
+}
+
+/** The base of a run on a remote: the remote's default branch unless the task names one, read without cloning. */
+async function remoteBase(remote: string, task: AgentTask): Promise<RunBase> {
+  const heads = await remoteHeads(remote);
+  const baseBranch = task.base ?? heads.head;
+  const baseCommit = baseBranch === undefined ? undefined : heads.branches.get(baseBranch);
+  if (baseBranch === undefined || baseCommit === undefined) {
+    throw new SwitchboardError(
+      'UNKNOWN_BASE',
+      baseBranch === undefined
+        ? `the remote ${remote} has no default branch`
+        : `the remote ${remote} has no branch "${baseBranch}"`,
+      { hint: 'set `base` to a branch the remote has (see `git ls-remote --heads URL`), or push it first' },
+    );
+  }
+  return { repo: remote, baseBranch, baseCommit };
+}
+
+/** The repository a run works in on this machine: the recorded one, or this machine's clone of its remote. */
+interface RunRepository {
+  info: RepositoryInfo;
+  /** Set for a run on a remote: its URL or bare repository path. */
+  remote?: string;
+}
+
+/** Opens the recorded repository; a remote's clone is made or fetched now. */
+async function openRunRepository(
+  repo: string,
+  stateDir: string,
+  abortSignal?: AbortSignal,
+): Promise<RunRepository> {
+  const remote = await remoteLocation(repo);
+  if (remote === undefined) return { info: await repositoryInfo(repo) };
+  return { info: await openRemoteClone(stateDir, remote, abortSignal), remote };
 }
 
 /** Records a prepared run in phase `queued`, held by `runnerPid` (none: it waits for a worker). */
 async function insertQueuedRun(
   store: AgentRunStore,
   stateDir: string,
-  { task, repository, baseBranch, baseCommit, runId, storedOptions }: PreparedRun,
+  { task, repo, baseBranch, baseCommit, runId, storedOptions }: PreparedRun,
   runnerPid: number | undefined,
 ): Promise<string> {
   const record: AgentRunRecord = {
     id: runId,
     taskId: task.id,
     title: task.title,
-    repo: repository.root,
+    repo,
     baseBranch,
     baseCommit,
     branch: `agent/${runId}`,
-    worktree: join(stateDir, 'agents', 'worktrees', runId),
+    worktree: worktreePath(stateDir, runId),
     phase: 'queued',
     status: 'running',
     attempt: 0,
@@ -237,6 +313,8 @@ export interface ExecuteAgentRunOptions extends AgentRunnerOptions {
    * command are killed, the run keeps its recorded phase, and the next `executeAgentRun` resumes it.
    */
   releaseSignal?: AbortSignal;
+  /** Only merge (a merge job): a run that is not in its merge phase is returned as it is. */
+  onlyMerge?: boolean;
 }
 
 /**
@@ -255,13 +333,15 @@ export async function executeAgentRun(options: ExecuteAgentRunOptions): Promise<
       });
     }
     if (run.endedAt !== undefined || run.status !== 'running') return toResult(run);
+    if (options.onlyMerge === true && run.phase !== 'merge') return toResult(run);
     if (!(await store.claim(run.id, run, process.pid))) {
       throw new SwitchboardError('INVALID_INPUT', `agent run ${run.id} was picked up by another process`, {
         hint: 'watch it with `switchboard agent show`',
         details: { claimed: true },
       });
     }
-    await checkClaudeAvailable(options);
+    // A merge needs git only: a worker serving just the merge queue may have no Claude Code.
+    if (run.phase !== 'merge') await checkClaudeAvailable(options);
     const resumed = run.runnerPid !== undefined || run.phase !== 'queued';
     if (resumed) {
       // A runner of this machine that died may have left its agent running: it must not race this one.
@@ -281,7 +361,7 @@ export async function executeAgentRun(options: ExecuteAgentRunOptions): Promise<
         },
       );
     }
-    const repository = await repositoryInfo(run.repo);
+    const repository = await openRunRepository(run.repo, stateDir, options.releaseSignal);
     const runOptions =
       options.model === undefined && run.options.model !== undefined
         ? { ...options, model: run.options.model }
@@ -330,12 +410,15 @@ export async function resumeAgentRun(options: ResumeAgentRunOptions): Promise<Ag
       );
     }
     // Before the claim: a refused resume leaves the run as it was, to be resumed once the checkout is clean.
-    await assertBaseCheckoutClean({
-      repo: run.repo,
-      baseBranch: run.baseBranch,
-      mode: run.options.merge,
-      runId: run.id,
-    });
+    // A remote's base has no checkout to be dirty.
+    if ((await remoteLocation(run.repo)) === undefined) {
+      await assertBaseCheckoutClean({
+        repo: run.repo,
+        baseBranch: run.baseBranch,
+        mode: run.options.merge,
+        runId: run.id,
+      });
+    }
     if (!(await store.claim(run.id, run, process.pid))) {
       throw new SwitchboardError('INVALID_INPUT', `agent run ${run.id} was picked up by another process`, {
         hint: 'watch it with `switchboard agent show`',
@@ -345,7 +428,7 @@ export async function resumeAgentRun(options: ResumeAgentRunOptions): Promise<Ag
     // The agent of a crashed runner may still be running; it must not race the resumed one. A child pid
     // recorded on another machine is not this machine's to signal: only the run's tagged processes are.
     killRunProcesses(isRunnerHere(run) ? run.childPid : undefined, run.id);
-    const repository = await repositoryInfo(run.repo);
+    const repository = await openRunRepository(run.repo, stateDir, options.abortSignal);
     if (run.status === 'conflict') {
       await store.update(run.id, {
         status: 'running',
@@ -389,9 +472,16 @@ class RunExecution {
 
   private readonly store: AgentRunStore;
   private readonly stateDir: string;
+  /** The repository the worktree is made in: the user's, or this machine's clone of the run's remote. */
   private readonly repository: RepositoryInfo;
+  /** The run's remote, when it has one: the effect point is then a push to it. */
+  private readonly remote: string | undefined;
   private readonly options: AgentRunnerOptions;
   private readonly resumed: boolean;
+  /** Set once the merge was handed to the merge queue. */
+  private mergeQueued = false;
+  /** A resumed run's worktree was made anew here: the interrupted attempt's files stayed on another machine. */
+  private worktreeRemade = false;
   /** The tail of the run's writes (settled, never rejected): see `serially`. */
   private writes: Promise<unknown> = Promise.resolve();
   /** Another process claimed the run (a worker took it over): this runner writes nothing more. */
@@ -401,7 +491,7 @@ class RunExecution {
   static async load(
     store: AgentRunStore,
     stateDir: string,
-    repository: RepositoryInfo,
+    repository: RunRepository,
     runId: string,
     options: AgentRunnerOptions,
     resumed = false,
@@ -414,14 +504,15 @@ class RunExecution {
   private constructor(
     store: AgentRunStore,
     stateDir: string,
-    repository: RepositoryInfo,
+    repository: RunRepository,
     run: AgentRunRecord,
     options: AgentRunnerOptions,
     resumed: boolean,
   ) {
     this.store = store;
     this.stateDir = stateDir;
-    this.repository = repository;
+    this.repository = repository.info;
+    this.remote = repository.remote;
     this.options = options;
     this.resumed = resumed;
     this.run = run;
@@ -443,7 +534,8 @@ class RunExecution {
    */
   async execute(): Promise<AgentRunResult> {
     const result = await this.drive();
-    if (this.lost) {
+    // Once its merge is queued the run is the merge job's: a claim by it is the hand-over, not a loss.
+    if (this.lost && !this.mergeQueued) {
       throw new SwitchboardError(
         'INVALID_INPUT',
         `agent run ${this.run.id} was picked up by another process`,
@@ -481,6 +573,7 @@ class RunExecution {
     }, this.options._internal?.cancelPollMs ?? 500);
     poll.unref();
     try {
+      if (this.remote !== undefined) await this.settleOnThisMachine();
       for (;;) {
         this.signal.throwIfAborted();
         switch (this.run.phase) {
@@ -532,10 +625,10 @@ class RunExecution {
 
   // ---- phases ------------------------------------------------------------------------------------
 
-  private async ensureWorktree(): Promise<void> {
+  private async ensureWorktree(): Promise<'created' | 'existing'> {
     const { branch, worktree, baseCommit } = this.run;
     // Made before a crash, a worktree is kept with whatever is in it.
-    await createWorktree({
+    const made = await createWorktree({
       repository: this.repository,
       stateDir: this.stateDir,
       branch,
@@ -544,6 +637,41 @@ class RunExecution {
       abortSignal: this.signal,
     });
     await this.event('worktree', `worktree ${worktree} on branch ${branch}`);
+    return made;
+  }
+
+  /**
+   * A run on a remote may come to this machine in any phase, from a runner elsewhere whose worktree and
+   * unpushed commits are not here. Its worktree path becomes this machine's; a run not started yet starts
+   * from the remote base as fetched now; a run in its agent or verify phase gets a worktree here (set up
+   * anew, the attempt redone); a run whose recorded commit is neither here nor pushed starts over from its
+   * worktree. A pushed commit is adopted: the agent does not run again.
+   */
+  private async settleOnThisMachine(): Promise<void> {
+    const local = worktreePath(this.stateDir, this.run.id);
+    if (this.run.worktree !== local) await this.update({ worktree: local });
+    const { phase, commitSha, baseBranch } = this.run;
+    if (phase === 'queued') {
+      const tip = await remoteBranchCommit(this.repository.root, baseBranch);
+      if (tip !== undefined && tip !== this.run.baseCommit) await this.update({ baseCommit: tip });
+      return;
+    }
+    const lost =
+      phase === 'merge' &&
+      (commitSha === undefined ? !existsSync(local) : !(await hasCommit(this.repository.root, commitSha)));
+    if (lost) {
+      await this.update({ commitSha: null });
+      await this.setPhase(
+        'worktree',
+        'the run’s commit was made on a machine that is gone, unpushed: starting over',
+      );
+      return;
+    }
+    if ((phase === 'agent' || phase === 'verify') && (await this.ensureWorktree()) === 'created') {
+      this.worktreeRemade = true;
+      await this.setupWorktree();
+      if (phase === 'verify') await this.setPhase('agent', 'the worktree was made anew on this machine');
+    }
   }
 
   /** The task's setup command, once per new worktree; a failure ends the run (the agent never starts). */
@@ -586,7 +714,10 @@ class RunExecution {
     const { remainingBudget, remainingTime } = await this.checkAttemptLimits(attempt);
     let feedback = this.run.detail;
     if (interrupted) {
-      feedback = `The previous attempt was interrupted (its runner stopped). Files it wrote are still in the working directory; check them and finish the task.${feedback === undefined ? '' : `\n\nBefore that:\n${feedback}`}`;
+      const files = this.worktreeRemade
+        ? 'It ran on another machine: files it wrote are not here, so do the whole task.'
+        : 'Files it wrote are still in the working directory; check them and finish the task.';
+      feedback = `The previous attempt was interrupted (its runner stopped). ${files}${feedback === undefined ? '' : `\n\nBefore that:\n${feedback}`}`;
     }
     const sessionId =
       this.run.sessionId ?? (interrupted ? sessionFromTranscript(this.transcript(attempt)) : undefined);
@@ -780,6 +911,7 @@ class RunExecution {
   }
 
   private async mergePhase(): Promise<void> {
+    if (this.remote !== undefined) return await this.remoteMergePhase(this.remote);
     const commit = this.run.commitSha ?? (await this.commit());
     const mode = this.run.options.merge;
     const queue = this.options.mergeQueue ?? new MergeQueue();
@@ -796,6 +928,44 @@ class RunExecution {
     const merged = await queue.run(`${this.repository.commonDir}\0${this.run.baseBranch}`, () =>
       mergeIntoBase(request),
     );
+    await this.recordMerge(merged);
+  }
+
+  /**
+   * The effect point of a run on a remote is the push of its commit as the run's branch. The merge into
+   * the base then goes to the merge queue when there is one (a worker), else runs here, pushing the base
+   * leased on what was fetched.
+   */
+  private async remoteMergePhase(remote: string): Promise<void> {
+    const commit = this.run.commitSha ?? (await this.commit());
+    const { branch, baseBranch } = this.run;
+    const mode = this.run.options.merge;
+    if ((await pushBranch(this.repository, remote, branch, commit)) === 'pushed')
+      await this.event('push', `pushed ${commit.slice(0, 12)} to ${remote} as ${branch}`, { commit, remote });
+    if (mode !== 'branch' && this.options.queueMerge !== undefined) {
+      await this.event('merge-queued', `merge into ${baseBranch} of ${remote} queued`);
+      await this.options.queueMerge({ runId: this.run.id, remote, baseBranch });
+      this.mergeQueued = true;
+      throw new RunFinished();
+    }
+    const queue = this.options.mergeQueue ?? new MergeQueue();
+    const merged = await queue.run(`${remote}\0${baseBranch}`, () =>
+      mergeIntoRemote({
+        clone: this.repository,
+        url: remote,
+        baseBranch,
+        branch,
+        commit,
+        mode,
+        message: `Merge ${branch}: ${this.run.task.title}\n\nswitchboard agent run ${this.run.id}`,
+        abortSignal: this.signal,
+      }),
+    );
+    await this.recordMerge(merged);
+  }
+
+  /** Records how the merge went and ends the run. */
+  private async recordMerge(merged: MergeResult): Promise<never> {
     switch (merged.kind) {
       case 'branch-left':
         await this.update({ phase: 'done', status: 'succeeded', ended: true, errorCode: null, error: null });
@@ -1015,7 +1185,9 @@ class RunExecution {
   private async result(): Promise<AgentRunResult> {
     await this.writes;
     const run = (await this.store.get(this.run.id)) ?? this.run;
-    return toResult(run);
+    const result = toResult(run);
+    if (this.mergeQueued && run.status === 'running') result.mergeQueued = true;
+    return result;
   }
 }
 

@@ -48,7 +48,7 @@ export function registerWorkerCommand(program: Command): void {
     .option('--concurrency <n>', 'jobs at once (default: workers.concurrency, else 1)', wholeNumber)
     .option(
       '--queues <list>',
-      'comma-separated queues to serve: agents, workflows, members (default agents; workflows brings members)',
+      'comma-separated queues to serve: agents (with merges), workflows (with members), members, merges (default agents)',
     )
     .option('--port <port>', 'serve /healthz and /metrics on this port (0 picks a free port)', parsePort)
     .option('--host <host>', 'address for /healthz and /metrics', '127.0.0.1')
@@ -61,7 +61,7 @@ export function registerWorkerCommand(program: Command): void {
     .option('--base-url <url>', 'API base URL for Claude Code, unless the job names one')
     .option('--model <model>', 'model for agents whose task names none')
     .action(async (flags: WorkerFlags, command: Command) => {
-      const { AGENT_QUEUE, MEMBER_QUEUE, requireWorkerDatabase, WORKER_QUEUES, WORKFLOW_QUEUE } =
+      const { AGENT_QUEUE, MEMBER_QUEUE, MERGE_QUEUE, requireWorkerDatabase, WORKER_QUEUES, WORKFLOW_QUEUE } =
         await import('../workers/queues.js');
       const config = commandConfig(command.optsWithGlobals<GlobalFlags>());
       const url = requireWorkerDatabase(config);
@@ -76,6 +76,8 @@ export function registerWorkerCommand(program: Command): void {
       });
       // A worker advancing workflows also runs group members, so a for_each always has someone to run it.
       if (queues.includes(WORKFLOW_QUEUE)) queues.push(MEMBER_QUEUE);
+      // Agent runs on a remote hand their merges to the merge queue: whoever runs agents merges too.
+      if (queues.includes(AGENT_QUEUE)) queues.push(MERGE_QUEUE);
       const settings = { ...config.workers };
       if (flags.concurrency !== undefined) settings.concurrency = flags.concurrency;
       if (flags.grace !== undefined) settings.graceSeconds = flags.grace;

@@ -38,6 +38,7 @@ export const ERROR_CODES = [
   'DIRTY_CHECKOUT',
   'RUN_NOT_FOUND',
   'SETUP_FAILED',
+  'REMOTE_UNREACHABLE',
   'WORKFLOW_INVALID',
   'WORKFLOW_TEMPLATE',
   'WORKFLOW_WAITING',
@@ -170,6 +171,8 @@ export const EXIT_CODES = {
   RUN_NOT_FOUND: 47,
   /** `switchboard agent`: the task's setup command failed, or left files git does not ignore. */
   SETUP_FAILED: 48,
+  /** `switchboard agent`: the remote repository a task names cannot be read, or refused a push. */
+  REMOTE_UNREACHABLE: 49,
   /** `switchboard workflow`: the workflow file or an input is invalid (malformed YAML, unknown key, route to nowhere, missing input); nothing ran. */
   WORKFLOW_INVALID: 50,
   /** `switchboard workflow`: a template or `when` failed at run time; the run stopped there, finished steps kept. */

@@ -3,7 +3,7 @@ import type { WorkerSettings } from '../core/config.js';
 import { SwitchboardError } from '../core/errors.js';
 import { redactSecrets } from '../core/secrets.js';
 import { describePostgresUrl } from '../store/sql/postgres-database.js';
-import { AGENT_QUEUE, DEAD_LETTER_QUEUE, MEMBER_QUEUE, WORKFLOW_QUEUE } from './queues.js';
+import { AGENT_QUEUE, DEAD_LETTER_QUEUE, MEMBER_QUEUE, MERGE_QUEUE, WORKFLOW_QUEUE } from './queues.js';
 
 export interface StartBossOptions {
   url: string;
@@ -54,6 +54,13 @@ export async function startBoss({ url, settings, supervise, onError }: StartBoss
     });
     // Group members: each job's id is the member's claim, so no singleton key is needed.
     await boss.createQueue(MEMBER_QUEUE, {
+      deadLetter: DEAD_LETTER_QUEUE,
+      retryLimit: settings.retryLimit,
+      heartbeatSeconds: settings.heartbeatSeconds,
+    });
+    // One active merge per remote and base branch (singletonKey = `mergeJobKey`); the others wait.
+    await boss.createQueue(MERGE_QUEUE, {
+      policy: 'singleton',
       deadLetter: DEAD_LETTER_QUEUE,
       retryLimit: settings.retryLimit,
       heartbeatSeconds: settings.heartbeatSeconds,

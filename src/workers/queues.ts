@@ -16,6 +16,12 @@ export const WORKFLOW_QUEUE = 'switchboard.workflows';
  * of its own, so a coordinator waiting for its members never holds the slot a member needs.
  */
 export const MEMBER_QUEUE = 'switchboard.members';
+/**
+ * The queue of merges of agent runs on a remote repository into its base branch. Its policy is
+ * `singleton` with the remote and base branch as key (`mergeJobKey`), so merges into one branch run one
+ * at a time across all workers. Workers serving the agent queue serve it too.
+ */
+export const MERGE_QUEUE = 'switchboard.merges';
 /** Where a job goes once its worker died `retryLimit` times over: kept for a look, run by nobody. */
 export const DEAD_LETTER_QUEUE = 'switchboard.dead';
 
@@ -24,6 +30,7 @@ export const WORKER_QUEUES: Readonly<Record<string, string>> = {
   agents: AGENT_QUEUE,
   workflows: WORKFLOW_QUEUE,
   members: MEMBER_QUEUE,
+  merges: MERGE_QUEUE,
 };
 
 /**
@@ -47,6 +54,18 @@ export interface AgentJobData {
 export interface AgentJobOptions {
   /** API base URL for Claude Code (`--base-url`); otherwise the worker's own. */
   baseUrl?: string;
+}
+
+/** A job of the merge queue: merge run R's pushed commit into `baseBranch` of `remote`. */
+export interface MergeJobData {
+  runId: string;
+  remote: string;
+  baseBranch: string;
+}
+
+/** The singleton key of a merge job: one merge at a time into one branch of one remote. */
+export function mergeJobKey(remote: string, baseBranch: string): string {
+  return `${remote}#${baseBranch}`;
 }
 
 /** A job of the workflow queue: advance the recorded run until it ends, parks at a gate or the worker stops. */

@@ -10,9 +10,11 @@ import {
   DEAD_LETTER_QUEUE,
   MAX_EXPIRY_SECONDS,
   MEMBER_QUEUE,
+  MERGE_QUEUE,
   WORKFLOW_QUEUE,
   type AgentJobData,
   type MemberJobData,
+  type MergeJobData,
   type WorkflowJobData,
   type WorkflowJobOptions,
 } from './queues.js';
@@ -90,7 +92,7 @@ export class SwitchboardWorker {
     }
     const worker = new SwitchboardWorker(boss, store, options);
     for (const queue of options.queues) {
-      await boss.work<AgentJobData | WorkflowJobData>(
+      await boss.work<AgentJobData | WorkflowJobData | MergeJobData>(
         queue,
         {
           localConcurrency: options.settings.concurrency,
@@ -134,7 +136,10 @@ export class SwitchboardWorker {
     this.state = 'stopped';
   }
 
-  private async handle(queue: string, job: Job<AgentJobData | WorkflowJobData>): Promise<void> {
+  private async handle(
+    queue: string,
+    job: Job<AgentJobData | WorkflowJobData | MergeJobData>,
+  ): Promise<void> {
     const started = Date.now();
     const release = new AbortController();
     const onLost = (): void => release.abort(job.signal.reason);
@@ -150,7 +155,9 @@ export class SwitchboardWorker {
           ? await this.runWorkflowJob(job as Job<WorkflowJobData>, release.signal)
           : queue === MEMBER_QUEUE
             ? await this.runMemberJob(job as Job<MemberJobData>, release.signal)
-            : await this.runJob(job as Job<AgentJobData>, release.signal);
+            : queue === MERGE_QUEUE
+              ? await this.runMergeJob(job as Job<MergeJobData>, release.signal)
+              : await this.runJob(job as Job<AgentJobData>, release.signal);
       outcome = settled.outcome;
       label = settled.label;
       // Thrown, so pg-boss fails the attempt (fenced by its retry count) and another worker resumes.
@@ -176,7 +183,15 @@ export class SwitchboardWorker {
     const data = job.data;
     if (typeof data?.runId !== 'string') return { outcome: 'completed', label: 'malformed-job' };
     const { executeAgentRun } = await import('../agents/runner.js');
-    const runner: AgentRunnerOptions = { ...this.options.runner, mergeQueue: this.mergeQueue };
+    const runner: AgentRunnerOptions = {
+      ...this.options.runner,
+      mergeQueue: this.mergeQueue,
+      // A run on a remote merges through the merge queue: one merge at a time per branch, on any worker.
+      queueMerge: async (request) => {
+        const { sendMergeJob } = await import('./merge-job.js');
+        await sendMergeJob(this.boss, this.options.settings, request);
+      },
+    };
     const baseUrl = data.options?.baseUrl;
     if (typeof baseUrl === 'string') runner.connection = { ...runner.connection, baseUrl };
     try {
@@ -186,6 +201,7 @@ export class SwitchboardWorker {
         runId: data.runId,
         releaseSignal,
       });
+      if (result.mergeQueued === true) return { outcome: 'completed', label: 'merge-queued' };
       if (result.status === 'running') return { outcome: 'released', label: 'released' };
       return { outcome: 'completed', label: result.status };
     } catch (error) {
@@ -198,6 +214,15 @@ export class SwitchboardWorker {
       const message = error instanceof Error ? error.message : String(error);
       return { outcome: 'failed', label: `error ${code}: ${redactSecrets(message.split('\n', 1)[0] ?? '')}` };
     }
+  }
+
+  /** Merges the job's run into its remote's base branch (see `runMergeJob`). */
+  private async runMergeJob(
+    job: Job<MergeJobData>,
+    releaseSignal: AbortSignal,
+  ): Promise<{ outcome: JobOutcome; label: string }> {
+    const { runMergeJob } = await import('./merge-job.js');
+    return runMergeJob(job, { ...this.options.runner, url: this.options.url }, releaseSignal);
   }
 
   /** Advances the job's workflow run (see `runWorkflowJob`). */

@@ -14,6 +14,15 @@ import {
 } from '../../agents/git.js';
 import { assertBaseCheckoutClean, MergeQueue, mergeIntoBase } from '../../agents/merge.js';
 import {
+  openRemoteClone,
+  pushBranch,
+  REMOTE_NAME,
+  remoteBranchCommit,
+  remoteHeads,
+  remoteLocation,
+} from '../../agents/remote.js';
+import { mergeIntoRemote } from '../../agents/remote-merge.js';
+import {
   commitChange,
   createWorktree,
   filesChanged,
@@ -68,6 +77,8 @@ export interface GitAgentStepOptions {
 /** What a git step records before its first outside effect, and reads back on resume. */
 interface GitStepNotes extends Record<string, unknown> {
   repo: string;
+  /** Set when `repo` names a remote: each machine works in its own clone and pushes the branch there. */
+  remote?: string;
   /** The commit the branch starts from. */
   base: string;
   /** The branch merges go into (absent when `base` named a commit). */
@@ -86,6 +97,9 @@ interface GitStepNotes extends Record<string, unknown> {
 type StepFailure = { code: ErrorCode; message: string };
 
 const mergeQueue = new MergeQueue();
+
+/** A `git.repo` that is a URL (scheme or scp-like), not a path to resolve against the workflow's folder. */
+const URL_LIKE = /^(?:[a-z][a-z0-9+.-]*:\/\/|[^\s/:@]+@[^\s/:]+:)/i;
 
 /**
  * `type: agent` with `effects: git`: Claude Code in a worktree of its own on branch
@@ -139,13 +153,21 @@ class GitStepExecution {
     const task = this.task();
     const mode: MergeMode = this.effect.merge ?? 'branch';
     const notes = await this.plan(mode);
-    const repository = await repositoryInfo(notes.repo);
-    const found = await findTrailerCommit(repository.root, {
-      base: notes.base,
-      branch: notes.branch,
-      name: STEP_TRAILER,
-      value: this.context.key,
-    });
+    const repository =
+      notes.remote === undefined
+        ? await repositoryInfo(notes.repo)
+        : await openRemoteClone(this.context.stateDir, notes.remote, this.context.signal);
+    // A remote's step may resume on another machine: its worktree is this machine's.
+    if (notes.remote !== undefined) this.notes = { ...notes, worktree: this.localWorktree() };
+    const trailer = { base: notes.base, branch: notes.branch, name: STEP_TRAILER, value: this.context.key };
+    // A pushed commit is adopted on any machine; one made here but not pushed yet, on this one.
+    const found =
+      (notes.remote === undefined
+        ? undefined
+        : await findTrailerCommit(repository.root, {
+            ...trailer,
+            ref: `refs/remotes/${REMOTE_NAME}/${notes.branch}`,
+          })) ?? (await findTrailerCommit(repository.root, trailer));
     if (found !== undefined) {
       await this.context.emit({
         type: 'git-adopted',
@@ -155,20 +177,20 @@ class GitStepExecution {
       });
       return this.land(repository, found, mode);
     }
-    if (notes.baseBranch !== undefined) {
+    if (notes.baseBranch !== undefined && notes.remote === undefined) {
       await assertBaseCheckoutClean({ repo: repository.root, baseBranch: notes.baseBranch, mode });
     }
     const made = await createWorktree({
       repository,
       stateDir: this.context.stateDir,
       branch: notes.branch,
-      worktree: notes.worktree,
+      worktree: this.current.worktree,
       baseCommit: notes.base,
       abortSignal: this.context.signal,
     });
     if (made === 'existing' || (await branchCommit(repository.root, notes.branch)) !== notes.base) {
       // An interrupted attempt's files (or commits) must not pass for this attempt's change.
-      await resetWorktree(notes.worktree, notes.branch, notes.base);
+      await resetWorktree(this.current.worktree, notes.branch, notes.base);
       await this.context.emit({
         type: 'git-reset',
         step: this.step.name,
@@ -179,7 +201,7 @@ class GitStepExecution {
     const failure = (await this.setup(task)) ?? (await this.attempts(task));
     if (failure !== undefined) return this.failed(failure);
     const commit = await commitChange({
-      worktree: notes.worktree,
+      worktree: this.current.worktree,
       subject: `${this.step.name}: ${firstLine(this.step.description ?? `step of workflow ${this.context.workflow.name}`)}`,
       body: `Switchboard-Run: ${this.context.runId}\n${STEP_TRAILER}: ${this.context.key}`,
     });
@@ -261,6 +283,13 @@ class GitStepExecution {
       (effect.repo === undefined
         ? workingDirectory(context, step.workingDir)
         : renderDirectory(context, effect.repo, 'git.repo')) ?? process.cwd();
+    // A URL is taken as written; a relative path (a bare repository among them) from the workflow's folder.
+    const rendered = effect.repo === undefined ? undefined : context.render(effect.repo, 'git.repo').trim();
+    const remote =
+      rendered === undefined
+        ? undefined
+        : await remoteLocation(URL_LIKE.test(rendered) ? rendered : directory);
+    if (remote !== undefined) return this.planRemote(remote);
     const repository = await repositoryInfo(directory);
     const baseName =
       effect.base === undefined
@@ -296,6 +325,47 @@ class GitStepExecution {
     await context.recordProgress(notes);
     this.notes = notes;
     return notes;
+  }
+
+  /** `plan` for a remote: the base is the remote's branch (the step's `git.base`, else its default branch) as fetched now. */
+  private async planRemote(remote: string): Promise<GitStepNotes> {
+    const { context, step, effect } = this;
+    const clone = await openRemoteClone(context.stateDir, remote, context.signal);
+    const baseBranch =
+      effect.base === undefined ? (await remoteHeads(remote)).head : context.render(effect.base, 'git.base');
+    const base = baseBranch === undefined ? undefined : await remoteBranchCommit(clone.root, baseBranch);
+    if (baseBranch === undefined || base === undefined) {
+      throw new SwitchboardError(
+        'UNKNOWN_BASE',
+        `the remote ${remote} has no branch "${baseBranch ?? 'HEAD'}"`,
+        {
+          hint: `give step "${step.name}" a git.base branch the remote has`,
+        },
+      );
+    }
+    const notes: GitStepNotes = {
+      repo: remote,
+      remote,
+      base,
+      baseBranch,
+      branch: `wf/${safeName(context.runId)}/${stepBranchName(context, step.name)}`,
+      worktree: this.localWorktree(),
+      spentUsd: 0,
+    };
+    await context.recordProgress(notes);
+    this.notes = notes;
+    return notes;
+  }
+
+  private localWorktree(): string {
+    const { context, step } = this;
+    return join(
+      context.stateDir,
+      'workflows',
+      'worktrees',
+      safeName(context.runId),
+      stepBranchName(context, step.name),
+    );
   }
 
   private get current(): GitStepNotes {
@@ -516,18 +586,42 @@ class GitStepExecution {
       files_changed: await filesChanged(repository.root, notes.base, commit),
     };
     if (notes.summary !== undefined) output['summary'] = notes.summary;
+    // A remote's effect point: the commit pushed as the step's branch.
+    if (notes.remote !== undefined) {
+      const pushed = await pushBranch(repository, notes.remote, notes.branch, commit);
+      if (pushed === 'pushed')
+        await this.context.emit({
+          type: 'git-push',
+          step: this.step.name,
+          key: this.context.key,
+          data: { commit, branch: notes.branch },
+        });
+    }
     if (mode !== 'branch' && notes.baseBranch !== undefined) {
-      const merged = await mergeQueue.run(`${repository.commonDir}\0${notes.baseBranch}`, () =>
-        mergeIntoBase({
-          repo: repository.root,
-          commonDir: repository.commonDir,
-          baseBranch: notes.baseBranch as string,
-          branch: notes.branch,
-          commit,
-          mode,
-          message: `Merge ${notes.branch}: ${this.step.name}\n\nswitchboard workflow run ${this.context.runId}`,
-          abortSignal: this.context.signal,
-        }),
+      const remote = notes.remote;
+      const message = `Merge ${notes.branch}: ${this.step.name}\n\nswitchboard workflow run ${this.context.runId}`;
+      const merged = await mergeQueue.run(`${remote ?? repository.commonDir}\0${notes.baseBranch}`, () =>
+        remote !== undefined
+          ? mergeIntoRemote({
+              clone: repository,
+              url: remote,
+              baseBranch: notes.baseBranch as string,
+              branch: notes.branch,
+              commit,
+              mode,
+              message,
+              abortSignal: this.context.signal,
+            })
+          : mergeIntoBase({
+              repo: repository.root,
+              commonDir: repository.commonDir,
+              baseBranch: notes.baseBranch as string,
+              branch: notes.branch,
+              commit,
+              mode,
+              message: `Merge ${notes.branch}: ${this.step.name}\n\nswitchboard workflow run ${this.context.runId}`,
+              abortSignal: this.context.signal,
+            }),
       );
       if (merged.kind === 'conflict' || merged.kind === 'dirty') {
         const why =
