@@ -1,0 +1,261 @@
+import { execFileSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { costOf } from '../src/core/prices.js';
+import { startSimulator, type Simulator } from '../src/sim/server.js';
+import type { WorkflowRunResult } from '../src/workflows/api-types.js';
+import { claudeProcessIds, waitForNoNewClaudeProcesses } from './helpers/claude.js';
+import { createRepository, git } from './helpers/git-repo.js';
+import { adminQuery, createTestDatabase, POSTGRES_SKIP, type TestDatabase } from './helpers/postgres.js';
+import { runCli } from './helpers/run-cli.js';
+import { killWorkers, startWorker, workerMachine, type WorkerMachine } from './helpers/worker-process.js';
+
+// The scale-out path as a team runs it: three worker processes, each a "machine" with its own state
+// folder and so its own clone of a bare remote, take 30 agent tasks and 5 workflows (each a for_each
+// whose items are jobs of their own) from one PostgreSQL database. Real git, the real Claude Code binary
+// and the official OpenAI SDK against `switchboard sim`, real pg-boss.
+
+const folders: string[] = [];
+const children = new Set<ChildProcess>();
+const claudeBefore = claudeProcessIds();
+
+afterAll(async () => {
+  killWorkers(children);
+  expect(await waitForNoNewClaudeProcesses(claudeBefore)).toEqual([]);
+  for (const folder of folders) rmSync(folder, { recursive: true, force: true });
+});
+
+const TASKS = Array.from({ length: 30 }, (_, index) => `c${index + 1}`);
+/** Usage every simulated answer reports: the ledger's cost must be these tokens at list price. */
+const AGENT_USAGE = { input: 1_000, output: 100 };
+const STEP_USAGE = { input: 120, output: 40 };
+
+/** A for_each over three topics, each explained by an OpenAI step run as a job of its own. */
+const FAN = `workflow:
+  name: fan
+  entry_point: topics
+  runtime:
+    provider: openai
+    default_model: gpt-4.1-mini
+  input:
+    n: { type: string }
+agents:
+  - name: topics
+    type: set
+    values:
+      items: '["queues", "locks", "leases"]'
+    routes:
+      - to: explain_all
+  - name: count
+    type: set
+    value: "{{ explain_all.outputs | length }}"
+    routes:
+      - to: $end
+for_each:
+  - name: explain_all
+    type: for_each
+    source: topics.output.items
+    as: topic
+    max_concurrent: 2
+    agent:
+      name: explain
+      type: agent
+      prompt: "Explain {{ topic }} for fan {{ workflow.input.n }}"
+    routes:
+      - to: count
+output:
+  explained: "{{ count.output }}"
+`;
+
+describe.skipIf(POSTGRES_SKIP !== undefined)(
+  'three workers sharing one PostgreSQL and one bare remote',
+  () => {
+    let database: TestDatabase;
+    let sim: Simulator;
+
+    beforeAll(async () => {
+      database = await createTestDatabase();
+      sim = await startSimulator({
+        maxLifetimeMs: 600_000,
+        scenario: {
+          rules: [
+            ...TASKS.map((id) => ({
+              match: { text: `Task ${id}:` },
+              reply: {
+                tool: { name: 'Write', input: { file_path: `${id}.txt`, content: `${id}\n` } },
+                usage: AGENT_USAGE,
+              },
+            })),
+            { match: { provider: 'openai' }, reply: { text: 'explained', usage: STEP_USAGE } },
+          ],
+          fallback: { text: 'done', usage: AGENT_USAGE },
+        },
+      });
+      return async () => {
+        killWorkers(children);
+        await sim.close();
+        await database.drop();
+      };
+    });
+
+    it('30 agent tasks and 5 for_each workflows all finish; every commit is on the remote main once; the ledger costs what the simulator billed', async () => {
+      const root = realpathSync(mkdtempSync(join(tmpdir(), 'switchboard-cluster-')));
+      folders.push(root);
+      const seed = createRepository(join(root, 'seed'));
+      const remote = join(root, 'remote.git');
+      execFileSync('git', ['clone', '-q', '--bare', seed, remote]);
+      writeFileSync(join(root, 'fan.yaml'), FAN);
+      const machine = (name: string): WorkerMachine => {
+        const m = workerMachine(root, name, database.url);
+        m.env = { ...m.env, OPENAI_API_KEY: 'sk-proj-cluster-0001', OPENAI_BASE_URL: sim.openAiBaseUrl };
+        return m;
+      };
+      const submitter = machine('submitter');
+
+      const files = TASKS.map((id) => {
+        const file = join(root, `${id}.json`);
+        writeFileSync(file, JSON.stringify({ id, title: `Add ${id}`, verify: `test -f ${id}.txt` }));
+        return file;
+      });
+      const enqueued = await runCli(
+        [
+          '--config',
+          submitter.config,
+          'agent',
+          'run-all',
+          ...files,
+          '--repo',
+          remote,
+          '--enqueue',
+          '--base-url',
+          sim.url,
+        ],
+        submitter,
+      );
+      expect(enqueued.status, enqueued.stderr).toBe(0);
+      const agentRuns = enqueued.stdout.trim().split('\n');
+      expect(agentRuns).toHaveLength(30);
+      const workflowRuns: string[] = [];
+      for (let n = 1; n <= 5; n++) {
+        const queued = await runCli(
+          [
+            '--config',
+            submitter.config,
+            'workflow',
+            'run',
+            join(root, 'fan.yaml'),
+            '-i',
+            `n=${n}`,
+            '--enqueue',
+          ],
+          submitter,
+        );
+        expect(queued.status, queued.stderr).toBe(0);
+        workflowRuns.push(queued.stdout.trim());
+      }
+
+      const workers = await Promise.all(
+        ['w1', 'w2', 'w3'].map((name) => {
+          const m = machine(name);
+          return startWorker(
+            [
+              '--config',
+              m.config,
+              'worker',
+              '--queues',
+              'agents,workflows',
+              '--concurrency',
+              '2',
+              // A model both Claude Code's and Switchboard's price tables know, to compare their costs.
+              '--model',
+              'claude-sonnet-4-5',
+            ],
+            { cwd: m.cwd, env: m.env, children },
+          );
+        }),
+      );
+
+      const deadline = Date.now() + 420_000;
+      const agentStatuses = async (): Promise<Map<string, string>> => {
+        const listed = await runCli(['--config', submitter.config, 'agent', 'ls', '--json'], submitter);
+        const runs = JSON.parse(listed.stdout) as { id: string; status: string }[];
+        return new Map(runs.map((run) => [run.id, run.status]));
+      };
+      for (;;) {
+        const statuses = await agentStatuses();
+        if (agentRuns.every((id) => statuses.get(id) !== 'running')) break;
+        if (Date.now() > deadline)
+          throw new Error(`agent runs still running: ${JSON.stringify([...statuses])}`);
+        await new Promise((resolve) => setTimeout(resolve, 1_000));
+      }
+      const finished: WorkflowRunResult[] = [];
+      for (const runId of workflowRuns) {
+        for (;;) {
+          const shown = await runCli(
+            ['--config', submitter.config, 'workflow', 'status', runId, '--json'],
+            submitter,
+          );
+          const run = JSON.parse(shown.stdout) as WorkflowRunResult;
+          if (run.status !== 'running') {
+            finished.push(run);
+            break;
+          }
+          if (Date.now() > deadline) throw new Error(`workflow ${runId} still running`);
+          await new Promise((resolve) => setTimeout(resolve, 500));
+        }
+      }
+
+      const statuses = await agentStatuses();
+      expect(agentRuns.map((id) => statuses.get(id))).toEqual(Array(30).fill('succeeded'));
+      expect(finished.map((run) => [run.status, run.output])).toEqual(
+        Array(5).fill(['completed', { explained: 3 }]),
+      );
+
+      // Every task's commit is on the remote's main exactly once, with its file.
+      const subjects = git(remote, 'log', '--format=%s', 'main').split('\n');
+      for (const id of TASKS) {
+        expect(
+          subjects.filter((subject) => subject === `feat(${id}): Add ${id}`),
+          id,
+        ).toHaveLength(1);
+        expect(git(remote, 'show', `main:${id}.txt`)).toBe(id);
+      }
+      // The work spread: every worker ran agent jobs, and members of the for_each ran on more than one.
+      const lines = workers.map((worker) => worker.jobLines());
+      for (const own of lines)
+        expect(own.some((line) => line.startsWith('job switchboard.agents '))).toBe(true);
+      const memberHosts = await adminQuery(
+        `SELECT DISTINCT claimed_by FROM workflow_steps WHERE claimed_by IS NOT NULL`,
+        database.url,
+      );
+      expect(memberHosts.rows.length).toBeGreaterThan(1);
+
+      // The ledger's cost is what the simulator billed: its reported usage at list price.
+      const answered = sim.requests.filter((entry) => entry.outcome === 'reply');
+      const billed = (provider: string, usage: { input: number; output: number }): number =>
+        answered
+          .filter((entry) => entry.provider === provider)
+          .reduce(
+            (sum, entry) =>
+              sum +
+              (costOf(entry.model ?? '', {
+                inputTokens: usage.input,
+                outputTokens: usage.output,
+                cacheReadTokens: 0,
+                cacheWriteTokens: 0,
+              }) ?? Number.NaN),
+            0,
+          );
+      expect(answered.filter((entry) => entry.provider === 'openai')).toHaveLength(15);
+      const ledger = await adminQuery(
+        `SELECT (SELECT sum(cost_usd) FROM agent_runs) AS agents, (SELECT sum(cost_usd) FROM call_attempts) AS calls`,
+        database.url,
+      );
+      const { agents, calls } = ledger.rows[0] as { agents: number; calls: number };
+      expect(Number(calls)).toBeCloseTo(billed('openai', STEP_USAGE), 9);
+      expect(Number(agents)).toBeCloseTo(billed('anthropic', AGENT_USAGE), 6);
+    }, 600_000);
+  },
+);
