@@ -4,10 +4,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../src/sim/server.js';
-import type { WorkflowRunResult } from '../src/workflows/api-types.js';
 import { createTestDatabase, POSTGRES_SKIP, type TestDatabase } from './helpers/postgres.js';
 import { runCli } from './helpers/run-cli.js';
-import { killWorkers, startWorker, workerMachine, type WorkerMachine } from './helpers/worker-process.js';
+import {
+  killWorkers,
+  startWorker,
+  untilWorkflowsSettle,
+  workerMachine,
+  type WorkerMachine,
+} from './helpers/worker-process.js';
 
 // A daily budget shared by every machine: three worker processes, each taking two workflow jobs at once,
 // race for a cap that allows two calls. The reservation lives in the shared PostgreSQL database, so the
@@ -112,24 +117,7 @@ describe.skipIf(POSTGRES_SKIP !== undefined)('budgets across workers on PostgreS
       ),
     );
 
-    const ended: WorkflowRunResult[] = [];
-    const deadline = Date.now() + 90_000;
-    for (const runId of runIds) {
-      for (;;) {
-        const shown = await runCli(
-          ['--config', submitter.config, 'workflow', 'status', runId, '--json'],
-          submitter,
-        );
-        expect(shown.status, shown.stderr).toBe(0);
-        const run = JSON.parse(shown.stdout) as WorkflowRunResult;
-        if (run.status === 'completed' || run.status === 'failed') {
-          ended.push(run);
-          break;
-        }
-        if (Date.now() > deadline) throw new Error(`run ${runId} is still ${run.status}`);
-        await new Promise((resolve) => setTimeout(resolve, 250));
-      }
-    }
+    const ended = await untilWorkflowsSettle(submitter, runIds, Date.now() + 90_000);
     const completions = sim.requests.filter((entry) => entry.path.endsWith('/chat/completions'));
     expect(completions).toHaveLength(2);
     expect(ended.filter((run) => run.status === 'completed')).toHaveLength(2);

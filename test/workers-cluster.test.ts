@@ -5,12 +5,17 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { costOf } from '../src/core/prices.js';
 import { startSimulator, type Simulator } from '../src/sim/server.js';
-import type { WorkflowRunResult } from '../src/workflows/api-types.js';
 import { claudeProcessIds, waitForNoNewClaudeProcesses } from './helpers/claude.js';
 import { createRepository, git } from './helpers/git-repo.js';
 import { adminQuery, createTestDatabase, POSTGRES_SKIP, type TestDatabase } from './helpers/postgres.js';
 import { runCli } from './helpers/run-cli.js';
-import { killWorkers, startWorker, workerMachine, type WorkerMachine } from './helpers/worker-process.js';
+import {
+  killWorkers,
+  startWorker,
+  untilWorkflowsSettle,
+  workerMachine,
+  type WorkerMachine,
+} from './helpers/worker-process.js';
 
 // The scale-out path as a team runs it: three worker processes, each a "machine" with its own state
 // folder and so its own clone of a bare remote, take 30 agent tasks and 5 workflows (each a for_each
@@ -190,22 +195,7 @@ describe.skipIf(POSTGRES_SKIP !== undefined)(
           throw new Error(`agent runs still running: ${JSON.stringify([...statuses])}`);
         await new Promise((resolve) => setTimeout(resolve, 1_000));
       }
-      const finished: WorkflowRunResult[] = [];
-      for (const runId of workflowRuns) {
-        for (;;) {
-          const shown = await runCli(
-            ['--config', submitter.config, 'workflow', 'status', runId, '--json'],
-            submitter,
-          );
-          const run = JSON.parse(shown.stdout) as WorkflowRunResult;
-          if (run.status !== 'running') {
-            finished.push(run);
-            break;
-          }
-          if (Date.now() > deadline) throw new Error(`workflow ${runId} still running`);
-          await new Promise((resolve) => setTimeout(resolve, 500));
-        }
-      }
+      const finished = await untilWorkflowsSettle(submitter, workflowRuns, deadline);
 
       const statuses = await agentStatuses();
       expect(agentRuns.map((id) => statuses.get(id))).toEqual(Array(30).fill('succeeded'));

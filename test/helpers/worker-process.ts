@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import type { WorkflowRunResult } from '../../src/workflows/api-types.js';
 import { waitFor } from './wait-for.js';
 
 const cli = join(import.meta.dirname, '../../dist/cli/main.js');
@@ -135,4 +136,31 @@ export async function waitForJobs(
     if (Date.now() > deadline) throw new Error(`timed out waiting for the jobs: ${JSON.stringify(jobs)}`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
+}
+
+/**
+ * Polls `workflow status` on machine `m` until each run is no longer `running` (ended, or parked at a
+ * gate); returns them in the order given. Throws, naming the run, once `deadline` (epoch ms) passes.
+ */
+export async function untilWorkflowsSettle(
+  m: WorkerMachine,
+  runIds: readonly string[],
+  deadline: number,
+): Promise<WorkflowRunResult[]> {
+  const { runCli } = await import('./run-cli.js');
+  const settled: WorkflowRunResult[] = [];
+  for (const runId of runIds) {
+    for (;;) {
+      const shown = await runCli(['--config', m.config, 'workflow', 'status', runId, '--json'], m);
+      if (shown.status !== 0) throw new Error(`workflow status ${runId}: ${shown.stderr}`);
+      const run = JSON.parse(shown.stdout) as WorkflowRunResult;
+      if (run.status !== 'running') {
+        settled.push(run);
+        break;
+      }
+      if (Date.now() > deadline) throw new Error(`workflow run ${runId} is still running`);
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+  }
+  return settled;
 }
