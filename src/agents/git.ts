@@ -118,8 +118,23 @@ export interface WorktreeEntry {
   prunable: boolean;
 }
 
+/** git's complaint about a worktree's admin folder that another process is creating or removing. */
+const WORKTREE_IN_FLUX = /failed to read \S*worktrees\//;
+
+/**
+ * The repository's worktrees. Another runner may be adding or removing one meanwhile (under the
+ * repository lock, which readers do not take); git then fails on that worktree's half-written admin
+ * files, so the listing is tried again a few times before it counts as an error.
+ */
 export async function listWorktrees(directory: string): Promise<WorktreeEntry[]> {
-  const output = await gitOk(directory, ['worktree', 'list', '--porcelain'], 'git worktree list');
+  let output: string | undefined;
+  for (let tries = 1; output === undefined; tries++) {
+    const result = await git(directory, ['worktree', 'list', '--porcelain']);
+    if (result.exitCode === 0) output = result.stdout;
+    else if (tries < 10 && WORKTREE_IN_FLUX.test(result.stderr))
+      await new Promise((r) => setTimeout(r, 50 * tries));
+    else output = await gitOk(directory, ['worktree', 'list', '--porcelain'], 'git worktree list');
+  }
   const entries: WorktreeEntry[] = [];
   let current: WorktreeEntry | undefined;
   for (const line of output.split('\n')) {
