@@ -16,18 +16,10 @@
 // --quick skips the defaults' kill -9 and the other-host kill -9 (about 2 minutes less). Binds 127.0.0.1
 // only; everything it writes lives in a temporary folder removed at the end.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import {
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  statSync,
-  writeFileSync,
-} from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { assertFreshBuild } from './fresh-build.ts';
 import type { WorkflowJobData } from '../src/workers/queues.ts';
 import './source-hooks.ts';
 
@@ -37,7 +29,7 @@ const jobsPerSlot = Math.max(5, Number(args.find((arg) => /^\d+$/.test(arg)) ?? 
 const repo = resolve(import.meta.dirname, '..');
 const cli = join(repo, 'dist', 'cli', 'main.js');
 
-assertFreshBuild();
+assertFreshBuild(join(repo, 'dist', 'cli', 'main.js'), 'the workers are the built CLI');
 const startPostgres = (await import('../test/postgres-server.ts')).default;
 const stopPostgres = await startPostgres();
 const { adminQuery, createTestDatabase, POSTGRES_SKIP, POSTGRES_ADMIN_URL } =
@@ -533,26 +525,4 @@ function loadLine(): string {
   return loadavg()
     .map((value) => value.toFixed(2))
     .join(' ');
-}
-
-function assertFreshBuild(): void {
-  const built = join(repo, 'dist', 'cli', 'main.js');
-  if (!existsSync(built)) {
-    console.error('dist/ is missing: run `npm run build` first (the workers are the built CLI)');
-    process.exit(1);
-  }
-  const builtAt = statSync(built).mtimeMs;
-  const newest = (dir: string): number =>
-    Math.max(
-      0,
-      ...readdirSync(dir, { withFileTypes: true }).map((entry) => {
-        const path = join(dir, entry.name);
-        if (entry.isDirectory()) return newest(path);
-        return entry.name.endsWith('.ts') && !entry.name.endsWith('.test.ts') ? statSync(path).mtimeMs : 0;
-      }),
-    );
-  if (newest(join(repo, 'src')) > builtAt) {
-    console.error('dist/ is older than src/: run `npm run build` first (the workers are the built CLI)');
-    process.exit(1);
-  }
 }

@@ -13,9 +13,10 @@
 // Targets (issue 12): ≤ 3 ms added per step, checkpoint included; resume ≤ 1 s to the first new step.
 // Binds 127.0.0.1 only; everything it writes lives in a temporary folder removed at the end.
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { assertFreshBuild } from './fresh-build.ts';
 import './source-hooks.ts';
 
 const { startSimulator } = await import('../src/sim/server.js');
@@ -34,7 +35,7 @@ const providerMap = { copilot: 'anthropic' }; // Conductor's default provider �
 const repo = resolve(import.meta.dirname, '..');
 const dist = join(repo, 'dist');
 
-assertFreshBuild();
+assertFreshBuild(join(dist, 'index.js'), 'parts 2 and 3 run the built library');
 const sim = await startSimulator({
   scenario: { rules: [{ match: {}, reply: { text: 'pong', usage: { input: 20, output: 2 } } }] },
   maxLifetimeMs: 1_800_000,
@@ -506,31 +507,6 @@ console.log(JSON.stringify({
 
 // ---------------------------------------------------------------------------------------------------
 // Preflight and report
-
-/** Parts 2 and 3 run dist/: refuse to measure a build older than the sources. */
-function assertFreshBuild(): void {
-  const built = join(dist, 'index.js');
-  if (!existsSync(built)) {
-    console.error('dist/ is missing: run `npm run build` first (parts 2 and 3 run the built library)');
-    process.exit(1);
-  }
-  const builtAt = statSync(built).mtimeMs;
-  const newest = (dir: string): number =>
-    Math.max(
-      0,
-      ...readdirSync(dir, { withFileTypes: true }).map((entry) => {
-        const path = join(dir, entry.name);
-        if (entry.isDirectory()) return newest(path);
-        return entry.name.endsWith('.ts') && !entry.name.endsWith('.test.ts') ? statSync(path).mtimeMs : 0;
-      }),
-    );
-  if (newest(join(repo, 'src')) > builtAt) {
-    console.error(
-      'dist/ is older than src/: run `npm run build` first (parts 2 and 3 run the built library)',
-    );
-    process.exit(1);
-  }
-}
 
 function report(overhead: PerStep, scale: Scale, resumed: Resumed): void {
   const p = (values: number[], q: number) =>
