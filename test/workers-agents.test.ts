@@ -1,5 +1,5 @@
 import type { ChildProcess } from 'node:child_process';
-import { mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, realpathSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,7 +10,13 @@ import { createRepository, git } from './helpers/git-repo.js';
 import { createTestDatabase, POSTGRES_SKIP, type TestDatabase } from './helpers/postgres.js';
 import { runCli, type CliRun } from './helpers/run-cli.js';
 import { waitFor } from './helpers/wait-for.js';
-import { killWorkers, startWorker, waitForJobs, workerMachine } from './helpers/worker-process.js';
+import {
+  enqueueAgentTasks,
+  killWorkers,
+  startWorker,
+  waitForJobs,
+  workerMachine,
+} from './helpers/worker-process.js';
 
 // `switchboard worker` and `agent run --enqueue` as users run them on several machines sharing one
 // PostgreSQL database: the built CLI, real worker processes, real git, the real Claude Code binary
@@ -121,17 +127,7 @@ describe.skipIf(POSTGRES_SKIP !== undefined)('workers on a shared PostgreSQL dat
     const root = workspace();
     const repo = createRepository(join(root, 'repo'));
     const submitter = machine(root, 'submitter');
-    const files = ids.map((id) => {
-      const file = join(root, `${id}.json`);
-      writeFileSync(file, JSON.stringify({ id, title: `Add ${id}`, verify: `test -f ${id}.txt` }));
-      return file;
-    });
-    const enqueued = await runCli(
-      ['--config', submitter.config, 'agent', 'run-all', ...files, '--enqueue', '--base-url', sim.url],
-      { cwd: repo, env: submitter.env },
-    );
-    expect(enqueued.status, enqueued.stderr).toBe(0);
-    const runIds = enqueued.stdout.trim().split('\n');
+    const runIds = await enqueueAgentTasks(submitter, { root, ids, baseUrl: sim.url }, repo);
     expect(runIds).toHaveLength(6);
 
     // A third machine sees the queued runs at once, before any worker exists.

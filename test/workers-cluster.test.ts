@@ -10,6 +10,7 @@ import { createRepository, git } from './helpers/git-repo.js';
 import { adminQuery, createTestDatabase, POSTGRES_SKIP, type TestDatabase } from './helpers/postgres.js';
 import { runCli } from './helpers/run-cli.js';
 import {
+  enqueueAgentTasks,
   killWorkers,
   startWorker,
   untilWorkflowsSettle,
@@ -119,28 +120,12 @@ describe.skipIf(POSTGRES_SKIP !== undefined)(
       };
       const submitter = machine('submitter');
 
-      const files = TASKS.map((id) => {
-        const file = join(root, `${id}.json`);
-        writeFileSync(file, JSON.stringify({ id, title: `Add ${id}`, verify: `test -f ${id}.txt` }));
-        return file;
+      const agentRuns = await enqueueAgentTasks(submitter, {
+        root,
+        ids: TASKS,
+        repo: remote,
+        baseUrl: sim.url,
       });
-      const enqueued = await runCli(
-        [
-          '--config',
-          submitter.config,
-          'agent',
-          'run-all',
-          ...files,
-          '--repo',
-          remote,
-          '--enqueue',
-          '--base-url',
-          sim.url,
-        ],
-        submitter,
-      );
-      expect(enqueued.status, enqueued.stderr).toBe(0);
-      const agentRuns = enqueued.stdout.trim().split('\n');
       expect(agentRuns).toHaveLength(30);
       const workflowRuns: string[] = [];
       for (let n = 1; n <= 5; n++) {

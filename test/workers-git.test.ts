@@ -9,7 +9,13 @@ import { createRepository, git } from './helpers/git-repo.js';
 import { createTestDatabase, POSTGRES_SKIP, type TestDatabase } from './helpers/postgres.js';
 import { runCli } from './helpers/run-cli.js';
 import { waitFor } from './helpers/wait-for.js';
-import { killWorkers, startWorker, waitForJobs, workerMachine } from './helpers/worker-process.js';
+import {
+  enqueueAgentTasks,
+  killWorkers,
+  startWorker,
+  waitForJobs,
+  workerMachine,
+} from './helpers/worker-process.js';
 
 // Agent runs whose task names a *remote* repository (a bare repository, as a team's shared server would
 // hold): each machine clones it into its state folder, pushes the run's branch and merges into the
@@ -205,36 +211,15 @@ describe.skipIf(POSTGRES_SKIP !== undefined)('workers with a remote repository',
   });
 
   /** Enqueues tasks on `remote` from a submitter machine with no clone of it; returns the run ids. */
-  async function enqueue(
+  function enqueue(
     root: string,
     remote: string,
-    names: string[],
+    ids: string[],
     verify = (id: string) => `test -f ${id}.txt`,
     baseUrl = simUrl,
   ): Promise<string[]> {
     const submitter = workerMachine(root, 'submitter', database.url);
-    const files = names.map((id) => {
-      const file = join(root, `${id}.json`);
-      writeFileSync(file, JSON.stringify({ id, title: `Add ${id}`, verify: verify(id) }));
-      return file;
-    });
-    const enqueued = await runCli(
-      [
-        '--config',
-        submitter.config,
-        'agent',
-        'run-all',
-        ...files,
-        '--repo',
-        remote,
-        '--enqueue',
-        '--base-url',
-        baseUrl,
-      ],
-      { cwd: submitter.cwd, env: submitter.env },
-    );
-    expect(enqueued.status, enqueued.stderr).toBe(0);
-    return enqueued.stdout.trim().split('\n');
+    return enqueueAgentTasks(submitter, { root, ids, repo: remote, baseUrl, verify });
   }
 
   const worker = (root: string, name: string) => {

@@ -7,6 +7,7 @@ import type {
   WorkflowEngineOptions,
   WorkflowMemberJobs,
 } from '../workflows/api-types.js';
+import { DEFAULT_STALE_AFTER_MS } from '../workflows/run-lock.js';
 import type { WorkflowJobData, WorkflowJobOptions } from './queues.js';
 import type { JobOutcome } from './worker-metrics.js';
 
@@ -57,7 +58,7 @@ export async function runWorkflowJob(
   if (typeof data?.runId !== 'string') return { outcome: 'completed', label: 'malformed-job' };
   const { resumeWorkflow, workflowStatus } = await import('../workflows/index.js');
   const stateOptions = runner.stateDir === undefined ? {} : { stateDir: runner.stateDir };
-  const staleAfterMs = runner.staleAfterMs ?? 60_000;
+  const staleAfterMs = runner.staleAfterMs ?? DEFAULT_STALE_AFTER_MS;
   const waitUntil = Date.now() + staleAfterMs + 10_000;
   const stop = releaseController(releaseSignal);
   let waiting = false;

@@ -164,3 +164,38 @@ export async function untilWorkflowsSettle(
   }
   return settled;
 }
+
+/** What `enqueueAgentTasks` submits: one task file per id, `Add <id>`, verified by a command. */
+export interface AgentTaskBatch {
+  /** Folder the task files are written to. */
+  root: string;
+  ids: readonly string[];
+  /** The simulator's URL, passed as `--base-url`. */
+  baseUrl: string;
+  /** `--repo` (a remote URL or bare repository); without it the submitter's cwd is the repository. */
+  repo?: string;
+  /** The task's verify command. @default `test -f <id>.txt` */
+  verify?: (id: string) => string;
+}
+
+/**
+ * Writes a task file per id and submits them all with `agent run-all --enqueue` from machine `m`
+ * (in folder `cwd`, default the machine's own); returns the queued run ids, one per task, in order.
+ */
+export async function enqueueAgentTasks(
+  m: WorkerMachine,
+  { root, ids, baseUrl, repo, verify = (id) => `test -f ${id}.txt` }: AgentTaskBatch,
+  cwd = m.cwd,
+): Promise<string[]> {
+  const { runCli } = await import('./run-cli.js');
+  const files = ids.map((id) => {
+    const file = join(root, `${id}.json`);
+    writeFileSync(file, JSON.stringify({ id, title: `Add ${id}`, verify: verify(id) }));
+    return file;
+  });
+  const args = ['--config', m.config, 'agent', 'run-all', ...files];
+  if (repo !== undefined) args.push('--repo', repo);
+  const enqueued = await runCli([...args, '--enqueue', '--base-url', baseUrl], { cwd, env: m.env });
+  if (enqueued.status !== 0) throw new Error(`agent run-all --enqueue: ${enqueued.stderr}`);
+  return enqueued.stdout.trim().split('\n');
+}
