@@ -14,6 +14,7 @@ import {
 } from './call-session.js';
 import { claudeEnvironment } from './environment.js';
 import { resolveClaudeExecutable } from './executable.js';
+import { limitMcpTools } from './mcp-tools.js';
 import { ClaudeProcess } from './process-group.js';
 import { WarmPool, type WarmPoolOptions } from './warm-pool.js';
 import { registerSecret } from '../../core/secrets.js';
@@ -168,6 +169,8 @@ async function coldCall(
   }
   if (request.mcpServers !== undefined) {
     options.mcpServers = request.mcpServers as NonNullable<typeof options.mcpServers>;
+    // The model is offered only the allowed tools of each server, not all it has.
+    await limitMcpTools(options, request.allowedTools ?? [], abortController.signal);
   }
   if (request.resume !== undefined) options.resume = request.resume;
   if (request.resume !== undefined || request.persistSession === true) options.persistSession = true;

@@ -1,0 +1,380 @@
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { runAgentTask } from '../src/agents/runner.js';
+import { showAgentRun } from '../src/agents/lifecycle.js';
+import { parseTask } from '../src/agents/task.js';
+import { limitMcpTools } from '../src/providers/claude-code/mcp-tools.js';
+import { startSimulator, type Simulator } from '../src/sim/server.js';
+import { ProviderRegistry } from '../src/providers/registry.js';
+import { runWorkflow } from '../src/workflows/index.js';
+import { loadWorkflow } from '../src/workflows/format/index.js';
+import { createAgentStepExecutor } from '../src/workflows/steps/agent.js';
+import { toolSequenceScenario } from './helpers/agent-scenarios.js';
+import { createRepository, git } from './helpers/git-repo.js';
+
+// MCP servers for agent tasks and workflow agent steps: the real Claude Code binary against `switchboard
+// sim`, a tiny stdio MCP server written with the official MCP SDK (three tools: lookup, erase, shout),
+// real git. What the model is offered is read from the `tools` of the requests the simulator logged.
+
+const SERVER = join(import.meta.dirname, 'fixtures/mcp/toolbox-server.mjs');
+const API_KEY = 'sk-ant-agent-mcp-test-key-0123456789';
+/** Reaches the server as TOOLBOX_SECRET through `${TOOLBOX_VALUE}`; a name that is not secret-like on its own. */
+const SERVER_SECRET = 'toolbox-credential-0123456789abcdef';
+const LOOKUP_ANSWER = `toolbox entry for plugin: heliotrope (secret length ${SERVER_SECRET.length})`;
+
+const temporary: string[] = [];
+let sim: Simulator | undefined;
+
+beforeEach(() => {
+  process.env['TOOLBOX_VALUE'] = SERVER_SECRET;
+});
+afterEach(async () => {
+  delete process.env['TOOLBOX_VALUE'];
+  await sim?.close();
+  sim = undefined;
+});
+afterAll(() => {
+  for (const directory of temporary) rmSync(directory, { recursive: true, force: true });
+});
+
+function folder(prefix: string): string {
+  const directory = realpathSync(mkdtempSync(join(tmpdir(), prefix)));
+  temporary.push(directory);
+  return directory;
+}
+
+/** The toolbox server as a project `.mcp.json` (committed) and a user-level server would declare it. */
+function foreignServers(repo: string, configDir: string): void {
+  const server = { type: 'stdio', command: process.execPath, args: [SERVER] };
+  writeFileSync(join(repo, '.mcp.json'), JSON.stringify({ mcpServers: { project: server } }));
+  git(repo, 'add', '.mcp.json');
+  git(repo, 'commit', '-q', '-m', 'project MCP server');
+  writeFileSync(join(configDir, '.claude.json'), JSON.stringify({ mcpServers: { user: server } }));
+  writeFileSync(
+    join(configDir, 'settings.json'),
+    JSON.stringify({ enableAllProjectMcpServers: true, mcpServers: { settings: server } }),
+  );
+}
+
+/** Turn 1: the allowed MCP tool; turn 2: a Write (a run needs a change); turn 3: done. */
+function lookupScenario() {
+  return toolSequenceScenario({
+    calls: [
+      { name: 'mcp__toolbox__lookup', input: { word: 'plugin' } },
+      { name: 'Write', input: { file_path: 'answer.txt', content: 'heliotrope\n' } },
+    ],
+    finalText: 'looked it up',
+  });
+}
+
+function mcpToolsOffered(simulator: Simulator): string[][] {
+  return simulator.requests.map((request) => request.tools.filter((tool) => tool.startsWith('mcp__')));
+}
+
+/** Every file under `directory`, read as text. */
+function allText(directory: string): string {
+  if (!existsSync(directory)) return '';
+  return readdirSync(directory, { recursive: true, withFileTypes: true })
+    .filter((entry) => entry.isFile())
+    .map((entry) => readFileSync(join(entry.parentPath, entry.name), 'latin1'))
+    .join('\n');
+}
+
+describe('an agent task with an MCP server', () => {
+  it('offers the model only the allowed tool, runs it, and loads no project or user server; the credential stays out of records', async () => {
+    const root = folder('switchboard-agent-mcp-');
+    const repo = createRepository(join(root, 'repo'));
+    const stateDir = join(root, 'state');
+    const configDir = join(root, 'claude-config');
+    mkdirSync(configDir);
+    foreignServers(repo, configDir);
+    const toolLog = join(root, 'tool-calls.log');
+    const parentLog = join(root, 'parents.log');
+    sim = await startSimulator({ scenario: lookupScenario(), maxLifetimeMs: 120_000 });
+
+    const task = parseTask({
+      id: 'mcp-task',
+      title: 'Look a word up',
+      tools: ['Write'],
+      merge: 'branch',
+      mcp_servers: {
+        toolbox: {
+          command: process.execPath,
+          args: [SERVER],
+          env: { TOOLBOX_LOG: toolLog, TOOLBOX_PARENT_LOG: parentLog, TOOLBOX_SECRET: '${TOOLBOX_VALUE}' },
+          tools: ['lookup'],
+        },
+      },
+      limits: { max_attempts: 1 },
+    });
+    const result = await runAgentTask({
+      task,
+      repo,
+      stateDir,
+      connection: { baseUrl: sim.url, apiKey: API_KEY, configDir },
+    });
+
+    expect(result).toMatchObject({ ok: true, status: 'succeeded' });
+    // Every request offered the one allowed MCP tool, beside the task's built-in tool: not erase or
+    // shout, and nothing of the project's `.mcp.json` or the user's servers.
+    expect(sim.requests.length).toBeGreaterThanOrEqual(3);
+    expect(mcpToolsOffered(sim)).toEqual(sim.requests.map(() => ['mcp__toolbox__lookup']));
+    expect(sim.requests[0]?.tools).toEqual(expect.arrayContaining(['Write', 'mcp__toolbox__lookup']));
+    // The tool really ran (listing the tools calls none), with the credential, and its answer reached the model.
+    expect(readFileSync(toolLog, 'utf8')).toBe('lookup\n');
+    expect(sim.requests.find((request) => request.turn === 2)?.text).toContain(LOOKUP_ANSWER);
+
+    // Claude Code got the servers over stdin, not on its command line, where `ps` shows them to anyone.
+    const parents = readFileSync(parentLog, 'latin1');
+    expect(parents).toMatch(/claude/);
+    expect(parents).not.toContain(SERVER_SECRET);
+    // The recorded task keeps the reference; no record, transcript or event holds the value.
+    const shown = await showAgentRun(result.id, { stateDir });
+    expect(shown.task.mcpServers?.['toolbox']?.env['TOOLBOX_SECRET']).toBe('${TOOLBOX_VALUE}');
+    expect(JSON.stringify(shown)).not.toContain(SERVER_SECRET);
+    expect(allText(stateDir)).not.toContain(SERVER_SECRET);
+    expect(allText(configDir)).not.toContain(SERVER_SECRET);
+  });
+
+  it('fails the run with TASK_INVALID naming the variable when a referenced one is not set', async () => {
+    const root = folder('switchboard-agent-mcp-unset-');
+    const repo = createRepository(join(root, 'repo'));
+    delete process.env['TOOLBOX_VALUE'];
+    const task = parseTask({
+      id: 'mcp-unset',
+      title: 'Look a word up',
+      mcp_servers: {
+        toolbox: { command: process.execPath, args: [SERVER], env: { TOOLBOX_SECRET: '${TOOLBOX_VALUE}' } },
+      },
+    });
+    const result = await runAgentTask({ task, repo, stateDir: join(root, 'state') });
+    expect(result).toMatchObject({ ok: false, status: 'failed', errorCode: 'TASK_INVALID' });
+    expect(result.error).toMatch(
+      /mcp_servers\.toolbox\.env\.TOOLBOX_SECRET: environment variable TOOLBOX_VALUE is not set/,
+    );
+  });
+});
+
+describe('limitMcpTools', () => {
+  it('hides the tools not allowed, leaves out a server with none allowed or that cannot be listed, and keeps env off the command line', async () => {
+    const stdio = { type: 'stdio' as const, command: process.execPath, args: [SERVER] };
+    const options = {
+      cwd: folder('switchboard-mcp-limit-'),
+      env: { PATH: process.env['PATH'] ?? '' },
+      mcpServers: {
+        toolbox: stdio,
+        everything: stdio,
+        unused: stdio,
+        broken: { type: 'stdio' as const, command: join(tmpdir(), 'no-such-mcp-server') },
+      },
+    };
+    const limits = await limitMcpTools(options, [
+      'Read',
+      'mcp__toolbox__lookup',
+      'mcp__everything',
+      'mcp__broken__lookup',
+    ]);
+    expect(limits.hidden).toEqual(['mcp__toolbox__erase', 'mcp__toolbox__shout']);
+    expect(limits.removed).toEqual([
+      { server: 'unused', reason: 'none of its tools is allowed' },
+      { server: 'broken', reason: expect.stringMatching(/^its tools could not be listed: /) },
+    ]);
+    expect(Object.keys(options.mcpServers)).toEqual(['toolbox', 'everything']);
+    expect(options).toMatchObject({
+      disallowedTools: ['mcp__toolbox__erase', 'mcp__toolbox__shout'],
+      mcpServersDelivery: 'initialize',
+    });
+  });
+});
+
+describe('mcp_servers: one validated shape', () => {
+  const task =
+    (server: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
+    () =>
+      parseTask({ id: 't', title: 'x', mcp_servers: { toolbox: server }, ...extra }, 'task file t.yaml');
+
+  it.each([
+    [
+      { args: ['x'] },
+      /field "mcp_servers\.toolbox\.command": the stdio MCP server "toolbox" needs "command"/,
+    ],
+    [{ type: 'http' }, /field "mcp_servers\.toolbox\.url": the http MCP server "toolbox" needs "url"/],
+    [{ type: 'http', url: 'ftp://x' }, /not an http:\/\/ or https:\/\/ address/],
+    [{ type: 'http', url: 'http://127.0.0.1:1/mcp', command: 'x' }, /"command" is for type: stdio/],
+    [{ command: 'x', url: 'http://127.0.0.1:1/mcp' }, /"url" is for type: http or sse/],
+    [{ command: 'x', tools: [] }, /lists no tools \(list the tools the agent may use, or leave tools: out/],
+    [
+      { command: 'x', tools: ['mcp__toolbox__lookup'] },
+      /field "mcp_servers\.toolbox\.tools\.0": .*write lookup/,
+    ],
+    [{ command: 'x', transport: 'stdio' }, /Unrecognized key/],
+    [
+      { command: 'x', env: { API_TOKEN: 'abcdef0123456789' } },
+      /field "mcp_servers\.toolbox\.env\.API_TOKEN": .*credential API_TOKEN written in the task.*write \$\{API_TOKEN\}/,
+    ],
+    [
+      { type: 'http', url: 'http://127.0.0.1:1/mcp', headers: { Authorization: 'Bearer abcdef0123456789' } },
+      /credential Authorization written in the task.*write Bearer \$\{TOKEN\}/,
+    ],
+  ])('rejects %j with one line naming the field and the fix', (server, message) => {
+    expect(task(server)).toThrow(
+      expect.objectContaining({ code: 'TASK_INVALID', message: expect.stringMatching(message) }),
+    );
+  });
+
+  it('takes credentials as ${VAR} references, and rejects a server name Claude Code cannot use or MCP tools in tools', () => {
+    const parsed = task({
+      type: 'http',
+      url: 'http://127.0.0.1:1/mcp',
+      headers: { Authorization: 'Bearer ${TOOLBOX_VALUE}', 'X-Team': 'docs' },
+    })();
+    expect(parsed.mcpServers?.['toolbox']).toEqual({
+      type: 'http',
+      url: 'http://127.0.0.1:1/mcp',
+      args: [],
+      env: {},
+      headers: { Authorization: 'Bearer ${TOOLBOX_VALUE}', 'X-Team': 'docs' },
+      tools: ['*'],
+    });
+    expect(() => parseTask({ id: 't', title: 'x', mcp_servers: { tool__box: { command: 'x' } } })).toThrow(
+      /may hold only letters, digits, "-" and "_" \(not "__"\)/,
+    );
+    expect(task({ command: 'x' }, { tools: ['Read', 'mcp__toolbox__lookup'] })).toThrow(
+      /field "tools\.1": list an MCP server's tools under mcp_servers\.<server>\.tools/,
+    );
+  });
+
+  it('gives a workflow file the same checks (WORKFLOW_INVALID)', () => {
+    const dir = folder('switchboard-workflow-mcp-');
+    const file = join(dir, 'flow.yaml');
+    const write = (server: string) =>
+      writeFileSync(
+        file,
+        `workflow:\n  name: flow\n  entry_point: a\n  runtime:\n    mcp_servers:\n      toolbox: ${server}\nagents:\n  - name: a\n    type: set\n    value: x\n`,
+      );
+    write('{ type: http, url: "http://127.0.0.1:1/mcp", command: node }');
+    expect(() => loadWorkflow(file)).toThrow(
+      expect.objectContaining({
+        code: 'WORKFLOW_INVALID',
+        message: expect.stringMatching(/"command" is for type: stdio/),
+      }),
+    );
+    write('{ command: node, tools: [] }');
+    expect(() => loadWorkflow(file)).toThrow(/runtime\.mcp_servers\.toolbox\.tools.*lists no tools/);
+  });
+});
+
+describe('a workflow agent step with an MCP server', () => {
+  it('offers only the allowed tool, runs it, and loads no project or user server', async () => {
+    const root = folder('switchboard-workflow-mcp-run-');
+    const repo = createRepository(join(root, 'repo'));
+    const configDir = join(root, 'claude-config');
+    mkdirSync(configDir);
+    foreignServers(repo, configDir);
+    const toolLog = join(root, 'tool-calls.log');
+    sim = await startSimulator({ scenario: lookupScenario(), maxLifetimeMs: 120_000 });
+    const file = join(root, 'lookup.yaml');
+    writeFileSync(
+      file,
+      `workflow:
+  name: lookup
+  entry_point: implement
+  runtime:
+    mcp_servers:
+      toolbox:
+        command: ${JSON.stringify(process.execPath)}
+        args: [${JSON.stringify(SERVER)}]
+        env: { TOOLBOX_LOG: ${JSON.stringify(toolLog)}, TOOLBOX_SECRET: '\${TOOLBOX_VALUE}' }
+        tools: [lookup]
+agents:
+  - name: implement
+    type: agent
+    provider: claude-agent-sdk
+    model: claude-haiku-4-5
+    prompt: Look up plugin and write the answer to answer.txt
+    tools: [Write]
+    mcp: [toolbox]
+    effects: git
+    repo: ${JSON.stringify(repo)}
+    limits:
+      max_attempts: 1
+    routes:
+      - to: $end
+`,
+    );
+    const result = await runWorkflow({
+      file,
+      stateDir: join(root, 'state'),
+      _internal: {
+        executors: {
+          agent: createAgentStepExecutor({ connection: { baseUrl: sim.url, apiKey: API_KEY, configDir } }),
+        },
+      },
+    });
+
+    expect(result).toMatchObject({ status: 'completed' });
+    expect(mcpToolsOffered(sim)).toEqual(sim.requests.map(() => ['mcp__toolbox__lookup']));
+    expect(readFileSync(toolLog, 'utf8')).toBe('lookup\n');
+    expect(sim.requests.find((request) => request.turn === 2)?.text).toContain(LOOKUP_ANSWER);
+    expect(allText(join(root, 'state'))).not.toContain(SERVER_SECRET);
+  });
+
+  it('an LLM step (no effects: git) on Claude Code is offered only the allowed tool too', async () => {
+    const root = folder('switchboard-workflow-mcp-llm-');
+    const configDir = join(root, 'claude-config');
+    mkdirSync(configDir);
+    const toolLog = join(root, 'tool-calls.log');
+    sim = await startSimulator({
+      scenario: toolSequenceScenario({
+        calls: [{ name: 'mcp__toolbox__lookup', input: { word: 'plugin' } }],
+        finalText: 'heliotrope it is',
+      }),
+      maxLifetimeMs: 120_000,
+    });
+    const file = join(root, 'ask.yaml');
+    writeFileSync(
+      file,
+      `workflow:
+  name: ask
+  entry_point: ask
+  runtime:
+    mcp_servers:
+      toolbox:
+        command: ${JSON.stringify(process.execPath)}
+        args: [${JSON.stringify(SERVER)}]
+        env: { TOOLBOX_LOG: ${JSON.stringify(toolLog)}, TOOLBOX_SECRET: '\${TOOLBOX_VALUE}' }
+        tools: [lookup]
+agents:
+  - name: ask
+    type: agent
+    provider: claude-agent-sdk
+    model: claude-haiku-4-5
+    prompt: Look up plugin
+    mcp: true
+    routes:
+      - to: $end
+`,
+    );
+    const providers = new ProviderRegistry({ claude: { apiKey: API_KEY, baseUrl: sim.url, configDir } });
+    try {
+      const result = await runWorkflow({ file, stateDir: join(root, 'state'), providers });
+      expect(result).toMatchObject({ status: 'completed' });
+    } finally {
+      await providers.close();
+    }
+    expect(mcpToolsOffered(sim)).toEqual(sim.requests.map(() => ['mcp__toolbox__lookup']));
+    expect(readFileSync(toolLog, 'utf8')).toBe('lookup\n');
+    expect(sim.requests.find((request) => request.turn === 2)?.text).toContain(LOOKUP_ANSWER);
+  });
+});
