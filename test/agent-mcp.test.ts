@@ -22,6 +22,7 @@ import { loadWorkflow } from '../src/workflows/format/index.js';
 import { createAgentStepExecutor } from '../src/workflows/steps/agent.js';
 import { toolSequenceScenario } from './helpers/agent-scenarios.js';
 import { createRepository, git } from './helpers/git-repo.js';
+import { runCli } from './helpers/run-cli.js';
 
 // MCP servers for agent tasks and workflow agent steps: the real Claude Code binary against `switchboard
 // sim`, a tiny stdio MCP server written with the official MCP SDK (three tools: lookup, erase, shout),
@@ -198,6 +199,17 @@ describe('limitMcpTools', () => {
   });
 });
 
+/** `message (hint)`, the line the CLI prints, of what `parse` throws, and its code. */
+function errorLine(parse: () => unknown): string {
+  try {
+    parse();
+  } catch (error) {
+    const { code, message, hint } = error as { code?: string; message: string; hint?: string };
+    return `${code ?? ''}: ${message} (${hint ?? ''})`;
+  }
+  throw new Error('expected an error');
+}
+
 describe('mcp_servers: one validated shape', () => {
   const task =
     (server: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
@@ -228,9 +240,9 @@ describe('mcp_servers: one validated shape', () => {
       /credential Authorization written in the task.*write Bearer \$\{TOKEN\}/,
     ],
   ])('rejects %j with one line naming the field and the fix', (server, message) => {
-    expect(task(server)).toThrow(
-      expect.objectContaining({ code: 'TASK_INVALID', message: expect.stringMatching(message) }),
-    );
+    const line = errorLine(task(server));
+    expect(line).toMatch(/^TASK_INVALID: task file t\.yaml field "mcp_servers\.toolbox/);
+    expect(line).toMatch(message);
   });
 
   it('takes credentials as ${VAR} references, and rejects a server name Claude Code cannot use or MCP tools in tools', () => {
@@ -255,6 +267,28 @@ describe('mcp_servers: one validated shape', () => {
     );
   });
 
+  it('`agent run --task` with a bad entry: one line naming the field and the fix, exit 43, nothing run', async () => {
+    const root = folder('switchboard-agent-mcp-cli-');
+    const repo = createRepository(join(root, 'repo'));
+    const taskFile = join(root, 'task.yaml');
+    writeFileSync(
+      taskFile,
+      'id: t\ntitle: x\nmcp_servers:\n  github:\n    command: npx\n    env: { GITHUB_TOKEN: ghp_0123456789abcdefghij }\n',
+    );
+    const run = await runCli(['agent', 'run', '--task', taskFile, '--state-dir', join(root, 'state')], {
+      cwd: repo,
+      env: { ...process.env, SWITCHBOARD_DEBUG: '' },
+    });
+    expect(run.status).toBe(43);
+    expect(run.stderr.trim().split('\n')).toHaveLength(1);
+    expect(run.stderr).toMatch(
+      /field "mcp_servers\.github\.env\.GITHUB_TOKEN": .*credential GITHUB_TOKEN written in the task/,
+    );
+    expect(run.stderr).toMatch(/write \$\{GITHUB_TOKEN\}/);
+    expect(run.stderr).not.toContain('ghp_0123456789abcdefghij');
+    expect(existsSync(join(root, 'state'))).toBe(false);
+  });
+
   it('gives a workflow file the same checks (WORKFLOW_INVALID)', () => {
     const dir = folder('switchboard-workflow-mcp-');
     const file = join(dir, 'flow.yaml');
@@ -272,6 +306,11 @@ describe('mcp_servers: one validated shape', () => {
     );
     write('{ command: node, tools: [] }');
     expect(() => loadWorkflow(file)).toThrow(/runtime\.mcp_servers\.toolbox\.tools.*lists no tools/);
+    writeFileSync(
+      file,
+      `workflow:\n  name: flow\n  entry_point: a\n  runtime:\n    mcp_servers:\n      toolbox: { command: node }\nagents:\n  - name: a\n    type: agent\n    prompt: x\n    tools: [Read, mcp__toolbox__lookup]\n    effects: git\n    mcp: [toolbox]\n`,
+    );
+    expect(() => loadWorkflow(file)).toThrow(/tools\[1\].*"mcp__toolbox__lookup" is an MCP tool/);
   });
 });
 

@@ -109,7 +109,8 @@ function buildMcpServersSchema(z: ReturnType<typeof loadZod>) {
       context.addIssue({
         code: 'custom',
         path: [name, ...field],
-        message: `${problem.message} (${problem.hint})`,
+        message: problem.message,
+        params: { hint: problem.hint },
       });
       return;
     }
@@ -178,7 +179,9 @@ export function parseTask(value: unknown, source = 'task'): AgentTask {
     const issue = result.error.issues[0];
     const field = issue === undefined || issue.path.length === 0 ? '' : ` field "${issue.path.join('.')}"`;
     throw new SwitchboardError('TASK_INVALID', `${source}${field}: ${issue?.message ?? 'invalid task'}`, {
-      hint: 'a task needs at least `id` and `title`; see "switchboard agent" in the README for the format',
+      hint:
+        ownHint(issue) ??
+        'a task needs at least `id` and `title`; see "switchboard agent" in the README for the format',
       details: { source, path: issue?.path ?? [] },
     });
   }
@@ -225,6 +228,12 @@ export function parseTask(value: unknown, source = 'task'): AgentTask {
   if (file.merge !== undefined) task.merge = file.merge;
   if (file.instructions !== undefined) task.instructions = file.instructions;
   return task;
+}
+
+/** The fix a check of the task gave with its issue (the MCP server checks do). */
+function ownHint(issue: z.core.$ZodIssue | undefined): string | undefined {
+  const hint = issue?.code === 'custom' ? issue.params?.['hint'] : undefined;
+  return typeof hint === 'string' ? hint : undefined;
 }
 
 function mcpServerEntries(servers: Record<string, McpServerFields>): Record<string, McpServerEntry> {
