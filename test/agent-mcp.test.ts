@@ -8,9 +8,14 @@ import {
   rmSync,
   writeFileSync,
 } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import { runAgentTask } from '../src/agents/runner.js';
 import { showAgentRun } from '../src/agents/lifecycle.js';
 import { parseTask } from '../src/agents/task.js';
@@ -164,6 +169,100 @@ describe('an agent task with an MCP server', () => {
     expect(result.error).toMatch(
       /mcp_servers\.toolbox\.env\.TOOLBOX_SECRET: environment variable TOOLBOX_VALUE is not set/,
     );
+  });
+});
+
+/**
+ * The toolbox's three tools over Streamable HTTP (stateless), answering only requests that carry
+ * `Authorization: Bearer <SERVER_SECRET>`; it counts the requests it served and refused.
+ */
+async function startHttpToolbox(): Promise<{
+  url: string;
+  served: number;
+  refused: number;
+  close(): Promise<void>;
+}> {
+  const counts = { served: 0, refused: 0 };
+  const server: Server = createServer((request, response) => {
+    if (request.headers.authorization !== `Bearer ${SERVER_SECRET}`) {
+      counts.refused++;
+      response.writeHead(403).end();
+      return;
+    }
+    counts.served++;
+    const mcp = new McpServer({ name: 'toolbox-http', version: '1.0.0' });
+    const text = (value: string) => ({ content: [{ type: 'text' as const, text: value }] });
+    mcp.registerTool('lookup', { inputSchema: { word: z.string() } }, ({ word }) =>
+      text(`toolbox entry for ${word}: heliotrope over http`),
+    );
+    mcp.registerTool('erase', { inputSchema: {} }, () => text('erased'));
+    mcp.registerTool('shout', { inputSchema: { text: z.string() } }, ({ text: value }) =>
+      text(value.toUpperCase()),
+    );
+    const transport = new StreamableHTTPServerTransport({}); // no session ids: stateless;
+    response.on('close', () => {
+      void transport.close();
+      void mcp.close();
+    });
+    void mcp.connect(transport).then(() => transport.handleRequest(request, response));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/mcp`,
+    get served() {
+      return counts.served;
+    },
+    get refused() {
+      return counts.refused;
+    },
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+describe('an agent task with an http MCP server', () => {
+  it('sends the header from ${VAR}, offers only the allowed tool, and keeps the token out of records', async () => {
+    const root = folder('switchboard-agent-mcp-http-');
+    const repo = createRepository(join(root, 'repo'));
+    const stateDir = join(root, 'state');
+    const configDir = join(root, 'claude-config');
+    mkdirSync(configDir);
+    const toolbox = await startHttpToolbox();
+    sim = await startSimulator({ scenario: lookupScenario(), maxLifetimeMs: 120_000 });
+    try {
+      const task = parseTask({
+        id: 'mcp-http',
+        title: 'Look a word up',
+        tools: ['Write'],
+        merge: 'branch',
+        mcp_servers: {
+          toolbox: {
+            type: 'http',
+            url: toolbox.url,
+            headers: { Authorization: 'Bearer ${TOOLBOX_VALUE}' },
+            tools: ['lookup'],
+          },
+        },
+        limits: { max_attempts: 1 },
+      });
+      const result = await runAgentTask({
+        task,
+        repo,
+        stateDir,
+        connection: { baseUrl: sim.url, apiKey: API_KEY, configDir },
+      });
+      expect(result).toMatchObject({ ok: true, status: 'succeeded' });
+      expect(mcpToolsOffered(sim)).toEqual(sim.requests.map(() => ['mcp__toolbox__lookup']));
+      expect(sim.requests.find((request) => request.turn === 2)?.text).toContain(
+        'toolbox entry for plugin: heliotrope over http',
+      );
+      expect(toolbox.refused).toBe(0);
+      expect(toolbox.served).toBeGreaterThan(0);
+      expect(allText(stateDir)).not.toContain(SERVER_SECRET);
+      expect(allText(configDir)).not.toContain(SERVER_SECRET);
+    } finally {
+      await toolbox.close();
+    }
   });
 });
 
