@@ -26,6 +26,7 @@ import { runWorkflow } from '../src/workflows/index.js';
 import { loadWorkflow } from '../src/workflows/format/index.js';
 import { createAgentStepExecutor } from '../src/workflows/steps/agent.js';
 import { toolSequenceScenario } from './helpers/agent-scenarios.js';
+import { claudeAgainstSimulator } from './helpers/claude.js';
 import { createRepository, git } from './helpers/git-repo.js';
 import { runCli } from './helpers/run-cli.js';
 
@@ -121,6 +122,7 @@ describe('an agent task with an MCP server', () => {
           env: { TOOLBOX_LOG: toolLog, TOOLBOX_PARENT_LOG: parentLog, TOOLBOX_SECRET: '${TOOLBOX_VALUE}' },
           tools: ['lookup'],
         },
+        broken: { command: join(root, 'no-such-mcp-server'), tools: ['lookup'] },
       },
       limits: { max_attempts: 1 },
     });
@@ -132,6 +134,10 @@ describe('an agent task with an MCP server', () => {
     });
 
     expect(result).toMatchObject({ ok: true, status: 'succeeded' });
+    // A server whose tools cannot be listed is left out, and the transcript says why.
+    expect(allText(stateDir)).toMatch(
+      /"type":"switchboard","subtype":"mcp_server_removed","server":"broken","reason":"its tools could not be listed: /,
+    );
     // Every request offered the one allowed MCP tool, beside the task's built-in tool: not erase or
     // shout, and nothing of the project's `.mcp.json` or the user's servers.
     expect(sim.requests.length).toBeGreaterThanOrEqual(3);
@@ -308,6 +314,27 @@ function errorLine(parse: () => unknown): string {
   }
   throw new Error('expected an error');
 }
+
+describe('a Claude Code call with an MCP server that cannot be listed', () => {
+  it('leaves the server out and says so in the result warnings', async () => {
+    const harness = await claudeAgainstSimulator({ rules: [], fallback: { text: 'answered' } });
+    try {
+      const result = await harness.provider.call({
+        prompt: 'hello',
+        model: 'claude-haiku-4-5',
+        mcpServers: { broken: { type: 'stdio', command: join(tmpdir(), 'no-such-mcp-server') } },
+        allowedTools: ['mcp__broken__lookup'],
+      });
+      expect(result.text).toBe('answered');
+      expect(result.warnings).toEqual([
+        expect.stringMatching(/^MCP server "broken" left out: its tools could not be listed: /),
+      ]);
+      expect(harness.sim.requests.flatMap((request) => request.tools)).toEqual([]);
+    } finally {
+      await harness.close();
+    }
+  });
+});
 
 describe('mcp_servers: one validated shape', () => {
   const task =

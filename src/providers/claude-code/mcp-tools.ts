@@ -35,7 +35,8 @@ export async function limitMcpTools(
   await Promise.all(
     Object.entries(servers).map(async ([name, server]) => {
       const allowed = allowedFor(name, allowedTools);
-      if (allowed === 'all') return;
+      // An in-process server (`createSdkMcpServer`) is its host's own: the host chose its tools.
+      if (allowed === 'all' || server['type'] === 'sdk') return;
       if (allowed.size === 0) {
         delete servers[name];
         limits.removed.push({ server: name, reason: 'none of its tools is allowed' });
