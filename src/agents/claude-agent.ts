@@ -21,6 +21,7 @@ import { redactDeep, redactSecrets, registerSecret } from '../core/secrets.js';
 import { CallWatch } from '../providers/claude-code/call-session.js';
 import { claudeEnvironment } from '../providers/claude-code/environment.js';
 import { resolveClaudeExecutable } from '../providers/claude-code/executable.js';
+import { limitMcpTools } from '../providers/claude-code/mcp-tools.js';
 import {
   ClaudeProcess,
   waitForProcessesGone,
@@ -49,7 +50,12 @@ export interface AgentInvocation {
    * @default none
    */
   deniedGitCommands?: readonly string[];
-  /** MCP servers, none unless named. Their tools still need an `allowedTools` entry (`mcp__server` or `mcp__server__tool`). */
+  /**
+   * MCP servers in Claude Code's config shape (`{type: 'stdio', command, args, env}` or `{type: 'http',
+   * url, headers}`); no other server loads (strict MCP config, no settings). Their tools need an
+   * `allowedTools` entry: `mcp__server` for all of them, or `mcp__server__tool` each, and then the model
+   * is offered only those (see `limitMcpTools`). @default none
+   */
   mcpServers?: Record<string, unknown>;
   maxTurns?: number;
   /** Stop the agent once its cost reaches this (USD). */
@@ -189,8 +195,11 @@ export async function runAgent(invocation: AgentInvocation): Promise<AgentOutcom
   let streamError: unknown;
   // Loaded here: a program that never runs an agent never loads the Agent SDK.
   const { query } = await loadAgentSdk();
-  const messages = query({ prompt, options: session.queryOptions(executable, keyHelper) });
+  const options = session.queryOptions(executable, keyHelper);
+  let messages: ReturnType<typeof query> | undefined;
   try {
+    await session.limitMcpTools(options);
+    messages = query({ prompt, options });
     for await (const message of messages) {
       result = session.read(message);
       if (result !== undefined) break;
@@ -200,7 +209,7 @@ export async function runAgent(invocation: AgentInvocation): Promise<AgentOutcom
     streamError = error;
   } finally {
     session.stop();
-    await messages.return(undefined).catch(() => undefined);
+    await messages?.return(undefined).catch(() => undefined);
     await session.finishProcess();
     keyHelper?.dispose();
   }
@@ -329,6 +338,19 @@ class AgentSession {
     if (invocation.maxCostUsd !== undefined) options.maxBudgetUsd = invocation.maxCostUsd;
     if (invocation.resumeSessionId !== undefined) options.resume = invocation.resumeSessionId;
     return options;
+  }
+
+  /**
+   * Leaves the MCP tools the invocation does not allow out of Claude Code's tool list. A server left out
+   * (no tool of it allowed, or its tools could not be listed) gets a line in the transcript.
+   */
+  async limitMcpTools(options: Options): Promise<void> {
+    if (Object.keys(options.mcpServers ?? {}).length === 0) return;
+    const limits = await limitMcpTools(options, this.invocation.allowedTools, this.abortController.signal);
+    for (const { server, reason } of limits.removed) {
+      const line = { type: 'switchboard', subtype: 'mcp_server_removed', server, reason };
+      appendFileSync(this.invocation.transcriptPath, `${redactSecrets(JSON.stringify(line))}\n`);
+    }
   }
 
   private spawn(spawnOptions: SpawnOptions): SpawnedProcess {

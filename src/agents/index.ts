@@ -4,6 +4,7 @@
  */
 export { loadTask, parseTask, DEFAULT_AGENT_TOOLS, DEFAULT_LIMITS, MERGE_MODES } from './task.js';
 export type { AgentTask, AgentLimits, MergeMode, TaskFile } from './task.js';
+export type { McpServerEntry, McpServerType } from './mcp-servers.js';
 import type { AgentRunResult, ResumeAgentRunOptions, RunAgentTaskOptions } from './runner.js';
 import type { AgentTaskOutcome, RunAgentTasksOptions } from './run-all.js';
 

@@ -4,6 +4,7 @@ import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { SwitchboardError, isSwitchboardError, type ErrorCode } from '../core/errors.js';
 import type { AgentInvocation, AgentOutcome } from './claude-agent.js';
+import { claudeMcpConfig } from './mcp-servers.js';
 import {
   attemptPrompt,
   DEFAULT_CONTEXT_TEMPLATE,
@@ -843,7 +844,12 @@ class RunExecution {
         );
       },
     };
-    if (task.mcpServers !== undefined) invocation.mcpServers = task.mcpServers;
+    if (task.mcpServers !== undefined) {
+      // Expanded here, in the runner's environment: the recorded task keeps only `${VAR}`.
+      const mcp = claudeMcpConfig(task.mcpServers);
+      invocation.mcpServers = mcp.servers;
+      invocation.allowedTools = [...task.tools, ...mcp.tools];
+    }
     if (sessionId !== undefined) invocation.resumeSessionId = sessionId;
     const model = task.model ?? this.options.model ?? this.run.options.model;
     if (model !== undefined) invocation.model = model;

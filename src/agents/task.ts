@@ -2,6 +2,13 @@ import { readDataFile } from '../core/data-file.js';
 import type { z } from 'zod';
 import { SwitchboardError } from '../core/errors.js';
 import { loadZod } from '../core/lazy-packages.js';
+import {
+  literalCredential,
+  MCP_SERVER_TYPES,
+  mcpServerProblem,
+  type McpServerEntry,
+  type McpServerFields,
+} from './mcp-servers.js';
 
 /** How a finished change reaches the base branch. */
 export const MERGE_MODES = ['no-ff', 'ff', 'branch'] as const;
@@ -49,9 +56,18 @@ function buildTaskFileSchema(z: ReturnType<typeof loadZod>) {
       ])
       .optional(),
     /** Claude Code tools the agent may use, e.g. `Read`, `Write`, `Edit`, `Bash(npm test:*)`. */
-    tools: z.array(z.string().min(1)).optional(),
-    /** Names of MCP servers (from `mcp_servers` in the task) the agent may use; none otherwise. */
-    mcp_servers: z.record(z.string(), z.record(z.string(), z.unknown())).optional(),
+    tools: z
+      .array(
+        z
+          .string()
+          .min(1)
+          .refine((tool) => !tool.startsWith('mcp__'), {
+            message: "list an MCP server's tools under mcp_servers.<server>.tools, not in tools",
+          }),
+      )
+      .optional(),
+    /** MCP servers the agent gets (and no others), each with the tools it may use. */
+    mcp_servers: buildMcpServersSchema(z).optional(),
     model: z.string().min(1).optional(),
     merge: z.enum(MERGE_MODES).optional(),
     /** Extra instructions appended to Claude Code's system prompt. */
@@ -71,6 +87,33 @@ function buildTaskFileSchema(z: ReturnType<typeof loadZod>) {
         verify_timeout_seconds: positive.optional(),
       })
       .optional(),
+  });
+}
+
+/** `mcp_servers:` as Claude Code's MCP config spells a server, plus `tools`; see `mcpServerProblem`. */
+function buildMcpServersSchema(z: ReturnType<typeof loadZod>) {
+  const server = z.strictObject({
+    type: z.enum(MCP_SERVER_TYPES).default('stdio'),
+    command: z.string().optional(),
+    args: z.array(z.string()).default([]),
+    env: z.record(z.string(), z.string()).default({}),
+    url: z.string().optional(),
+    headers: z.record(z.string(), z.string()).default({}),
+    tools: z.array(z.string()).optional(),
+  });
+  return z.record(z.string(), server).superRefine((servers, context) => {
+    for (const [name, entry] of Object.entries(servers)) {
+      const problem = mcpServerProblem(name, entry) ?? literalCredential(name, entry);
+      if (problem === undefined) continue;
+      const field = problem.field === '' ? [] : problem.field.split('.');
+      context.addIssue({
+        code: 'custom',
+        path: [name, ...field],
+        message: problem.message,
+        params: { hint: problem.hint },
+      });
+      return;
+    }
   });
 }
 
@@ -114,7 +157,8 @@ export interface AgentTask {
   setup?: { command: string; timeoutMs: number };
   verify?: string;
   tools: string[];
-  mcpServers?: Record<string, Record<string, unknown>>;
+  /** MCP servers as the task declares them (`${VAR}` references unexpanded, so a record holds no secret). */
+  mcpServers?: Record<string, McpServerEntry>;
   model?: string;
   merge?: MergeMode;
   instructions?: string;
@@ -135,7 +179,9 @@ export function parseTask(value: unknown, source = 'task'): AgentTask {
     const issue = result.error.issues[0];
     const field = issue === undefined || issue.path.length === 0 ? '' : ` field "${issue.path.join('.')}"`;
     throw new SwitchboardError('TASK_INVALID', `${source}${field}: ${issue?.message ?? 'invalid task'}`, {
-      hint: 'a task needs at least `id` and `title`; see "switchboard agent" in the README for the format',
+      hint:
+        ownHint(issue) ??
+        'a task needs at least `id` and `title`; see "switchboard agent" in the README for the format',
       details: { source, path: issue?.path ?? [] },
     });
   }
@@ -177,11 +223,34 @@ export function parseTask(value: unknown, source = 'task'): AgentTask {
             timeoutMs: secondsOr(file.setup.timeout_seconds, DEFAULT_LIMITS.verifyTimeoutMs),
           };
   }
-  if (file.mcp_servers !== undefined) task.mcpServers = file.mcp_servers;
+  if (file.mcp_servers !== undefined) task.mcpServers = mcpServerEntries(file.mcp_servers);
   if (file.model !== undefined) task.model = file.model;
   if (file.merge !== undefined) task.merge = file.merge;
   if (file.instructions !== undefined) task.instructions = file.instructions;
   return task;
+}
+
+/** The fix a check of the task gave with its issue (the MCP server checks do). */
+function ownHint(issue: z.core.$ZodIssue | undefined): string | undefined {
+  const hint = issue?.code === 'custom' ? issue.params?.['hint'] : undefined;
+  return typeof hint === 'string' ? hint : undefined;
+}
+
+function mcpServerEntries(servers: Record<string, McpServerFields>): Record<string, McpServerEntry> {
+  return Object.fromEntries(
+    Object.entries(servers).map(([name, server]) => {
+      const entry: McpServerEntry = {
+        type: server.type,
+        args: server.args ?? [],
+        env: server.env ?? {},
+        headers: server.headers ?? {},
+        tools: server.tools ?? ['*'],
+      };
+      if (server.command != null) entry.command = server.command;
+      if (server.url != null) entry.url = server.url;
+      return [name, entry];
+    }),
+  );
 }
 
 function secondsOr(seconds: number | undefined, fallbackMs: number): number {

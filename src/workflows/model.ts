@@ -3,6 +3,7 @@
  * `format/` builds it from a file; the engine never reads YAML itself. Field names follow Conductor's
  * schema (snake_case keys become camelCase here); Switchboard's own additions are marked as such.
  */
+import type { McpServerEntry } from '../agents/mcp-servers.js';
 
 /** `$end`: the route target that ends the workflow successfully. */
 export const END = '$end';
@@ -97,15 +98,8 @@ export interface GitEffectDefinition {
   acceptance?: string[];
 }
 
-export interface McpServerDefinition {
-  type: 'stdio' | 'http' | 'sse';
-  command?: string;
-  args: string[];
-  env: Record<string, string>;
-  url?: string;
-  headers: Record<string, string>;
-  tools: string[];
-}
+/** A server of `runtime.mcp_servers`: the same shape (and checks) as an agent task's `mcp_servers` entry. */
+export type McpServerDefinition = McpServerEntry;
 
 interface StepCommon {
   name: string;

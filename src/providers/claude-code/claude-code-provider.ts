@@ -14,6 +14,7 @@ import {
 } from './call-session.js';
 import { claudeEnvironment } from './environment.js';
 import { resolveClaudeExecutable } from './executable.js';
+import { limitMcpTools } from './mcp-tools.js';
 import { ClaudeProcess } from './process-group.js';
 import { WarmPool, type WarmPoolOptions } from './warm-pool.js';
 import { registerSecret } from '../../core/secrets.js';
@@ -166,8 +167,13 @@ async function coldCall(
     // Its tools inherit its environment: an allowed printenv must not hand the key to the model.
     keyHelper = moveApiKeyToHelper(options);
   }
+  const leftOut: string[] = [];
   if (request.mcpServers !== undefined) {
     options.mcpServers = request.mcpServers as NonNullable<typeof options.mcpServers>;
+    // The model is offered only the allowed tools of each server, not all it has.
+    const limits = await limitMcpTools(options, request.allowedTools ?? [], abortController.signal);
+    for (const { server, reason } of limits.removed)
+      leftOut.push(`MCP server "${server}" left out: ${reason}`);
   }
   if (request.resume !== undefined) options.resume = request.resume;
   if (request.resume !== undefined || request.persistSession === true) options.persistSession = true;
@@ -181,7 +187,9 @@ async function coldCall(
     messages = query({ prompt: request.prompt, options });
     const found = await readUntilResult(messages[Symbol.asyncIterator](), watch, undefined, request.onText);
     if (watch.failure !== undefined) throw watch.failure;
-    return finishCall(found, request, performance.now() - started, child?.stderr ?? '');
+    const result = finishCall(found, request, performance.now() - started, child?.stderr ?? '');
+    result.warnings.push(...leftOut);
+    return result;
   } catch (error) {
     throw watch.failure ?? asClaudeError(error, child);
   } finally {

@@ -14,6 +14,7 @@ import { checkReferences } from './references.js';
 import type { RawForEach, RawParallel, RawWorkflowFile } from './schema.js';
 import { PROVIDER_SETTING_HINT, UNSUPPORTED_WORKFLOW_KEYS } from './unsupported.js';
 import { isPlainObject } from '../../core/plain-object.js';
+import { mcpServerProblem } from '../../agents/mcp-servers.js';
 
 /** The parsed file → the model the engine runs, checking every reference on the way. */
 export function buildWorkflow(raw: RawWorkflowFile, context: BuildContext): WorkflowDefinition {
@@ -99,18 +100,13 @@ function buildRuntime(
   for (const [name, server] of Object.entries(runtime.mcp_servers)) {
     if (server.timeout != null)
       warnings.push(`workflow: runtime.mcp_servers.${name}.timeout is not supported by Switchboard; ignored`);
-    if (server.type === 'stdio' && (server.command == null || server.command === '')) {
+    const problem = mcpServerProblem(name, server);
+    if (problem !== undefined) {
+      const field = problem.field === '' ? '' : `.${problem.field}`;
       throw workflowInvalid(
-        { file: context.file, step: 'workflow', field: `runtime.mcp_servers.${name}.command` },
-        `the stdio MCP server "${name}" needs "command"`,
-        'add command: (the program that serves MCP over stdio), or give type: http with url:',
-      );
-    }
-    if (server.type !== 'stdio' && (server.url == null || server.url === '')) {
-      throw workflowInvalid(
-        { file: context.file, step: 'workflow', field: `runtime.mcp_servers.${name}.url` },
-        `the ${server.type} MCP server "${name}" needs "url"`,
-        'add url: http://…',
+        { file: context.file, step: 'workflow', field: `runtime.mcp_servers.${name}${field}` },
+        problem.message,
+        problem.hint,
       );
     }
     mcpServers[name] = {

@@ -91,6 +91,17 @@ function checkStepReferences(
       }
     });
   }
+  // A git step's tools become its agent task's, where an MCP tool is refused: it belongs to its server.
+  step.tools?.forEach((tool, index) => {
+    if (step.git !== undefined && tool.startsWith('mcp__')) {
+      failAt(
+        place,
+        `tools[${index}]`,
+        `"${tool}" is an MCP tool`,
+        "list it by its own name in its server's tools: under runtime.mcp_servers, and opt the step in with mcp:",
+      );
+    }
+  });
   // Conductor checks an LLM step's tools against the workflow's `tools:`; a Claude Code agent's tools
   // (effects: git) are Claude Code's own (Read, Bash(npm test:*)) and are not listed there.
   if (step.git === undefined && step.tools !== undefined) {

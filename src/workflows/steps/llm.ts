@@ -1,6 +1,7 @@
 import { isAbsolute, resolve } from 'node:path';
 import { parseProviderChain, type CallRequest, type CallResult } from '../../core/call-types.js';
 import { isSwitchboardError } from '../../core/errors.js';
+import { claudeMcpConfig, type ClaudeMcpConfig, type McpServerEntry } from '../../agents/mcp-servers.js';
 import type { CallOptions } from '../../invoke/call.js';
 import type { RetryPolicy } from '../../invoke/retry-policy.js';
 import type { AgentStep, RetryDefinition } from '../model.js';
@@ -111,28 +112,28 @@ function claudeCodeOptions(context: StepContext, step: AgentStep): Record<string
 /**
  * The step's MCP servers as Claude Code's config wants them (no `tools` key, empty fields left out),
  * and the allowed-tool entries for them: `mcp__<server>` for all its tools, or one per listed tool.
+ * Claude Code then offers the model only those tools (see `limitMcpTools`).
  */
-export function claudeMcpServers(servers: Record<string, Record<string, unknown>>): {
-  servers: Record<string, Record<string, unknown>>;
-  tools: string[];
-} {
-  const configs: Record<string, Record<string, unknown>> = {};
-  const tools: string[] = [];
+export function claudeMcpServers(servers: Record<string, Record<string, unknown>>): ClaudeMcpConfig {
+  const entries: Record<string, McpServerEntry> = {};
   for (const [name, server] of Object.entries(servers)) {
-    const type = typeof server['type'] === 'string' ? server['type'] : 'stdio';
-    const config: Record<string, unknown> = { type };
-    for (const key of type === 'stdio' ? ['command', 'args', 'env'] : ['url', 'headers']) {
-      const value = server[key];
-      if (value === undefined) continue;
-      if (typeof value === 'object' && value !== null && Object.keys(value).length === 0) continue;
-      config[key] = value;
-    }
-    configs[name] = config;
-    const listed = Array.isArray(server['tools']) ? (server['tools'] as unknown[]).map(String) : [];
-    if (listed.length === 0 || listed.includes('*')) tools.push(`mcp__${name}`);
-    else tools.push(...listed.map((tool) => `mcp__${name}__${tool}`));
+    // The engine hands over the workflow's validated entries; a program's StepContext may leave lists out.
+    const list = (key: string): string[] =>
+      Array.isArray(server[key]) ? (server[key] as unknown[]).map(String) : [];
+    const map = (key: string): Record<string, string> => (server[key] ?? {}) as Record<string, string>;
+    const type = server['type'] === 'http' || server['type'] === 'sse' ? server['type'] : 'stdio';
+    const entry: McpServerEntry = {
+      type,
+      args: list('args'),
+      env: map('env'),
+      headers: map('headers'),
+      tools: list('tools'),
+    };
+    if (typeof server['command'] === 'string') entry.command = server['command'];
+    if (typeof server['url'] === 'string') entry.url = server['url'];
+    entries[name] = entry;
   }
-  return { servers: configs, tools };
+  return claudeMcpConfig(entries);
 }
 
 /** `working_dir` of the step, else the runtime's: a template, relative to the workflow's folder. */
