@@ -38,7 +38,7 @@ function parsePort(value: string): number {
   return port;
 }
 
-function parsePoolSize(value: string): number {
+export function parsePoolSize(value: string): number {
   const size = Number(value);
   if (!/^\d+$/.test(value.trim()) || size > 32)
     throw new InvalidArgumentError('expected a whole number from 0 to 32');
@@ -119,14 +119,19 @@ export function registerServeCommand(program: Command): void {
   });
 }
 
-interface Services {
+/** What a running server answers with: the router, the metrics and the call service, made once. */
+export interface Services {
   /** Absent when the server was started without skills: it answers calls only. */
   router: Router | undefined;
   metrics: RouteMetrics | undefined;
   calls: CallService;
 }
 
-async function startServices(config: SwitchboardConfig, flags: ServeFlags): Promise<Services> {
+/** The settings `startServices` reads: serve's flags, and `switchboard mcp`'s. */
+export type ServiceFlags = Pick<ServeFlags, 'pool' | 'poolModel' | 'maxTimeout' | 'metrics'>;
+
+/** Starts the router (when there are skills), the metrics (with --metrics) and the call service. */
+export async function startServices(config: SwitchboardConfig, flags: ServiceFlags): Promise<Services> {
   const { CallService } = await import('../serve/call-handler.js');
   const calls = new CallService({
     config,
