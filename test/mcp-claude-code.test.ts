@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { execFile, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -6,6 +6,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { startSimulator, type SimLogEntry, type Simulator } from '../src/sim/server.js';
 import { claudeProcessIds, waitForNoNewClaudeProcesses } from './helpers/claude.js';
 import { toolSequenceScenario } from './helpers/agent-scenarios.js';
+import { killServers, serve } from './helpers/serve-process.js';
 
 // The real Claude Code binary with `switchboard mcp` as an MCP server, scripted by `switchboard sim`
 // to call mcp__switchboard__route: the decision must reach the model in Claude Code's next request.
@@ -14,6 +15,7 @@ const root = join(import.meta.dirname, '..');
 const claude = join(root, 'node_modules/@anthropic-ai/claude-agent-sdk-linux-x64/claude');
 const skills = join(import.meta.dirname, 'fixtures/skills');
 const temporary: string[] = [];
+const servers = new Set<ChildProcess>();
 let sim: Simulator | undefined;
 const claudeBefore = claudeProcessIds();
 
@@ -22,6 +24,7 @@ afterEach(async () => {
   sim = undefined;
 });
 afterAll(async () => {
+  killServers(servers);
   expect(await waitForNoNewClaudeProcesses(claudeBefore)).toEqual([]);
   for (const directory of temporary) rmSync(directory, { recursive: true, force: true });
 });
@@ -155,5 +158,33 @@ describe('Claude Code with switchboard mcp', () => {
     expect(result.status, result.stderr).toBe(0);
     const { result: toolResult } = routeExchange(sim?.requests ?? []);
     expect(toolResult).toContain('\\"skill\\":\\"fix-bug\\"');
+  });
+
+  it('over HTTP: `claude mcp add --transport http switchboard URL/mcp` against a running serve', async () => {
+    const { cwd, env } = await setUp();
+    const served = await serve(['--port', '0', '--pool', '0', '--skills', skills], {
+      cwd,
+      env,
+      children: servers,
+    });
+    const added = await run(
+      claude,
+      ['mcp', 'add', '--scope', 'user', '--transport', 'http', 'switchboard', `${served.url}/mcp`],
+      { cwd, env },
+    );
+    expect(added.status, added.stderr).toBe(0);
+    const result = await run(
+      claude,
+      ['-p', prompt, '--allowedTools', 'mcp__switchboard__route', '--output-format', 'json'],
+      {
+        cwd,
+        env,
+      },
+    );
+    expect(result.status, result.stderr).toBe(0);
+    const { result: toolResult } = routeExchange(sim?.requests ?? []);
+    expect(toolResult).toContain('\\"skill\\":\\"fix-bug\\"');
+    served.child.kill('SIGTERM');
+    expect(await served.exited).toEqual({ code: 0, signal: null });
   });
 });
