@@ -115,6 +115,19 @@ describe('switchboard serve: /mcp', () => {
     const ok = await session.call('call', { spec: 'anthropic:claude-haiku-4-5', prompt: 'hi' });
     expect(ok.structuredContent).toMatchObject({ text: 'hello over http' });
     expect(JSON.stringify(ok)).not.toContain('sk-ant-mcp-http-secret');
+
+    const notJson = await fetch(`${loopback()}/mcp`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: '{"jsonrpc": "2.0",',
+    });
+    expect(notJson.status).toBe(400);
+    expect(await notJson.json()).toMatchObject({ error: { code: -32700 } });
+    const get = await fetch(`${loopback()}/mcp`);
+    expect(get.status).toBe(405);
+    expect(get.headers.get('allow')).toBe('POST');
+    const still = await session.call('route', { text: 'the app crashes whenever I save' });
+    expect(still.structuredContent).toMatchObject({ skill: 'fix-bug' });
   });
 
   // Another machine is simulated by this machine's own non-loopback address, as in cli-serve-call.
