@@ -5,10 +5,11 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../src/sim/server.js';
 import type { Scenario } from '../src/sim/scenario.js';
 import { claudeProcessIds, waitForNoNewClaudeProcesses } from './helpers/claude.js';
-import { writeFilesScenario } from './helpers/agent-scenarios.js';
+import { slowScenario, writeFilesScenario } from './helpers/agent-scenarios.js';
 import { createRepository, git } from './helpers/git-repo.js';
 import { connectStdio, type McpSession } from './helpers/mcp-client.js';
 import { runCli } from './helpers/run-cli.js';
+import { waitFor } from './helpers/wait-for.js';
 
 // The long tools of `switchboard mcp`: agent runs (the real Claude Code binary against `switchboard
 // sim`, real git) and workflow runs, started over stdio with the official MCP SDK client, reported by
@@ -29,6 +30,15 @@ afterAll(async () => {
   expect(await waitForNoNewClaudeProcesses(claudeBefore)).toEqual([]);
   for (const directory of temporary) rmSync(directory, { recursive: true, force: true });
 });
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 interface Workspace {
   root: string;
@@ -81,6 +91,22 @@ describe('switchboard mcp: agent runs', () => {
     const shown = await runCli(['agent', 'show', runId, '--json'], { cwd: space.root, env: space.env });
     expect(shown.status, shown.stderr).toBe(0);
     expect(JSON.parse(shown.stdout)).toMatchObject({ id: runId, status: 'succeeded' });
+  });
+
+  it('SIGTERM to the server (what a leaving client sends) stops its agent run cleanly: cancelled, no Claude Code left', async () => {
+    const space = await workspace(slowScenario({ delayMs: 60_000 }));
+    const repo = createRepository(join(space.root, 'repo'));
+    const started = await space.session.call('agent_run', {
+      task: { id: 'mcp-slow', title: 'Take your time' },
+      repo,
+      wait_seconds: 0,
+    });
+    const runId = (started.structuredContent as { runId: string }).runId;
+    const pid = space.session.pid as number;
+    process.kill(pid, 'SIGTERM');
+    await waitFor(() => !processAlive(pid), { what: 'the mcp server to exit', withinMs: 20_000 });
+    const shown = await runCli(['agent', 'show', runId, '--json'], { cwd: space.root, env: space.env });
+    expect(JSON.parse(shown.stdout)).toMatchObject({ id: runId, status: 'cancelled' });
   });
 
   it('a task that cannot start is a tool error with the code and hint, and no run is recorded', async () => {

@@ -69,7 +69,9 @@ function untilClientLeaves(stopping: AbortController): Promise<void> {
     };
     process.stdin.once('end', resolve);
     process.stdin.once('close', resolve);
-    process.once('SIGINT', stop);
-    process.once('SIGTERM', stop);
+    // `on`, not `once`: a `once` listener is gone by the time signal-exit's (execa's) runs, which then
+    // sees only its own listeners and kills the process before the runs have stopped.
+    process.on('SIGINT', stop);
+    process.on('SIGTERM', stop);
   });
 }

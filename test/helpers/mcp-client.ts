@@ -8,6 +8,8 @@ const cli = join(import.meta.dirname, '../../dist/cli/main.js');
 
 export interface McpSession {
   client: Client;
+  /** The server's process id (stdio only). */
+  pid?: number | null;
   /** What the server wrote on stderr so far. */
   stderr: () => string;
   /** Calls a tool; the result as the client received it. */
@@ -39,7 +41,7 @@ export async function connectStdio(
   transport.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
   const client = new Client({ name: 'switchboard-test', version: '1.0.0' });
   await client.connect(transport);
-  return sessionOf(client, () => stderr);
+  return { ...sessionOf(client, () => stderr), pid: transport.pid };
 }
 
 /** Wraps a connected client with the helpers the tests use. */
