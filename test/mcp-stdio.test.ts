@@ -25,6 +25,7 @@ beforeAll(async () => {
           match: { provider: 'anthropic', text: 'slowly' },
           reply: { text: 'after a while', delayMs: 1_500 },
         },
+        { match: { provider: 'anthropic', text: 'echo back' }, reply: { echo: true } },
         { match: { provider: 'anthropic', text: 'capital' }, reply: { json: { city: 'Paris' } } },
         {
           match: { provider: 'anthropic' },
@@ -143,11 +144,13 @@ describe('switchboard mcp over stdio', () => {
     expect(fromCli.calls.calls).toBeGreaterThanOrEqual(stats.calls.calls);
   });
 
-  it('no result, error or stderr line carries the API key', async () => {
+  it('a model that echoes the API key does not leak it: the result is redacted, as serve redacts', async () => {
     const result = await session.call('call', {
       spec: 'anthropic:claude-haiku-4-5',
-      prompt: 'sk-ant-mcp-secret-0001',
+      prompt: 'echo back sk-ant-mcp-secret-0001',
     });
+    expect(result.isError).toBeFalsy();
+    expect((result.structuredContent as { text: string }).text).toContain('[redacted]');
     expect(JSON.stringify(result)).not.toContain('sk-ant-mcp-secret-0001');
     expect(session.stderr()).not.toContain('sk-ant-mcp-secret-0001');
   });

@@ -1,5 +1,6 @@
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import type { ServerNotification, ServerRequest } from '@modelcontextprotocol/sdk/types.js';
+import { redactSecrets } from '../core/secrets.js';
 
 /** What a tool handler gets from the SDK besides its arguments. */
 export type ToolExtra = RequestHandlerExtra<ServerRequest, ServerNotification>;
@@ -22,7 +23,8 @@ export function progressReporter(extra: ToolExtra): { report: ProgressReporter; 
     extra
       .sendNotification({
         method: 'notifications/progress',
-        params: { progressToken: token, progress: count, message },
+        // An agent's message may quote what it read; no key leaves through progress either.
+        params: { progressToken: token, progress: count, message: redactSecrets(message) },
       })
       // A client gone meanwhile is not the operation's problem.
       .catch(() => undefined);

@@ -1,6 +1,6 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { exitCodeFor, isSwitchboardError, SwitchboardError } from '../core/errors.js';
-import { redactSecrets } from '../core/secrets.js';
+import { redactDeep, redactSecrets } from '../core/secrets.js';
 
 /**
  * A tool's answer: `structured` as structuredContent (checked against the tool's output schema by the
@@ -8,10 +8,11 @@ import { redactSecrets } from '../core/secrets.js';
  * through `redactSecrets`, as serve's answers do: a model that echoes a key cannot leak it here.
  */
 export function toolResult(structured: Record<string, unknown>, text?: string): CallToolResult {
-  const json = redactSecrets(JSON.stringify(structured));
+  // Through JSON first: what the client receives is JSON, so `undefined` fields go and dates are strings.
+  const redacted = redactDeep(JSON.parse(JSON.stringify(structured)) as Record<string, unknown>);
   return {
-    content: [{ type: 'text', text: text === undefined ? json : redactSecrets(text) }],
-    structuredContent: JSON.parse(json) as Record<string, unknown>,
+    content: [{ type: 'text', text: text === undefined ? JSON.stringify(redacted) : redactSecrets(text) }],
+    structuredContent: redacted,
   };
 }
 
