@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { AgentRunProgress, AgentRunResult, AgentRunnerOptions } from '../agents/runner.js';
-import type { AgentTask } from '../agents/task.js';
+import type { AgentTask, MergeMode } from '../agents/task.js';
 import type { SwitchboardConfig } from '../core/config.js';
 import { SwitchboardError } from '../core/errors.js';
 import { waitAtMost } from './background-runs.js';
@@ -15,7 +15,7 @@ type AgentRunArguments = {
   task?: Record<string, unknown> | undefined;
   task_file?: string | undefined;
   repo?: string | undefined;
-  merge?: 'no-ff' | 'ff' | 'branch' | undefined;
+  merge?: MergeMode | undefined;
   wait_seconds?: number | undefined;
 };
 

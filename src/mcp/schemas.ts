@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { MERGE_MODES } from '../agents/task.js';
 
 // The tools' input and output schemas. Clients see them as JSON Schema in `tools/list`; the SDK checks
 // every call's arguments against the input schema and every answer's structuredContent against the
@@ -122,8 +123,6 @@ const agentTask = z.looseObject({
   limits: agentLimits.optional(),
 });
 
-export const MERGE_CHOICES = ['no-ff', 'ff', 'branch'] as const;
-
 export const agentRunInput = z.strictObject({
   task: agentTask.optional().describe('the task (the fields of a task file); or give task_file'),
   task_file: z.string().optional().describe("a task file (YAML or JSON), relative to the server's folder"),
@@ -131,7 +130,10 @@ export const agentRunInput = z.strictObject({
     .string()
     .optional()
     .describe("the git repository (a folder, or a remote URL); default: the server's folder"),
-  merge: z.enum(MERGE_CHOICES).optional(),
+  merge: z
+    .enum(MERGE_MODES)
+    .optional()
+    .describe("how the verified change reaches the base branch (default: the task's, else no-ff)"),
   wait_seconds: waitSeconds,
 });
 
