@@ -99,6 +99,12 @@ const prompt = 'Which skill should handle this: the app crashes whenever I save'
 describe('Claude Code with switchboard mcp', () => {
   it('--mcp-config with --strict-mcp-config: the model calls mcp__switchboard__route and gets the decision', async () => {
     const { cwd, env } = await setUp();
+    // A server in the user's settings, which --strict-mcp-config must leave out.
+    const other = await run(claude, ['mcp', 'add', '--scope', 'user', 'other', '--', 'switchboard', 'mcp'], {
+      cwd,
+      env,
+    });
+    expect(other.status, other.stderr).toBe(0);
     const config = join(cwd, 'mcp.json');
     writeFileSync(
       config,
@@ -128,11 +134,19 @@ describe('Claude Code with switchboard mcp', () => {
     // Claude Code listed the server's tools to the model, and only those of this server.
     const first = log.find((entry) => entry.turn === 1);
     expect(first?.tools).toContain('mcp__switchboard__route');
-    expect(
-      first?.tools
-        .filter((tool) => tool.startsWith('mcp__'))
-        .every((tool) => tool.startsWith('mcp__switchboard__')),
-    ).toBe(true);
+    expect(first?.tools.filter((tool) => tool.startsWith('mcp__')).sort()).toEqual(
+      [
+        'agent_run',
+        'agent_status',
+        'call',
+        'call_status',
+        'route',
+        'stats',
+        'workflow_gate',
+        'workflow_run',
+        'workflow_status',
+      ].map((name) => `mcp__switchboard__${name}`),
+    );
     const { call, result: toolResult } = routeExchange(log);
     expect(call).toBeDefined();
     expect(toolResult).toContain('\\"skill\\":\\"fix-bug\\"');
