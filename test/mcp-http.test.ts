@@ -111,7 +111,7 @@ describe('switchboard serve: /mcp', () => {
     const session = await connect(loopback());
     const bad = await session.call('call', { spec: 'anthropic:claude-haiku-4-5' });
     expect(bad.isError).toBe(true);
-    expect(textOf(bad)).toMatch(/prompt/);
+    expect(textOf(bad)).toMatch(/^INVALID_INPUT \(exit 2\): call: .* at prompt\nhint: /);
     const ok = await session.call('call', { spec: 'anthropic:claude-haiku-4-5', prompt: 'hi' });
     expect(ok.structuredContent).toMatchObject({ text: 'hello over http' });
     expect(JSON.stringify(ok)).not.toContain('sk-ant-mcp-http-secret');

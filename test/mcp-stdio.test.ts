@@ -109,10 +109,15 @@ describe('switchboard mcp over stdio', () => {
   it('malformed arguments and bad input are tool errors with the code and hint; the server keeps serving', async () => {
     const wrongType = await session.call('route', { text: 42 });
     expect(wrongType.isError).toBe(true);
-    expect(textOf(wrongType)).toMatch(/text/);
+    expect(textOf(wrongType)).toMatch(
+      /^INVALID_INPUT \(exit 2\): route: .*expected string.* at text\nhint: /,
+    );
     const unknownKey = await session.call('route', { text: 'hi', txet: 'typo' });
     expect(unknownKey.isError).toBe(true);
-    expect(textOf(unknownKey)).toMatch(/txet/);
+    expect(textOf(unknownKey)).toMatch(/^INVALID_INPUT \(exit 2\): route: .*"txet"/);
+    const noTool = await session.call('reroute', { text: 'hi' });
+    expect(noTool.isError).toBe(true);
+    expect(textOf(noTool)).toMatch(/^INVALID_INPUT \(exit 2\): this server has no tool reroute\nhint: /);
 
     const badSpec = await session.call('call', { spec: 'nosuch:model', prompt: 'hi' });
     expect(badSpec.isError).toBe(true);

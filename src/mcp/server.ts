@@ -4,6 +4,7 @@ import { registerAgentTools } from './agent-tools.js';
 import { registerCallTools } from './call-tool.js';
 import type { McpContext } from './context.js';
 import { registerRouteTool } from './route-tool.js';
+import { answerSdkErrorsAsSwitchboard } from './sdk-errors.js';
 import { registerStatsTool } from './stats-tool.js';
 import { registerWorkflowTools } from './workflow-tools.js';
 
@@ -24,6 +25,7 @@ export function createMcpServer(context: McpContext): McpServer {
         'Switchboard routes requests to skills, calls LLMs with fallbacks and budgets, and runs Claude Code agents and checkpointed workflows. Long tools answer with a run id and state "running" after wait_seconds; the *_status tools report such runs later.',
     },
   );
+  answerSdkErrorsAsSwitchboard(server);
   registerRouteTool(server, context);
   registerCallTools(server, context);
   registerAgentTools(server, context);
