@@ -19,6 +19,7 @@ const pages: Record<string, string> = {
   call: 'docs/call.md',
   sim: 'docs/call.md',
   serve: 'docs/serve.md',
+  mcp: 'docs/mcp.md',
   metrics: 'docs/serve.md',
   stats: 'docs/serve.md',
   db: 'docs/ledger.md',

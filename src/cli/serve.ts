@@ -4,6 +4,7 @@ import { InvalidArgumentError, type Command } from 'commander';
 import type { SwitchboardConfig } from '../core/config.js';
 import { SwitchboardError } from '../core/errors.js';
 import type { RouteMetrics } from '../observe/prometheus.js';
+import type { McpContext } from '../mcp/context.js';
 import type { Router } from '../route/router.js';
 import { checkListenAddress, isAuthorized, serverToken } from '../serve/auth.js';
 import type { CallService } from '../serve/call-handler.js';
@@ -38,7 +39,7 @@ function parsePort(value: string): number {
   return port;
 }
 
-function parsePoolSize(value: string): number {
+export function parsePoolSize(value: string): number {
   const size = Number(value);
   if (!/^\d+$/.test(value.trim()) || size > 32)
     throw new InvalidArgumentError('expected a whole number from 0 to 32');
@@ -50,7 +51,7 @@ export function registerServeCommand(program: Command): void {
     program
       .command('serve')
       .description(
-        'route and call over HTTP: POST /route, POST /call, GET /healthz, and GET /metrics with --metrics',
+        'route and call over HTTP: POST /route, POST /call, MCP tools at /mcp, GET /healthz, and GET /metrics with --metrics',
       )
       .option(
         '--host <host>',
@@ -86,6 +87,7 @@ export function registerServeCommand(program: Command): void {
     try {
       const { createServer } = await import('node:http');
       const inFlight = new AbortController();
+      const mcp = await mcpContext(config, services, inFlight.signal);
       // Responses not yet sent. Once stopping, each says `Connection: close`, so a keep-alive client
       // does not hold the server open after its last answer.
       const unanswered = new Set<ServerResponse>();
@@ -95,11 +97,13 @@ export function registerServeCommand(program: Command): void {
         unanswered.add(response);
         response.once('close', () => unanswered.delete(response));
         if (!isAuthorized(request, token)) return unauthorized(response);
-        handle(request, response, { ...services, abortSignal: inFlight.signal }).catch((error: unknown) => {
-          warn(`serve: ${error instanceof Error ? error.message : String(error)}`);
-          if (!response.headersSent) sendError(response, 500, toSwitchboardError(error));
-          else response.destroy();
-        });
+        handle(request, response, { ...services, mcp, abortSignal: inFlight.signal }).catch(
+          (error: unknown) => {
+            warn(`serve: ${error instanceof Error ? error.message : String(error)}`);
+            if (!response.headersSent) sendError(response, 500, toSwitchboardError(error));
+            else response.destroy();
+          },
+        );
       });
       const onStop = () => {
         stopping = true;
@@ -110,6 +114,7 @@ export function registerServeCommand(program: Command): void {
       process.stdout.write(`switchboard: listening on ${serverUrl(server)}\n`);
       if (flags.pool > 0) services.calls.warm();
       await untilSignal(server, inFlight, onStop, flags.grace * 1000);
+      await finishMcpRuns(mcp, inFlight, flags.grace * 1000);
     } finally {
       await services.router?.close();
       await services.calls.close();
@@ -119,14 +124,19 @@ export function registerServeCommand(program: Command): void {
   });
 }
 
-interface Services {
+/** What a running server answers with: the router, the metrics and the call service, made once. */
+export interface Services {
   /** Absent when the server was started without skills: it answers calls only. */
   router: Router | undefined;
   metrics: RouteMetrics | undefined;
   calls: CallService;
 }
 
-async function startServices(config: SwitchboardConfig, flags: ServeFlags): Promise<Services> {
+/** The settings `startServices` reads: serve's flags, and `switchboard mcp`'s. */
+export type ServiceFlags = Pick<ServeFlags, 'pool' | 'poolModel' | 'maxTimeout' | 'metrics'>;
+
+/** Starts the router (when there are skills), the metrics (with --metrics) and the call service. */
+export async function startServices(config: SwitchboardConfig, flags: ServiceFlags): Promise<Services> {
   const { CallService } = await import('../serve/call-handler.js');
   const calls = new CallService({
     config,
@@ -253,16 +263,40 @@ function untilSignal(
 }
 
 interface HandlerContext extends Services {
+  /** What `/mcp`'s tools work with; its runs outlive the requests that started them. */
+  mcp: McpContext;
   abortSignal: AbortSignal;
+}
+
+async function mcpContext(
+  config: SwitchboardConfig,
+  { router, calls }: Services,
+  abortSignal: AbortSignal,
+): Promise<McpContext> {
+  const { BackgroundRuns } = await import('../mcp/background-runs.js');
+  return { config, router, calls, runs: new BackgroundRuns(), abortSignal };
+}
+
+/** Runs `/mcp` started and left going get the grace period to end, then are aborted and waited for. */
+async function finishMcpRuns(mcp: McpContext, inFlight: AbortController, graceMs: number): Promise<void> {
+  if (mcp.runs.size === 0) return;
+  const { waitAtMost } = await import('../mcp/background-runs.js');
+  await waitAtMost(mcp.runs.drain(), graceMs);
+  inFlight.abort();
+  await mcp.runs.drain();
 }
 
 async function handle(
   request: IncomingMessage,
   response: ServerResponse,
-  { router, metrics, calls, abortSignal }: HandlerContext,
+  { router, metrics, calls, mcp, abortSignal }: HandlerContext,
 ): Promise<void> {
   const path = new URL(request.url ?? '/', 'http://localhost').pathname;
   const method = request.method ?? 'GET';
+  if (path === '/mcp') {
+    const { handleMcpRequest } = await import('../mcp/http.js');
+    return handleMcpRequest(request, response, mcp);
+  }
   if (path === '/call') {
     if (method !== 'POST') return methodNotAllowed(response, 'POST');
     return calls.handle(request, response, abortSignal);
@@ -302,5 +336,5 @@ function notFound(path: string, router: Router | undefined): string {
 function notFoundHint(path: string, router: Router | undefined): string {
   if (path === '/metrics') return 'start the server with --metrics';
   if (path === '/route' && router === undefined) return 'start switchboard serve with --skills DIR';
-  return 'use POST /call, POST /route, or GET /healthz';
+  return 'use POST /call, POST /route, POST /mcp, or GET /healthz';
 }

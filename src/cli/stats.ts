@@ -18,7 +18,7 @@ export function parseSince(value: string): number {
   return Date.now() - Number(match[1]) * (UNITS[match[2] as string] as number);
 }
 
-interface BudgetStatus {
+export interface BudgetStatus {
   scope: string;
   period: 'daily' | 'monthly';
   cap: number;
@@ -59,6 +59,40 @@ async function budgetStatus(
   return statuses;
 }
 
+/** What `switchboard stats --json` prints (and the MCP `stats` tool returns). */
+export interface LedgerStats {
+  calls: Awaited<ReturnType<Ledger['callStats']>>;
+  routeDecisions: number;
+  cooldowns: Array<Awaited<ReturnType<Ledger['activeCooldowns']>>[number] & { remainingMs: number }>;
+  budgets: BudgetStatus[];
+}
+
+/** The ledger's figures since `since` (epoch ms; all time without it), and spending against each cap. */
+export async function readStats(
+  config: SwitchboardConfig,
+  { since }: { since?: number } = {},
+): Promise<LedgerStats> {
+  const { openLedger } = await import('../store/ledger.js');
+  const ledger = openLedger({ stateDir: config.stateDir });
+  try {
+    const range = since === undefined ? {} : { since };
+    const calls = await ledger.callStats(range);
+    const routeDecisions =
+      since === undefined
+        ? await ledger.countRouteDecisions()
+        : (await ledger.listRouteDecisions({ limit: 1_000_000, ...range })).length;
+    const now = Date.now();
+    const cooldowns = (await ledger.activeCooldowns(now)).map((cooldown) => ({
+      ...cooldown,
+      remainingMs: cooldown.until - now,
+    }));
+    const budgets = await budgetStatus(ledger, config.call.budgetRules, now);
+    return { calls, routeDecisions, cooldowns, budgets };
+  } finally {
+    await ledger.close();
+  }
+}
+
 export function registerStatsCommand(program: Command): void {
   program
     .command('stats')
@@ -68,71 +102,57 @@ export function registerStatsCommand(program: Command): void {
     .option('--since <duration>', 'only the last 30m, 24h, 7d, …', parseSince)
     .option('--json', 'print the figures as JSON')
     .action(async (flags: StatsFlags, command: Command) => {
-      const { openLedger } = await import('../store/ledger.js');
       const config = commandConfig(command.optsWithGlobals<GlobalFlags>());
-      const ledger = openLedger({ stateDir: config.stateDir });
-      try {
-        const since = flags.since === undefined ? {} : { since: flags.since };
-        const calls = await ledger.callStats(since);
-        const routeDecisions =
-          flags.since === undefined
-            ? await ledger.countRouteDecisions()
-            : (await ledger.listRouteDecisions({ limit: 1_000_000, ...since })).length;
-        const now = Date.now();
-        const cooldowns = (await ledger.activeCooldowns(now)).map((cooldown) => ({
-          ...cooldown,
-          remainingMs: cooldown.until - now,
-        }));
-        const budgets = await budgetStatus(ledger, config.call.budgetRules, now);
-        if (flags.json === true) {
-          process.stdout.write(`${JSON.stringify({ calls, routeDecisions, cooldowns, budgets })}\n`);
-          return;
-        }
-        const percent = (value: number) => `${(value * 100).toFixed(1)}%`;
-        const lines = [
-          `calls ${calls.calls} (${calls.attempts} attempts), success ${percent(calls.successRate)}, p50 ${calls.p50Ms.toFixed(0)} ms, p95 ${calls.p95Ms.toFixed(0)} ms, cost ${formatUsd(calls.costUsd)}`,
-          `retries ${calls.retries}, fallback rate ${percent(calls.fallbackRate)}; route decisions ${routeDecisions}`,
-        ];
-        if (calls.byProviderModel.length > 0) {
-          lines.push(
-            '',
-            'provider  model                          attempts  success   p50 ms   p95 ms   tokens in/out        cost',
-          );
-          for (const group of calls.byProviderModel) {
-            lines.push(
-              [
-                group.provider.padEnd(9),
-                group.model.slice(0, 30).padEnd(30),
-                String(group.attempts).padStart(8),
-                percent(group.successRate).padStart(8),
-                group.p50Ms.toFixed(0).padStart(8),
-                group.p95Ms.toFixed(0).padStart(8),
-                `${group.inputTokens}/${group.outputTokens}`.padStart(15),
-                `${formatUsd(group.costUsd)}${group.unpricedAttempts > 0 ? ` (+${group.unpricedAttempts} unpriced)` : ''}`.padStart(
-                  11,
-                ),
-              ].join(' '),
-            );
-          }
-        }
-        for (const cooldown of cooldowns) {
-          lines.push(
-            `cooling down: ${cooldown.spec} for ${Math.ceil(cooldown.remainingMs / 1000)} s more (${cooldown.failures}× ${cooldown.reason})`,
-          );
-        }
-        for (const budget of budgets) {
-          lines.push(
-            `budget ${budget.scope}, ${budget.period}: ${formatUsd(budget.spent)} of $${budget.cap}` +
-              (budget.cap > 0 ? ` (${percent(budget.spent / budget.cap)})` : ' (blocked)') +
-              (budget.reserved > 0 ? `, ${formatUsd(budget.reserved)} held by calls in flight` : ''),
-          );
-        }
-        const codes = Object.entries(calls.errorCodes).sort((a, b) => b[1] - a[1]);
-        if (codes.length > 0)
-          lines.push('', `errors: ${codes.map(([code, count]) => `${code} ${count}`).join(', ')}`);
-        process.stdout.write(`${lines.join('\n')}\n`);
-      } finally {
-        await ledger.close();
+      const { calls, routeDecisions, cooldowns, budgets } = await readStats(
+        config,
+        flags.since === undefined ? {} : { since: flags.since },
+      );
+      if (flags.json === true) {
+        process.stdout.write(`${JSON.stringify({ calls, routeDecisions, cooldowns, budgets })}\n`);
+        return;
       }
+      const percent = (value: number) => `${(value * 100).toFixed(1)}%`;
+      const lines = [
+        `calls ${calls.calls} (${calls.attempts} attempts), success ${percent(calls.successRate)}, p50 ${calls.p50Ms.toFixed(0)} ms, p95 ${calls.p95Ms.toFixed(0)} ms, cost ${formatUsd(calls.costUsd)}`,
+        `retries ${calls.retries}, fallback rate ${percent(calls.fallbackRate)}; route decisions ${routeDecisions}`,
+      ];
+      if (calls.byProviderModel.length > 0) {
+        lines.push(
+          '',
+          'provider  model                          attempts  success   p50 ms   p95 ms   tokens in/out        cost',
+        );
+        for (const group of calls.byProviderModel) {
+          lines.push(
+            [
+              group.provider.padEnd(9),
+              group.model.slice(0, 30).padEnd(30),
+              String(group.attempts).padStart(8),
+              percent(group.successRate).padStart(8),
+              group.p50Ms.toFixed(0).padStart(8),
+              group.p95Ms.toFixed(0).padStart(8),
+              `${group.inputTokens}/${group.outputTokens}`.padStart(15),
+              `${formatUsd(group.costUsd)}${group.unpricedAttempts > 0 ? ` (+${group.unpricedAttempts} unpriced)` : ''}`.padStart(
+                11,
+              ),
+            ].join(' '),
+          );
+        }
+      }
+      for (const cooldown of cooldowns) {
+        lines.push(
+          `cooling down: ${cooldown.spec} for ${Math.ceil(cooldown.remainingMs / 1000)} s more (${cooldown.failures}× ${cooldown.reason})`,
+        );
+      }
+      for (const budget of budgets) {
+        lines.push(
+          `budget ${budget.scope}, ${budget.period}: ${formatUsd(budget.spent)} of $${budget.cap}` +
+            (budget.cap > 0 ? ` (${percent(budget.spent / budget.cap)})` : ' (blocked)') +
+            (budget.reserved > 0 ? `, ${formatUsd(budget.reserved)} held by calls in flight` : ''),
+        );
+      }
+      const codes = Object.entries(calls.errorCodes).sort((a, b) => b[1] - a[1]);
+      if (codes.length > 0)
+        lines.push('', `errors: ${codes.map(([code, count]) => `${code} ${count}`).join(', ')}`);
+      process.stdout.write(`${lines.join('\n')}\n`);
     });
 }

@@ -4,8 +4,15 @@ import { call } from '../invoke/call.js';
 import type { ClaudeCodeProvider } from '../providers/claude-code/claude-code-provider.js';
 import type { ProviderRegistry } from '../providers/registry.js';
 import { openLedger, type Ledger } from '../store/ledger.js';
-import { callOptions, callRequest, providerRegistry, resolveRole } from '../cli/call-setup.js';
-import { parseCallBody } from './call-body.js';
+import type { CallRequest, CallResult } from '../core/call-types.js';
+import {
+  callOptions,
+  callRequest,
+  providerRegistry,
+  resolveRole,
+  type CallContext,
+} from '../cli/call-setup.js';
+import { parseCallBody, type CallBody } from './call-body.js';
 import { readBody, sendError, sendJson, sendTooLarge, statusFor, toSwitchboardError } from './http.js';
 
 export interface CallServiceOptions {
@@ -65,23 +72,36 @@ export class CallService {
       if (!response.writableFinished) clientGone.abort();
     });
     try {
-      const body = parseCallBody(text);
-      const chain = resolveRole(body.spec, this.config.call.roles);
-      const timeoutMs = Math.min(body.timeoutMs ?? this.maxTimeoutMs, this.maxTimeoutMs);
-      const result = await call(
-        chain,
-        callRequest(
-          { ...body, timeoutMs },
-          { abortSignal: AbortSignal.any([abortSignal, clientGone.signal]) },
-        ),
-        callOptions(this.config, body, { providers: this.providers, ledger: this.ledger(body.storeText) }),
-      );
+      const result = await this.run(parseCallBody(text), AbortSignal.any([abortSignal, clientGone.signal]));
       sendJson(response, 200, result);
     } catch (error) {
       if (clientGone.signal.aborted) return;
       const known = toSwitchboardError(error);
       sendError(response, statusFor(known.code), known);
     }
+  }
+
+  /**
+   * One call as `POST /call` makes it, for callers that are not HTTP requests (the MCP `call` tool):
+   * the role resolved, the timeout capped at the server's, the ledger and the registry shared.
+   */
+  async run(
+    body: CallBody,
+    abortSignal: AbortSignal,
+    events: Pick<CallRequest, 'onText'> & Pick<CallContext, 'onRetryWait'> = {},
+  ): Promise<CallResult> {
+    const chain = resolveRole(body.spec, this.config.call.roles);
+    const timeoutMs = Math.min(body.timeoutMs ?? this.maxTimeoutMs, this.maxTimeoutMs);
+    const { onText, onRetryWait } = events;
+    return call(
+      chain,
+      callRequest({ ...body, timeoutMs }, { abortSignal, ...(onText === undefined ? {} : { onText }) }),
+      callOptions(this.config, body, {
+        providers: this.providers,
+        ledger: this.ledger(body.storeText),
+        ...(onRetryWait === undefined ? {} : { onRetryWait }),
+      }),
+    );
   }
 
   private ledger(storeText: boolean | undefined): Ledger | undefined {
