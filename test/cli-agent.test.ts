@@ -426,6 +426,27 @@ describe('switchboard agent lifecycle', () => {
     expect(events.stdout).toMatch(/resume/);
   });
 
+  it('SIGTERM to `agent run` stops it cleanly: the run is cancelled, exit 130, no Claude Code left', async () => {
+    const f = await fixture(slowScenario({ delayMs: 60_000 }));
+    const task = f.task('task', { id: 'terminated', title: 'Take your time' });
+    const runner = spawn(
+      process.execPath,
+      [cli, 'agent', 'run', '--task', task, '--base-url', sim?.url ?? ''],
+      {
+        cwd: f.repo,
+        env: f.env,
+        stdio: 'ignore',
+      },
+    );
+    children.push(runner.pid ?? 0);
+    await waitUntil(() => simLog().length > 0);
+    const exited = new Promise<number | null>((resolve) => runner.once('exit', (code) => resolve(code)));
+    runner.kill('SIGTERM');
+    expect(await exited).toBe(130);
+    const [stopped] = await f.json<{ id: string; status: string }[]>(['agent', 'ls']);
+    expect(stopped).toMatchObject({ status: 'cancelled' });
+  });
+
   it('cancel leaves no process behind; clean removes merged work and leaves live work alone', async () => {
     const f = await fixture({
       rules: [
