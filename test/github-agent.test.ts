@@ -1,5 +1,14 @@
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync } from 'node:fs';
+import {
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
@@ -271,7 +280,7 @@ describe('switchboard agent run --issue', () => {
     expect(f.github.comments).toHaveLength(1);
     expect(f.github.comments[0]?.body).toMatch(/VERIFY_FAILED/);
     expect(f.github.comments[0]?.body).toMatch(
-      /failed \(agent run `issue-7-[0-9a-f]+`, 1 attempt, \$\d+\.\d{4}\); no pull request/,
+      /failed \(run `issue-7-[0-9a-f]+`, 1 attempt, \$\d+\.\d{4}\); no pull request/,
     );
     // Nothing was pushed.
     expect(git(f.bare, 'for-each-ref', '--format=%(refname)', 'refs/heads/')).toBe('refs/heads/main');
@@ -301,5 +310,111 @@ describe('switchboard agent run --issue', () => {
     // Nothing was recorded, nothing reached the API.
     expect(f.sim.requests).toHaveLength(0);
     expect(JSON.parse((await f.run(['agent', 'ls', '--json'])).stdout)).toEqual([]);
+  });
+});
+
+describe('workflow agent step with effects: git, issue: and merge: pr', () => {
+  /** A workflow whose git step works on the issue given as an input and delivers a pull request. */
+  function workflowFile(f: Fixture, verify: string): string {
+    const file = join(f.root, 'issue.yaml');
+    writeFileSync(
+      file,
+      `workflow:
+  name: issue-to-pr
+  entry_point: implement
+agents:
+  - name: implement
+    type: agent
+    provider: claude-agent-sdk
+    model: claude-haiku-4-5
+    prompt: Do what the issue asks.
+    tools: [Read, Write, Bash]
+    effects: git
+    repo: ${JSON.stringify(f.checkout)}
+    issue: '{{ workflow.input.issue }}'
+    merge: pr
+    verify: ${JSON.stringify(verify)}
+    limits:
+      max_attempts: 1
+    routes:
+      - to: $end
+output:
+  pull_request: '{{ implement.output.pull_request.url }}'
+  branch: '{{ implement.output.branch }}'
+`,
+    );
+    return file;
+  }
+
+  function workflowEnv(f: Fixture): NodeJS.ProcessEnv {
+    return { ...f.env, ANTHROPIC_BASE_URL: f.sim.url };
+  }
+
+  it('pushes the step branch, opens one pull request and comments; killed with -9 before the step ends and resumed, it adds none', async () => {
+    let stalled = false;
+    const f = await fixture(PRINTENV_AND_WRITE, {
+      stall: (request) => {
+        if (stalled || request.method !== 'POST' || !request.path.endsWith('/comments')) return false;
+        stalled = true;
+        return true;
+      },
+    });
+    // (`$GITHUB_TOKEN` without braces: a workflow file's `${VAR}` is the environment's value, by design.)
+    const file = workflowFile(f, 'test -f feature.txt && test -z "$GITHUB_TOKEN" && test -z "$GH_TOKEN"');
+    const runner = spawn(
+      process.execPath,
+      [cli, 'workflow', 'run', file, '-i', 'issue=acme/widgets#7', '--run-id', 'wf-issue'],
+      { cwd: f.checkout, env: workflowEnv(f), stdio: 'ignore' },
+    );
+    await waitFor(() => stalled, { withinMs: 60_000, what: 'the comment request' });
+    runner.kill('SIGKILL');
+    await new Promise((resolve) => runner.once('exit', resolve));
+    expect(f.github.pulls).toHaveLength(1);
+    expect(f.github.comments).toHaveLength(1);
+    const agentRequests = f.sim.requests.length;
+
+    const result = await f.run(['workflow', 'resume', 'wf-issue', '--json'], { env: workflowEnv(f) });
+    expect(result.status, result.stderr).toBe(0);
+    const run = JSON.parse(result.stdout) as {
+      status: string;
+      output: { pull_request: string; branch: string };
+    };
+    // The commit was adopted (the agent did not run again); the pull request and comment were found.
+    expect(f.sim.requests).toHaveLength(agentRequests);
+    expect(run.status).toBe('completed');
+    expect(f.github.pulls).toHaveLength(1);
+    expect(f.github.pulls[0]).toMatchObject({
+      head: 'wf/wf-issue/implement-0',
+      base: 'main',
+      title: ISSUE.title,
+    });
+    expect(run.output).toEqual({
+      pull_request: f.github.pulls[0]?.html_url,
+      branch: 'wf/wf-issue/implement-0',
+    });
+    expect(git(f.bare, 'show', 'wf/wf-issue/implement-0:feature.txt')).toBe('hello');
+    expect(f.github.comments).toHaveLength(1);
+    expect(f.github.comments[0]?.body).toContain(f.github.pulls[0]?.html_url);
+    // The issue's text and checklist reached the agent with the step's prompt.
+    const prompt = JSON.stringify(f.sim.requests[0]?.body);
+    expect(prompt).toContain('Do what the issue asks.');
+    expect(prompt).toContain('it says hello');
+    const bodies = f.sim.requests.map((request) => JSON.stringify(request.body));
+    expect(bodies.some((body) => body.includes('PATH='))).toBe(true);
+    expect(bodies.some((body) => body.includes(TOKEN))).toBe(false);
+    expectTokenNowhere([f.root], [result.stdout, result.stderr]);
+  }, 150_000);
+
+  it('a step whose verify fails comments the failure once and opens no pull request', async () => {
+    const f = await fixture(PRINTENV_AND_WRITE);
+    const file = workflowFile(f, 'false');
+    const result = await f.run(['workflow', 'run', file, '-i', 'issue=acme/widgets#7', '--json'], {
+      env: workflowEnv(f),
+    });
+    // The step's own code.
+    expect(result.status, result.stderr).toBe(41);
+    expect(f.github.pulls).toHaveLength(0);
+    expect(f.github.comments).toHaveLength(1);
+    expect(f.github.comments[0]?.body).toMatch(/VERIFY_FAILED/);
   });
 });

@@ -6,6 +6,7 @@ import {
   pullRequestBody,
   pullRequestTarget,
   pushRunBranch,
+  runMarker,
 } from './pull-request.js';
 import type { AgentRunRecord } from './run-store.js';
 
@@ -57,7 +58,7 @@ export async function deliverPullRequest(options: DeliverPullRequestOptions): Pr
   );
   if (target.issue !== undefined) {
     const body = outcomeComment({ runId: run.id, attempts: run.attempt, costUsd: run.costUsd, pullRequest });
-    const comment = await commentOnce(github, target.issue, run.id, body);
+    const comment = await commentOnce(github, target.issue, runMarker(run.id, 'succeeded'), body);
     if (comment.posted) await event('issue-comment', `commented on ${run.task.issue ?? ''}: ${comment.url}`);
   }
   return pullRequest;
@@ -90,7 +91,12 @@ export async function reportFailureToIssue({
       costUsd: run.costUsd,
       failure: { code, message },
     });
-    const comment = await commentOnce(client, parseIssueReference(run.task.issue), run.id, body);
+    const comment = await commentOnce(
+      client,
+      parseIssueReference(run.task.issue),
+      runMarker(run.id, 'failed'),
+      body,
+    );
     if (comment.posted) await event('issue-comment', `commented on ${run.task.issue}: ${comment.url}`);
   } catch (error) {
     await event('issue-comment', `could not comment on ${run.task.issue}: ${(error as Error).message}`);

@@ -169,19 +169,21 @@ export async function ensurePullRequest(
   return { pullRequest, opened: true };
 }
 
-/** The hidden line that marks a run's comment, so a resumed run finds it instead of writing another. */
-export function runMarker(runId: string): string {
-  return `<!-- switchboard-run: ${runId} -->`;
+/**
+ * The hidden line that marks a run's comment on an outcome, so a resumed run finds it instead of writing
+ * another. The outcome is part of it: a workflow step that failed and succeeded when resumed says both.
+ */
+export function runMarker(runId: string, outcome: 'succeeded' | 'failed'): string {
+  return `<!-- switchboard-run: ${runId} ${outcome} -->`;
 }
 
-/** Comments `body` on the issue unless the run's comment is there already. */
+/** Comments `body` on the issue unless the run's comment on this outcome is there already. */
 export async function commentOnce(
   github: GitHubClient,
   issue: IssueReference,
-  runId: string,
+  marker: string,
   body: string,
 ): Promise<{ url: string; posted: boolean }> {
-  const marker = runMarker(runId);
   const found = await github.findComment(issue, marker);
   if (found !== undefined) return { url: found.url, posted: false };
   const comment = await github.createComment(issue, `${body}\n\n${marker}`);
@@ -200,8 +202,7 @@ export function pullRequestBody(task: AgentTask, runId: string, target: PullRequ
   }
   if (task.acceptance.length > 0)
     parts.push(['Acceptance:', ...task.acceptance.map((item) => `- [ ] ${item}`)].join('\n'));
-  parts.push(`Made by switchboard agent run \`${runId}\` (task \`${task.id}\`); the task's verify passed.`);
-  parts.push(runMarker(runId));
+  parts.push(`Made by switchboard run \`${runId}\` (task \`${task.id}\`); the task's verify passed.`);
   return parts.join('\n\n');
 }
 
@@ -214,14 +215,15 @@ export function outcomeComment({
   failure,
 }: {
   runId: string;
-  attempts: number;
+  /** Unknown for a workflow step. */
+  attempts?: number;
   costUsd: number;
   pullRequest?: GitHubPullRequest;
   failure?: { code: string; message: string };
 }): string {
-  const spent = `${attempts} attempt${attempts === 1 ? '' : 's'}, $${costUsd.toFixed(4)}`;
+  const spent = `${attempts === undefined ? '' : `${attempts} attempt${attempts === 1 ? '' : 's'}, `}$${costUsd.toFixed(4)}`;
   if (pullRequest !== undefined) {
-    return `**Switchboard**: the change passed its checks; pull request #${pullRequest.number}: ${pullRequest.url}\n\nOutcome: succeeded (agent run \`${runId}\`, ${spent}).`;
+    return `**Switchboard**: the change passed its checks; pull request #${pullRequest.number}: ${pullRequest.url}\n\nOutcome: succeeded (run \`${runId}\`, ${spent}).`;
   }
-  return `**Switchboard** could not complete this issue: ${failure?.code ?? 'failed'}: ${failure?.message ?? ''}\n\nOutcome: failed (agent run \`${runId}\`, ${spent}); no pull request was opened.`;
+  return `**Switchboard** could not complete this issue: ${failure?.code ?? 'failed'}: ${failure?.message ?? ''}\n\nOutcome: failed (run \`${runId}\`, ${spent}); no pull request was opened.`;
 }
