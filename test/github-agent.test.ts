@@ -1,4 +1,4 @@
-import { execFileSync, spawn } from 'node:child_process';
+import { execFile, execFileSync, spawn } from 'node:child_process';
 import {
   mkdirSync,
   mkdtempSync,
@@ -11,6 +11,7 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { Scenario } from '../src/sim/scenario.js';
 import { startSimulator, type Simulator } from '../src/sim/server.js';
@@ -416,5 +417,101 @@ output:
     expect(f.github.pulls).toHaveLength(0);
     expect(f.github.comments).toHaveLength(1);
     expect(f.github.comments[0]?.body).toMatch(/VERIFY_FAILED/);
+  });
+});
+
+describe('merge pr to an https GitHub remote', () => {
+  it('authenticates the push with the token in a header from git’s environment, never in the URL or a file', async () => {
+    const root = realpathSync(mkdtempSync(join(tmpdir(), 'switchboard-github-https-')));
+    temporary.push(root);
+    // A certificate for 127.0.0.1 that git (GIT_SSL_CAINFO) and Node (NODE_EXTRA_CA_CERTS) trust.
+    const key = join(root, 'key.pem');
+    const cert = join(root, 'cert.pem');
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'rsa:2048',
+        '-nodes',
+        '-keyout',
+        key,
+        '-out',
+        cert,
+        '-days',
+        '1',
+        '-subj',
+        '/CN=127.0.0.1',
+        '-addext',
+        'subjectAltName=IP:127.0.0.1',
+      ],
+      { stdio: 'ignore' },
+    );
+    const gitRoot = join(root, 'git');
+    const bare = join(gitRoot, 'acme', 'widgets.git');
+    execFileSync('git', ['init', '-q', '--bare', '-b', 'main', bare]);
+    git(createRepository(join(root, 'seed')), 'push', '-q', bare, 'main');
+    const github = await startFakeGitHub({
+      owner: 'acme',
+      repo: 'widgets',
+      issues: [ISSUE],
+      token: TOKEN,
+      tls: { key: readFileSync(key, 'utf8'), cert: readFileSync(cert, 'utf8') },
+      apiPrefix: '/api/v3',
+      gitRoot,
+    });
+    closers.push(() => github.close());
+    const sim = await startSimulator({ scenario: PRINTENV_AND_WRITE, maxLifetimeMs: 120_000 });
+    closers.push(() => sim.close());
+    // A checkout whose origin is the https remote on the GitHub Enterprise host (the API's host).
+    const checkout = join(root, 'checkout');
+    execFileSync('git', ['clone', '-q', bare, checkout]);
+    const remoteUrl = `${new URL(github.url).origin}/acme/widgets.git`;
+    git(checkout, 'remote', 'set-url', 'origin', remoteUrl);
+    const configDir = join(root, 'claude-config');
+    mkdirSync(configDir);
+    const env = {
+      ...process.env,
+      ANTHROPIC_API_KEY: 'sk-ant-github-test',
+      CLAUDE_CONFIG_DIR: configDir,
+      SWITCHBOARD_STATE_DIR: join(root, 'state'),
+      GITHUB_TOKEN: TOKEN,
+      GITHUB_API_URL: github.url,
+      NODE_EXTRA_CA_CERTS: cert,
+      GIT_SSL_CAINFO: cert,
+    };
+    // Without the token git cannot even list the remote: the fake refuses unauthenticated git requests.
+    // (Asynchronously: the fake server answers from this process.)
+    await expect(
+      promisify(execFile)('git', ['ls-remote', 'origin'], { cwd: checkout, env, timeout: 30_000 }),
+    ).rejects.toThrow();
+
+    const before = github.requests.length;
+    const result = await runCli(
+      ['agent', 'run', '--issue', 'acme/widgets#7', '--base-url', sim.url, '--retry-delay', '0', '--json'],
+      { cwd: checkout, env },
+    );
+    expect(result.status, result.stderr).toBe(0);
+    const run = JSON.parse(result.stdout) as RunJson;
+    expect(git(bare, 'show', `${run.branch}:feature.txt`)).toBe('hello');
+    expect(github.pulls).toHaveLength(1);
+    const gitRequests = github.requests
+      .slice(before)
+      .filter((request) => request.path.startsWith('/acme/widgets.git/'));
+    expect(gitRequests.some((request) => request.path.endsWith('/git-receive-pack'))).toBe(true);
+    const basic = `basic ${Buffer.from(`x-access-token:${TOKEN}`).toString('base64')}`;
+    for (const request of gitRequests) {
+      expect(request.authorization?.toLowerCase()).toBe(basic.toLowerCase());
+      expect(`${request.path}?${JSON.stringify(request.query)}`).not.toContain(TOKEN);
+    }
+    // The remote URL is as the user wrote it; no file under the folder holds the token or its header.
+    expect(git(checkout, 'remote', 'get-url', 'origin')).toBe(remoteUrl);
+    const header = basic.slice('basic '.length);
+    for (const file of filesUnder(root)) {
+      const bytes = readFileSync(file);
+      expect(bytes.includes(TOKEN) || bytes.includes(header), file).toBe(false);
+    }
+    expect(result.stdout + result.stderr).not.toContain(TOKEN);
   });
 });

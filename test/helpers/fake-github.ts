@@ -1,4 +1,6 @@
+import { spawn } from 'node:child_process';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer as createTlsServer } from 'node:https';
 
 // A small stand-in for GitHub's REST API on loopback: just the endpoints Switchboard calls through
 // Octokit (issues, their comments, pull requests), answering as GitHub does (status codes, JSON shapes,
@@ -57,6 +59,15 @@ export interface FakeGitHubOptions {
    * does the work before the answer arrives).
    */
   stall?: (request: RecordedRequest) => boolean;
+  /** Serve over https with this key and certificate (PEM), as GitHub does. */
+  tls?: { key: string; cert: string };
+  /** Where the REST API lives, as on GitHub Enterprise (`/api/v3`). @default the root */
+  apiPrefix?: string;
+  /**
+   * A folder of bare repositories (`OWNER/REPO.git`) served over git's smart HTTP (`git http-backend`)
+   * at `/OWNER/REPO.git`, to a client that sends `Authorization: basic base64(x-access-token:TOKEN)`.
+   */
+  gitRoot?: string;
 }
 
 export async function startFakeGitHub(options: FakeGitHubOptions): Promise<FakeGitHub> {
@@ -65,12 +76,23 @@ export async function startFakeGitHub(options: FakeGitHubOptions): Promise<FakeG
   const comments: FakeComment[] = [];
   let nextNumber = Math.max(0, ...options.issues.map((issue) => issue.number)) + 1;
   let nextComment = 1000;
-  const server = createServer((request, response) => {
+  const listener = (request: IncomingMessage, response: ServerResponse): void => {
     void handle(request, response);
-  });
+  };
+  const server = options.tls === undefined ? createServer(listener) : createTlsServer(options.tls, listener);
+  const apiPrefix = options.apiPrefix ?? '';
 
   async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const url = new URL(request.url ?? '/', 'http://localhost');
+    if (options.gitRoot !== undefined && /^\/[^/]+\/[^/]+\.git\//.test(url.pathname)) {
+      gitHttp(options.gitRoot, options.token, request, response, url, requests);
+      return;
+    }
+    if (!url.pathname.startsWith(`${apiPrefix}/`)) {
+      response.writeHead(404).end();
+      return;
+    }
+    url.pathname = url.pathname.slice(apiPrefix.length);
     const text = await readBody(request);
     const recorded: RecordedRequest = {
       method: request.method ?? 'GET',
@@ -178,7 +200,7 @@ export async function startFakeGitHub(options: FakeGitHubOptions): Promise<FakeG
   const address = server.address();
   if (address === null || typeof address === 'string') throw new Error('fake GitHub has no port');
   return {
-    url: `http://127.0.0.1:${address.port}`,
+    url: `${options.tls === undefined ? 'http' : 'https'}://127.0.0.1:${address.port}${apiPrefix}`,
     requests,
     pulls,
     comments,
@@ -196,5 +218,70 @@ function readBody(request: IncomingMessage): Promise<string> {
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
     request.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
     request.on('error', reject);
+  });
+}
+
+/**
+ * git's smart HTTP through `git http-backend` (CGI), refusing a request without the token: the way a
+ * push to an https GitHub remote authenticates. Every request is recorded with its credentials.
+ */
+function gitHttp(
+  root: string,
+  token: string,
+  request: IncomingMessage,
+  response: ServerResponse,
+  url: URL,
+  requests: RecordedRequest[],
+): void {
+  const recorded: RecordedRequest = {
+    method: request.method ?? 'GET',
+    path: url.pathname,
+    query: Object.fromEntries(url.searchParams),
+  };
+  if (request.headers.authorization !== undefined) recorded.authorization = request.headers.authorization;
+  requests.push(recorded);
+  const expected = `basic ${Buffer.from(`x-access-token:${token}`).toString('base64')}`;
+  if (request.headers.authorization?.toLowerCase() !== expected.toLowerCase()) {
+    request.resume();
+    response.writeHead(401, { 'www-authenticate': 'Basic realm="GitHub"' }).end();
+    return;
+  }
+  const child = spawn('git', ['http-backend'], {
+    env: {
+      PATH: process.env['PATH'] ?? '',
+      GIT_PROJECT_ROOT: root,
+      GIT_HTTP_EXPORT_ALL: '1',
+      REMOTE_USER: 'x-access-token',
+      REMOTE_ADDR: '127.0.0.1',
+      REQUEST_METHOD: recorded.method,
+      PATH_INFO: url.pathname,
+      QUERY_STRING: url.search.slice(1),
+      CONTENT_TYPE: request.headers['content-type'] ?? '',
+      ...(request.headers['content-encoding'] === undefined
+        ? {}
+        : { HTTP_CONTENT_ENCODING: request.headers['content-encoding'] }),
+      ...(request.headers['git-protocol'] === undefined
+        ? {}
+        : { GIT_PROTOCOL: String(request.headers['git-protocol']) }),
+    },
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
+  request.pipe(child.stdin);
+  const chunks: Buffer[] = [];
+  child.stdout.on('data', (chunk: Buffer) => chunks.push(chunk));
+  child.on('close', () => {
+    const output = Buffer.concat(chunks);
+    const split = output.indexOf('\r\n\r\n');
+    const head = output.subarray(0, split).toString('latin1');
+    const headers: Record<string, string> = {};
+    let status = 200;
+    for (const line of head.split('\r\n')) {
+      const colon = line.indexOf(':');
+      const name = line.slice(0, colon).trim().toLowerCase();
+      const value = line.slice(colon + 1).trim();
+      if (name === 'status') status = Number.parseInt(value, 10);
+      else if (name !== '') headers[name] = value;
+    }
+    response.writeHead(status, headers).end(output.subarray(split + 4));
   });
 }
