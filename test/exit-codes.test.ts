@@ -358,6 +358,18 @@ const cases: Record<keyof typeof EXIT_CODES, Case> = {
     }
     return first;
   },
+  GITHUB_AUTH: {
+    coveredBy: {
+      file: 'test/github-agent.test.ts',
+      test: 'a bad token, a missing issue and no token are one-line errors before anything runs',
+    },
+  },
+  GITHUB_NOT_FOUND: {
+    coveredBy: {
+      file: 'test/github-agent.test.ts',
+      test: 'a bad token, a missing issue and no token are one-line errors before anything runs',
+    },
+  },
   ABORTED: {
     coveredBy: {
       file: 'test/cli-agent.test.ts',

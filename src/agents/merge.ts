@@ -66,7 +66,7 @@ export class MergeQueue {
  * On a conflict nothing is written and the git output is returned.
  */
 export async function mergeIntoBase(request: MergeRequest): Promise<MergeResult> {
-  if (request.mode === 'branch') return { kind: 'branch-left' };
+  if (request.mode === 'branch' || request.mode === 'pr') return { kind: 'branch-left' };
   const lockOptions = request.abortSignal === undefined ? {} : { abortSignal: request.abortSignal };
   return withRepoLock(request.commonDir, () => mergeLocked(request), lockOptions);
 }
@@ -89,7 +89,7 @@ export async function assertBaseCheckoutClean({
   /** Set on resume, for the hint. */
   runId?: string;
 }): Promise<void> {
-  if (mode === 'branch') return;
+  if (mode === 'branch' || mode === 'pr') return;
   const checkout = await baseCheckout(repo, baseBranch);
   if (checkout === undefined) return;
   const changes = await trackedChanges(checkout);

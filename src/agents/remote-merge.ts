@@ -30,7 +30,7 @@ export interface RemoteMergeRequest {
  * `already-merged`, so a merge retried after a crash does nothing twice.
  */
 export async function mergeIntoRemote(request: RemoteMergeRequest): Promise<MergeResult> {
-  if (request.mode === 'branch') return { kind: 'branch-left' };
+  if (request.mode === 'branch' || request.mode === 'pr') return { kind: 'branch-left' };
   const { clone, url, baseBranch, commit } = request;
   for (let attempt = 1; attempt <= REMOTE_MERGE_ATTEMPTS; attempt++) {
     request.abortSignal?.throwIfAborted();

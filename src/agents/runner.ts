@@ -136,6 +136,8 @@ export interface AgentRunResult {
   detail?: string;
   /** The run's commit is pushed and its merge was handed to the merge queue (`queueMerge`). */
   mergeQueued?: boolean;
+  /** Merge mode `pr`: the pull request the run opened (or found open for its branch). */
+  pullRequest?: { number: number; url: string };
 }
 
 /**
@@ -182,6 +184,8 @@ async function prepareAgentRun(options: RunAgentTaskOptions): Promise<PreparedRu
       ? await localBase(options.repo ?? process.cwd(), task, merge)
       : await remoteBase(remote, task);
   if (options.contextTemplate !== undefined) loadContextTemplate(options.contextTemplate);
+  // Checked before anything is recorded: a run that could never open its pull request must not pay an agent.
+  if (merge === 'pr') await (await import('./pull-request.js')).pullRequestTarget(task, repo, remote);
   const storedOptions: AgentRunRecord['options'] = {
     merge,
     retryDelayMs: options.retryDelayMs ?? 2000,
@@ -917,6 +921,7 @@ class RunExecution {
   }
 
   private async mergePhase(): Promise<void> {
+    if (this.run.options.merge === 'pr') return await this.pullRequestPhase();
     if (this.remote !== undefined) return await this.remoteMergePhase(this.remote);
     const commit = this.run.commitSha ?? (await this.commit());
     const mode = this.run.options.merge;
@@ -968,6 +973,40 @@ class RunExecution {
       }),
     );
     await this.recordMerge(merged);
+  }
+
+  /**
+   * Merge mode `pr`: push the branch, open (or find) its pull request, comment on the issue. A failure
+   * to reach the remote or GitHub leaves the run waiting like a conflict: `agent resume` tries again
+   * without running the agent.
+   */
+  private async pullRequestPhase(): Promise<never> {
+    const commit = this.run.commitSha ?? (await this.commit());
+    const { deliverPullRequest } = await import('./pull-request-phase.js');
+    let pullRequest: { number: number; url: string };
+    try {
+      pullRequest = await deliverPullRequest({
+        run: this.run,
+        commit,
+        repositoryRoot: this.repository.root,
+        remote: this.remote,
+        event: (kind, message, data) => this.event(kind, message, data),
+      });
+    } catch (error) {
+      if (!isSwitchboardError(error) || this.signal.aborted) throw error;
+      return await this.finish(
+        'conflict',
+        'conflict',
+        error.code,
+        `${error.message}; the change is committed on branch ${this.run.branch} until \`switchboard agent resume ${this.run.id}\` delivers it`,
+      );
+    }
+    await this.update({ phase: 'done', status: 'succeeded', ended: true, errorCode: null, error: null });
+    await this.event(
+      'done',
+      `pull request #${pullRequest.number} for ${this.run.branch}: ${pullRequest.url}`,
+    );
+    throw new RunFinished();
   }
 
   /** Records how the merge went and ends the run. */
@@ -1147,6 +1186,15 @@ class RunExecution {
       this.run = current;
       throw new RunFinished();
     }
+    if (status === 'failed' && this.run.task.issue !== undefined) {
+      const { reportFailureToIssue } = await import('./pull-request-phase.js');
+      await reportFailureToIssue({
+        run: this.run,
+        code,
+        message,
+        event: (kind, text, data) => this.event(kind, text, data),
+      });
+    }
     await this.update({ phase, status, errorCode: code, error: message, ended: true, childPid: null });
     await this.event(phase === 'conflict' ? 'conflict' : 'error', message, { code });
     throw new RunFinished();
@@ -1193,6 +1241,12 @@ class RunExecution {
     const run = (await this.store.get(this.run.id)) ?? this.run;
     const result = toResult(run);
     if (this.mergeQueued && run.status === 'running') result.mergeQueued = true;
+    if (run.options.merge === 'pr') {
+      const { recordedPullRequest } = await import('./pull-request-phase.js');
+      const pullRequest = recordedPullRequest(await this.store.events(run.id));
+      if (pullRequest !== undefined)
+        result.pullRequest = { number: pullRequest.number, url: pullRequest.url };
+    }
     return result;
   }
 }

@@ -10,8 +10,8 @@ import {
   type McpServerFields,
 } from './mcp-servers.js';
 
-/** How a finished change reaches the base branch. */
-export const MERGE_MODES = ['no-ff', 'ff', 'branch'] as const;
+/** How a finished change reaches the base branch (`pr`: pushed, and a GitHub pull request opened for it). */
+export const MERGE_MODES = ['no-ff', 'ff', 'branch', 'pr'] as const;
 export type MergeMode = (typeof MERGE_MODES)[number];
 
 /** Tools an agent gets when the task names none: it can read, write and edit files, but not run commands. */
@@ -70,6 +70,14 @@ function buildTaskFileSchema(z: ReturnType<typeof loadZod>) {
     mcp_servers: buildMcpServersSchema(z).optional(),
     model: z.string().min(1).optional(),
     merge: z.enum(MERGE_MODES).optional(),
+    /** The GitHub issue the task came from, `OWNER/REPO#N`: merge mode `pr` comments on it. */
+    issue: z
+      .string()
+      .regex(
+        /^[A-Za-z0-9][A-Za-z0-9._-]*\/[A-Za-z0-9][A-Za-z0-9._-]*#[1-9][0-9]*$/,
+        'write the issue as OWNER/REPO#NUMBER',
+      )
+      .optional(),
     /** Extra instructions appended to Claude Code's system prompt. */
     instructions: z.string().optional(),
     /** Credentials the agent and the verify command may see (others named like secrets are withheld). */
@@ -161,6 +169,8 @@ export interface AgentTask {
   mcpServers?: Record<string, McpServerEntry>;
   model?: string;
   merge?: MergeMode;
+  /** The GitHub issue the task came from, `OWNER/REPO#N`. */
+  issue?: string;
   instructions?: string;
   /** Credentials the agent and the verify command may see; other secret-like variables are withheld. */
   passEnvironment: string[];
@@ -226,6 +236,7 @@ export function parseTask(value: unknown, source = 'task'): AgentTask {
   if (file.mcp_servers !== undefined) task.mcpServers = mcpServerEntries(file.mcp_servers);
   if (file.model !== undefined) task.model = file.model;
   if (file.merge !== undefined) task.merge = file.merge;
+  if (file.issue !== undefined) task.issue = file.issue;
   if (file.instructions !== undefined) task.instructions = file.instructions;
   return task;
 }

@@ -35,6 +35,7 @@ interface RunFlags extends ConnectionFlags {
   verifyTimeout?: number;
   parallel?: number;
   enqueue?: boolean;
+  issue?: string;
 }
 
 function positiveNumber(value: string): number {
@@ -97,6 +98,7 @@ async function taskFromFlags(flags: RunFlags): Promise<AgentTask> {
       .map((tool) => tool.trim())
       .filter(Boolean);
   if (flags.model !== undefined) fields['model'] = flags.model;
+  if (flags.issue !== undefined) Object.assign(fields, { ...(await issueFields(flags.issue)), ...fields });
   let task: AgentTask;
   if (flags.task !== undefined) {
     const file = loadTask(flags.task);
@@ -109,9 +111,9 @@ async function taskFromFlags(flags: RunFlags): Promise<AgentTask> {
       ];
     }
   } else {
-    if (flags.id === undefined || flags.title === undefined) {
+    if (fields['id'] === undefined || fields['title'] === undefined) {
       throw new SwitchboardError('TASK_INVALID', 'no task given', {
-        hint: 'pass --task FILE, or at least --id and --title',
+        hint: 'pass --task FILE, --issue OWNER/REPO#N, or at least --id and --title',
       });
     }
     task = parseTask(fields, 'task flags');
@@ -124,6 +126,16 @@ async function taskFromFlags(flags: RunFlags): Promise<AgentTask> {
   if (flags.idleTimeout !== undefined) limits.idleTimeoutMs = flags.idleTimeout * 1000;
   if (flags.verifyTimeout !== undefined) limits.verifyTimeoutMs = flags.verifyTimeout * 1000;
   return { ...task, limits };
+}
+
+/** The task fields a GitHub issue gives (`--issue OWNER/REPO#N`), read with GITHUB_TOKEN. */
+async function issueFields(text: string): Promise<Record<string, unknown>> {
+  const { parseIssueReference } = await import('../github/issue-ref.js');
+  const reference = parseIssueReference(text);
+  const { openGitHub } = await import('../github/client.js');
+  const { taskFieldsFromIssue } = await import('../github/issue-task.js');
+  const issue = await (await openGitHub()).getIssue(reference);
+  return taskFieldsFromIssue(reference, issue);
 }
 
 function addConnectionFlags(command: Command): Command {
@@ -142,7 +154,10 @@ function addConnectionFlags(command: Command): Command {
 
 function addTaskFlags(command: Command): Command {
   return command
-    .option('--merge <mode>', 'no-ff (default) | ff | branch (leave the branch for a pull request)')
+    .option(
+      '--merge <mode>',
+      'no-ff (default) | ff | branch (leave the branch) | pr (push it and open a GitHub pull request)',
+    )
     .option('--max-turns <n>', 'agent turns per attempt (default 30)', wholeNumber)
     .option('--max-cost <usd>', 'dollars for the whole run, all attempts (default 5)', positiveNumber)
     .option('--max-attempts <n>', 'agent attempts in all (default 3)', wholeNumber)
@@ -208,9 +223,11 @@ function elapsed(ms: number): string {
 function summary(result: AgentRunResult): string {
   const where =
     result.status === 'succeeded'
-      ? result.mergedCommit === undefined
-        ? `left on branch ${result.branch}`
-        : `merged into ${result.baseBranch} at ${result.mergedCommit.slice(0, 12)}`
+      ? result.pullRequest !== undefined
+        ? `pull request #${result.pullRequest.number}: ${result.pullRequest.url}`
+        : result.mergedCommit === undefined
+          ? `left on branch ${result.branch}`
+          : `merged into ${result.baseBranch} at ${result.mergedCommit.slice(0, 12)}`
       : `${result.errorCode ?? 'failed'}: ${result.error ?? ''}`;
   return `${result.id}: ${result.phase} — ${where} (${result.attempts} attempt${result.attempts === 1 ? '' : 's'}, $${result.costUsd.toFixed(4)}, ${elapsed(result.durationMs)})`;
 }
@@ -286,6 +303,10 @@ export function registerAgentCommand(program: Command): void {
         .option(
           '--task <file>',
           'task file (YAML or JSON: id, title, description, acceptance, base, verify, limits)',
+        )
+        .option(
+          '--issue <ref>',
+          'build the task from a GitHub issue OWNER/REPO#N (needs GITHUB_TOKEN); merge defaults to pr',
         )
         .option('--id <id>', 'task id (overrides the file)')
         .option('--title <text>', 'task title')
@@ -526,10 +547,10 @@ export function registerAgentCommand(program: Command): void {
     });
 }
 
-function parseMerge(value: string): 'no-ff' | 'ff' | 'branch' {
-  if (value === 'no-ff' || value === 'ff' || value === 'branch') return value;
+function parseMerge(value: string): 'no-ff' | 'ff' | 'branch' | 'pr' {
+  if (value === 'no-ff' || value === 'ff' || value === 'branch' || value === 'pr') return value;
   throw new SwitchboardError('INVALID_INPUT', `--merge "${value}" is not a merge mode`, {
-    hint: 'use no-ff, ff or branch',
+    hint: 'use no-ff, ff, branch or pr',
   });
 }
 
@@ -540,9 +561,11 @@ function finishRun(result: AgentRunResult, json: boolean): void {
     const hint =
       result.errorCode === 'DIRTY_CHECKOUT'
         ? `commit or stash the changes in the checkout, then run \`switchboard agent resume ${result.id}\` to merge without running the agent again`
-        : result.status === 'conflict'
-          ? `resolve it on branch ${result.branch}, or run \`switchboard agent resume ${result.id}\` after moving the base`
-          : `see \`switchboard agent show ${result.id}\` and \`switchboard agent logs ${result.id}\``;
+        : result.status === 'conflict' && result.errorCode !== 'MERGE_CONFLICT'
+          ? `the change is committed; fix that, then run \`switchboard agent resume ${result.id}\` to deliver it without running the agent again`
+          : result.status === 'conflict'
+            ? `resolve it on branch ${result.branch}, or run \`switchboard agent resume ${result.id}\` after moving the base`
+            : `see \`switchboard agent show ${result.id}\` and \`switchboard agent logs ${result.id}\``;
     process.stderr.write(`switchboard: ${result.error ?? result.errorCode ?? 'the run failed'} (${hint})\n`);
   }
   process.exitCode = exitCodeOf(result);

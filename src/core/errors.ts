@@ -48,6 +48,8 @@ export const ERROR_CODES = [
   'WORKFLOW_LIMIT',
   'WORKFLOW_CANCELLED',
   'WORKFLOW_LOST',
+  'GITHUB_AUTH',
+  'GITHUB_NOT_FOUND',
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
@@ -191,6 +193,10 @@ export const EXIT_CODES = {
   WORKFLOW_CANCELLED: 57,
   /** `switchboard workflow`: this process lost the run to another (its lock was taken over); it recorded nothing more. */
   WORKFLOW_LOST: 58,
+  /** GitHub: no `GITHUB_TOKEN`, or GitHub refused it (HTTP 401 or 403). */
+  GITHUB_AUTH: 60,
+  /** GitHub: the issue or repository does not exist, or the token may not see it (HTTP 404). */
+  GITHUB_NOT_FOUND: 61,
   ABORTED: 130,
 } as const satisfies Record<string, number>;
 

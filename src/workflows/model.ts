@@ -91,8 +91,10 @@ export interface GitEffectDefinition {
   /** Shell command run in the worktree after the agent; failing it fails the step's attempt. */
   verify?: string;
   setup?: string;
-  /** `no-ff` | `ff` | `branch` (leave the step branch unmerged). @default branch */
-  merge?: 'no-ff' | 'ff' | 'branch';
+  /** `no-ff` | `ff` | `branch` (leave the step branch unmerged) | `pr` (push it, open a pull request). @default branch */
+  merge?: 'no-ff' | 'ff' | 'branch' | 'pr';
+  /** A GitHub issue, `OWNER/REPO#N` (template): its text joins the prompt, and `merge: pr` comments on it. */
+  issue?: string;
   /** Task limits as in an agent task file (`max_turns`, `max_cost_usd`, …), seconds where timed. */
   limits?: Record<string, number>;
   acceptance?: string[];

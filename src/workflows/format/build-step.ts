@@ -185,9 +185,9 @@ type Common = Pick<
 >;
 
 function buildAgent(raw: RawStep, common: Common, fail: Fail): StepDefinition {
-  const gitFields = (['repo', 'base', 'verify', 'setup', 'merge', 'limits', 'acceptance'] as const).filter(
-    (key) => raw[key] != null,
-  );
+  const gitFields = (
+    ['repo', 'base', 'verify', 'setup', 'merge', 'issue', 'limits', 'acceptance'] as const
+  ).filter((key) => raw[key] != null);
   if (raw.effects !== 'git' && gitFields[0] !== undefined) {
     fail(
       gitFields[0],
@@ -203,6 +203,7 @@ function buildAgent(raw: RawStep, common: Common, fail: Fail): StepDefinition {
       ...optional('verify', raw.verify),
       ...optional('setup', raw.setup),
       ...optional('merge', raw.merge),
+      ...optional('issue', raw.issue),
       ...(raw.limits == null ? {} : { limits: stripUndefined(raw.limits) }),
       ...(raw.acceptance == null
         ? {}

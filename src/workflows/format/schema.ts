@@ -190,7 +190,9 @@ export const stepSchema = z.strictObject({
   base: z.string().nullish(),
   verify: z.string().nullish(),
   setup: z.string().nullish(),
-  merge: z.enum(['no-ff', 'ff', 'branch']).nullish(),
+  merge: z.enum(['no-ff', 'ff', 'branch', 'pr']).nullish(),
+  /** `effects: git`: the GitHub issue the step works on (`OWNER/REPO#N`, a template). */
+  issue: z.string().nullish(),
   limits: gitLimitsSchema.nullish(),
   acceptance: z.union([z.string(), z.array(z.string())]).nullish(),
   text: z.string().nullish(),

@@ -27,7 +27,7 @@ const AGENTIC = [
 const SET_ONLY = ['value', 'values', 'output_type'];
 const WORKFLOW_ONLY = ['input_mapping', 'max_depth'];
 const SCRIPT_BODY = ['command', 'args', 'env', 'working_dir', 'timeout'];
-const GIT_FIELDS = ['repo', 'base', 'verify', 'setup', 'merge', 'limits', 'acceptance'];
+const GIT_FIELDS = ['repo', 'base', 'verify', 'setup', 'merge', 'issue', 'limits', 'acceptance'];
 
 /** Fields Conductor forbids on a type (beyond the cross-type rules below). */
 const FORBIDDEN: Record<Exclude<WrittenType, 'questions' | 'route'>, string[]> = {

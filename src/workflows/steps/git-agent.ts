@@ -37,7 +37,11 @@ import {
   type AgentFunction,
 } from '../../agents/phases.js';
 import { killRunProcesses, PROCESS_TAG_VARIABLE, runProcessTag } from '../../agents/processes.js';
+import type { PullRequestTarget } from '../../agents/pull-request.js';
 import type { AgentConnection } from '../../agents/runner.js';
+import type { GitHubIssue } from '../../github/client.js';
+import type { IssueReference } from '../../github/issue-ref.js';
+import { checklistItems } from '../../github/issue-task.js';
 import { parseTask, type AgentTask, type MergeMode } from '../../agents/task.js';
 import type { AgentStep, GitEffectDefinition } from '../model.js';
 import { validateOutput } from '../output-schema.js';
@@ -117,11 +121,11 @@ export async function executeGitAgentStep(
 ): Promise<StepOutcome> {
   const execution = new GitStepExecution(context, step, effect, options);
   try {
-    return await execution.run();
+    return await execution.tellIssue(await execution.run());
   } catch (error) {
     if (context.signal.aborted || !isSwitchboardError(error) || error.code === 'WORKFLOW_TEMPLATE')
       throw error;
-    return execution.failed({ code: error.code, message: error.message });
+    return await execution.tellIssue(execution.failed({ code: error.code, message: error.message }));
   } finally {
     // The agent's callbacks queue notes without waiting; they are in the ledger before the step ends.
     await execution.written();
@@ -136,6 +140,13 @@ class GitStepExecution {
   private readonly step: AgentStep;
   private readonly effect: GitEffectDefinition;
   private readonly options: GitAgentStepOptions;
+  /** `git.issue`, read from GitHub when the step starts. */
+  private issue: { reference: IssueReference; issue: GitHubIssue } | undefined;
+  /** `merge: pr`: where the branch is pushed and the pull request opened (checked before the agent runs). */
+  private target: PullRequestTarget | undefined;
+  /** Set once the step has its commit: a failure after that is the delivery's, not the issue's work. */
+  private landing = false;
+  private taskValue: AgentTask | undefined;
 
   constructor(
     context: StepContext,
@@ -150,13 +161,19 @@ class GitStepExecution {
   }
 
   async run(): Promise<StepOutcome> {
+    await this.readIssue();
     const task = this.task();
+    this.taskValue = task;
     const mode: MergeMode = this.effect.merge ?? 'branch';
     const notes = await this.plan(mode);
     const repository =
       notes.remote === undefined
         ? await repositoryInfo(notes.repo)
         : await openRemoteClone(this.context.stateDir, notes.remote, this.context.signal);
+    if (mode === 'pr') {
+      const { pullRequestTarget } = await import('../../agents/pull-request.js');
+      this.target = await pullRequestTarget(task, repository.root, notes.remote);
+    }
     // A remote's step may resume on another machine: its worktree is this machine's.
     if (notes.remote !== undefined) this.notes = { ...notes, worktree: this.localWorktree() };
     const trailer = { base: notes.base, branch: notes.branch, name: STEP_TRAILER, value: this.context.key };
@@ -216,6 +233,15 @@ class GitStepExecution {
     return this.land(repository, commit, mode);
   }
 
+  /** `git.issue`: the issue, through GitHub's API with GITHUB_TOKEN. */
+  private async readIssue(): Promise<void> {
+    if (this.effect.issue === undefined) return;
+    const { parseIssueReference } = await import('../../github/issue-ref.js');
+    const { openGitHub } = await import('../../github/client.js');
+    const reference = parseIssueReference(this.context.render(this.effect.issue, 'git.issue'));
+    this.issue = { reference, issue: await (await openGitHub()).getIssue(reference) };
+  }
+
   /** The step as an agent task: the rendered prompt, the effect's verify, setup, tools and limits. */
   private task(): AgentTask {
     const { step, effect, context } = this;
@@ -228,6 +254,7 @@ class GitStepExecution {
       description: context.render(step.prompt, 'prompt'),
       tools: step.tools ?? ['Read', 'Write', 'Edit', 'Glob', 'Grep'],
     };
+    if (this.issue !== undefined) Object.assign(fields, this.issueFields(this.issue, fields));
     if (effect.acceptance !== undefined) fields['acceptance'] = effect.acceptance;
     if (effect.verify !== undefined) fields['verify'] = context.render(effect.verify, 'git.verify');
     if (effect.setup !== undefined) fields['setup'] = context.render(effect.setup, 'git.setup');
@@ -244,6 +271,109 @@ class GitStepExecution {
         hint: 'see the `effects: git` keys in docs/workflows.md',
       });
     }
+  }
+
+  /** The issue's title, text and checklist join the step's prompt; the issue is the task's provenance. */
+  private issueFields(
+    { reference, issue }: { reference: IssueReference; issue: GitHubIssue },
+    fields: Record<string, unknown>,
+  ): Record<string, unknown> {
+    const items = checklistItems(issue.body);
+    const ref = `${reference.owner}/${reference.repo}#${reference.number}`;
+    return {
+      title: issue.title,
+      description: `${String(fields['description'])}\n\nGitHub issue ${ref}: ${issue.title}\n\n${issue.body.trim()}`,
+      issue: ref,
+      ...(items.length === 0 ? {} : { acceptance: items }),
+    };
+  }
+
+  /**
+   * Tells the step's issue that its work failed (in mode `pr`), once per step key. A failure in the
+   * delivery itself (push, GitHub) is not told: resuming the workflow delivers the commit.
+   */
+  async tellIssue(outcome: StepOutcome): Promise<StepOutcome> {
+    if (outcome.status !== 'failed' || this.landing || this.issue === undefined) return outcome;
+    if ((this.effect.merge ?? 'branch') !== 'pr') return outcome;
+    try {
+      const { commentOnce, outcomeComment, runMarker } = await import('../../agents/pull-request.js');
+      const { openGitHub } = await import('../../github/client.js');
+      const body = outcomeComment({
+        runId: `${this.context.runId}/${this.step.name}`,
+        costUsd: outcome.costUsd,
+        failure: outcome.error ?? { code: 'WORKFLOW_FAILED', message: 'the step failed' },
+      });
+      await commentOnce(
+        await openGitHub(),
+        this.issue.reference,
+        runMarker(this.context.key, 'failed'),
+        body,
+      );
+    } catch (error) {
+      await this.context.emit({
+        type: 'issue-comment-failed',
+        step: this.step.name,
+        key: this.context.key,
+        data: { error: error instanceof Error ? error.message : String(error) },
+      });
+    }
+    return outcome;
+  }
+
+  /**
+   * `merge: pr`: push the step's branch, find or open its pull request, comment on the issue. Each is
+   * looked up before it is done, so a resumed step (its commit adopted) adds nothing twice.
+   */
+  private async deliver(
+    repository: RepositoryInfo,
+    commit: string,
+  ): Promise<{ number: number; url: string }> {
+    const notes = this.current;
+    const target = this.target;
+    const task = this.taskValue;
+    if (target === undefined || task === undefined || notes.baseBranch === undefined)
+      throw new SwitchboardError('INTERNAL', 'merge: pr without its target');
+    const pullRequests = await import('../../agents/pull-request.js');
+    const pushed = await pullRequests.pushRunBranch({
+      cwd: repository.root,
+      url: target.url,
+      branch: notes.branch,
+      commit,
+    });
+    if (pushed === 'pushed')
+      await this.context.emit({
+        type: 'git-push',
+        step: this.step.name,
+        key: this.context.key,
+        data: { commit, branch: notes.branch },
+      });
+    const github = await (await import('../../github/client.js')).openGitHub();
+    const { pullRequest, opened } = await pullRequests.ensurePullRequest(github, target, {
+      branch: notes.branch,
+      baseBranch: notes.baseBranch,
+      title: task.title,
+      body: pullRequests.pullRequestBody(task, `${this.context.runId}/${this.step.name}`, target),
+    });
+    await this.context.emit({
+      type: 'pull-request',
+      step: this.step.name,
+      key: this.context.key,
+      data: { number: pullRequest.number, url: pullRequest.url, opened },
+    });
+    if (target.issue !== undefined) {
+      const body = pullRequests.outcomeComment({
+        runId: `${this.context.runId}/${this.step.name}`,
+        costUsd: notes.spentUsd,
+        pullRequest,
+      });
+      await pullRequests.commentOnce(
+        github,
+        target.issue,
+        pullRequests.runMarker(this.context.key, 'succeeded'),
+        body,
+      );
+    }
+    return { number: pullRequest.number, url: pullRequest.url };
   }
 
   /** Claude Code's model: the `claude:` (or Anthropic) entry of the step's spec. */
@@ -578,6 +708,7 @@ class GitStepExecution {
 
   /** Merges the commit per `merge` and builds the step's output from it. */
   private async land(repository: RepositoryInfo, commit: string, mode: MergeMode): Promise<StepOutcome> {
+    this.landing = true;
     const notes = this.current;
     const output: Record<string, unknown> = {
       branch: notes.branch,
@@ -586,8 +717,9 @@ class GitStepExecution {
       files_changed: await filesChanged(repository.root, notes.base, commit),
     };
     if (notes.summary !== undefined) output['summary'] = notes.summary;
+    if (mode === 'pr') output['pull_request'] = await this.deliver(repository, commit);
     // A remote's effect point: the commit pushed as the step's branch.
-    if (notes.remote !== undefined) {
+    else if (notes.remote !== undefined) {
       const pushed = await pushBranch(repository, notes.remote, notes.branch, commit);
       if (pushed === 'pushed')
         await this.context.emit({
@@ -597,7 +729,7 @@ class GitStepExecution {
           data: { commit, branch: notes.branch },
         });
     }
-    if (mode !== 'branch' && notes.baseBranch !== undefined) {
+    if (mode !== 'branch' && mode !== 'pr' && notes.baseBranch !== undefined) {
       const remote = notes.remote;
       const message = `Merge ${notes.branch}: ${this.step.name}\n\nswitchboard workflow run ${this.context.runId}`;
       const merged = await mergeQueue.run(`${remote ?? repository.commonDir}\0${notes.baseBranch}`, () =>
