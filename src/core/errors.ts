@@ -48,6 +48,7 @@ export const ERROR_CODES = [
   'WORKFLOW_LIMIT',
   'WORKFLOW_CANCELLED',
   'WORKFLOW_LOST',
+  'SETTINGS_INVALID',
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
@@ -191,6 +192,8 @@ export const EXIT_CODES = {
   WORKFLOW_CANCELLED: 57,
   /** `switchboard workflow`: this process lost the run to another (its lock was taken over); it recorded nothing more. */
   WORKFLOW_LOST: 58,
+  /** `switchboard hooks`: the Claude Code settings file is not valid JSON (or not settings); it was left untouched. */
+  SETTINGS_INVALID: 59,
   ABORTED: 130,
 } as const satisfies Record<string, number>;
 
