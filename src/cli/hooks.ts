@@ -214,14 +214,16 @@ async function hookOutputFor(
     globals,
     flags.skills === undefined ? {} : { route: { skills: flags.skills } },
   );
+  const { promptHookOutput, DEFAULT_SERVER_URL } = await import('../hooks/run.js');
+  const server = flags.server === false ? undefined : (serverAddress(flags.server) ?? DEFAULT_SERVER_URL);
   let router: InProcessRouter | undefined;
   if (config.route.skills !== undefined || config.route.examples.length > 0) {
-    const { startInProcessRouter } = await import('../hooks/in-process-router.js');
-    router = await startInProcessRouter(await routerOptions(localTiersOnly(config)));
+    const { inProcessRouter } = await import('../hooks/in-process-router.js');
+    router = inProcessRouter(await routerOptions(localTiersOnly(config)));
+    // With no server to ask, the router loads while the input is read.
+    if (server === undefined) router.start();
   }
-  const { promptHookOutput, DEFAULT_SERVER_URL } = await import('../hooks/run.js');
   const input = await readStandardInput();
-  const server = flags.server === false ? undefined : (serverAddress(flags.server) ?? DEFAULT_SERVER_URL);
   return promptHookOutput({
     input,
     router,

@@ -2,40 +2,55 @@ import type { Worker } from 'node:worker_threads';
 import type { RouterOptions } from '../route/router.js';
 import type { RouteAnswer, RouteRequest } from './route-worker.js';
 
-/** A router loading on its own thread: ask it once, or let it go. */
+/** A router on its own thread, started on demand or ahead of time: ask it once. */
 export interface InProcessRouter {
-  /** The skills folder it routes with (for describing a server's decision). */
+  /** Its options (the skills folder describes a server's decision too). */
   readonly options: RouterOptions;
+  /** Starts loading the router (skills, model, ledger) now, if not under way already. */
+  start(): void;
+  /** Routes one request, starting the thread first when needed. */
   route(request: RouteRequest, abortSignal: AbortSignal): Promise<RouteAnswer>;
-  stop(): void;
 }
 
 /**
- * Starts loading the router (skills, model, ledger) on a worker thread at once, so that it loads while
- * the hook reads its input and asks a server. Router options must be plain data (no LLM tier).
+ * The hook's in-process router. Loading starts on `start()` (the hook calls it at once when there is
+ * no server to ask, so the router loads while the input is read) or at the first `route()` (with a
+ * server to ask first, a thread loading beside it would only compete with it for the CPU). Router
+ * options must be plain data: no LLM tier.
  */
-export async function startInProcessRouter(options: RouterOptions): Promise<InProcessRouter> {
-  const { Worker } = await import('node:worker_threads');
-  const worker: Worker = new Worker(new URL('./route-worker.js', import.meta.url), {
-    workerData: options,
-    // The thread's own output must never reach Claude Code: a hook's stdout is context for the model.
-    stdout: true,
-    stderr: true,
-  });
-  worker.stdout.resume();
-  worker.stderr.resume();
-  worker.unref();
-  const answer = new Promise<RouteAnswer>((resolve) => {
-    worker.once('message', resolve);
-    worker.once('error', (error) => resolve({ error: error.message }));
-    worker.once('exit', () => resolve({ error: 'the routing thread ended without an answer' }));
-  });
+export function inProcessRouter(options: RouterOptions): InProcessRouter {
+  let worker: Worker | undefined;
+  let answer: Promise<RouteAnswer> | undefined;
+  const start = (): Promise<RouteAnswer> => {
+    if (answer !== undefined) return answer;
+    const { Worker } = process.getBuiltinModule('node:worker_threads');
+    const thread = new Worker(new URL('./route-worker.js', import.meta.url), {
+      workerData: options,
+      // The thread's own output must never reach Claude Code: a hook's stdout is context for the model.
+      stdout: true,
+      stderr: true,
+    });
+    thread.stdout.resume();
+    thread.stderr.resume();
+    thread.unref();
+    worker = thread;
+    answer = new Promise<RouteAnswer>((resolve) => {
+      thread.once('message', resolve);
+      thread.once('error', (error) => resolve({ error: error.message }));
+      thread.once('exit', () => resolve({ error: 'the routing thread ended without an answer' }));
+    });
+    return answer;
+  };
   return {
     options,
+    start() {
+      void start();
+    },
     route(request, abortSignal) {
-      worker.postMessage(request);
+      const answered = start();
+      worker?.postMessage(request);
       return Promise.race([
-        answer,
+        answered,
         new Promise<RouteAnswer>((resolve) => {
           if (abortSignal.aborted) resolve({ error: 'past the deadline' });
           abortSignal.addEventListener('abort', () => resolve({ error: 'past the deadline' }), {
@@ -43,9 +58,6 @@ export async function startInProcessRouter(options: RouterOptions): Promise<InPr
           });
         }),
       ]);
-    },
-    stop() {
-      void worker.terminate();
     },
   };
 }

@@ -10,7 +10,7 @@ import { DEFAULT_SERVER, routeOnServer } from './server-route.js';
 export interface PromptHookOptions {
   /** Claude Code's hook input: JSON with `prompt`, `session_id`, `cwd`, … */
   input: string;
-  /** The in-process router (local tiers only), already loading; undefined: no skills, server only. */
+  /** The in-process router (local tiers only); undefined: no skills, server only. */
   router: InProcessRouter | undefined;
   /** The server to ask first (named, or the default address to try), or none. */
   server: URL | undefined;
@@ -44,15 +44,21 @@ export async function promptHookOutput(options: PromptHookOptions): Promise<stri
 
   if (options.server !== undefined) {
     const decision = await routeOnServer(options.server, { text: input.prompt, tags }, options.abortSignal);
-    if (decision !== undefined)
-      return hookOutput(decision, await describe(decision, options.router?.options), options.minConfidence);
+    if (decision !== undefined) return named(decision, await describe(decision, options.router?.options));
     if (options.abortSignal.aborted) return silent('past the deadline');
   }
   if (options.router === undefined)
     return silent('the server did not answer and there are no skills to route with');
   const routed = await options.router.route({ text: input.prompt, tags }, options.abortSignal);
   if ('error' in routed) return silent(routed.error);
-  return hookOutput(routed.decision, routed.skill, options.minConfidence);
+  return named(routed.decision, routed.skill);
+
+  function named(decision: RouteDecision, skill: Skill | undefined): string | undefined {
+    const output = hookOutput(decision, skill, options.minConfidence);
+    if (output === undefined)
+      silent(`routed to ${decision.skill} at ${decision.confidence.toFixed(2)}: not sure enough`);
+    return output;
+  }
 }
 
 function parseInput(text: string): { prompt: string; sessionId?: string } | undefined {
