@@ -1,7 +1,7 @@
-import type { ChildProcess } from 'node:child_process';
+import { execFile, type ChildProcess } from 'node:child_process';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -13,6 +13,7 @@ import { killServers, serve } from './helpers/serve-process.js';
 // the installed hook in test/hooks-claude.test.ts.
 
 const skills = join(import.meta.dirname, 'fixtures/skills');
+const cli = join(import.meta.dirname, '../dist/cli/main.js');
 const children = new Set<ChildProcess>();
 const directories: string[] = [];
 /** Accepts connections and never answers: a server that stalls. */
@@ -137,6 +138,32 @@ describe('hooks run', () => {
     expect(JSON.parse(fallback.stdout)).toHaveProperty('hookSpecificOutput');
     const down = await hook(['--server', server.url, '--deadline', ROOMY], CRASH);
     expect(down).toEqual({ status: 0, stdout: '', stderr: '' });
+  });
+
+  it('with a server answering, the hook loads no router, ledger, provider SDK, MCP SDK or Octokit', async () => {
+    const cwd = workspace();
+    const server = await serve(['--pool', '0', '--port', '0', '--skills', skills], {
+      cwd,
+      env: process.env,
+      children,
+    });
+    const record = join(cwd, 'resolved.txt');
+    writeFileSync(record, '');
+    const output = await new Promise<string>((resolve) => {
+      const child = execFile(
+        process.execPath,
+        ['--import', join(import.meta.dirname, 'fixtures/lazy/record-resolved.mjs'), cli, 'hooks', 'run'],
+        { cwd, env: { ...process.env, SWITCHBOARD_TEST_RESOLVED: record, SWITCHBOARD_SERVER: server.url } },
+        (_error, stdout) => resolve(stdout),
+      );
+      child.stdin?.end(JSON.stringify(CRASH));
+    });
+    server.child.kill('SIGTERM');
+    expect(output).toContain('hookSpecificOutput');
+    const loaded = readFileSync(record, 'utf8').split('\n');
+    const heavy =
+      /better-sqlite3|@anthropic-ai|node_modules\/(openai|zod|ajv)\/|@google\/genai|@modelcontextprotocol|@octokit|dist\/(route|providers|invoke)\/|dist\/store\/(?!atomic-file)/;
+    expect(loaded.filter((url) => heavy.test(url))).toEqual([]);
   });
 
   it('a server that stalls: the deadline ends the hook with exit 0 and no output', async () => {
