@@ -26,6 +26,7 @@ const pages: Record<string, string> = {
   agent: 'docs/agent.md',
   workflow: 'docs/workflows.md',
   worker: 'docs/workers.md',
+  hooks: 'docs/hooks.md',
 };
 
 /** Every command of the tree with its path, e.g. `agent run`; the root's path is ''. */

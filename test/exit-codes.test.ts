@@ -358,6 +358,13 @@ const cases: Record<keyof typeof EXIT_CODES, Case> = {
     }
     return first;
   },
+  SETTINGS_INVALID: () => {
+    // A Claude Code settings file that is not JSON: `hooks install` refuses it and leaves it as it was.
+    const cwd = workspace();
+    mkdirSync(join(cwd, '.claude'));
+    writeFileSync(join(cwd, '.claude/settings.json'), '{"hooks": {');
+    return run(['hooks', 'install', '--skills', skills], cwd);
+  },
   GITHUB_AUTH: {
     coveredBy: {
       file: 'test/github-agent.test.ts',

@@ -26,6 +26,7 @@ const COMMANDS: Record<string, () => Promise<Register>> = {
   agent: async () => (await import('./agent.js')).registerAgentCommand,
   workflow: async () => (await import('./workflow.js')).registerWorkflowCommand,
   worker: async () => (await import('./worker.js')).registerWorkerCommand,
+  hooks: async () => (await import('./hooks.js')).registerHooksCommand,
 };
 
 /** Command names that reach a command under another name. */

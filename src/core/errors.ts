@@ -48,6 +48,7 @@ export const ERROR_CODES = [
   'WORKFLOW_LIMIT',
   'WORKFLOW_CANCELLED',
   'WORKFLOW_LOST',
+  'SETTINGS_INVALID',
   'GITHUB_AUTH',
   'GITHUB_NOT_FOUND',
 ] as const;
@@ -193,6 +194,8 @@ export const EXIT_CODES = {
   WORKFLOW_CANCELLED: 57,
   /** `switchboard workflow`: this process lost the run to another (its lock was taken over); it recorded nothing more. */
   WORKFLOW_LOST: 58,
+  /** `switchboard hooks`: the Claude Code settings file is not valid JSON (or not settings); it was left untouched. */
+  SETTINGS_INVALID: 59,
   /** GitHub: no `GITHUB_TOKEN`, or GitHub refused it (HTTP 401 or 403). */
   GITHUB_AUTH: 60,
   /** GitHub: the issue or repository does not exist, or the token may not see it (HTTP 404). */

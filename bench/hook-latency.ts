@@ -1,0 +1,154 @@
+// The latency the Claude Code prompt hook adds to a prompt, side by side in one run: the hook command
+// exactly as `hooks install` writes it, run through `sh -c` the way Claude Code runs hooks, with its
+// hook JSON on stdin; with a running `switchboard serve`, without one (routing in process), and beside a
+// no-op baseline (`node -e ''`, the floor of any Node hook). p50/p95 of N runs per row (default 50),
+// rows interleaved in a rotated order so all see the same machine state, and the share of runs that
+// named a skill (a run past the deadline names none). It runs the BUILT dist/, so build first:
+//   npm run build && node --experimental-strip-types --no-warnings bench/hook-latency.ts [runs]
+// Everything it writes lives in one temporary folder, removed at the end; the server binds 127.0.0.1.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import type * as CommandModule from '../src/hooks/command.js';
+import type * as PercentileModule from '../src/core/percentile.js';
+import { assertFreshBuild } from './fresh-build.ts';
+
+const root = join(import.meta.dirname, '..');
+const dist = join(root, 'dist');
+assertFreshBuild(join(dist, 'cli/main.js'), 'the hook is the built CLI');
+const { hookCommand } = (await import(
+  pathToFileURL(join(dist, 'hooks/command.js')).href
+)) as typeof CommandModule;
+const { percentile } = (await import(
+  pathToFileURL(join(dist, 'core/percentile.js')).href
+)) as typeof PercentileModule;
+
+const runs = Number(process.argv[2] ?? 50);
+const skills = join(root, 'examples/skills');
+const base = mkdtempSync(join(tmpdir(), 'switchboard-bench-hook-'));
+const cwd = join(base, 'project'); // Claude Code runs hooks in the project folder
+const stateDir = join(base, 'state');
+mkdirSync(cwd);
+const environment: NodeJS.ProcessEnv = Object.fromEntries(
+  Object.entries(process.env).filter(([name]) => !name.startsWith('SWITCHBOARD_')),
+);
+
+const prompts = [
+  'the build is failing with a null pointer',
+  'please add a dark mode toggle to the settings page',
+  'the dashboard takes ten seconds to load',
+  'write the changelog and cut version 2.3',
+  'review my pull request for the parser',
+];
+const hookInput = (index: number) =>
+  JSON.stringify({
+    session_id: 'bench',
+    cwd,
+    hook_event_name: 'UserPromptSubmit',
+    // A distinct text each run: no decision-cache hit hides the routing.
+    prompt: `${prompts[index % prompts.length]} (run ${index})`,
+  });
+
+interface Sample {
+  wallMs: number;
+  named: boolean;
+  code: number | null;
+}
+
+/** One run of a shell command as Claude Code runs a hook: `sh -c`, JSON on stdin, wall time to exit. */
+function once(command: string, input: string): Promise<Sample> {
+  const started = performance.now();
+  return new Promise((resolve, reject) => {
+    const child = spawn('sh', ['-c', command], { cwd, env: environment, stdio: ['pipe', 'pipe', 'ignore'] });
+    let stdout = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.on('error', reject);
+    child.on('close', (code) =>
+      resolve({ wallMs: performance.now() - started, named: stdout.includes('additionalContext'), code }),
+    );
+    child.stdin.end(input);
+  });
+}
+
+const server = await startServe();
+const command = (options: Partial<CommandModule.HookCommandOptions>) =>
+  hookCommand({ skills, stateDir, deadlineMs: 300, minConfidence: 0.5, ...options });
+const rows: { label: string; command: string }[] = [
+  { label: "no-op baseline: node -e ''", command: `${process.execPath} -e ''` },
+  { label: 'hook, serve running (deadline 300 ms)', command: command({ server: server.url }) },
+  { label: 'hook, no serve: in process (deadline 300 ms)', command: command({ noServer: true }) },
+  {
+    label: '  the same with no deadline to speak of (10 s)',
+    command: command({ noServer: true, deadlineMs: 10_000 }),
+  },
+];
+
+const samples = new Map(rows.map((row) => [row, [] as Sample[]]));
+try {
+  // Unmeasured: the model is trained once into the state folder (as `hooks install` does), caches warm.
+  for (const row of rows)
+    await once(row.command.replace('--deadline 300', '--deadline 10000'), hookInput(runs));
+  for (let index = 0; index < runs; index++) {
+    const shift = index % rows.length;
+    for (const row of [...rows.slice(shift), ...rows.slice(0, shift)])
+      samples.get(row)?.push(await once(row.command, hookInput(index)));
+  }
+} finally {
+  server.child.kill('SIGTERM');
+  await new Promise((resolve) => server.child.once('exit', resolve));
+  rmSync(base, { recursive: true, force: true });
+}
+
+const baseline = summary(samples.get(rows[0] as (typeof rows)[number]) ?? []);
+console.log(`hook latency, ${runs} runs per row, skills: examples/skills (${new Date().toISOString()})`);
+console.log(
+  `${'row'.padEnd(48)} ${'p50 ms'.padStart(8)} ${'p95 ms'.padStart(8)} ${'+p50'.padStart(7)} ${'named'.padStart(7)} ${'exit≠0'.padStart(7)}`,
+);
+for (const row of rows) {
+  const list = samples.get(row) ?? [];
+  const { p50, p95 } = summary(list);
+  const named =
+    row === rows[0]
+      ? '-'
+      : `${Math.round((100 * list.filter((sample) => sample.named).length) / list.length)}%`;
+  const failed = list.filter((sample) => sample.code !== 0).length;
+  console.log(
+    `${row.label.padEnd(48)} ${p50.toFixed(0).padStart(8)} ${p95.toFixed(0).padStart(8)} ${(row === rows[0] ? '' : `+${(p50 - baseline.p50).toFixed(0)}`).padStart(7)} ${named.padStart(7)} ${String(failed).padStart(7)}`,
+  );
+}
+
+function summary(list: readonly Sample[]): { p50: number; p95: number } {
+  const sorted = list.map((sample) => sample.wallMs).sort((a, b) => a - b);
+  return { p50: percentile(sorted, 50), p95: percentile(sorted, 95) };
+}
+
+async function startServe(): Promise<{ url: string; child: ChildProcess }> {
+  const child = spawn(
+    process.execPath,
+    [
+      join(dist, 'cli/main.js'),
+      '--state-dir',
+      stateDir,
+      'serve',
+      '--pool',
+      '0',
+      '--port',
+      '0',
+      '--skills',
+      skills,
+    ],
+    { cwd, env: environment, stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  let output = '';
+  const url = await new Promise<string>((resolve, reject) => {
+    child.stdout?.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+      const found = /listening on (http:\/\/\S+)/.exec(output)?.[1];
+      if (found !== undefined) resolve(found);
+    });
+    child.once('exit', (code) => reject(new Error(`serve exited ${code}`)));
+  });
+  return { url, child };
+}

@@ -1,0 +1,58 @@
+import type { IncomingMessage } from 'node:http';
+import type { RouteDecision } from '../core/route-types.js';
+import { isPlainObject } from '../core/plain-object.js';
+
+/** Where `switchboard serve` listens unless told otherwise. */
+export const DEFAULT_SERVER = 'http://127.0.0.1:8787';
+
+/**
+ * Asks a running `switchboard serve` to route `text` (`POST /route`). Undefined whenever there is no
+ * usable answer (no server, refused, not routing, an error, an answer that is not a decision): the hook
+ * then routes in process or stays silent. Gives up when `abortSignal` fires (the hook's deadline).
+ */
+export function routeOnServer(
+  server: URL,
+  body: { text: string; tags: Record<string, string> },
+  abortSignal: AbortSignal,
+): Promise<RouteDecision | undefined> {
+  const target = new URL('/route', server);
+  // node:http from the built-ins table: its ES module view would load Node's bundled undici for nothing.
+  const { request } = process.getBuiltinModule(target.protocol === 'https:' ? 'node:https' : 'node:http');
+  const payload = JSON.stringify(body);
+  const token = process.env['SWITCHBOARD_SERVER_TOKEN']?.trim();
+  return new Promise((resolve) => {
+    const outgoing = request(target, {
+      method: 'POST',
+      agent: false,
+      signal: abortSignal,
+      headers: {
+        'content-type': 'application/json',
+        'content-length': Buffer.byteLength(payload),
+        ...(token === undefined || token === '' ? {} : { authorization: `Bearer ${token}` }),
+      },
+    });
+    outgoing.once('error', () => resolve(undefined));
+    outgoing.once('response', (response: IncomingMessage) => {
+      const chunks: Buffer[] = [];
+      response.on('data', (chunk: Buffer) => chunks.push(chunk));
+      response.once('error', () => resolve(undefined));
+      response.once('end', () => {
+        if (response.statusCode !== 200) return resolve(undefined);
+        resolve(decisionOf(Buffer.concat(chunks).toString('utf8')));
+      });
+    });
+    outgoing.end(payload);
+  });
+}
+
+function decisionOf(text: string): RouteDecision | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  if (!isPlainObject(value) || typeof value['skill'] !== 'string' || typeof value['confidence'] !== 'number')
+    return undefined;
+  return value as unknown as RouteDecision;
+}
