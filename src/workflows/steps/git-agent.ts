@@ -340,13 +340,7 @@ class GitStepExecution {
       branch: notes.branch,
       commit,
     });
-    if (pushed === 'pushed')
-      await this.context.emit({
-        type: 'git-push',
-        step: this.step.name,
-        key: this.context.key,
-        data: { commit, branch: notes.branch },
-      });
+    if (pushed === 'pushed') await this.pushed(commit, notes.branch);
     const github = await (await import('../../github/client.js')).openGitHub();
     const { pullRequest, opened } = await pullRequests.ensurePullRequest(github, target, {
       branch: notes.branch,
@@ -377,6 +371,16 @@ class GitStepExecution {
   }
 
   /** Claude Code's model: the `claude:` (or Anthropic) entry of the step's spec. */
+  /** Records the effect point of a remote: the step's commit is on the remote as its branch. */
+  private async pushed(commit: string, branch: string): Promise<void> {
+    await this.context.emit({
+      type: 'git-push',
+      step: this.step.name,
+      key: this.context.key,
+      data: { commit, branch },
+    });
+  }
+
   private model(): string | undefined {
     const { step, context } = this;
     const { runtime } = context.workflow;
@@ -721,13 +725,7 @@ class GitStepExecution {
     // A remote's effect point: the commit pushed as the step's branch.
     else if (notes.remote !== undefined) {
       const pushed = await pushBranch(repository, notes.remote, notes.branch, commit);
-      if (pushed === 'pushed')
-        await this.context.emit({
-          type: 'git-push',
-          step: this.step.name,
-          key: this.context.key,
-          data: { commit, branch: notes.branch },
-        });
+      if (pushed === 'pushed') await this.pushed(commit, notes.branch);
     }
     if (mode !== 'branch' && mode !== 'pr' && notes.baseBranch !== undefined) {
       const remote = notes.remote;
