@@ -1,16 +1,19 @@
 // CLINC150 ("Full") through Switchboard's router, beside the paper's baselines and Debian's fastText, in one run.
 // Run from the repository root under Node >= 22 (no build needed):
-//   node --experimental-strip-types --no-warnings bench/clinc150.ts
+//   node --experimental-strip-types --no-warnings bench/clinc150.ts [--baseline REV | --no-baseline]
 // Reads ../shared/data/clinc150/data_full.json and exits 0 with a "skipped" line when it is absent.
 // Protocol: routes trained from train + oos_train; thresholds chosen on val + oos_val with `fitThresholds`
 // (best out-of-scope recall keeping in-scope accuracy within half a point of its best); test + oos_test
 // reported. fastText (`apt-get install fasttext`) gets the same splits and the same threshold choice.
+// `--baseline REV` (default: the commit before issue 16's model, see baseline.ts) measures that
+// revision's src/ the same way in a child process first, so both models are printed in one run.
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { sharedDirectory } from './source-hooks.ts';
+import { baselineRevision, runAtRevision } from './baseline.ts';
 import type { LabelledExample, RouteCandidate } from '../src/core/route-types.js';
 import type { FitResult, FitRow, Thresholds } from '../src/route/fit.js';
 
@@ -84,38 +87,73 @@ if (process.argv[2] === '--probe') {
   process.exit(0);
 }
 
-const trainStarted = performance.now();
-const router = createRouter({ training: [train], ledger: false, cache: false, stateDir });
-const trainSeconds = (performance.now() - trainStarted) / 1000;
-const trainingPeakRssMegabytes = process.resourceUsage().maxRSS / 1024;
-const validationRows = rankExamples(router, validation);
-const thresholds = chooseThresholds(validationRows);
-const balanced = fitThresholds(validationRows, { objective: 'balanced' });
-const testRows = rankExamples(router, test);
-const ours = scoreWithThresholds(testRows, thresholds, 'accuracy');
-const oursBalanced = scoreWithThresholds(testRows, balanced, 'accuracy');
-const oursUnthresholded = scoreWithThresholds(
-  testRows,
-  { confidenceThreshold: 0, marginThreshold: 0 },
-  'accuracy',
-);
-const modelBytes = router.model?.classifier.serialize().length ?? 0;
-await router.close();
+/** What one model (this tree's or the baseline's) scores and costs; printed as JSON with `--json`. */
+interface Measurement {
+  modelVersion: string;
+  thresholds: Thresholds;
+  balancedThresholds: Thresholds;
+  test: FitResult;
+  balanced: FitResult;
+  unthresholded: FitResult;
+  trainSeconds: number;
+  trainingPeakRssMegabytes: number;
+  modelBytes: number;
+  probe: Probe;
+}
 
-const probeRun = spawnSync(
-  process.execPath,
-  [
-    ...process.execArgv,
-    fileURLToPath(import.meta.url),
-    '--probe',
-    stateDir,
-    String(thresholds.confidenceThreshold),
-    String(thresholds.marginThreshold),
-  ],
-  { encoding: 'utf8' },
-);
-if (probeRun.status !== 0) throw new Error(`routing probe failed: ${probeRun.stderr}`);
-const probe = JSON.parse(probeRun.stdout.trim().split('\n').at(-1) ?? '') as Probe;
+async function measure(): Promise<Measurement> {
+  const trainStarted = performance.now();
+  const router = createRouter({ training: [train], ledger: false, cache: false, stateDir });
+  const trainSeconds = (performance.now() - trainStarted) / 1000;
+  const trainingPeakRssMegabytes = process.resourceUsage().maxRSS / 1024;
+  const validationRows = rankExamples(router, validation);
+  const thresholds = chooseThresholds(validationRows);
+  const balanced = fitThresholds(validationRows, { objective: 'balanced' });
+  const testRows = rankExamples(router, test);
+  const modelBytes = router.model?.classifier.serialize().length ?? 0;
+  await router.close();
+  const probeRun = spawnSync(
+    process.execPath,
+    [
+      ...process.execArgv,
+      fileURLToPath(import.meta.url),
+      '--probe',
+      stateDir,
+      String(thresholds.confidenceThreshold),
+      String(thresholds.marginThreshold),
+    ],
+    { encoding: 'utf8' },
+  );
+  if (probeRun.status !== 0) throw new Error(`routing probe failed: ${probeRun.stderr}`);
+  return {
+    modelVersion: MODEL_VERSION,
+    thresholds: {
+      confidenceThreshold: thresholds.confidenceThreshold,
+      marginThreshold: thresholds.marginThreshold,
+    },
+    balancedThresholds: {
+      confidenceThreshold: balanced.confidenceThreshold,
+      marginThreshold: balanced.marginThreshold,
+    },
+    test: scoreWithThresholds(testRows, thresholds, 'accuracy'),
+    balanced: scoreWithThresholds(testRows, balanced, 'accuracy'),
+    unthresholded: scoreWithThresholds(testRows, { confidenceThreshold: 0, marginThreshold: 0 }, 'accuracy'),
+    trainSeconds,
+    trainingPeakRssMegabytes,
+    modelBytes,
+    probe: JSON.parse(probeRun.stdout.trim().split('\n').at(-1) ?? '') as Probe,
+  };
+}
+
+if (process.argv.includes('--json')) {
+  console.log(JSON.stringify(await measure()));
+  rmSync(stateDir, { recursive: true, force: true });
+  process.exit(0);
+}
+// The baseline first, alone on the machine's share of CPU, then this tree's model.
+const revision = baselineRevision(process.argv);
+const baseline = revision === undefined ? undefined : runAtRevision<Measurement>(revision, 'clinc150.ts');
+const ours = await measure();
 
 // --- fastText, same splits, same threshold rule ---
 interface FastTextResult {
@@ -219,9 +257,7 @@ rmSync(stateDir, { recursive: true, force: true });
 const percent = (value: number): string => (value * 100).toFixed(1).padStart(5);
 const row = (name: string, inScope: number, outOfScope: number): string =>
   `${name.padEnd(52)}${percent(inScope)}        ${percent(outOfScope)}`;
-console.log(
-  `\nCLINC150 Full: test (4,500 in-scope) + oos_test (1,000); routes from train + oos_train (${MODEL_VERSION})`,
-);
+console.log(`\nCLINC150 Full: test (4,500 in-scope) + oos_test (1,000); routes from train + oos_train`);
 console.log(`${'system'.padEnd(52)}in-scope acc  oos recall`);
 for (const [name, accuracy, recall] of [
   ['FastText (paper, oos-train)', 0.89, 0.097],
@@ -244,34 +280,45 @@ if (typeof fastText !== 'string') {
     ),
   );
 }
-console.log(
-  row('switchboard, no thresholds', oursUnthresholded.inScopeAccuracy, oursUnthresholded.outOfScopeRecall),
-);
-console.log(
-  row(
-    `switchboard (c=${thresholds.confidenceThreshold} m=${thresholds.marginThreshold})`,
-    ours.inScopeAccuracy,
-    ours.outOfScopeRecall,
-  ),
-);
-console.log(
-  row(
-    `switchboard, fit balanced (c=${balanced.confidenceThreshold} m=${balanced.marginThreshold})`,
-    oursBalanced.inScopeAccuracy,
-    oursBalanced.outOfScopeRecall,
-  ),
-);
+const systems: [string, Measurement][] = [];
+if (typeof baseline === 'object') systems.push([`baseline ${revision} (${baseline.modelVersion})`, baseline]);
+systems.push([`this tree (${ours.modelVersion})`, ours]);
+for (const [name, result] of systems) {
+  const { thresholds, balancedThresholds } = result;
+  console.log(`${name}:`);
+  console.log(
+    row('  no thresholds', result.unthresholded.inScopeAccuracy, result.unthresholded.outOfScopeRecall),
+  );
+  console.log(
+    row(
+      `  val-chosen (c=${thresholds.confidenceThreshold} m=${thresholds.marginThreshold})`,
+      result.test.inScopeAccuracy,
+      result.test.outOfScopeRecall,
+    ),
+  );
+  console.log(
+    row(
+      `  fit balanced (c=${balancedThresholds.confidenceThreshold} m=${balancedThresholds.marginThreshold})`,
+      result.balanced.inScopeAccuracy,
+      result.balanced.outOfScopeRecall,
+    ),
+  );
+}
+if (typeof baseline === 'string') console.log(baseline);
 
 const milliseconds = (value: number): string => `${value.toFixed(3)} ms`;
-console.log(
-  `\nswitchboard: training ${trainSeconds.toFixed(1)} s (150 routes, ${loadDataset(train).length} rows), peak RSS` +
-    ` ${trainingPeakRssMegabytes.toFixed(0)} MB; serialized model ${(modelBytes / 2 ** 20).toFixed(1)} MB`,
-);
-console.log(
-  `a fresh routing process: router from the cached model in ${probe.loadMilliseconds.toFixed(0)} ms; route() p50` +
-    ` ${milliseconds(probe.latencies.p50)}, p95 ${milliseconds(probe.latencies.p95)}, p99 ${milliseconds(probe.latencies.p99)},` +
-    ` max ${milliseconds(probe.latencies.max)}; RSS ${probe.rssMegabytes.toFixed(0)} MB (peak ${probe.peakRssMegabytes.toFixed(0)} MB)`,
-);
+for (const [name, result] of systems) {
+  const { probe } = result;
+  console.log(
+    `\n${name}: training ${result.trainSeconds.toFixed(1)} s (150 routes, ${loadDataset(train).length} rows), peak RSS` +
+      ` ${result.trainingPeakRssMegabytes.toFixed(0)} MB; serialized model ${(result.modelBytes / 2 ** 20).toFixed(1)} MB`,
+  );
+  console.log(
+    `  a fresh routing process: router from the cached model in ${probe.loadMilliseconds.toFixed(0)} ms; route() p50` +
+      ` ${milliseconds(probe.latencies.p50)}, p95 ${milliseconds(probe.latencies.p95)}, p99 ${milliseconds(probe.latencies.p99)},` +
+      ` max ${milliseconds(probe.latencies.max)}; RSS ${probe.rssMegabytes.toFixed(0)} MB (peak ${probe.peakRssMegabytes.toFixed(0)} MB)`,
+  );
+}
 if (typeof fastText === 'string') {
   console.log(fastText);
 } else {
@@ -281,9 +328,9 @@ if (typeof fastText === 'string') {
       ' per query (batch in one process, model load included)',
   );
   console.log(
-    `switchboard / fastText: in-scope acc ×${ratio(ours.inScopeAccuracy, fastText.test.inScopeAccuracy)},` +
-      ` oos recall ×${ratio(ours.outOfScopeRecall, fastText.test.outOfScopeRecall)},` +
-      ` training time ×${ratio(trainSeconds, fastText.trainSeconds)},` +
-      ` prediction time ×${ratio(probe.latencies.p50, fastText.predictMillisecondsPerQuery)} (our route() p50 vs their batch mean)`,
+    `this tree / fastText: in-scope acc ×${ratio(ours.test.inScopeAccuracy, fastText.test.inScopeAccuracy)},` +
+      ` oos recall ×${ratio(ours.test.outOfScopeRecall, fastText.test.outOfScopeRecall)},` +
+      ` training time ×${ratio(ours.trainSeconds, fastText.trainSeconds)},` +
+      ` prediction time ×${ratio(ours.probe.latencies.p50, fastText.predictMillisecondsPerQuery)} (our route() p50 vs their batch mean)`,
   );
 }

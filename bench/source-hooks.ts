@@ -15,5 +15,9 @@ registerHooks({
   },
 });
 
-/** The shared data folder beside the repository (absent in a user's clone). */
-export const sharedDirectory = fileURLToPath(new URL('../../shared/', import.meta.url));
+/**
+ * The shared data folder beside the repository (absent in a user's clone); `SWITCHBOARD_SHARED_DIR`
+ * points elsewhere, e.g. from a git worktree that does not sit beside it.
+ */
+export const sharedDirectory =
+  process.env['SWITCHBOARD_SHARED_DIR'] ?? fileURLToPath(new URL('../../shared/', import.meta.url));

@@ -209,7 +209,7 @@ describe('switchboard eval and fit', () => {
 
   it('fits thresholds on a tuning set and reports the held-out set apart', () => {
     // A held-out set that disagrees with the tuning set: its confident off-topic row ("add cheese…",
-    // add-feature at about 0.69) would pull the confidence threshold up if it were tuned on.
+    // add-feature at about 0.5) would pull a threshold up if it were tuned on.
     const cwd = mkdtempSync(join(tmpdir(), 'switchboard-cli-'));
     const heldOut = join(cwd, 'held-out.jsonl');
     writeFileSync(
@@ -232,7 +232,10 @@ describe('switchboard eval and fit', () => {
     const report = fit(['--dataset', devSet, '--test', heldOut]);
     const tunedAlone = fit(['--dataset', devSet]).thresholds;
     const heldOutAlone = fit(['--dataset', heldOut]).thresholds;
-    expect(heldOutAlone.confidenceThreshold).toBeGreaterThan(tunedAlone.confidenceThreshold);
+    expect(
+      heldOutAlone.confidenceThreshold > tunedAlone.confidenceThreshold ||
+        heldOutAlone.marginThreshold > tunedAlone.marginThreshold,
+    ).toBe(true);
     // The thresholds come from the tuning set only, and the held-out figures are measured at them.
     expect(report.thresholds).toEqual(tunedAlone);
     expect(report.test).toMatchObject({

@@ -20,6 +20,11 @@ export interface Skill {
   /** Regular expressions (source text, case-insensitive) that route straight to this skill. */
   patterns: string[];
   category?: string;
+  /**
+   * The markdown after the front matter (the skill's instructions), when the file has any; the
+   * local model learns from its opening prose as well as from the description.
+   */
+  body?: string;
   /** Absolute path of the file the skill came from. */
   file: string;
 }

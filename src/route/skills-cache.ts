@@ -8,7 +8,7 @@ import { writeFileAtomically } from '../store/atomic-file.js';
 export type ParsedSkillFile = Skill | { reason: string } | null;
 
 /** Bumped when what is stored per file changes meaning. */
-const CACHE_VERSION = 1;
+const CACHE_VERSION = 2;
 
 interface CacheFile {
   version: number;

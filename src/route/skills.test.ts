@@ -86,6 +86,19 @@ describe('loadSkills', () => {
     });
   });
 
+  it('keeps the markdown after the front matter as the skill body', () => {
+    const root = folder({
+      'with-body.md':
+        '---\nname: with-body\ndescription: has instructions\n---\n# Title\n\nReproduce it first.\n',
+      'bare.md': '---\nname: bare\ndescription: front matter only\n---\n',
+    });
+    const { skills } = loadSkills(root);
+    expect(Object.fromEntries(skills.map((s) => [s.name, s.body]))).toEqual({
+      'with-body': '# Title\n\nReproduce it first.',
+      bare: undefined,
+    });
+  });
+
   it('fails on the first problem with --strict', () => {
     const root = folder({ 'good.md': skill('good'), 'no-name.md': '---\ndescription: x\n---\n' });
     expect(() => loadSkills(root, { strict: true })).toThrow(
@@ -147,5 +160,7 @@ describe('hashSkills', () => {
     const b = { name: 'b', description: 'y', examples: [], patterns: [], file: 'b.md' };
     expect(hashSkills([a, b])).toBe(hashSkills([b, a]));
     expect(hashSkills([a, b])).not.toBe(hashSkills([{ ...a, description: 'z' }, b]));
+    // The body trains the local model, so an edited body is a different skill set.
+    expect(hashSkills([a, b])).not.toBe(hashSkills([{ ...a, body: 'Reproduce it first.' }, b]));
   });
 });

@@ -139,6 +139,13 @@ function frontMatterText(content: string): string {
   return end === null ? rest : rest.slice(0, end.index);
 }
 
+/** The markdown after the closing front-matter line, trimmed; empty when there is none. */
+function bodyText(content: string): string {
+  const rest = content.replace(FRONT_MATTER_START, '');
+  const end = FRONT_MATTER_END.exec(rest);
+  return end === null ? '' : rest.slice(end.index + end[0].length).trim();
+}
+
 function readSkillFile(file: string, cache: SkillFileCache | undefined): ParsedSkillFile {
   let content: string;
   try {
@@ -190,6 +197,8 @@ function parseSkillFile(file: string, content: string): ParsedSkillFile {
   }
   const skill: Skill = { name: name.trim(), description: description.trim(), examples, patterns, file };
   if (typeof category === 'string') skill.category = category;
+  const body = bodyText(content);
+  if (body !== '') skill.body = body;
   return skill;
 }
 
@@ -227,7 +236,14 @@ export function hashSkills(skills: readonly Skill[]): string {
   const hash = createHash('sha256');
   for (const skill of [...skills].sort((a, b) => byCodeUnits(a.name, b.name))) {
     hash.update(
-      JSON.stringify([skill.name, skill.description, skill.examples, skill.patterns, skill.category ?? null]),
+      JSON.stringify([
+        skill.name,
+        skill.description,
+        skill.examples,
+        skill.patterns,
+        skill.category ?? null,
+        skill.body ?? '',
+      ]),
     );
     hash.update('\n');
   }

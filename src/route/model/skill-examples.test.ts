@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Skill } from '../../core/route-types.js';
-import { descriptionPhrases, examplesFromSkills, humanizeName } from './skill-examples.js';
+import { bodyProse, descriptionPhrases, examplesFromSkills, humanizeName } from './skill-examples.js';
 import { DEFAULT_CONFIDENCE_THRESHOLD, DEFAULT_MARGIN_THRESHOLD } from '../../core/config.js';
 import { applyThresholds } from '../fit.js';
 import { TextClassifier, type Prediction } from './text-classifier.js';
@@ -61,6 +61,34 @@ describe('examplesFromSkills', () => {
     expect(examples).toContainEqual({ text: 'the dashboard takes forever to load', label: 'speedup' });
     expect(examples).toContainEqual({ text: 'defect fixer', label: 'defect-fixer' });
     expect(examples.every((example) => example.text.trim().length >= 3)).toBe(true);
+  });
+
+  it('learns from the prose that opens a skill body, not from its code, headings or links', () => {
+    const body = [
+      '# Bug brief',
+      'Reproduce the problem, find the root cause, and fix it.',
+      '',
+      '```sh',
+      'npm test -- --grep regression',
+      '```',
+      '- Add a [regression test](docs/tests.md) that fails before the fix.',
+      '| step | owner |',
+    ].join('\n');
+    expect(bodyProse(body)).toBe(
+      'Reproduce the problem, find the root cause, and fix it. Add a regression test that fails before the fix.',
+    );
+    const examples = examplesFromSkills([{ ...skill('bug-brief', 'Investigate a defect.'), body }]);
+    expect(examples).toContainEqual({
+      text: 'Reproduce the problem, find the root cause, and fix it',
+      label: 'bug-brief',
+    });
+    expect(examples).toContainEqual({
+      text: 'Add a regression test that fails before the fix',
+      label: 'bug-brief',
+    });
+    expect(examples.some((example) => example.text.includes('npm') || example.text.includes('owner'))).toBe(
+      false,
+    );
   });
 
   it('trains a model that routes unseen phrasings from descriptions alone', () => {

@@ -12,8 +12,16 @@ const LEAD_IN =
 const MIN_PHRASE_LETTERS = 3;
 
 /**
+ * How many characters of a skill's body (its prose, markdown stripped) are read. The opening of a
+ * skill's instructions says what the skill is for; further down come steps, commands and caveats that
+ * every skill shares ("run the tests"), which would blur the skills into each other.
+ */
+const BODY_PROSE_CHARACTERS = 600;
+
+/**
  * Training examples derived from skills: each skill's name (split into words), its description as a
- * whole, each sentence and each comma- or "or"-separated phrase of it, and its listed examples. A skill
+ * whole, each sentence and each comma- or "or"-separated phrase of it, the sentences that open its
+ * body (see `bodyProse`), and its listed examples. A skill
  * described in a single sentence thus still yields several short texts that look like requests.
  */
 export function examplesFromSkills(skills: readonly Skill[]): TrainingExample[] {
@@ -22,6 +30,14 @@ export function examplesFromSkills(skills: readonly Skill[]): TrainingExample[] 
     const texts = new Set<string>();
     texts.add(humanizeName(skill.name));
     for (const phrase of descriptionPhrases(skill.description)) texts.add(phrase);
+    if (skill.body !== undefined) {
+      // Whole sentences, not the comma-separated phrases a description is cut into: instructions
+      // list steps ("reproduce, find the cause, fix it"), and a step alone ("verify the deployment")
+      // is a weak cue that pulled requests to the wrong skill on the dev sets.
+      for (const sentence of bodyProse(skill.body).split(/(?<=[.!?])\s+/)) {
+        texts.add(stripPunctuation(sentence));
+      }
+    }
     for (const example of skill.examples) if (example.trim() !== '') texts.add(example.trim());
     for (const text of texts) {
       if (text.replace(/[^\p{L}\p{N}]/gu, '').length >= MIN_PHRASE_LETTERS) {
@@ -57,6 +73,28 @@ export function descriptionPhrases(description: string): string[] {
     }
   }
   return [...phrases];
+}
+
+/**
+ * The opening prose of a markdown body: code blocks, headings, tables, HTML and link targets dropped,
+ * list items and lines joined as sentences, cut at a sentence end near BODY_PROSE_CHARACTERS.
+ */
+export function bodyProse(body: string): string {
+  const sentences: string[] = [];
+  let length = 0;
+  const text = body.replace(/```[\s\S]*?(?:```|$)|~~~[\s\S]*?(?:~~~|$)|<!--[\s\S]*?-->/g, '\n');
+  for (const rawLine of text.split(/\r?\n/)) {
+    const line = rawLine
+      .replace(/^\s*(?:[-*+]|\d+[.)])\s+/, '')
+      .replace(/!?\[([^\]]*)\]\([^)]*\)/g, '$1')
+      .replace(/<[^>]+>|[*_`]+/g, '')
+      .trim();
+    if (line === '' || /^#|^\||^>/.test(rawLine.trim())) continue;
+    sentences.push(/[.!?:]$/.test(line) ? line : `${line}.`);
+    length += line.length;
+    if (length >= BODY_PROSE_CHARACTERS) break;
+  }
+  return sentences.join(' ');
 }
 
 function stripPunctuation(text: string): string {
