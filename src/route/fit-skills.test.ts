@@ -63,6 +63,23 @@ describe('fitSkillThresholds', () => {
     expect(result.global.score).toBeCloseTo(result.globalOnly.score, 12);
   });
 
+  it('never loosens a skill below the global thresholds, however well that fits its tuning rows', () => {
+    // b's out-of-scope rows at 0.6 pull the global threshold above a's right answers at 0.5.
+    const pulled = [
+      ...rows(30, 'b', 'b', 0.9),
+      ...rows(10, 'none', 'b', 0.6),
+      ...rows(12, 'a', 'a', 0.5),
+      ...rows(2, 'none', 'a', 0.3),
+    ];
+    const result = fitSkillThresholds(pulled);
+    expect(result.global.confidenceThreshold).toBeGreaterThan(0.5);
+    expect(result.outcomes.find((outcome) => outcome.skill === 'a')).toMatchObject({
+      outcome: 'global',
+      confidenceThreshold: result.global.confidenceThreshold,
+    });
+    expect(result.skills).toEqual({});
+  });
+
   it("keeps a skill's existing thresholds when it has too few rows to fit, and counts them in", () => {
     const result = fitSkillThresholds(tuning, { existing: { c: { confidenceThreshold: 0.95 } } });
     expect(result.skills).toEqual({ a: expect.any(Object), c: { confidenceThreshold: 0.95 } });

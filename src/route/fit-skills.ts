@@ -1,5 +1,7 @@
 import { NONE, type SkillThresholds } from '../core/route-types.js';
 import {
+  DEFAULT_CONFIDENCE_GRID,
+  DEFAULT_MARGIN_GRID,
   fitThresholds,
   includesLabel,
   thresholdsFor,
@@ -75,7 +77,8 @@ export interface SkillFitResult {
 /**
  * Chooses the global thresholds on every tuning row (the pooled estimate, which skills with little
  * data keep), then, for each skill with enough rows (see `MIN_SKILL_ROWS` and `MIN_SKILL_WRONG_ROWS`),
- * thresholds of its own where they improve the objective over the whole tuning set. A request is
+ * thresholds of its own, never looser than what it has, where they improve the objective over the
+ * whole tuning set. A request is
  * judged by its top candidate's thresholds, so a skill's search moves only the rows it leads, every
  * other skill held at its thresholds. Skills with fewer rows keep the global thresholds (or the ones
  * they already had, in `existing`).
@@ -147,7 +150,22 @@ function bestForSkill(
       pinned[top.skill] = thresholdsFor(settings, top.skill);
     }
   }
-  const searched = fitThresholds(rows, { ...searchOptions, skills: pinned });
+  // Only stricter than what the skill has: a looser threshold fitted on a skill's few rows lets
+  // through the out-of-scope requests its tuning rows happened not to include (measured on CLINC150).
+  const now = thresholdsFor(settings, skill);
+  const stricter = (grid: readonly number[], floor: number) => {
+    const kept = grid.filter((value) => value >= floor);
+    return kept.length > 0 ? kept : [floor];
+  };
+  const searched = fitThresholds(rows, {
+    ...searchOptions,
+    confidenceGrid: stricter(
+      searchOptions.confidenceGrid ?? DEFAULT_CONFIDENCE_GRID,
+      now.confidenceThreshold,
+    ),
+    marginGrid: stricter(searchOptions.marginGrid ?? DEFAULT_MARGIN_GRID, now.marginThreshold),
+    skills: pinned,
+  });
   return { confidenceThreshold: searched.confidenceThreshold, marginThreshold: searched.marginThreshold };
 }
 

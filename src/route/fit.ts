@@ -190,8 +190,10 @@ function evenGrid(steps: number, maximum: number): number[] {
   return Array.from({ length: steps + 1 }, (_, position) => (position * maximum) / steps);
 }
 
-const DEFAULT_CONFIDENCE_GRID = evenGrid(100, 1).slice(0, -1);
-const DEFAULT_MARGIN_GRID = evenGrid(50, 0.5);
+/** The confidence thresholds `fitThresholds` tries by default: 0, 0.01, …, 0.99. */
+export const DEFAULT_CONFIDENCE_GRID: readonly number[] = evenGrid(100, 1).slice(0, -1);
+/** The margin thresholds `fitThresholds` tries by default: 0, 0.01, …, 0.5. */
+export const DEFAULT_MARGIN_GRID: readonly number[] = evenGrid(50, 0.5);
 
 function normaliseGrid(grid: readonly number[], name: string): number[] {
   const values = [...new Set(grid)].sort((a, b) => a - b);
