@@ -7,15 +7,33 @@ export {
   type SkillProblem,
 } from './route/skills.js';
 export { loadDataset, type LoadDatasetOptions } from './route/datasets.js';
-export { evaluateRouter, fitRouter, rankExamples, type FitReport } from './route/evaluate.js';
+export {
+  evaluateRouter,
+  fitRouter,
+  rankExamples,
+  type FitReport,
+  type FitRouterOptions,
+} from './route/evaluate.js';
 export { computeMetrics, type EvalMetrics, type ScoredRow } from './route/metrics.js';
 export {
   applyThresholds,
   fitThresholds,
   type FitObjective,
   type FitResult,
+  type SkillThresholds,
+  type ThresholdSettings,
   type Thresholds,
 } from './route/fit.js';
+export {
+  fitSkillThresholds,
+  MIN_SKILL_ROWS,
+  MIN_SKILL_WRONG_ROWS,
+  MIN_TUNING_ROWS,
+  tuningSetWarnings,
+  type SkillFitOptions,
+  type SkillFitOutcome,
+  type SkillFitResult,
+} from './route/fit-skills.js';
 export { formatEvalReport } from './route/eval-report.js';
 export type { RouteRule } from './route/tiers/rules-tier.js';
 export type { RouteTier, TierInput, TierVerdict } from './route/tier.js';

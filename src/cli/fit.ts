@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { InvalidArgumentError, type Command } from 'commander';
 import type { SwitchboardConfig } from '../core/config.js';
 import { SwitchboardError } from '../core/errors.js';
+import type { FitReport } from '../route/evaluate.js';
 import type { FitObjective, FitResult } from '../route/fit.js';
 import { createProgress, trainingProgress } from './progress.js';
 import {
@@ -12,6 +13,7 @@ import {
   requireRoutes,
   resolveConfig,
   measuringRouter,
+  warn,
   warnSkippedSkills,
   type GlobalFlags,
   type RoutingFlags,
@@ -25,6 +27,8 @@ interface FitFlags extends RoutingFlags {
   objective: FitObjective;
   /** false with --no-learned. */
   learned: boolean;
+  /** false with --no-per-skill. */
+  perSkill: boolean;
 }
 
 function parseObjective(value: string): FitObjective {
@@ -59,12 +63,17 @@ export function registerFitCommand(program: Command): void {
           parseObjective,
           'balanced' as FitObjective,
         )
+        .option(
+          '--no-per-skill',
+          'choose the global thresholds only (default: also per skill, for skills with enough tuning rows)',
+        )
         .option('--json', 'print the result as JSON'),
       { measuring: true },
     ),
   ).action(async (flags: FitFlags, command: Command) => {
     const { loadDataset } = await import('../route/datasets.js');
     const { fitRouter } = await import('../route/evaluate.js');
+    const minimums = await import('../route/fit-skills.js');
     const config = resolveConfig(command.optsWithGlobals<GlobalFlags>(), flags);
     requireRoutes(config);
     if (flags.llmShare !== undefined) {
@@ -92,6 +101,7 @@ export function registerFitCommand(program: Command): void {
       warnSkippedSkills(router);
       let set: string | undefined;
       const report = fitRouter(router, tune, test, flags.objective, {
+        perSkill: flags.perSkill,
         onRow: (name, done, total) => {
           if (name !== set)
             progress.start(`ranking the ${name === 'tune' ? 'tuning' : 'held-out'} set`, total);
@@ -100,25 +110,14 @@ export function registerFitCommand(program: Command): void {
         },
       });
       progress.stop();
+      for (const warning of report.warnings) warn(warning);
       if (flags.json === true) {
         process.stdout.write(`${JSON.stringify({ ...report, learned: router.learned ?? false })}\n`);
         return;
       }
-      const { thresholds } = report;
-      const lines = [
-        ...learnedNote(router.learned),
-        `thresholds (objective ${thresholds.objective}): confidence ${thresholds.confidenceThreshold}, margin ${thresholds.marginThreshold}`,
-        `tuning set  ${describe(thresholds)}`,
-      ];
-      if (report.test !== undefined) lines.push(`held-out    ${describe(report.test)}`);
-      lines.push(
-        '',
-        'to use them, put this in switchboard.yaml:',
-        'route:',
-        `  confidence_threshold: ${thresholds.confidenceThreshold}`,
-        `  margin_threshold: ${thresholds.marginThreshold}`,
+      process.stdout.write(
+        `${[...learnedNote(router.learned), ...formatFitReport(report, minimums)].join('\n')}\n`,
       );
-      process.stdout.write(`${lines.join('\n')}\n`);
     } finally {
       progress.stop();
       await router.close();
@@ -180,6 +179,68 @@ async function fitLlmShare(config: SwitchboardConfig, flags: FitFlags): Promise<
   } finally {
     await router.close();
   }
+}
+
+/** The fit as text: the thresholds, the figures at them, and the switchboard.yaml lines to paste. */
+function formatFitReport(
+  report: FitReport,
+  { MIN_SKILL_ROWS, MIN_SKILL_WRONG_ROWS }: { MIN_SKILL_ROWS: number; MIN_SKILL_WRONG_ROWS: number },
+): string[] {
+  const { thresholds, skillThresholds } = report;
+  const fitted = report.skills.filter((skill) => skill.outcome === 'fitted');
+  const lines = [
+    `thresholds (objective ${thresholds.objective}): confidence ${thresholds.confidenceThreshold}, margin ${thresholds.marginThreshold}`,
+  ];
+  for (const skill of fitted) {
+    lines.push(
+      `  ${skill.skill}: confidence ${skill.confidenceThreshold}, margin ${skill.marginThreshold} (${skill.rows} rows led by it, ${skill.wrongRows} wrong)`,
+    );
+  }
+  if (report.skills.length > 0) {
+    const few = report.skills.filter((skill) => skill.outcome === 'too-few-rows').length;
+    const kept = report.skills.length - fitted.length - few;
+    lines.push(
+      [
+        `per skill: ${fitted.length} with thresholds of their own`,
+        ...(kept > 0 ? [`${kept} did no better with their own`] : []),
+        ...(few > 0
+          ? [
+              `${few} led fewer than ${MIN_SKILL_ROWS} rows or ${MIN_SKILL_WRONG_ROWS} wrong ones, too few to fit`,
+            ]
+          : []),
+      ].join(', '),
+    );
+  }
+  if (fitted.length > 0) {
+    lines.push(
+      `per-skill thresholds raise the tuning ${thresholds.objective} figure from ${report.globalOnly.score.toFixed(4)} (global only) to ${thresholds.score.toFixed(4)}`,
+    );
+  }
+  lines.push(`tuning set  ${describe(thresholds)}`);
+  if (report.test !== undefined) lines.push(`held-out    ${describe(report.test)}`);
+  lines.push(
+    '',
+    'to use them, put this in switchboard.yaml:',
+    'route:',
+    `  confidence_threshold: ${thresholds.confidenceThreshold}`,
+    `  margin_threshold: ${thresholds.marginThreshold}`,
+  );
+  const named = Object.entries(skillThresholds);
+  if (named.length > 0) lines.push('  skill_thresholds:');
+  for (const [skill, own] of named) {
+    const fields = [
+      ...(own.confidenceThreshold === undefined ? [] : [`confidence_threshold: ${own.confidenceThreshold}`]),
+      ...(own.marginThreshold === undefined ? [] : [`margin_threshold: ${own.marginThreshold}`]),
+    ];
+    const why = fitted.some((outcome) => outcome.skill === skill) ? '' : ' # kept: not fitted again';
+    lines.push(`    ${yamlKey(skill)}: { ${fields.join(', ')} }${why}`);
+  }
+  return lines;
+}
+
+/** A skill name as a YAML mapping key: bare when plain, else quoted (JSON strings are valid YAML). */
+function yamlKey(name: string): string {
+  return /^[A-Za-z0-9_][A-Za-z0-9_.-]*$/.test(name) ? name : JSON.stringify(name);
 }
 
 function describe(result: FitResult): string {

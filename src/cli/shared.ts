@@ -113,6 +113,7 @@ export async function routerOptions(config: SwitchboardConfig): Promise<RouterOp
     mode: route.mode,
     confidenceThreshold: route.confidenceThreshold,
     marginThreshold: route.marginThreshold,
+    skillThresholds: route.skillThresholds,
     training: route.examples,
     strict: route.strict,
     stateDir: config.stateDir,

@@ -3,7 +3,7 @@ import { dirname, resolve } from 'node:path';
 import type { z } from 'zod';
 import { SwitchboardError } from './errors.js';
 import { loadYaml, loadZod } from './lazy-packages.js';
-import { ROUTE_MODES, type RouteMode } from './route-types.js';
+import { ROUTE_MODES, type RouteMode, type SkillThresholds } from './route-types.js';
 
 /** The config file looked for in the working directory when `--config` is not given. */
 export const DEFAULT_CONFIG_FILE = 'switchboard.yaml';
@@ -101,6 +101,16 @@ function configFileSchema(z: ReturnType<typeof loadZod>) {
         llm_race: z.boolean().optional(),
         confidence_threshold: probability.optional(),
         margin_threshold: probability.optional(),
+        /** Thresholds of a skill's own, by skill name; they win over the skill's front matter. */
+        skill_thresholds: z
+          .record(
+            z.string().min(1),
+            z.strictObject({
+              confidence_threshold: probability.optional(),
+              margin_threshold: probability.optional(),
+            }),
+          )
+          .optional(),
         rules_file: z.string().optional(),
         examples: z.union([z.string(), z.array(z.string())]).optional(),
         strict: z.boolean().optional(),
@@ -151,6 +161,11 @@ export interface RouteSettings {
   llmRace: boolean;
   confidenceThreshold: number;
   marginThreshold: number;
+  /**
+   * Skills' own thresholds by name (`route.skill_thresholds`): they judge a request whose top
+   * candidate is that skill, over its front matter; a field left out falls back to it, then the global.
+   */
+  skillThresholds: Record<string, SkillThresholds>;
   rulesFile?: string;
   examples: string[];
   strict: boolean;
@@ -313,6 +328,7 @@ export function loadConfig({
       environment.marginThreshold ??
       file.route?.margin_threshold ??
       DEFAULT_MARGIN_THRESHOLD,
+    skillThresholds: routeOverrides.skillThresholds ?? skillThresholds(file.route?.skill_thresholds),
     examples,
     llmTimeoutMs: (file.route?.llm_timeout_seconds ?? 10) * 1000,
     llmConfidenceThreshold: file.route?.llm_confidence_threshold ?? 0.5,
@@ -353,6 +369,20 @@ export function loadConfig({
   const databaseUrl = env.SWITCHBOARD_DATABASE_URL?.trim() || file.database_url;
   if (databaseUrl !== undefined && databaseUrl !== '') config.databaseUrl = databaseUrl;
   return config;
+}
+
+function skillThresholds(
+  file: NonNullable<ConfigFile['route']>['skill_thresholds'],
+): Record<string, SkillThresholds> {
+  const settings: Record<string, SkillThresholds> = {};
+  for (const [skill, thresholds] of Object.entries(file ?? {})) {
+    const own: SkillThresholds = {};
+    if (thresholds.confidence_threshold !== undefined)
+      own.confidenceThreshold = thresholds.confidence_threshold;
+    if (thresholds.margin_threshold !== undefined) own.marginThreshold = thresholds.margin_threshold;
+    settings[skill] = own;
+  }
+  return settings;
 }
 
 function callSettings(file: ConfigFile): CallSettings {

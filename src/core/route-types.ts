@@ -11,6 +11,18 @@ export type RouteMethod = 'cache' | 'rules' | 'local' | 'llm' | 'fallback' | 'de
 export const ROUTE_MODES = ['rules-only', 'local', 'hybrid', 'llm-only'] as const;
 export type RouteMode = (typeof ROUTE_MODES)[number];
 
+/**
+ * Abstain thresholds one skill sets for itself (front matter `confidence_threshold` /
+ * `margin_threshold`, or `route.skill_thresholds` in switchboard.yaml). They apply when the model's
+ * top candidate is this skill; a field left out falls back to the global threshold.
+ */
+export interface SkillThresholds {
+  /** Abstain when this skill leads with a probability below this. */
+  confidenceThreshold?: number;
+  /** Abstain when this skill leads the runner-up by less than this. */
+  marginThreshold?: number;
+}
+
 /** A skill as discovered from a skills folder. */
 export interface Skill {
   name: string;
@@ -25,6 +37,8 @@ export interface Skill {
    * local model learns from its opening prose as well as from the description.
    */
   body?: string;
+  /** The skill's own abstain thresholds from its front matter, when it sets any. */
+  thresholds?: SkillThresholds;
   /** Absolute path of the file the skill came from. */
   file: string;
 }

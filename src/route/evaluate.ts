@@ -1,4 +1,9 @@
-import { NONE, type LabelledExample, type RouteCandidate } from '../core/route-types.js';
+import {
+  NONE,
+  type LabelledExample,
+  type RouteCandidate,
+  type SkillThresholds,
+} from '../core/route-types.js';
 import { SwitchboardError } from '../core/errors.js';
 import {
   escalatesToLlm,
@@ -6,8 +11,9 @@ import {
   type FitObjective,
   type FitResult,
   type FitRow,
-  type Thresholds,
+  type ThresholdSettings,
 } from './fit.js';
+import { fitSkillThresholds, tuningSetWarnings, type SkillFitOutcome } from './fit-skills.js';
 import { computeMetrics, toScoredRow, type EvalMetrics, type ScoredRow } from './metrics.js';
 import type { Router } from './router.js';
 
@@ -50,36 +56,77 @@ export function rankExamples(
 }
 
 export interface FitReport {
+  /**
+   * The global thresholds, and the tuning set's figures at them with the skills' own thresholds
+   * (`skillThresholds`, and existing ones from front matter or config that were not fitted again).
+   */
   thresholds: FitResult;
-  /** The held-out figures at the fitted thresholds, when a test set was given. */
+  /** The tuning set's figures with global thresholds only (the existing per-skill ones kept): for comparison. */
+  globalOnly: FitResult;
+  /**
+   * The skills' own thresholds after fitting, only the fields that differ from the global ones: what
+   * `route.skill_thresholds` in switchboard.yaml should hold. Empty when no skill has any.
+   */
+  skillThresholds: Record<string, SkillThresholds>;
+  /** How each skill that led some tuning rows was decided (empty with `perSkill: false`). */
+  skills: SkillFitOutcome[];
+  /** The held-out figures at the same settings, when a test set was given. */
   test?: FitResult;
+  /** What makes the tuning set a weak basis (too few rows, no `none` rows), one line each. */
+  warnings: string[];
 }
 
-/** Picks thresholds on tuning examples and reports a held-out set at those thresholds. */
+export interface FitRouterOptions {
+  onRow?: (set: 'tune' | 'test', done: number, total: number) => void;
+  /**
+   * Also choose thresholds per skill where the tuning set has enough rows for it (`fitSkillThresholds`).
+   * @default true
+   */
+  perSkill?: boolean;
+}
+
+/**
+ * Picks thresholds on tuning examples, globally and per skill, and reports a held-out set at them. The
+ * skills' existing thresholds (front matter, config) are kept where they are not fitted again.
+ */
 export function fitRouter(
   router: Router,
   tune: readonly LabelledExample[],
   test: readonly LabelledExample[] | undefined,
   objective: FitObjective = 'balanced',
-  { onRow }: { onRow?: (set: 'tune' | 'test', done: number, total: number) => void } = {},
+  { onRow, perSkill = true }: FitRouterOptions = {},
 ): FitReport {
   const ranked = rankExamples(router, tune, (done, total) => onRow?.('tune', done, total));
-  const thresholds = fitThresholds(ranked, { objective });
-  if (test === undefined) return { thresholds };
+  const existing = router.skillThresholds;
+  const fitted = fitSkillThresholds(ranked, {
+    objective,
+    existing,
+    ...(perSkill ? {} : { minRows: Number.POSITIVE_INFINITY }),
+  });
+  const report: FitReport = {
+    thresholds: fitted.global,
+    globalOnly: fitted.globalOnly,
+    skillThresholds: fitted.skills,
+    skills: perSkill ? fitted.outcomes : [],
+    warnings: tuningSetWarnings(tune),
+  };
+  if (test === undefined) return report;
   const rankedTest = rankExamples(router, test, (done, total) => onRow?.('test', done, total));
-  return { thresholds, test: scoreWithThresholds(rankedTest, thresholds, objective) };
+  const settings = { ...fitted.global, skills: fitted.skills };
+  return { ...report, test: scoreWithThresholds(rankedTest, settings, objective) };
 }
 
-/** The figures a threshold pair gives on ranked rows (a one-point grid search). */
+/** The figures a threshold setting gives on ranked rows (a one-point grid search). */
 export function scoreWithThresholds(
   rows: readonly FitRow[],
-  thresholds: Thresholds,
+  thresholds: ThresholdSettings,
   objective: FitObjective,
 ): FitResult {
   return fitThresholds(rows, {
     objective,
     confidenceGrid: [thresholds.confidenceThreshold],
     marginGrid: [thresholds.marginThreshold],
+    ...(thresholds.skills === undefined ? {} : { skills: thresholds.skills }),
   });
 }
 
@@ -113,7 +160,7 @@ export function checkDatasetLabels(router: Router, examples: readonly LabelledEx
  */
 export function escalationShare(
   ranked: readonly (readonly RouteCandidate[])[],
-  thresholds: Thresholds,
+  thresholds: ThresholdSettings,
 ): number {
   if (ranked.length === 0) return 0;
   return ranked.filter((candidates) => escalatesToLlm(candidates, thresholds)).length / ranked.length;
@@ -152,8 +199,9 @@ export function fitForLlmShare(
     });
   }
   const ranked = texts.map((text) => router.rank(text).candidates.slice(0, 2));
+  // The skills' own thresholds still apply to the requests they lead; the search moves the global ones.
   const shareAt = (confidenceThreshold: number, margin: number): number =>
-    escalationShare(ranked, { confidenceThreshold, marginThreshold: margin });
+    escalationShare(ranked, { confidenceThreshold, marginThreshold: margin, skills: router.skillThresholds });
   let margin = marginThreshold;
   while (margin > 0 && shareAt(0, margin) > targetShare)
     margin = Math.max(0, Math.round((margin - 0.01) * 100) / 100);

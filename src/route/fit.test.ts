@@ -69,6 +69,32 @@ describe('applyThresholds', () => {
   });
 });
 
+describe('applyThresholds with skills that set their own', () => {
+  const settings = {
+    confidenceThreshold: 0.3,
+    marginThreshold: 0.05,
+    skills: { strict: { confidenceThreshold: 0.7 }, loose: { marginThreshold: 0 } },
+  };
+
+  it("judges a request by its top candidate's thresholds", () => {
+    // 0.6 passes the global 0.3 but not strict's own 0.7.
+    expect(applyThresholds(candidates(['strict', 0.6], ['other', 0.1]), settings).skill).toBe('none');
+    expect(applyThresholds(candidates(['other', 0.6], ['strict', 0.1]), settings).skill).toBe('other');
+    expect(applyThresholds(candidates(['strict', 0.75], ['other', 0.1]), settings).skill).toBe('strict');
+  });
+
+  it('falls back to the global threshold for a field the skill leaves out', () => {
+    // loose sets only a margin: the global confidence 0.3 still refuses 0.25.
+    expect(applyThresholds(candidates(['loose', 0.25], ['other', 0.24]), settings).skill).toBe('none');
+    expect(applyThresholds(candidates(['loose', 0.4], ['other', 0.39]), settings).skill).toBe('loose');
+    expect(applyThresholds(candidates(['other', 0.4], ['loose', 0.39]), settings).skill).toBe('none');
+  });
+
+  it('never reads an inherited property as a skill', () => {
+    expect(applyThresholds(candidates(['constructor', 0.4]), settings).skill).toBe('constructor');
+  });
+});
+
 describe('fitThresholds', () => {
   it('finds the lowest confidence threshold that separates in-scope from out-of-scope rows', () => {
     const rows: FitRow[] = [
@@ -199,6 +225,20 @@ describe('fitThresholds', () => {
     );
   });
 
+  it('holds skills that set their own thresholds at them and searches the other rows', () => {
+    const rows: FitRow[] = [
+      rowWith('a', 'a', 0.9),
+      rowWith('a', 'a', 0.7),
+      rowWith('none', 'a', 0.5),
+      // A row led by b: b's own threshold decides it, wherever the global search goes.
+      rowWith('none', 'b', 0.6),
+    ];
+    const result = fitThresholds(rows, { skills: { b: { confidenceThreshold: 0.95 } } });
+    expect(result).toMatchObject({ confidenceThreshold: 0.51, inScopeAccuracy: 1, outOfScopeRecall: 1 });
+    const loose = fitThresholds(rows, { skills: { b: { confidenceThreshold: 0.2 } } });
+    expect(loose).toMatchObject({ confidenceThreshold: 0.51, inScopeAccuracy: 1, outOfScopeRecall: 0.5 });
+  });
+
   it('agrees with a brute-force search that calls applyThresholds directly', () => {
     const random = seededRandom(7);
     const labels = ['a', 'b', 'c', 'none'];
@@ -210,7 +250,14 @@ describe('fitThresholds', () => {
     });
     const confidenceGrid = [0, 0.1, 0.25, 0.3, 0.5, 0.7, 0.9];
     const marginGrid = [0, 0.05, 0.1, 0.2, 0.3];
-    for (const objective of ['balanced', 'accuracy'] as const) {
+    // Without skill thresholds, and with some skills holding their own (whole or one field).
+    const settings = [
+      undefined,
+      { b: { confidenceThreshold: 0.6 }, c: { confidenceThreshold: 0.2, marginThreshold: 0.15 } },
+    ];
+    for (const [objective, skills] of (['balanced', 'accuracy'] as const).flatMap((name) =>
+      settings.map((own) => [name, own] as const),
+    )) {
       let bestScore = -1;
       for (const confidenceThreshold of confidenceGrid) {
         for (const marginThreshold of marginGrid) {
@@ -218,7 +265,11 @@ describe('fitThresholds', () => {
           let inScopeCorrect = 0;
           let outOfScopeCorrect = 0;
           for (const row of rows) {
-            const { skill } = applyThresholds(row.candidates, { confidenceThreshold, marginThreshold });
+            const { skill } = applyThresholds(row.candidates, {
+              confidenceThreshold,
+              marginThreshold,
+              ...(skills === undefined ? {} : { skills }),
+            });
             if (row.expected === 'none') outOfScopeCorrect += skill === 'none' ? 1 : 0;
             else {
               inScope += 1;
@@ -233,7 +284,12 @@ describe('fitThresholds', () => {
           bestScore = Math.max(bestScore, score);
         }
       }
-      const fitted = fitThresholds(rows, { objective, confidenceGrid, marginGrid });
+      const fitted = fitThresholds(rows, {
+        objective,
+        confidenceGrid,
+        marginGrid,
+        ...(skills === undefined ? {} : { skills }),
+      });
       expect(fitted.score).toBeCloseTo(bestScore, 12);
     }
   });

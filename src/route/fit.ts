@@ -1,5 +1,7 @@
 import { SwitchboardError } from '../core/errors.js';
-import { NONE, type RouteCandidate } from '../core/route-types.js';
+import { NONE, type RouteCandidate, type SkillThresholds } from '../core/route-types.js';
+
+export type { SkillThresholds } from '../core/route-types.js';
 
 /** When the router refuses to answer. */
 export interface Thresholds {
@@ -7,6 +9,32 @@ export interface Thresholds {
   confidenceThreshold: number;
   /** Abstain when the top score minus the second score is below this. */
   marginThreshold: number;
+}
+
+/**
+ * The global thresholds and the skills' own: a request whose top candidate is a skill listed in
+ * `skills` is judged by that skill's thresholds, each field falling back to the global one.
+ */
+export interface ThresholdSettings extends Thresholds {
+  /** By skill name. */
+  skills?: Readonly<Record<string, SkillThresholds>>;
+}
+
+/** The thresholds that judge a request whose top candidate is `skill`. */
+export function thresholdsFor(settings: ThresholdSettings, skill: string): Thresholds {
+  const own = ownThresholds(settings.skills, skill);
+  return {
+    confidenceThreshold: own?.confidenceThreshold ?? settings.confidenceThreshold,
+    marginThreshold: own?.marginThreshold ?? settings.marginThreshold,
+  };
+}
+
+/** A skill's entry, never an inherited property (a skill may be called `constructor`). */
+export function ownThresholds(
+  skills: Readonly<Record<string, SkillThresholds>> | undefined,
+  skill: string,
+): SkillThresholds | undefined {
+  return skills !== undefined && Object.hasOwn(skills, skill) ? skills[skill] : undefined;
 }
 
 /** What the abstain rule decided for one request. */
@@ -33,7 +61,10 @@ function passesMargin(margin: number, marginThreshold: number): boolean {
 }
 
 /** The best and second-best candidates; earlier candidates win ties, as in a list sorted best first. */
-function topTwo(candidates: readonly RouteCandidate[]): { top: RouteCandidate | undefined; second: number } {
+export function topTwo(candidates: readonly RouteCandidate[]): {
+  top: RouteCandidate | undefined;
+  second: number;
+} {
   let top: RouteCandidate | undefined;
   let second = 0;
   for (const candidate of candidates) {
@@ -53,15 +84,17 @@ function topTwo(candidates: readonly RouteCandidate[]): { top: RouteCandidate | 
  * The abstain rule, and its only definition: the router and `fitThresholds` both call this. The
  * router abstains (answers `none`) when there are no candidates, the top candidate is `none`, the
  * top score is below `confidenceThreshold`, or the top score minus the second (0 when there is only
- * one candidate) is below `marginThreshold`. Candidates need not be sorted; the reported confidence
- * is always the top score.
+ * one candidate) is below `marginThreshold` — the top candidate's own thresholds when its skill sets
+ * them (`settings.skills`), else the global ones. Candidates need not be sorted; the reported
+ * confidence is always the top score.
  */
 export function applyThresholds(
   candidates: readonly RouteCandidate[],
-  thresholds: Thresholds,
+  settings: ThresholdSettings,
 ): ThresholdDecision {
   const { top, second } = topTwo(candidates);
   if (top === undefined) return { skill: NONE, confidence: 0 };
+  const thresholds = thresholdsFor(settings, top.skill);
   const answers =
     top.skill !== NONE &&
     passesConfidence(top.score, thresholds.confidenceThreshold) &&
@@ -74,7 +107,10 @@ export function applyThresholds(
  * model trained with `none` examples says "out of scope" this way). Such a refusal is a decision, not
  * an abstention: hybrid routing does not ask the LLM about it.
  */
-export function isConfidentRefusal(candidates: readonly RouteCandidate[], thresholds: Thresholds): boolean {
+export function isConfidentRefusal(
+  candidates: readonly RouteCandidate[],
+  thresholds: ThresholdSettings,
+): boolean {
   const { top, second } = topTwo(candidates);
   return (
     top?.skill === NONE &&
@@ -84,7 +120,10 @@ export function isConfidentRefusal(candidates: readonly RouteCandidate[], thresh
 }
 
 /** True when hybrid routing would ask the LLM: the local tiers abstain without a confident refusal. */
-export function escalatesToLlm(candidates: readonly RouteCandidate[], thresholds: Thresholds): boolean {
+export function escalatesToLlm(
+  candidates: readonly RouteCandidate[],
+  thresholds: ThresholdSettings,
+): boolean {
   return (
     applyThresholds(candidates, thresholds).skill === NONE && !isConfidentRefusal(candidates, thresholds)
   );
@@ -121,6 +160,12 @@ export interface FitOptions {
    * @default 0, 0.01, …, 0.5
    */
   marginGrid?: readonly number[];
+  /**
+   * Skills' own thresholds, held fixed: a row whose top candidate is one of these skills is judged by
+   * them (a field left out takes the grid's value), so the search covers the other rows only.
+   * @default none
+   */
+  skills?: Readonly<Record<string, SkillThresholds>>;
 }
 
 export interface FitResult extends Thresholds {
@@ -145,8 +190,10 @@ function evenGrid(steps: number, maximum: number): number[] {
   return Array.from({ length: steps + 1 }, (_, position) => (position * maximum) / steps);
 }
 
-const DEFAULT_CONFIDENCE_GRID = evenGrid(100, 1).slice(0, -1);
-const DEFAULT_MARGIN_GRID = evenGrid(50, 0.5);
+/** The confidence thresholds `fitThresholds` tries by default: 0, 0.01, …, 0.99. */
+export const DEFAULT_CONFIDENCE_GRID: readonly number[] = evenGrid(100, 1).slice(0, -1);
+/** The margin thresholds `fitThresholds` tries by default: 0, 0.01, …, 0.5. */
+export const DEFAULT_MARGIN_GRID: readonly number[] = evenGrid(50, 0.5);
 
 function normaliseGrid(grid: readonly number[], name: string): number[] {
   const values = [...new Set(grid)].sort((a, b) => a - b);
@@ -168,11 +215,22 @@ function countPassing(grid: readonly number[], passes: (threshold: number) => bo
   return low;
 }
 
+/** `countPassing`, or all-or-nothing when the threshold is fixed rather than searched. */
+function gridIndex(
+  grid: readonly number[],
+  fixed: number | undefined,
+  passes: (threshold: number) => boolean,
+): number {
+  if (fixed === undefined) return countPassing(grid, passes);
+  return passes(fixed) ? grid.length : 0;
+}
+
 function describeObjective(objective: FitObjective): string {
   return typeof objective === 'string' ? objective : `minInScopeAccuracy>=${objective.minInScopeAccuracy}`;
 }
 
-function includesLabel(row: FitRow, label: string): boolean {
+/** Whether answering `label` is correct for this row (its expected skill or an alternate). */
+export function includesLabel(row: FitRow, label: string): boolean {
   return row.expected === label || (row.alternates?.includes(label) ?? false);
 }
 
@@ -227,10 +285,14 @@ export function fitThresholds(rows: readonly FitRow[], options: FitOptions = {})
     const { top, second } = topTwo(row.candidates);
     // No threshold makes the router answer these, so they only ever count as refused.
     if (top === undefined || top.skill === NONE) continue;
-    const confidenceIndex = countPassing(confidenceGrid, (threshold) =>
+    const own = ownThresholds(options.skills, top.skill);
+    // A skill's own threshold passes the row at every grid point or at none.
+    const confidenceIndex = gridIndex(confidenceGrid, own?.confidenceThreshold, (threshold) =>
       passesConfidence(top.score, threshold),
     );
-    const marginIndex = countPassing(marginGrid, (threshold) => passesMargin(top.score - second, threshold));
+    const marginIndex = gridIndex(marginGrid, own?.marginThreshold, (threshold) =>
+      passesMargin(top.score - second, threshold),
+    );
     const cell = confidenceIndex * width + marginIndex;
     const gain = (includesLabel(row, top.skill) ? 1 : 0) - correctIfRefused;
     answerable[cell] = (answerable[cell] as number) + 1;

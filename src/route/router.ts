@@ -12,6 +12,7 @@ import {
   type RouteMethod,
   type RouteMode,
   type Skill,
+  type SkillThresholds,
 } from '../core/route-types.js';
 import { openLedger, type Ledger } from '../store/ledger.js';
 import { loadDataset } from './datasets.js';
@@ -44,6 +45,13 @@ export interface RouterOptions {
    * @default 0.05 (env SWITCHBOARD_ROUTE_MARGIN_THRESHOLD through the CLI)
    */
   marginThreshold?: number;
+  /**
+   * Thresholds of their own for some skills, by name: a request whose top candidate is such a skill
+   * is judged by them (a field left out falls back to the skill's front matter, then the global one).
+   * They win over the skills' front matter (`confidence_threshold`, `margin_threshold`).
+   * @default none (route.skill_thresholds in switchboard.yaml through the CLI)
+   */
+  skillThresholds?: Readonly<Record<string, SkillThresholds>>;
   /**
    * Labelled examples for the model besides the skills' own: file paths (JSONL `{text, expected}` or
    * CLINC150 JSON) or rows. Rows labelled `none` teach the model what to refuse. Without `skills`, the
@@ -114,6 +122,11 @@ export interface Router {
    * measurements can say so; undefined when none were used (no file, `learned: false`, no model).
    */
   readonly learned: { file: string; examples: number } | undefined;
+  /**
+   * Each skill's own thresholds in effect, by name: `skillThresholds` over its front matter, field by
+   * field. Skills not listed use the global thresholds.
+   */
+  readonly skillThresholds: Readonly<Record<string, SkillThresholds>>;
   /** Hash identifying the skill set (recorded in the ledger). */
   readonly skillsHash: string;
   route(
@@ -136,6 +149,7 @@ export function createRouter({
   mode = 'local',
   confidenceThreshold = DEFAULT_CONFIDENCE_THRESHOLD,
   marginThreshold = DEFAULT_MARGIN_THRESHOLD,
+  skillThresholds: configuredThresholds = {},
   training = [],
   rules = [],
   rulesFile,
@@ -202,6 +216,9 @@ export function createRouter({
     if (rows.length > 0) learnedUsed = { file, examples: rows.length };
   }
 
+  const routerWarnings: string[] = [];
+  const skillThresholds = resolveSkillThresholds(skills, configuredThresholds, routerWarnings);
+
   const allRules = [...(rulesFile === undefined ? [] : loadRulesFile(rulesFile)), ...rules];
   const rulesTier = new RulesTier(skills, allRules, rulesFile ?? 'rules');
   const tiers: RouteTier[] = [rulesTier];
@@ -212,9 +229,15 @@ export function createRouter({
       ...labelled.map((row) => ({ text: row.text, label: row.expected })),
     ];
     model = loadOrTrainModel(examples, modelDir, onTrainProgress);
-    tiers.push(new LocalTier(model.classifier, { confidenceThreshold, marginThreshold, topCandidates }));
+    tiers.push(
+      new LocalTier(model.classifier, {
+        confidenceThreshold,
+        marginThreshold,
+        skills: skillThresholds,
+        topCandidates,
+      }),
+    );
   }
-  const routerWarnings: string[] = [];
   const ledger =
     ledgerOption === false
       ? undefined
@@ -256,6 +279,7 @@ export function createRouter({
         mode,
         confidenceThreshold,
         marginThreshold,
+        skillThresholds,
         topCandidates,
         skillsHash,
         model: model?.key,
@@ -410,6 +434,7 @@ export function createRouter({
     warnings: routerWarnings,
     model,
     learned: learnedUsed,
+    skillThresholds,
     skillsHash,
     route,
     rank,
@@ -427,6 +452,33 @@ function checkFraction(name: string, value: number): void {
       `Expected "${name}" to be a number between 0 and 1, got ${value}`,
     );
   }
+}
+
+/**
+ * Each skill's own thresholds: the configured ones over its front matter, field by field. A configured
+ * name that is no skill is most likely a typo or a renamed skill, so it is said once, not ignored.
+ */
+function resolveSkillThresholds(
+  skills: readonly Skill[],
+  configured: Readonly<Record<string, SkillThresholds>>,
+  warnings: string[],
+): Record<string, SkillThresholds> {
+  const names = new Set(skills.map((skill) => skill.name));
+  for (const [name, thresholds] of Object.entries(configured)) {
+    checkFraction(`skillThresholds.${name}.confidenceThreshold`, thresholds.confidenceThreshold ?? 0);
+    checkFraction(`skillThresholds.${name}.marginThreshold`, thresholds.marginThreshold ?? 0);
+    if (!names.has(name))
+      warnings.push(`thresholds are set for "${name}", which is not a skill here; they do nothing`);
+  }
+  const resolved: Record<string, SkillThresholds> = {};
+  for (const skill of skills) {
+    const merged = {
+      ...skill.thresholds,
+      ...(Object.hasOwn(configured, skill.name) ? configured[skill.name] : {}),
+    };
+    if (Object.keys(merged).length > 0) resolved[skill.name] = merged;
+  }
+  return resolved;
 }
 
 /** Routes named by a training set's labels, for routing without a skills folder. */

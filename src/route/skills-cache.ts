@@ -7,8 +7,8 @@ import { writeFileAtomically } from '../store/atomic-file.js';
 /** What reading one file gave: a skill, why it is not a valid one, or `null` when it is no skill at all. */
 export type ParsedSkillFile = Skill | { reason: string } | null;
 
-/** Bumped when what is stored per file changes meaning. */
-const CACHE_VERSION = 2;
+/** Bumped when what is stored per file changes meaning (2: skills carry their body; 3: and their own thresholds). */
+const CACHE_VERSION = 3;
 
 interface CacheFile {
   version: number;

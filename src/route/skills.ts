@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { SwitchboardError } from '../core/errors.js';
-import { NONE, type Skill } from '../core/route-types.js';
+import { NONE, type Skill, type SkillThresholds } from '../core/route-types.js';
 import { loadYaml } from '../core/lazy-packages.js';
 import { SkillFileCache, type ParsedSkillFile } from './skills-cache.js';
 
@@ -37,7 +37,8 @@ const SKIPPED_DIRECTORIES = new Set(['node_modules', '.git']);
 /**
  * Discovers skills in a folder, recursively, in either layout: `<name>/SKILL.md` (Claude Code skills;
  * other files in that folder are the skill's own material) or flat `*.md` files with YAML front matter
- * (`name`, `description`, optional `examples`, `patterns`, `category`). Files without front matter
+ * (`name`, `description`, optional `examples`, `patterns`, `category`, `confidence_threshold`,
+ * `margin_threshold`). Files without front matter
  * are not skills and are skipped silently.
  */
 export function loadSkills(directory: string, options: LoadSkillsOptions = {}): LoadSkillsResult {
@@ -195,11 +196,31 @@ function parseSkillFile(file: string, content: string): ParsedSkillFile {
   if (category !== undefined && typeof category !== 'string') {
     return { reason: '"category" must be a string' };
   }
+  const thresholds = frontMatterThresholds(fields);
+  if ('reason' in thresholds) return thresholds;
   const skill: Skill = { name: name.trim(), description: description.trim(), examples, patterns, file };
   if (typeof category === 'string') skill.category = category;
   const body = bodyText(content);
   if (body !== '') skill.body = body;
+  if (Object.keys(thresholds).length > 0) skill.thresholds = thresholds;
   return skill;
+}
+
+/** `confidence_threshold` and `margin_threshold` in front matter: each optional, a number in [0, 1]. */
+function frontMatterThresholds(fields: Record<string, unknown>): SkillThresholds | { reason: string } {
+  const thresholds: SkillThresholds = {};
+  for (const [field, key] of [
+    ['confidence_threshold', 'confidenceThreshold'],
+    ['margin_threshold', 'marginThreshold'],
+  ] as const) {
+    const value = fields[field];
+    if (value === undefined || value === null) continue;
+    if (typeof value !== 'number' || !(value >= 0 && value <= 1)) {
+      return { reason: `"${field}" must be a number between 0 and 1, got ${JSON.stringify(value)}` };
+    }
+    thresholds[key] = value;
+  }
+  return thresholds;
 }
 
 function stringList(value: unknown, field: string): string[] | { reason: string } {

@@ -10,7 +10,8 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import { NONE } from '../../core/route-types.js';
-import { applyThresholds, isConfidentRefusal } from '../fit.js';
+import { applyThresholds, isConfidentRefusal, ownThresholds, thresholdsFor } from '../fit.js';
+import type { ThresholdSettings } from '../fit.js';
 import { MODEL_VERSION, TextClassifier, type TrainingExample } from '../model/text-classifier.js';
 import type { RouteTier, TierInput, TierVerdict } from '../tier.js';
 
@@ -98,9 +99,7 @@ function pruneModelFiles(directory: string): void {
   for (const stale of files.slice(KEPT_MODEL_FILES)) unlinkSync(stale.path);
 }
 
-export interface LocalTierOptions {
-  confidenceThreshold: number;
-  marginThreshold: number;
+export interface LocalTierOptions extends ThresholdSettings {
   /** How many candidates a decision lists. */
   topCandidates: number;
 }
@@ -122,10 +121,14 @@ export class LocalTier implements RouteTier {
       skill: prediction.label,
       score: prediction.probability,
     }));
-    const { confidenceThreshold, marginThreshold } = this.options;
-    const verdict = applyThresholds(candidates, { confidenceThreshold, marginThreshold });
+    const verdict = applyThresholds(candidates, this.options);
     const top = candidates[0];
     const second = candidates[1];
+    const { confidenceThreshold, marginThreshold } = thresholdsFor(this.options, top?.skill ?? NONE);
+    // Say whose threshold refused, so a skill's own setting is never a mystery in the reasoning.
+    const own = top === undefined ? undefined : ownThresholds(this.options.skills, top.skill);
+    const whose = (field: 'confidenceThreshold' | 'marginThreshold'): string =>
+      own?.[field] === undefined ? '' : `${top?.skill ?? '-'}'s `;
     const margin = (top?.score ?? 0) - (second?.score ?? 0);
     const listed = candidates
       .filter((candidate) => candidate.skill !== NONE)
@@ -136,16 +139,16 @@ export class LocalTier implements RouteTier {
     } else if (top?.skill === NONE) {
       reasoning = `model: out of scope is most likely (p=${format(top.score)})`;
     } else if ((top?.score ?? 0) < confidenceThreshold) {
-      reasoning = `model: unsure, top ${top?.skill ?? '-'} p=${format(top?.score)} < threshold ${confidenceThreshold}`;
+      reasoning = `model: unsure, top ${top?.skill ?? '-'} p=${format(top?.score)} < ${whose('confidenceThreshold')}threshold ${confidenceThreshold}`;
     } else {
-      reasoning = `model: ambiguous, ${top?.skill ?? '-'} leads ${second?.skill ?? '-'} by ${format(margin)} < margin ${marginThreshold}`;
+      reasoning = `model: ambiguous, ${top?.skill ?? '-'} leads ${second?.skill ?? '-'} by ${format(margin)} < ${whose('marginThreshold')}margin ${marginThreshold}`;
     }
     return {
       skill: verdict.skill,
       confidence: verdict.confidence,
       reasoning,
       candidates: listed,
-      ...(isConfidentRefusal(candidates, { confidenceThreshold, marginThreshold }) ? { final: true } : {}),
+      ...(isConfidentRefusal(candidates, this.options) ? { final: true } : {}),
     };
   }
 }
