@@ -17,6 +17,7 @@ import { openLedger, type Ledger } from '../store/ledger.js';
 import { loadDataset } from './datasets.js';
 import { hasLearnedExamples, learnedFilePath, usableLearned } from './learn.js';
 import { examplesFromSkills } from './model/skill-examples.js';
+import { primedTraining } from './prime/primed-training.js';
 import type { TrainingExample } from './model/text-classifier.js';
 import { MAX_ROUTED_CHARACTERS, normalizeRequest } from './normalize.js';
 import { hashSkills, loadSkills, type SkillProblem } from './skills.js';
@@ -201,6 +202,12 @@ export function createRouter({
     labelled.push(...rows);
     if (rows.length > 0) learnedUsed = { file, examples: rows.length };
   }
+  // What `switchboard route prime` wrote beside the skills, for the skills as they are now.
+  const primed =
+    typeof skillsSource === 'string' && (mode === 'local' || mode === 'hybrid')
+      ? primedTraining(skillsSource, skills, mode)
+      : undefined;
+  labelled.push(...(primed?.examples ?? []));
 
   const allRules = [...(rulesFile === undefined ? [] : loadRulesFile(rulesFile)), ...rules];
   const rulesTier = new RulesTier(skills, allRules, rulesFile ?? 'rules');
@@ -214,7 +221,7 @@ export function createRouter({
     model = loadOrTrainModel(examples, modelDir, onTrainProgress);
     tiers.push(new LocalTier(model.classifier, { confidenceThreshold, marginThreshold, topCandidates }));
   }
-  const routerWarnings: string[] = [];
+  const routerWarnings: string[] = [...(primed?.warnings ?? [])];
   const ledger =
     ledgerOption === false
       ? undefined
