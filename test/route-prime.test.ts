@@ -237,6 +237,12 @@ describe('switchboard route prime', () => {
     expect(dry.stdout).toContain('- fix-bug: Repair a defect in the code.');
     expect(dry.stdout).toContain('write 10 different requests');
     expect(dry.stdout).toMatch(/dry run: nothing was sent or written/);
+    const dryJson = await run(cwd, sim, ['route', 'prime', '--skills', 'skills', '--dry-run', '--json']);
+    expect(JSON.parse(dryJson.stdout)).toMatchObject({
+      dryRun: true,
+      prompt: expect.stringContaining('write 25 different requests'),
+      estimate: { spec: 'openai:gpt-4.1-mini', costUsd: expect.any(Number) },
+    });
 
     const unconfirmed = await run(cwd, sim, ['route', 'prime', '--skills', 'skills']);
     expect(unconfirmed.status).toBe(2);

@@ -188,7 +188,7 @@ function planSummary(plan: PrimePlan): string {
   if (upToDate > 0) parts.push(`${upToDate} up to date`);
   const head = `${shown(plan.file)}: ${plan.skills.length} skill(s): ${parts.join(', ')}`;
   if (plan.request === undefined) {
-    return `${head}\nnothing to prime: every skill${plan.nearMisses === 0 ? '' : ' and the near misses'} has examples for its current content`;
+    return `${head}\nnothing to prime: the examples file has rows for every skill as it is now`;
   }
   return head;
 }
