@@ -38,6 +38,8 @@ export function primeRequest(
     return `- ${skill.name}: ${skill.description}${body === '' ? '' : `\n  (${body})`}`;
   });
   const names = toPrime.map((skill) => skill.name);
+  const keys = answerKeys(toPrime);
+  const aliased = keys.some((key, index) => key !== names[index]);
   const lines = [
     'A router sends free-text requests from users to the skills below. Write training examples for it.',
     '',
@@ -47,7 +49,7 @@ export function primeRequest(
   ];
   if (names.length > 0) {
     lines.push(
-      `For each of these skills, write ${perSkill} different requests a user might send that the skill should handle: ${names.join(', ')}.`,
+      `For each of these skills, write ${perSkill} different requests a user might send that the skill should handle: ${aliased ? keys.map((key, index) => `${key} (${names[index]})`).join(', ') : names.join(', ')}.`,
       'Vary them as real users do: short and long, casual and formal, questions and commands, with and without technical terms, in words other than the description, a few with typos or without punctuation. Do not number them.',
       '',
     );
@@ -59,11 +61,26 @@ export function primeRequest(
     );
   }
   const fields = [
-    ...(names.length > 0 ? ['"examples" maps each of those skill names to its list of requests'] : []),
+    ...(names.length > 0
+      ? [`"examples" maps each of those skill ${aliased ? 'keys' : 'names'} to its list of requests`]
+      : []),
     ...(nearMisses > 0 ? ['"near_misses" lists the near misses'] : []),
   ];
   lines.push(`Answer with JSON: ${fields.join('; ')}.`);
-  return { system: SYSTEM, prompt: lines.join('\n'), schema: primeSchema(names, nearMisses > 0) };
+  return { system: SYSTEM, prompt: lines.join('\n'), schema: primeSchema(keys, nearMisses > 0) };
+}
+
+/** What the Anthropic API accepts as property names in a tool's input schema. */
+const SAFE_KEY = /^[A-Za-z0-9_.-]{1,64}$/;
+
+/**
+ * The answer's key for each skill asked for: its name, or `s1`, `s2`, … for all of them when any name
+ * could not be a schema property name (spaces, other scripts, over 64 characters).
+ */
+export function answerKeys(toPrime: readonly Skill[]): string[] {
+  return toPrime.every((skill) => SAFE_KEY.test(skill.name))
+    ? toPrime.map((skill) => skill.name)
+    : toPrime.map((_, index) => `s${index + 1}`);
 }
 
 function primeSchema(names: readonly string[], nearMisses: boolean): JsonSchema {
@@ -99,8 +116,9 @@ export function answerRows(
 ): Map<string, string[]> {
   const rows = new Map<string, string[]>();
   const claimed = new Set<string>();
-  for (const skill of toPrime) {
-    const texts = distinct(answer.examples?.[skill.name] ?? [], new Set()).slice(0, perSkill);
+  const keys = answerKeys(toPrime);
+  for (const [index, skill] of toPrime.entries()) {
+    const texts = distinct(answer.examples?.[keys[index] as string] ?? [], new Set()).slice(0, perSkill);
     if (texts.length === 0) throw emptyAnswer(skill.name);
     for (const text of texts) claimed.add(text.toLowerCase());
     rows.set(skill.name, texts);
