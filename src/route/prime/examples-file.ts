@@ -112,7 +112,13 @@ export function writeExamplesFile(skillsDirectory: string, rows: readonly Primed
       byCodeUnits(left.text, right.text),
   );
   const lines = sorted.map((row) => JSON.stringify({ skill: row.skill, hash: row.hash, text: row.text }));
-  writeFileAtomically(file, lines.length === 0 ? '' : `${lines.join('\n')}\n`);
+  try {
+    writeFileAtomically(file, lines.length === 0 ? '' : `${lines.join('\n')}\n`);
+  } catch (error) {
+    throw new SwitchboardError('INVALID_INPUT', `cannot write ${file}: ${(error as Error).message}`, {
+      hint: 'make the skills folder writable and run `switchboard route prime` again',
+    });
+  }
   return file;
 }
 
