@@ -74,7 +74,13 @@ async function project(scenario: Scenario): Promise<{ cwd: string; sim: Simulato
 }
 
 function run(cwd: string, sim: Simulator, args: string[], input?: string): Promise<CliRun> {
-  const env = { ...process.env, OPENAI_API_KEY: KEY, OPENAI_BASE_URL: sim.openAiBaseUrl };
+  const env = {
+    ...process.env,
+    OPENAI_API_KEY: KEY,
+    OPENAI_BASE_URL: sim.openAiBaseUrl,
+    ANTHROPIC_API_KEY: KEY,
+    ANTHROPIC_BASE_URL: sim.url,
+  };
   return runCli(args, { cwd, env, ...(input === undefined ? {} : { input }) });
 }
 
@@ -143,6 +149,21 @@ describe('switchboard route prime', () => {
     expect(calls.calls).toBe(1);
     expect(calls.costUsd).toBeCloseTo(COST, 10);
     expect(readFileSync(join(skills, '.switchboard-examples.jsonl'), 'utf8')).not.toContain(KEY);
+  });
+
+  it('primes through the Anthropic API too, where the answer comes as a forced tool call', async () => {
+    const { cwd, sim, skills } = await project({
+      rules: [
+        {
+          match: { provider: 'anthropic', text: asking(...Object.keys(SKILLS)) },
+          reply: { tool: { name: 'emit_output', input: FIRST_ANSWER }, usage: USAGE },
+        },
+      ],
+    });
+    const primed = await prime(cwd, sim, '--provider', 'anthropic:claude-haiku-4-5');
+    expect(primed.status).toBe(0);
+    expect(sim.requests.filter((entry) => entry.path.endsWith('/messages'))).toHaveLength(1);
+    expect(rowsOf(skills).filter((row) => row.skill === 'fix-bug')).toHaveLength(4);
   });
 
   it('asks nothing for unchanged skills, and only for an edited one, whose rows it replaces', async () => {
