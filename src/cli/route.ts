@@ -16,16 +16,17 @@ import {
 } from './shared.js';
 import { createProgress, trainingProgress } from './progress.js';
 import { askServer, serverAddress } from './server-client.js';
+import { registerRoutePrimeCommand } from './route-prime.js';
 import { textFromArguments } from './stdin.js';
 
 export function registerRouteCommand(program: Command): void {
-  addRoutingFlags(
+  const route = addRoutingFlags(
     program
       .command('route')
       .description('route a request to a skill (exit 0 routed, 10 abstained)')
       .argument(
         '[text...]',
-        'the request (omit or "-" for standard input); or `learn`, or `feedback <decision-id> <skill>`',
+        'the request (omit or "-" for standard input); or `learn`, `prime`, or `feedback <decision-id> <skill>`',
       )
       .option('--json', 'print the RouteDecision as JSON')
       .addOption(
@@ -72,6 +73,7 @@ export function registerRouteCommand(program: Command): void {
     requireRoutes(config);
     await routeInProcess(await textFromArguments(words, 'request'), config, globals, flags);
   });
+  registerRoutePrimeCommand(route);
 }
 
 async function routeInProcess(

@@ -18,6 +18,7 @@ import { openLedger, type Ledger } from '../store/ledger.js';
 import { loadDataset } from './datasets.js';
 import { hasLearnedExamples, learnedFilePath, usableLearned } from './learn.js';
 import { examplesFromSkills } from './model/skill-examples.js';
+import { primedTraining } from './prime/primed-training.js';
 import type { TrainingExample } from './model/text-classifier.js';
 import { MAX_ROUTED_CHARACTERS, normalizeRequest } from './normalize.js';
 import { hashSkills, loadSkills, type SkillProblem } from './skills.js';
@@ -215,8 +216,14 @@ export function createRouter({
     labelled.push(...rows);
     if (rows.length > 0) learnedUsed = { file, examples: rows.length };
   }
+  // What `switchboard route prime` wrote beside the skills, for the skills as they are now.
+  const primed =
+    typeof skillsSource === 'string' && (mode === 'local' || mode === 'hybrid')
+      ? primedTraining(skillsSource, skills, mode)
+      : undefined;
+  labelled.push(...(primed?.examples ?? []));
 
-  const routerWarnings: string[] = [];
+  const routerWarnings: string[] = [...(primed?.warnings ?? [])];
   const skillThresholds = resolveSkillThresholds(skills, configuredThresholds, routerWarnings);
 
   const allRules = [...(rulesFile === undefined ? [] : loadRulesFile(rulesFile)), ...rules];
