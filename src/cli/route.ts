@@ -194,6 +194,7 @@ async function learn(config: SwitchboardConfig, options: RouterOptions, flags: R
     const thresholds = {
       confidenceThreshold: config.route.confidenceThreshold,
       marginThreshold: config.route.marginThreshold,
+      skills: router.skillThresholds,
     };
     const share = escalationShare(
       collected.examples.map((example) => router.rank(example.text).candidates),
