@@ -35,7 +35,9 @@ function parseObjective(value: string): FitObjective {
   if (value === 'balanced' || value === 'accuracy') return value;
   const floor = /^min-in-scope:(0(\.\d+)?|1(\.0+)?)$/.exec(value);
   if (floor !== null) return { minInScopeAccuracy: Number(floor[1]) };
-  throw new InvalidArgumentError('expected balanced, accuracy or min-in-scope:<0..1>');
+  const refusal = /^min-oos-recall:(0(\.\d+)?|1(\.0+)?)$/.exec(value);
+  if (refusal !== null) return { minOutOfScopeRecall: Number(refusal[1]) };
+  throw new InvalidArgumentError('expected balanced, accuracy, min-in-scope:<0..1> or min-oos-recall:<0..1>');
 }
 
 export function registerFitCommand(program: Command): void {
@@ -59,7 +61,7 @@ export function registerFitCommand(program: Command): void {
         .option('--test <file>', 'held-out set reported at the chosen thresholds, never tuned on')
         .option(
           '--objective <name>',
-          'balanced (mean of in-scope accuracy and out-of-scope recall) | accuracy | min-in-scope:<p>',
+          'balanced (mean of in-scope accuracy and out-of-scope recall) | accuracy | min-in-scope:<p> | min-oos-recall:<p>',
           parseObjective,
           'balanced' as FitObjective,
         )

@@ -200,6 +200,35 @@ describe('fitThresholds', () => {
     });
   });
 
+  it('maximises in-scope accuracy subject to a minimum out-of-scope recall', () => {
+    const rows: FitRow[] = [
+      rowWith('a', 'a', 0.9),
+      rowWith('a', 'a', 0.8),
+      rowWith('a', 'a', 0.6),
+      rowWith('a', 'a', 0.4),
+      rowWith('none', 'a', 0.7),
+      rowWith('none', 'a', 0.5),
+      rowWith('none', 'a', 0.3),
+    ];
+    // Refusing 2 of 3 none rows takes a threshold above 0.5: from 0.51, which keeps 3 of 4 in scope.
+    const twoThirds = fitThresholds(rows, { objective: { minOutOfScopeRecall: 0.66 } });
+    expect(twoThirds).toMatchObject({
+      confidenceThreshold: 0.51,
+      inScopeAccuracy: 0.75,
+      constraintMet: true,
+    });
+    expect(twoThirds.objective).toBe('minOutOfScopeRecall>=0.66');
+    // All three take one above 0.7, which keeps only 2 of 4.
+    expect(fitThresholds(rows, { objective: { minOutOfScopeRecall: 1 } })).toMatchObject({
+      confidenceThreshold: 0.71,
+      inScopeAccuracy: 0.5,
+      outOfScopeRecall: 1,
+    });
+    expect(() => fitThresholds(rows, { objective: { minOutOfScopeRecall: -0.1 } })).toThrow(
+      /minOutOfScopeRecall must be between 0 and 1/,
+    );
+  });
+
   it('falls back to the best in-scope accuracy when the minimum is unreachable', () => {
     const rows = [rowWith('a', 'b', 0.9), rowWith('none', 'a', 0.5)];
     expect(fitThresholds(rows, { objective: { minInScopeAccuracy: 0.9 } })).toMatchObject({

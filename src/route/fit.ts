@@ -144,8 +144,12 @@ export interface FitRow {
  * - `accuracy`: share of all rows decided correctly, where refusing a `none` row is correct.
  * - `{ minInScopeAccuracy }`: the highest out-of-scope recall whose in-scope accuracy is at least
  *   this; when no setting reaches it, the highest in-scope accuracy (and `constraintMet: false`).
+ * - `{ minOutOfScopeRecall }`: the highest in-scope accuracy whose out-of-scope recall is at least
+ *   this (refuse at least this share of out-of-scope requests, otherwise answer as well as possible);
+ *   when no setting reaches it, the highest out-of-scope recall (and `constraintMet: false`).
  */
-export type FitObjective = 'balanced' | 'accuracy' | { minInScopeAccuracy: number };
+export type FitObjective =
+  'balanced' | 'accuracy' | { minInScopeAccuracy: number } | { minOutOfScopeRecall: number };
 
 export interface FitOptions {
   /** @default 'balanced' */
@@ -226,7 +230,10 @@ function gridIndex(
 }
 
 function describeObjective(objective: FitObjective): string {
-  return typeof objective === 'string' ? objective : `minInScopeAccuracy>=${objective.minInScopeAccuracy}`;
+  if (typeof objective === 'string') return objective;
+  return 'minInScopeAccuracy' in objective
+    ? `minInScopeAccuracy>=${objective.minInScopeAccuracy}`
+    : `minOutOfScopeRecall>=${objective.minOutOfScopeRecall}`;
 }
 
 /** Whether answering `label` is correct for this row (its expected skill or an alternate). */
@@ -245,11 +252,11 @@ export function includesLabel(row: FitRow, label: string): boolean {
  */
 export function fitThresholds(rows: readonly FitRow[], options: FitOptions = {}): FitResult {
   const objective = options.objective ?? 'balanced';
-  if (
-    typeof objective === 'object' &&
-    !(objective.minInScopeAccuracy >= 0 && objective.minInScopeAccuracy <= 1)
-  ) {
-    throw new SwitchboardError('INVALID_INPUT', 'minInScopeAccuracy must be between 0 and 1');
+  if (typeof objective === 'object') {
+    const [name, floor] = Object.entries(objective)[0] as [string, number];
+    if (!(floor >= 0 && floor <= 1)) {
+      throw new SwitchboardError('INVALID_INPUT', `${name} must be between 0 and 1`);
+    }
   }
   if (rows.length === 0) {
     throw new SwitchboardError('INVALID_INPUT', 'cannot fit thresholds on an empty dataset', {
@@ -339,9 +346,12 @@ export function fitThresholds(rows: readonly FitRow[], options: FitOptions = {})
             : outOfScopeCount === 0
               ? inScopeAccuracy
               : (inScopeAccuracy + outOfScopeRecall) / 2;
-      } else {
+      } else if ('minInScopeAccuracy' in objective) {
         satisfied = inScopeAccuracy >= objective.minInScopeAccuracy - 1e-12;
         score = satisfied && outOfScopeCount > 0 ? outOfScopeRecall : inScopeAccuracy;
+      } else {
+        satisfied = outOfScopeRecall >= objective.minOutOfScopeRecall - 1e-12;
+        score = satisfied && inScopeCount > 0 ? inScopeAccuracy : outOfScopeRecall;
       }
       if (best === undefined || isBetter({ satisfied, score, abstainRate }, best)) {
         best = {

@@ -7,12 +7,21 @@ import {
   type RawFeatures,
 } from './features.js';
 import { seededRandom } from '../../core/seeded-random.js';
+import {
+  align4,
+  balancedLabelWeights,
+  HiddenLayerNetwork,
+  shuffle,
+  softmaxInPlace,
+  type SparseVector,
+} from './hidden-layer.js';
+import { trainNetworks } from './network-training.js';
 
 /**
  * Identifies the feature extraction, training algorithm and binary layout. Part of the router's cache
  * key: bump it whenever any of them changes so stale cached models are retrained, never misread.
  */
-export const MODEL_VERSION = 'tfidf-softmax-3';
+export const MODEL_VERSION = 'tfidf-4';
 
 /** One labelled training text. `label` may be `NONE`: an out-of-scope example the router must refuse. */
 export interface TrainingExample {
@@ -50,6 +59,16 @@ export interface TrainOptions {
    * disagree. @default true when the labels average at least 20 examples each, false below
    */
   ensemble?: boolean;
+  /**
+   * `network`: averaged feed-forward networks with one hidden layer (see hidden-layer.ts); `linear`:
+   * the softmax regression. @default `network` when the labels average at least 20 examples each,
+   * `linear` below (a few phrases per skill are too few for a hidden layer to learn from)
+   */
+  model?: 'linear' | 'network';
+  /** How many networks, each from its own seed, are averaged. @default 2 */
+  networks?: number;
+  /** Hidden units per network. @default 128 */
+  hiddenUnits?: number;
 }
 
 /**
@@ -70,6 +89,21 @@ const MIN_STEPS = 2000;
 const PHRASE_MATCH_FULL_TRUST = 0.1;
 /** Below this many examples per label, stop words are kept apart from content words (see FeatureOptions). */
 const FEW_SHOT_EXAMPLES_PER_LABEL = 20;
+/**
+ * Network settings chosen on CLINC150's validation split (see bench/clinc150.ts): two networks of
+ * 128 units, ten epochs, 40 % of input features and 20 % of hidden units dropped per step, character
+ * n-grams from length 2. Two networks averaged gained 0.3-0.5 points over one; a third 0.1-0.2 more
+ * for half as much training time again.
+ */
+const NETWORK_DEFAULTS = {
+  networks: 2,
+  hiddenUnits: 128,
+  epochs: 10,
+  learningRate: 0.2,
+  dropout: 0.2,
+  inputDropout: 0.4,
+  minCharGram: 2,
+} as const;
 
 interface ResolvedTrainOptions {
   seed: number;
@@ -81,21 +115,18 @@ interface ResolvedTrainOptions {
   ensemble: boolean;
   matchPhrases: boolean;
   gradientFloor: number;
+  model: 'linear' | 'network';
+  networks: number;
+  hiddenUnits: number;
 }
 
 /** Raw counts of one feature block with the block's weight. */
 type FeatureBlock = [Map<number, number>, number];
 
-/** A sparse, L2-normalised feature vector over vocabulary indices. */
-interface SparseVector {
-  indices: Int32Array;
-  values: Float32Array;
-}
-
 /** Magic bytes "SWTC" (Switchboard text classifier) at the start of every serialized model. */
 const MAGIC = 0x43545753;
 /** Version of the binary layout below; independent of MODEL_VERSION so layout errors read clearly. */
-const FORMAT_VERSION = 3;
+const FORMAT_VERSION = 4;
 
 /** What the JSON header of a serialized model holds. */
 interface SerializedHeader {
@@ -105,13 +136,18 @@ interface SerializedHeader {
   features: FeatureOptions;
   ensemble: boolean;
   phrases?: string[];
+  model: 'linear' | 'network';
+  hiddenUnits: number;
+  networkCount: number;
 }
 
 /**
- * A multinomial logistic regression (softmax) over TF-IDF weighted word and character n-grams; with
- * many examples per label, a word model and a character model averaged. Weights are int8 with a
- * per-feature scale. Out-of-scope examples train an ordinary `NONE` class; the caller abstains on
- * `NONE`, on low probability or on a small margin between the two best labels.
+ * A classifier over TF-IDF weighted word and character n-grams. With many examples per label it
+ * averages feed-forward networks with one hidden layer (`HiddenLayerNetwork`); with a few phrases per
+ * label (skills described in a sentence) it is a multinomial logistic regression (softmax) trusted in
+ * proportion to how well some training phrase matches. Weights are int8 with a per-row scale.
+ * Out-of-scope examples train an ordinary `NONE` class; the caller abstains on `NONE`, on low
+ * probability or on a small margin between the two best labels.
  */
 export class TextClassifier {
   /** Labels the model can predict, `NONE` included when it was trained with out-of-scope examples. */
@@ -157,6 +193,8 @@ export class TextClassifier {
   private readonly phrasePostings: Map<number, number[]>;
   /** L2 norm of each phrase's vector (below 1 when a block is missing from it). */
   private readonly phraseNorms: Float64Array;
+  /** The averaged networks of a `network` model; empty for a linear one (whose `weights` score instead). */
+  private readonly networks: readonly HiddenLayerNetwork[];
 
   private constructor(
     labels: readonly string[],
@@ -167,7 +205,9 @@ export class TextClassifier {
     weights: Float32Array,
     rowScales: Float32Array,
     phrases: readonly string[],
+    networks: readonly HiddenLayerNetwork[] = [],
   ) {
+    this.networks = networks;
     this.labels = Object.freeze([...labels]);
     this.featureOptions = featureOptions;
     this.ensemble = ensemble;
@@ -233,8 +273,9 @@ export class TextClassifier {
       kept.map(([, count]) => Math.log((1 + examples.length) / (1 + count)) + 1),
     );
     const classCount = labels.length;
-    const weights = new Float32Array(featureHashes.length * classCount);
-    const rowScales = new Float32Array(featureHashes.length);
+    const linear = resolved.model === 'linear';
+    const weights = new Float32Array(linear ? featureHashes.length * classCount : 0);
+    const rowScales = new Float32Array(linear ? featureHashes.length : 0);
     const model = new TextClassifier(
       labels,
       resolved.features,
@@ -246,6 +287,7 @@ export class TextClassifier {
       resolved.matchPhrases ? [...new Set(examples.map((example) => example.text))] : [],
     );
     if (classCount === 1) return model;
+    if (!linear) return model.withNetworks(examples, labelIndex, resolved, onProgress);
 
     const vectors = examples.map((example) =>
       model.vectorize(extractFeatures(example.text, resolved.features)),
@@ -263,6 +305,47 @@ export class TextClassifier {
     return model;
   }
 
+  /** Trains `resolved.networks` networks on this model's vocabulary and returns the model holding them. */
+  private withNetworks(
+    examples: readonly TrainingExample[],
+    labelIndex: ReadonlyMap<string, number>,
+    resolved: ResolvedTrainOptions,
+    onProgress?: (done: number, total: number) => void,
+  ): TextClassifier {
+    const vectors = examples.map((example) =>
+      this.vectorizeAll(extractFeatures(example.text, resolved.features)),
+    );
+    const targets = Int32Array.from(examples.map((example) => labelIndex.get(example.label) as number));
+    const optionsList = Array.from({ length: resolved.networks }, (_, member) => ({
+      hiddenUnits: resolved.hiddenUnits,
+      epochs: resolved.epochs,
+      learningRate: resolved.learningRate,
+      dropout: NETWORK_DEFAULTS.dropout,
+      inputDropout: NETWORK_DEFAULTS.inputDropout,
+      seed: resolved.seed + member,
+      gradientFloor: resolved.gradientFloor,
+    }));
+    const networks = trainNetworks(
+      vectors,
+      targets,
+      this.featureHashes.length,
+      this.labels.length,
+      optionsList,
+      onProgress,
+    );
+    return new TextClassifier(
+      this.labels,
+      this.featureOptions,
+      false,
+      this.featureHashes,
+      this.inverseDocumentFrequency,
+      this.weights,
+      this.rowScales,
+      [],
+      networks,
+    );
+  }
+
   /** All labels with probabilities summing to 1, best first; `topK` keeps only the first `topK`. */
   predict(text: string, topK?: number): Prediction[] {
     const probabilities = this.probabilities(text);
@@ -278,6 +361,7 @@ export class TextClassifier {
   /** Probability of each label, in `labels` order. */
   probabilities(text: string): Float64Array {
     const features = extractFeatures(text, this.featureOptions);
+    if (this.networks.length > 0) return this.networkProbabilities(this.vectorizeAll(features));
     const members = this.vectorize(features);
     const probabilities = new Float64Array(this.labels.length);
     const scores = members.length === 1 ? probabilities : new Float64Array(this.labels.length);
@@ -302,6 +386,24 @@ export class TextClassifier {
     return probabilities;
   }
 
+  /** The networks' probabilities averaged. */
+  private networkProbabilities(vector: SparseVector): Float64Array {
+    const probabilities = new Float64Array(this.labels.length);
+    if (this.networks.length === 1) {
+      (this.networks[0] as HiddenLayerNetwork).scoreInto(vector, probabilities);
+      return probabilities;
+    }
+    const scores = new Float64Array(this.labels.length);
+    for (const network of this.networks) {
+      network.scoreInto(vector, scores);
+      for (let label = 0; label < scores.length; label++) {
+        probabilities[label] =
+          (probabilities[label] as number) + (scores[label] as number) / this.networks.length;
+      }
+    }
+    return probabilities;
+  }
+
   /** A compact binary form for an on-disk cache; `deserialize` reads it back. */
   serialize(): Uint8Array {
     const header: SerializedHeader = {
@@ -311,12 +413,16 @@ export class TextClassifier {
       features: this.featureOptions,
       ensemble: this.ensemble,
       phrases: [...this.phrases],
+      model: this.networks.length > 0 ? 'network' : 'linear',
+      hiddenUnits: this.networks[0]?.hiddenUnits ?? 0,
+      networkCount: this.networks.length,
     };
     const headerBytes = new TextEncoder().encode(JSON.stringify(header));
     const headerEnd = align4(12 + headerBytes.length);
     const arrays = [this.featureHashes, this.inverseDocumentFrequency, this.rowScales];
     const arraysLength = arrays.reduce((total, array) => total + array.byteLength, 0);
-    const bytes = new Uint8Array(headerEnd + arraysLength + align4(this.weights.length) + 4);
+    const networksLength = this.networks.reduce((total, network) => total + network.byteLength(), 0);
+    const bytes = new Uint8Array(headerEnd + arraysLength + align4(this.weights.length) + networksLength + 4);
     const view = new DataView(bytes.buffer);
     view.setUint32(0, MAGIC, true);
     view.setUint32(4, FORMAT_VERSION, true);
@@ -333,6 +439,7 @@ export class TextClassifier {
       new Int8Array(bytes.buffer, offset, this.weights.length),
     );
     offset += align4(this.weights.length);
+    for (const network of this.networks) offset = network.writeTo(bytes, offset);
     view.setUint32(offset, crc32(bytes.subarray(0, offset)), true);
     return bytes;
   }
@@ -368,21 +475,39 @@ export class TextClassifier {
     const featureCount = header.featureCount;
     const classCount = header.labels.length;
     if (!Number.isInteger(featureCount) || featureCount < 0) fail('bad feature count');
+    const network = header.model === 'network';
+    const { hiddenUnits, networkCount } = network ? header : { hiddenUnits: 0, networkCount: 0 };
+    if (network && !(Number.isInteger(hiddenUnits) && hiddenUnits > 0 && Number.isInteger(networkCount))) {
+      fail('bad network shape');
+    }
+    const linearRows = network ? 0 : featureCount;
     let offset = align4(12 + headerLength);
-    const expectedEnd = offset + 4 * featureCount * 3 + align4(featureCount * classCount);
+    const expectedEnd =
+      offset +
+      4 * featureCount * 2 +
+      4 * linearRows +
+      align4(linearRows * classCount) +
+      networkCount * HiddenLayerNetwork.byteLengthFor(featureCount, hiddenUnits, classCount);
     if (expectedEnd !== checksumOffset) fail('body length does not match the header');
     const featureHashes = new Uint32Array(featureCount);
     offset = readLittleEndian32(view, offset, featureHashes);
     const inverseDocumentFrequency = new Float32Array(featureCount);
     offset = readLittleEndian32(view, offset, inverseDocumentFrequency);
-    const rowScales = new Float32Array(featureCount);
+    const rowScales = new Float32Array(linearRows);
     offset = readLittleEndian32(view, offset, rowScales);
-    const weights = new Float32Array(featureCount * classCount);
+    const weights = new Float32Array(linearRows * classCount);
     readQuantizedRows(
       new Int8Array(bytes.buffer, bytes.byteOffset + offset, weights.length),
       rowScales,
       weights,
     );
+    offset += align4(weights.length);
+    const networks: HiddenLayerNetwork[] = [];
+    for (let member = 0; member < networkCount; member++) {
+      const read = HiddenLayerNetwork.readFrom(bytes, offset, featureCount, hiddenUnits, classCount);
+      networks.push(read.network);
+      offset = read.end;
+    }
     return new TextClassifier(
       header.labels,
       { ...DEFAULT_FEATURE_OPTIONS, ...header.features },
@@ -392,6 +517,7 @@ export class TextClassifier {
       weights,
       rowScales,
       Array.isArray(header.phrases) ? header.phrases.filter((phrase) => typeof phrase === 'string') : [],
+      networks,
     );
   }
 
@@ -483,16 +609,27 @@ function resolveOptions(
 ): ResolvedTrainOptions {
   const fewShot = exampleCount / labelCount < FEW_SHOT_EXAMPLES_PER_LABEL;
   const separateFunctionWords = options.features?.separateFunctionWords ?? fewShot;
+  const model = options.model ?? (fewShot ? 'linear' : 'network');
+  const linearEpochs = Math.min(MAX_EPOCHS, Math.max(MIN_EPOCHS, Math.ceil(MIN_STEPS / exampleCount)));
+  const network = model === 'network';
   return {
     seed: options.seed ?? 1,
-    epochs: options.epochs ?? Math.min(MAX_EPOCHS, Math.max(MIN_EPOCHS, Math.ceil(MIN_STEPS / exampleCount))),
-    learningRate: options.learningRate ?? 4,
+    epochs: options.epochs ?? (network ? NETWORK_DEFAULTS.epochs : linearEpochs),
+    learningRate: options.learningRate ?? (network ? NETWORK_DEFAULTS.learningRate : 4),
     l2: options.l2 ?? 0,
     minDocumentFrequency: options.minDocumentFrequency ?? 1,
-    features: { ...DEFAULT_FEATURE_OPTIONS, ...options.features, separateFunctionWords },
-    ensemble: options.ensemble ?? !fewShot,
+    features: {
+      ...DEFAULT_FEATURE_OPTIONS,
+      ...(network ? { minCharGram: NETWORK_DEFAULTS.minCharGram } : {}),
+      ...options.features,
+      separateFunctionWords,
+    },
+    ensemble: !network && (options.ensemble ?? !fewShot),
     matchPhrases: fewShot,
     gradientFloor: 1e-4,
+    model,
+    networks: Math.max(1, Math.floor(options.networks ?? NETWORK_DEFAULTS.networks)),
+    hiddenUnits: Math.max(1, Math.floor(options.hiddenUnits ?? NETWORK_DEFAULTS.hiddenUnits)),
   };
 }
 
@@ -507,18 +644,6 @@ function scoreInto(vector: SparseVector, weights: Float32Array, scores: Float64A
       scores[label] = (scores[label] as number) + value * (weights[row + label] as number);
     }
   }
-}
-
-function softmaxInPlace(scores: Float64Array): void {
-  let max = -Infinity;
-  for (const score of scores) if (score > max) max = score;
-  let sum = 0;
-  for (let label = 0; label < scores.length; label++) {
-    const exponent = Math.exp((scores[label] as number) - max);
-    scores[label] = exponent;
-    sum += exponent;
-  }
-  for (let label = 0; label < scores.length; label++) scores[label] = (scores[label] as number) / sum;
 }
 
 /**
@@ -540,12 +665,7 @@ function trainSoftmax(
   const totalSteps = Math.max(1, options.epochs * vectors.length);
   // Each label carries the same total weight: a skill whose description splits into many phrases
   // must not become the default answer just by having more of them.
-  const labelCounts = new Float64Array(classCount);
-  for (const target of targets) labelCounts[target] = (labelCounts[target] as number) + 1;
-  const presentLabels = labelCounts.filter((count) => count > 0).length;
-  const labelWeights = labelCounts.map((count) =>
-    count === 0 ? 0 : vectors.length / (presentLabels * count),
-  );
+  const labelWeights = balancedLabelWeights(targets, classCount);
   let step = 0;
   for (let epoch = 0; epoch < options.epochs; epoch++) {
     shuffle(order, random);
@@ -589,15 +709,6 @@ function trainSoftmax(
   }
 }
 
-function shuffle(order: Int32Array, random: () => number): void {
-  for (let index = order.length - 1; index > 0; index--) {
-    const other = Math.floor(random() * (index + 1));
-    const held = order[index] as number;
-    order[index] = order[other] as number;
-    order[other] = held;
-  }
-}
-
 /** Largest int8 magnitude used; -128 is left out so the range is symmetric. */
 const INT8_LIMIT = 127;
 
@@ -637,10 +748,6 @@ function readQuantizedRows(from: Int8Array, rowScales: Float32Array, weights: Fl
   for (let index = 0; index < weights.length; index++) {
     weights[index] = (from[index] as number) * (rowScales[Math.floor(index / classCount)] as number);
   }
-}
-
-function align4(length: number): number {
-  return (length + 3) & ~3;
 }
 
 /** Little-endian on every platform, so a cache written on one machine reads on another. */
