@@ -9,7 +9,7 @@ import { waitAtMost } from './background-runs.js';
 import type { McpContext } from './context.js';
 import { progressReporter, type ToolExtra } from './progress.js';
 import { agentOutput, agentRunInput, agentStatusInput, DEFAULT_WAIT_SECONDS } from './schemas.js';
-import { toolError, toolResult } from './tool-result.js';
+import { guarded, toolResult } from './tool-result.js';
 
 type AgentRunArguments = {
   task?: Record<string, unknown> | undefined;
@@ -31,13 +31,9 @@ export function registerAgentTools(server: McpServer, context: McpContext): void
       outputSchema: agentOutput,
       annotations: { destructiveHint: false, openWorldHint: true },
     },
-    async (args, extra) => {
-      try {
-        return await startAgentRun(args, extra, context);
-      } catch (error) {
-        return toolError(error);
-      }
-    },
+    guarded(async (args, extra) => {
+      return await startAgentRun(args, extra, context);
+    }),
   );
 
   server.registerTool(
@@ -50,16 +46,10 @@ export function registerAgentTools(server: McpServer, context: McpContext): void
       outputSchema: agentOutput,
       annotations: { readOnlyHint: true },
     },
-    async ({ run_id, wait_seconds }) => {
-      try {
-        const running = context.runs.pending(`agent:${run_id}`);
-        if (running !== undefined && (wait_seconds ?? 0) > 0)
-          await waitAtMost(running, (wait_seconds ?? 0) * 1000).catch(() => undefined);
-        return await agentStatus(run_id, context.config);
-      } catch (error) {
-        return toolError(error);
-      }
-    },
+    guarded(async ({ run_id, wait_seconds }) => {
+      await context.runs.settle(`agent:${run_id}`, wait_seconds ?? 0);
+      return await agentStatus(run_id, context.config);
+    }),
   );
 }
 

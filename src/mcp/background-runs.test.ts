@@ -34,6 +34,18 @@ describe('BackgroundRuns', () => {
     expect(runs.outcome('bad')).toMatchObject({ ok: false, error: new Error('broke') });
   });
 
+  it('settle waits for running work up to its time, never throws its failure, and skips unknown ids', async () => {
+    const runs = new BackgroundRuns();
+    const slow = deferred<string>();
+    runs.track('slow', slow.promise).catch(() => undefined);
+    await runs.settle('slow', 0.05);
+    expect(runs.pending('slow')).toBeDefined();
+    setTimeout(() => slow.reject(new Error('broke')), 10);
+    await expect(runs.settle('slow', 30)).resolves.toBeUndefined();
+    expect(runs.outcome('slow')).toMatchObject({ ok: false });
+    await expect(runs.settle('unknown', 30)).resolves.toBeUndefined();
+  });
+
   it('forgets the oldest outcomes past its limit', async () => {
     const runs = new BackgroundRuns(2);
     for (const id of ['a', 'b', 'c']) await runs.track(id, Promise.resolve(id));

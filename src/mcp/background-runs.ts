@@ -38,6 +38,16 @@ export class BackgroundRuns {
     return this.running.get(id);
   }
 
+  /**
+   * Waits up to `waitSeconds` for the work tracked under `id` to settle, if any runs; its failure is
+   * not thrown (the caller reads the outcome from where the work recorded it).
+   */
+  async settle(id: string, waitSeconds: number): Promise<void> {
+    const running = this.running.get(id);
+    if (running === undefined || waitSeconds <= 0) return;
+    await waitAtMost(running, waitSeconds * 1000).catch(() => undefined);
+  }
+
   /** The outcome of settled work, or `undefined` while it runs (or once it is forgotten). */
   outcome(id: string): Settled | undefined {
     return this.settled.get(id);

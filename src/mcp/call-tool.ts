@@ -8,7 +8,7 @@ import { waitAtMost } from './background-runs.js';
 import type { McpContext } from './context.js';
 import { progressReporter, type ProgressReporter } from './progress.js';
 import { callInput, callOutput, callStatusInput, DEFAULT_WAIT_SECONDS } from './schemas.js';
-import { toolError, toolResult } from './tool-result.js';
+import { guarded, toolError, toolResult } from './tool-result.js';
 
 /** `call` and `call_status`: one LLM call with `POST /call`'s semantics, and its result later. */
 export function registerCallTools(server: McpServer, context: McpContext): void {
@@ -51,23 +51,19 @@ export function registerCallTools(server: McpServer, context: McpContext): void 
       outputSchema: callOutput,
       annotations: { readOnlyHint: true },
     },
-    async ({ call_id, wait_seconds }) => {
-      try {
-        const running = context.runs.pending(call_id);
-        if (running !== undefined)
-          return await answer(call_id, running as Promise<CallResult>, wait_seconds ?? 0);
-        const outcome = context.runs.outcome(call_id);
-        if (outcome === undefined) {
-          throw new SwitchboardError('RUN_NOT_FOUND', `this server has no call ${call_id}`, {
-            hint: 'a call id is good in the server that started the call, for its last 200 calls',
-          });
-        }
-        if (!outcome.ok) throw outcome.error;
-        return completed(call_id, outcome.value as CallResult);
-      } catch (error) {
-        return toolError(error);
+    guarded(async ({ call_id, wait_seconds }) => {
+      const running = context.runs.pending(call_id);
+      if (running !== undefined)
+        return await answer(call_id, running as Promise<CallResult>, wait_seconds ?? 0);
+      const outcome = context.runs.outcome(call_id);
+      if (outcome === undefined) {
+        throw new SwitchboardError('RUN_NOT_FOUND', `this server has no call ${call_id}`, {
+          hint: 'a call id is good in the server that started the call, for its last 200 calls',
+        });
       }
-    },
+      if (!outcome.ok) throw outcome.error;
+      return completed(call_id, outcome.value as CallResult);
+    }),
   );
 }
 

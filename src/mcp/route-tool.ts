@@ -2,7 +2,7 @@ import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { SwitchboardError } from '../core/errors.js';
 import type { McpContext } from './context.js';
 import { routeInput, routeOutput } from './schemas.js';
-import { toolError, toolResult } from './tool-result.js';
+import { guarded, toolResult } from './tool-result.js';
 
 /** `route`: text → the RouteDecision, exactly what `POST /route` answers. */
 export function registerRouteTool(server: McpServer, context: McpContext): void {
@@ -16,25 +16,21 @@ export function registerRouteTool(server: McpServer, context: McpContext): void 
       outputSchema: routeOutput,
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
-    async ({ text, tags }, extra) => {
-      try {
-        if (context.router === undefined) {
-          throw new SwitchboardError(
-            'INVALID_INPUT',
-            'this server routes nothing: it was started without skills',
-            {
-              hint: 'start switchboard mcp (or serve) with --skills DIR',
-            },
-          );
-        }
-        const decision = await context.router.route(text, {
-          abortSignal: AbortSignal.any([context.abortSignal, extra.signal]),
-          ...(tags === undefined ? {} : { tags }),
-        });
-        return toolResult({ ...decision });
-      } catch (error) {
-        return toolError(error);
+    guarded(async ({ text, tags }, extra) => {
+      if (context.router === undefined) {
+        throw new SwitchboardError(
+          'INVALID_INPUT',
+          'this server routes nothing: it was started without skills',
+          {
+            hint: 'start switchboard mcp (or serve) with --skills DIR',
+          },
+        );
       }
-    },
+      const decision = await context.router.route(text, {
+        abortSignal: AbortSignal.any([context.abortSignal, extra.signal]),
+        ...(tags === undefined ? {} : { tags }),
+      });
+      return toolResult({ ...decision });
+    }),
   );
 }

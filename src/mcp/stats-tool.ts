@@ -1,7 +1,7 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { McpContext } from './context.js';
 import { statsInput, statsOutput } from './schemas.js';
-import { toolError, toolResult } from './tool-result.js';
+import { guarded, toolResult } from './tool-result.js';
 
 /** `stats`: what `switchboard stats --json` prints: calls, cost, route decisions, cooldowns, budgets. */
 export function registerStatsTool(server: McpServer, context: McpContext): void {
@@ -15,14 +15,10 @@ export function registerStatsTool(server: McpServer, context: McpContext): void 
       outputSchema: statsOutput,
       annotations: { readOnlyHint: true },
     },
-    async ({ since_hours }) => {
-      try {
-        const { readStats } = await import('../cli/stats.js');
-        const since = since_hours === undefined ? {} : { since: Date.now() - since_hours * 3_600_000 };
-        return toolResult({ ...(await readStats(context.config, since)) });
-      } catch (error) {
-        return toolError(error);
-      }
-    },
+    guarded(async ({ since_hours }) => {
+      const { readStats } = await import('../cli/stats.js');
+      const since = since_hours === undefined ? {} : { since: Date.now() - since_hours * 3_600_000 };
+      return toolResult({ ...(await readStats(context.config, since)) });
+    }),
   );
 }

@@ -37,3 +37,16 @@ export function toolError(error: unknown): CallToolResult {
   if (known.hint !== undefined) lines.push(`hint: ${known.hint}`);
   return { content: [{ type: 'text', text: redactSecrets(lines.join('\n')) }], isError: true };
 }
+
+/** A tool handler whose exceptions come back as tool errors (`toolError`) instead of protocol errors. */
+export function guarded<Args extends unknown[]>(
+  handler: (...args: Args) => Promise<CallToolResult>,
+): (...args: Args) => Promise<CallToolResult> {
+  return async (...args) => {
+    try {
+      return await handler(...args);
+    } catch (error) {
+      return toolError(error);
+    }
+  };
+}

@@ -16,7 +16,7 @@ import {
   workflowRunInput,
   workflowStatusInput,
 } from './schemas.js';
-import { toolError, toolResult } from './tool-result.js';
+import { guarded, toolResult } from './tool-result.js';
 
 /** Which provider every LLM step uses, as `workflow run --provider / --provider-map / --skip-gates`. */
 interface EngineChoices {
@@ -37,18 +37,14 @@ export function registerWorkflowTools(server: McpServer, context: McpContext): v
       outputSchema: workflowOutput,
       annotations: { openWorldHint: true },
     },
-    async ({ file, inputs, run_id, wait_seconds, ...choices }, extra) => {
-      try {
-        const { newRunId } = await import('../workflows/engine-start.js');
-        const { runWorkflow } = await import('../workflows/index.js');
-        const runId = run_id ?? newRunId();
-        return await advance(runId, wait_seconds, extra, context, (options) =>
-          runWorkflow({ ...options, ...engineChoices(context, choices), file, inputs: inputs ?? {}, runId }),
-        );
-      } catch (error) {
-        return toolError(error);
-      }
-    },
+    guarded(async ({ file, inputs, run_id, wait_seconds, ...choices }, extra) => {
+      const { newRunId } = await import('../workflows/engine-start.js');
+      const { runWorkflow } = await import('../workflows/index.js');
+      const runId = run_id ?? newRunId();
+      return await advance(runId, wait_seconds, extra, context, (options) =>
+        runWorkflow({ ...options, ...engineChoices(context, choices), file, inputs: inputs ?? {}, runId }),
+      );
+    }),
   );
 
   server.registerTool(
@@ -61,17 +57,11 @@ export function registerWorkflowTools(server: McpServer, context: McpContext): v
       outputSchema: workflowOutput,
       annotations: { readOnlyHint: true },
     },
-    async ({ run_id, wait_seconds }) => {
-      try {
-        const running = context.runs.pending(`workflow:${run_id}`);
-        if (running !== undefined && (wait_seconds ?? 0) > 0)
-          await waitAtMost(running, (wait_seconds ?? 0) * 1000).catch(() => undefined);
-        const { workflowStatus } = await import('../workflows/index.js');
-        return workflowResult(await workflowStatus(run_id, { stateDir: context.config.stateDir }));
-      } catch (error) {
-        return toolError(error);
-      }
-    },
+    guarded(async ({ run_id, wait_seconds }) => {
+      await context.runs.settle(`workflow:${run_id}`, wait_seconds ?? 0);
+      const { workflowStatus } = await import('../workflows/index.js');
+      return workflowResult(await workflowStatus(run_id, { stateDir: context.config.stateDir }));
+    }),
   );
 
   server.registerTool(
@@ -84,26 +74,22 @@ export function registerWorkflowTools(server: McpServer, context: McpContext): v
       outputSchema: workflowOutput,
       annotations: { openWorldHint: true },
     },
-    async ({ run_id, step, choose, text, by, continue: keepGoing, wait_seconds }, extra) => {
-      try {
-        const { answerGate } = await import('../workflows/index.js');
-        const answer = {
-          runId: run_id,
-          choice: choose,
-          continue: keepGoing !== false,
-          ...(step === undefined ? {} : { step }),
-          ...(text === undefined ? {} : { text }),
-          ...(by === undefined ? {} : { answeredBy: by }),
-        };
-        if (keepGoing === false)
-          return workflowResult(await answerGate({ stateDir: context.config.stateDir, ...answer }));
-        return await advance(run_id, wait_seconds, extra, context, (options) =>
-          answerGate({ ...options, ...engineChoices(context, {}), ...answer }),
-        );
-      } catch (error) {
-        return toolError(error);
-      }
-    },
+    guarded(async ({ run_id, step, choose, text, by, continue: keepGoing, wait_seconds }, extra) => {
+      const { answerGate } = await import('../workflows/index.js');
+      const answer = {
+        runId: run_id,
+        choice: choose,
+        continue: keepGoing !== false,
+        ...(step === undefined ? {} : { step }),
+        ...(text === undefined ? {} : { text }),
+        ...(by === undefined ? {} : { answeredBy: by }),
+      };
+      if (keepGoing === false)
+        return workflowResult(await answerGate({ stateDir: context.config.stateDir, ...answer }));
+      return await advance(run_id, wait_seconds, extra, context, (options) =>
+        answerGate({ ...options, ...engineChoices(context, {}), ...answer }),
+      );
+    }),
   );
 }
 
