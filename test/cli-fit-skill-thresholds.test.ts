@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { cpSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -61,6 +62,32 @@ describe('per-skill thresholds', () => {
       'route:\n  skill_thresholds:\n    fix-bug: { confidence_threshold: 0.5 }\n',
     );
     expect(await route(cwd, skills, offTopic)).toMatchObject({ skill: 'fix-bug', status: 0 });
+  });
+
+  it("eval's header names the primed examples and the skills with thresholds of their own", async () => {
+    const { cwd, skills } = workspace();
+    writeFileSync(
+      join(cwd, 'switchboard.yaml'),
+      'route:\n  skill_thresholds:\n    fix-bug: { confidence_threshold: 0.9 }\n',
+    );
+    const skillFile = join(skills, 'fix-bug', 'SKILL.md');
+    const hash = createHash('sha256').update(readFileSync(skillFile)).digest('hex');
+    writeFileSync(
+      join(skills, '.switchboard-examples.jsonl'),
+      ['the gizmo went kaput', 'my widget is busted again']
+        .map((text) => JSON.stringify({ skill: 'fix-bug', hash, text }))
+        .join('\n') + '\n',
+    );
+    const dataset = join(root, 'test/fixtures/dev.jsonl');
+    const evaluated = await runCli(['eval', '--skills', 'skills', '--dataset', dataset], {
+      cwd,
+      env: process.env,
+    });
+    expect(evaluated.status, evaluated.stderr).toBe(0);
+    expect(evaluated.stdout).toContain(
+      `model trained also on 2 primed example(s) from ${join('skills', '.switchboard-examples.jsonl')} (written by route prime)`,
+    );
+    expect(evaluated.stdout).toContain('1 skill(s) use thresholds of their own: fix-bug (confidence ≥ 0.9)');
   });
 
   it('says when the config names no skill, and skips a skill whose threshold is no probability', async () => {

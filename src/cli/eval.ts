@@ -9,6 +9,7 @@ import {
   addLearnedFlag,
   addRoutingFlags,
   learnedNote,
+  routerNotes,
   requireRoutes,
   resolveConfig,
   measuringRouter,
@@ -127,12 +128,14 @@ async function evaluateOneMode(
           ? undefined
           : { trained: router.model.trained, ms: router.model.durationMs },
       learned: router.learned ?? false,
+      primed: router.primed ?? false,
+      skillThresholds: router.skillThresholds,
     };
     if (flags.json === true) {
       process.stdout.write(`${JSON.stringify({ settings, metrics, wrongRows: wrong })}\n`);
     } else {
       const title = `${flags.dataset}: ${router.mode} mode, ${router.skills.length} routes, confidence ≥ ${settings.confidenceThreshold}, margin ≥ ${settings.marginThreshold}`;
-      process.stdout.write(formatEvalReport(metrics, { title, notes: learnedNote(router.learned) }));
+      process.stdout.write(formatEvalReport(metrics, { title, notes: routerNotes(router) }));
     }
   } finally {
     await router.close();

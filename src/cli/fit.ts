@@ -8,7 +8,7 @@ import { createProgress, trainingProgress } from './progress.js';
 import {
   addLearnedFlag,
   addRoutingFlags,
-  learnedNote,
+  routerNotes,
   parseFraction,
   requireRoutes,
   resolveConfig,
@@ -117,9 +117,7 @@ export function registerFitCommand(program: Command): void {
         process.stdout.write(`${JSON.stringify({ ...report, learned: router.learned ?? false })}\n`);
         return;
       }
-      process.stdout.write(
-        `${[...learnedNote(router.learned), ...formatFitReport(report, minimums)].join('\n')}\n`,
-      );
+      process.stdout.write(`${[...routerNotes(router), ...formatFitReport(report, minimums)].join('\n')}\n`);
     } finally {
       progress.stop();
       await router.close();
@@ -166,7 +164,7 @@ async function fitLlmShare(config: SwitchboardConfig, flags: FitFlags): Promise<
     }
     process.stdout.write(
       [
-        ...learnedNote(router.learned),
+        ...routerNotes(router),
         `confidence ${fit.confidenceThreshold} (margin ${fit.marginThreshold}) sends ${(fit.llmShare * 100).toFixed(1)}% of ${fit.count} requests to the LLM (target ≤ ${((flags.llmShare as number) * 100).toFixed(0)}%)`,
         '',
         'to use it, put this in switchboard.yaml:',

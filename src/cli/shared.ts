@@ -170,6 +170,37 @@ export function learnedNote(learned: { file: string; examples: number } | undefi
   ];
 }
 
+/** Skills named in a header note before "and N more". */
+const NOTED_SKILLS = 5;
+
+/**
+ * A measurement's header notes on what the figures include beyond the given data and thresholds:
+ * learned examples, primed examples (`route prime`) and skills judged by thresholds of their own.
+ */
+export function routerNotes(router: Pick<Router, 'learned' | 'primed' | 'skillThresholds'>): string[] {
+  const notes = learnedNote(router.learned);
+  if (router.primed !== undefined) {
+    notes.push(
+      `model trained also on ${router.primed.examples} primed example(s) from ${router.primed.file} (written by route prime)`,
+    );
+  }
+  const own = Object.entries(router.skillThresholds);
+  if (own.length > 0) {
+    const shown = own.slice(0, NOTED_SKILLS).map(([skill, thresholds]) => {
+      const parts = [
+        thresholds.confidenceThreshold === undefined
+          ? []
+          : [`confidence ≥ ${thresholds.confidenceThreshold}`],
+        thresholds.marginThreshold === undefined ? [] : [`margin ≥ ${thresholds.marginThreshold}`],
+      ].flat();
+      return `${skill} (${parts.join(', ')})`;
+    });
+    const more = own.length > NOTED_SKILLS ? ` and ${own.length - NOTED_SKILLS} more` : '';
+    notes.push(`${own.length} skill(s) use thresholds of their own: ${shown.join(', ')}${more}`);
+  }
+  return notes;
+}
+
 export function requireRoutes(config: SwitchboardConfig): void {
   if (config.route.skills === undefined && config.route.examples.length === 0) {
     throw new SwitchboardError('INVALID_INPUT', 'no skills given', {

@@ -124,6 +124,11 @@ export interface Router {
    */
   readonly learned: { file: string; examples: number } | undefined;
   /**
+   * The examples from the skills folder's `.switchboard-examples.jsonl` (`route prime`) the model
+   * trained on; undefined when none were (no file, no current rows, no model).
+   */
+  readonly primed: { file: string; examples: number } | undefined;
+  /**
    * Each skill's own thresholds in effect, by name: `skillThresholds` over its front matter, field by
    * field. Skills not listed use the global thresholds.
    */
@@ -441,6 +446,10 @@ export function createRouter({
     warnings: routerWarnings,
     model,
     learned: learnedUsed,
+    primed:
+      primed === undefined || primed.examples.length === 0
+        ? undefined
+        : { file: primed.file, examples: primed.examples.length },
     skillThresholds,
     skillsHash,
     route,

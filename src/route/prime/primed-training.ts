@@ -9,6 +9,8 @@ export interface PrimedTraining {
   examples: LabelledExample[];
   /** Said once for the router: ignored rows, and in `hybrid` mode skills nothing was primed for. */
   warnings: string[];
+  /** The examples file, as a user in the current folder would type it ('' when it could not be read). */
+  file: string;
 }
 
 const LISTED_SKILLS = 5;
@@ -68,7 +70,7 @@ export function primedTraining(
       );
     }
   }
-  return { examples, warnings };
+  return { examples, warnings, file: content.file === '' ? '' : shown };
 }
 
 /** A path as a user in this folder would type it. */
