@@ -41,6 +41,29 @@ const test = loadDataset(`${dataFile}#test,oos_test`);
  */
 const REFUSAL_FLOOR = 0.6;
 
+/**
+ * The REFUSAL_FLOOR rule through `fit`'s `minOutOfScopeRecall` objective; a baseline revision older
+ * than that objective gets the same search here (confidence and margin in steps of 0.01).
+ */
+function refusalThresholds(rows: readonly FitRow[]): Thresholds {
+  try {
+    return fitThresholds(rows, { objective: { minOutOfScopeRecall: REFUSAL_FLOOR } });
+  } catch {
+    let best: { thresholds: Thresholds; inScope: number } | undefined;
+    for (let confidence = 0; confidence < 100; confidence++) {
+      for (let margin = 0; margin <= 50; margin++) {
+        const thresholds = { confidenceThreshold: confidence / 100, marginThreshold: margin / 100 };
+        const score = scoreWithThresholds(rows, thresholds, 'accuracy');
+        if (score.outOfScopeRecall < REFUSAL_FLOOR) continue;
+        if (best === undefined || score.inScopeAccuracy > best.inScope) {
+          best = { thresholds, inScope: score.inScopeAccuracy };
+        }
+      }
+    }
+    return best?.thresholds ?? { confidenceThreshold: 0.99, marginThreshold: 0 };
+  }
+}
+
 /** The thresholds rule applied to every system: the val in-scope accuracy at no threshold sets the floor. */
 function chooseThresholds(rows: readonly FitRow[]): FitResult {
   const unthresholded = scoreWithThresholds(rows, { confidenceThreshold: 0, marginThreshold: 0 }, 'accuracy');
@@ -119,7 +142,7 @@ async function measure(): Promise<Measurement> {
   const validationRows = rankExamples(router, validation);
   const thresholds = chooseThresholds(validationRows);
   const balanced = fitThresholds(validationRows, { objective: 'balanced' });
-  const refusal = fitThresholds(validationRows, { objective: { minOutOfScopeRecall: REFUSAL_FLOOR } });
+  const refusal = refusalThresholds(validationRows);
   const testRows = rankExamples(router, test);
   const modelBytes = router.model?.classifier.serialize().length ?? 0;
   await router.close();
