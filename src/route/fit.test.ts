@@ -95,6 +95,17 @@ describe('applyThresholds with skills that set their own', () => {
   });
 });
 
+/** Four in-scope rows and three out-of-scope ones, all led by `a`, at spread-out probabilities. */
+const FOUR_IN_THREE_OUT: FitRow[] = [
+  rowWith('a', 'a', 0.9),
+  rowWith('a', 'a', 0.8),
+  rowWith('a', 'a', 0.6),
+  rowWith('a', 'a', 0.4),
+  rowWith('none', 'a', 0.7),
+  rowWith('none', 'a', 0.5),
+  rowWith('none', 'a', 0.3),
+];
+
 describe('fitThresholds', () => {
   it('finds the lowest confidence threshold that separates in-scope from out-of-scope rows', () => {
     const rows: FitRow[] = [
@@ -176,15 +187,7 @@ describe('fitThresholds', () => {
   });
 
   it('maximises out-of-scope recall subject to a minimum in-scope accuracy', () => {
-    const rows: FitRow[] = [
-      rowWith('a', 'a', 0.9),
-      rowWith('a', 'a', 0.8),
-      rowWith('a', 'a', 0.6),
-      rowWith('a', 'a', 0.4),
-      rowWith('none', 'a', 0.7),
-      rowWith('none', 'a', 0.5),
-      rowWith('none', 'a', 0.3),
-    ];
+    const rows = FOUR_IN_THREE_OUT;
     // 3 of 4 in-scope rows need a threshold ≤ 0.6, which at best refuses 2 of 3 none rows (from 0.51);
     // 2 of 4 allow up to 0.8, which refuses all three (from 0.71).
     const strict = fitThresholds(rows, { objective: { minInScopeAccuracy: 0.75 } });
@@ -201,15 +204,7 @@ describe('fitThresholds', () => {
   });
 
   it('maximises in-scope accuracy subject to a minimum out-of-scope recall', () => {
-    const rows: FitRow[] = [
-      rowWith('a', 'a', 0.9),
-      rowWith('a', 'a', 0.8),
-      rowWith('a', 'a', 0.6),
-      rowWith('a', 'a', 0.4),
-      rowWith('none', 'a', 0.7),
-      rowWith('none', 'a', 0.5),
-      rowWith('none', 'a', 0.3),
-    ];
+    const rows = FOUR_IN_THREE_OUT;
     // Refusing 2 of 3 none rows takes a threshold above 0.5: from 0.51, which keeps 3 of 4 in scope.
     const twoThirds = fitThresholds(rows, { objective: { minOutOfScopeRecall: 0.66 } });
     expect(twoThirds).toMatchObject({

@@ -1,5 +1,6 @@
 // `.ts` imports (rewritten to `.js` by the build) so that network-worker.ts runs from the sources too.
 import { seededRandom } from '../../core/seeded-random.ts';
+import { quantizeRows } from './int8-rows.ts';
 
 /**
  * A feed-forward network with one hidden layer of rectified units over sparse TF-IDF vectors: the
@@ -33,8 +34,6 @@ export interface HiddenLayerOptions {
   gradientFloor: number;
 }
 
-/** Largest int8 magnitude used; -128 is left out so the range is symmetric. */
-const INT8_LIMIT = 127;
 /** The rate never decays below this share of the initial one, so the last epoch still learns. */
 const LAST_RATE_SHARE = 0.02;
 /** Scale of the initial input weights: a CLINC-sized text has about 30 features of weight ~0.2. */
@@ -412,29 +411,6 @@ export function shuffle(order: Int32Array, random: () => number): void {
     order[index] = order[other] as number;
     order[other] = held;
   }
-}
-
-/**
- * Rounds each row of `weights` (rows of `width`) to int8 steps of its largest magnitude / 127 and
- * records the scales; returns the int8 steps.
- */
-function quantizeRows(weights: Float32Array, width: number, scales: Float32Array): Int8Array {
-  const steps = new Int8Array(weights.length);
-  for (let row = 0; row < scales.length; row++) {
-    const start = row * width;
-    let largest = 0;
-    for (let index = start; index < start + width; index++) {
-      const magnitude = Math.abs(weights[index] as number);
-      if (magnitude > largest) largest = magnitude;
-    }
-    const scale = Math.fround(largest / INT8_LIMIT);
-    scales[row] = scale;
-    if (scale === 0) continue;
-    for (let index = start; index < start + width; index++) {
-      steps[index] = Math.round((weights[index] as number) / scale);
-    }
-  }
-  return steps;
 }
 
 export function align4(length: number): number {

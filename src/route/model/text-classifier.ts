@@ -15,6 +15,7 @@ import {
   softmaxInPlace,
   type SparseVector,
 } from './hidden-layer.js';
+import { quantizeRows } from './int8-rows.js';
 import { trainNetworks } from './network-training.js';
 
 /**
@@ -301,7 +302,7 @@ export class TextClassifier {
         onProgress?.(member * resolved.epochs + epoch, passes),
       );
     }
-    quantizeRows(weights, classCount, rowScales);
+    quantizeInPlace(weights, classCount, rowScales);
     return model;
   }
 
@@ -709,27 +710,14 @@ function trainSoftmax(
   }
 }
 
-/** Largest int8 magnitude used; -128 is left out so the range is symmetric. */
-const INT8_LIMIT = 127;
-
 /**
- * Rounds each feature's row of weights to int8 steps of a per-row scale (its largest magnitude / 127),
- * in place, and records the scales. Per-row rather than global scales keep rare, strong features
- * and common, weak ones equally precise; the on-disk model is then a quarter of its float32 size.
+ * Rounds the weights in place to int8 steps of a per-feature scale (see `quantizeRows`), recording
+ * the scales: a trained model and the same model read back from disk then predict bit for bit alike.
  */
-function quantizeRows(weights: Float32Array, classCount: number, rowScales: Float32Array): void {
-  for (let row = 0; row < rowScales.length; row++) {
-    const start = row * classCount;
-    let largest = 0;
-    for (let index = start; index < start + classCount; index++) {
-      const magnitude = Math.abs(weights[index] as number);
-      if (magnitude > largest) largest = magnitude;
-    }
-    const scale = Math.fround(largest / INT8_LIMIT);
-    rowScales[row] = scale;
-    for (let index = start; index < start + classCount; index++) {
-      weights[index] = scale === 0 ? 0 : Math.round((weights[index] as number) / scale) * scale;
-    }
+function quantizeInPlace(weights: Float32Array, classCount: number, rowScales: Float32Array): void {
+  const steps = quantizeRows(weights, classCount, rowScales);
+  for (let index = 0; index < weights.length; index++) {
+    weights[index] = (steps[index] as number) * (rowScales[Math.floor(index / classCount)] as number);
   }
 }
 
