@@ -543,7 +543,7 @@ function addGateCommand(workflow: Command): void {
     };
     if (keepGoing) {
       const result = await advanceRun(command, flags, [], (options) => answerGate({ ...options, ...answer }));
-      if (result.status !== 'running') {
+      if (result.status !== 'running' && result.takenByOtherProcess !== true) {
         reportResult(result, flags.json === true);
         return;
       }

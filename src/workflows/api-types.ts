@@ -79,6 +79,8 @@ export interface ResumeWorkflowOptions extends WorkflowEngineOptions {
    * gate answer or a queued job, which continue a run that another process may have ended meanwhile.
    */
   unlessEnded?: boolean;
+  /** Hears that the run had ended by the time this call held it, so it was left as it was. */
+  onLeftEnded?: () => void;
 }
 
 /** `resume --max-iterations / --timeout / --budget`. */
@@ -136,6 +138,11 @@ export interface WorkflowRunResult {
   error?: string;
   /** Keys of the file Switchboard does not act on. */
   warnings?: string[];
+  /**
+   * Set by `answerGate` when another process advancing the run (waiting at the gate with a timeout)
+   * took the answer: the run as that process left it, not advanced by this call.
+   */
+  takenByOtherProcess?: true;
 }
 
 /** A run recorded but not advanced: what a queue's worker will advance. */

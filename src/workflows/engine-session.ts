@@ -25,6 +25,8 @@ export interface DriveOptions {
   eventsAfter?: number;
   /** A failed run is left failed (see ResumeWorkflowOptions.unlessEnded). */
   unlessEnded?: boolean;
+  /** Hears that the run had ended by the time this call held its lock (see ResumeWorkflowOptions). */
+  onLeftEnded?: () => void;
 }
 
 /**
@@ -61,6 +63,8 @@ export async function driveRun(drive: DriveOptions): Promise<WorkflowRunResult> 
       }
       await markRunning(exec, drive.eventsAfter === 0);
       await advanceRun(exec);
+    } else {
+      drive.onLeftEnded?.();
     }
   } finally {
     if (timer !== undefined) clearTimeout(timer);

@@ -118,6 +118,7 @@ export async function resumeInSession(
     migrate: options.migrate === true,
     ...(options.limits === undefined ? {} : { limits: options.limits }),
     ...(options.unlessEnded === true ? { unlessEnded: true } : {}),
+    ...(options.onLeftEnded === undefined ? {} : { onLeftEnded: options.onLeftEnded }),
   });
 }
 

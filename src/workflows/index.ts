@@ -71,13 +71,27 @@ export async function answerGate(options: AnswerGateOptions): Promise<WorkflowRu
     if (options.continue === false || (run.status !== 'waiting' && run.status !== 'running')) {
       return await runView(session.store, await findRun(session.store, run.id));
     }
+    // The process advancing the run (waiting at this gate with a timeout) may take the answer itself:
+    // it holds the run's lock, or has ended the run by the time this call holds it.
+    let taken = false;
     try {
       const { resumeInSession } = await engine();
-      return await resumeInSession(session, { ...options, runId: run.id, unlessEnded: true });
+      const onLeftEnded = () => {
+        taken = true;
+      };
+      const result = await resumeInSession(session, {
+        ...options,
+        runId: run.id,
+        unlessEnded: true,
+        onLeftEnded,
+      });
+      return taken ? { ...result, takenByOtherProcess: true } : result;
     } catch (error) {
-      // The process advancing the run (a gate waiting with a timeout) takes the answer itself.
       if (isSwitchboardError(error) && error.code === 'WORKFLOW_LOCKED') {
-        return await runView(session.store, await findRun(session.store, run.id));
+        return {
+          ...(await runView(session.store, await findRun(session.store, run.id))),
+          takenByOtherProcess: true,
+        };
       }
       throw error;
     }
