@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import { testWorkers } from './test/parallelism.js';
 
 // The PostgreSQL pass: test files whose behaviour does not depend on where the stores live, run with
 // every store on PostgreSQL (see test/postgres-backend.ts). `npm test` runs it after the main pass.
@@ -12,10 +13,12 @@ export default defineConfig({
       'test/workflows-engine*.test.ts',
       'test/workflows-git-kill.test.ts',
       'test/cli-agent.test.ts',
+      'test/cli-agent-lifecycle.test.ts',
       'test/cli-workflow-runs.test.ts',
     ],
     globalSetup: ['test/build-once.ts', 'test/postgres-server.ts', 'test/temp-root.ts'],
-    setupFiles: ['test/postgres-backend.ts'],
+    setupFiles: ['test/file-temp.ts', 'test/postgres-backend.ts'],
+    maxWorkers: testWorkers(),
     testTimeout: 60_000,
     hookTimeout: 60_000,
   },

@@ -379,7 +379,7 @@ const cases: Record<keyof typeof EXIT_CODES, Case> = {
   },
   ABORTED: {
     coveredBy: {
-      file: 'test/cli-agent.test.ts',
+      file: 'test/cli-agent-lifecycle.test.ts',
       test: 'cancel leaves no process behind; clean removes merged work and leaves live work alone',
     },
   },

@@ -152,7 +152,16 @@ describe('hooks run', () => {
     const output = await new Promise<string>((resolve) => {
       const child = execFile(
         process.execPath,
-        ['--import', join(import.meta.dirname, 'fixtures/lazy/record-resolved.mjs'), cli, 'hooks', 'run'],
+        [
+          '--import',
+          join(import.meta.dirname, 'fixtures/lazy/record-resolved.mjs'),
+          cli,
+          'hooks',
+          'run',
+          // What it loads is the point here, not the deadline: a busy machine must not cut the answer off.
+          '--deadline',
+          ROOMY,
+        ],
         { cwd, env: { ...process.env, SWITCHBOARD_TEST_RESOLVED: record, SWITCHBOARD_SERVER: server.url } },
         (_error, stdout) => resolve(stdout),
       );

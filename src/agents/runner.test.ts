@@ -10,7 +10,7 @@ import { createRepository, git } from '../../test/helpers/git-repo.js';
 import { AgentRunStore } from './run-store.js';
 import { parseTask, type TaskFile } from './task.js';
 
-// The runner with an injected agent function (the real Claude Code runs in test/cli-agent.test.ts):
+// The runner with an injected agent function (the real Claude Code runs in test/cli-agent*.test.ts):
 // real git in temporary repositories, a real ledger file.
 
 const temporary: string[] = [];
