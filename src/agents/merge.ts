@@ -6,6 +6,7 @@ import {
   gitOk,
   isAncestor,
   listWorktrees,
+  repositoryInfo,
   trackedChanges,
 } from './git.js';
 import { withRepoLock } from './repo-lock.js';
@@ -92,7 +93,10 @@ export async function assertBaseCheckoutClean({
   if (mode === 'branch' || mode === 'pr') return;
   const checkout = await baseCheckout(repo, baseBranch);
   if (checkout === undefined) return;
-  const changes = await trackedChanges(checkout);
+  // Read under the repository lock: another run's merge updating this checkout (`merge --ff-only`)
+  // shows its files as changed until it finishes, which is not the user's uncommitted work.
+  const { commonDir } = await repositoryInfo(repo);
+  const changes = await withRepoLock(commonDir, () => trackedChanges(checkout));
   if (changes === '') return;
   const files = changes
     .split('\n')
