@@ -1,7 +1,7 @@
 import { availableParallelism } from 'node:os';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { HiddenLayerOptions, SparseVector } from './hidden-layer.js';
-import { trainNetworks } from './network-training.js';
+import { packTrainingSet, trainNetworks } from './network-training.js';
 
 /** Forty vectors of two features each out of 6, two labels. */
 const VECTORS: SparseVector[] = Array.from({ length: 40 }, (_, index) => ({
@@ -35,8 +35,7 @@ describe('trainNetworks', () => {
     const threads = { inWorkers: 0 };
     const progress: number[] = [];
     const parallel = trainNetworks(
-      VECTORS,
-      TARGETS,
+      packTrainingSet(VECTORS, TARGETS),
       6,
       2,
       [OPTIONS(1), OPTIONS(2), OPTIONS(3)],
@@ -52,8 +51,7 @@ describe('trainNetworks', () => {
     process.env['SWITCHBOARD_TRAIN_IN_THREAD'] = '1';
     const alone = { inWorkers: 0 };
     const sequential = trainNetworks(
-      VECTORS,
-      TARGETS,
+      packTrainingSet(VECTORS, TARGETS),
       6,
       2,
       [OPTIONS(1), OPTIONS(2), OPTIONS(3)],

@@ -55,13 +55,13 @@ export function sharedVectors(job: Pick<NetworkJob, 'offsets' | 'indices' | 'val
 }
 
 /**
- * Trains one network per entry of `optionsList` on the same vectors. `onProgress` hears of the
+ * Trains one network per entry of `optionsList` on the same training set (`packTrainingSet`: in
+ * shared memory, which the worker threads read without a copy). `onProgress` hears of the
  * networks trained in this thread, epoch by epoch, and of each worker's network when it is in;
  * `threads.inWorkers` counts the networks a worker thread trained.
  */
 export function trainNetworks(
-  vectors: readonly SparseVector[],
-  targets: Int32Array,
+  set: SharedTrainingSet,
   featureCount: number,
   classCount: number,
   optionsList: readonly HiddenLayerOptions[],
@@ -70,6 +70,8 @@ export function trainNetworks(
 ): HiddenLayerNetwork[] {
   const epochs = optionsList.reduce((total, options) => total + options.epochs, 0);
   let done = 0;
+  const vectors = sharedVectors(set);
+  const targets = new Int32Array(set.targets);
   const trainHere = (options: HiddenLayerOptions): HiddenLayerNetwork =>
     HiddenLayerNetwork.train(vectors, targets, featureCount, classCount, options, () =>
       onProgress?.(++done, epochs),
@@ -84,10 +86,9 @@ export function trainNetworks(
     !process.env['SWITCHBOARD_TRAIN_IN_THREAD'];
   if (!useWorkers) return optionsList.map(trainHere);
 
-  const shared = shareVectors(vectors, targets);
   const started = optionsList
     .slice(1)
-    .map((options) => startWorker(workerFile, shared, featureCount, classCount, options));
+    .map((options) => startWorker(workerFile, set, featureCount, classCount, options));
   const networks = [trainHere(optionsList[0] as HiddenLayerOptions)];
   started.forEach((running, position) => {
     const options = optionsList[position + 1] as HiddenLayerOptions;
@@ -108,9 +109,14 @@ function extensionOf(url: string): string {
   return url.endsWith('.ts') ? '.ts' : '.js';
 }
 
-type SharedTrainingSet = Pick<NetworkJob, 'offsets' | 'indices' | 'values' | 'targets'>;
+/** Training vectors packed end to end, and their labels, in shared memory. */
+export type SharedTrainingSet = Pick<NetworkJob, 'offsets' | 'indices' | 'values' | 'targets'>;
 
-function shareVectors(vectors: readonly SparseVector[], targets: Int32Array): SharedTrainingSet {
+/**
+ * Packs vectors and labels into shared memory. The packed set is the only copy training needs: the
+ * caller's vectors (many small arrays) can go before the networks' weights are allocated.
+ */
+export function packTrainingSet(vectors: readonly SparseVector[], targets: Int32Array): SharedTrainingSet {
   const total = vectors.reduce((sum, vector) => sum + vector.indices.length, 0);
   const offsets = new Int32Array(new SharedArrayBuffer(4 * (vectors.length + 1)));
   const indices = new Int32Array(new SharedArrayBuffer(4 * total));

@@ -16,7 +16,7 @@ import {
   type SparseVector,
 } from './hidden-layer.js';
 import { quantizeRows } from './int8-rows.js';
-import { trainNetworks } from './network-training.js';
+import { packTrainingSet, trainNetworks } from './network-training.js';
 
 /**
  * Identifies the feature extraction, training algorithm and binary layout. Part of the router's cache
@@ -313,10 +313,10 @@ export class TextClassifier {
     resolved: ResolvedTrainOptions,
     onProgress?: (done: number, total: number) => void,
   ): TextClassifier {
-    const vectors = examples.map((example) =>
-      this.vectorizeAll(extractFeatures(example.text, resolved.features)),
+    const set = packTrainingSet(
+      examples.map((example) => this.vectorizeAll(extractFeatures(example.text, resolved.features))),
+      Int32Array.from(examples.map((example) => labelIndex.get(example.label) as number)),
     );
-    const targets = Int32Array.from(examples.map((example) => labelIndex.get(example.label) as number));
     const optionsList = Array.from({ length: resolved.networks }, (_, member) => ({
       hiddenUnits: resolved.hiddenUnits,
       epochs: resolved.epochs,
@@ -327,8 +327,7 @@ export class TextClassifier {
       gradientFloor: resolved.gradientFloor,
     }));
     const networks = trainNetworks(
-      vectors,
-      targets,
+      set,
       this.featureHashes.length,
       this.labels.length,
       optionsList,
