@@ -6,8 +6,8 @@ import {
   gitOk,
   isAncestor,
   listWorktrees,
-  repositoryInfo,
   trackedChanges,
+  type RepositoryInfo,
 } from './git.js';
 import { withRepoLock } from './repo-lock.js';
 import type { MergeMode } from './task.js';
@@ -79,24 +79,23 @@ export async function mergeIntoBase(request: MergeRequest): Promise<MergeResult>
  * checkout, so it is never refused. A checkout dirtied during the run is caught again at the merge.
  */
 export async function assertBaseCheckoutClean({
-  repo,
+  repository,
   baseBranch,
   mode,
   runId,
 }: {
-  repo: string;
+  repository: RepositoryInfo;
   baseBranch: string;
   mode: MergeMode;
   /** Set on resume, for the hint. */
   runId?: string;
 }): Promise<void> {
   if (mode === 'branch' || mode === 'pr') return;
-  const checkout = await baseCheckout(repo, baseBranch);
+  const checkout = await baseCheckout(repository.root, baseBranch);
   if (checkout === undefined) return;
   // Read under the repository lock: another run's merge updating this checkout (`merge --ff-only`)
   // shows its files as changed until it finishes, which is not the user's uncommitted work.
-  const { commonDir } = await repositoryInfo(repo);
-  const changes = await withRepoLock(commonDir, () => trackedChanges(checkout));
+  const changes = await withRepoLock(repository.commonDir, () => trackedChanges(checkout));
   if (changes === '') return;
   const files = changes
     .split('\n')

@@ -218,7 +218,7 @@ async function localBase(directory: string, task: AgentTask, merge: MergeMode): 
       hint: 'set `base` to an existing local branch (see `git branch`), or create it first',
     });
   }
-  await assertBaseCheckoutClean({ repo: repository.root, baseBranch, mode: merge });
+  await assertBaseCheckoutClean({ repository, baseBranch, mode: merge });
   return { repo: repository.root, baseBranch, baseCommit };
 }
 
@@ -418,7 +418,7 @@ export async function resumeAgentRun(options: ResumeAgentRunOptions): Promise<Ag
     // A remote's base has no checkout to be dirty.
     if ((await remoteLocation(run.repo)) === undefined) {
       await assertBaseCheckoutClean({
-        repo: run.repo,
+        repository: await repositoryInfo(run.repo),
         baseBranch: run.baseBranch,
         mode: run.options.merge,
         runId: run.id,

@@ -174,12 +174,7 @@ export class HiddenLayerNetwork {
 
   /** Bytes `writeTo` writes; every part is a multiple of 4 long. */
   byteLength(): number {
-    return (
-      align4(this.inputWeights.length) +
-      align4(this.outputWeights.length) +
-      4 *
-        (this.inputScales.length + this.hiddenBias.length + this.outputScales.length + this.outputBias.length)
-    );
+    return HiddenLayerNetwork.byteLengthFor(this.featureCount, this.hiddenUnits, this.classCount);
   }
 
   /** Writes the network little-endian at `offset`; returns the offset after it. */

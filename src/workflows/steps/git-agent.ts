@@ -195,7 +195,7 @@ class GitStepExecution {
       return this.land(repository, found, mode);
     }
     if (notes.baseBranch !== undefined && notes.remote === undefined) {
-      await assertBaseCheckoutClean({ repo: repository.root, baseBranch: notes.baseBranch, mode });
+      await assertBaseCheckoutClean({ repository, baseBranch: notes.baseBranch, mode });
     }
     const made = await createWorktree({
       repository,
