@@ -30,7 +30,7 @@ const dist = resolve(import.meta.dirname, '../dist');
  * test executors, and a hook that SIGKILLs the process itself at a named boundary of a named key.
  */
 const CHILD = `
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, renameSync, writeFileSync } from 'node:fs';
 import { execFileSync, spawn } from 'node:child_process';
 const config = JSON.parse(process.argv[2]);
 const { startWorkflowRun } = await import('${dist}/workflows/engine-start.js');
@@ -52,7 +52,9 @@ const set = async (context) => {
     writeFileSync(config.dir + '/blocked-' + process.pid, '');
     if (config.spawnChild) {
       const child = spawn('sleep', ['60'], { detached: true, stdio: 'ignore' });
-      writeFileSync(config.dir + '/child-pid', String(child.pid));
+      // Written whole, then renamed: the test waits for the file to exist and reads it at once.
+      writeFileSync(config.dir + '/child-pid.tmp', String(child.pid));
+      renameSync(config.dir + '/child-pid.tmp', config.dir + '/child-pid');
       context.signal.addEventListener('abort', () => process.kill(-child.pid, 'SIGKILL'), { once: true });
     }
     while (!existsSync(config.dir + '/release') && !context.signal.aborted) await sleep(20);
