@@ -347,6 +347,7 @@ describe('serve: /mcp tools that run commands', () => {
   /** A workflow whose script step writes `marker`. */
   function scriptWorkflow(directory: string, marker: string): string {
     const file = join(directory, 'flow.yaml');
+    mkdirSync(directory, { recursive: true });
     writeFileSync(
       file,
       `workflow:\n  name: writes\n  entry_point: write\nagents:\n  - name: write\n    type: script\n    command: sh\n    args: ["-c", "id > ${marker}"]\n    routes:\n      - to: $end\n`,
@@ -375,6 +376,26 @@ describe('serve: /mcp tools that run commands', () => {
     expect(flow.text).toMatch(
       /^FORBIDDEN \(exit 64\): workflow writes: step "write" runs a command, which this server does not allow over HTTP\n/,
     );
+
+    // A command in a sub-workflow is found when the run reaches it: the run fails there, nothing runs.
+    const child = scriptWorkflow(join(cwd, 'child-flow'), marker);
+    writeFileSync(
+      join(cwd, 'parent.yaml'),
+      `workflow:\n  name: parent\n  entry_point: sub\nagents:\n  - name: sub\n    type: workflow\n    workflow: ${child}\n    routes:\n      - to: $end\n`,
+    );
+    const parent = toolText(await post(toolCall('workflow_run', { file: 'parent.yaml' })));
+    expect(JSON.parse(parent.text)).toMatchObject({ state: 'failed', errorCode: 'FORBIDDEN' });
+
+    // A run the user started parks at a gate before a script step: answering it over HTTP may not
+    // make the server run the script.
+    writeFileSync(
+      join(cwd, 'gated.yaml'),
+      `workflow:\n  name: gated\n  entry_point: ask\nagents:\n  - name: ask\n    type: human_gate\n    prompt: Go?\n    options:\n      - { label: Go, value: go, route: write }\n  - name: write\n    type: script\n    command: sh\n    args: ["-c", "id > ${marker}"]\n    routes:\n      - to: $end\n`,
+    );
+    const parked = await runCli(['workflow', 'run', 'gated.yaml', '--run-id', 'gated-1'], { cwd, env });
+    expect(parked.status, parked.stderr).toBe(EXIT_CODES.WORKFLOW_WAITING);
+    const gate = toolText(await post(toolCall('workflow_gate', { run_id: 'gated-1', choose: 'go' })));
+    expect(gate.text).toMatch(/^FORBIDDEN \(exit 64\): workflow gated: step "write" runs a command/);
 
     // A workflow that runs no command is still served.
     writeFileSync(
@@ -426,7 +447,6 @@ describe('serve: /mcp tools that run commands', () => {
     expect(filesUnder(cwd).filter((path) => path.includes('pwned'))).toEqual([]);
 
     const outsideMarker = join(cwd, 'outside-ran.txt');
-    mkdirSync(join(outside, 'flows'));
     const outsideFlow = toolText(
       await post(toolCall('workflow_run', { file: scriptWorkflow(join(outside, 'flows'), outsideMarker) })),
     );
