@@ -133,7 +133,11 @@ describe('switchboard serve --metrics', () => {
       ['{"text": "hi", "tags": {"n": 1}}', /"tags" to be an object of strings/],
       ['{"text": "   "}', /request is empty/],
     ] as const) {
-      const response = await fetch(`${server.url}/route`, { method: 'POST', body });
+      const response = await fetch(`${server.url}/route`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body,
+      });
       expect(response.status).toBe(400);
       const text = await response.text();
       expect(text.trim().split('\n')).toHaveLength(1);

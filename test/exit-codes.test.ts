@@ -377,6 +377,12 @@ const cases: Record<keyof typeof EXIT_CODES, Case> = {
       test: 'a bad token, a missing issue and no token are one-line errors before anything runs',
     },
   },
+  FORBIDDEN: {
+    coveredBy: {
+      file: 'test/serve-trust.test.ts',
+      test: 'a caller naming the server by a name it does not answer to exits 64 (FORBIDDEN)',
+    },
+  },
   ABORTED: {
     coveredBy: {
       file: 'test/cli-agent-lifecycle.test.ts',

@@ -6,9 +6,11 @@ import { SwitchboardError } from '../core/errors.js';
 import type { RouteMetrics } from '../observe/prometheus.js';
 import type { McpContext } from '../mcp/context.js';
 import type { Router } from '../route/router.js';
-import { checkListenAddress, isAuthorized, serverToken } from '../serve/auth.js';
+import type { CommandPolicy } from '../mcp/command-policy.js';
+import { authorize, callerOf, checkListenAddress, serverToken } from '../serve/auth.js';
 import type { CallService } from '../serve/call-handler.js';
 import { methodNotAllowed, sendError, sendJson, toSwitchboardError } from '../serve/http.js';
+import { checkRequest, corsFor, type GuardSettings } from '../serve/request-guard.js';
 import { routeRequest } from '../serve/route-handler.js';
 import { parseSeconds } from './parse-seconds.js';
 import {
@@ -29,6 +31,14 @@ interface ServeFlags extends RoutingFlags {
   poolModel: string;
   maxTimeout: number;
   grace: number;
+  allowOrigin: string[];
+  allowCommands?: boolean;
+  repoRoot: string[];
+  requireToken?: boolean;
+}
+
+function collect(value: string, previous: string[]): string[] {
+  return [...previous, value];
 }
 
 function parsePort(value: string): number {
@@ -77,17 +87,30 @@ export function registerServeCommand(program: Command): void {
         'on SIGTERM, how long calls in flight may finish before they are aborted',
         parseSeconds,
         30,
-      ),
+      )
+      .option(
+        '--allow-origin <origin>',
+        'let web pages of this origin (https://app.example) call the server; repeatable',
+        collect,
+        [],
+      )
+      .option(
+        '--allow-commands',
+        'let /mcp callers run agent_run and workflows with scripts or agents, in --repo-root folders only',
+      )
+      .option('--repo-root <dir>', 'a folder --allow-commands may work in; repeatable', collect, [])
+      .option('--require-token', 'callers on this machine need SWITCHBOARD_SERVER_TOKEN too'),
   ).action(async (flags: ServeFlags, command: Command) => {
     const token = serverToken();
-    checkListenAddress(flags.host, token);
     const globals = command.optsWithGlobals<GlobalFlags>();
     const config = resolveConfig(globals, flags);
+    const access = await accessSettings(config, flags);
+    checkListenAddress(flags.host, token, access.requireToken);
     const services = await startServices(config, flags);
     try {
       const { createServer } = await import('node:http');
       const inFlight = new AbortController();
-      const mcp = await mcpContext(config, services, inFlight.signal);
+      const mcp = await mcpContext(config, services, inFlight.signal, access.commands);
       // Responses not yet sent. Once stopping, each says `Connection: close`, so a keep-alive client
       // does not hold the server open after its last answer.
       const unanswered = new Set<ServerResponse>();
@@ -96,7 +119,7 @@ export function registerServeCommand(program: Command): void {
         if (stopping) response.setHeader('connection', 'close');
         unanswered.add(response);
         response.once('close', () => unanswered.delete(response));
-        if (!isAuthorized(request, token)) return unauthorized(response);
+        if (!admit(request, response, token, access)) return;
         handle(request, response, { ...services, mcp, abortSignal: inFlight.signal }).catch(
           (error: unknown) => {
             warn(`serve: ${error instanceof Error ? error.message : String(error)}`);
@@ -163,6 +186,65 @@ export async function startServices(config: SwitchboardConfig, flags: ServiceFla
     collectDefaultMetrics({ register: metrics.registry });
   }
   return { router, metrics, calls };
+}
+
+/** Who may call the server and what `/mcp`'s command-running tools may do: flags over switchboard.yaml. */
+interface AccessSettings {
+  guard: GuardSettings;
+  requireToken: boolean;
+  commands: CommandPolicy;
+}
+
+async function accessSettings(config: SwitchboardConfig, flags: ServeFlags): Promise<AccessSettings> {
+  const { parseAllowedOrigins } = await import('../serve/request-guard.js');
+  const { resolveRepoRoots } = await import('../mcp/command-policy.js');
+  const allowCommands = flags.allowCommands === true || config.serve.allowCommands;
+  const repoRoots = resolveRepoRoots([...config.serve.repoRoots, ...flags.repoRoot]);
+  if (allowCommands && repoRoots.length === 0) {
+    throw new SwitchboardError('INVALID_INPUT', '--allow-commands needs at least one --repo-root', {
+      hint: 'name the folders agents and workflows may work in: --repo-root DIR (repeatable)',
+    });
+  }
+  return {
+    guard: {
+      listenHost: flags.host,
+      allowedOrigins: parseAllowedOrigins([...config.serve.allowedOrigins, ...flags.allowOrigin]),
+    },
+    requireToken: flags.requireToken === true || config.serve.requireToken,
+    commands: { allowCommands, repoRoots },
+  };
+}
+
+/**
+ * Lets a request through to the routes, or answers it: 401 without the token a caller needs, 403 for
+ * a Host or Origin the server does not answer (a web page's), 415 for a POST body not sent as JSON,
+ * 204 for an allowed origin's CORS preflight.
+ */
+function admit(
+  request: IncomingMessage,
+  response: ServerResponse,
+  token: string | undefined,
+  access: AccessSettings,
+): boolean {
+  const how = authorize(callerOf(request), token, access.requireToken);
+  if (how === undefined) {
+    unauthorized(response);
+    return false;
+  }
+  const refusal = checkRequest(request, access.guard, how === 'token');
+  if (refusal !== undefined) {
+    // The body is left unread, as for a 401.
+    response.setHeader('connection', 'close');
+    sendError(response, refusal.status, refusal.error);
+    return false;
+  }
+  const cors = corsFor(request, access.guard.allowedOrigins);
+  for (const [name, value] of Object.entries(cors.headers)) response.setHeader(name, value);
+  if (cors.preflight) {
+    response.writeHead(204).end();
+    return false;
+  }
+  return true;
 }
 
 function unauthorized(response: ServerResponse): void {
@@ -272,9 +354,10 @@ async function mcpContext(
   config: SwitchboardConfig,
   { router, calls }: Services,
   abortSignal: AbortSignal,
+  commands: CommandPolicy,
 ): Promise<McpContext> {
   const { BackgroundRuns } = await import('../mcp/background-runs.js');
-  return { config, router, calls, runs: new BackgroundRuns(), abortSignal };
+  return { config, router, calls, runs: new BackgroundRuns(), abortSignal, commands };
 }
 
 /** Runs `/mcp` started and left going get the grace period to end, then are aborted and waited for. */

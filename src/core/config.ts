@@ -136,6 +136,18 @@ function configFileSchema(z: ReturnType<typeof loadZod>) {
         grace_seconds: z.number().min(0).max(86_400).optional(),
       })
       .optional(),
+    /** What `switchboard serve` lets callers do (see docs/serve.md, "Threat model"). */
+    serve: z
+      .strictObject({
+        /** Web origins (`https://app.example`) whose pages may call the server. */
+        allowed_origins: z.array(z.string().min(1)).optional(),
+        /** Let HTTP callers use `agent_run` and command-running workflows, in `repo_roots` only. */
+        allow_commands: z.boolean().optional(),
+        repo_roots: z.array(z.string().min(1)).optional(),
+        /** Ask loopback callers for the token too (a machine shared with other users). */
+        require_token: z.boolean().optional(),
+      })
+      .optional(),
     workflows: z
       .strictObject({
         /** Conductor provider name → Switchboard spec or chain: `copilot: claude:sonnet`. */
@@ -208,6 +220,19 @@ export interface SwitchboardConfig {
   call: CallSettings;
   workflows: WorkflowSettings;
   workers: WorkerSettings;
+  serve: ServeSettings;
+}
+
+/** What `switchboard serve` lets callers do (`serve:` in switchboard.yaml; serve's flags add to it). */
+export interface ServeSettings {
+  /** Origins whose web pages may call the server, as written (serve checks and normalises them). */
+  allowedOrigins: string[];
+  /** Command-running MCP tools over HTTP (`agent_run`, workflows with scripts or agents). @default false */
+  allowCommands: boolean;
+  /** Absolute folders those tools may work in. */
+  repoRoots: string[];
+  /** Loopback callers need the token too. @default false */
+  requireToken: boolean;
 }
 
 /**
@@ -364,6 +389,12 @@ export function loadConfig({
     call: callSettings(file),
     workflows: { providerMap: { ...file.workflows?.provider_map } },
     workers: workerSettings(file.workers),
+    serve: {
+      allowedOrigins: [...(file.serve?.allowed_origins ?? [])],
+      allowCommands: file.serve?.allow_commands ?? false,
+      repoRoots: (file.serve?.repo_roots ?? []).map((root) => resolve(fileDirectory, root)),
+      requireToken: file.serve?.require_token ?? false,
+    },
   };
   if (exists) config.configFile = path;
   const databaseUrl = env.SWITCHBOARD_DATABASE_URL?.trim() || file.database_url;

@@ -8,7 +8,8 @@ import type { McpContext } from './context.js';
  * `serve`'s `/mcp`: the MCP tools over Streamable HTTP, stateless — each POST is answered by a new
  * server object with no session, so any number of clients (and serve's other routes) share one process.
  * Runs started here go on in the serve process (`context.runs`) after the request has been answered.
- * Authorization is serve's, checked before this is reached.
+ * Authorization and the Host and Origin checks the MCP specification asks of this transport (against DNS
+ * rebinding) are serve's, made for every route before this is reached (`serve/request-guard.ts`).
  */
 export async function handleMcpRequest(
   request: IncomingMessage,

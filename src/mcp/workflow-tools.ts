@@ -7,6 +7,7 @@ import type {
   WorkflowRunResult,
 } from '../workflows/api-types.js';
 import { waitAtMost } from './background-runs.js';
+import { checkWorkflow } from './command-policy.js';
 import type { McpContext } from './context.js';
 import { progressReporter, type ToolExtra } from './progress.js';
 import {
@@ -114,6 +115,7 @@ async function advance(
     callDefaults: configCallOptions(context.config),
     roles: context.config.call.roles,
     abortSignal: context.abortSignal,
+    checkWorkflow: (workflow) => checkWorkflow(context.commands, workflow),
     onEvent: (event: WorkflowEventRecord) => {
       // A run_key may name an existing run: its events say which.
       id = event.runId;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { checkListenAddress, isLoopbackAddress, serverToken } from './auth.js';
+import { authorize, checkListenAddress, isLoopbackAddress, serverToken } from './auth.js';
 
 describe('isLoopbackAddress', () => {
   it('knows loopback peers in every form Node reports them', () => {
@@ -42,5 +42,40 @@ describe('serverToken', () => {
     expect(serverToken({ SWITCHBOARD_SERVER_TOKEN: '  ' })).toBeUndefined();
     expect(serverToken({ SWITCHBOARD_SERVER_TOKEN: ' 0123456789abcdef ' })).toBe('0123456789abcdef');
     expect(() => serverToken({ SWITCHBOARD_SERVER_TOKEN: 'short' })).toThrow(/shorter than 16 characters/);
+  });
+});
+
+describe('authorize', () => {
+  const token = 'the-real-token-0123456789';
+  // Same length, one character different: refused only by comparing the bytes.
+  const sameLength = 'the-real-token-0123456780';
+
+  it('lets a caller beyond loopback in with the exact token only', () => {
+    for (const remoteAddress of ['192.0.2.7', '::ffff:192.0.2.7', '2001:db8::1', '10.127.0.1', undefined]) {
+      const caller = (authorization: string | undefined) => ({ remoteAddress, authorization });
+      expect(authorize(caller(`Bearer ${token}`), token), String(remoteAddress)).toBe('token');
+      expect(authorize(caller(`bearer  ${token} `), token)).toBe('token');
+      expect(sameLength).toHaveLength(token.length);
+      for (const wrong of [
+        `Bearer ${sameLength}`,
+        `Bearer ${token.slice(1)}`,
+        `Bearer ${token}0`,
+        `Basic ${token}`,
+        token,
+        '',
+        undefined,
+      ])
+        expect(authorize(caller(wrong), token), String(wrong)).toBeUndefined();
+      // A server without a token answers no one beyond loopback, whatever they send.
+      expect(authorize(caller(`Bearer ${token}`), undefined)).toBeUndefined();
+    }
+  });
+
+  it('lets loopback in without the token, unless the token is required', () => {
+    const loopback = { remoteAddress: '127.0.0.1', authorization: `Bearer ${sameLength}` };
+    expect(authorize(loopback, token)).toBe('loopback');
+    expect(authorize(loopback, undefined)).toBe('loopback');
+    expect(authorize(loopback, token, true)).toBeUndefined();
+    expect(authorize({ ...loopback, authorization: `Bearer ${token}` }, token, true)).toBe('token');
   });
 });

@@ -18,7 +18,12 @@ export function isLoopbackAddress(address: string | undefined): boolean {
  * Refuses to listen beyond loopback without a token: a server that calls paid models with this
  * machine's keys must not answer the network unauthenticated. `localhost` counts as loopback.
  */
-export function checkListenAddress(host: string, token: string | undefined): void {
+export function checkListenAddress(host: string, token: string | undefined, requireToken = false): void {
+  if (requireToken && token === undefined) {
+    throw new SwitchboardError('INVALID_INPUT', `--require-token needs ${TOKEN_VARIABLE}`, {
+      hint: `set ${TOKEN_VARIABLE} to a long random value (e.g. \`openssl rand -hex 32\`), or leave --require-token off`,
+    });
+  }
   if (host === 'localhost' || isLoopbackAddress(host)) return;
   if (token !== undefined) return;
   throw new SwitchboardError('INVALID_INPUT', `refusing to listen on ${host} without a token`, {
@@ -41,15 +46,33 @@ export function serverToken(environment: NodeJS.ProcessEnv = process.env): strin
   return token;
 }
 
+/** What `authorize` looks at: the peer's address and its `Authorization` header. */
+export interface Caller {
+  remoteAddress: string | undefined;
+  authorization: string | undefined;
+}
+
 /**
- * Whether the request may go ahead: loopback callers always, others only with `Authorization:
- * Bearer <token>` (compared in constant time). Without a token the server listens on loopback only.
+ * How a caller is let in: `token` when it presented the server's token, `loopback` when it is on
+ * this machine (and `requireToken` is off), `undefined` when it may not go ahead. The token is
+ * compared in constant time; one of another length is wrong before any byte is compared.
  */
-export function isAuthorized(request: IncomingMessage, token: string | undefined): boolean {
-  if (isLoopbackAddress(request.socket.remoteAddress)) return true;
-  if (token === undefined) return false;
-  const presented = /^Bearer\s+(.+)$/i.exec(request.headers.authorization ?? '')?.[1]?.trim() ?? '';
-  const expected = Buffer.from(token, 'utf8');
-  const given = Buffer.from(presented, 'utf8');
-  return given.length === expected.length && timingSafeEqual(given, expected);
+export function authorize(
+  { remoteAddress, authorization }: Caller,
+  token: string | undefined,
+  requireToken = false,
+): 'token' | 'loopback' | undefined {
+  if (token !== undefined) {
+    const presented = /^Bearer\s+(.+)$/i.exec(authorization ?? '')?.[1]?.trim() ?? '';
+    const expected = Buffer.from(token, 'utf8');
+    const given = Buffer.from(presented, 'utf8');
+    if (given.length === expected.length && timingSafeEqual(given, expected)) return 'token';
+  }
+  if (!requireToken && isLoopbackAddress(remoteAddress)) return 'loopback';
+  return undefined;
+}
+
+/** The caller of a request, for `authorize`. */
+export function callerOf(request: IncomingMessage): Caller {
+  return { remoteAddress: request.socket.remoteAddress, authorization: request.headers.authorization };
 }

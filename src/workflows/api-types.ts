@@ -26,6 +26,12 @@ export interface WorkflowEngineOptions {
   /** Let steps use the workflow's MCP servers (`--allow-mcp`). @default false */
   allowMcp?: boolean;
   /**
+   * Hears every workflow file a run loads (its own, each sub-workflow's, a resumed or continued run's)
+   * before any step of it runs; throwing refuses it. `serve`'s `/mcp` refuses command-running
+   * workflows with it.
+   */
+  checkWorkflow?: (workflow: WorkflowDefinition) => void;
+  /**
    * A run owned by a process on another host is taken over once that owner's heartbeat is this old
    * (milliseconds); on this host a dead owner's pid frees the run at once. @default 60_000
    */

@@ -8,6 +8,12 @@ export async function loadDefinition(
   options: WorkflowEngineOptions,
 ): Promise<WorkflowDefinition> {
   const path = resolve(file);
+  const workflow = await loadFile(path, options);
+  options.checkWorkflow?.(workflow);
+  return workflow;
+}
+
+async function loadFile(path: string, options: WorkflowEngineOptions): Promise<WorkflowDefinition> {
   const load = options._internal?.load;
   if (load !== undefined) return load(path);
   // Imported here, not at the top: the format brings zod and YAML, which importing the library to

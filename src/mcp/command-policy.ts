@@ -1,0 +1,125 @@
+import { statSync } from 'node:fs';
+import { isAbsolute, relative, resolve, sep } from 'node:path';
+import { realOrResolved } from '../agents/paths.js';
+import { SwitchboardError } from '../core/errors.js';
+import { everyStep, type StepDefinition, type WorkflowDefinition } from '../workflows/model.js';
+
+/**
+ * What tools that run commands or agents may do for callers over HTTP (`serve`'s `/mcp`). Stdio
+ * (`switchboard mcp`) has none: its client is the user's own, started by them, as the CLI is.
+ */
+export interface CommandPolicy {
+  /** `--allow-commands` / `serve.allow_commands`. */
+  allowCommands: boolean;
+  /** The real paths of `--repo-root` / `serve.repo_roots`: the only folders such tools work in. */
+  repoRoots: readonly string[];
+}
+
+const ENABLE_HINT =
+  'start serve with --allow-commands --repo-root DIR (or serve.allow_commands and serve.repo_roots in switchboard.yaml), or use `switchboard mcp` on stdio';
+
+/** `scheme://…` and scp-like `user@host:path`: a repository no root can hold. */
+const REMOTE_PATTERN = /^(?:[a-z][a-z0-9+.-]*:\/\/|[^\s/:@]+@[^\s/:]+:)/i;
+
+/**
+ * Refuses `agent_run` unless commands are allowed, and then a repository or task file outside the
+ * roots (links followed, so a link under a root to elsewhere is outside). `repo` defaults to `cwd`.
+ */
+export function checkAgentRun(
+  policy: CommandPolicy | undefined,
+  { repo, taskFile }: { repo?: string | undefined; taskFile?: string | undefined },
+  cwd = process.cwd(),
+): void {
+  if (policy === undefined) return;
+  if (!policy.allowCommands) {
+    throw new SwitchboardError(
+      'FORBIDDEN',
+      'agent_run runs an agent and commands, which this server does not allow over HTTP',
+      { hint: ENABLE_HINT },
+    );
+  }
+  if (repo !== undefined && REMOTE_PATTERN.test(repo)) {
+    throw new SwitchboardError(
+      'FORBIDDEN',
+      `agent_run over HTTP works only in local repositories, not ${repo}`,
+      {
+        hint: 'clone it under one of the --repo-root folders and pass that path',
+      },
+    );
+  }
+  checkUnderRoots(policy, resolve(cwd, repo ?? '.'), 'the repository');
+  if (taskFile !== undefined) checkUnderRoots(policy, resolve(cwd, taskFile), 'the task file');
+}
+
+/**
+ * Refuses a workflow (the run's file, or a sub-workflow it reaches) whose steps run commands, unless
+ * commands are allowed and the file is under a root. Called as each file is loaded, before any step.
+ */
+export function checkWorkflow(policy: CommandPolicy | undefined, workflow: WorkflowDefinition): void {
+  if (policy === undefined) return;
+  const step = everyStep(workflow).find(runsCommands);
+  if (step === undefined) return;
+  if (!policy.allowCommands) {
+    throw new SwitchboardError(
+      'FORBIDDEN',
+      `workflow ${workflow.name}: step "${step.name}" ${whatItRuns(step)}, which this server does not allow over HTTP`,
+      { hint: ENABLE_HINT },
+    );
+  }
+  checkUnderRoots(policy, workflow.file, `workflow file ${workflow.file}`);
+}
+
+/**
+ * Script steps, agent steps that work in a git worktree, and LLM steps given tools (Claude Code's
+ * `Bash`, `Write`, …) or MCP servers: each can run a command on this machine.
+ */
+function runsCommands(step: StepDefinition): boolean {
+  if (step.type === 'script') return true;
+  if (step.type !== 'agent') return false;
+  const mcp = step.mcp === true || (Array.isArray(step.mcp) && step.mcp.length > 0);
+  return step.git !== undefined || (step.tools ?? []).length > 0 || mcp;
+}
+
+function whatItRuns(step: StepDefinition): string {
+  if (step.type === 'script') return 'runs a command';
+  return step.type === 'agent' && step.git !== undefined
+    ? 'runs a Claude Code agent in a worktree'
+    : 'gives the model tools';
+}
+
+function checkUnderRoots(policy: CommandPolicy, path: string, what: string): void {
+  const real = realOrResolved(path);
+  if (policy.repoRoots.some((root) => isInside(real, root))) return;
+  throw new SwitchboardError('FORBIDDEN', `${what} (${real}) is outside the folders this server works in`, {
+    hint: `use a path under ${policy.repoRoots.join(', ')}, or start serve with another --repo-root`,
+  });
+}
+
+function isInside(path: string, root: string): boolean {
+  const way = relative(root, path);
+  return way === '' || (!isAbsolute(way) && way !== '..' && !way.startsWith(`..${sep}`));
+}
+
+/**
+ * The real paths of the configured roots; each must exist (a typo would otherwise refuse every run
+ * with a puzzling error).
+ */
+export function resolveRepoRoots(roots: readonly string[]): string[] {
+  return roots.map((root) => {
+    const real = realOrResolved(root);
+    if (!existsFolder(real)) {
+      throw new SwitchboardError('INVALID_INPUT', `repository root ${root} does not exist`, {
+        hint: 'pass an existing folder to --repo-root (or serve.repo_roots)',
+      });
+    }
+    return real;
+  });
+}
+
+function existsFolder(path: string): boolean {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
+  }
+}
