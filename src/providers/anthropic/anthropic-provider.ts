@@ -159,7 +159,7 @@ export function createAnthropicProvider({
       return endpointLabel(baseUrl, 'https://api.anthropic.com');
     },
     async close() {
-      // fetch keeps no sockets of ours open beyond Node's shared pool; nothing to release.
+      // The connection pool is the process's (see http-dispatcher.ts), shared by every client; nothing to release.
       client = undefined;
     },
   };
