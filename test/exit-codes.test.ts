@@ -377,6 +377,12 @@ const cases: Record<keyof typeof EXIT_CODES, Case> = {
       test: 'a bad token, a missing issue and no token are one-line errors before anything runs',
     },
   },
+  ENDPOINT_NOT_ALLOWED: {
+    coveredBy: {
+      file: 'test/endpoint-keys.test.ts',
+      test: 'POST /call, call --server and MCP over HTTP refuse a base URL the config does not allow: 403, exit 65',
+    },
+  },
   ABORTED: {
     coveredBy: {
       file: 'test/cli-agent-lifecycle.test.ts',
