@@ -41,6 +41,8 @@ beforeAll(async () => {
     ANTHROPIC_API_KEY: secret,
     ANTHROPIC_BASE_URL: sim.url,
     OPENAI_API_KEY: 'sk-openai-serve-call-key',
+    // The server calls only configured endpoints: the chain below names this one inline.
+    OPENAI_BASE_URL: sim.openAiBaseUrl,
     CLAUDE_CONFIG_DIR: temporaryDirectory(),
     SWITCHBOARD_SERVER: '',
     SWITCHBOARD_SERVER_TOKEN: '',

@@ -383,6 +383,12 @@ const cases: Record<keyof typeof EXIT_CODES, Case> = {
       test: 'a caller naming the server by a name it does not answer to exits 64 (FORBIDDEN)',
     },
   },
+  ENDPOINT_NOT_ALLOWED: {
+    coveredBy: {
+      file: 'test/endpoint-keys.test.ts',
+      test: 'POST /call, call --server and MCP over HTTP refuse a base URL the config does not allow: 403, exit 65',
+    },
+  },
   ABORTED: {
     coveredBy: {
       file: 'test/cli-agent-lifecycle.test.ts',

@@ -1,4 +1,5 @@
-import type { CallRequest } from '../core/call-types.js';
+import { parseProviderChain, type CallRequest } from '../core/call-types.js';
+import type { BoundEndpoint } from '../core/base-url.js';
 import type { SwitchboardConfig } from '../core/config.js';
 import { SwitchboardError } from '../core/errors.js';
 import type { CallOptions } from '../invoke/call.js';
@@ -25,11 +26,16 @@ export function resolveRole(spec: string, roles: Readonly<Record<string, string>
   });
 }
 
-/** Claude Code settings beyond the config: a command's flags, a server's warm pool. */
+/** Settings beyond the config: a command's flags, a server's warm pool and caution. */
 export interface ClaudeOverrides {
   executable?: string;
   baseUrl?: string;
   pool?: WarmPoolOptions;
+  /**
+   * A server's registry: its callers choose specs, so a spec may name only a base URL the config
+   * allows (`providers.openai.endpoints`, or one written in the config's own roles and maps).
+   */
+  listedEndpointsOnly?: boolean;
 }
 
 /** One registry for every provider the config describes (created on first use, closed together). */
@@ -51,9 +57,43 @@ export function providerRegistry(
   return new ProviderRegistry({
     claude,
     anthropic: { ...priced },
-    openai: { ...priced },
+    openai: {
+      ...priced,
+      endpoints: openAiEndpoints(config, overrides.listedEndpointsOnly === true),
+      ...(overrides.listedEndpointsOnly === true ? { inlineEndpoints: 'listed' as const } : {}),
+    },
     gemini: { ...priced, ...config.call.gemini },
   });
+}
+
+/**
+ * `providers.openai.endpoints` with their keys read from the environment, and for a server also the
+ * base URLs its config's own specs name (roles, the route provider, the workflow provider map),
+ * which its operator chose: allowed, without a key.
+ */
+function openAiEndpoints(config: SwitchboardConfig, withConfigSpecs: boolean): BoundEndpoint[] {
+  const endpoints: BoundEndpoint[] = config.endpoints.openai.map(({ url, apiKeyEnv }) => {
+    const key = apiKeyEnv === undefined ? undefined : process.env[apiKeyEnv]?.trim();
+    return key === undefined || key === '' ? { url } : { url, apiKey: key };
+  });
+  if (!withConfigSpecs) return endpoints;
+  const specs = [
+    ...Object.values(config.call.roles),
+    ...Object.values(config.workflows.providerMap),
+    ...(config.route.provider === undefined ? [] : [config.route.provider]),
+  ];
+  for (const spec of specs) {
+    let chain: ReturnType<typeof parseProviderChain> = [];
+    try {
+      chain = parseProviderChain(spec);
+    } catch {
+      // A malformed spec (or a role's name) is reported where it is used.
+    }
+    for (const { provider, baseUrl } of chain) {
+      if (provider === 'openai' && baseUrl !== undefined) endpoints.push({ url: baseUrl });
+    }
+  }
+  return endpoints;
 }
 
 /** The request of a call body; `timeoutMs` is whatever the caller decided (a server caps it first). */

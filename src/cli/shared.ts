@@ -124,13 +124,14 @@ export async function routerOptions(config: SwitchboardConfig): Promise<RouterOp
   if (route.rulesFile !== undefined) options.rulesFile = route.rulesFile;
   if (!config.ledger.enabled) options.ledger = false;
   if (route.provider !== undefined && (route.mode === 'hybrid' || route.mode === 'llm-only')) {
-    const { ProviderRegistry } = await import('../providers/registry.js');
+    const { providerRegistry } = await import('./call-setup.js');
     options.llm = {
       provider: route.provider,
       timeoutMs: route.llmTimeoutMs,
       confidenceThreshold: route.llmConfidenceThreshold,
       race: route.llmRace,
-      callOptions: { providers: new ProviderRegistry({ claude: config.claude }) },
+      // The config's endpoints and prices, as `switchboard call` has them.
+      callOptions: { providers: providerRegistry(config) },
     };
   }
   return options;

@@ -86,6 +86,12 @@ export interface Provider {
    * endpoint, so a dead server never blocks the same spec that another config sends elsewhere.
    */
   endpoint?(request: Pick<ProviderCall, 'model' | 'baseUrl'>): string;
+  /**
+   * Throws when this provider will not call the base URL a spec names (`INVALID_INPUT`, or
+   * `ENDPOINT_NOT_ALLOWED` when only configured endpoints are allowed). `call()` asks it of every
+   * entry of a chain before the first attempt, so a refused entry sends and spends nothing.
+   */
+  checkEndpoint?(request: Pick<ProviderCall, 'model' | 'baseUrl'>): void;
   /** Releases processes, pools and sockets. */
   close(): Promise<void>;
 }

@@ -51,6 +51,21 @@ describe('loadConfig', () => {
     );
   });
 
+  it('reads the endpoints a spec may name, and refuses one that is not a plain base URL', () => {
+    const cwd = directoryWith(
+      'providers:\n  openai:\n    endpoints:\n      - url: http://127.0.0.1:11434/v1\n      - url: https://openrouter.ai/api/v1\n        api_key_env: OPENROUTER_API_KEY\n',
+    );
+    expect(loadConfig({ cwd, env: {} }).endpoints.openai).toEqual([
+      { url: 'http://127.0.0.1:11434/v1' },
+      { url: 'https://openrouter.ai/api/v1', apiKeyEnv: 'OPENROUTER_API_KEY' },
+    ]);
+    expect(loadConfig({ cwd: directoryWith(), env: {} }).endpoints.openai).toEqual([]);
+    for (const url of ['http://user@127.0.0.1/v1', 'ftp://127.0.0.1/v1', '127.0.0.1:11434']) {
+      const bad = directoryWith(`providers:\n  openai:\n    endpoints:\n      - url: ${url}\n`);
+      expect(() => loadConfig({ cwd: bad, env: {} })).toThrow(/providers\.openai\.endpoints\.0\.url/);
+    }
+  });
+
   it('names the key and the problem in a bad file', () => {
     expect(() => loadConfig({ cwd: directoryWith('route:\n  confidence_threshold: 2\n'), env: {} })).toThrow(
       /route\.confidence_threshold/,

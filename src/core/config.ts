@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type { z } from 'zod';
 import { SwitchboardError } from './errors.js';
+import { normalizeBaseUrl } from './base-url.js';
 import { loadYaml, loadZod } from './lazy-packages.js';
 import { ROUTE_MODES, type RouteMode, type SkillThresholds } from './route-types.js';
 
@@ -35,6 +36,34 @@ function configFileSchema(z: ReturnType<typeof loadZod>) {
         max_retries: z.number().int().min(0).max(20).optional(),
         timeout_seconds: z.number().positive().optional(),
         idle_timeout_seconds: z.number().positive().optional(),
+      })
+      .optional(),
+    /**
+     * Base URLs beside the provider's own that a spec may name (`openai@URL:model`), each with the
+     * environment variable holding the key it gets (none unless named).
+     */
+    providers: z
+      .strictObject({
+        openai: z
+          .strictObject({
+            endpoints: z
+              .array(
+                z.strictObject({
+                  url: z
+                    .string()
+                    .refine(
+                      (value) => normalizeBaseUrl(value) !== undefined,
+                      'an http(s) base URL without user, password, query or fragment, e.g. http://127.0.0.1:11434/v1',
+                    ),
+                  api_key_env: z
+                    .string()
+                    .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'the name of an environment variable')
+                    .optional(),
+                }),
+              )
+              .optional(),
+          })
+          .optional(),
       })
       .optional(),
     /** Named provider chains: `drafter: claude:sonnet,anthropic:claude-sonnet-4-5`. */
@@ -208,6 +237,13 @@ export interface CallSettings {
   gemini: { onDowngrade?: 'error' | 'warn'; forbiddenModels?: string[] };
 }
 
+/** A base URL a spec may name (`providers.<name>.endpoints`), with the variable holding its key. */
+export interface EndpointSettings {
+  url: string;
+  /** The environment variable whose value is sent as this endpoint's key; none is sent without it. */
+  apiKeyEnv?: string;
+}
+
 export interface SwitchboardConfig {
   /** Absolute path of the config file that was read, if any. */
   configFile?: string;
@@ -218,6 +254,8 @@ export interface SwitchboardConfig {
   route: RouteSettings;
   claude: ClaudeSettings;
   call: CallSettings;
+  /** Endpoints by provider name (only `openai` takes a base URL in a spec). */
+  endpoints: { openai: EndpointSettings[] };
   workflows: WorkflowSettings;
   workers: WorkerSettings;
   serve: ServeSettings;
@@ -387,6 +425,11 @@ export function loadConfig({
     route,
     claude: claudeSettings(file.claude, fromFile, environment.claudeExecutable),
     call: callSettings(file),
+    endpoints: {
+      openai: (file.providers?.openai?.endpoints ?? []).map(({ url, api_key_env }) =>
+        api_key_env === undefined ? { url } : { url, apiKeyEnv: api_key_env },
+      ),
+    },
     workflows: { providerMap: { ...file.workflows?.provider_map } },
     workers: workerSettings(file.workers),
     serve: {

@@ -52,6 +52,7 @@ export const ERROR_CODES = [
   'GITHUB_AUTH',
   'GITHUB_NOT_FOUND',
   'FORBIDDEN',
+  'ENDPOINT_NOT_ALLOWED',
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
@@ -203,6 +204,8 @@ export const EXIT_CODES = {
   GITHUB_NOT_FOUND: 61,
   /** `serve`, `/mcp`: the server's settings do not allow this request (Host, Origin, command-running tools, a repository outside the roots). */
   FORBIDDEN: 64,
+  /** A spec names a base URL the server's config does not allow (`providers.<name>.endpoints`); nothing was sent. */
+  ENDPOINT_NOT_ALLOWED: 65,
   ABORTED: 130,
 } as const satisfies Record<string, number>;
 

@@ -206,6 +206,11 @@ export async function call(
   };
 
   try {
+    // A base URL named in the spec is checked for every entry first: a refused one anywhere in the
+    // chain refuses the call before anything is sent or spent.
+    for (const { provider, model, baseUrl } of chain) {
+      if (baseUrl !== undefined) registry.get(provider).checkEndpoint?.({ model, baseUrl });
+    }
     for (const target of chain) {
       if (deadline.expired()) throw deadline.timeoutError(lastError);
       const provider = registry.get(target.provider);

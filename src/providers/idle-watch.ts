@@ -1,5 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { SwitchboardError } from '../core/errors.js';
+import { patientFetch } from './http-dispatcher.js';
 
 /**
  * Watches one call's HTTP traffic for silence: the request's start, the response headers and every
@@ -30,7 +31,7 @@ export class IdleWatch {
         : AbortSignal.any([init.signal, this.#controller.signal]);
     let response: Response;
     try {
-      response = await fetch(input, { ...init, signal });
+      response = await patientFetch(input, { ...init, signal });
     } catch (error) {
       this.stop();
       throw error;
@@ -84,11 +85,12 @@ const current = new AsyncLocalStorage<IdleWatch>();
 
 /**
  * A fetch for SDK clients shared by many calls: it watches the traffic of the call it runs in (see
- * `withIdleWatch`) and is plain fetch otherwise.
+ * `withIdleWatch`), and leaves waiting to the call's own limits rather than Node's five minutes
+ * (see `patientFetch`).
  */
 export function watchedFetch(input: string | URL | Request, init?: RequestInit): Promise<Response> {
   const watch = current.getStore();
-  return watch === undefined ? fetch(input, init) : watch.fetch(input, init);
+  return watch === undefined ? patientFetch(input, init) : watch.fetch(input, init);
 }
 
 /**

@@ -45,10 +45,11 @@ export class CallService {
     this.config = config;
     this.maxTimeoutMs = maxTimeoutMs;
     this.onWarning = onWarning;
-    this.providers = providerRegistry(
-      config,
-      poolSize > 0 ? { pool: { size: poolSize, model: poolModel } } : {},
-    );
+    // Callers of a server choose specs, never where a key goes: only configured endpoints are called.
+    this.providers = providerRegistry(config, {
+      listedEndpointsOnly: true,
+      ...(poolSize > 0 ? { pool: { size: poolSize, model: poolModel } } : {}),
+    });
   }
 
   /** Starts the warm Claude Code processes, in the background: the server answers meanwhile. */

@@ -68,6 +68,7 @@ export function statusFor(code: ErrorCode): number {
   if (code === 'INVALID_INPUT' || code === 'CONFIG_INVALID') return 400;
   if (code === 'ABORTED') return 503;
   if (code === 'FORBIDDEN') return 403;
+  if (code === 'ENDPOINT_NOT_ALLOWED') return 403;
   if (code === 'INTERNAL' || code === 'STORE_ERROR') return 500;
   // The rest come from the providers: an upstream failure.
   return 502;

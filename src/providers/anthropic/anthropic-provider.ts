@@ -1,7 +1,7 @@
 import type Anthropic from '@anthropic-ai/sdk';
 import type { CallResult, JsonSchema, Provider, ProviderCall, TokenUsage } from '../../core/call-types.js';
 import { SwitchboardError } from '../../core/errors.js';
-import { endpointLabel } from '../endpoint.js';
+import { endpointLabel, refuseInlineBaseUrl } from '../endpoint.js';
 import { extractJson } from '../../core/json-extract.js';
 import { compileSchema, schemaErrors } from '../../core/json-schema.js';
 import { costOf, DEFAULT_PRICES, type ModelPrice } from '../../core/prices.js';
@@ -109,6 +109,7 @@ export function createAnthropicProvider({
   return {
     name: PROVIDER,
     async call(request) {
+      checkEndpoint(request);
       checkRequest(request);
       if (key === '') {
         throw new SwitchboardError('AUTH', 'no Anthropic API key is set', {
@@ -158,11 +159,17 @@ export function createAnthropicProvider({
     endpoint() {
       return endpointLabel(baseUrl, 'https://api.anthropic.com');
     },
+    checkEndpoint,
     async close() {
-      // fetch keeps no sockets of ours open beyond Node's shared pool; nothing to release.
+      // The connection pool is the process's (see http-dispatcher.ts), shared by every client; nothing to release.
       client = undefined;
     },
   };
+}
+
+/** The key goes only to the configured base URL: a spec cannot name another. */
+function checkEndpoint(request: Pick<ProviderCall, 'baseUrl'>): void {
+  refuseInlineBaseUrl(PROVIDER, request, 'ANTHROPIC_BASE_URL');
 }
 
 function checkPositive(name: string, value: unknown): void {

@@ -1,7 +1,7 @@
 import type { SDKMessage } from '@anthropic-ai/claude-agent-sdk';
 import type { CallResult, Provider } from '../../core/call-types.js';
 import { SwitchboardError } from '../../core/errors.js';
-import { endpointLabel } from '../endpoint.js';
+import { endpointLabel, refuseInlineBaseUrl } from '../endpoint.js';
 import { compileSchema } from '../../core/json-schema.js';
 import {
   asClaudeError,
@@ -99,6 +99,7 @@ export function createClaudeCodeProvider({
     name: 'claude',
     pool,
     async call(request) {
+      refuseInlineBaseUrl('claude', request, 'claude.base_url (or --base-url)');
       if (typeof request.prompt !== 'string' || request.prompt.trim() === '') {
         throw new SwitchboardError('INVALID_INPUT', 'the prompt is empty', {
           hint: 'pass a prompt, or "-" to read standard input',
@@ -107,6 +108,10 @@ export function createClaudeCodeProvider({
       if (request.schema !== undefined) compileSchema(request.schema);
       if (pool?.canServe(request) === true) return pool.call(request);
       return coldCall(launch(), request, trackExit);
+    },
+    checkEndpoint(request) {
+      // Claude Code's key and login go only to the configured base URL: a spec cannot name another.
+      refuseInlineBaseUrl('claude', request, 'claude.base_url (or --base-url)');
     },
     endpoint() {
       const api = endpointLabel(

@@ -15,7 +15,7 @@ import type {
   TokenUsage,
 } from '../../core/call-types.js';
 import { SwitchboardError, type SwitchboardErrorOptions } from '../../core/errors.js';
-import { endpointLabel } from '../endpoint.js';
+import { endpointLabel, refuseInlineBaseUrl } from '../endpoint.js';
 import { extractJson } from '../../core/json-extract.js';
 import { compileSchema, schemaErrors } from '../../core/json-schema.js';
 import { costOf, DEFAULT_PRICES, type ModelPrice } from '../../core/prices.js';
@@ -130,6 +130,7 @@ export function createGeminiProvider({
   return {
     name: PROVIDER,
     async call(request) {
+      refuseInlineBaseUrl(PROVIDER, request, 'GEMINI_BASE_URL');
       const model = normalizeModel(request.model);
       if (typeof request.prompt !== 'string' || request.prompt.trim() === '') {
         throw new SwitchboardError('INVALID_INPUT', 'the prompt is empty', {
@@ -173,6 +174,10 @@ export function createGeminiProvider({
     },
     endpoint() {
       return endpointLabel(baseUrl, 'https://generativelanguage.googleapis.com');
+    },
+    checkEndpoint(request) {
+      // The keys go only to the configured base URL: a spec cannot name another.
+      refuseInlineBaseUrl(PROVIDER, request, 'GEMINI_BASE_URL');
     },
     async close() {
       clients.clear();

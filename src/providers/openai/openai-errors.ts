@@ -15,7 +15,8 @@ export interface OpenAiErrorContext {
 }
 
 // Node's fetch (undici) has its own header and body timeouts (five minutes by default) that fire
-// before a longer `timeoutMs`; they arrive as connection errors but mean the server was too slow.
+// before a longer `timeoutMs`; Switchboard's own fetch has none, but a caller's `fetch` option may.
+// They arrive as connection errors but mean the server was too slow.
 const UNDICI_TIMEOUT_CODES = new Set([
   'UND_ERR_HEADERS_TIMEOUT',
   'UND_ERR_BODY_TIMEOUT',

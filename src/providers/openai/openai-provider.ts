@@ -9,6 +9,7 @@ import type {
 import type { CallResult, JsonSchema, Provider, ProviderCall, TokenUsage } from '../../core/call-types.js';
 import { SwitchboardError } from '../../core/errors.js';
 import { endpointLabel } from '../endpoint.js';
+import { normalizeBaseUrl, sameEndpoint, type BoundEndpoint } from '../../core/base-url.js';
 import { extractJson } from '../../core/json-extract.js';
 import { compileSchema, schemaErrors } from '../../core/json-schema.js';
 import { costOf, DEFAULT_PRICES, type ModelPrice } from '../../core/prices.js';
@@ -33,6 +34,11 @@ export const OUTPUT_TOOL_NAME = 'emit_output';
 // Local servers ignore the key, but the SDK refuses to start without one.
 const PLACEHOLDER_API_KEY = 'switchboard-no-key';
 
+const DEFAULT_BASE_URL = 'https://api.openai.com/v1';
+
+/** Which base URLs a spec may name: any (sent without a key unless bound), or only configured ones. */
+export type InlineEndpoints = 'any' | 'listed';
+
 export interface OpenAiProviderOptions {
   /**
    * The API key. Not needed for a local server with a custom `baseUrl`.
@@ -40,11 +46,23 @@ export interface OpenAiProviderOptions {
    */
   apiKey?: string;
   /**
-   * Base URL of an OpenAI-compatible API, e.g. `http://127.0.0.1:11434/v1` for Ollama. A call may
-   * override it (`openai@http://…:model`).
+   * Base URL of an OpenAI-compatible API, e.g. `http://127.0.0.1:11434/v1` for Ollama: the one
+   * endpoint `apiKey` is sent to. A call may name another (`openai@http://…:model`).
    * @default process.env.OPENAI_BASE_URL, else `https://api.openai.com/v1`
    */
   baseUrl?: string;
+  /**
+   * Other base URLs a call may name, each with the key it gets (none unless given). A named URL that
+   * is neither `baseUrl` nor listed here is called without any key.
+   * @default []
+   */
+  endpoints?: readonly BoundEndpoint[];
+  /**
+   * `listed` refuses (`ENDPOINT_NOT_ALLOWED`) a call naming a base URL that is neither `baseUrl` nor in
+   * `endpoints`: for servers, whose callers must not choose where requests go.
+   * @default 'any'
+   */
+  inlineEndpoints?: InlineEndpoints;
   /**
    * Prices in USD per million tokens, matched by model-id prefix; merged over the built-in table.
    * @default DEFAULT_PRICES
@@ -81,6 +99,8 @@ export function createOpenAiProvider({
   prices,
   timeoutMs = 600_000,
   structuredOutput = 'json_schema',
+  endpoints = [],
+  inlineEndpoints = 'any',
   fetch: customFetch,
 }: OpenAiProviderOptions = {}): OpenAiProvider {
   if (!(typeof timeoutMs === 'number' && Number.isFinite(timeoutMs) && timeoutMs > 0)) {
@@ -96,26 +116,66 @@ export function createOpenAiProvider({
   }
   registerSecret(apiKey);
   if (baseUrl !== undefined) checkBaseUrl('baseUrl', baseUrl);
+  checkEndpoints(endpoints);
+  if (inlineEndpoints !== 'any' && inlineEndpoints !== 'listed') {
+    throw invalidOption('Expected "inlineEndpoints" to be "any" or "listed"');
+  }
+  const home = baseUrl ?? DEFAULT_BASE_URL;
   const priceTable = prices === undefined ? DEFAULT_PRICES : { ...DEFAULT_PRICES, ...prices };
   const clients = new Map<string, OpenAI>();
 
-  async function clientFor(target: string | undefined): Promise<{ client: OpenAI; key: string }> {
-    const key = apiKey ?? (isOpenAiHost(target) ? undefined : PLACEHOLDER_API_KEY);
-    if (key === undefined) {
-      throw new SwitchboardError('AUTH', 'no OpenAI API key: OPENAI_API_KEY is not set', {
-        provider: 'openai',
-        retryable: false,
-        hint: 'set OPENAI_API_KEY in the environment or .env, or give a baseUrl for a local server',
-      });
+  /** Where a call goes and the key bound to that endpoint: `apiKey` only to `baseUrl`. */
+  function boundKey(target: string): string | undefined {
+    if (sameEndpoint(target, home)) return apiKey;
+    return endpoints.find((endpoint) => sameEndpoint(target, endpoint.url))?.apiKey;
+  }
+
+  function checkEndpoint(request: { baseUrl?: string | undefined }): void {
+    const named = request.baseUrl;
+    if (named === undefined) return;
+    checkBaseUrl('baseUrl', named);
+    if (inlineEndpoints === 'any') return;
+    const listed =
+      sameEndpoint(named, home) || endpoints.some((endpoint) => sameEndpoint(named, endpoint.url));
+    if (!listed) {
+      throw new SwitchboardError(
+        'ENDPOINT_NOT_ALLOWED',
+        `${endpointLabel(named, 'the base URL')} is not an endpoint this server calls`,
+        {
+          provider: 'openai',
+          retryable: false,
+          hint: 'name a role or write openai:<model>; the server operator may add the URL under providers.openai.endpoints in switchboard.yaml',
+        },
+      );
     }
-    const cacheKey = target ?? '';
+  }
+
+  async function clientFor(target: string): Promise<{ client: OpenAI; key: string }> {
+    const key = boundKey(target) ?? (isOpenAiHost(target) ? undefined : PLACEHOLDER_API_KEY);
+    if (key === undefined) {
+      const bound = sameEndpoint(target, home);
+      throw new SwitchboardError(
+        'AUTH',
+        bound
+          ? 'no OpenAI API key: OPENAI_API_KEY is not set'
+          : `no OpenAI API key is bound to ${endpointLabel(target, 'this base URL')}`,
+        {
+          provider: 'openai',
+          retryable: false,
+          hint: bound
+            ? 'set OPENAI_API_KEY in the environment or .env, or give a baseUrl for a local server'
+            : 'OPENAI_API_KEY goes only to OPENAI_BASE_URL; tie a key to this URL under providers.openai.endpoints',
+        },
+      );
+    }
+    const cacheKey = normalizeBaseUrl(target) ?? target;
     let client = clients.get(cacheKey);
     if (client === undefined) {
       const { default: OpenAiClient } = await loadOpenAiSdk();
       client = new OpenAiClient({
         apiKey: key,
-        // Passed even when undefined would do: the SDK would otherwise read OPENAI_BASE_URL itself.
-        baseURL: target ?? null,
+        // Always given: the SDK would otherwise read OPENAI_BASE_URL itself.
+        baseURL: target,
         // Switchboard's retry policy decides what to retry, with cooldowns and fallbacks; SDK retries
         // would hide attempts from the ledger and multiply the wait on a rate limit.
         maxRetries: 0,
@@ -144,10 +204,10 @@ export function createOpenAiProvider({
       if (!(typeof callTimeoutMs === 'number' && Number.isFinite(callTimeoutMs) && callTimeoutMs > 0)) {
         throw invalidOption('Expected "timeoutMs" to be a positive number of milliseconds');
       }
-      if (request.baseUrl !== undefined) checkBaseUrl('baseUrl', request.baseUrl);
+      checkEndpoint(request);
       if (request.schema !== undefined) compileSchema(request.schema);
       const target = request.baseUrl ?? baseUrl;
-      const { client, key } = await clientFor(target);
+      const { client, key } = await clientFor(target ?? home);
       const warnings: string[] = [];
       const onText = typeof request.onText === 'function' ? request.onText : undefined;
       if (onText !== undefined && request.schema !== undefined) {
@@ -195,8 +255,9 @@ export function createOpenAiProvider({
       });
     },
     endpoint(request) {
-      return endpointLabel(request.baseUrl ?? baseUrl, 'https://api.openai.com/v1');
+      return endpointLabel(request.baseUrl ?? baseUrl, DEFAULT_BASE_URL);
     },
+    checkEndpoint,
     async close() {
       clients.clear();
     },
@@ -479,9 +540,26 @@ function validated(
   return extracted.value;
 }
 
-function isOpenAiHost(target: string | undefined): boolean {
-  if (target === undefined) return true;
+function isOpenAiHost(target: string): boolean {
   return new URL(target).hostname.toLowerCase() === 'api.openai.com';
+}
+
+function checkEndpoints(endpoints: readonly BoundEndpoint[]): void {
+  if (!Array.isArray(endpoints)) throw invalidOption('Expected "endpoints" to be a list of { url, apiKey }');
+  for (const endpoint of endpoints) {
+    if (typeof endpoint?.url !== 'string' || normalizeBaseUrl(endpoint.url) === undefined) {
+      throw invalidOption(
+        `Expected each of "endpoints" to have an http(s) "url" without user, password or query, got ${JSON.stringify(endpoint?.url)}`,
+      );
+    }
+    if (
+      endpoint.apiKey !== undefined &&
+      (typeof endpoint.apiKey !== 'string' || endpoint.apiKey.trim() === '')
+    ) {
+      throw invalidOption(`Expected the "apiKey" of endpoint ${endpoint.url} to be a non-empty string`);
+    }
+    registerSecret(endpoint.apiKey);
+  }
 }
 
 function checkBaseUrl(name: string, value: string): void {

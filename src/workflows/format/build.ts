@@ -137,7 +137,7 @@ function providerSettingHint(name: string, settings: Record<string, unknown>): s
     typeof url === 'string' &&
     /^https?:\/\/[^@\s]+$/.test(url)
   ) {
-    return `map the provider instead: --provider-map ${name}=openai@${url.replace(/\/+$/, '')} (the key comes from OPENAI_API_KEY)`;
+    return `map the provider instead: --provider-map ${name}=openai@${url.replace(/\/+$/, '')} (a key only if providers.openai.endpoints ties one to that URL)`;
   }
   return PROVIDER_SETTING_HINT;
 }

@@ -1,0 +1,48 @@
+/**
+ * The connection pool every provider request goes through. Node's built-in fetch gives up when a
+ * response's headers, or the gap between two body chunks, take more than 300 s (undici's
+ * `headersTimeout` and `bodyTimeout`): a non-streamed answer that takes six minutes would fail with
+ * `UND_ERR_HEADERS_TIMEOUT` although the call allows ten. A call's own deadline (`timeoutMs`) and
+ * idle watch (`idleTimeoutMs`) decide how long to wait, so this pool has neither limit.
+ */
+
+/** The part of undici's `Agent` used here; the class itself is reached through Node's own fetch. */
+interface Dispatcher {
+  close(): Promise<void>;
+}
+type DispatcherClass = new (options: { headersTimeout: number; bodyTimeout: number }) => Dispatcher;
+
+// Where Node's bundled undici keeps its global dispatcher (an `Agent`), once fetch has loaded it.
+const GLOBAL_DISPATCHER = Symbol.for('undici.globalDispatcher.1');
+
+let patient: Promise<Dispatcher | undefined> | undefined;
+
+/**
+ * An `Agent` of Node's bundled undici without header or body timeouts, made once per process. Node
+ * exports no undici classes, and the `undici` package is not a dependency: the class is taken from the
+ * global dispatcher, which a first `fetch` of a `data:` URL creates without touching the network.
+ * Undefined when that dispatcher is not an undici `Agent` (a program replaced it): fetch then uses it.
+ */
+export function patientDispatcher(): Promise<Dispatcher | undefined> {
+  patient ??= (async () => {
+    if (globalDispatcher() === undefined) await fetch('data:,');
+    const current = globalDispatcher();
+    if (current?.constructor.name !== 'Agent') return undefined;
+    return new (current.constructor as DispatcherClass)({ headersTimeout: 0, bodyTimeout: 0 });
+  })();
+  return patient;
+}
+
+function globalDispatcher(): object | undefined {
+  const value: unknown = (globalThis as Record<symbol, unknown>)[GLOBAL_DISPATCHER];
+  return typeof value === 'object' && value !== null ? value : undefined;
+}
+
+/** Node's fetch through the patient dispatcher (a `dispatcher` the caller chose wins). */
+export async function patientFetch(input: string | URL | Request, init?: RequestInit): Promise<Response> {
+  if (init !== undefined && 'dispatcher' in init) return fetch(input, init);
+  const dispatcher = await patientDispatcher();
+  if (dispatcher === undefined) return fetch(input, init);
+  // `dispatcher` is Node's own extension of RequestInit.
+  return fetch(input, { ...init, dispatcher } as RequestInit);
+}
