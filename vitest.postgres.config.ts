@@ -13,6 +13,7 @@ export default defineConfig({
       'test/workflows-engine*.test.ts',
       'test/workflows-git-kill.test.ts',
       'test/cli-agent.test.ts',
+      'test/agent-budgets.test.ts',
       'test/cli-agent-lifecycle.test.ts',
       'test/cli-workflow-runs.test.ts',
     ],

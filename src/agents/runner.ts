@@ -43,6 +43,15 @@ import {
   type AgentFunction,
 } from './phases.js';
 import { AgentRunStore, type AgentPhase, type AgentRunRecord, type RunUpdate } from './run-store.js';
+import {
+  checkAgentBudget,
+  holdAgentAttempt,
+  recordUnrecordedSpend,
+  type AgentAttemptHold,
+  type AgentSpending,
+} from './agent-spend.js';
+import type { BudgetRule } from '../invoke/budget.js';
+import type { Ledger } from '../store/ledger.js';
 import { runDirectory, toResult, transcriptPath, worktreePath } from './run-files.js';
 import type { AgentTask, MergeMode } from './task.js';
 
@@ -72,6 +81,12 @@ export interface AgentRunnerOptions {
   connection?: AgentConnection;
   /** Model for the agent when the task names none. */
   model?: string;
+  /**
+   * Spending caps (`budgets.rules` of switchboard.yaml): each attempt holds its cost cap against those
+   * of provider `claude` before Claude Code starts, and is refused (`BUDGET_EXCEEDED`) when one is used
+   * up. Every attempt's cost is recorded in the ledger either way. @default none
+   */
+  budgetRules?: readonly BudgetRule[];
   /**
    * First retry's delay (ms); doubles for each later retry.
    * @default 2000
@@ -491,6 +506,8 @@ class RunExecution {
   private writes: Promise<unknown> = Promise.resolve();
   /** Another process claimed the run (a worker took it over): this runner writes nothing more. */
   private lost = false;
+  /** The ledger the attempts' spending is held and recorded in, opened at the first need. */
+  private spending: AgentSpending | undefined;
 
   /** Reads the run as recorded, to drive it from its phase. */
   static async load(
@@ -583,6 +600,8 @@ class RunExecution {
         this.signal.throwIfAborted();
         switch (this.run.phase) {
           case 'queued':
+            // A budget already spent refuses the run before its worktree, setup or agent.
+            await this.withinBudget(checkAgentBudget);
             await this.setPhase('worktree', 'creating the worktree');
             break;
           case 'worktree':
@@ -609,6 +628,7 @@ class RunExecution {
     } finally {
       clearInterval(poll);
       await reading;
+      await this.spending?.ledger.close();
       await this.update({ childPid: null }).catch((error: unknown) => {
         if (!(error instanceof RunFinished)) throw error;
       });
@@ -717,6 +737,30 @@ class RunExecution {
     const interrupted = this.resumed && this.run.attempt > 0 && !(await this.attemptEnded());
     const attempt = interrupted ? this.run.attempt : this.run.attempt + 1;
     const { remainingBudget, remainingTime } = await this.checkAttemptLimits(attempt);
+    // Before the attempt is counted: a refused one never started.
+    const hold = await this.withinBudget(async (spending) => {
+      await recordUnrecordedSpend(spending, this.run.costUsd, this.run.attempt, this.model());
+      return holdAgentAttempt(spending, {
+        attempt,
+        model: this.model(),
+        capUsd: remainingBudget,
+        timeoutMs: remainingTime,
+      });
+    });
+    try {
+      await this.runAttempt(attempt, interrupted, hold, remainingTime);
+    } finally {
+      await hold.release();
+    }
+  }
+
+  /** One attempt, its budget held: Claude Code in the worktree, then what its outcome means for the run. */
+  private async runAttempt(
+    attempt: number,
+    interrupted: boolean,
+    hold: AgentAttemptHold,
+    remainingTime: number,
+  ): Promise<void> {
     let feedback = this.run.detail;
     if (interrupted) {
       const files = this.worktreeRemade
@@ -743,8 +787,15 @@ class RunExecution {
 
     const costBefore = this.run.costUsd;
     const turnsBefore = this.run.turns;
-    const invocation = this.invocation(context, sessionId, remainingBudget, remainingTime);
+    const invocation = this.invocation(context, sessionId, hold.capUsd, remainingTime);
     const outcome = await runAgentAttempt(invocation, this.options._internal?.runAgent);
+    await hold.settle({
+      costUsd: outcome.costUsd,
+      durationMs: outcome.durationMs,
+      success: outcome.status === 'success' && !outcome.isError,
+      errorCode: outcome.errorCode ?? outcome.status,
+      ...(outcome.sessionId === undefined ? {} : { sessionId: outcome.sessionId }),
+    });
     const update: RunUpdate = {
       childPid: null,
       costUsd: costBefore + outcome.costUsd,
@@ -760,7 +811,7 @@ class RunExecution {
     const verdict = await judgeAttempt(outcome, this.run.worktree, this.run.baseCommit);
     switch (verdict.kind) {
       case 'final':
-        await this.finish('failed', 'failed', verdict.code, verdict.message);
+        await this.finish('failed', 'failed', verdict.code, budgetNote(verdict, hold));
         break;
       case 'api':
         // The worktree keeps what the agent wrote.
@@ -775,6 +826,38 @@ class RunExecution {
           'verify',
           this.run.task.verify === undefined ? 'checking the change' : `verifying: ${this.run.task.verify}`,
         );
+    }
+  }
+
+  /** The model the agent runs: the task's, else the runner's, else Claude Code's default. */
+  private model(): string | undefined {
+    return this.run.task.model ?? this.options.model ?? this.run.options.model;
+  }
+
+  /**
+   * Runs `action` with the ledger the attempts' spending goes to (opened the first time); a budget
+   * that refuses ends the run with `BUDGET_EXCEEDED`.
+   */
+  private async withinBudget<T>(action: (spending: AgentSpending) => Promise<T>): Promise<T> {
+    if (this.spending === undefined) {
+      const { openLedger } = await import('../store/ledger.js');
+      const url = (this.options as ExecuteAgentRunOptions).url;
+      const ledger: Ledger = openLedger({ stateDir: this.stateDir, ...(url === undefined ? {} : { url }) });
+      this.spending = {
+        ledger,
+        rules: this.options.budgetRules ?? [],
+        callId: this.run.id,
+        tags: { agent_run: this.run.id, agent_task: this.run.taskId },
+        runTag: `agent_run=${this.run.id}`,
+        since: Date.parse(this.run.createdAt),
+      };
+    }
+    try {
+      return await action(this.spending);
+    } catch (error) {
+      if (!isSwitchboardError(error) || error.code !== 'BUDGET_EXCEEDED') throw error;
+      const hint = error.hint === undefined ? '' : `; ${error.hint}`;
+      return await this.finish('failed', 'failed', 'BUDGET_EXCEEDED', `${error.message}${hint}`);
     }
   }
 
@@ -855,7 +938,7 @@ class RunExecution {
       invocation.allowedTools = [...task.tools, ...mcp.tools];
     }
     if (sessionId !== undefined) invocation.resumeSessionId = sessionId;
-    const model = task.model ?? this.options.model ?? this.run.options.model;
+    const model = this.model();
     if (model !== undefined) invocation.model = model;
     if (this.options.connection !== undefined) invocation.connection = this.options.connection;
     return invocation;
@@ -1249,6 +1332,12 @@ class RunExecution {
     }
     return result;
   }
+}
+
+/** A cost cap lowered to what the budgets had left says so: the task's own cap was not what stopped it. */
+function budgetNote(verdict: { code: ErrorCode; message: string }, hold: AgentAttemptHold): string {
+  if (verdict.code !== 'BUDGET_EXCEEDED' || !hold.lowered) return verdict.message;
+  return `${verdict.message}; that cap was what the budgets in switchboard.yaml had left (\`switchboard stats\`)`;
 }
 
 function firstLineOf(text: string): string {

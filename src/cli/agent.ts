@@ -68,7 +68,7 @@ function config(command: Command): SwitchboardConfig {
 }
 
 function runnerOptions(settings: SwitchboardConfig, flags: ConnectionFlags): AgentRunnerOptions {
-  const options: AgentRunnerOptions = { stateDir: settings.stateDir };
+  const options: AgentRunnerOptions = { stateDir: settings.stateDir, budgetRules: settings.call.budgetRules };
   const connection: NonNullable<AgentRunnerOptions['connection']> = {};
   const executable = flags.claudePath ?? settings.claude.executable;
   if (executable !== undefined) connection.executable = executable;

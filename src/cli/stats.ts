@@ -23,7 +23,7 @@ export interface BudgetStatus {
   period: 'daily' | 'monthly';
   cap: number;
   spent: number;
-  /** Held by calls in flight (estimates, settled to real costs when they finish). */
+  /** Held by calls and agent attempts in flight (estimates or cost caps, settled to real costs when they end). */
   reserved: number;
 }
 
@@ -116,6 +116,12 @@ export function registerStatsCommand(program: Command): void {
         `calls ${calls.calls} (${calls.attempts} attempts), success ${percent(calls.successRate)}, p50 ${calls.p50Ms.toFixed(0)} ms, p95 ${calls.p95Ms.toFixed(0)} ms, cost ${formatUsd(calls.costUsd)}`,
         `retries ${calls.retries}, fallback rate ${percent(calls.fallbackRate)}; route decisions ${routeDecisions}`,
       ];
+      const { agents } = calls;
+      if (agents.attempts > 0) {
+        lines.push(
+          `agent runs ${agents.runs} (${agents.attempts} attempts), cost ${formatUsd(agents.costUsd)}`,
+        );
+      }
       if (calls.byProviderModel.length > 0) {
         lines.push(
           '',
@@ -147,7 +153,7 @@ export function registerStatsCommand(program: Command): void {
         lines.push(
           `budget ${budget.scope}, ${budget.period}: ${formatUsd(budget.spent)} of $${budget.cap}` +
             (budget.cap > 0 ? ` (${percent(budget.spent / budget.cap)})` : ' (blocked)') +
-            (budget.reserved > 0 ? `, ${formatUsd(budget.reserved)} held by calls in flight` : ''),
+            (budget.reserved > 0 ? `, ${formatUsd(budget.reserved)} held by calls and agents in flight` : ''),
         );
       }
       const codes = Object.entries(calls.errorCodes).sort((a, b) => b[1] - a[1]);

@@ -81,7 +81,7 @@ export function registerWorkerCommand(program: Command): void {
       const settings = { ...config.workers };
       if (flags.concurrency !== undefined) settings.concurrency = flags.concurrency;
       if (flags.grace !== undefined) settings.graceSeconds = flags.grace;
-      const runner: AgentRunnerOptions = { stateDir: config.stateDir };
+      const runner: AgentRunnerOptions = { stateDir: config.stateDir, budgetRules: config.call.budgetRules };
       const connection: NonNullable<AgentRunnerOptions['connection']> = {};
       const executable = flags.claudePath ?? config.claude.executable;
       if (executable !== undefined) connection.executable = executable;

@@ -3,8 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { completions, openAiAgainstSimulator, startOfToday } from '../../test/helpers/openai-sim.js';
+import { holdAgentAttempt, recordUnrecordedSpend, type AgentSpending } from '../agents/agent-spend.js';
 import type { Scenario } from '../sim/scenario.js';
-import { openLedger } from '../store/ledger.js';
+import { openLedger, type Ledger } from '../store/ledger.js';
 import { estimateCost } from './budget.js';
 import { call } from './call.js';
 
@@ -157,5 +158,56 @@ describe('budgets under concurrency', () => {
         expiresAt: now + 120_000,
       }),
     ).toMatchObject({ reserved: true, standings: [{ spentUsd: 0, reservedUsd: 0 }] });
+  });
+});
+
+describe('agent attempts under the budgets', () => {
+  it('holds an attempt to what a cap has left, refuses another process while it runs, counts what it spent', async () => {
+    const stateDir = mkdtempSync(join(tmpdir(), 'switchboard-budget-agents-'));
+    // Two ledgers on one database: two runner processes.
+    const [one, two] = [openLedger({ stateDir }), openLedger({ stateDir })] as const;
+    cleanups.push(
+      () => one.close(),
+      () => two.close(),
+    );
+    const rules = [{ provider: 'claude', dailyUsd: 0.01 }];
+    const spending = (ledger: Ledger, run: string): AgentSpending => ({
+      ledger,
+      rules,
+      callId: run,
+      tags: { agent_run: run },
+      runTag: `agent_run=${run}`,
+      since: startOfToday(),
+    });
+    const attempt = { attempt: 1, model: 'claude-haiku-4-5', capUsd: 5, timeoutMs: 60_000 };
+
+    // The run's $5 cap is more than the budget has: the attempt is held to the $0.01 left.
+    const first = await holdAgentAttempt(spending(one, 'run-a'), attempt);
+    expect(first).toMatchObject({ capUsd: 0.01, lowered: true });
+    await expect(holdAgentAttempt(spending(two, 'run-b'), attempt)).rejects.toMatchObject({
+      code: 'BUDGET_EXCEEDED',
+      message: expect.stringMatching(
+        /daily budget of \$0\.01 for claude is used up \(\$0 spent, \$0\.01 held/,
+      ),
+    });
+
+    // Settled at its real cost, the rest is free for the next attempt.
+    await first.settle({ costUsd: 0.004, durationMs: 1_000, success: true });
+    expect(await two.spendSince(startOfToday(), { provider: 'claude' })).toBeCloseTo(0.004, 9);
+    const second = await holdAgentAttempt(spending(two, 'run-b'), attempt);
+    expect(second.capUsd).toBeCloseTo(0.006, 9);
+    expect(await one.reservedAt(Date.now(), { provider: 'claude' })).toBeCloseTo(0.006, 9);
+
+    // run-a's runner died in its second attempt after spending $0.002 (its run row says $0.006 in all):
+    // whoever picks the run up records that before anything else.
+    await recordUnrecordedSpend(spending(one, 'run-a'), 0.006, 2, 'claude-haiku-4-5');
+    await recordUnrecordedSpend(spending(one, 'run-a'), 0.006, 2, 'claude-haiku-4-5');
+    expect(await one.spendSince(startOfToday(), { tag: 'agent_run=run-a' })).toBeCloseTo(0.006, 9);
+    await second.release();
+    expect(await one.reservedAt(Date.now())).toBe(0);
+
+    const stats = await one.callStats();
+    expect(stats).toMatchObject({ calls: 0, attempts: 0, agents: { runs: 1, attempts: 2 } });
+    expect(stats.agents.costUsd).toBeCloseTo(0.006, 9);
   });
 });

@@ -96,6 +96,8 @@ function applicableCaps(
 export interface BudgetReservation {
   /** Caps past their `warnAt` share, for the call's warnings. */
   readonly warnings: readonly string[];
+  /** Dollars held; undefined when no cap applies (nothing is held). */
+  readonly amountUsd?: number;
   /** Ends the reservation once the attempt and its real cost are recorded. Safe to call twice. */
   release(): Promise<void>;
 }
@@ -117,6 +119,11 @@ export interface BudgetAttempt {
   now: number;
   /** The attempt's timeout: the reservation stops counting a minute after it, in case the process died. */
   timeoutMs?: number;
+  /**
+   * Hold what is left under the tightest cap when that is less than `estimateUsd`, rather than refuse:
+   * for an attempt that can be held to the amount it gets (an agent's cost cap). @default false
+   */
+  shrinkToFit?: boolean;
 }
 
 /**
@@ -140,11 +147,12 @@ export async function reserveBudget(
       applicable.map((entry) => entry.cap),
       applicable.map(() => nothing),
       attempt.estimateUsd,
+      attempt.shrinkToFit,
     );
     if (!verdict.reserved) {
       throw budgetError(applicable[verdict.capIndex] as ApplicableCap, nothing, attempt);
     }
-    return { warnings: [], async release() {} };
+    return { warnings: [], amountUsd: verdict.amountUsd, async release() {} };
   }
   const outcome = await ledger.reserveSpend({
     id: attempt.id,
@@ -157,6 +165,7 @@ export async function reserveBudget(
         ? DEFAULT_RESERVATION_TTL_MS
         : attempt.timeoutMs + RESERVATION_GRACE_MS),
     ...(attempt.estimateUsd === undefined ? {} : { amountUsd: attempt.estimateUsd }),
+    ...(attempt.shrinkToFit === true ? { shrinkToFit: true } : {}),
     caps: applicable.map((entry) => entry.cap),
   });
   if (!outcome.reserved) {
@@ -179,6 +188,7 @@ export async function reserveBudget(
   let open = true;
   return {
     warnings,
+    amountUsd: outcome.amountUsd,
     async release() {
       if (!open) return;
       open = false;

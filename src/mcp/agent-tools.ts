@@ -107,7 +107,7 @@ async function taskOf({ task, task_file }: AgentRunArguments): Promise<AgentTask
 
 /** As the CLI's `agent run` sets the runner up from the config (the Claude Code executable, the API URL). */
 function runnerOptions(config: SwitchboardConfig): AgentRunnerOptions {
-  const options: AgentRunnerOptions = { stateDir: config.stateDir };
+  const options: AgentRunnerOptions = { stateDir: config.stateDir, budgetRules: config.call.budgetRules };
   const connection: NonNullable<AgentRunnerOptions['connection']> = {};
   if (config.claude.executable !== undefined) connection.executable = config.claude.executable;
   if (config.claude.baseUrl !== undefined) connection.baseUrl = config.claude.baseUrl;

@@ -24,6 +24,11 @@ export interface SpendReservation {
    * tightest cap, so such calls run one at a time under a cap instead of going unchecked.
    */
   amountUsd?: number;
+  /**
+   * Take less than `amountUsd` when less is left under a cap (an agent attempt, held to what it was
+   * given): refused only by a cap already reached. @default false
+   */
+  shrinkToFit?: boolean;
   caps: readonly SpendCap[];
 }
 
@@ -56,21 +61,25 @@ export function reservationSql(dialect: SqlDialect) {
 /**
  * Decides a reservation from each cap's standing: refused by the first cap already reached (a cap of 0
  * is always reached) or that the estimate would pass; otherwise taken for the estimate, or for an
- * unpriced call all that is left under the tightest cap.
+ * unpriced call all that is left under the tightest cap. With `shrinkToFit` an estimate larger than
+ * what is left is taken down to it instead of refused.
  */
 export function judgeReservation(
   caps: readonly SpendCap[],
   standings: readonly CapStanding[],
   amountUsd: number | undefined,
+  shrinkToFit = false,
 ): { reserved: true; amountUsd: number } | { reserved: false; capIndex: number } {
   let headroom = Number.POSITIVE_INFINITY;
   for (const [index, cap] of caps.entries()) {
     const standing = standings[index] as CapStanding;
     const committed = standing.spentUsd + standing.reservedUsd;
     if (committed >= cap.capUsd) return { reserved: false, capIndex: index };
-    if (amountUsd !== undefined && committed + amountUsd > cap.capUsd)
+    if (!shrinkToFit && amountUsd !== undefined && committed + amountUsd > cap.capUsd)
       return { reserved: false, capIndex: index };
     headroom = Math.min(headroom, cap.capUsd - committed);
   }
-  return { reserved: true, amountUsd: amountUsd ?? (Number.isFinite(headroom) ? headroom : 0) };
+  const left = Number.isFinite(headroom) ? headroom : 0;
+  if (amountUsd === undefined) return { reserved: true, amountUsd: left };
+  return { reserved: true, amountUsd: shrinkToFit ? Math.min(amountUsd, headroom) : amountUsd };
 }

@@ -60,7 +60,20 @@ export interface CallStats {
   costUsd: number;
   byProviderModel: ProviderModelStats[];
   errorCodes: Record<string, number>;
+  /** Agent attempts (Claude Code runs of `agent run` and workflow git steps): counted apart from calls. */
+  agents: AgentSpendStats;
 }
+
+/** What agent attempts spent: rows of spec `agent:<model>`, one per attempt, under provider `claude`. */
+export interface AgentSpendStats {
+  /** Agent runs (or workflow steps) with an attempt in range. */
+  runs: number;
+  attempts: number;
+  costUsd: number;
+}
+
+/** The spec prefix of an agent attempt's row (`agents/agent-spend.ts`). */
+export const AGENT_SPEC_PREFIX = 'agent:';
 
 export interface AttemptRow {
   call_id: string;
@@ -197,8 +210,18 @@ export function callAttemptRow(record: CallAttemptRecord, storeText: boolean): R
   };
 }
 
-/** Aggregates attempts: a call succeeded when any of its attempts did. */
+/** Aggregates attempts: a call succeeded when any of its attempts did. Agent attempts are summed apart. */
 export function summariseCalls(rows: readonly AttemptRow[]): CallStats {
+  const agentRows = rows.filter((row) => row.spec.startsWith(AGENT_SPEC_PREFIX));
+  const agents: AgentSpendStats = {
+    runs: new Set(agentRows.map((row) => row.call_id)).size,
+    attempts: agentRows.length,
+    costUsd: agentRows.reduce((total, row) => total + (row.cost_usd ?? 0), 0),
+  };
+  return { ...summariseCallRows(rows.filter((row) => !row.spec.startsWith(AGENT_SPEC_PREFIX))), agents };
+}
+
+function summariseCallRows(rows: readonly AttemptRow[]): Omit<CallStats, 'agents'> {
   const callOutcome = new Map<string, { success: boolean; durationMs: number; specs: Set<string> }>();
   const groups = new Map<string, AttemptRow[]>();
   const errorCodes: Record<string, number> = {};

@@ -391,7 +391,12 @@ function createLedger(
           const held = await client.get<{ total: number | null }>(sql.reservedFor, { now, ...filter });
           standings.push({ spentUsd: spent?.total ?? 0, reservedUsd: held?.total ?? 0 });
         }
-        const verdict = judgeReservation(reservation.caps, standings, reservation.amountUsd);
+        const verdict = judgeReservation(
+          reservation.caps,
+          standings,
+          reservation.amountUsd,
+          reservation.shrinkToFit,
+        );
         if (!verdict.reserved) {
           return {
             reserved: false,

@@ -119,6 +119,7 @@ function stepContext(
     stateDir: exec.stateDir,
     ledger: exec.ledger,
     call: (spec, request, options) => boundCall(exec, slot, spec, request, options, spending),
+    agentBudget: { rules: budgetRules(exec, []), since: exec.run.createdAt },
     resolveSpec: (provider, model) => resolveSpec(exec, provider, model, slot.step.name),
     mcpServers: mcpServersFor(exec, slot.step),
     signal: slot.signal,
@@ -159,6 +160,14 @@ function resolveSpec(
   });
 }
 
+/** The budget rules of the run's calls and agents: switchboard.yaml's, the call's own, the run's `budget_usd`. */
+function budgetRules(exec: RunExecution, extra: readonly BudgetRule[]): BudgetRule[] {
+  const rules: BudgetRule[] = [...(exec.options.callDefaults?.budget?.rules ?? []), ...extra];
+  if (exec.limits.budgetUsd !== undefined)
+    rules.push({ tag: `workflow_run=${exec.run.id}`, totalUsd: exec.limits.budgetUsd });
+  return rules;
+}
+
 /**
  * `call()` for a step: the spec the step resolved, tagged with the run and step (so the ledger
  * knows what each step spent and the run's budget counts it), under the run's budget, deadline and signal.
@@ -172,9 +181,7 @@ async function boundCall(
   spending: { calls: number },
 ): Promise<CallResult> {
   const defaults = exec.options.callDefaults ?? {};
-  const rules: BudgetRule[] = [...(defaults.budget?.rules ?? []), ...(options.budget?.rules ?? [])];
-  if (exec.limits.budgetUsd !== undefined)
-    rules.push({ tag: `workflow_run=${exec.run.id}`, totalUsd: exec.limits.budgetUsd });
+  const rules = budgetRules(exec, options.budget?.rules ?? []);
   const left = exec.deadline === undefined ? undefined : Math.max(1, exec.deadline - exec.now());
   const timeoutMs =
     left === undefined ? request.timeoutMs : Math.min(left, request.timeoutMs ?? Number.POSITIVE_INFINITY);

@@ -1,3 +1,4 @@
+import type { BudgetRule } from '../invoke/budget.js';
 import type { CallOptions } from '../invoke/call.js';
 import type { CallRequest, CallResult } from '../core/call-types.js';
 import type { Ledger } from '../store/ledger.js';
@@ -43,6 +44,11 @@ export interface StepContext {
    * spec or chain the step resolved with `resolveSpec`.
    */
   call(spec: string, request: CallRequest, options?: CallOptions): Promise<CallResult>;
+  /**
+   * What a Claude Code agent of this step spends under: the budget rules of switchboard.yaml and the
+   * run's `budget_usd`, and the run's start (spending before it is not the run's). @default none
+   */
+  agentBudget?: { rules: readonly BudgetRule[]; since: number };
   /** Resolves a Conductor provider + model to a Switchboard spec or chain (`anthropic:claude-haiku-4-5`). */
   resolveSpec(provider: string | undefined, model: string | undefined): string;
   /** MCP servers this step may use (already filtered by `--allow-mcp` / the step's opt-in). */

@@ -1,6 +1,13 @@
 import { join } from 'node:path';
 import { parseProviderChain } from '../../core/call-types.js';
 import { isSwitchboardError, SwitchboardError, type ErrorCode } from '../../core/errors.js';
+import {
+  checkAgentBudget,
+  holdAgentAttempt,
+  recordUnrecordedSpend,
+  type AgentAttemptHold,
+  type AgentSpending,
+} from '../../agents/agent-spend.js';
 import type { AgentInvocation } from '../../agents/claude-agent.js';
 import { attemptPrompt, writeContextFiles, type AgentContext } from '../../agents/context.js';
 import { agentEnvironment } from '../../agents/environment.js';
@@ -197,6 +204,9 @@ class GitStepExecution {
     if (notes.baseBranch !== undefined && notes.remote === undefined) {
       await assertBaseCheckoutClean({ repository, baseBranch: notes.baseBranch, mode });
     }
+    // A budget already spent fails the step before its worktree, setup or agent.
+    const refused = await this.withinBudget(checkAgentBudget);
+    if (refused !== undefined) return this.failed(refused);
     const made = await createWorktree({
       repository,
       stateDir: this.context.stateDir,
@@ -586,8 +596,22 @@ class GitStepExecution {
       if (feedback !== undefined) agentContext.feedback = feedback;
       writeContextFiles(agentContext);
       const spentBefore = this.current.spentUsd;
-      const invocation = this.invocation(task, agentContext, sessionId, budget, time);
-      const outcome = await runAgentAttempt(invocation, this.options._internal?.runAgent);
+      const hold = await this.holdAttempt(task, attempt, budget, time);
+      if ('code' in hold) return hold;
+      let outcome;
+      try {
+        const invocation = this.invocation(task, agentContext, sessionId, hold.capUsd, time);
+        outcome = await runAgentAttempt(invocation, this.options._internal?.runAgent);
+        await hold.settle({
+          costUsd: outcome.costUsd,
+          durationMs: outcome.durationMs,
+          success: outcome.status === 'success' && !outcome.isError,
+          errorCode: outcome.errorCode ?? outcome.status,
+          ...(outcome.sessionId === undefined ? {} : { sessionId: outcome.sessionId }),
+        });
+      } finally {
+        await hold.release();
+      }
       sessionId = outcome.sessionId ?? sessionId;
       const { childPid: _ended, ...rest } = this.current;
       this.notes = rest;
@@ -633,6 +657,65 @@ class GitStepExecution {
       code: last.code,
       message: `${last.message} (after ${limits.maxAttempts} attempt${limits.maxAttempts === 1 ? '' : 's'})`,
     };
+  }
+
+  /**
+   * Where this step's agent attempts are held and recorded, tagged with the run (not the step: the
+   * step's cost is its notes'); undefined when the engine gave no `agentBudget`.
+   */
+  private spending(): AgentSpending | undefined {
+    const { context } = this;
+    if (context.agentBudget === undefined) return undefined;
+    return {
+      ledger: context.ledger,
+      rules: context.agentBudget.rules,
+      callId: context.key,
+      tags: { workflow_run: context.runId, workflow_agent_step: context.key },
+      runTag: `workflow_agent_step=${context.key}`,
+      since: context.agentBudget.since,
+    };
+  }
+
+  /** Runs `action` against the step's spending, if any; a budget that refuses becomes the step's failure. */
+  private async withinBudget(
+    action: (spending: AgentSpending) => Promise<void>,
+  ): Promise<StepFailure | undefined> {
+    const spending = this.spending();
+    if (spending === undefined) return undefined;
+    try {
+      await action(spending);
+      return undefined;
+    } catch (error) {
+      if (!isSwitchboardError(error) || error.code !== 'BUDGET_EXCEEDED') throw error;
+      return {
+        code: 'BUDGET_EXCEEDED',
+        message: `${error.message}${error.hint === undefined ? '' : `; ${error.hint}`}`,
+      };
+    }
+  }
+
+  /**
+   * Records what an interrupted earlier attempt spent (the notes know, the ledger may not), then holds
+   * this attempt's cost cap against the budgets.
+   */
+  private async holdAttempt(
+    task: AgentTask,
+    attempt: number,
+    capUsd: number,
+    timeoutMs: number,
+  ): Promise<AgentAttemptHold | StepFailure> {
+    let hold: AgentAttemptHold = {
+      capUsd,
+      lowered: false,
+      warnings: [],
+      settle: () => Promise.resolve(),
+      release: () => Promise.resolve(),
+    };
+    const refused = await this.withinBudget(async (spending) => {
+      await recordUnrecordedSpend(spending, this.current.spentUsd, attempt - 1, task.model);
+      hold = await holdAgentAttempt(spending, { attempt, model: task.model, capUsd, timeoutMs });
+    });
+    return refused ?? hold;
   }
 
   private invocation(
