@@ -353,6 +353,7 @@ export function createRouter({
       let verdict: TierVerdict | undefined;
       let method: RouteMethod = 'default';
       let candidates: readonly RouteCandidate[] = [];
+      let ranking: readonly RouteCandidate[] = [];
       let fallbackReason: string | undefined;
       let fallbackCost = 0;
       // Racing: the LLM starts at once, beside the local tiers, and is cancelled when they are confident.
@@ -375,8 +376,8 @@ export function createRouter({
         const tierStarted = now();
         const input =
           abortSignal === undefined
-            ? { text: routedText, normalized, candidates }
-            : { text: routedText, normalized, candidates, abortSignal };
+            ? { text: routedText, normalized, candidates, ranking }
+            : { text: routedText, normalized, candidates, ranking, abortSignal };
         const result = tier === llmTier && raced !== undefined ? await raced : await tier.decide(input);
         timings[tier.method] = now() - (tier === llmTier && raced !== undefined ? raceStarted : tierStarted);
         if (result === undefined) continue;
@@ -390,6 +391,7 @@ export function createRouter({
         verdict = result;
         method = tier.method;
         if (result.candidates.length > 0) candidates = result.candidates;
+        if (result.candidates.length > 0) ranking = result.ranking ?? result.candidates;
         if (result.skill !== NONE || result.final === true) break;
       }
       if (race !== undefined && method !== 'llm') race.abort();

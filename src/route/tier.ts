@@ -15,6 +15,11 @@ export interface TierVerdict {
    * answer): it ends the chain like a skill does, so no later tier (no LLM call) is spent on it.
    */
   final?: boolean;
+  /**
+   * The tier's whole ranking, best first, when it ranks more skills than it lists in `candidates`
+   * (the local model scores every skill): a later tier that chooses among them sees beyond the top few.
+   */
+  ranking?: RouteCandidate[];
   /** Milliseconds spent inside provider calls (the model's own time, over HTTP), for tiers that call one. */
   providerMs?: number;
 }
@@ -26,6 +31,8 @@ export interface TierInput {
   normalized: string;
   /** Candidates from the tiers that ran before, best first, for tiers that refine them. */
   candidates: readonly RouteCandidate[];
+  /** The earlier tiers' whole ranking, best first (`candidates` when they gave no longer one). */
+  ranking?: readonly RouteCandidate[];
   abortSignal?: AbortSignal;
 }
 
