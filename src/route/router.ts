@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { DEFAULT_CONFIDENCE_THRESHOLD, DEFAULT_MARGIN_THRESHOLD } from '../core/config.js';
 import { SwitchboardError } from '../core/errors.js';
 import {
+  type ProviderFailure,
   NONE,
   ROUTE_MODES,
   type LabelledExample,
@@ -356,6 +357,7 @@ export function createRouter({
       let ranking: readonly RouteCandidate[] = [];
       let fallbackReason: string | undefined;
       let fallbackCost = 0;
+      let llmFailures: ProviderFailure[] | undefined;
       // Racing: the LLM starts at once, beside the local tiers, and is cancelled when they are confident.
       const race = raceLlm && llmTier !== undefined ? new AbortController() : undefined;
       const raceStarted = now();
@@ -386,6 +388,7 @@ export function createRouter({
         if (result.fallbackReason !== undefined) {
           fallbackReason = result.fallbackReason;
           fallbackCost += result.costUsd ?? 0;
+          if (result.failures !== undefined) llmFailures = result.failures;
           continue;
         }
         verdict = result;
@@ -411,6 +414,7 @@ export function createRouter({
         durationMs: 0,
         timings,
         warnings,
+        ...(llmFailures === undefined ? {} : { llmFailures }),
       };
       // A decision made while the LLM failed is not worth repeating once it is back.
       if (decision.method !== 'fallback' && key !== undefined) await cache?.set(key, decision);

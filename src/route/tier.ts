@@ -1,4 +1,4 @@
-import type { RouteCandidate, RouteMethod } from '../core/route-types.js';
+import type { ProviderFailure, RouteCandidate, RouteMethod } from '../core/route-types.js';
 
 /** What one tier concluded about a request. */
 export interface TierVerdict {
@@ -10,6 +10,8 @@ export interface TierVerdict {
   costUsd?: number;
   /** Set when the tier could not decide and leaves the earlier tiers' verdict in place, saying why. */
   fallbackReason?: string;
+  /** With `fallbackReason`, when a provider call failed: each failed attempt. */
+  failures?: ProviderFailure[];
   /**
    * A refusal the tier is sure of (a rule that routes to `none`, or the model's confident out-of-scope
    * answer): it ends the chain like a skill does, so no later tier (no LLM call) is spent on it.

@@ -4,7 +4,7 @@ import type { CallOptions } from '../../invoke/call.js';
 // imports the library only to route, never load the provider modules.
 import { call } from '../../lazy-api.js';
 import { isSwitchboardError, SwitchboardError } from '../../core/errors.js';
-import { NONE, type RouteCandidate, type Skill } from '../../core/route-types.js';
+import { NONE, type ProviderFailure, type RouteCandidate, type Skill } from '../../core/route-types.js';
 import type { RouteTier, TierInput, TierVerdict } from '../tier.js';
 
 export interface LlmTierOptions {
@@ -160,6 +160,7 @@ export class LlmTier implements RouteTier {
         `the LLM tier failed (${reason})`,
         typeof billed === 'number' ? billed : 0,
         providerMs,
+        failedAttempts(error, this.options.provider),
       );
     }
   }
@@ -188,7 +189,12 @@ export class LlmTier implements RouteTier {
       .map((entry) => entry.skill);
   }
 
-  private unusable(reason: string, costUsd: number, providerMs?: number): TierVerdict {
+  private unusable(
+    reason: string,
+    costUsd: number,
+    providerMs?: number,
+    failures?: ProviderFailure[],
+  ): TierVerdict {
     if (this.options.required) {
       throw new SwitchboardError('PROVIDER_ERROR', `the LLM router could not decide: ${reason}`, {
         hint: 'check the provider, or route in hybrid mode to fall back to the local tiers',
@@ -204,8 +210,31 @@ export class LlmTier implements RouteTier {
       costUsd,
       fallbackReason: reason,
       ...(providerMs === undefined ? {} : { providerMs }),
+      ...(failures === undefined ? {} : { failures }),
     };
   }
+}
+
+/**
+ * The failed attempts of a call that threw, by provider name and error code; the error itself when
+ * it made no attempt (a provider cooling down). Empty when the error is not a provider call's.
+ */
+export function failedAttempts(error: unknown, spec: string): ProviderFailure[] {
+  if (!isSwitchboardError(error)) return [{ provider: providerName(spec), code: 'UNKNOWN' }];
+  const attempts = error.details?.['attempts'];
+  const failed = Array.isArray(attempts)
+    ? (attempts as CallAttempt[]).flatMap((attempt) =>
+        attempt.errorCode === undefined
+          ? []
+          : [{ provider: providerName(attempt.provider), code: attempt.errorCode }],
+      )
+    : [];
+  return failed.length > 0 ? failed : [{ provider: providerName(error.provider ?? spec), code: error.code }];
+}
+
+/** `anthropic` of `anthropic:claude-haiku-4-5` or `openai@http://…:llama`. */
+function providerName(spec: string): string {
+  return spec.split(/[:@]/, 1)[0] ?? spec;
 }
 
 /** Milliseconds a call spent inside provider calls: its attempts' durations added up. */
