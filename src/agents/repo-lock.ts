@@ -1,5 +1,5 @@
-import { randomBytes } from 'node:crypto';
-import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { createHash, randomBytes } from 'node:crypto';
+import { linkSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SwitchboardError } from '../core/errors.js';
 
@@ -10,6 +10,8 @@ export interface RepoLockOptions {
   /** Give up after waiting this long (ms). @default 600_000 */
   timeoutMs?: number;
   abortSignal?: AbortSignal;
+  /** @internal for tests: runs between the steps of breaking a stale lock, to widen the races in it. */
+  _internal?: { pause?: (step: string) => void };
 }
 
 /**
@@ -89,15 +91,15 @@ export function isRecordedProcessAlive(pid: number | null | undefined, startedAt
  * machine: worktree creation and removal, merges and branch deletion go through it, so two runners
  * never interleave git operations that touch shared state (the worktree registry, the base branch).
  *
- * The lock is a file created exclusively (`O_EXCL`) holding the owner's pid, a token and the owner's
- * start time (so a lock left by a process whose pid was reused, e.g. across a reboot, is still stale). A lock whose
- * owner died (for example a runner killed with SIGKILL) is broken by renaming it away, which only one
- * waiting process can win.
+ * The lock is a file holding the owner's pid, a token and the owner's start time (so a lock left by a
+ * process whose pid was reused, e.g. across a reboot, is still stale), created whole and exclusively
+ * by hard-linking a finished temporary file to its name. A lock whose owner died (for example a runner
+ * killed with SIGKILL) is broken by whoever first claims that very lock (see `breakIfStale`).
  */
 export async function withRepoLock<T>(
   commonDir: string,
   action: () => Promise<T>,
-  { timeoutMs = 600_000, abortSignal }: RepoLockOptions = {},
+  { timeoutMs = 600_000, abortSignal, _internal }: RepoLockOptions = {},
 ): Promise<T> {
   const file = join(commonDir, REPO_LOCK_FILE);
   const token =
@@ -106,13 +108,8 @@ export async function withRepoLock<T>(
   let delay = 10;
   for (;;) {
     abortSignal?.throwIfAborted();
-    try {
-      writeFileSync(file, token, { flag: 'wx' });
-      break;
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw lockError(file, error);
-    }
-    breakIfStale(file);
+    if (createExclusively(file, token)) break;
+    breakIfStale(file, token, _internal?.pause);
     if (Date.now() > deadline) {
       throw new SwitchboardError('INTERNAL', `timed out waiting for the repository lock ${file}`, {
         hint: `another switchboard process holds it (pid ${readOwner(file) ?? 'unknown'}); wait for it, or delete the file if that process is gone`,
@@ -124,8 +121,27 @@ export async function withRepoLock<T>(
   try {
     return await action();
   } finally {
-    // Only our own lock is removed: read back first, in case it was (wrongly) broken meanwhile.
+    // Only our own lock is removed. Nobody else removes it while we live, so read-then-remove is safe.
     if (readToken(file) === token) rmSync(file, { force: true });
+  }
+}
+
+/**
+ * Creates `file` holding `token` unless it exists. A hard link of a finished temporary file is atomic
+ * and exclusive, so nobody ever reads a lock half written (an empty lock left by a writer killed
+ * between create and write would never be broken).
+ */
+function createExclusively(file: string, token: string): boolean {
+  const temporary = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+  try {
+    writeFileSync(temporary, token, { flag: 'wx' });
+    linkSync(temporary, file);
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    throw lockError(file, error);
+  } finally {
+    rmSync(temporary, { force: true });
   }
 }
 
@@ -142,31 +158,36 @@ function readOwner(file: string): number | undefined {
   return Number.isSafeInteger(pid) && pid > 0 ? pid : undefined;
 }
 
-function breakIfStale(file: string): void {
-  const token = readToken(file);
-  if (token === undefined) return;
+function ownerAlive(token: string): boolean {
   const [owner, , started] = token.split(' ');
   const pid = Number(owner);
-  // A lock file being written has no content yet; leave it to its writer.
-  if (!Number.isSafeInteger(pid) || pid <= 0) return;
-  if (isRecordedProcessAlive(pid, started === undefined || started === '' ? undefined : Number(started)))
+  // Not a token we wrote: leave it alone.
+  if (!Number.isSafeInteger(pid) || pid <= 0) return true;
+  return isRecordedProcessAlive(pid, started === undefined || started === '' ? undefined : Number(started));
+}
+
+/**
+ * Removes `file` if its owner is dead. Renaming a stale lock aside is not enough: a second breaker
+ * that read the same stale token a moment later would move the fresh lock the first one just took.
+ * So breaking a given lock (named by a hash of its token) is itself claimed exclusively, and only the
+ * claim's holder removes it, after reading it again: while the claim is held nobody else can replace
+ * that lock (its owner is dead, creating needs the name free, breaking needs the claim). A breaker
+ * killed while holding a claim leaves a stale claim, broken the same way, one level up.
+ */
+function breakIfStale(file: string, token: string, pause?: (step: string) => void): void {
+  const stale = readToken(file);
+  if (stale === undefined || ownerAlive(stale)) return;
+  pause?.('read-stale');
+  const claim = `${file}.break-${createHash('sha256').update(stale).digest('hex').slice(0, 16)}`;
+  if (!createExclusively(claim, token)) {
+    breakIfStale(claim, token, pause);
     return;
-  const aside = `${file}.stale-${randomBytes(4).toString('hex')}`;
-  try {
-    renameSync(file, aside);
-  } catch {
-    return; // Someone else broke it first.
   }
-  if (readToken(aside) === token) {
-    rmSync(aside, { force: true });
-  } else {
-    // We moved a fresh lock taken in between; put it back if its place is still free.
-    try {
-      writeFileSync(file, readToken(aside) ?? '', { flag: 'wx' });
-    } catch {
-      // The place was taken again; the owner of the moved lock will notice on release.
-    }
-    rmSync(aside, { force: true });
+  try {
+    pause?.('claimed');
+    if (readToken(file) === stale) rmSync(file, { force: true });
+  } finally {
+    rmSync(claim, { force: true });
   }
 }
 

@@ -110,6 +110,9 @@ async function evaluateOneMode(
     progress.start(`routing (${router.mode})`, examples.length);
     const run = await measureRouter(router, examples, (done) => progress.update(done));
     progress.stop();
+    const { describeProviderFailures } = await import('../route/eval-report.js');
+    const failures = describeProviderFailures(run);
+    warnProviderFailures(failures === undefined ? [] : [failures]);
     const { metrics } = run;
     const wrong = wrongRows(run.rows);
     await writeOneModeReports(
@@ -132,10 +135,14 @@ async function evaluateOneMode(
       skillThresholds: router.skillThresholds,
     };
     if (flags.json === true) {
-      process.stdout.write(`${JSON.stringify({ settings, metrics, wrongRows: wrong })}\n`);
+      const { llmCalls, failedLlmCalls, providerFailures } = run;
+      process.stdout.write(
+        `${JSON.stringify({ settings, metrics, llmCalls, failedLlmCalls, providerFailures, wrongRows: wrong })}\n`,
+      );
     } else {
       const title = `${flags.dataset}: ${router.mode} mode, ${router.skills.length} routes, confidence ≥ ${settings.confidenceThreshold}, margin ≥ ${settings.marginThreshold}`;
-      process.stdout.write(formatEvalReport(metrics, { title, notes: routerNotes(router) }));
+      const notes = [...routerNotes(router), ...(failures === undefined ? [] : [failures])];
+      process.stdout.write(formatEvalReport(metrics, { title, notes }));
     }
   } finally {
     await router.close();
@@ -211,6 +218,8 @@ async function compare(
       }
     },
   });
+  const { describeProviderFailures } = await import('../route/eval-report.js');
+  warnProviderFailures(comparison.modes.flatMap((run) => describeProviderFailures(run) ?? []));
   const title = `${flags.dataset}: ${modes.join(' vs ')}, ${examples.length} examples`;
   const learnedExamples = Math.max(...comparison.modes.map((run) => run.learnedExamples ?? 0));
   const { learnedFilePath } = await import('../route/learn.js');
@@ -244,5 +253,17 @@ async function compare(
     ] as const) {
       if (file !== undefined) process.stdout.write(`${what} written to ${file}\n`);
     }
+  }
+}
+
+/**
+ * Failed LLM calls leave the local decision in place, so a mode's figures quietly measure the local
+ * tiers: say so on stderr, whatever the output format.
+ */
+function warnProviderFailures(lines: readonly string[]): void {
+  for (const line of lines) {
+    process.stderr.write(
+      `switchboard: warning: ${line}; its figures measure the local fallback, not the LLM: check the provider's key and endpoint\n`,
+    );
   }
 }

@@ -69,6 +69,14 @@ export interface RouteDecision {
   timings: Record<string, number>;
   /** Non-fatal problems, such as skill files that failed to load. */
   warnings: string[];
+  /** When the LLM tier's call failed and the local decision stands: each failed attempt. */
+  llmFailures?: ProviderFailure[];
+}
+
+/** A failed attempt of a provider call: the provider's name (`anthropic`) and the error code (`AUTH`). */
+export interface ProviderFailure {
+  provider: string;
+  code: string;
 }
 
 /** One labelled routing example. `expected` is a skill name or `none` (must be refused). */

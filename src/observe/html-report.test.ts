@@ -389,6 +389,9 @@ function syntheticComparison(rowCount: number, labelCount: number, modes: RouteM
       costPer1k: 0,
       overhead: summariseLatency(rows.map((row) => row.durationMs)),
       errors: 0,
+      llmCalls: 0,
+      failedLlmCalls: 0,
+      providerFailures: [],
       warnings: [],
     };
   });

@@ -1,4 +1,6 @@
-import { NONE, type LabelledExample, type RouteMode } from '../core/route-types.js';
+import { NONE, type LabelledExample, type ProviderFailure, type RouteMode } from '../core/route-types.js';
+import { failedAttempts } from './tiers/llm-tier.js';
+import { isSwitchboardError } from '../core/errors.js';
 import { SwitchboardError } from '../core/errors.js';
 import {
   computeMetrics,
@@ -19,6 +21,8 @@ export interface ComparedRow extends ScoredRow {
   costUsd: number;
   /** Set when the router failed on this request (llm-only with a dead provider); predicted is `none`. */
   error?: string;
+  /** The failed attempts of the LLM call made for this row, when it failed. */
+  llmFailures?: ProviderFailure[];
 }
 
 /** Everything measured for one mode over the dataset. */
@@ -34,6 +38,11 @@ export interface ModeRun {
   /** Routing time without the time spent inside provider calls: what Switchboard adds around the model. */
   overhead: LatencySummary;
   errors: number;
+  /** Rows whose decision asked an LLM, and how many of those calls failed. */
+  llmCalls: number;
+  failedLlmCalls: number;
+  /** The failed LLM attempts by provider and error code, most first (e.g. anthropic AUTH 20). */
+  providerFailures: (ProviderFailure & { count: number })[];
   /** Said once by the router (e.g. hybrid running as local without a provider). */
   warnings: string[];
   /** Examples from `learned.jsonl` this mode's model trained on (0 when none). */
@@ -122,7 +131,12 @@ export async function measureRouter(
     const started = performance.now();
     try {
       const decision = await router.route(text);
-      rows.push({ ...toScoredRow(example, decision), text: example.text, costUsd: decision.costUsd });
+      rows.push({
+        ...toScoredRow(example, decision),
+        text: example.text,
+        costUsd: decision.costUsd,
+        ...(decision.llmFailures === undefined ? {} : { llmFailures: decision.llmFailures }),
+      });
     } catch (error) {
       const durationMs = performance.now() - started;
       rows.push({
@@ -137,12 +151,15 @@ export async function measureRouter(
         text: example.text,
         costUsd: 0,
         error: error instanceof Error ? error.message : String(error),
+        ...(isSwitchboardError(error) && error.details?.['attempts'] !== undefined
+          ? { llmFailures: failedAttempts(error, error.provider ?? 'llm') }
+          : {}),
       });
     }
     onRow?.(rows.length);
   }
   const totalCostUsd = rows.reduce((sum, row) => sum + row.costUsd, 0);
-  const llmRows = rows.filter((row) => row.timings.llm !== undefined).length;
+  const llmRows = rows.filter((row) => row.timings.llm !== undefined || row.llmFailures !== undefined).length;
   return {
     mode,
     metrics: computeMetrics(rows),
@@ -152,9 +169,23 @@ export async function measureRouter(
     costPer1k: (totalCostUsd / rows.length) * 1000,
     overhead: summariseLatency(rows.map((row) => Math.max(row.durationMs - (row.timings.provider ?? 0), 0))),
     errors: rows.filter((row) => row.error !== undefined).length,
+    llmCalls: llmRows,
+    failedLlmCalls: rows.filter((row) => row.llmFailures !== undefined).length,
+    providerFailures: countFailures(rows),
     warnings: [...router.warnings],
     learnedExamples: router.learned?.examples ?? 0,
   };
+}
+
+function countFailures(rows: readonly ComparedRow[]): (ProviderFailure & { count: number })[] {
+  const counts = new Map<string, ProviderFailure & { count: number }>();
+  for (const failure of rows.flatMap((row) => row.llmFailures ?? [])) {
+    const key = `${failure.provider} ${failure.code}`;
+    const entry = counts.get(key) ?? { ...failure, count: 0 };
+    entry.count++;
+    counts.set(key, entry);
+  }
+  return [...counts.values()].sort((a, b) => b.count - a.count);
 }
 
 /** The agreement matrix and disagreements of runs over the same examples (rows in dataset order). */

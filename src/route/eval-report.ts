@@ -1,5 +1,5 @@
 import type { EvalMetrics, LatencySummary } from './metrics.js';
-import type { ModeComparison } from './compare.js';
+import type { ModeComparison, ModeRun } from './compare.js';
 
 export interface EvalReportOptions {
   /** First line of the report. @default 'Routing evaluation' */
@@ -222,6 +222,18 @@ function money(value: number): string {
 }
 
 /** Lines of at most this many disagreements are listed in the terminal report. */
+/**
+ * One line for a run whose LLM calls failed (`hybrid: 20 of 20 LLM calls failed (anthropic AUTH ×20)`),
+ * or undefined: its figures then measure the local tiers' fallback, not the LLM.
+ */
+export function describeProviderFailures(run: ModeRun): string | undefined {
+  if (run.failedLlmCalls === 0) return undefined;
+  const breakdown = run.providerFailures.map(
+    (failure) => `${failure.provider} ${failure.code} ×${failure.count}`,
+  );
+  return `${run.mode}: ${run.failedLlmCalls} of ${run.llmCalls} LLM calls failed (${breakdown.join(', ')})`;
+}
+
 const LISTED_DISAGREEMENTS = 10;
 
 /**
@@ -288,6 +300,8 @@ export function formatComparisonReport(comparison: ModeComparison, options: Eval
       ...listed,
     ],
   ];
+  const failures = comparison.modes.flatMap((run) => describeProviderFailures(run) ?? []);
+  if (failures.length > 0) sections.push(['Provider failures', ...failures]);
   if (warnings.length > 0) sections.push(['Warnings', ...warnings]);
   return `${sections
     .map((section) => section.map((line) => fit(line, REPORT_WIDTH)).join('\n'))

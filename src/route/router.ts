@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { DEFAULT_CONFIDENCE_THRESHOLD, DEFAULT_MARGIN_THRESHOLD } from '../core/config.js';
 import { SwitchboardError } from '../core/errors.js';
 import {
+  type ProviderFailure,
   NONE,
   ROUTE_MODES,
   type LabelledExample,
@@ -353,8 +354,10 @@ export function createRouter({
       let verdict: TierVerdict | undefined;
       let method: RouteMethod = 'default';
       let candidates: readonly RouteCandidate[] = [];
+      let ranking: readonly RouteCandidate[] = [];
       let fallbackReason: string | undefined;
       let fallbackCost = 0;
+      let llmFailures: ProviderFailure[] | undefined;
       // Racing: the LLM starts at once, beside the local tiers, and is cancelled when they are confident.
       const race = raceLlm && llmTier !== undefined ? new AbortController() : undefined;
       const raceStarted = now();
@@ -375,8 +378,8 @@ export function createRouter({
         const tierStarted = now();
         const input =
           abortSignal === undefined
-            ? { text: routedText, normalized, candidates }
-            : { text: routedText, normalized, candidates, abortSignal };
+            ? { text: routedText, normalized, candidates, ranking }
+            : { text: routedText, normalized, candidates, ranking, abortSignal };
         const result = tier === llmTier && raced !== undefined ? await raced : await tier.decide(input);
         timings[tier.method] = now() - (tier === llmTier && raced !== undefined ? raceStarted : tierStarted);
         if (result === undefined) continue;
@@ -385,11 +388,13 @@ export function createRouter({
         if (result.fallbackReason !== undefined) {
           fallbackReason = result.fallbackReason;
           fallbackCost += result.costUsd ?? 0;
+          if (result.failures !== undefined) llmFailures = result.failures;
           continue;
         }
         verdict = result;
         method = tier.method;
         if (result.candidates.length > 0) candidates = result.candidates;
+        if (result.candidates.length > 0) ranking = result.ranking ?? result.candidates;
         if (result.skill !== NONE || result.final === true) break;
       }
       if (race !== undefined && method !== 'llm') race.abort();
@@ -409,6 +414,7 @@ export function createRouter({
         durationMs: 0,
         timings,
         warnings,
+        ...(llmFailures === undefined ? {} : { llmFailures }),
       };
       // A decision made while the LLM failed is not worth repeating once it is back.
       if (decision.method !== 'fallback' && key !== undefined) await cache?.set(key, decision);

@@ -1,4 +1,4 @@
-import type { RouteCandidate, RouteMethod } from '../core/route-types.js';
+import type { ProviderFailure, RouteCandidate, RouteMethod } from '../core/route-types.js';
 
 /** What one tier concluded about a request. */
 export interface TierVerdict {
@@ -10,11 +10,18 @@ export interface TierVerdict {
   costUsd?: number;
   /** Set when the tier could not decide and leaves the earlier tiers' verdict in place, saying why. */
   fallbackReason?: string;
+  /** With `fallbackReason`, when a provider call failed: each failed attempt. */
+  failures?: ProviderFailure[];
   /**
    * A refusal the tier is sure of (a rule that routes to `none`, or the model's confident out-of-scope
    * answer): it ends the chain like a skill does, so no later tier (no LLM call) is spent on it.
    */
   final?: boolean;
+  /**
+   * The tier's whole ranking, best first, when it ranks more skills than it lists in `candidates`
+   * (the local model scores every skill): a later tier that chooses among them sees beyond the top few.
+   */
+  ranking?: RouteCandidate[];
   /** Milliseconds spent inside provider calls (the model's own time, over HTTP), for tiers that call one. */
   providerMs?: number;
 }
@@ -26,6 +33,8 @@ export interface TierInput {
   normalized: string;
   /** Candidates from the tiers that ran before, best first, for tiers that refine them. */
   candidates: readonly RouteCandidate[];
+  /** The earlier tiers' whole ranking, best first (`candidates` when they gave no longer one). */
+  ranking?: readonly RouteCandidate[];
   abortSignal?: AbortSignal;
 }
 

@@ -1,4 +1,4 @@
-import { mkdtempSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -112,6 +112,60 @@ describe('hybrid routing', () => {
     expect(slow.durationMs).toBeLessThan(4_000);
   });
 
+  it('trusts an answer exactly at the confidence threshold, and not one just under it', async () => {
+    // docs/route.md: an "unsure (< 0.5)" answer falls back, so 0.5 itself is trusted.
+    const atThreshold = await router({
+      rules: [{ match: { provider: 'anthropic' }, reply: answer('fix-bug', 0.5) }],
+    });
+    expect(await atThreshold.route('the gizmo went kaput')).toMatchObject({
+      method: 'llm',
+      skill: 'fix-bug',
+    });
+    await sim?.close();
+    const under = await router({
+      rules: [{ match: { provider: 'anthropic' }, reply: answer('fix-bug', 0.4999) }],
+    });
+    const fellBack = await under.route('the gizmo went kaput');
+    expect(fellBack).toMatchObject({ method: 'fallback', skill: 'none' });
+    expect(fellBack.reasoning).toMatch(/unsure/);
+  });
+
+  it('shows the model every skill when there are few, however flat the local ranking', async () => {
+    const folder = skillsFolder(12);
+    const probe = await router({ rules: [] }, { skills: folder });
+    const ranking = probe.rank('the gizmo went kaput').candidates.map((candidate) => candidate.skill);
+    const last = ranking.filter((skill) => skill !== 'none').at(-1) ?? '';
+    expect(ranking.indexOf(last)).toBeGreaterThanOrEqual(5);
+    await sim?.close();
+    const hybrid = await router(
+      { rules: [{ match: { provider: 'anthropic' }, reply: answer(last, 0.9) }] },
+      { skills: folder },
+    );
+    expect(await hybrid.route('the gizmo went kaput')).toMatchObject({ method: 'llm', skill: last });
+    const choices = offered(sim?.requests[0]?.body);
+    expect(choices).toHaveLength(13);
+    expect(sim?.requests[0]?.text).toContain(`- ${last}:`);
+  });
+
+  it('shows the top candidates by a wide margin when there are many skills', async () => {
+    const folder = skillsFolder(40);
+    const hybrid = await router(
+      { rules: [{ match: { provider: 'anthropic' }, reply: answer('none', 0.9) }] },
+      { skills: folder },
+    );
+    const ranking = hybrid
+      .rank('the gizmo went kaput')
+      .candidates.filter((candidate) => candidate.skill !== 'none');
+    await hybrid.route('the gizmo went kaput');
+    const choices = offered(sim?.requests[0]?.body);
+    const top = ranking[0]?.score ?? 0;
+    const expected = ranking
+      .filter((candidate, index) => index < 5 || candidate.score >= top / 4)
+      .slice(0, 30);
+    expect(choices).toEqual([...expected.map((candidate) => candidate.skill), 'none']);
+    expect(choices.length).toBeGreaterThan(6);
+  });
+
   it('runs as local without a provider and says so once', async () => {
     const local = createRouter({
       skills,
@@ -183,3 +237,25 @@ describe('llm-only routing', () => {
     expect(() => createRouter({ skills, mode: 'llm-only', ledger: false })).toThrow(/needs a provider/);
   });
 });
+
+/** Skills alike enough that a request matching none of them gets a flat local ranking. */
+function skillsFolder(count: number): string {
+  const folder = mkdtempSync(join(tmpdir(), 'switchboard-llm-skills-'));
+  const topics = ['invoice', 'garden', 'rocket', 'violin', 'glacier', 'tennis', 'pottery', 'lantern'];
+  for (let index = 0; index < count; index++) {
+    const name = `skill-${String(index).padStart(2, '0')}`;
+    const topic = `${topics[index % topics.length] ?? ''} ${index}`;
+    mkdirSync(join(folder, name));
+    writeFileSync(
+      join(folder, name, 'SKILL.md'),
+      `---\nname: ${name}\ndescription: Help with ${topic} questions.\nexamples:\n  - a question about ${topic}\n---\n\nAnswer questions about ${topic}.\n`,
+    );
+  }
+  return folder;
+}
+
+/** The skill names the LLM tier offered in a request to the simulator. */
+function offered(body: unknown): string[] {
+  const tools = (body as { tools?: { input_schema: { properties: { skill: { enum: string[] } } } }[] }).tools;
+  return tools?.[0]?.input_schema.properties.skill.enum ?? [];
+}

@@ -4,14 +4,17 @@ import type { CallOptions } from '../../invoke/call.js';
 // imports the library only to route, never load the provider modules.
 import { call } from '../../lazy-api.js';
 import { isSwitchboardError, SwitchboardError } from '../../core/errors.js';
-import { NONE, type RouteCandidate, type Skill } from '../../core/route-types.js';
+import { NONE, type ProviderFailure, type RouteCandidate, type Skill } from '../../core/route-types.js';
 import type { RouteTier, TierInput, TierVerdict } from '../tier.js';
 
 export interface LlmTierOptions {
   /** Provider spec or fallback chain, e.g. `claude:haiku` or `anthropic:claude-haiku-4-5,openai:gpt-4.1-mini`. */
   provider: string;
   skills: readonly Skill[];
-  /** Candidates shown to the model when earlier tiers offer some. @default 5 */
+  /**
+   * With more than `SHOW_EVERY_SKILL_UP_TO` skills, the model sees at least this many of the earlier
+   * tiers' best candidates (see `shortlist`). @default 5
+   */
   topK?: number;
   /** An answer is late after this long and the earlier tiers' decision stands. @default 10_000 */
   timeoutMs?: number;
@@ -36,6 +39,12 @@ interface LlmAnswer {
 }
 
 const EXAMPLES_PER_SKILL = 3;
+
+/** With this many skills or fewer the model sees every one: a flat local ranking must not hide the right one. */
+export const SHOW_EVERY_SKILL_UP_TO = 30;
+
+/** With more, a candidate scoring at least this share of the top one's score is shown too (up to the cap). */
+const WIDE_MARGIN = 0.25;
 
 /**
  * The LLM as a routing tier: a narrow prompt holding only the candidates (name, description, a few
@@ -72,8 +81,8 @@ export class LlmTier implements RouteTier {
     this.byName = new Map(rest.skills.map((skill) => [skill.name, skill]));
   }
 
-  async decide({ text, candidates, abortSignal }: TierInput): Promise<TierVerdict | undefined> {
-    const shortlist = this.shortlist(candidates);
+  async decide({ text, candidates, ranking, abortSignal }: TierInput): Promise<TierVerdict | undefined> {
+    const shortlist = this.shortlist(ranking !== undefined && ranking.length > 0 ? ranking : candidates);
     const names = [...shortlist.map((skill) => skill.name), NONE];
     const schema = {
       type: 'object',
@@ -151,23 +160,41 @@ export class LlmTier implements RouteTier {
         `the LLM tier failed (${reason})`,
         typeof billed === 'number' ? billed : 0,
         providerMs,
+        failedAttempts(error, this.options.provider),
       );
     }
   }
 
-  /** Earlier tiers' top candidates, or every skill when there are none (`llm-only`). */
-  private shortlist(candidates: readonly RouteCandidate[]): Skill[] {
-    const picked = candidates
-      .filter((candidate) => candidate.skill !== NONE)
-      .slice(0, this.options.topK)
-      .flatMap((candidate) => {
-        const skill = this.byName.get(candidate.skill);
-        return skill === undefined ? [] : [skill];
-      });
-    return picked.length > 0 ? picked : [...this.byName.values()];
+  /**
+   * The skills the model chooses among, best ranked first. Every skill when there are at most
+   * `SHOW_EVERY_SKILL_UP_TO` (or no ranking, in `llm-only`). With more: the top `topK` of the earlier
+   * tiers' ranking, then every further one scoring at least a quarter of the top score, up to
+   * `SHOW_EVERY_SKILL_UP_TO` in all, so a flat ranking shows many and a sharp one few.
+   */
+  private shortlist(ranking: readonly RouteCandidate[]): Skill[] {
+    const ranked = ranking.flatMap((candidate) => {
+      const skill = candidate.skill === NONE ? undefined : this.byName.get(candidate.skill);
+      return skill === undefined ? [] : [{ skill, score: candidate.score }];
+    });
+    const everySkill = [...this.byName.values()];
+    if (ranked.length === 0) return everySkill;
+    if (everySkill.length <= SHOW_EVERY_SKILL_UP_TO) {
+      const first = ranked.map((entry) => entry.skill);
+      return [...first, ...everySkill.filter((skill) => !first.includes(skill))];
+    }
+    const floor = (ranked[0]?.score ?? 0) * WIDE_MARGIN;
+    return ranked
+      .filter((entry, index) => index < this.options.topK || entry.score >= floor)
+      .slice(0, Math.max(this.options.topK, SHOW_EVERY_SKILL_UP_TO))
+      .map((entry) => entry.skill);
   }
 
-  private unusable(reason: string, costUsd: number, providerMs?: number): TierVerdict {
+  private unusable(
+    reason: string,
+    costUsd: number,
+    providerMs?: number,
+    failures?: ProviderFailure[],
+  ): TierVerdict {
     if (this.options.required) {
       throw new SwitchboardError('PROVIDER_ERROR', `the LLM router could not decide: ${reason}`, {
         hint: 'check the provider, or route in hybrid mode to fall back to the local tiers',
@@ -183,8 +210,31 @@ export class LlmTier implements RouteTier {
       costUsd,
       fallbackReason: reason,
       ...(providerMs === undefined ? {} : { providerMs }),
+      ...(failures === undefined ? {} : { failures }),
     };
   }
+}
+
+/**
+ * The failed attempts of a call that threw, by provider name and error code; the error itself when
+ * it made no attempt (a provider cooling down). Empty when the error is not a provider call's.
+ */
+export function failedAttempts(error: unknown, spec: string): ProviderFailure[] {
+  if (!isSwitchboardError(error)) return [{ provider: providerName(spec), code: 'UNKNOWN' }];
+  const attempts = error.details?.['attempts'];
+  const failed = Array.isArray(attempts)
+    ? (attempts as CallAttempt[]).flatMap((attempt) =>
+        attempt.errorCode === undefined
+          ? []
+          : [{ provider: providerName(attempt.provider), code: attempt.errorCode }],
+      )
+    : [];
+  return failed.length > 0 ? failed : [{ provider: providerName(error.provider ?? spec), code: error.code }];
+}
+
+/** `anthropic` of `anthropic:claude-haiku-4-5` or `openai@http://…:llama`. */
+function providerName(spec: string): string {
+  return spec.split(/[:@]/, 1)[0] ?? spec;
 }
 
 /** Milliseconds a call spent inside provider calls: its attempts' durations added up. */

@@ -148,6 +148,7 @@ export class LocalTier implements RouteTier {
       confidence: verdict.confidence,
       reasoning,
       candidates: listed,
+      ranking: candidates.filter((candidate) => candidate.skill !== NONE),
       ...(isConfidentRefusal(candidates, this.options) ? { final: true } : {}),
     };
   }
