@@ -377,6 +377,12 @@ const cases: Record<keyof typeof EXIT_CODES, Case> = {
       test: 'a bad token, a missing issue and no token are one-line errors before anything runs',
     },
   },
+  SECRET_IN_CHANGE: {
+    coveredBy: {
+      file: 'test/agent-trust.test.ts',
+      test: 'a change that writes a known secret into a file stops with exit 63 naming the file; nothing is committed',
+    },
+  },
   ABORTED: {
     coveredBy: {
       file: 'test/cli-agent-lifecycle.test.ts',

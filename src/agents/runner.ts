@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { SwitchboardError, isSwitchboardError, type ErrorCode } from '../core/errors.js';
@@ -609,10 +609,16 @@ class RunExecution {
     } finally {
       clearInterval(poll);
       await reading;
+      if (this.run.endedAt !== undefined) rmSync(this.claudeConfigDir(), { recursive: true, force: true });
       await this.update({ childPid: null }).catch((error: unknown) => {
         if (!(error instanceof RunFinished)) throw error;
       });
     }
+  }
+
+  /** The run's CLAUDE_CONFIG_DIR: beside its transcripts, outside the worktree, kept across attempts for `resume`. */
+  private claudeConfigDir(): string {
+    return join(runDirectory(this.stateDir, this.run.id), 'claude');
   }
 
   /** Whether another process now holds the run (it claimed it while this runner still worked on it). */
@@ -835,6 +841,8 @@ class RunExecution {
       abortSignal: this.signal,
       processTag: runProcessTag(this.run.id),
       passEnvironment: task.passEnvironment,
+      // The checkout's `.env`, the ledger and other runs' folders: not for the agent's commands.
+      hiddenDirectories: [this.repository.root, this.stateDir],
       onSpawn: (pid) => this.updateSoon({ childPid: pid }),
       onProgress: (progress) => {
         const now = Date.now();
@@ -857,7 +865,12 @@ class RunExecution {
     if (sessionId !== undefined) invocation.resumeSessionId = sessionId;
     const model = task.model ?? this.options.model ?? this.run.options.model;
     if (model !== undefined) invocation.model = model;
-    if (this.options.connection !== undefined) invocation.connection = this.options.connection;
+    // Claude Code's config and session logs live in the run's own folder (removed when the run ends),
+    // not in the user's ~/.claude, unless the caller chose a folder.
+    invocation.connection = {
+      ...this.options.connection,
+      configDir: this.options.connection?.configDir ?? this.claudeConfigDir(),
+    };
     return invocation;
   }
 
@@ -1060,6 +1073,7 @@ class RunExecution {
     const { worktree, task } = this.run;
     const head = await commitChange({
       worktree,
+      base: this.run.baseCommit,
       subject: `feat(${task.id}): ${task.title}`,
       body: `${task.description.trim() === '' ? '' : `${task.description.trim()}\n\n`}Switchboard-Run: ${this.run.id}`,
     });
