@@ -142,6 +142,17 @@ function hostileScenario(repo: () => string): (planted: Planted) => Scenario {
 }
 
 describe('an agent cannot reach the API key or the runner’s secrets (issue 24, item 3)', () => {
+  it('has the sandbox Claude Code needs on this machine', () => {
+    // Without bwrap and socat the agent's Bash runs unsandboxed and can read the runner's /proc environ.
+    const path = (process.env['PATH'] ?? '').split(':');
+    for (const program of ['bwrap', 'socat']) {
+      expect(
+        path.some((folder) => existsSync(join(folder, program))),
+        `${program} is not on PATH: apt-get install bubblewrap socat`,
+      ).toBe(true);
+    }
+  });
+
   it('Bash, Read and a written file get neither the key nor .env nor ~/.ssh; nothing reaches a request, file, commit or output', async () => {
     let repo = '';
     const { f, planted } = await plantedFixture(hostileScenario(() => repo));
