@@ -132,6 +132,8 @@ export interface AgentOutcome {
   durationMs: number;
   /** Tool calls that were denied, with the reason (e.g. a Write outside the worktree). */
   denied: { tool: string; input: unknown; reason: string }[];
+  /** Whether the agent's Bash commands ran in Claude Code's sandbox, and why not (see `sandboxSettings`). */
+  sandbox?: { enabled: boolean; reason?: string };
   error?: string;
   /** For rate_limited: when to try again, if Claude Code said. */
   retryAfterMs?: number;
@@ -263,6 +265,7 @@ class AgentSession {
   private budgetReached = false;
   private budgetTimer: NodeJS.Timeout | undefined;
   private rateLimitResetsAt: number | undefined;
+  private sandbox: AgentOutcome['sandbox'];
 
   constructor(
     invocation: AgentInvocation,
@@ -294,6 +297,7 @@ class AgentSession {
       turns: 0,
       durationMs: Math.round(performance.now() - this.started),
       denied: this.denied,
+      ...(this.sandbox === undefined ? {} : { sandbox: this.sandbox }),
       ...fields,
     });
   }
@@ -327,7 +331,7 @@ class AgentSession {
     // Behind the forwarder Claude Code needs no credential of its own (and its tools must find none).
     if (forwarderUrl !== undefined) delete variables['ANTHROPIC_AUTH_TOKEN'];
     const sandbox = sandboxSettings(invocation);
-    this.note({ type: 'switchboard', subtype: 'sandbox', ...sandbox.note });
+    this.sandbox = sandbox.note;
     const options: Options = {
       cwd: invocation.cwd,
       pathToClaudeCodeExecutable: executable,

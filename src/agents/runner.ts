@@ -887,6 +887,7 @@ class RunExecution {
         turns: outcome.turns,
         durationMs: outcome.durationMs,
         denied: outcome.denied,
+        sandbox: outcome.sandbox,
         error: outcome.error,
         resultText: outcome.resultText?.slice(0, 2000),
         transcript,

@@ -145,10 +145,11 @@ function forward(
     });
     answer.on('error', () => response.destroy());
   });
-  outgoing.on('error', (error) => {
-    if (response.headersSent) response.destroy();
-    // The message names the upstream address, never the key (it is only in a header).
-    else sendError(response, 502, 'api_error', `the forwarder could not reach the API: ${error.message}`);
+  // An upstream that cannot be reached looks the same to Claude Code as without the forwarder: the
+  // connection drops (an answer of ours would read as a server error, not an unreachable API).
+  outgoing.on('error', () => {
+    response.destroy();
+    request.socket.destroy();
   });
   response.on('close', () => {
     if (!response.writableFinished) outgoing.destroy();
