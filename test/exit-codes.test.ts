@@ -389,6 +389,12 @@ const cases: Record<keyof typeof EXIT_CODES, Case> = {
       test: 'POST /call, call --server and MCP over HTTP refuse a base URL the config does not allow: 403, exit 65',
     },
   },
+  SECRET_IN_CHANGE: {
+    coveredBy: {
+      file: 'test/agent-trust.test.ts',
+      test: 'a change that writes a known secret into a file stops with exit 63 naming the file; nothing is committed',
+    },
+  },
   ABORTED: {
     coveredBy: {
       file: 'test/cli-agent-lifecycle.test.ts',

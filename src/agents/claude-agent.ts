@@ -13,6 +13,12 @@ import type {
 import { isSwitchboardError, SwitchboardError, type ErrorCode } from '../core/errors.js';
 import { loadAgentSdk } from '../providers/claude-code/agent-sdk.js';
 import { createApiKeyHelper, type ApiKeyHelper } from '../providers/claude-code/api-key-helper.js';
+import {
+  startKeyForwarder,
+  type ForwardedUsage,
+  type KeyForwarder,
+} from '../providers/claude-code/key-forwarder.js';
+import { sandboxSettings } from './sandbox.js';
 import { agentEnvironment, claudeCodeVariables } from './environment.js';
 import { realOrResolved } from './paths.js';
 import { PROCESS_TAG_VARIABLE } from './processes.js';
@@ -87,6 +93,18 @@ export interface AgentInvocation {
   onSpawn?: (pid: number) => void;
   /** Called with the running cost after each message that carries usage. */
   onProgress?: (progress: { costUsd: number; turns: number; lastTool?: string }) => void;
+  /**
+   * Called with the usage of each API response as it passes the run's key forwarder (see
+   * `startKeyForwarder`): every request Claude Code makes, side requests and subagents included. Not
+   * called when Claude Code uses its own login, Bedrock or Vertex (no forwarder then).
+   */
+  onUsage?: (usage: ForwardedUsage) => void;
+  /**
+   * Folders the agent's sandboxed commands may not read even where they lie above the worktree (the
+   * repository's own checkout with its `.env`, Switchboard's state folder). Reads inside `cwd`, the git
+   * folder it needs and `readableDirectories` stay allowed. @default none beyond the sandbox's own list
+   */
+  hiddenDirectories?: readonly string[];
 }
 
 export type AgentStatus =
@@ -114,6 +132,8 @@ export interface AgentOutcome {
   durationMs: number;
   /** Tool calls that were denied, with the reason (e.g. a Write outside the worktree). */
   denied: { tool: string; input: unknown; reason: string }[];
+  /** Whether the agent's Bash commands ran in Claude Code's sandbox, and why not (see `sandboxSettings`). */
+  sandbox?: { enabled: boolean; reason?: string };
   error?: string;
   /** For rate_limited: when to try again, if Claude Code said. */
   retryAfterMs?: number;
@@ -190,12 +210,20 @@ export async function runAgent(invocation: AgentInvocation): Promise<AgentOutcom
   mkdirSync(dirname(resolve(transcriptPath)), { recursive: true });
   registerSecret(connection.apiKey);
 
-  const keyHelper = apiKeyHelperFor(connection.apiKey);
+  let forwarder: KeyForwarder | undefined;
+  try {
+    forwarder = await forwarderFor(invocation);
+  } catch (error) {
+    session.stop();
+    return session.outcome('spawn_failed', { error: `the key forwarder did not start: ${errorText(error)}` });
+  }
+  // Claude Code holds only the forwarder's token: worthless anywhere but this run's forwarder.
+  const keyHelper = forwarder === undefined ? undefined : createApiKeyHelper(forwarder.token);
   let result: ClaudeResultMessage | undefined;
   let streamError: unknown;
   // Loaded here: a program that never runs an agent never loads the Agent SDK.
   const { query } = await loadAgentSdk();
-  const options = session.queryOptions(executable, keyHelper);
+  const options = session.queryOptions(executable, keyHelper, forwarder?.url);
   let messages: ReturnType<typeof query> | undefined;
   try {
     await session.limitMcpTools(options);
@@ -212,6 +240,7 @@ export async function runAgent(invocation: AgentInvocation): Promise<AgentOutcom
     await messages?.return(undefined).catch(() => undefined);
     await session.finishProcess();
     keyHelper?.dispose();
+    await forwarder?.close();
   }
   return session.finalOutcome(result, streamError);
 }
@@ -236,6 +265,7 @@ class AgentSession {
   private budgetReached = false;
   private budgetTimer: NodeJS.Timeout | undefined;
   private rateLimitResetsAt: number | undefined;
+  private sandbox: AgentOutcome['sandbox'];
 
   constructor(
     invocation: AgentInvocation,
@@ -267,6 +297,7 @@ class AgentSession {
       turns: 0,
       durationMs: Math.round(performance.now() - this.started),
       denied: this.denied,
+      ...(this.sandbox === undefined ? {} : { sandbox: this.sandbox }),
       ...fields,
     });
   }
@@ -289,18 +320,27 @@ class AgentSession {
   }
 
   /** The SDK options: nothing pre-approved, the policy's hook and callback, strict MCP, the process in its group. */
-  queryOptions(executable: string, keyHelper: ApiKeyHelper | undefined): Options {
+  queryOptions(
+    executable: string,
+    keyHelper: ApiKeyHelper | undefined,
+    forwarderUrl: string | undefined,
+  ): Options {
     const { invocation, policy } = this;
     const { guard, canUseTool } = this.permissionHandlers();
+    const variables = claudeCodeVariables();
+    // Behind the forwarder Claude Code needs no credential of its own (and its tools must find none).
+    if (forwarderUrl !== undefined) delete variables['ANTHROPIC_AUTH_TOKEN'];
+    const sandbox = sandboxSettings(invocation);
+    this.sandbox = sandbox.note;
     const options: Options = {
       cwd: invocation.cwd,
       pathToClaudeCodeExecutable: executable,
       env: claudeEnvironment(
         {
-          baseUrl: invocation.connection?.baseUrl,
+          baseUrl: forwarderUrl ?? invocation.connection?.baseUrl,
           configDir: invocation.connection?.configDir,
           env: {
-            ...claudeCodeVariables(),
+            ...variables,
             ...keyHelper?.environment,
             [PROCESS_TAG_VARIABLE]: this.tag.value,
           },
@@ -322,6 +362,7 @@ class AgentSession {
           ...(policy.deniedRules.length === 0 ? {} : { deny: policy.deniedRules }),
         },
         ...(keyHelper === undefined ? {} : { apiKeyHelper: keyHelper.command }),
+        ...(sandbox.settings === undefined ? {} : { sandbox: sandbox.settings }),
       },
       mcpServers: (invocation.mcpServers ?? {}) as NonNullable<Options['mcpServers']>,
       strictMcpConfig: true,
@@ -348,9 +389,13 @@ class AgentSession {
     if (Object.keys(options.mcpServers ?? {}).length === 0) return;
     const limits = await limitMcpTools(options, this.invocation.allowedTools, this.abortController.signal);
     for (const { server, reason } of limits.removed) {
-      const line = { type: 'switchboard', subtype: 'mcp_server_removed', server, reason };
-      appendFileSync(this.invocation.transcriptPath, `${redactSecrets(JSON.stringify(line))}\n`);
+      this.note({ type: 'switchboard', subtype: 'mcp_server_removed', server, reason });
     }
+  }
+
+  /** A line of Switchboard's own in the transcript. */
+  private note(line: Record<string, unknown>): void {
+    appendFileSync(this.invocation.transcriptPath, `${redactSecrets(JSON.stringify(line))}\n`);
   }
 
   private spawn(spawnOptions: SpawnOptions): SpawnedProcess {
@@ -626,14 +671,29 @@ function usageCost(model: string, usage: Record<string, unknown>): number {
 }
 
 /**
- * The API key (given, else `ANTHROPIC_API_KEY`) as an `apiKeyHelper`, so it stays out of the environment
- * the agent's tools inherit. None on Bedrock or Vertex, or when Claude Code uses its own login.
+ * The run's key forwarder, holding the API key (given, else `ANTHROPIC_API_KEY`, else
+ * `ANTHROPIC_AUTH_TOKEN` as a bearer token) and forwarding to the given base URL (else
+ * `ANTHROPIC_BASE_URL`, else Anthropic's). None on Bedrock or Vertex, or when Claude Code uses its own
+ * login: then there is no key of ours to keep from it.
  */
-function apiKeyHelperFor(apiKey: string | undefined): ApiKeyHelper | undefined {
+async function forwarderFor(invocation: AgentInvocation): Promise<KeyForwarder | undefined> {
   if (process.env['CLAUDE_CODE_USE_BEDROCK'] === '1' || process.env['CLAUDE_CODE_USE_VERTEX'] === '1')
     return undefined;
-  const key = apiKey ?? process.env['ANTHROPIC_API_KEY'];
-  return key === undefined || key === '' ? undefined : createApiKeyHelper(key);
+  const apiKey = invocation.connection?.apiKey ?? process.env['ANTHROPIC_API_KEY'];
+  const bearer = process.env['ANTHROPIC_AUTH_TOKEN'];
+  const credential =
+    apiKey !== undefined && apiKey !== ''
+      ? ({ kind: 'api-key', value: apiKey } as const)
+      : bearer !== undefined && bearer !== ''
+        ? ({ kind: 'bearer', value: bearer } as const)
+        : undefined;
+  if (credential === undefined) return undefined;
+  const upstream = invocation.connection?.baseUrl ?? process.env['ANTHROPIC_BASE_URL'];
+  return await startKeyForwarder({
+    upstream: upstream === '' ? undefined : upstream,
+    credential,
+    ...(invocation.onUsage === undefined ? {} : { onUsage: invocation.onUsage }),
+  });
 }
 
 function errorText(error: unknown): string {

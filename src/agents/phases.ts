@@ -1,6 +1,7 @@
 import { existsSync, realpathSync } from 'node:fs';
 import { resolve } from 'node:path';
-import type { ErrorCode } from '../core/errors.js';
+import { SwitchboardError, type ErrorCode } from '../core/errors.js';
+import { secretValues } from '../core/secrets.js';
 import type { AgentInvocation, AgentOutcome } from './claude-agent.js';
 import { CONTEXT_FILES } from './context.js';
 import { branchCommit, commitIdentity, excludeStateFolder, git, gitOk, listWorktrees } from './git.js';
@@ -260,6 +261,8 @@ export async function verifyChange(options: VerifyChangeOptions): Promise<Verify
 
 export interface CommitChangeOptions {
   worktree: string;
+  /** The commit the change started from: everything between it and the commit is scanned for secrets. */
+  base: string;
   subject: string;
   /** The message body: a description and trailers (`Switchboard-Step: …`). */
   body: string;
@@ -270,14 +273,72 @@ export interface CommitChangeOptions {
  * on a machine without one), hooks skipped. Returns HEAD afterwards, which is the base when there was
  * nothing to commit.
  */
-export async function commitChange({ worktree, subject, body }: CommitChangeOptions): Promise<string> {
+export async function commitChange({ worktree, base, subject, body }: CommitChangeOptions): Promise<string> {
   const identity = await commitIdentity(worktree);
   await gitOk(worktree, ['add', '-A', '--', '.', ...excludeContext()], 'git add');
+  await assertNoSecretInChange(worktree, base);
   const staged = await git(worktree, ['diff', '--cached', '--quiet']);
   if (staged.exitCode === 1) {
     await gitOk(worktree, ['commit', '--no-verify', '-q', '-m', subject, '-m', body], 'git commit', identity);
   }
   return headOf(worktree);
+}
+
+/**
+ * Throws `SECRET_IN_CHANGE`, naming the file (never the value), when a line the change adds between
+ * `base` and the index holds a known secret (`secretValues`: the environment's credentials, `.env`
+ * values, keys given as options). The agent's own commits count too, since the scan starts at `base`.
+ * The index is reset first, so nothing of the change is staged; the worktree keeps the files.
+ */
+export async function assertNoSecretInChange(worktree: string, base: string): Promise<void> {
+  const secrets = secretValues();
+  if (secrets.length === 0) return;
+  const diff = await gitOk(
+    worktree,
+    [
+      '-c',
+      'core.quotePath=false',
+      'diff',
+      '--cached',
+      '--text',
+      '--no-color',
+      '--no-ext-diff',
+      '--no-renames',
+      '-U0',
+      base,
+    ],
+    'git diff',
+  );
+  const file = fileWithSecret(diff, secrets);
+  if (file === undefined) return;
+  await gitOk(worktree, ['reset', '-q'], 'git reset');
+  throw new SwitchboardError(
+    'SECRET_IN_CHANGE',
+    `the change writes a known secret into ${file}; nothing was committed`,
+    {
+      hint: `the worktree ${worktree} keeps the file: take the value out of it, or do not give the agent the secret (see docs/agent.md)`,
+    },
+  );
+}
+
+/** The first file whose added lines in a `git diff` hold one of `secrets`. */
+function fileWithSecret(diff: string, secrets: readonly string[]): string | undefined {
+  let file: string | undefined;
+  let header = false;
+  for (const line of diff.split('\n')) {
+    if (line.startsWith('diff --git ')) {
+      header = true;
+      file = undefined;
+    } else if (header && line.startsWith('+++ ')) {
+      const name = line.slice(4);
+      file = name === '/dev/null' ? undefined : name.replace(/^"?b\//, '').replace(/"$/, '');
+    } else if (line.startsWith('@@')) {
+      header = false;
+    } else if (!header && line.startsWith('+') && file !== undefined) {
+      if (secrets.some((secret) => line.includes(secret))) return file;
+    }
+  }
+  return undefined;
 }
 
 export function describeOutcome(outcome: AgentOutcome): string {

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { SwitchboardError, isSwitchboardError, type ErrorCode } from '../core/errors.js';
@@ -629,10 +629,16 @@ class RunExecution {
       clearInterval(poll);
       await reading;
       await this.spending?.ledger.close();
+      if (this.run.endedAt !== undefined) rmSync(this.claudeConfigDir(), { recursive: true, force: true });
       await this.update({ childPid: null }).catch((error: unknown) => {
         if (!(error instanceof RunFinished)) throw error;
       });
     }
+  }
+
+  /** The run's CLAUDE_CONFIG_DIR: beside its transcripts, outside the worktree, kept across attempts for `resume`. */
+  private claudeConfigDir(): string {
+    return join(runDirectory(this.stateDir, this.run.id), 'claude');
   }
 
   /** Whether another process now holds the run (it claimed it while this runner still worked on it). */
@@ -918,6 +924,8 @@ class RunExecution {
       abortSignal: this.signal,
       processTag: runProcessTag(this.run.id),
       passEnvironment: task.passEnvironment,
+      // The checkout's `.env`, the ledger and other runs' folders: not for the agent's commands.
+      hiddenDirectories: [this.repository.root, this.stateDir],
       onSpawn: (pid) => this.updateSoon({ childPid: pid }),
       onProgress: (progress) => {
         const now = Date.now();
@@ -940,7 +948,12 @@ class RunExecution {
     if (sessionId !== undefined) invocation.resumeSessionId = sessionId;
     const model = this.model();
     if (model !== undefined) invocation.model = model;
-    if (this.options.connection !== undefined) invocation.connection = this.options.connection;
+    // Claude Code's config and session logs live in the run's own folder (removed when the run ends),
+    // not in the user's ~/.claude, unless the caller chose a folder.
+    invocation.connection = {
+      ...this.options.connection,
+      configDir: this.options.connection?.configDir ?? this.claudeConfigDir(),
+    };
     return invocation;
   }
 
@@ -957,6 +970,7 @@ class RunExecution {
         turns: outcome.turns,
         durationMs: outcome.durationMs,
         denied: outcome.denied,
+        sandbox: outcome.sandbox,
         error: outcome.error,
         resultText: outcome.resultText?.slice(0, 2000),
         transcript,
@@ -1143,6 +1157,7 @@ class RunExecution {
     const { worktree, task } = this.run;
     const head = await commitChange({
       worktree,
+      base: this.run.baseCommit,
       subject: `feat(${task.id}): ${task.title}`,
       body: `${task.description.trim() === '' ? '' : `${task.description.trim()}\n\n`}Switchboard-Run: ${this.run.id}`,
     });

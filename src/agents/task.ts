@@ -17,6 +17,66 @@ export type MergeMode = (typeof MERGE_MODES)[number];
 /** Tools an agent gets when the task names none: it can read, write and edit files, but not run commands. */
 export const DEFAULT_AGENT_TOOLS: readonly string[] = ['Read', 'Write', 'Edit', 'Glob', 'Grep'];
 
+/**
+ * Claude Code's built-in tools (2.1.x). A task naming another tool would run without it and fail late,
+ * after paying, so such a name is refused when the task is read.
+ */
+export const CLAUDE_CODE_TOOLS: readonly string[] = [
+  'Agent',
+  'Bash',
+  'BashOutput',
+  'Edit',
+  'ExitPlanMode',
+  'Glob',
+  'Grep',
+  'KillShell',
+  'LS',
+  'MultiEdit',
+  'NotebookEdit',
+  'NotebookRead',
+  'Read',
+  'Skill',
+  'SlashCommand',
+  'Task',
+  'TodoWrite',
+  'WebFetch',
+  'WebSearch',
+  'Write',
+];
+
+/** Why `entry` (`Read`, `Bash(npm test:*)`) names no Claude Code tool, with the closest name; undefined when it does. */
+export function unknownToolProblem(entry: string): string | undefined {
+  const name = /^([^(]*)(?:\(.*\))?$/s.exec(entry.trim())?.[1]?.trim() ?? entry;
+  if (CLAUDE_CODE_TOOLS.includes(name)) return undefined;
+  const closest = closestName(name, CLAUDE_CODE_TOOLS);
+  return `"${entry}" is not a Claude Code tool${closest === undefined ? '' : ` (did you mean ${closest}?)`}`;
+}
+
+/** The candidate nearest to `word` by edit distance (letter case ignored), if it is near enough to be a typo. */
+function closestName(word: string, candidates: readonly string[]): string | undefined {
+  let best: { name: string; distance: number } | undefined;
+  for (const name of candidates) {
+    const distance = editDistance(word.toLowerCase(), name.toLowerCase());
+    if (best === undefined || distance < best.distance) best = { name, distance };
+  }
+  return best !== undefined && best.distance <= Math.max(2, Math.floor(word.length / 3))
+    ? best.name
+    : undefined;
+}
+
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, index) => index);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      current[j] = Math.min((previous[j] ?? 0) + 1, (current[j - 1] ?? 0) + 1, (previous[j - 1] ?? 0) + cost);
+    }
+    previous = current;
+  }
+  return previous[b.length] ?? 0;
+}
+
 /** The task file's schema, built at the first task (zod is loaded then, not when the library is imported). */
 function buildTaskFileSchema(z: ReturnType<typeof loadZod>) {
   const positive = z.number().positive();
@@ -61,8 +121,19 @@ function buildTaskFileSchema(z: ReturnType<typeof loadZod>) {
         z
           .string()
           .min(1)
-          .refine((tool) => !tool.startsWith('mcp__'), {
-            message: "list an MCP server's tools under mcp_servers.<server>.tools, not in tools",
+          .superRefine((tool, context) => {
+            const problem = tool.startsWith('mcp__')
+              ? "list an MCP server's tools under mcp_servers.<server>.tools, not in tools"
+              : unknownToolProblem(tool);
+            if (problem !== undefined) {
+              context.addIssue({
+                code: 'custom',
+                message: problem,
+                params: {
+                  hint: `write Claude Code tool names: ${CLAUDE_CODE_TOOLS.join(', ')}, or Bash(command:*)`,
+                },
+              });
+            }
           }),
       )
       .optional(),
@@ -186,13 +257,20 @@ export function parseTask(value: unknown, source = 'task'): AgentTask {
   taskFileSchema ??= buildTaskFileSchema(loadZod());
   const result = taskFileSchema.safeParse(value ?? {});
   if (!result.success) {
-    const issue = result.error.issues[0];
-    const field = issue === undefined || issue.path.length === 0 ? '' : ` field "${issue.path.join('.')}"`;
-    throw new SwitchboardError('TASK_INVALID', `${source}${field}: ${issue?.message ?? 'invalid task'}`, {
+    // Every problem at once: fixing them one run at a time is slow.
+    const { issues } = result.error;
+    const problems = issues.map((issue) =>
+      issue.path.length === 0 ? issue.message : `field "${issue.path.join('.')}": ${issue.message}`,
+    );
+    const summary =
+      problems.length === 1
+        ? ` ${problems[0] ?? 'invalid task'}`.replace(/^ (?!field)/, ': ')
+        : `: ${problems.length} problems: ${problems.join('; ')}`;
+    throw new SwitchboardError('TASK_INVALID', `${source}${summary}`, {
       hint:
-        ownHint(issue) ??
+        issues.map(ownHint).find((hint) => hint !== undefined) ??
         'a task needs at least `id` and `title`; see "switchboard agent" in the README for the format',
-      details: { source, path: issue?.path ?? [] },
+      details: { source, path: issues[0]?.path ?? [], problems },
     });
   }
   const file = result.data;

@@ -53,6 +53,7 @@ export const ERROR_CODES = [
   'GITHUB_NOT_FOUND',
   'FORBIDDEN',
   'ENDPOINT_NOT_ALLOWED',
+  'SECRET_IN_CHANGE',
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
@@ -202,6 +203,8 @@ export const EXIT_CODES = {
   GITHUB_AUTH: 60,
   /** GitHub: the issue or repository does not exist, or the token may not see it (HTTP 404). */
   GITHUB_NOT_FOUND: 61,
+  /** `switchboard agent`: the agent's change holds a known secret; nothing was committed. */
+  SECRET_IN_CHANGE: 63,
   /** `serve`, `/mcp`: the server's settings do not allow this request (Host, Origin, command-running tools, a repository outside the roots). */
   FORBIDDEN: 64,
   /** A spec names a base URL the server's config does not allow (`providers.<name>.endpoints`); nothing was sent. */

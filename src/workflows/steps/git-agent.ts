@@ -229,6 +229,7 @@ class GitStepExecution {
     if (failure !== undefined) return this.failed(failure);
     const commit = await commitChange({
       worktree: this.current.worktree,
+      base: notes.base,
       subject: `${this.step.name}: ${firstLine(this.step.description ?? `step of workflow ${this.context.workflow.name}`)}`,
       body: `Switchboard-Run: ${this.context.runId}\n${STEP_TRAILER}: ${this.context.key}`,
     });

@@ -1,0 +1,111 @@
+import { accessSync, constants, readFileSync, statSync } from 'node:fs';
+import { homedir, tmpdir } from 'node:os';
+import { delimiter, isAbsolute, join, resolve } from 'node:path';
+
+/** `SWITCHBOARD_AGENT_SANDBOX`: `auto` (the default), `required` or `off`. */
+export const SANDBOX_VARIABLE = 'SWITCHBOARD_AGENT_SANDBOX';
+
+/** Claude Code's `sandbox` settings block, as far as Switchboard sets it. */
+export interface AgentSandboxSettings {
+  [setting: string]: unknown;
+  enabled: true;
+  failIfUnavailable: true;
+  allowUnsandboxedCommands: false;
+  autoAllowBashIfSandboxed: false;
+  filesystem: { denyRead: string[]; allowRead: string[] };
+}
+
+export interface SandboxChoice {
+  /** Undefined when the agent's commands run without Claude Code's sandbox. */
+  settings: AgentSandboxSettings | undefined;
+  /** For the transcript: whether the sandbox is on, and why not. */
+  note: { enabled: boolean; reason?: string };
+}
+
+/**
+ * Claude Code's own sandbox for the agent's Bash commands (and everything they start): on Linux a
+ * bubblewrap container with its own process and network namespaces, so a command sees no other
+ * process (not the runner's environment in `/proc`), writes only inside the worktree, and reads
+ * neither the home folder, `/tmp`, nor `hiddenDirectories`, except the worktree, the git folder it
+ * needs and `readableDirectories`. Claude Code's file tools are confined by the tool policy instead.
+ *
+ * On Linux it needs `bwrap` and `socat` on PATH; `auto` turns it on when they are there and says in the
+ * transcript when they are not; `required` lets Claude Code refuse to start without it; `off` never.
+ */
+export function sandboxSettings(invocation: {
+  cwd: string;
+  readableDirectories?: readonly string[] | undefined;
+  hiddenDirectories?: readonly string[] | undefined;
+}): SandboxChoice {
+  const mode = process.env[SANDBOX_VARIABLE] ?? 'auto';
+  if (mode === 'off')
+    return { settings: undefined, note: { enabled: false, reason: `${SANDBOX_VARIABLE}=off` } };
+  if (mode !== 'required') {
+    const missing = missingPrograms();
+    if (missing.length > 0) {
+      return {
+        settings: undefined,
+        note: { enabled: false, reason: `${missing.join(' and ')} not found on PATH` },
+      };
+    }
+  }
+  const gitDirectory = gitCommonDirectory(invocation.cwd);
+  return {
+    settings: {
+      enabled: true,
+      failIfUnavailable: true,
+      allowUnsandboxedCommands: false,
+      autoAllowBashIfSandboxed: false,
+      filesystem: {
+        denyRead: unique([homedir(), '/tmp', tmpdir(), ...(invocation.hiddenDirectories ?? [])]),
+        allowRead: unique([
+          invocation.cwd,
+          ...(gitDirectory === undefined ? [] : [gitDirectory]),
+          ...(invocation.readableDirectories ?? []),
+        ]),
+      },
+    },
+    note: { enabled: true },
+  };
+}
+
+/** What Claude Code's sandbox needs and this machine lacks (Linux only: macOS has its own). */
+function missingPrograms(): string[] {
+  if (process.platform === 'darwin') return [];
+  if (process.platform !== 'linux') return [`a sandbox for ${process.platform}`];
+  const path = (process.env['PATH'] ?? '').split(delimiter).filter((entry) => entry !== '');
+  return ['bwrap', 'socat'].filter(
+    (program) =>
+      !path.some((folder) => {
+        try {
+          accessSync(join(folder, program), constants.X_OK);
+          return true;
+        } catch {
+          return false;
+        }
+      }),
+  );
+}
+
+/**
+ * The repository's git folder a linked worktree reads its objects from (`.git` in the worktree is a
+ * file naming `<common>/worktrees/<id>`, which holds `commondir`). Undefined for a plain checkout,
+ * whose `.git` lies inside the worktree anyway.
+ */
+function gitCommonDirectory(cwd: string): string | undefined {
+  try {
+    const dotGit = join(cwd, '.git');
+    if (statSync(dotGit).isDirectory()) return undefined;
+    const match = /^gitdir:\s*(.+)$/m.exec(readFileSync(dotGit, 'utf8'));
+    if (match === null) return undefined;
+    const gitdir = resolve(cwd, (match[1] ?? '').trim());
+    const common = readFileSync(join(gitdir, 'commondir'), 'utf8').trim();
+    return isAbsolute(common) ? common : resolve(gitdir, common);
+  } catch {
+    return undefined;
+  }
+}
+
+function unique(paths: readonly string[]): string[] {
+  return [...new Set(paths.map((path) => resolve(path)))];
+}
