@@ -8,6 +8,7 @@ import type { Scenario } from '../src/sim/scenario.js';
 import { agentCliSuite, type Fixture, type RunJson } from './helpers/agent-cli.js';
 import { git } from './helpers/git-repo.js';
 import { runCli, type CliRun } from './helpers/run-cli.js';
+import { IN_CI } from './helpers/ci.js';
 
 // Issue 24 items 3 and 12, as a user meets them: the built CLI runs the real Claude Code binary against
 // the simulator, whose scenario plays a hostile agent. Between Claude Code's side and the simulator a
@@ -141,11 +142,24 @@ function hostileScenario(repo: () => string): (planted: Planted) => Scenario {
   };
 }
 
+/** Claude Code's sandbox needs both on PATH (Debian: bubblewrap, socat); `.ci/run` installs them. */
+const SANDBOX_PROGRAMS = ['bwrap', 'socat'];
+const hasSandbox = SANDBOX_PROGRAMS.every((program) =>
+  (process.env['PATH'] ?? '').split(':').some((folder) => existsSync(join(folder, program))),
+);
+if (!hasSandbox && !IN_CI) {
+  process.stderr.write(
+    'agent-trust: skipping the hostile-Bash tests: bwrap or socat is missing (apt-get install bubblewrap socat)\n',
+  );
+}
+/** Outside CI a machine without the sandbox skips the tests that need it; under CI they fail. */
+const sandboxed = hasSandbox || IN_CI ? it : it.skip;
+
 describe('an agent cannot reach the API key or the runner’s secrets (issue 24, item 3)', () => {
-  it('has the sandbox Claude Code needs on this machine', () => {
+  sandboxed('has the sandbox Claude Code needs on this machine', () => {
     // Without bwrap and socat the agent's Bash runs unsandboxed and can read the runner's /proc environ.
     const path = (process.env['PATH'] ?? '').split(':');
-    for (const program of ['bwrap', 'socat']) {
+    for (const program of SANDBOX_PROGRAMS) {
       expect(
         path.some((folder) => existsSync(join(folder, program))),
         `${program} is not on PATH: apt-get install bubblewrap socat`,
@@ -153,44 +167,47 @@ describe('an agent cannot reach the API key or the runner’s secrets (issue 24,
     }
   });
 
-  it('Bash, Read and a written file get neither the key nor .env nor ~/.ssh; nothing reaches a request, file, commit or output', async () => {
-    let repo = '';
-    const { f, planted } = await plantedFixture(hostileScenario(() => repo));
-    repo = f.repo;
-    const tap = await startTap(simUrl());
-    const task = f.task('hostile', { id: 'hostile', title: 'Loot', tools: ['Bash', 'Read', 'Write'] });
-    const result = await agentRun(f, task, tap.url);
-    expect(result.status, result.stderr).toBe(0);
-    const run = JSON.parse(result.stdout) as RunJson;
+  sandboxed(
+    'Bash, Read and a written file get neither the key nor .env nor ~/.ssh; nothing reaches a request, file, commit or output',
+    async () => {
+      let repo = '';
+      const { f, planted } = await plantedFixture(hostileScenario(() => repo));
+      repo = f.repo;
+      const tap = await startTap(simUrl());
+      const task = f.task('hostile', { id: 'hostile', title: 'Loot', tools: ['Bash', 'Read', 'Write'] });
+      const result = await agentRun(f, task, tap.url);
+      expect(result.status, result.stderr).toBe(0);
+      const run = JSON.parse(result.stdout) as RunJson;
 
-    // The hunts really ran (the model saw their output), and the loot was committed and merged.
-    expect(simLog().map((entry) => entry.rule)).toContain('hostile-done');
-    expect(simLog().find((entry) => entry.rule === 'hostile-3')?.text).toContain('scanned');
-    expect(git(f.repo, 'show', 'HEAD:loot.txt')).toContain('No such file or directory');
+      // The hunts really ran (the model saw their output), and the loot was committed and merged.
+      expect(simLog().map((entry) => entry.rule)).toContain('hostile-done');
+      expect(simLog().find((entry) => entry.rule === 'hostile-3')?.text).toContain('scanned');
+      expect(git(f.repo, 'show', 'HEAD:loot.txt')).toContain('No such file or directory');
 
-    // The key went upstream (the forwarder adds it) and nowhere else: no request body holds any secret.
-    for (const entry of tap.requests) {
-      const [headers = '', body = ''] = entry.split('\n', 2);
-      expect(headers).toContain(planted.key);
-      for (const secret of planted.all) expect(body).not.toContain(secret);
-    }
-    expect(tap.requests.length).toBeGreaterThanOrEqual(6);
-    // No file of the run (worktree, state folder, ledger, transcripts, HOME, Claude Code's config) holds one.
-    const originals = [join(f.repo, '.env'), join(f.root, 'home', '.ssh', 'id_rsa')];
-    expect(filesHolding(f.root, planted.all, originals)).toEqual([]);
-    // No commit does, and nothing printed does.
-    const history = git(f.repo, 'log', '--all', '-p');
-    for (const secret of planted.all) expect(history).not.toContain(secret);
-    const logs = await runCli(['agent', 'logs', run.id, '--transcript'], { cwd: f.repo, env: f.env });
-    for (const secret of planted.all) {
-      expect(result.stdout + result.stderr + logs.stdout + logs.stderr).not.toContain(secret);
-    }
-    // Claude Code's config and session logs lived in the run's folder, gone now that the run ended.
-    expect(existsSync(join(f.root, 'state', 'agents', 'runs', run.id, 'claude'))).toBe(false);
-    expect(readdirSync(join(f.root, 'claude-config'))).toEqual([]);
-    // Claude Code leaves only empty folders in HOME: its session logs went to the run's folder.
-    expect(filesUnder(join(f.root, 'home', '.claude'))).toEqual([]);
-  });
+      // The key went upstream (the forwarder adds it) and nowhere else: no request body holds any secret.
+      for (const entry of tap.requests) {
+        const [headers = '', body = ''] = entry.split('\n', 2);
+        expect(headers).toContain(planted.key);
+        for (const secret of planted.all) expect(body).not.toContain(secret);
+      }
+      expect(tap.requests.length).toBeGreaterThanOrEqual(6);
+      // No file of the run (worktree, state folder, ledger, transcripts, HOME, Claude Code's config) holds one.
+      const originals = [join(f.repo, '.env'), join(f.root, 'home', '.ssh', 'id_rsa')];
+      expect(filesHolding(f.root, planted.all, originals)).toEqual([]);
+      // No commit does, and nothing printed does.
+      const history = git(f.repo, 'log', '--all', '-p');
+      for (const secret of planted.all) expect(history).not.toContain(secret);
+      const logs = await runCli(['agent', 'logs', run.id, '--transcript'], { cwd: f.repo, env: f.env });
+      for (const secret of planted.all) {
+        expect(result.stdout + result.stderr + logs.stdout + logs.stderr).not.toContain(secret);
+      }
+      // Claude Code's config and session logs lived in the run's folder, gone now that the run ended.
+      expect(existsSync(join(f.root, 'state', 'agents', 'runs', run.id, 'claude'))).toBe(false);
+      expect(readdirSync(join(f.root, 'claude-config'))).toEqual([]);
+      // Claude Code leaves only empty folders in HOME: its session logs went to the run's folder.
+      expect(filesUnder(join(f.root, 'home', '.claude'))).toEqual([]);
+    },
+  );
 
   it('a change that writes a known secret into a file stops with exit 63 naming the file; nothing is committed', async () => {
     const { f, planted } = await plantedFixture((secrets) => ({
