@@ -227,8 +227,17 @@ export function openLedger(options: OpenLedgerOptions = {}): Ledger {
   return ledger;
 }
 
-/** Where each open ledger lives, with the URL's password: `path` leaves it out. */
-const targets = new WeakMap<Ledger, DatabaseTarget>();
+/**
+ * Where each open ledger lives, with the URL's password: `path` leaves it out. Kept on `globalThis` so
+ * that every copy of this module in a process (the built library and its sources, two installed
+ * versions) finds the database of a ledger another copy opened: without it the workflow store once fell
+ * back to `ledger.path`, and a PostgreSQL URL became a SQLite file under ./postgres:/.
+ */
+const TARGETS_KEY = Symbol.for('switchboard.ledger-databases');
+const targets = ((globalThis as Record<symbol, unknown>)[TARGETS_KEY] ??= new WeakMap<
+  Ledger,
+  DatabaseTarget
+>()) as WeakMap<Ledger, DatabaseTarget>;
 
 /**
  * The database a ledger from `openLedger` uses, for stores that keep their tables beside it (workflow
