@@ -18,6 +18,7 @@ import {
   type SpendReservation,
 } from './budget-reservations.js';
 import { SwitchboardError } from '../core/errors.js';
+import { afterCommittedWrite } from './write-seam.js';
 import type { RouteCandidate, RouteDecision, RouteMethod } from '../core/route-types.js';
 import { readCachedDecision, writeCachedDecision } from './route-cache-records.js';
 import { redactSecrets } from '../core/secrets.js';
@@ -349,7 +350,7 @@ function createLedger(
       await db.transaction(async (client) => {
         for (const row of rows) await client.run(sql.insertCallAttempt, row);
       });
-    });
+    }).then(afterCommittedWrite);
     return writing;
   }
   function flushAttemptsNow(): void {

@@ -1,4 +1,5 @@
 import { SwitchboardError } from '../core/errors.js';
+import { afterCommittedWrite } from './write-seam.js';
 import { redactSecrets } from '../core/secrets.js';
 import { idPrefixPattern, onlyMatch } from './id-prefix.js';
 import { openDatabase, toStoreError } from './database.js';
@@ -898,8 +899,12 @@ export class WorkflowStore {
   }
 
   /** One transaction, taking turns with every other write to the same run (in any process). */
-  private write<T>(runId: string, what: string, action: (tx: SqlClient) => Promise<T>): Promise<T> {
-    return this.guard(what, () => this.database.transaction(action, { lockKey: `workflow-run:${runId}` }));
+  private async write<T>(runId: string, what: string, action: (tx: SqlClient) => Promise<T>): Promise<T> {
+    const result = await this.guard(what, () =>
+      this.database.transaction(action, { lockKey: `workflow-run:${runId}` }),
+    );
+    afterCommittedWrite();
+    return result;
   }
 
   private read<T>(what: string, action: () => Promise<T>): Promise<T> {
