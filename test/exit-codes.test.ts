@@ -358,6 +358,15 @@ const cases: Record<keyof typeof EXIT_CODES, Case> = {
     }
     return first;
   },
+  GATE_TAKEN: async () => {
+    // The first answer recorded wins; a later one, even after the run ended, is refused.
+    const cwd = workflowFile(GATED);
+    const parked = await run(['workflow', 'run', 'flow.yaml', '--run-id', 'taken'], cwd);
+    expect(parked.status, parked.stderr).toBe(EXIT_CODES.WORKFLOW_WAITING);
+    const first = await run(['workflow', 'gate', 'taken', '--choose', 'ship'], cwd);
+    expect(first.status, first.stderr).toBe(EXIT_CODES.OK);
+    return run(['workflow', 'gate', 'taken', 'approve', '--choose', 'stop'], cwd);
+  },
   SETTINGS_INVALID: () => {
     // A Claude Code settings file that is not JSON: `hooks install` refuses it and leaves it as it was.
     const cwd = workspace();

@@ -187,6 +187,18 @@ describe('switchboard mcp: workflow runs', () => {
       state: 'completed',
       output: { colour: 'teal', choice: 'paint' },
     });
+    // A second answer, after the run completed, is the tool's error: who answered what, and when.
+    const again = await space.session.call('workflow_gate', {
+      run_id: runId,
+      step: 'approve',
+      choose: 'hold',
+    });
+    expect(again.isError).toBe(true);
+    expect(again.content[0]).toMatchObject({
+      text: expect.stringMatching(
+        /^GATE_TAKEN \(exit 62\): gate "approve" of workflow run \S+ was already answered "paint" by \S+ at \d{4}-.+Z; "hold" was not recorded/,
+      ) as string,
+    });
   });
 
   it('a gate answer that is not an option is a tool error naming the options', async () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { startWorkflowRun } from '../src/workflows/engine-start.js';
-import { answerGate, readWorkflowEvents, workflowStatus } from '../src/workflows/index.js';
+import { answerGate, readWorkflowEvents, resumeWorkflow, workflowStatus } from '../src/workflows/index.js';
 import { engineOptions, gateStep, setStep, stateDir, workflow } from './workflows-engine-support.js';
 import { waitFor } from './helpers/wait-for.js';
 
@@ -77,6 +77,41 @@ describe('human gates', () => {
     expect(done.steps.map((step) => step.step)).toEqual(['draft', 'approve', 'ship', 'confirm']);
   });
 
+  it('the first answer recorded wins: a second is refused with GATE_TAKEN naming who answered what and when', async () => {
+    const dir = stateDir();
+    const definition = review();
+    await startWorkflowRun(definition, { ...engineOptions(dir, definition), runId: 'run-twice' });
+    const options = { ...engineOptions(dir, definition), runId: 'run-twice', continue: false };
+    // Two answers to the parked gate, neither continuing the run: the second used to replace the first.
+    await answerGate({ ...options, choice: 'revise', text: 'shorter', answeredBy: 'ana' });
+    const second = answerGate({ ...options, choice: 'ship', answeredBy: 'bo' });
+    await expect(second).rejects.toMatchObject({
+      code: 'GATE_TAKEN',
+      message: expect.stringMatching(
+        /^gate "approve" of workflow run run-twice was already answered "revise" by ana at \d{4}-.+Z; "ship" was not recorded$/,
+      ) as string,
+      details: { step: 'approve', choice: 'revise', answeredBy: 'ana', visit: 0 },
+    });
+    // Two answers given before the run reaches a gate: the first is kept for it, the second refused.
+    await answerGate({ ...options, step: 'confirm', choice: 'yes', answeredBy: 'cy' });
+    await expect(
+      answerGate({ ...options, step: 'confirm', choice: 'yes', answeredBy: 'di' }),
+    ).rejects.toMatchObject({ code: 'GATE_TAKEN', details: { step: 'confirm', answeredBy: 'cy' } });
+    // The run takes the first answer ("revise": back to draft, then the gate again), not the second.
+    const resumed = await resumeWorkflow({ ...engineOptions(dir, definition), runId: 'run-twice' });
+    expect(resumed).toMatchObject({ status: 'waiting', step: 'approve' });
+    expect(resumed.steps.map((step) => step.key.split('/').slice(1).join('/'))).toEqual([
+      'draft/0',
+      'approve/0',
+      'draft/1',
+      'approve/1',
+    ]);
+    const events = await readWorkflowEvents('run-twice', { stateDir: dir });
+    expect(
+      events.filter((event) => event.type === 'gate-answer').map((event) => event.data?.['answeredBy']),
+    ).toEqual(['ana', 'cy']);
+  });
+
   it('routes by the chosen option and passes its prompt_for text on', async () => {
     const dir = stateDir();
     const definition = review();
@@ -142,6 +177,10 @@ describe('human gates', () => {
       (event) => event.type === 'gate-taken',
     );
     expect(taken?.data).toMatchObject({ choice: 'stop', answeredBy: 'timeout' });
+    // The default taken at the timeout is the gate's answer: a later one is refused, naming it.
+    await expect(
+      answerGate({ ...engineOptions(dir, definition), runId: result.id, step: 'approve', choice: 'ship' }),
+    ).rejects.toMatchObject({ code: 'GATE_TAKEN', details: { choice: 'stop', answeredBy: 'timeout' } });
   });
 
   it('with a timeout, takes an answer another caller records while this process waits at the gate', async () => {

@@ -3,6 +3,7 @@ import { dirname, resolve } from 'node:path';
 import type { z } from 'zod';
 import { SwitchboardError } from './errors.js';
 import { normalizeBaseUrl } from './base-url.js';
+import { refuseUrlAsPath } from './url-path.js';
 import { loadYaml, loadZod } from './lazy-packages.js';
 import { ROUTE_MODES, type RouteMode, type SkillThresholds } from './route-types.js';
 
@@ -412,6 +413,9 @@ export function loadConfig({
     fromCwd(routeOverrides.rulesFile) ?? fromCwd(environment.rulesFile) ?? fromFile(file.route?.rules_file);
   if (rulesFile !== undefined) route.rulesFile = rulesFile;
 
+  refuseUrlAsPath(overrides.stateDir, '--state-dir');
+  refuseUrlAsPath(environment.stateDir, 'SWITCHBOARD_STATE_DIR', 'CONFIG_INVALID');
+  refuseUrlAsPath(file.state_dir, `state_dir in ${path}`, 'CONFIG_INVALID');
   const config: SwitchboardConfig = {
     stateDir:
       fromCwd(overrides.stateDir) ??

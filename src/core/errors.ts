@@ -54,6 +54,7 @@ export const ERROR_CODES = [
   'FORBIDDEN',
   'ENDPOINT_NOT_ALLOWED',
   'SECRET_IN_CHANGE',
+  'GATE_TAKEN',
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
@@ -203,6 +204,8 @@ export const EXIT_CODES = {
   GITHUB_AUTH: 60,
   /** GitHub: the issue or repository does not exist, or the token may not see it (HTTP 404). */
   GITHUB_NOT_FOUND: 61,
+  /** `workflow gate`: the gate was already answered (the first answer recorded wins); this one was not recorded. */
+  GATE_TAKEN: 62,
   /** `switchboard agent`: the agent's change holds a known secret; nothing was committed. */
   SECRET_IN_CHANGE: 63,
   /** `serve`, `/mcp`: the server's settings do not allow this request (Host, Origin, command-running tools, a repository outside the roots). */

@@ -3,6 +3,7 @@ import { dirname, join, resolve } from 'node:path';
 import type Database from 'better-sqlite3';
 import { SwitchboardError } from '../core/errors.js';
 import { loadSqlite } from '../core/lazy-packages.js';
+import { refuseUrlAsPath } from '../core/url-path.js';
 import {
   LATEST_SCHEMA_VERSION,
   findSchemaProblem,
@@ -49,6 +50,9 @@ export type DatabaseLocation = { kind: 'postgres'; url: string } | { kind: 'sqli
 
 /** Which database a target names, checking the URL's form. */
 export function locateDatabase(target: DatabaseTarget): DatabaseLocation {
+  // Checked before anything is resolved: `resolve('postgres://u:p@h/db')` is a path under ./postgres:/.
+  refuseUrlAsPath(target.path, 'ledger path');
+  refuseUrlAsPath(target.stateDir, 'state folder');
   const fromEnvironment = target.path === undefined ? process.env[DATABASE_URL_VARIABLE] : undefined;
   const url = target.url ?? (fromEnvironment === '' ? undefined : fromEnvironment);
   if (url !== undefined) {

@@ -18,6 +18,7 @@ import {
   type SpendReservation,
 } from './budget-reservations.js';
 import { SwitchboardError } from '../core/errors.js';
+import { afterCommittedWrite } from './write-seam.js';
 import type { RouteCandidate, RouteDecision, RouteMethod } from '../core/route-types.js';
 import { readCachedDecision, writeCachedDecision } from './route-cache-records.js';
 import { redactSecrets } from '../core/secrets.js';
@@ -227,8 +228,17 @@ export function openLedger(options: OpenLedgerOptions = {}): Ledger {
   return ledger;
 }
 
-/** Where each open ledger lives, with the URL's password: `path` leaves it out. */
-const targets = new WeakMap<Ledger, DatabaseTarget>();
+/**
+ * Where each open ledger lives, with the URL's password: `path` leaves it out. Kept on `globalThis` so
+ * that every copy of this module in a process (the built library and its sources, two installed
+ * versions) finds the database of a ledger another copy opened: without it the workflow store once fell
+ * back to `ledger.path`, and a PostgreSQL URL became a SQLite file under ./postgres:/.
+ */
+const TARGETS_KEY = Symbol.for('switchboard.ledger-databases');
+const targets = ((globalThis as Record<symbol, unknown>)[TARGETS_KEY] ??= new WeakMap<
+  Ledger,
+  DatabaseTarget
+>()) as WeakMap<Ledger, DatabaseTarget>;
 
 /**
  * The database a ledger from `openLedger` uses, for stores that keep their tables beside it (workflow
@@ -340,7 +350,7 @@ function createLedger(
       await db.transaction(async (client) => {
         for (const row of rows) await client.run(sql.insertCallAttempt, row);
       });
-    });
+    }).then(afterCommittedWrite);
     return writing;
   }
   function flushAttemptsNow(): void {

@@ -1,4 +1,5 @@
 import { SwitchboardError } from '../core/errors.js';
+import { afterCommittedWrite } from './write-seam.js';
 import { redactSecrets } from '../core/secrets.js';
 import { idPrefixPattern, onlyMatch } from './id-prefix.js';
 import { openDatabase, toStoreError } from './database.js';
@@ -687,9 +688,29 @@ export class WorkflowStore {
     return row === undefined ? undefined : stepFromRow(row);
   }
 
-  /** Records a gate answer from any process. `visit` undefined: for the next time the run reaches the gate. */
-  async recordGateAnswer(runId: string, answer: StoredGateAnswer): Promise<void> {
-    await this.write(runId, 'record a gate answer', async (tx) => {
+  /**
+   * Records a gate answer from any process unless the gate already has one: the first answer committed
+   * wins, and a later one is not written. `visit` undefined: for the next time the run reaches the gate.
+   * An answer is already there when the gate has one for this visit, one waiting for the next visit, or
+   * (for an ended run, which will not reach the gate again) any answer at all. Returns the answer that
+   * was there (nothing recorded), or undefined when this one was recorded.
+   *
+   * The check and the insert share one transaction holding the run's write lock (every write to the run
+   * takes it, in any process), so of two answers racing for a gate exactly one is recorded.
+   */
+  async recordGateAnswer(runId: string, answer: StoredGateAnswer): Promise<StoredGateAnswer | undefined> {
+    return this.write(runId, 'record a gate answer', async (tx) => {
+      const ended = await tx.get<{ found: number }>(
+        "SELECT 1 AS found FROM workflow_runs WHERE id = ? AND status IN ('completed', 'cancelled')",
+        [runId],
+      );
+      const earlier = await tx.get<GateRow>(
+        `SELECT ${GATE_COLUMNS} FROM workflow_gates
+           WHERE run_id = ? AND step = ? AND (visit IS NULL OR visit = ? OR ? = 1)
+           ORDER BY rowid LIMIT 1`,
+        [runId, answer.step, answer.visit ?? -1, ended === undefined ? 0 : 1],
+      );
+      if (earlier !== undefined) return gateAnswerFromRow(earlier, earlier.visit ?? undefined);
       await tx.run(
         `INSERT INTO workflow_gates (run_id, step, visit, choice, text, answered_by, answered_at)
            VALUES (?, ?, ?, ?, ?, ?, ?)`,
@@ -712,48 +733,55 @@ export class WorkflowStore {
           ...(answer.visit === undefined ? {} : { visit: answer.visit }),
         },
       });
+      return undefined;
     });
   }
 
+  /** The latest answer recorded for any gate of the run, for telling a late answerer who came first. */
+  async lastGateAnswer(runId: string): Promise<StoredGateAnswer | undefined> {
+    const row = await this.read('read a gate answer', () =>
+      this.database.get<GateRow>(
+        `SELECT ${GATE_COLUMNS} FROM workflow_gates WHERE run_id = ? ORDER BY rowid DESC LIMIT 1`,
+        [runId],
+      ),
+    );
+    return row === undefined ? undefined : gateAnswerFromRow(row, row.visit ?? undefined);
+  }
+
   /**
-   * The answer for a gate's execution: one recorded for this visit, else the oldest recorded before the
-   * run reached the gate (then bound to this visit, so it answers exactly one execution).
+   * The answer for a gate's execution: the one recorded for this visit, else the oldest recorded before
+   * the run reached the gate (then bound to this visit, so it answers exactly one execution). With
+   * `fallback` (a gate whose timeout expired), records it for this visit when there is none, in the same
+   * transaction: an answer committed at the last moment wins over the default, never both.
    */
-  async takeGateAnswer(runId: string, step: string, visit: number): Promise<StoredGateAnswer | undefined> {
-    type GateRow = {
-      gate_row: number;
-      step: string;
-      visit: number | null;
-      choice: string;
-      text: string | null;
-      answered_by: string;
-      answered_at: number;
-    };
-    const columns = 'rowid AS gate_row, step, visit, choice, text, answered_by, answered_at';
+  async takeGateAnswer(
+    runId: string,
+    step: string,
+    visit: number,
+    fallback?: StoredGateAnswer,
+  ): Promise<StoredGateAnswer | undefined> {
     return this.write(runId, 'read a gate answer', async (tx) => {
       let row = await tx.get<GateRow>(
-        `SELECT ${columns} FROM workflow_gates WHERE run_id = ? AND step = ? AND visit = ? ORDER BY rowid DESC LIMIT 1`,
+        `SELECT ${GATE_COLUMNS} FROM workflow_gates WHERE run_id = ? AND step = ? AND visit = ? ORDER BY rowid LIMIT 1`,
         [runId, step, visit],
       );
       if (row === undefined) {
         row = await tx.get<GateRow>(
-          `SELECT ${columns} FROM workflow_gates WHERE run_id = ? AND step = ? AND visit IS NULL ORDER BY rowid LIMIT 1`,
+          `SELECT ${GATE_COLUMNS} FROM workflow_gates WHERE run_id = ? AND step = ? AND visit IS NULL ORDER BY rowid LIMIT 1`,
           [runId, step],
         );
         if (row !== undefined) {
           await tx.run('UPDATE workflow_gates SET visit = ? WHERE rowid = ?', [visit, row.gate_row]);
         }
       }
-      if (row === undefined) return undefined;
-      const answer: StoredGateAnswer = {
-        step: row.step,
-        visit,
-        choice: row.choice,
-        answeredBy: row.answered_by,
-        answeredAt: row.answered_at,
-      };
-      if (row.text !== null) answer.text = row.text;
-      return answer;
+      if (row !== undefined) return gateAnswerFromRow(row, visit);
+      if (fallback === undefined) return undefined;
+      await tx.run(
+        `INSERT INTO workflow_gates (run_id, step, visit, choice, text, answered_by, answered_at)
+           VALUES (?, ?, ?, ?, NULL, ?, ?)`,
+        [runId, step, visit, fallback.choice, fallback.answeredBy, fallback.answeredAt],
+      );
+      return { ...fallback, step, visit };
     });
   }
 
@@ -871,8 +899,12 @@ export class WorkflowStore {
   }
 
   /** One transaction, taking turns with every other write to the same run (in any process). */
-  private write<T>(runId: string, what: string, action: (tx: SqlClient) => Promise<T>): Promise<T> {
-    return this.guard(what, () => this.database.transaction(action, { lockKey: `workflow-run:${runId}` }));
+  private async write<T>(runId: string, what: string, action: (tx: SqlClient) => Promise<T>): Promise<T> {
+    const result = await this.guard(what, () =>
+      this.database.transaction(action, { lockKey: `workflow-run:${runId}` }),
+    );
+    afterCommittedWrite();
+    return result;
   }
 
   private read<T>(what: string, action: () => Promise<T>): Promise<T> {
@@ -899,4 +931,27 @@ interface WriteFence {
 async function readRun(client: SqlClient, id: string): Promise<WorkflowRunRow | undefined> {
   const row = await client.get<RunTableRow>('SELECT * FROM workflow_runs WHERE id = ?', [id]);
   return row === undefined ? undefined : runFromRow(row);
+}
+
+type GateRow = {
+  gate_row: number;
+  step: string;
+  visit: number | null;
+  choice: string;
+  text: string | null;
+  answered_by: string;
+  answered_at: number;
+};
+const GATE_COLUMNS = 'rowid AS gate_row, step, visit, choice, text, answered_by, answered_at';
+
+function gateAnswerFromRow(row: GateRow, visit: number | undefined): StoredGateAnswer {
+  const answer: StoredGateAnswer = {
+    step: row.step,
+    choice: row.choice,
+    answeredBy: row.answered_by,
+    answeredAt: Number(row.answered_at),
+  };
+  if (visit !== undefined) answer.visit = visit;
+  if (row.text !== null) answer.text = row.text;
+  return answer;
 }

@@ -6,7 +6,7 @@ import type { WorkflowStepRow } from '../store/workflow-records.js';
 import { renderTemplate } from './engine-deps.js';
 import type { RunExecution } from './engine-types.js';
 import type { StepDefinition } from './model.js';
-import type { StepContext, StepOutcome, TemplateScope } from './step-executor.js';
+import type { GateAnswer, StepContext, StepOutcome, TemplateScope } from './step-executor.js';
 import { runChildWorkflow } from './engine-child.js';
 
 /** One execution of one step: where it sits in the run and what it sees. */
@@ -126,7 +126,7 @@ function stepContext(
     recordProgress: (notes) => exec.store.recordProgress(run.id, exec.lock.token, slot.key, notes),
     emit: (event) => exec.emit({ ...event, step: event.step ?? slot.step.name, key: event.key ?? slot.key }),
     runChild: (file, inputs) => runChildWorkflow(exec, slot, file, inputs),
-    gateAnswer: () => gateAnswer(exec, slot),
+    gateAnswer: (fallback) => gateAnswer(exec, slot, fallback),
   };
   if (exec.deadline !== undefined) context.deadline = exec.deadline;
   // An earlier attempt of this key that was killed, aborted or failed leaves notes to reconcile with.
@@ -227,7 +227,11 @@ function mcpServersFor(exec: RunExecution, step: StepDefinition): Record<string,
   return Object.fromEntries(names.map((name) => [name, { ...servers[name] }]));
 }
 
-async function gateAnswer(exec: RunExecution, slot: ExecutionSlot): ReturnType<StepContext['gateAnswer']> {
+async function gateAnswer(
+  exec: RunExecution,
+  slot: ExecutionSlot,
+  fallback?: GateAnswer,
+): ReturnType<StepContext['gateAnswer']> {
   const step = slot.step;
   if (exec.options.skipGates === true && step.type === 'human_gate' && step.options[0] !== undefined) {
     return {
@@ -236,7 +240,19 @@ async function gateAnswer(exec: RunExecution, slot: ExecutionSlot): ReturnType<S
       answeredAt: new Date(exec.now()).toISOString(),
     };
   }
-  const stored = await exec.store.takeGateAnswer(exec.run.id, step.name, slot.visit);
+  const stored = await exec.store.takeGateAnswer(
+    exec.run.id,
+    step.name,
+    slot.visit,
+    fallback === undefined
+      ? undefined
+      : {
+          step: step.name,
+          choice: fallback.choice,
+          answeredBy: fallback.answeredBy,
+          answeredAt: Date.parse(fallback.answeredAt),
+        },
+  );
   if (stored === undefined) return undefined;
   return {
     choice: stored.choice,

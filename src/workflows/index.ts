@@ -1,6 +1,6 @@
 import { userInfo } from 'node:os';
 import { isSwitchboardError, SwitchboardError } from '../core/errors.js';
-import type { WorkflowRunRow, WorkflowStore } from '../store/workflow-records.js';
+import type { StoredGateAnswer, WorkflowRunRow, WorkflowStore } from '../store/workflow-records.js';
 import type {
   AnswerGateOptions,
   RecordedWorkflowRun,
@@ -54,13 +54,19 @@ async function findRun(store: WorkflowStore, runId: string): Promise<WorkflowRun
   return run;
 }
 
-/** Records a gate answer (before or after the run reaches the gate) and, unless `continue: false`, continues the run. */
+/**
+ * Records a gate answer (before or after the run reaches the gate) and, unless `continue: false`,
+ * continues the run. The first answer recorded for a gate's execution wins.
+ *
+ * @throws SwitchboardError `GATE_TAKEN` when the gate already has an answer (nothing is recorded; the
+ *   message and details say who answered what and when), `INVALID_INPUT`, `RUN_NOT_FOUND`
+ */
 export async function answerGate(options: AnswerGateOptions): Promise<WorkflowRunResult> {
   const session = await openStores(options);
   try {
     const run = await findRun(session.store, options.runId);
     const target = await gateTarget(session.store, run, options, options.step);
-    await session.store.recordGateAnswer(target.run.id, {
+    const earlier = await session.store.recordGateAnswer(target.run.id, {
       step: target.step,
       ...(target.visit === undefined ? {} : { visit: target.visit }),
       choice: options.choice,
@@ -68,6 +74,7 @@ export async function answerGate(options: AnswerGateOptions): Promise<WorkflowRu
       answeredBy: options.answeredBy ?? userInfo().username,
       answeredAt: Date.now(),
     });
+    if (earlier !== undefined) throw gateTaken(target.run.id, earlier, options.choice);
     if (options.continue === false || (run.status !== 'waiting' && run.status !== 'running')) {
       return await runView(session.store, await findRun(session.store, run.id));
     }
@@ -110,9 +117,13 @@ async function gateTarget(
   options: AnswerGateOptions,
   named: string | undefined,
 ): Promise<{ run: WorkflowRunRow; step: string; visit?: number }> {
-  const waiting = (await store.steps(run.id)).filter((row) => row.status === 'waiting').at(-1);
+  const rows = await store.steps(run.id);
+  const waiting = rows.filter((row) => row.status === 'waiting').at(-1);
   const step = named ?? (run.status === 'waiting' ? waiting?.step : undefined);
   if (step === undefined) {
+    // Most often another answer moved the run on between this caller's look and its answer.
+    const latest = await store.lastGateAnswer(run.id);
+    if (latest !== undefined) throw gateTaken(run.id, latest, options.choice);
     throw new SwitchboardError('INVALID_INPUT', `workflow run ${run.id} is not parked at a gate`, {
       hint: 'name the gate step to answer it before the run reaches it',
     });
@@ -146,8 +157,33 @@ async function gateTarget(
       hint: `choose one of: ${values.join(', ')}`,
     });
   }
-  const parked = run.status === 'waiting' && waiting?.step === step ? waiting.visit : undefined;
-  return parked === undefined ? { run, step } : { run, step, visit: parked };
+  // The execution the gate is in now: parked, or waiting out its timeout in the owner's process. An
+  // answer for it competes with every other answer for it; otherwise it is for the gate's next visit.
+  const open = rows
+    .filter((row) => row.step === step && (row.status === 'waiting' || row.status === 'running'))
+    .at(-1);
+  return open === undefined ? { run, step } : { run, step, visit: open.visit };
+}
+
+/** GATE_TAKEN: the gate already had an answer (the first recorded wins); this one was not recorded. */
+function gateTaken(runId: string, earlier: StoredGateAnswer, choice: string): SwitchboardError {
+  const at = new Date(earlier.answeredAt).toISOString();
+  return new SwitchboardError(
+    'GATE_TAKEN',
+    `gate "${earlier.step}" of workflow run ${runId} was already answered "${earlier.choice}" by ${earlier.answeredBy} at ${at}; "${choice}" was not recorded`,
+    {
+      hint: `see what the run did with it: switchboard workflow status ${runId}`,
+      retryable: false,
+      details: {
+        runId,
+        step: earlier.step,
+        choice: earlier.choice,
+        answeredBy: earlier.answeredBy,
+        answeredAt: at,
+        ...(earlier.visit === undefined ? {} : { visit: earlier.visit }),
+      },
+    },
+  );
 }
 
 /** The run as `workflow status` shows it. Throws RUN_NOT_FOUND. */

@@ -68,8 +68,12 @@ export interface StepContext {
   emit(event: WorkflowEvent): Promise<void>;
   /** Runs a sub-workflow to its end under this run (used by `type: workflow`). */
   runChild(file: string, inputs: Record<string, unknown>): Promise<StepOutcome>;
-  /** The gate answer recorded for this step's execution, if any (taking it binds it); used by `human_gate`. */
-  gateAnswer(): Promise<GateAnswer | undefined>;
+  /**
+   * The gate answer recorded for this step's execution, if any (taking it binds it); used by `human_gate`.
+   * With `fallback` (the gate's timeout expired), records that as the answer unless one was recorded
+   * first, and returns whichever is the gate's answer: the first recorded wins.
+   */
+  gateAnswer(fallback?: GateAnswer): Promise<GateAnswer | undefined>;
 }
 
 export interface GateAnswer {

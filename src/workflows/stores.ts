@@ -1,4 +1,6 @@
 import { resolve } from 'node:path';
+import { SwitchboardError } from '../core/errors.js';
+import type { DatabaseTarget } from '../store/database.js';
 import { DEFAULT_STATE_DIR, ledgerDatabase, openLedger, type Ledger } from '../store/ledger.js';
 import { WorkflowStore } from '../store/workflow-records.js';
 import type { WorkflowEngineOptions } from './api-types.js';
@@ -23,8 +25,7 @@ export async function openStores(options: WorkflowEngineOptions): Promise<StoreS
   let store: WorkflowStore;
   try {
     store = await WorkflowStore.open({
-      // The ledger's own database: its SQLite file, or the PostgreSQL URL it was opened with.
-      ...(ledgerDatabase(ledger) ?? { path: ledger.path }),
+      ...ledgerTarget(ledger),
       ...(options._internal?.now === undefined ? {} : { now: options._internal.now }),
     });
   } catch (error) {
@@ -41,4 +42,23 @@ export async function openStores(options: WorkflowEngineOptions): Promise<StoreS
       if (ownLedger) await ledger.close();
     },
   };
+}
+
+/**
+ * The ledger's own database, so the workflow tables are always beside it: its SQLite file, or the
+ * PostgreSQL URL it was opened with. A ledger this process's `openLedger` did not open is followed by
+ * its dialect: a SQLite `path` is its file, but a PostgreSQL `path` is a URL without its password,
+ * which must never be opened as a file.
+ */
+function ledgerTarget(ledger: Ledger): DatabaseTarget {
+  const known = ledgerDatabase(ledger);
+  if (known !== undefined) return known;
+  if (ledger.dialect === 'sqlite') return { path: ledger.path };
+  throw new SwitchboardError(
+    'INVALID_INPUT',
+    `cannot tell which PostgreSQL database the ledger ${ledger.path} uses`,
+    {
+      hint: 'open the ledger with openLedger() from switchboard, or pass no ledger and set SWITCHBOARD_DATABASE_URL',
+    },
+  );
 }

@@ -25,8 +25,14 @@ export const executeHumanGateStep: StepExecutor = async (context) => {
     await context.recordProgress({ gate: { prompt, options, timesOutAt } });
     answer = await waitForAnswer(context, step.timeoutSeconds * 1000);
     if (answer === undefined) {
+      // Recorded as the gate's answer unless someone answered first: an answer committed at the last
+      // moment is the one taken, and a later one is refused (GATE_TAKEN) instead of being lost.
       const choice = step.default ?? step.options[0]?.value ?? '';
-      answer = { choice, answeredBy: 'timeout', answeredAt: new Date().toISOString() };
+      answer = await context.gateAnswer({
+        choice,
+        answeredBy: 'timeout',
+        answeredAt: new Date().toISOString(),
+      });
     }
   }
   if (answer === undefined) {
