@@ -191,7 +191,7 @@ export function parseTask(value: unknown, source = 'task'): AgentTask {
     throw new SwitchboardError('TASK_INVALID', `${source}${field}: ${issue?.message ?? 'invalid task'}`, {
       hint:
         ownHint(issue) ??
-        'a task needs at least `id` and `title`; see "switchboard agent" in the README for the format',
+        'a task needs at least `id` and `title`; docs/agent.md ("A task file") shows the format',
       details: { source, path: issue?.path ?? [] },
     });
   }
