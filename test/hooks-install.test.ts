@@ -149,12 +149,22 @@ describe('hooks install / uninstall', () => {
     expect(readFileSync(file, 'utf8')).toBe(original);
   });
 
-  it('creates the settings file when there is none, and uninstall removes it again', async () => {
+  it('creates the settings file when there is none, and uninstall removes it again, with the .claude/ it made', async () => {
     const { cwd, file } = project();
     expect((await hooks(['install', '--skills', skills], cwd)).status).toBe(0);
     expect(ours(parse(file))).toHaveLength(1);
     expect((await hooks(['uninstall'], cwd)).status).toBe(0);
     expect(existsSync(file)).toBe(false);
+    expect(existsSync(join(cwd, '.claude'))).toBe(false);
+  });
+
+  it('uninstall keeps a .claude/ that holds anything else', async () => {
+    const { cwd, file } = project();
+    expect((await hooks(['install', '--skills', skills], cwd)).status).toBe(0);
+    writeFileSync(join(cwd, '.claude/settings.local.json'), '{}\n');
+    expect((await hooks(['uninstall'], cwd)).status).toBe(0);
+    expect(existsSync(file)).toBe(false);
+    expect(readFileSync(join(cwd, '.claude/settings.local.json'), 'utf8')).toBe('{}\n');
   });
 
   it('a second install with other settings updates the entry in place: still one', async () => {

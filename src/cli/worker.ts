@@ -48,7 +48,7 @@ export function registerWorkerCommand(program: Command): void {
     .option('--concurrency <n>', 'jobs at once (default: workers.concurrency, else 1)', wholeNumber)
     .option(
       '--queues <list>',
-      'comma-separated queues to serve: agents (with merges), workflows (with members), members, merges (default agents)',
+      'comma-separated queues to serve: agents (with merges), workflows (with members), members, merges (default: all)',
     )
     .option('--port <port>', 'serve /healthz and /metrics on this port (0 picks a free port)', parsePort)
     .option('--host <host>', 'address for /healthz and /metrics', '127.0.0.1')
@@ -65,7 +65,8 @@ export function registerWorkerCommand(program: Command): void {
         await import('../workers/queues.js');
       const config = commandConfig(command.optsWithGlobals<GlobalFlags>());
       const url = requireWorkerDatabase(config);
-      const queues = (flags.queues ?? 'agents').split(',').map((name) => {
+      // Every queue by default: a bare `worker` takes whatever `--enqueue` sent, agent run or workflow run.
+      const queues = (flags.queues ?? Object.keys(WORKER_QUEUES).join(',')).split(',').map((name) => {
         const queue = WORKER_QUEUES[name.trim()];
         if (queue === undefined) {
           throw new SwitchboardError('INVALID_INPUT', `--queues names an unknown queue "${name.trim()}"`, {

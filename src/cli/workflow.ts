@@ -413,8 +413,10 @@ async function enqueueRun(command: Command, file: string, flags: RunFlags): Prom
     ...(flags.runId === undefined ? {} : { runId: flags.runId }),
     job: jobOptions(settings, flags),
   });
-  if (flags.json === true) process.stdout.write(`${JSON.stringify(queued, null, 2)}\n`);
-  else process.stdout.write(`${queued.runId}\n`);
+  // `id`, as `run --json` names the run: one name for one thing in every command's output.
+  const { runId, ...rest } = queued;
+  if (flags.json === true) process.stdout.write(`${JSON.stringify({ id: runId, ...rest }, null, 2)}\n`);
+  else process.stdout.write(`${runId}\n`);
   if (!queued.created && queued.jobId === undefined && !quiet(command)) {
     process.stderr.write(
       `switchboard: run_key names run ${queued.runId} (${queued.status}); no second job was queued (see switchboard workflow status ${queued.runId})\n`,
@@ -438,7 +440,7 @@ async function enqueueAdvance(
   const run = await workflowStatus(runId, { stateDir: settings.stateDir });
   const { enqueueWorkflowAdvance } = await import('../workers/enqueue-workflow.js');
   const jobId = await enqueueWorkflowAdvance({ runId: run.id, url, settings: settings.workers, job });
-  if (json) process.stdout.write(`${JSON.stringify({ runId: run.id, jobId: jobId ?? null }, null, 2)}\n`);
+  if (json) process.stdout.write(`${JSON.stringify({ id: run.id, jobId: jobId ?? null }, null, 2)}\n`);
   else process.stdout.write(`${run.id}\n`);
   if (!quiet(command)) {
     const queued = jobId === undefined ? 'a job was already queued for it' : 'queued for a worker';

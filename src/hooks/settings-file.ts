@@ -1,6 +1,15 @@
-import { existsSync, mkdirSync, readFileSync, realpathSync, rmSync, statSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmdirSync,
+  rmSync,
+  statSync,
+} from 'node:fs';
 import { homedir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { SwitchboardError } from '../core/errors.js';
 import { isPlainObject } from '../core/plain-object.js';
 import { writeFileAtomically } from '../store/atomic-file.js';
@@ -78,7 +87,14 @@ export function writeSettings(path: string, text: string): void {
   writeFileAtomically(target, text, { redact: false, mode });
 }
 
-/** Deletes a settings file that holds nothing any more (its link's target, when it is a link). */
+/**
+ * Deletes a settings file that holds nothing any more (its link's target, when it is a link), and the
+ * `.claude/` folder it was in when nothing else is left there: an install that created the folder
+ * leaves no trace once undone.
+ */
 export function removeSettings(path: string): void {
-  rmSync(existsSync(path) ? realpathSync(path) : path, { force: true });
+  const target = existsSync(path) ? realpathSync(path) : path;
+  rmSync(target, { force: true });
+  const folder = dirname(target);
+  if (basename(folder) === '.claude' && readdirSync(folder).length === 0) rmdirSync(folder);
 }

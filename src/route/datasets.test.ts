@@ -46,4 +46,15 @@ describe('loadDataset', () => {
     expect(() => loadDataset('/nope.jsonl')).toThrow(/cannot read dataset/);
     expect(() => loadDataset(file('empty.jsonl', '\n'))).toThrow(/holds no examples/);
   });
+
+  it('a file cut short is reported as the JSON it is not, with the line of a JSONL row', () => {
+    const cut = file('cut.jsonl', '{"text": "the app crashes when I click save", "expec');
+    expect(() => loadDataset(cut)).toThrow(/cut\.jsonl:1 is not valid JSON/);
+    const cutFirst = file('cut-first.jsonl', '{"text": "hel\n{"text": "ok", "expected": "a"}\n');
+    expect(() => loadDataset(cutFirst)).toThrow(/cut-first\.jsonl:1 is not valid JSON/);
+    const cutClinc = file('cut.json', '{"train": [["hello", "greet"], ["bye", "fare');
+    expect(() => loadDataset(cutClinc)).toThrow(/cut\.json is not valid JSON \(/);
+    for (const path of [cut, cutFirst, cutClinc])
+      expect(() => loadDataset(path)).not.toThrow(/JSON object of splits/);
+  });
 });

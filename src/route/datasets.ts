@@ -32,7 +32,7 @@ export function loadDataset(reference: string, options: LoadDatasetOptions = {})
     });
   }
   const trimmed = content.trimStart();
-  if (trimmed.startsWith('{') && !looksLikeJsonLines(trimmed)) {
+  if (trimmed.startsWith('{') && !looksLikeJsonLines(trimmed) && !opensJsonLinesRow(trimmed)) {
     return parseClincJson(file, trimmed, options.splits);
   }
   if (options.splits !== undefined) {
@@ -61,6 +61,15 @@ function looksLikeJsonLines(text: string): boolean {
   const firstLine = text.split('\n', 1)[0] ?? '';
   const parsed = safeJsonParse(firstLine);
   return parsed.ok && typeof parsed.value === 'object' && parsed.value !== null && 'text' in parsed.value;
+}
+
+/**
+ * Whether the first line starts a JSONL row (`{"text": …`) even though it does not parse: a file cut
+ * short is still JSONL, and its error must name the line rather than call it a JSON object of splits.
+ */
+function opensJsonLinesRow(text: string): boolean {
+  const firstLine = text.split('\n', 1)[0] ?? '';
+  return /^\{\s*"(?:text|expected|alternates)"\s*:/.test(firstLine);
 }
 
 type SafeParse = { ok: true; value: unknown } | { ok: false; error: string };
@@ -122,12 +131,12 @@ function parseClincJson(
   splits: readonly string[] | undefined,
 ): LabelledExample[] {
   const parsed = safeJsonParse(content);
-  if (
-    !parsed.ok ||
-    typeof parsed.value !== 'object' ||
-    parsed.value === null ||
-    Array.isArray(parsed.value)
-  ) {
+  if (!parsed.ok) {
+    throw new SwitchboardError('DATASET_INVALID', `${file} is not valid JSON (${parsed.error})`, {
+      hint: 'a file cut short? expected CLINC150 JSON ({"train": [[text, intent], ...], ...}) or JSONL rows',
+    });
+  }
+  if (typeof parsed.value !== 'object' || parsed.value === null || Array.isArray(parsed.value)) {
     throw new SwitchboardError('DATASET_INVALID', `${file} is not a JSON object of splits`, {
       hint: 'expected CLINC150 JSON ({"train": [[text, intent], ...], ...}) or JSONL rows',
     });

@@ -64,7 +64,9 @@ export async function copyLedger(options: CopyLedgerOptions): Promise<CopyLedger
     throw new SwitchboardError(
       'INVALID_INPUT',
       `copy target ${describePostgresUrl(options.to)} is not a postgres:// URL`,
-      { hint: 'write it as postgres://user:password@host:5432/database' },
+      {
+        hint: 'write it as postgres://user@host:5432/database, adding :password after the user if it needs one',
+      },
     );
   }
   const source = openSource(from);

@@ -61,7 +61,7 @@ export function locateDatabase(target: DatabaseTarget): DatabaseLocation {
         'INVALID_INPUT',
         `database URL ${describePostgresUrl(url)} is not a postgres:// URL`,
         {
-          hint: `write it as postgres://user:password@host:5432/database, or unset ${DATABASE_URL_VARIABLE} to use the SQLite file`,
+          hint: `write it as postgres://user@host:5432/database, adding :password after the user if it needs one, or unset ${DATABASE_URL_VARIABLE} to use the SQLite file`,
         },
       );
     }

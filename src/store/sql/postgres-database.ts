@@ -67,7 +67,7 @@ export class PostgresDatabase implements SqlDatabase {
       config = { connectionString: url };
     } catch (error) {
       throw new SwitchboardError('INVALID_INPUT', `database URL ${location} is not a valid URL`, {
-        hint: 'write it as postgres://user:password@host:5432/database',
+        hint: 'write it as postgres://user@host:5432/database, adding :password after the user if it needs one',
         cause: error,
       });
     }
