@@ -269,7 +269,11 @@ async function endGroup(
   let next: string | undefined;
   if (failure === undefined) {
     try {
-      const route = chooseRoute(group.routes, output, scope, { file: exec.workflow.file, step: group.name });
+      const route = chooseRoute(group.routes, output, scope, {
+        file: exec.workflow.file,
+        step: group.name,
+        group: true,
+      });
       next = route.target;
       output = route.output;
     } catch (error) {
