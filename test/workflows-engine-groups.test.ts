@@ -83,9 +83,17 @@ describe('parallel groups', () => {
   it('fail_fast aborts the members still running at the first failure', async () => {
     const dir = stateDir();
     let aborted = 0;
+    let docsRunning: () => void = () => {};
+    const docsStarted = new Promise<void>((resolve) => (docsRunning = resolve));
     const slowDocs: StepExecutor = async (context) => {
+      // "test" fails only once "docs" is running, so "docs" is the member still running.
+      if (context.step.name === 'test') await docsStarted;
       if (context.step.name !== 'docs') return testSet(context);
-      await new Promise((resolve) => context.signal.addEventListener('abort', resolve, { once: true }));
+      const stopped = new Promise((resolve) =>
+        context.signal.addEventListener('abort', resolve, { once: true }),
+      );
+      docsRunning();
+      await stopped;
       aborted++;
       return { status: 'failed', costUsd: 0, error: { code: 'ABORTED', message: 'stopped' } };
     };
@@ -98,6 +106,37 @@ describe('parallel groups', () => {
     expect(result.error).toMatch(/"test": tests broke/);
     expect(aborted).toBe(1);
   });
+
+  it('fail_fast stops a member that reaches its executor after the group stopped, without starting it', async () => {
+    const dir = stateDir();
+    const started: string[] = [];
+    // The docs executor ends only at an abort it hears: started after the abort it would wait forever.
+    const listening: StepExecutor = async (context) => {
+      started.push(context.step.name);
+      if (context.step.name !== 'docs') return testSet(context);
+      await new Promise((resolve) => context.signal.addEventListener('abort', resolve, { once: true }));
+      return { status: 'failed', costUsd: 0, error: { code: 'ABORTED', message: 'stopped' } };
+    };
+    // "docs" is held between its row's start and its executor until fail_fast has stopped the group.
+    const holdDocs = async (key: string, signal: AbortSignal): Promise<void> => {
+      if (!key.endsWith('/docs') || signal.aborted) return;
+      await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+    };
+    const definition = checks('fail_fast', ['test']);
+    const result = await startWorkflowRun(
+      definition,
+      engineOptions(dir, definition, {
+        _internal: { executors: { set: listening }, beforeExecutor: holdDocs },
+      }),
+    );
+    expect(result).toMatchObject({ status: 'failed' });
+    expect(result.error).toMatch(/"test": tests broke/);
+    expect(started).not.toContain('docs');
+    expect(result.steps.find((step) => step.key.endsWith('/checks/0/docs'))).toMatchObject({
+      status: 'failed',
+      error: 'ABORTED: stopped: "test" failed in group "checks" (fail_fast)',
+    });
+  }, 20_000);
 
   it('continue_on_error fails when every member failed', async () => {
     const dir = stateDir();
