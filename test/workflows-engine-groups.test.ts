@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { startWorkflowRun } from '../src/workflows/engine-start.js';
 import { resumeWorkflow } from '../src/workflows/index.js';
 import type { StepExecutor } from '../src/workflows/step-executor.js';
-import type { FailureMode } from '../src/workflows/model.js';
+import type { FailureMode, ForEachGroup } from '../src/workflows/model.js';
 import {
   engineOptions,
   forEach,
@@ -250,5 +250,96 @@ describe('for_each groups', () => {
       'each/0/3': 1,
       'sum/0': 1,
     });
+  });
+});
+
+describe('max_iterations counts each for_each item and parallel member', () => {
+  const many = (count: number, maxIterations: number) =>
+    workflow(
+      [
+        setStep('start', { n: String(count) }, [{ to: 'each' }]),
+        setStep('after', { items: '{{ each.outputs | length }}' }),
+      ],
+      {
+        groups: [
+          forEach('each', 'range(start.output.n)', setStep('work', { double: '{{ item * 2 }}' }), {
+            routes: [{ to: 'after' }],
+          }),
+        ],
+        limits: { maxIterations, budgetMode: 'enforce' },
+        output: { items: '{{ after.output.items }}' },
+      },
+    );
+
+  it('a for_each over 10,000 items under max_iterations 10 ends WORKFLOW_LIMIT before any item runs', async () => {
+    const dir = stateDir();
+    const counts = new Map<string, number>();
+    const definition = many(10_000, 10);
+    const result = await startWorkflowRun(
+      definition,
+      engineOptions(dir, definition, { _internal: { executors: { set: counting(counts) } } }),
+    );
+    expect(result).toMatchObject({ status: 'failed', errorCode: 'WORKFLOW_LIMIT' });
+    expect(result.error).toMatch(/"each" has 10000 members to run and max_iterations \(10\) leaves 9/);
+    expect([...counts.keys()]).toEqual(['start/0']);
+  });
+
+  it('a refused group runs whole once resumed with a higher limit', async () => {
+    const dir = stateDir();
+    const counts = new Map<string, number>();
+    const definition = many(12, 10);
+    const options = engineOptions(dir, definition, { _internal: { executors: { set: counting(counts) } } });
+    const refused = await startWorkflowRun(definition, { ...options, runId: 'run-many' });
+    expect(refused).toMatchObject({ status: 'failed', errorCode: 'WORKFLOW_LIMIT' });
+    expect(refused.error).toMatch(/has 12 members to run and max_iterations \(10\) leaves 9/);
+    // 1 + 12 fits, the step after the group does not: the group runs, then the run stops again.
+    const group = await resumeWorkflow({ ...options, runId: 'run-many', limits: { maxIterations: 13 } });
+    expect(group).toMatchObject({ status: 'failed', errorCode: 'WORKFLOW_LIMIT' });
+    expect(group.error).toMatch(/reached max_iterations \(13\) before "after"/);
+    const done = await resumeWorkflow({ ...options, runId: 'run-many', limits: { maxIterations: 14 } });
+    expect(done).toMatchObject({ status: 'completed', output: { items: 12 } });
+    expect([...counts.values()].every((count) => count === 1)).toBe(true);
+    expect(counts.size).toBe(14);
+  });
+
+  it('a group resumed after a crash needs iterations only for the members that had not finished', async () => {
+    const dir = stateDir();
+    const counts = new Map<string, number>();
+    const definition = many(12, 14);
+    (definition.groups.get('each') as ForEachGroup).maxConcurrent = 1;
+    const crash = new Error('died mid-group');
+    const options = engineOptions(dir, definition, { _internal: { executors: { set: counting(counts) } } });
+    await expect(
+      startWorkflowRun(definition, {
+        ...options,
+        runId: 'run-crash',
+        _internal: {
+          ...options._internal,
+          onBoundary: (boundary, key) => {
+            if (boundary === 'step-effect' && key === 'run-crash/each/0/5') throw crash;
+          },
+        },
+      }),
+    ).rejects.toBe(crash);
+    // 1 + 5 items counted; 7 to run and "after" fit 14 exactly (counting all 12 again would not).
+    const resumed = await resumeWorkflow({ ...options, runId: 'run-crash' });
+    expect(resumed).toMatchObject({ status: 'completed', output: { items: 12 } });
+    expect(counts.get('each/0/4')).toBe(1);
+    expect(counts.get('each/0/5')).toBe(2);
+  });
+
+  it('a parallel group needs one iteration per member', async () => {
+    const dir = stateDir();
+    const definition = workflow(
+      [setStep('a', { x: '1' }), setStep('b', { x: '2' }), setStep('c', { x: '3' })],
+      {
+        groups: [parallel('all', ['a', 'b', 'c'])],
+        entryPoint: 'all',
+        limits: { maxIterations: 2, budgetMode: 'enforce' },
+      },
+    );
+    const result = await startWorkflowRun(definition, engineOptions(dir, definition));
+    expect(result).toMatchObject({ status: 'failed', errorCode: 'WORKFLOW_LIMIT' });
+    expect(result.error).toMatch(/"all" has 3 members to run and max_iterations \(2\) leaves 2/);
   });
 });
