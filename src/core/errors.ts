@@ -51,6 +51,7 @@ export const ERROR_CODES = [
   'SETTINGS_INVALID',
   'GITHUB_AUTH',
   'GITHUB_NOT_FOUND',
+  'OUTPUT_LIMIT',
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
@@ -200,6 +201,8 @@ export const EXIT_CODES = {
   GITHUB_AUTH: 60,
   /** GitHub: the issue or repository does not exist, or the token may not see it (HTTP 404). */
   GITHUB_NOT_FOUND: 61,
+  /** `switchboard workflow`: a script step printed more than its `max_output_bytes` on stdout or stderr; it was killed. */
+  OUTPUT_LIMIT: 66,
   ABORTED: 130,
 } as const satisfies Record<string, number>;
 
