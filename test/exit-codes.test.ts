@@ -404,6 +404,13 @@ const cases: Record<keyof typeof EXIT_CODES, Case> = {
       test: 'a change that writes a known secret into a file stops with exit 63 naming the file; nothing is committed',
     },
   },
+  OUTPUT_LIMIT: () => {
+    // A script printing past its max_output_bytes is killed; the run fails naming the cap.
+    const cwd = workflowFile(
+      'workflow:\n  name: loud\n  entry_point: talk\nagents:\n  - name: talk\n    type: script\n    command: sh\n    args: ["-c", "yes | head -c 5000"]\n    max_output_bytes: 1000\n    routes:\n      - to: $end\n',
+    );
+    return run(['workflow', 'run', 'flow.yaml'], cwd);
+  },
   ABORTED: {
     coveredBy: {
       file: 'test/cli-agent-lifecycle.test.ts',

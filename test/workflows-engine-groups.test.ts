@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { startWorkflowRun } from '../src/workflows/engine-start.js';
 import { resumeWorkflow } from '../src/workflows/index.js';
 import type { StepExecutor } from '../src/workflows/step-executor.js';
-import type { FailureMode } from '../src/workflows/model.js';
+import type { FailureMode, ForEachGroup } from '../src/workflows/model.js';
 import {
   engineOptions,
   forEach,
@@ -83,9 +83,17 @@ describe('parallel groups', () => {
   it('fail_fast aborts the members still running at the first failure', async () => {
     const dir = stateDir();
     let aborted = 0;
+    let docsRunning: () => void = () => {};
+    const docsStarted = new Promise<void>((resolve) => (docsRunning = resolve));
     const slowDocs: StepExecutor = async (context) => {
+      // "test" fails only once "docs" is running, so "docs" is the member still running.
+      if (context.step.name === 'test') await docsStarted;
       if (context.step.name !== 'docs') return testSet(context);
-      await new Promise((resolve) => context.signal.addEventListener('abort', resolve, { once: true }));
+      const stopped = new Promise((resolve) =>
+        context.signal.addEventListener('abort', resolve, { once: true }),
+      );
+      docsRunning();
+      await stopped;
       aborted++;
       return { status: 'failed', costUsd: 0, error: { code: 'ABORTED', message: 'stopped' } };
     };
@@ -98,6 +106,37 @@ describe('parallel groups', () => {
     expect(result.error).toMatch(/"test": tests broke/);
     expect(aborted).toBe(1);
   });
+
+  it('fail_fast stops a member that reaches its executor after the group stopped, without starting it', async () => {
+    const dir = stateDir();
+    const started: string[] = [];
+    // The docs executor ends only at an abort it hears: started after the abort it would wait forever.
+    const listening: StepExecutor = async (context) => {
+      started.push(context.step.name);
+      if (context.step.name !== 'docs') return testSet(context);
+      await new Promise((resolve) => context.signal.addEventListener('abort', resolve, { once: true }));
+      return { status: 'failed', costUsd: 0, error: { code: 'ABORTED', message: 'stopped' } };
+    };
+    // "docs" is held between its row's start and its executor until fail_fast has stopped the group.
+    const holdDocs = async (key: string, signal: AbortSignal): Promise<void> => {
+      if (!key.endsWith('/docs') || signal.aborted) return;
+      await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+    };
+    const definition = checks('fail_fast', ['test']);
+    const result = await startWorkflowRun(
+      definition,
+      engineOptions(dir, definition, {
+        _internal: { executors: { set: listening }, beforeExecutor: holdDocs },
+      }),
+    );
+    expect(result).toMatchObject({ status: 'failed' });
+    expect(result.error).toMatch(/"test": tests broke/);
+    expect(started).not.toContain('docs');
+    expect(result.steps.find((step) => step.key.endsWith('/checks/0/docs'))).toMatchObject({
+      status: 'failed',
+      error: 'ABORTED: stopped: "test" failed in group "checks" (fail_fast)',
+    });
+  }, 20_000);
 
   it('continue_on_error fails when every member failed', async () => {
     const dir = stateDir();
@@ -158,11 +197,15 @@ describe('for_each groups', () => {
     const dir = stateDir();
     let running = 0;
     let peak = 0;
+    const waiting: Array<() => void> = [];
     const tracked: StepExecutor = async (context) => {
       if (context.step.name !== 'work') return testSet(context);
       running++;
       peak = Math.max(peak, running);
-      await new Promise((resolve) => setTimeout(resolve, 20));
+      // An item waits for a second one to be running (not a sleep: on a busy PostgreSQL the second
+      // item's row can take longer than any fixed pause to land), so two run side by side for sure.
+      if (running < 2) await new Promise<void>((resolve) => waiting.push(resolve));
+      else for (const wake of waiting.splice(0)) wake();
       running--;
       return testSet(context);
     };
@@ -211,5 +254,96 @@ describe('for_each groups', () => {
       'each/0/3': 1,
       'sum/0': 1,
     });
+  });
+});
+
+describe('max_iterations counts each for_each item and parallel member', () => {
+  const many = (count: number, maxIterations: number) =>
+    workflow(
+      [
+        setStep('start', { n: String(count) }, [{ to: 'each' }]),
+        setStep('after', { items: '{{ each.outputs | length }}' }),
+      ],
+      {
+        groups: [
+          forEach('each', 'range(start.output.n)', setStep('work', { double: '{{ item * 2 }}' }), {
+            routes: [{ to: 'after' }],
+          }),
+        ],
+        limits: { maxIterations, budgetMode: 'enforce' },
+        output: { items: '{{ after.output.items }}' },
+      },
+    );
+
+  it('a for_each over 10,000 items under max_iterations 10 ends WORKFLOW_LIMIT before any item runs', async () => {
+    const dir = stateDir();
+    const counts = new Map<string, number>();
+    const definition = many(10_000, 10);
+    const result = await startWorkflowRun(
+      definition,
+      engineOptions(dir, definition, { _internal: { executors: { set: counting(counts) } } }),
+    );
+    expect(result).toMatchObject({ status: 'failed', errorCode: 'WORKFLOW_LIMIT' });
+    expect(result.error).toMatch(/"each" has 10000 members to run and max_iterations \(10\) leaves 9/);
+    expect([...counts.keys()]).toEqual(['start/0']);
+  });
+
+  it('a refused group runs whole once resumed with a higher limit', async () => {
+    const dir = stateDir();
+    const counts = new Map<string, number>();
+    const definition = many(12, 10);
+    const options = engineOptions(dir, definition, { _internal: { executors: { set: counting(counts) } } });
+    const refused = await startWorkflowRun(definition, { ...options, runId: 'run-many' });
+    expect(refused).toMatchObject({ status: 'failed', errorCode: 'WORKFLOW_LIMIT' });
+    expect(refused.error).toMatch(/has 12 members to run and max_iterations \(10\) leaves 9/);
+    // 1 + 12 fits, the step after the group does not: the group runs, then the run stops again.
+    const group = await resumeWorkflow({ ...options, runId: 'run-many', limits: { maxIterations: 13 } });
+    expect(group).toMatchObject({ status: 'failed', errorCode: 'WORKFLOW_LIMIT' });
+    expect(group.error).toMatch(/reached max_iterations \(13\) before "after"/);
+    const done = await resumeWorkflow({ ...options, runId: 'run-many', limits: { maxIterations: 14 } });
+    expect(done).toMatchObject({ status: 'completed', output: { items: 12 } });
+    expect([...counts.values()].every((count) => count === 1)).toBe(true);
+    expect(counts.size).toBe(14);
+  });
+
+  it('a group resumed after a crash needs iterations only for the members that had not finished', async () => {
+    const dir = stateDir();
+    const counts = new Map<string, number>();
+    const definition = many(12, 14);
+    (definition.groups.get('each') as ForEachGroup).maxConcurrent = 1;
+    const crash = new Error('died mid-group');
+    const options = engineOptions(dir, definition, { _internal: { executors: { set: counting(counts) } } });
+    await expect(
+      startWorkflowRun(definition, {
+        ...options,
+        runId: 'run-crash',
+        _internal: {
+          ...options._internal,
+          onBoundary: (boundary, key) => {
+            if (boundary === 'step-effect' && key === 'run-crash/each/0/5') throw crash;
+          },
+        },
+      }),
+    ).rejects.toBe(crash);
+    // 1 + 5 items counted; 7 to run and "after" fit 14 exactly (counting all 12 again would not).
+    const resumed = await resumeWorkflow({ ...options, runId: 'run-crash' });
+    expect(resumed).toMatchObject({ status: 'completed', output: { items: 12 } });
+    expect(counts.get('each/0/4')).toBe(1);
+    expect(counts.get('each/0/5')).toBe(2);
+  });
+
+  it('a parallel group needs one iteration per member', async () => {
+    const dir = stateDir();
+    const definition = workflow(
+      [setStep('a', { x: '1' }), setStep('b', { x: '2' }), setStep('c', { x: '3' })],
+      {
+        groups: [parallel('all', ['a', 'b', 'c'])],
+        entryPoint: 'all',
+        limits: { maxIterations: 2, budgetMode: 'enforce' },
+      },
+    );
+    const result = await startWorkflowRun(definition, engineOptions(dir, definition));
+    expect(result).toMatchObject({ status: 'failed', errorCode: 'WORKFLOW_LIMIT' });
+    expect(result.error).toMatch(/"all" has 3 members to run and max_iterations \(2\) leaves 2/);
   });
 });

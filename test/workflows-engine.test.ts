@@ -3,7 +3,7 @@ import { WorkflowStore } from '../src/store/workflow-records.js';
 import { startWorkflowRun } from '../src/workflows/engine-start.js';
 import { readWorkflowEvents, resumeWorkflow, workflowStatus } from '../src/workflows/index.js';
 import type { StepExecutor } from '../src/workflows/step-executor.js';
-import { engineOptions, setStep, stateDir, testSet, workflow } from './workflows-engine-support.js';
+import { engineOptions, parallel, setStep, stateDir, testSet, workflow } from './workflows-engine-support.js';
 
 // The interpreter over a real SQLite ledger: steps run in route order, every boundary is recorded, and
 // a resumed run replays finished steps from the ledger instead of running them again.
@@ -132,6 +132,55 @@ describe('workflow engine: a linear run', () => {
     );
     const result = await startWorkflowRun(definition, engineOptions(dir, definition));
     expect(result.output).toEqual({ last: '1-false' });
+  });
+});
+
+describe('workflow engine: a route reads its own step by name (as Conductor)', () => {
+  it('routes on `<step>.output` of the step that just ran, and a group on `<group>.errors`', async () => {
+    const dir = stateDir();
+    const definition = workflow(
+      [
+        setStep('reviewer', { verdict: '"ok"' }, [
+          { to: 'fix', when: "{{ reviewer.output.verdict != 'ok' }}" },
+          { to: 'checks', when: "{{ reviewer.output.verdict == 'ok' }}" },
+        ]),
+        setStep('fix', {}),
+        setStep('lint', { ok: 'yes' }),
+        setStep('done', { verdict: '{{ reviewer.output.verdict }}' }),
+      ],
+      {
+        groups: [
+          parallel('checks', ['lint'], {
+            routes: [{ to: 'done', when: '{{ checks.errors | length == 0 and checks.outputs.lint.ok }}' }],
+          }),
+        ],
+        output: { verdict: '{{ done.output.verdict }}' },
+      },
+    );
+    const result = await startWorkflowRun(definition, engineOptions(dir, definition));
+    expect(result).toMatchObject({ status: 'completed', output: { verdict: 'ok' } });
+    expect(result.steps.map((step) => step.step)).not.toContain('fix');
+  });
+
+  it('loops back on its own output until it says stop, the latest visit deciding', async () => {
+    const dir = stateDir();
+    const definition = workflow(
+      [
+        setStep('draft', { round: '{{ context.history | length }}' }, [
+          { to: 'draft', when: '{{ draft.output.round < 3 }}' },
+          { to: '$end' },
+        ]),
+      ],
+      { output: { rounds: '{{ draft.output.round }}' } },
+    );
+    const result = await startWorkflowRun(definition, engineOptions(dir, definition));
+    expect(result).toMatchObject({ status: 'completed', output: { rounds: 3 } });
+    expect(result.steps.map((step) => step.key.split('/').slice(1).join('/'))).toEqual([
+      'draft/0',
+      'draft/1',
+      'draft/2',
+      'draft/3',
+    ]);
   });
 });
 

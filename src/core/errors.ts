@@ -55,6 +55,7 @@ export const ERROR_CODES = [
   'ENDPOINT_NOT_ALLOWED',
   'SECRET_IN_CHANGE',
   'GATE_TAKEN',
+  'OUTPUT_LIMIT',
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
@@ -212,6 +213,8 @@ export const EXIT_CODES = {
   FORBIDDEN: 64,
   /** A spec names a base URL the server's config does not allow (`providers.<name>.endpoints`); nothing was sent. */
   ENDPOINT_NOT_ALLOWED: 65,
+  /** `switchboard workflow`: a script step printed more than its `max_output_bytes` on stdout or stderr; it was killed. */
+  OUTPUT_LIMIT: 66,
   ABORTED: 130,
 } as const satisfies Record<string, number>;
 

@@ -56,6 +56,11 @@ export interface WorkflowEngineOptions {
     now?: () => number;
     /** Called at named boundaries (`step-start`, `step-effect`, `step-complete`) so tests can kill there. */
     onBoundary?: (boundary: string, key: string) => void;
+    /**
+     * Awaited once an execution's row is written and before its executor starts, with the execution's
+     * signal (a group member's includes its group's fail_fast stop), so tests can hold a member there.
+     */
+    beforeExecutor?: (key: string, signal: AbortSignal) => Promise<void>;
     /** Loads a workflow file (the format's `loadWorkflow` otherwise). */
     load?: (file: string) => WorkflowDefinition | Promise<WorkflowDefinition>;
     /** How often the owner stamps its heartbeat and looks for a cancel (ms). @default 1000 */

@@ -14,8 +14,10 @@ export function effectiveLimits(file: WorkflowLimits, overrides: WorkflowLimitOv
 }
 
 /**
- * Conductor's iteration check before `needed` step executions (1 for a step or a for_each group, the
- * member count for a parallel group): the run may not go past `max_iterations`.
+ * The iteration check before `needed` step executions (1 for a step; a group's members still to run,
+ * each parallel member and for_each item one): the run may not go past `max_iterations`, so a group
+ * that needs more than is left does not start (Conductor checks a parallel group so; its for_each
+ * counts items only after running them all).
  */
 export function iterationLimit(
   exec: RunExecution,
@@ -25,14 +27,16 @@ export function iterationLimit(
   const { iterations } = exec.run;
   const max = exec.limits.maxIterations;
   if (iterations + needed <= max) return undefined;
+  const left = Math.max(0, max - iterations);
   return new SwitchboardError(
     'WORKFLOW_LIMIT',
-    `workflow run ${exec.run.id} reached max_iterations (${max}) before "${name}"` +
-      (needed > 1 ? ` (it needs ${needed}, ${Math.max(0, max - iterations)} left)` : ''),
+    needed > 1
+      ? `workflow run ${exec.run.id}: "${name}" has ${needed} members to run and max_iterations (${max}) leaves ${left}; none of them started`
+      : `workflow run ${exec.run.id} reached max_iterations (${max}) before "${name}"`,
     {
-      hint: `resume with more iterations: \`switchboard workflow resume ${exec.run.id} --max-iterations ${max + Math.max(needed, 10)}\``,
+      hint: `resume with more iterations: \`switchboard workflow resume ${exec.run.id} --max-iterations ${iterations + needed + 10}\``,
       retryable: false,
-      details: { limit: 'max_iterations', iterations, max },
+      details: { limit: 'max_iterations', iterations, max, needed },
     },
   );
 }

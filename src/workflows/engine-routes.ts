@@ -17,15 +17,24 @@ export interface RouteChoice {
  * Picks a step's successor, as Conductor does: routes in order, the first whose `when` holds (or that has
  * none) wins; no routes ends the run; routes of which none matches fail it (Conductor's router raises
  * there: the file lacks a catch-all). `when` sees the scope plus the step's own output
- * as `output` and, when it is an object, its fields bare (`exit_code == 0`).
+ * as `output`, when it is an object its fields bare (`exit_code == 0`), and under the step's own name
+ * as later steps will see it (`reviewer.output.verdict`): Conductor stores a step's output before it
+ * reads the step's routes, so its files route on their own step by name.
  */
 export function chooseRoute(
   routes: readonly RouteDefinition[],
   output: unknown,
   scope: TemplateScope,
-  where: { file: string; step: string },
+  { group, ...where }: { file: string; step: string; group?: boolean },
 ): RouteChoice {
-  const conditionScope: TemplateScope = { ...scope, ...(isPlainObject(output) ? output : {}), output };
+  // A step is `{output}` in the scope, a group its `{outputs, errors}` itself (see scope.ts).
+  const self = group === true ? output : { output };
+  const conditionScope: TemplateScope = {
+    ...scope,
+    [where.step]: self,
+    ...(isPlainObject(output) ? output : {}),
+    output,
+  };
   for (const [index, route] of routes.entries()) {
     if (route.when !== undefined) {
       const field = `routes[${index}].when`;

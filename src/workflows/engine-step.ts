@@ -60,9 +60,15 @@ export async function executeStep(exec: RunExecution, slot: ExecutionSlot): Prom
   exec.boundary('step-start', slot.key);
   const spending = { calls: 0 };
   const context = stepContext(exec, slot, row, before, spending);
+  await exec.options._internal?.beforeExecutor?.(slot.key, slot.signal);
   const executor = exec.executors[slot.step.type];
   let outcome: StepOutcome;
-  if (executor === undefined) {
+  if (slot.signal.aborted) {
+    // Stopped while its row was being written (fail_fast in its group, a cancel): an executor started
+    // now would wait for an abort that has already happened, so it never starts.
+    if (exec.signal.aborted) throw exec.signal.reason;
+    outcome = { status: 'failed', costUsd: 0, error: stoppedBy(slot.signal.reason) };
+  } else if (executor === undefined) {
     outcome = {
       status: 'failed',
       costUsd: 0,
@@ -92,6 +98,12 @@ export async function executeStep(exec: RunExecution, slot: ExecutionSlot): Prom
   exec.boundary('step-effect', slot.key);
   const other = Math.max(0, (outcome.costUsd ?? 0) - spending.calls);
   return { outcome, costUsd: tagged + other, row };
+}
+
+/** The error a stopped execution ends with: the stop's own reason (`ABORTED: "x" failed in group …`). */
+function stoppedBy(reason: unknown): { code: string; message: string } {
+  if (isSwitchboardError(reason)) return { code: reason.code, message: reason.message };
+  return { code: 'ABORTED', message: reason instanceof Error ? reason.message : 'stopped' };
 }
 
 function stepContext(

@@ -54,8 +54,9 @@ export async function advanceRun(exec: RunExecution): Promise<RunStop> {
       await refreshRun(exec);
       continue;
     }
-    const needed = group?.kind === 'parallel' ? group.agents.length : 1;
-    const limit = iterationLimit(exec, target, needed) ?? (await budgetLimit(exec));
+    // A group's members are counted when it knows them (runGroup): a for_each's items come from its source.
+    const limit =
+      (group === undefined ? iterationLimit(exec, target, 1) : undefined) ?? (await budgetLimit(exec));
     if (limit !== undefined) return failRun(exec, errorInfo(limit));
     redirects = 0;
     const outcome = await guardAbort(exec, () =>

@@ -1,6 +1,7 @@
 import { SwitchboardError } from '../core/errors.js';
 import { evaluateValue } from './engine-deps.js';
 import { errorInfo, failRun, refreshRun, type RunStop } from './engine-end.js';
+import { iterationLimit } from './engine-limits.js';
 import { chooseRoute } from './engine-routes.js';
 import { executeStep, stepKey, type ExecutionSlot } from './engine-step.js';
 import { runMembersAsJobs } from './group-jobs.js';
@@ -54,12 +55,27 @@ export async function runGroup(exec: RunExecution, group: GroupDefinition): Prom
   } catch (error) {
     return await endGroup(exec, group, groupKey, scope, [], errorInfo(error));
   }
+  const limit = iterationLimit(exec, group.name, await membersToRun(exec, groupKey, members));
+  if (limit !== undefined) return await endGroup(exec, group, groupKey, scope, [], errorInfo(limit));
   // On workers each member is a job of its own, so the members spread over the machines.
   const results =
     exec.options.memberJobs === undefined
       ? await runMembers(exec, group, groupKey, visit, members)
       : await runMembersAsJobs(exec, group, groupKey, visit, members);
   return endGroup(exec, group, groupKey, scope, results, groupFailure(group, results));
+}
+
+/** How many members have not completed yet (a resumed group replays the others, which count no more). */
+async function membersToRun(exec: RunExecution, groupKey: string, members: Member[]): Promise<number> {
+  const rows = await exec.store.steps(exec.run.id);
+  const completed = new Set(
+    rows
+      .filter(
+        (row) => row.groupKey === groupKey && (row.status === 'completed' || row.status === 'terminated'),
+      )
+      .map((row) => row.key),
+  );
+  return members.filter((member) => !completed.has(memberKey(groupKey, member))).length;
 }
 
 /** The group's members, in order: a parallel group's steps, or one per for_each item. */
@@ -269,7 +285,11 @@ async function endGroup(
   let next: string | undefined;
   if (failure === undefined) {
     try {
-      const route = chooseRoute(group.routes, output, scope, { file: exec.workflow.file, step: group.name });
+      const route = chooseRoute(group.routes, output, scope, {
+        file: exec.workflow.file,
+        step: group.name,
+        group: true,
+      });
       next = route.target;
       output = route.output;
     } catch (error) {

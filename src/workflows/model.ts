@@ -154,6 +154,8 @@ export interface ScriptStep extends StepCommon {
   timeoutSeconds?: number;
   /** Template piped to the child's stdin; absent leaves stdin empty (`ignore`). */
   stdin?: string;
+  /** Switchboard addition: bytes the child may print on stdout, and again on stderr (default 1 MiB). */
+  maxOutputBytes?: number;
 }
 
 export interface SetStep extends StepCommon {

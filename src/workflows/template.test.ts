@@ -105,3 +105,31 @@ describe('templateNames', () => {
     expect(templateNames('plain text')).toEqual([]);
   });
 });
+
+describe('bounds on one evaluation (it is synchronous: nothing else, not even SIGTERM, runs meanwhile)', () => {
+  it('refuses a range() over the limit before making it', () => {
+    expect(failure(() => renderTemplate('{{ range(100000000) | length }}', {}, where))).toBe(
+      'WORKFLOW_TEMPLATE: flow.yaml: step "summarize" field "prompt": range() of 100000000 items is over the limit of 100000 (a template\'s bound; templates are for shaping values, not computing)',
+    );
+    expect(renderTemplate('{{ range(1000) | length }}', {}, where)).toBe('1000');
+  });
+
+  it('stops loops inside loops at the step bound, empty bodies included', () => {
+    expect(
+      failure(() =>
+        renderTemplate(
+          '{% for i in range(1000) %}{% for j in range(1000) %}{% endfor %}{% endfor %}',
+          {},
+          where,
+        ),
+      ),
+    ).toMatch(/^WORKFLOW_TEMPLATE: .*evaluation took more than 500000 steps/);
+  });
+
+  it('refuses a string over the text bound', () => {
+    const big = 'x'.repeat(9 * 1024 * 1024);
+    expect(failure(() => renderTemplate('{{ big ~ big }}', { big }, where))).toMatch(
+      /^WORKFLOW_TEMPLATE: .*a string of more than 16777216 characters/,
+    );
+  });
+});

@@ -161,10 +161,51 @@ function customFilter(name: string, operand: RuntimeValue, args: RuntimeValue[])
   }
 }
 
+/**
+ * Bounds on one evaluation. It runs synchronously, so while it runs no signal handler (Ctrl-C, SIGTERM)
+ * and no timer can: these bounds are what end a runaway template (`range(100000000)`, nested loops, a
+ * string doubled in a loop) within about a second instead of running the process out of memory.
+ */
+export const TEMPLATE_LIMITS = {
+  /** Items `range()` may make. */
+  rangeItems: 100_000,
+  /**
+   * Steps one evaluation may take: an expression or a loop pass is one, a `range()` item two (about a
+   * second of work on a busy machine; a template over a 1,000-item list uses a few thousand).
+   */
+  steps: 500_000,
+  /** Characters of any one string, the rendered text included. */
+  textChars: 16 * 1024 * 1024,
+  /** Items of any one list. */
+  listItems: 1_000_000,
+} as const;
+
+function limitError(what: string): Error {
+  return new Error(`${what} (a template's bound; templates are for shaping values, not computing)`);
+}
+
+/** Work one evaluation has done: expressions, loop passes and `range()` items. */
+interface Budget {
+  steps: number;
+}
+
+function spend(budget: Budget, steps: number): void {
+  budget.steps += steps;
+  if (budget.steps > TEMPLATE_LIMITS.steps) {
+    throw limitError(`evaluation took more than ${TEMPLATE_LIMITS.steps} steps`);
+  }
+}
+
 /** The interpreter with Conductor's rules: strict undefined names and its filters. */
 class ConductorInterpreter extends BaseInterpreter {
   /** An object already evaluated by a member expression, so the base class does not evaluate it twice. */
   private readonly evaluated = new Map<unknown, RuntimeValue>();
+  private readonly budget: Budget;
+
+  constructor(environment: JinjaEnvironment, budget: Budget) {
+    super(environment);
+    this.budget = budget;
+  }
 
   override evaluate(statement: unknown, environment: JinjaEnvironment): RuntimeValue {
     const memo = this.evaluated.get(statement);
@@ -172,10 +213,13 @@ class ConductorInterpreter extends BaseInterpreter {
       this.evaluated.delete(statement);
       return memo;
     }
-    return super.evaluate(statement, environment);
+    spend(this.budget, 1);
+    return bounded(super.evaluate(statement, environment));
   }
 
   override evaluateBlock(statements: unknown, environment: JinjaEnvironment): RuntimeValue {
+    // Every loop pass evaluates its body here, an empty one included.
+    spend(this.budget, 1);
     for (const statement of statements as AstNode[]) {
       if (STATEMENT_TYPES.has(statement.type) || statement.type === 'StringLiteral') continue;
       // Printing: an undefined name is an error (Jinja2's StrictUndefined), a function is not text.
@@ -224,7 +268,18 @@ class ConductorInterpreter extends BaseInterpreter {
   }
 }
 
-function environmentFor(scope: TemplateScope): JinjaEnvironment {
+/** A value evaluation produced, refused when it is over the text or list bound. */
+function bounded(value: RuntimeValue): RuntimeValue {
+  if (value.type === 'StringValue' && (value.value as string).length > TEMPLATE_LIMITS.textChars) {
+    throw limitError(`a string of more than ${TEMPLATE_LIMITS.textChars} characters`);
+  }
+  if (value.type === 'ArrayValue' && (value.value as unknown[]).length > TEMPLATE_LIMITS.listItems) {
+    throw limitError(`a list of more than ${TEMPLATE_LIMITS.listItems} items`);
+  }
+  return value;
+}
+
+function environmentFor(scope: TemplateScope, budget: Budget): JinjaEnvironment {
   const environment = new JinjaEnvironmentClass();
   for (const [name, value] of [
     ['true', true],
@@ -237,6 +292,12 @@ function environmentFor(scope: TemplateScope): JinjaEnvironment {
     environment.set(name, value);
   environment.set('range', (start: number, stop?: number, step = 1) => {
     const [from, to] = stop === undefined ? [0, start] : [start, stop];
+    if (step === 0) throw new Error('range() step must not be zero');
+    const count = Math.ceil((to - from) / step);
+    if (count > TEMPLATE_LIMITS.rangeItems) {
+      throw limitError(`range() of ${count} items is over the limit of ${TEMPLATE_LIMITS.rangeItems}`);
+    }
+    spend(budget, 2 * Math.max(0, count));
     const result: number[] = [];
     for (let index = from; step > 0 ? index < to : index > to; index += step) result.push(index);
     return result;
@@ -259,7 +320,8 @@ function templateError(error: unknown, where: TemplateWhere): SwitchboardError {
 export function renderTemplate(source: string, scope: TemplateScope, where: TemplateWhere): string {
   if (!source.includes('{{') && !source.includes('{%') && !source.includes('{#')) return source;
   try {
-    const result = new ConductorInterpreter(environmentFor(scope)).run(compile(source));
+    const budget: Budget = { steps: 0 };
+    const result = new ConductorInterpreter(environmentFor(scope, budget), budget).run(compile(source));
     return String(result.value);
   } catch (error) {
     throw templateError(error, where);

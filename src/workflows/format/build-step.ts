@@ -96,6 +96,7 @@ export function buildStep(
         ...optional('workingDir', raw.working_dir),
         ...optional('timeoutSeconds', raw.timeout),
         ...optional('stdin', raw.stdin),
+        ...optional('maxOutputBytes', raw.max_output_bytes),
       };
     case 'set':
       if ((raw.value == null) === (raw.values == null)) {

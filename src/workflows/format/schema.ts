@@ -182,6 +182,12 @@ export const stepSchema = z.strictObject({
   // Switchboard additions.
   max_visits: z.number().int().positive().nullish(),
   on_cap: z.string().min(1).nullish(),
+  /** script: bytes it may print on stdout, and again on stderr, before it is killed (OUTPUT_LIMIT). */
+  max_output_bytes: z
+    .number()
+    .int()
+    .positive('max_output_bytes must be a positive whole number of bytes')
+    .nullish(),
   /** human_gate: the option value chosen when `timeout` passes. */
   default: text.nullish(),
   mcp: z.union([z.boolean(), z.array(z.string())]).nullish(),

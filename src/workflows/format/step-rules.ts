@@ -78,6 +78,7 @@ const OWNED_BY: Record<string, WrittenType[]> = {
   effects: ['agent'],
   text: ['route'],
   mode: ['route'],
+  max_output_bytes: ['script'],
 };
 
 /** What each type reads; a field outside this list that is not forbidden is accepted and ignored. */
@@ -95,7 +96,7 @@ const APPLICABLE: Record<WrittenType, string[]> = {
   ],
   human_gate: ['prompt', 'options', 'timeout', 'default'],
   questions: [],
-  script: [...SCRIPT_BODY, 'stdin', 'output'],
+  script: [...SCRIPT_BODY, 'stdin', 'output', 'max_output_bytes'],
   set: [...SET_ONLY, 'output'],
   terminate: ['status', 'reason', 'output_template'],
   wait: ['duration', 'reason'],

@@ -16,13 +16,22 @@ export interface ScriptOutput {
   [field: string]: unknown;
 }
 
+/** Bytes a script may print on stdout, and again on stderr, unless its step says `max_output_bytes`. */
+export const DEFAULT_MAX_OUTPUT_BYTES = 1024 * 1024;
+/** Bytes of a stream's end kept in the output when the script printed past its cap. */
+const KEPT_TAIL_BYTES = 64 * 1024;
+
 /** What the child did, before the output is shaped. */
 interface ScriptProcessResult {
   stdout: string;
   stderr: string;
   exitCode: number;
+  /** The signal that ended the child, when one did. */
+  signal?: string;
   timedOut: boolean;
   aborted: boolean;
+  /** The stream that passed the cap, when one did (the child was then killed). */
+  overflow?: 'stdout' | 'stderr';
   /** Why the child could not be started, when it could not. */
   startError?: string;
 }
@@ -58,7 +67,16 @@ export const executeScriptStep: StepExecutor = async (context) => {
     );
   }
   const timeoutMs = effectiveTimeoutMs(step.timeoutSeconds, context.deadline);
-  const result = await runScriptProcess(context, { executable, args, cwd, env, stdin, timeoutMs });
+  const maxOutputBytes = step.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;
+  const result = await runScriptProcess(context, {
+    executable,
+    args,
+    cwd,
+    env,
+    stdin,
+    timeoutMs,
+    maxOutputBytes,
+  });
   if (result.startError !== undefined) {
     return failure(
       'WORKFLOW_FAILED',
@@ -84,8 +102,58 @@ export const executeScriptStep: StepExecutor = async (context) => {
       output,
     );
   }
+  if (result.overflow !== undefined) {
+    return failure(
+      'OUTPUT_LIMIT',
+      `step "${step.name}": the script printed more than ${maxOutputBytes} bytes on ${result.overflow} (max_output_bytes) and was killed with every process it started; the output keeps its last ${KEPT_TAIL_BYTES / 1024} KiB. Raise max_output_bytes on the step, or have the script write large output to a file`,
+      output,
+    );
+  }
+  // Ended by a signal nobody here sent (the OOM killer, a kill from outside): it did not finish.
+  if (result.signal !== undefined) {
+    return failure(
+      'WORKFLOW_FAILED',
+      `step "${step.name}": the script was killed by ${result.signal} (exit ${result.exitCode}) before it finished`,
+      output,
+    );
+  }
   return shapeOutput(step, result.stdout, output);
 };
+
+/**
+ * One captured stream: everything up to the cap; past it only the last `KEPT_TAIL_BYTES`, so a script
+ * printing without end costs neither memory nor a huge ledger row.
+ */
+class CappedStream {
+  private chunks: Buffer[] = [];
+  private total = 0;
+  private readonly cap: number;
+
+  constructor(cap: number) {
+    this.cap = cap;
+  }
+
+  get over(): boolean {
+    return this.total > this.cap;
+  }
+
+  /** Adds a chunk; true when this chunk took the stream past its cap. */
+  add(chunk: Buffer | string): boolean {
+    const bytes = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+    const wasOver = this.over;
+    this.total += bytes.length;
+    this.chunks.push(bytes);
+    if (this.over) {
+      const all = Buffer.concat(this.chunks);
+      this.chunks = [Buffer.from(all.subarray(Math.max(0, all.length - KEPT_TAIL_BYTES)))];
+    }
+    return this.over && !wasOver;
+  }
+
+  text(): string {
+    return Buffer.concat(this.chunks).toString('utf8');
+  }
+}
 
 /** Merges a JSON object printed on stdout into the output; with `output:` declared, enforces it. */
 function shapeOutput(step: ScriptStep, rawStdout: string, output: ScriptOutput): StepOutcome {
@@ -122,6 +190,7 @@ interface ProcessOptions {
   env: NodeJS.ProcessEnv;
   stdin: string | undefined;
   timeoutMs: number | undefined;
+  maxOutputBytes: number;
 }
 
 /**
@@ -131,7 +200,7 @@ interface ProcessOptions {
  */
 async function runScriptProcess(
   context: StepContext,
-  { executable, args, cwd, env, stdin, timeoutMs }: ProcessOptions,
+  { executable, args, cwd, env, stdin, timeoutMs, maxOutputBytes }: ProcessOptions,
 ): Promise<ScriptProcessResult> {
   const [file, argv] = parentWatchedCommand(executable, args, 'script-watch');
   const { execa } = await import('execa');
@@ -141,7 +210,8 @@ async function runScriptProcess(
     extendEnv: false,
     detached: process.platform !== 'win32',
     reject: false,
-    stripFinalNewline: false,
+    // Captured here, capped (execa's own buffer keeps the head and ends the child as if it finished).
+    buffer: false,
     // Never the terminal: a script waiting for keyboard input would hang the run.
     ...(stdin === undefined ? { stdin: 'ignore' as const } : { input: stdin }),
   });
@@ -162,6 +232,15 @@ async function runScriptProcess(
     await context.emit({ type: 'process-start', step: context.step.name, key: context.key, data: { pid } });
   let timedOut = false;
   let aborted = false;
+  let overflow: ScriptProcessResult['overflow'];
+  const streams = { stdout: new CappedStream(maxOutputBytes), stderr: new CappedStream(maxOutputBytes) };
+  for (const name of ['stdout', 'stderr'] as const) {
+    subprocess[name]?.on('data', (chunk: Buffer | string) => {
+      if (!streams[name].add(chunk) || overflow !== undefined) return;
+      overflow = name;
+      killTree();
+    });
+  }
   const timer =
     timeoutMs === undefined
       ? undefined
@@ -180,18 +259,21 @@ async function runScriptProcess(
     // Whatever the script left running in its group (a backgrounded server) goes too.
     killGroup();
     const processResult: ScriptProcessResult = {
-      stdout: String(result.stdout ?? ''),
-      stderr: String(result.stderr ?? ''),
+      stdout: streams.stdout.text(),
+      stderr: streams.stderr.text(),
       exitCode: exitCodeOf(result.exitCode, result.signal),
       timedOut,
       aborted,
+      ...(overflow === undefined ? {} : { overflow }),
+      ...(result.signal === undefined ? {} : { signal: result.signal }),
     };
     if (
       result.failed &&
       result.exitCode === undefined &&
       result.signal === undefined &&
       !timedOut &&
-      !aborted
+      !aborted &&
+      overflow === undefined
     ) {
       processResult.startError = result.shortMessage ?? 'the process did not start';
     }
