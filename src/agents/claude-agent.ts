@@ -280,6 +280,7 @@ class AgentSession {
       timeoutMs: limits.wallClockMs,
       idleTimeoutMs: limits.idleTimeoutMs,
       abortSignal: invocation.abortSignal,
+      coversStartup: true,
       onFail: () => {
         // Kill first: the SDK's abort waits two seconds and then signals only the CLI, not its tools.
         this.child?.killAll(this.tag);

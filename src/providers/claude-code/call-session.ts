@@ -61,6 +61,12 @@ export function baseQueryOptions(
   return options;
 }
 
+/**
+ * How long a new Claude Code process may take to print its first line before the idle watch gives up,
+ * when the idle limit is shorter: start-up (loading, settings, MCP servers) is not the API going silent.
+ */
+export const STARTUP_ALLOWANCE_MS = 30_000;
+
 /** Watches one call: wall clock, idle output, the caller's abort. The first failure wins. */
 export class CallWatch {
   failure: SwitchboardError | undefined;
@@ -80,6 +86,8 @@ export class CallWatch {
     abortSignal: AbortSignal | undefined;
     onFail: () => void;
     endAtApiRetry?: boolean;
+    /** The watch starts with a new Claude Code process, whose start-up gets `STARTUP_ALLOWANCE_MS`. */
+    coversStartup?: boolean;
   }) {
     this.endAtApiRetry = options.endAtApiRetry ?? false;
     this.idleTimeoutMs = options.idleTimeoutMs;
@@ -101,23 +109,32 @@ export class CallWatch {
       );
     if (this.abortSignal?.aborted === true) this.onAbort();
     this.abortSignal?.addEventListener('abort', this.onAbort, { once: true });
-    this.touch();
+    // Until Claude Code first speaks, its start-up is what is being waited for, and that takes seconds
+    // on a loaded machine: counting it as API silence killed healthy agents under a short idle limit.
+    if (options.coversStartup === true)
+      this.arm(Math.max(this.idleTimeoutMs, STARTUP_ALLOWANCE_MS), 'after it was started');
+    else this.touch();
   }
 
   /** Output arrived: restart the idle watchdog. */
   touch(): void {
+    this.arm(this.idleTimeoutMs, '');
+  }
+
+  private arm(ms: number, when: string): void {
     // Output that arrives after the call ended (the CLI shutting down) must not re-arm anything.
     if (this.stopped) return;
     if (this.idle !== undefined) clearTimeout(this.idle);
+    const since = when === '' ? '' : ` ${when}`;
     this.idle = setTimeout(
       () =>
         this.fail(
-          new SwitchboardError('IDLE_TIMEOUT', `Claude Code sent nothing for ${this.idleTimeoutMs} ms`, {
+          new SwitchboardError('IDLE_TIMEOUT', `Claude Code sent nothing for ${ms} ms${since}`, {
             hint: 'the API may be stalled; retry, or raise the idle timeout',
             provider: 'claude',
           }),
         ),
-      Math.min(this.idleTimeoutMs, MAX_TIMER_MS),
+      Math.min(ms, MAX_TIMER_MS),
     );
   }
 

@@ -149,6 +149,7 @@ async function coldCall(
     idleTimeoutMs: request.idleTimeoutMs ?? launch.idleTimeoutMs,
     abortSignal: request.abortSignal,
     endAtApiRetry: launch.endAtApiRetry,
+    coversStartup: true,
     onFail: () => {
       // Kill first: the SDK's abort waits two seconds before it signals the process.
       child?.killTree();
