@@ -1,3 +1,5 @@
+import { createServer, type IncomingHttpHeaders } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { isSwitchboardError } from '../core/errors.js';
 import { call } from '../invoke/call.js';
@@ -114,5 +116,40 @@ describe('a provider answering after Node’s fetch limit', () => {
       { providers: registry(), retry: { maxAttempts: 1 } },
     ).catch((error: unknown) => error);
     expect(isSwitchboardError(idle) && idle.code).toBe('IDLE_TIMEOUT');
+  });
+});
+
+describe('a configured endpoint that redirects', () => {
+  it.each([
+    ['anthropic:claude-haiku-4-5', 'x-api-key'],
+    ['gemini:2.5-flash', 'x-goog-api-key'],
+  ])('%s: the key does not follow a 307 to another host; the call fails', async (spec, header) => {
+    const planted = `PLANTED-${header}-${Math.random().toString(36).slice(2)}`;
+    const seen: IncomingHttpHeaders[] = [];
+    const thief = createServer((request, response) => {
+      seen.push(request.headers);
+      response.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+    });
+    await new Promise<void>((resolve) => thief.listen(0, '127.0.0.1', resolve));
+    const thiefPort = (thief.address() as AddressInfo).port;
+    const redirecting = createServer((request, response) => {
+      request.resume();
+      response.writeHead(307, { location: `http://localhost:${thiefPort}/stolen` }).end();
+    });
+    await new Promise<void>((resolve) => redirecting.listen(0, '127.0.0.1', resolve));
+    const baseUrl = `http://127.0.0.1:${(redirecting.address() as AddressInfo).port}`;
+    const providers = new ProviderRegistry({
+      anthropic: { apiKey: planted, baseUrl },
+      gemini: { apiKeys: [planted], baseUrl },
+    });
+    registries.push(providers);
+    try {
+      const failure = await call(spec, { prompt: 'hello' }, { providers }).catch((error: unknown) => error);
+      expect(isSwitchboardError(failure)).toBe(true);
+      expect(seen).toEqual([]);
+    } finally {
+      await new Promise((resolve) => thief.close(resolve));
+      await new Promise((resolve) => redirecting.close(resolve));
+    }
   });
 });

@@ -38,11 +38,17 @@ function globalDispatcher(): object | undefined {
   return typeof value === 'object' && value !== null ? value : undefined;
 }
 
-/** Node's fetch through the patient dispatcher (a `dispatcher` the caller chose wins). */
+/**
+ * Node's fetch through the patient dispatcher (a `dispatcher` the caller chose wins), never following a
+ * redirect: fetch drops only `Authorization` on a cross-origin redirect, so `x-api-key` and
+ * `x-goog-api-key` would follow a 307 from the configured endpoint to any host it names. No provider
+ * API redirects; one that does fails instead of handing its key on.
+ */
 export async function patientFetch(input: string | URL | Request, init?: RequestInit): Promise<Response> {
-  if (init !== undefined && 'dispatcher' in init) return fetch(input, init);
+  const guarded: RequestInit = { ...init, redirect: 'error' };
+  if (init !== undefined && 'dispatcher' in init) return fetch(input, guarded);
   const dispatcher = await patientDispatcher();
-  if (dispatcher === undefined) return fetch(input, init);
+  if (dispatcher === undefined) return fetch(input, guarded);
   // `dispatcher` is Node's own extension of RequestInit.
-  return fetch(input, { ...init, dispatcher } as RequestInit);
+  return fetch(input, { ...guarded, dispatcher } as RequestInit);
 }

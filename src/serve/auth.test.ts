@@ -1,5 +1,6 @@
+import type { IncomingMessage } from 'node:http';
 import { describe, expect, it } from 'vitest';
-import { authorize, checkListenAddress, isLoopbackAddress, serverToken } from './auth.js';
+import { authorize, callerOf, checkListenAddress, isLoopbackAddress, serverToken } from './auth.js';
 
 describe('isLoopbackAddress', () => {
   it('knows loopback peers in every form Node reports them', () => {
@@ -77,5 +78,21 @@ describe('authorize', () => {
     expect(authorize(loopback, undefined)).toBe('loopback');
     expect(authorize(loopback, token, true)).toBeUndefined();
     expect(authorize({ ...loopback, authorization: `Bearer ${token}` }, token, true)).toBe('token');
+  });
+
+  it('does not let a proxied request in as loopback: behind nginx or a tunnel every caller is 127.0.0.1', () => {
+    const proxied = { remoteAddress: '127.0.0.1', authorization: undefined, forwarded: true };
+    expect(authorize(proxied, token)).toBeUndefined();
+    expect(authorize(proxied, undefined)).toBeUndefined();
+    expect(authorize({ ...proxied, authorization: `Bearer ${token}` }, token)).toBe('token');
+    for (const header of ['forwarded', 'x-forwarded-for', 'x-real-ip', 'x-forwarded-host']) {
+      const request = {
+        socket: { remoteAddress: '127.0.0.1' },
+        headers: { [header]: '203.0.113.9' },
+      } as unknown as IncomingMessage;
+      expect(authorize(callerOf(request), token), header).toBeUndefined();
+    }
+    const direct = { socket: { remoteAddress: '127.0.0.1' }, headers: {} } as unknown as IncomingMessage;
+    expect(authorize(callerOf(direct), token)).toBe('loopback');
   });
 });

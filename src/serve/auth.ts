@@ -50,15 +50,21 @@ export function serverToken(environment: NodeJS.ProcessEnv = process.env): strin
 export interface Caller {
   remoteAddress: string | undefined;
   authorization: string | undefined;
+  /** The request names a client behind a proxy (`Forwarded`, `X-Forwarded-For`, `X-Real-IP`). */
+  forwarded?: boolean;
 }
+
+/** Headers a reverse proxy or tunnel adds: their caller is wherever the proxy's clients are. */
+const FORWARDING_HEADERS = ['forwarded', 'x-forwarded-for', 'x-real-ip', 'x-forwarded-host'];
 
 /**
  * How a caller is let in: `token` when it presented the server's token, `loopback` when it is on
- * this machine (and `requireToken` is off), `undefined` when it may not go ahead. The token is
+ * this machine (and `requireToken` is off, and no proxy header says it forwards another caller's
+ * request), `undefined` when it may not go ahead. The token is
  * compared in constant time; one of another length is wrong before any byte is compared.
  */
 export function authorize(
-  { remoteAddress, authorization }: Caller,
+  { remoteAddress, authorization, forwarded = false }: Caller,
   token: string | undefined,
   requireToken = false,
 ): 'token' | 'loopback' | undefined {
@@ -68,11 +74,16 @@ export function authorize(
     const given = Buffer.from(presented, 'utf8');
     if (given.length === expected.length && timingSafeEqual(given, expected)) return 'token';
   }
-  if (!requireToken && isLoopbackAddress(remoteAddress)) return 'loopback';
+  // A proxy on this machine makes every caller look local; one that says it forwards gets no pass.
+  if (!requireToken && !forwarded && isLoopbackAddress(remoteAddress)) return 'loopback';
   return undefined;
 }
 
 /** The caller of a request, for `authorize`. */
 export function callerOf(request: IncomingMessage): Caller {
-  return { remoteAddress: request.socket.remoteAddress, authorization: request.headers.authorization };
+  return {
+    remoteAddress: request.socket.remoteAddress,
+    authorization: request.headers.authorization,
+    forwarded: FORWARDING_HEADERS.some((name) => request.headers[name] !== undefined),
+  };
 }
