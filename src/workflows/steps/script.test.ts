@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -35,6 +35,20 @@ describe('script steps', () => {
     const outcome = await run(shell('echo out; echo err >&2; exit 3'));
     expect(outcome.status).toBe('completed');
     expect(outcome.output).toEqual({ stdout: 'out\n', stderr: 'err\n', exit_code: 3 });
+  });
+
+  it('keeps what a quick script printed while the process-start event was still being written', async () => {
+    // On PostgreSQL that write is a round trip; a script printing its JSON at once must not lose it.
+    const marker = join(mkdtempSync(join(tmpdir(), 'switchboard-quick-')), 'printed');
+    const { context } = simpleStepContext(shell(`printf '{"loud": "HI"}'; touch '${marker}'`));
+    const emit = context.emit;
+    context.emit = async (event) => {
+      if (event.type === 'process-start') await waitFor(() => existsSync(marker));
+      await emit(event);
+    };
+    const outcome = await executeScriptStep(context);
+    expect(outcome.status).toBe('completed');
+    expect(outcome.output).toMatchObject({ loud: 'HI', exit_code: 0 });
   });
 
   it('renders command, args and working_dir as templates and passes env values as written', async () => {

@@ -228,11 +228,11 @@ async function runScriptProcess(
   const killTree = (): void => {
     if (pid !== undefined) killProcessTree(pid);
   };
-  if (pid !== undefined)
-    await context.emit({ type: 'process-start', step: context.step.name, key: context.key, data: { pid } });
   let timedOut = false;
   let aborted = false;
   let overflow: ScriptProcessResult['overflow'];
+  // Listen before anything is awaited: with execa's buffer off, what a quick script prints while the
+  // process-start event is being written (a round trip to PostgreSQL) would otherwise be lost.
   const streams = { stdout: new CappedStream(maxOutputBytes), stderr: new CappedStream(maxOutputBytes) };
   for (const name of ['stdout', 'stderr'] as const) {
     subprocess[name]?.on('data', (chunk: Buffer | string) => {
@@ -241,6 +241,8 @@ async function runScriptProcess(
       killTree();
     });
   }
+  if (pid !== undefined)
+    await context.emit({ type: 'process-start', step: context.step.name, key: context.key, data: { pid } });
   const timer =
     timeoutMs === undefined
       ? undefined
