@@ -159,7 +159,11 @@ export async function measureRouter(
     onRow?.(rows.length);
   }
   const totalCostUsd = rows.reduce((sum, row) => sum + row.costUsd, 0);
-  const llmRows = rows.filter((row) => row.timings.llm !== undefined || row.llmFailures !== undefined).length;
+  // The LLM's share counts the decisions it made; the calls made include those that failed.
+  const llmRows = rows.filter((row) => row.timings.llm !== undefined).length;
+  const llmCalls = rows.filter(
+    (row) => row.timings.llm !== undefined || row.llmFailures !== undefined,
+  ).length;
   return {
     mode,
     metrics: computeMetrics(rows),
@@ -169,7 +173,7 @@ export async function measureRouter(
     costPer1k: (totalCostUsd / rows.length) * 1000,
     overhead: summariseLatency(rows.map((row) => Math.max(row.durationMs - (row.timings.provider ?? 0), 0))),
     errors: rows.filter((row) => row.error !== undefined).length,
-    llmCalls: llmRows,
+    llmCalls,
     failedLlmCalls: rows.filter((row) => row.llmFailures !== undefined).length,
     providerFailures: countFailures(rows),
     warnings: [...router.warnings],
