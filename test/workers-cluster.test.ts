@@ -225,12 +225,20 @@ describe.skipIf(POSTGRES_SKIP !== undefined)(
           );
       expect(answered.filter((entry) => entry.provider === 'openai')).toHaveLength(15);
       const ledger = await adminQuery(
-        `SELECT (SELECT sum(cost_usd) FROM agent_runs) AS agents, (SELECT sum(cost_usd) FROM call_attempts) AS calls`,
+        `SELECT (SELECT sum(cost_usd) FROM agent_runs) AS agents,
+                (SELECT sum(cost_usd) FROM call_attempts WHERE spec NOT LIKE 'agent:%') AS calls,
+                (SELECT sum(cost_usd) FROM call_attempts WHERE spec LIKE 'agent:%') AS budgeted`,
         database.url,
       );
-      const { agents, calls } = ledger.rows[0] as { agents: number; calls: number };
+      const { agents, calls, budgeted } = ledger.rows[0] as {
+        agents: number;
+        calls: number;
+        budgeted: number;
+      };
       expect(Number(calls)).toBeCloseTo(billed('openai', STEP_USAGE), 9);
       expect(Number(agents)).toBeCloseTo(billed('anthropic', AGENT_USAGE), 6);
+      // Agent attempts also count against budgets, as call_attempts rows of spec agent:<model>: once each.
+      expect(Number(budgeted)).toBeCloseTo(Number(agents), 9);
     }, 600_000);
   },
 );
