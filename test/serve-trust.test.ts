@@ -396,6 +396,17 @@ describe('serve: /mcp tools that run commands', () => {
     expect(parked.status, parked.stderr).toBe(EXIT_CODES.WORKFLOW_WAITING);
     const gate = toolText(await post(toolCall('workflow_gate', { run_id: 'gated-1', choose: 'go' })));
     expect(gate.text).toMatch(/^FORBIDDEN \(exit 64\): workflow gated: step "write" runs a command/);
+    // Only recording the answer is acting too: the process parked there, or a later resume, would go on.
+    const recordOnly = toolText(
+      await post(toolCall('workflow_gate', { run_id: 'gated-1', choose: 'go', continue: false })),
+    );
+    expect(recordOnly.text).toMatch(/^FORBIDDEN \(exit 64\)/);
+    const still = await runCli(['workflow', 'status', 'gated-1', '--json'], { cwd, env });
+    expect(JSON.parse(still.stdout)).toMatchObject({ status: 'waiting' });
+    const logs = await runCli(['workflow', 'logs', 'gated-1', '--json'], { cwd, env });
+    expect(logs.status, logs.stderr).toBe(0);
+    expect(logs.stdout).toContain('gate');
+    expect(logs.stdout).not.toContain('gate-answer');
 
     // A workflow that runs no command is still served.
     writeFileSync(

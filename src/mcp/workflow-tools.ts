@@ -6,6 +6,7 @@ import type {
   WorkflowEventRecord,
   WorkflowRunResult,
 } from '../workflows/api-types.js';
+import type { WorkflowDefinition } from '../workflows/model.js';
 import { waitAtMost } from './background-runs.js';
 import { checkWorkflow } from './command-policy.js';
 import type { McpContext } from './context.js';
@@ -85,8 +86,13 @@ export function registerWorkflowTools(server: McpServer, context: McpContext): v
         ...(text === undefined ? {} : { text }),
         ...(by === undefined ? {} : { answeredBy: by }),
       };
-      if (keepGoing === false)
-        return workflowResult(await answerGate({ stateDir: context.config.stateDir, ...answer }));
+      // Recording alone is acting: the process parked at the gate, or a later resume, runs what follows.
+      if (keepGoing === false) {
+        const checked = (workflow: WorkflowDefinition) => checkWorkflow(context.commands, workflow);
+        return workflowResult(
+          await answerGate({ stateDir: context.config.stateDir, checkWorkflow: checked, ...answer }),
+        );
+      }
       return await advance(run_id, wait_seconds, extra, context, (options) =>
         answerGate({ ...options, ...engineChoices(context, {}), ...answer }),
       );
