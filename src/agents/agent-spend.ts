@@ -3,6 +3,7 @@ import type { ErrorCode } from '../core/errors.js';
 import { reserveBudget, type BudgetReservation, type BudgetRule } from '../invoke/budget.js';
 import { AGENT_SPEC_PREFIX } from '../store/call-records.js';
 import type { Ledger } from '../store/ledger.js';
+import type { AgentOutcome } from './claude-agent.js';
 
 // An agent attempt spends against the same budgets as calls: before Claude Code starts, its cost cap is
 // held against every cap of switchboard.yaml that applies to provider `claude` (one atomic reservation
@@ -68,6 +69,17 @@ export interface AgentAttemptEnd {
   success: boolean;
   errorCode?: ErrorCode | string;
   sessionId?: string;
+}
+
+/** How an agent's outcome settles its attempt: its cost, time, success and error code. */
+export function attemptSpend(outcome: AgentOutcome): AgentAttemptEnd {
+  return {
+    costUsd: outcome.costUsd,
+    durationMs: outcome.durationMs,
+    success: outcome.status === 'success' && !outcome.isError,
+    errorCode: outcome.errorCode ?? outcome.status,
+    ...(outcome.sessionId === undefined ? {} : { sessionId: outcome.sessionId }),
+  };
 }
 
 /**

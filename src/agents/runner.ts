@@ -44,6 +44,7 @@ import {
 } from './phases.js';
 import { AgentRunStore, type AgentPhase, type AgentRunRecord, type RunUpdate } from './run-store.js';
 import {
+  attemptSpend,
   checkAgentBudget,
   holdAgentAttempt,
   recordUnrecordedSpend,
@@ -795,13 +796,7 @@ class RunExecution {
     const turnsBefore = this.run.turns;
     const invocation = this.invocation(context, sessionId, hold.capUsd, remainingTime);
     const outcome = await runAgentAttempt(invocation, this.options._internal?.runAgent);
-    await hold.settle({
-      costUsd: outcome.costUsd,
-      durationMs: outcome.durationMs,
-      success: outcome.status === 'success' && !outcome.isError,
-      errorCode: outcome.errorCode ?? outcome.status,
-      ...(outcome.sessionId === undefined ? {} : { sessionId: outcome.sessionId }),
-    });
+    await hold.settle(attemptSpend(outcome));
     const update: RunUpdate = {
       childPid: null,
       costUsd: costBefore + outcome.costUsd,

@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import { parseProviderChain } from '../../core/call-types.js';
 import { isSwitchboardError, SwitchboardError, type ErrorCode } from '../../core/errors.js';
 import {
+  attemptSpend,
   checkAgentBudget,
   holdAgentAttempt,
   recordUnrecordedSpend,
@@ -603,13 +604,7 @@ class GitStepExecution {
       try {
         const invocation = this.invocation(task, agentContext, sessionId, hold.capUsd, time);
         outcome = await runAgentAttempt(invocation, this.options._internal?.runAgent);
-        await hold.settle({
-          costUsd: outcome.costUsd,
-          durationMs: outcome.durationMs,
-          success: outcome.status === 'success' && !outcome.isError,
-          errorCode: outcome.errorCode ?? outcome.status,
-          ...(outcome.sessionId === undefined ? {} : { sessionId: outcome.sessionId }),
-        });
+        await hold.settle(attemptSpend(outcome));
       } finally {
         await hold.release();
       }
