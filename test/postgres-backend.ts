@@ -1,6 +1,6 @@
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, beforeEach, expect } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, expect } from 'vitest';
 import {
   createTestDatabase,
   POSTGRES_ADMIN_URL,
@@ -16,6 +16,18 @@ if (POSTGRES_SKIP !== undefined) throw new Error(`the PostgreSQL pass needs a se
 // Read by test files that check, in this pass only, that their rows reached PostgreSQL.
 process.env.SWITCHBOARD_TEST_PG_PASS = '1';
 let database: TestDatabase | undefined;
+// What a test file does in its own beforeAll (a baseline run) goes to PostgreSQL as well, to a database
+// of the file's: without it that work wrote SQLite files, which the check below then found.
+let fileDatabase: TestDatabase | undefined;
+beforeAll(async () => {
+  fileDatabase = await createTestDatabase();
+  process.env.SWITCHBOARD_DATABASE_URL = fileDatabase.url;
+});
+afterAll(async () => {
+  delete process.env.SWITCHBOARD_DATABASE_URL;
+  await fileDatabase?.drop();
+  fileDatabase = undefined;
+});
 beforeEach(async () => {
   database = await createTestDatabase();
   process.env.SWITCHBOARD_DATABASE_URL = database.url;
@@ -30,7 +42,8 @@ afterEach(async () => {
     ...sqliteStrays(process.cwd(), 1, password),
   ];
   expect(strays, 'SQLite files written during the PostgreSQL pass').toEqual([]);
-  delete process.env.SWITCHBOARD_DATABASE_URL;
+  if (fileDatabase === undefined) delete process.env.SWITCHBOARD_DATABASE_URL;
+  else process.env.SWITCHBOARD_DATABASE_URL = fileDatabase.url;
   await database?.drop();
   database = undefined;
 });
