@@ -173,16 +173,29 @@ describe.skipIf(POSTGRES_SKIP !== undefined)(
         const runs = JSON.parse(listed.stdout) as { id: string; status: string }[];
         return new Map(runs.map((run) => [run.id, run.status]));
       };
+      const shownFailures = (statuses: Map<string, string>): Promise<string[]> =>
+        Promise.all(
+          agentRuns
+            .filter((id) => !['succeeded', 'running'].includes(statuses.get(id) ?? ''))
+            .map(
+              async (id) =>
+                (await runCli(['--config', submitter.config, 'agent', 'show', id], submitter)).stdout,
+            ),
+        );
       for (;;) {
         const statuses = await agentStatuses();
         if (agentRuns.every((id) => statuses.get(id) !== 'running')) break;
         if (Date.now() > deadline)
-          throw new Error(`agent runs still running: ${JSON.stringify([...statuses])}`);
+          throw new Error(
+            `agent runs still running: ${JSON.stringify([...statuses])}\n${(await shownFailures(statuses)).join('\n')}`,
+          );
         await new Promise((resolve) => setTimeout(resolve, 1_000));
       }
       const finished = await untilWorkflowsSettle(submitter, workflowRuns, deadline);
 
+      // Every run succeeded; one that did not is shown whole (its error and attempts), to say why.
       const statuses = await agentStatuses();
+      expect(await shownFailures(statuses)).toEqual([]);
       expect(agentRuns.map((id) => statuses.get(id))).toEqual(Array(30).fill('succeeded'));
       expect(finished.map((run) => [run.status, run.output])).toEqual(
         Array(5).fill(['completed', { explained: 3 }]),
