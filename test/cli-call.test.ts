@@ -127,8 +127,10 @@ describe('switchboard call', () => {
     expect(result.status).toBe(23);
     expect(result.stderr.trim().split('\n')).toHaveLength(1);
     expect(result.stderr).toMatch(/did not finish within its 1\.5 s limit.*raise --timeout/);
-    // One stalled request used the whole 1.5 s; before, each provider got 1.5 s three times over.
-    expect(sim.requests.slice(before).map((request) => request.provider)).toEqual(['anthropic']);
+    // One stalled request used the whole 1.5 s; before, each provider got 1.5 s three times over. On a
+    // loaded machine the CLI's start-up can take the 1.5 s before the first request is sent: then none is.
+    const sent = sim.requests.slice(before).map((request) => request.provider);
+    expect(['anthropic'].slice(0, sent.length)).toEqual(sent);
   });
 
   it('cooldowns are shared by separate processes, kept per endpoint, and say how to skip them', async () => {
