@@ -540,6 +540,7 @@ describe('serve: /mcp tools that run commands', () => {
     expect(served.isError, served.text).toBe(false);
     expect(JSON.parse(served.text)).toMatchObject({ state: 'failed', errorCode: 'SETUP_FAILED' });
     expect(readFileSync(marker, 'utf8')).toBe('ran\n');
+    expectNoPlantedSecret(server, cwd);
   });
 });
 
