@@ -9,6 +9,7 @@ import {
   realpathSync,
   rmSync,
   statSync,
+  symlinkSync,
   writeFileSync,
 } from 'node:fs';
 import { request, type OutgoingHttpHeaders } from 'node:http';
@@ -18,7 +19,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EXIT_CODES } from '../src/core/errors.js';
 import { startSimulator, type Simulator } from '../src/sim/server.js';
-import { createRepository } from './helpers/git-repo.js';
+import { createRepository, git } from './helpers/git-repo.js';
 import { runCli } from './helpers/run-cli.js';
 import { killServers, serve as startServe, type Served } from './helpers/serve-process.js';
 
@@ -443,7 +444,6 @@ describe('serve: /mcp tools that run commands', () => {
       ),
     );
     // A link under the root to a repository elsewhere is elsewhere.
-    const { symlinkSync } = await import('node:fs');
     symlinkSync(repo, join(root, 'link'));
     expect(toolText(await post(toolCall('agent_run', attack(join(root, 'link'))))).text).toMatch(
       /^FORBIDDEN .* is outside/,
@@ -473,6 +473,74 @@ describe('serve: /mcp tools that run commands', () => {
     expect(insideFlow.isError, insideFlow.text).toBe(false);
     expect(JSON.parse(insideFlow.text)).toMatchObject({ state: 'completed' });
     expect(readFileSync(insideMarker, 'utf8')).toMatch(/^uid=/);
+  });
+
+  it('with --allow-commands, refuse a folder under a root whose git repository is elsewhere', async () => {
+    const cwd = temporaryDirectory();
+    const root = join(cwd, 'root');
+    const outside = createRepository(join(cwd, 'outside'));
+    mkdirSync(join(outside, 'sub'));
+    // A folder under the root whose .git is a link to the outside repository's: git works there.
+    const linked = join(root, 'linked');
+    mkdirSync(linked, { recursive: true });
+    symlinkSync(join(outside, '.git'), join(linked, '.git'));
+    // A link under the root to a subfolder of the outside repository.
+    symlinkSync(join(outside, 'sub'), join(root, 'sub-link'));
+    // A root that is itself a folder of a bigger repository.
+    const big = createRepository(join(cwd, 'big'));
+    const sandbox = join(big, 'sandbox');
+    mkdirSync(join(sandbox, 'project'), { recursive: true });
+    const ok = createRepository(join(root, 'ok'));
+
+    const server = await serve(['--allow-commands', '--repo-root', root, '--repo-root', sandbox], cwd);
+    const port = portOf(server);
+    const post = (body: string) => send(port, { method: 'POST', path: '/mcp', headers: mcpHeaders, body });
+    const marker = join(cwd, 'setup-ran.txt');
+    const task = (repo: string) => ({
+      task: { id: 'escape', title: 'nothing to see', setup: `echo ran >> ${marker}; exit 3` },
+      repo,
+      wait_seconds: 30,
+    });
+
+    const viaGitLink = toolText(await post(toolCall('agent_run', task(linked))));
+    expect(viaGitLink.isError).toBe(true);
+    expect(viaGitLink.text).toBe(
+      `FORBIDDEN (exit 64): ${linked} is in a repository whose git folder (${join(outside, '.git')}) is outside the folders this server works in\n` +
+        `hint: git works on the repository that holds ${linked}: use one whose folder and .git are both under ${root}, ${sandbox} (\`git init\` a folder of its own), or start serve with a --repo-root that holds that repository`,
+    );
+    const viaLink = toolText(await post(toolCall('agent_run', task(join(root, 'sub-link')))));
+    expect(viaLink.text).toMatch(/^FORBIDDEN \(exit 64\): the repository \(.*\/outside\/sub\) is outside/);
+    for (const repo of [sandbox, join(sandbox, 'project')]) {
+      const enclosed = toolText(await post(toolCall('agent_run', task(repo))));
+      expect(enclosed.text, repo).toMatch(
+        new RegExp(
+          `^FORBIDDEN \\(exit 64\\): ${repo} is in a repository whose git folder \\(${big}/\\.git\\) is outside`,
+        ),
+      );
+    }
+
+    // A workflow under the root whose git agent step is pointed (by its input) at such a folder.
+    const flow = join(root, 'agent-flow.yaml');
+    writeFileSync(
+      flow,
+      'workflow:\n  name: agentflow\n  entry_point: implement\n  input:\n    repo: { type: string }\nagents:\n' +
+        `  - name: implement\n    type: agent\n    effects: git\n    repo: '{{ workflow.input.repo }}'\n    prompt: Add a file\n    setup: echo ran >> ${marker}; exit 3\n    routes:\n      - to: $end\n`,
+    );
+    for (const repo of [linked, join(sandbox, 'project')]) {
+      const run = toolText(await post(toolCall('workflow_run', { file: flow, inputs: { repo } })));
+      expect(JSON.parse(run.text), repo).toMatchObject({ state: 'failed', errorCode: 'FORBIDDEN' });
+    }
+    expect(existsSync(marker)).toBe(false);
+    expect(git(outside, 'worktree', 'list').split('\n')).toHaveLength(1);
+    expect(git(outside, 'branch', '--format=%(refname:short)')).toBe('main');
+    expect(git(big, 'branch', '--format=%(refname:short)')).toBe('main');
+
+    // A repository of its own under the root is served: its setup runs (and fails, as written).
+    const served = toolText(await post(toolCall('agent_run', task(ok))));
+    expect(served.isError, served.text).toBe(false);
+    expect(JSON.parse(served.text)).toMatchObject({ state: 'failed', errorCode: 'SETUP_FAILED' });
+    expect(readFileSync(marker, 'utf8')).toBe('ran\n');
+    expectNoPlantedSecret(server, cwd);
   });
 });
 

@@ -37,18 +37,10 @@ export function sandboxSettings(invocation: {
   readableDirectories?: readonly string[] | undefined;
   hiddenDirectories?: readonly string[] | undefined;
 }): SandboxChoice {
-  const mode = process.env[SANDBOX_VARIABLE] ?? 'auto';
-  if (mode === 'off')
+  if (process.env[SANDBOX_VARIABLE] === 'off')
     return { settings: undefined, note: { enabled: false, reason: `${SANDBOX_VARIABLE}=off` } };
-  if (mode !== 'required') {
-    const missing = missingPrograms();
-    if (missing.length > 0) {
-      return {
-        settings: undefined,
-        note: { enabled: false, reason: `${missing.join(' and ')} not found on PATH` },
-      };
-    }
-  }
+  const shortfall = sandboxShortfall();
+  if (shortfall !== undefined) return { settings: undefined, note: { enabled: false, reason: shortfall } };
   const gitDirectory = gitCommonDirectory(invocation.cwd);
   return {
     settings: {
@@ -67,6 +59,23 @@ export function sandboxSettings(invocation: {
     },
     note: { enabled: true },
   };
+}
+
+/**
+ * Why `auto` (the default) would run an agent's Bash commands unsandboxed on this machine (`bwrap and
+ * socat not found on PATH`); undefined when they would be sandboxed or the user chose `off` or
+ * `required` (which then refuses to start without the sandbox).
+ */
+export function sandboxShortfall(): string | undefined {
+  const mode = process.env[SANDBOX_VARIABLE] ?? 'auto';
+  if (mode === 'off' || mode === 'required') return undefined;
+  const missing = missingPrograms();
+  return missing.length === 0 ? undefined : `${missing.join(' and ')} not found on PATH`;
+}
+
+/** The one-line warning for a command that is about to run agents unsandboxed, naming the fixes. */
+export function unsandboxedWarning(shortfall: string): string {
+  return `the agent's Bash commands will run unsandboxed, able to read whatever your user can (${shortfall}): install bubblewrap and socat (Debian/Ubuntu: apt-get install bubblewrap socat), or set ${SANDBOX_VARIABLE}=required to refuse to run without the sandbox, or =off to run unsandboxed without this warning`;
 }
 
 /** What Claude Code's sandbox needs and this machine lacks (Linux only: macOS has its own). */

@@ -246,6 +246,17 @@ function abortOnSignals(): AbortController {
   return controller;
 }
 
+/**
+ * One line on stderr before agents run when the default sandbox mode finds no sandbox: otherwise only
+ * each attempt's transcript event would tell that the agent's commands ran unconfined.
+ */
+async function warnIfUnsandboxed(): Promise<void> {
+  const { sandboxShortfall, unsandboxedWarning } = await import('../agents/sandbox.js');
+  const shortfall = sandboxShortfall();
+  if (shortfall !== undefined)
+    process.stderr.write(`switchboard: warning: ${unsandboxedWarning(shortfall)}\n`);
+}
+
 /** Plain log lines on stderr, one per phase change and attempt (not the agent's every message). */
 function logLines(): (progress: AgentRunProgress) => void {
   return (progress) => {
@@ -330,6 +341,7 @@ export function registerAgentCommand(program: Command): void {
       await enqueueTasks([task], settings, flags, { single: true });
       return;
     }
+    await warnIfUnsandboxed();
     const { runAgentTask } = await import('../agents/runner.js');
     const controller = abortOnSignals();
     const options = {
@@ -370,6 +382,7 @@ export function registerAgentCommand(program: Command): void {
       await enqueueTasks(tasks, settings, flags, { single: false });
       return;
     }
+    await warnIfUnsandboxed();
     const { runAgentTasks } = await import('../agents/run-all.js');
     const { FINAL_PHASES } = await import('../agents/run-files.js');
     const controller = abortOnSignals();
@@ -497,6 +510,7 @@ export function registerAgentCommand(program: Command): void {
       )
       .argument('<id>', 'run id (or a unique prefix)'),
   ).action(async (id: string, flags: ConnectionFlags, command: Command) => {
+    await warnIfUnsandboxed();
     const { resumeAgentRun } = await import('../agents/runner.js');
     const controller = abortOnSignals();
     const result = await resumeAgentRun({

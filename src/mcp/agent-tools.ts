@@ -59,7 +59,7 @@ async function startAgentRun(
   extra: ToolExtra,
   context: McpContext,
 ): Promise<CallToolResult> {
-  checkAgentRun(context.commands, { repo: args.repo, taskFile: args.task_file });
+  await checkAgentRun(context.commands, { repo: args.repo, taskFile: args.task_file });
   const task = await taskOf(args);
   const runId = `${task.id}-${randomBytes(3).toString('hex')}`;
   const progress = progressReporter(extra);

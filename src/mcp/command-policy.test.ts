@@ -28,23 +28,25 @@ const step = (fields: Partial<StepDefinition> & Pick<StepDefinition, 'type'>): S
   ({ name: 's', routes: [], input: [], prompt: 'p', ...fields }) as StepDefinition;
 
 describe('checkAgentRun', () => {
-  it('lets stdio (no policy) do anything and HTTP nothing unless commands are allowed', () => {
-    expect(() => checkAgentRun(undefined, { repo: '/' })).not.toThrow();
-    expect(() =>
+  it('lets stdio (no policy) do anything and HTTP nothing unless commands are allowed', async () => {
+    await expect(checkAgentRun(undefined, { repo: '/' })).resolves.toBeUndefined();
+    await expect(
       checkAgentRun({ allowCommands: false, repoRoots: [root] }, { repo: join(root, 'repo') }),
-    ).toThrow(/agent_run runs an agent and commands/);
+    ).rejects.toThrow(/agent_run runs an agent and commands/);
   });
 
-  it('takes repositories and task files whose real path is under a root', () => {
-    expect(() => checkAgentRun(allowed, { repo: join(root, 'repo') })).not.toThrow();
-    expect(() => checkAgentRun(allowed, { repo: 'repo', taskFile: 'repo/task.yaml' }, root)).not.toThrow();
+  it('takes repositories and task files whose real path is under a root', async () => {
+    await expect(checkAgentRun(allowed, { repo: join(root, 'repo') })).resolves.toBeUndefined();
+    await expect(
+      checkAgentRun(allowed, { repo: 'repo', taskFile: 'repo/task.yaml' }, root),
+    ).resolves.toBeUndefined();
     for (const repo of [base, `${root}-other`, join(root, 'link'), join(root, '..', 'rootless'), '/'])
-      expect(() => checkAgentRun(allowed, { repo }), repo).toThrow(/is outside the folders/);
-    expect(() => checkAgentRun(allowed, { repo: join(root, 'repo'), taskFile: '/etc/passwd' })).toThrow(
-      /the task file .* is outside/,
-    );
+      await expect(checkAgentRun(allowed, { repo }), repo).rejects.toThrow(/is outside the folders/);
+    await expect(
+      checkAgentRun(allowed, { repo: join(root, 'repo'), taskFile: '/etc/passwd' }),
+    ).rejects.toThrow(/the task file .* is outside/);
     for (const repo of ['https://example.com/x.git', 'git@example.com:x.git', 'file:///srv/x.git'])
-      expect(() => checkAgentRun(allowed, { repo }), repo).toThrow(/only in local repositories/);
+      await expect(checkAgentRun(allowed, { repo }), repo).rejects.toThrow(/only in local repositories/);
   });
 });
 

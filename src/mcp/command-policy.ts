@@ -1,5 +1,6 @@
 import { statSync } from 'node:fs';
 import { isAbsolute, relative, resolve, sep } from 'node:path';
+import { git, listWorktrees } from '../agents/git.js';
 import { realOrResolved } from '../agents/paths.js';
 import { SwitchboardError } from '../core/errors.js';
 import { everyStep, type StepDefinition, type WorkflowDefinition } from '../workflows/model.js';
@@ -23,13 +24,13 @@ const REMOTE_PATTERN = /^(?:[a-z][a-z0-9+.-]*:\/\/|[^\s/:@]+@[^\s/:]+:)/i;
 
 /**
  * Refuses `agent_run` unless commands are allowed, and then a repository or task file outside the
- * roots (links followed, so a link under a root to elsewhere is outside). `repo` defaults to `cwd`.
+ * roots (see `checkRepository`). `repo` defaults to `cwd`.
  */
-export function checkAgentRun(
+export async function checkAgentRun(
   policy: CommandPolicy | undefined,
   { repo, taskFile }: { repo?: string | undefined; taskFile?: string | undefined },
   cwd = process.cwd(),
-): void {
+): Promise<void> {
   if (policy === undefined) return;
   if (!policy.allowCommands) {
     throw new SwitchboardError(
@@ -38,17 +39,52 @@ export function checkAgentRun(
       { hint: ENABLE_HINT },
     );
   }
-  if (repo !== undefined && REMOTE_PATTERN.test(repo)) {
+  await checkRepository(policy, repo ?? '.', 'agent_run', cwd);
+  if (taskFile !== undefined) checkUnderRoots(policy, resolve(cwd, taskFile), 'the task file');
+}
+
+/**
+ * Refuses a repository an agent would work in and merge into unless it lies wholly under a root: the
+ * folder given, and the repository git finds from there (its top level, its main worktree and its
+ * shared `.git`), each with links followed. A folder under a root may belong to a repository that
+ * encloses the root, or hold a `.git` that links to a repository elsewhere: git would work there.
+ */
+export async function checkRepository(
+  policy: CommandPolicy | undefined,
+  repo: string,
+  what: string,
+  cwd = process.cwd(),
+): Promise<void> {
+  if (policy === undefined) return;
+  if (REMOTE_PATTERN.test(repo)) {
     throw new SwitchboardError(
       'FORBIDDEN',
-      `agent_run over HTTP works only in local repositories, not ${repo}`,
+      `${what} over HTTP works only in local repositories, not ${repo}`,
       {
         hint: 'clone it under one of the --repo-root folders and pass that path',
       },
     );
   }
-  checkUnderRoots(policy, resolve(cwd, repo ?? '.'), 'the repository');
-  if (taskFile !== undefined) checkUnderRoots(policy, resolve(cwd, taskFile), 'the task file');
+  const directory = resolve(cwd, repo);
+  checkUnderRoots(policy, directory, 'the repository');
+  for (const [place, path] of await repositoryPlaces(directory)) {
+    checkUnderRoots(policy, path, `${directory} is in a repository whose ${place}`, {
+      hint: `git works on the repository that holds ${directory}: use one whose folder and .git are both under ${policy.repoRoots.join(', ')} (\`git init\` a folder of its own), or start serve with a --repo-root that holds that repository`,
+    });
+  }
+}
+
+/** Where git works from `directory`: none when it is no repository (the run then fails on its own). */
+async function repositoryPlaces(directory: string): Promise<Array<[string, string]>> {
+  if (!existsFolder(directory)) return [];
+  const common = await git(directory, ['rev-parse', '--path-format=absolute', '--git-common-dir']);
+  if (common.exitCode !== 0) return [];
+  const places: Array<[string, string]> = [['git folder', common.stdout.trim()]];
+  const top = await git(directory, ['rev-parse', '--path-format=absolute', '--show-toplevel']);
+  if (top.exitCode === 0 && top.stdout.trim() !== '') places.push(['top level', top.stdout.trim()]);
+  const main = (await listWorktrees(directory))[0]?.path;
+  if (main !== undefined) places.push(['main worktree', main]);
+  return places;
 }
 
 /**
@@ -87,11 +123,16 @@ function whatItRuns(step: StepDefinition): string {
     : 'gives the model tools';
 }
 
-function checkUnderRoots(policy: CommandPolicy, path: string, what: string): void {
+function checkUnderRoots(
+  policy: CommandPolicy,
+  path: string,
+  what: string,
+  { hint = `use a path under ${policy.repoRoots.join(', ')}, or start serve with another --repo-root` } = {},
+): void {
   const real = realOrResolved(path);
   if (policy.repoRoots.some((root) => isInside(real, root))) return;
   throw new SwitchboardError('FORBIDDEN', `${what} (${real}) is outside the folders this server works in`, {
-    hint: `use a path under ${policy.repoRoots.join(', ')}, or start serve with another --repo-root`,
+    hint,
   });
 }
 

@@ -8,7 +8,7 @@ import type {
 } from '../workflows/api-types.js';
 import type { WorkflowDefinition } from '../workflows/model.js';
 import { waitAtMost } from './background-runs.js';
-import { checkWorkflow } from './command-policy.js';
+import { checkRepository, checkWorkflow } from './command-policy.js';
 import type { McpContext } from './context.js';
 import { progressReporter, type ToolExtra } from './progress.js';
 import {
@@ -122,6 +122,7 @@ async function advance(
     roles: context.config.call.roles,
     abortSignal: context.abortSignal,
     checkWorkflow: (workflow) => checkWorkflow(context.commands, workflow),
+    checkRepository: (repo) => checkRepository(context.commands, repo, 'a git agent step'),
     onEvent: (event: WorkflowEventRecord) => {
       // A run_key may name an existing run: its events say which.
       id = event.runId;

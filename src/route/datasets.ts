@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { SwitchboardError } from '../core/errors.js';
 import { NONE, type LabelledExample } from '../core/route-types.js';
+import { safeJsonParse } from '../core/safe-json.js';
 
 /** CLINC150 labels out-of-scope rows `oos`; Switchboard calls that `none`. */
 const CLINC_OUT_OF_SCOPE = 'oos';
@@ -70,16 +71,6 @@ function looksLikeJsonLines(text: string): boolean {
 function opensJsonLinesRow(text: string): boolean {
   const firstLine = text.split('\n', 1)[0] ?? '';
   return /^\{\s*"(?:text|expected|alternates)"\s*:/.test(firstLine);
-}
-
-type SafeParse = { ok: true; value: unknown } | { ok: false; error: string };
-
-export function safeJsonParse(text: string): SafeParse {
-  try {
-    return { ok: true, value: JSON.parse(text) as unknown };
-  } catch (error) {
-    return { ok: false, error: error instanceof Error ? error.message : String(error) };
-  }
 }
 
 function parseJsonLines(file: string, content: string): LabelledExample[] {

@@ -3,6 +3,7 @@ import { appendFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { SwitchboardError } from '../core/errors.js';
+import { parseJsonOr } from '../core/safe-json.js';
 import {
   viewAnthropicRequest,
   viewGeminiRequest,
@@ -167,7 +168,7 @@ export async function startSimulator({
         .map(([name, value]) => [name, Array.isArray(value) ? value.join(', ') : (value ?? '')]),
     );
     const raw = await readBody(request);
-    const parsedBody = safeJson(raw);
+    const parsedBody = parseJsonOr(raw, undefined);
     const body = (typeof parsedBody === 'object' && parsedBody !== null ? parsedBody : {}) as Record<
       string,
       unknown
@@ -453,15 +454,6 @@ function readBody(request: IncomingMessage): Promise<string> {
     request.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
     request.on('error', reject);
   });
-}
-
-function safeJson(text: string): unknown {
-  if (text === '') return undefined;
-  try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    return undefined;
-  }
 }
 
 function sendJson(

@@ -1,6 +1,7 @@
 import { SwitchboardError } from '../core/errors.js';
 import { afterCommittedWrite } from './write-seam.js';
 import { redactSecrets } from '../core/secrets.js';
+import { parseJsonOr } from '../core/safe-json.js';
 import { idPrefixPattern, onlyMatch } from './id-prefix.js';
 import { openDatabase, toStoreError } from './database.js';
 import type { SqlClient, SqlDatabase } from './sql/sql-database.js';
@@ -196,13 +197,9 @@ interface StepTableRow {
   claimed_by: string | null;
 }
 
+/** A column's JSON value; text that is not JSON is kept as it is. */
 function parseJson(text: string | null): unknown {
-  if (text === null) return undefined;
-  try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    return text;
-  }
+  return text === null ? undefined : parseJsonOr(text, text);
 }
 
 /** JSON for the ledger: no secret is ever stored, whatever a step printed. */

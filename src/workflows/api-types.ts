@@ -32,6 +32,11 @@ export interface WorkflowEngineOptions {
    */
   checkWorkflow?: (workflow: WorkflowDefinition) => void;
   /**
+   * Hears the repository (a folder, or a URL) a git agent step is about to work in and merge into,
+   * before it makes a worktree; rejecting refuses it. `serve`'s `/mcp` keeps such steps under its roots.
+   */
+  checkRepository?: (repo: string) => Promise<void>;
+  /**
    * A run owned by a process on another host is taken over once that owner's heartbeat is this old
    * (milliseconds); on this host a dead owner's pid frees the run at once. @default 60_000
    */

@@ -141,6 +141,7 @@ function stepContext(
     gateAnswer: (fallback) => gateAnswer(exec, slot, fallback),
   };
   if (exec.deadline !== undefined) context.deadline = exec.deadline;
+  if (exec.options.checkRepository !== undefined) context.checkRepository = exec.options.checkRepository;
   // An earlier attempt of this key that was killed, aborted or failed leaves notes to reconcile with.
   if (before !== undefined && before.status !== 'waiting' && before.progress !== undefined) {
     context.previous = before.progress;

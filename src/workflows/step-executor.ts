@@ -53,6 +53,8 @@ export interface StepContext {
   resolveSpec(provider: string | undefined, model: string | undefined): string;
   /** MCP servers this step may use (already filtered by `--allow-mcp` / the step's opt-in). */
   mcpServers: Record<string, Record<string, unknown>>;
+  /** The engine's `checkRepository`: a git agent step calls it before it touches a repository. */
+  checkRepository?: (repo: string) => Promise<void>;
   /** Aborted on cancel, on the run's timeout and when another process takes the run. */
   signal: AbortSignal;
   /** Wall-clock time (ms since epoch) by which the step must end, from `limits.timeout_seconds`. */

@@ -9,6 +9,7 @@ import {
 } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
+import { parseJsonOr } from '../../core/safe-json.js';
 
 /** The usage one API response reported, as the forwarder saw it pass. */
 export interface ForwardedUsage {
@@ -42,19 +43,31 @@ export interface KeyForwarder {
 
 const DEFAULT_UPSTREAM = 'https://api.anthropic.com';
 
-/** Request headers not passed on: the client's credentials and the hop's own. */
-const DROPPED_HEADERS = new Set([
-  'host',
-  'x-api-key',
-  'authorization',
+/** Headers of one hop, passed on in neither direction. */
+const HOP_HEADERS = [
   'connection',
   'keep-alive',
   'proxy-authorization',
   'proxy-connection',
   'transfer-encoding',
   'upgrade',
+];
+
+/** Request headers not passed on: the hop's own, the client's credentials, its encodings. */
+const DROPPED_REQUEST_HEADERS = new Set([
+  ...HOP_HEADERS,
+  'host',
+  'x-api-key',
+  'authorization',
   'accept-encoding',
 ]);
+
+/**
+ * The only requests that go upstream with the key: what an agent's Claude Code sends with its
+ * nonessential traffic turned off (see environment.ts). Anything else a tool of the agent could send
+ * through the forwarder (files, batches, admin, an organisation's settings) is answered 404 here.
+ */
+const FORWARDED_PATHS = new Set(['/v1/messages', '/v1/messages/count_tokens']);
 
 /**
  * Starts the forwarder on 127.0.0.1 and a free port.
@@ -72,6 +85,17 @@ export async function startKeyForwarder(options: KeyForwarderOptions): Promise<K
   const server = createServer((request, response) => {
     if (!carriesToken(request.headers, token)) {
       sendError(response, 401, 'authentication_error', 'this forwarder accepts only its run token');
+      request.resume();
+      return;
+    }
+    const path = new URL(request.url ?? '/', 'http://forwarder').pathname;
+    if (request.method !== 'POST' || !FORWARDED_PATHS.has(path)) {
+      sendError(
+        response,
+        404,
+        'not_found_error',
+        `this forwarder passes on only POST ${[...FORWARDED_PATHS].join(', ')}, not ${request.method ?? '?'} ${path}`,
+      );
       request.resume();
       return;
     }
@@ -119,7 +143,7 @@ function forward(
   target.search = incoming.search;
   const headers: OutgoingHttpHeaders = { 'accept-encoding': 'identity' };
   for (const [name, value] of Object.entries(request.headers)) {
-    if (!DROPPED_HEADERS.has(name) && value !== undefined) headers[name] = value;
+    if (!DROPPED_REQUEST_HEADERS.has(name) && value !== undefined) headers[name] = value;
   }
   if (options.credential.kind === 'api-key') headers['x-api-key'] = options.credential.value;
   else headers['authorization'] = `Bearer ${options.credential.value}`;
@@ -160,8 +184,7 @@ function forward(
 function withoutHopHeaders(headers: IncomingHttpHeaders): OutgoingHttpHeaders {
   const kept: OutgoingHttpHeaders = {};
   for (const [name, value] of Object.entries(headers)) {
-    if (value !== undefined && !['connection', 'keep-alive', 'transfer-encoding'].includes(name))
-      kept[name] = value;
+    if (value !== undefined && !HOP_HEADERS.includes(name)) kept[name] = value;
   }
   return kept;
 }
@@ -193,13 +216,17 @@ class UsageTap {
 
   finish(): ForwardedUsage | undefined {
     if (this.stream) this.readEvent(this.text);
-    else this.readMessage(parseJson(this.text));
+    else this.readMessage(parseJsonOr(this.text, undefined));
     return this.usage;
   }
 
   private readEvent(line: string): void {
     if (!line.startsWith('data:')) return;
-    const event = parseJson(line.slice(5).trim()) as { type?: string; message?: unknown; usage?: unknown };
+    const event = parseJsonOr(line.slice(5).trim(), undefined) as {
+      type?: string;
+      message?: unknown;
+      usage?: unknown;
+    };
     if (event?.type === 'message_start') this.readMessage(event.message);
     else if (event?.type === 'message_delta') this.add(event.usage, undefined);
   }
@@ -230,13 +257,5 @@ class UsageTap {
       cacheReadTokens: take('cache_read_input_tokens', current.cacheReadTokens),
       cacheWriteTokens: take('cache_creation_input_tokens', current.cacheWriteTokens),
     };
-  }
-}
-
-function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    return undefined;
   }
 }

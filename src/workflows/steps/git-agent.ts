@@ -431,6 +431,7 @@ class GitStepExecution {
         : renderDirectory(context, effect.repo, 'git.repo')) ?? process.cwd();
     // A URL is taken as written; a relative path (a bare repository among them) from the workflow's folder.
     const rendered = effect.repo === undefined ? undefined : context.render(effect.repo, 'git.repo').trim();
+    await context.checkRepository?.(rendered !== undefined && URL_LIKE.test(rendered) ? rendered : directory);
     const remote =
       rendered === undefined
         ? undefined

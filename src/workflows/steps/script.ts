@@ -7,6 +7,7 @@ import { validateOutput } from '../output-schema.js';
 import type { ScriptStep } from '../model.js';
 import type { StepContext, StepExecutor, StepOutcome } from '../step-executor.js';
 import { isPlainObject } from '../../core/plain-object.js';
+import { safeJsonParse } from '../../core/safe-json.js';
 
 /** What a script step's output always holds; a JSON object on stdout is merged on top. */
 export interface ScriptOutput {
@@ -157,7 +158,7 @@ class CappedStream {
 
 /** Merges a JSON object printed on stdout into the output; with `output:` declared, enforces it. */
 function shapeOutput(step: ScriptStep, rawStdout: string, output: ScriptOutput): StepOutcome {
-  const parsed = parseJson(rawStdout);
+  const parsed = safeJsonParse(rawStdout);
   const merged: ScriptOutput =
     parsed.ok && isPlainObject(parsed.value) ? { ...output, ...redactDeep(parsed.value) } : output;
   if (step.output === undefined) return { status: 'completed', output: merged, costUsd: 0 };
@@ -337,16 +338,6 @@ function isExecutable(file: string): boolean {
     return true;
   } catch {
     return false;
-  }
-}
-
-type JsonParse = { ok: true; value: unknown } | { ok: false; error: string };
-
-function parseJson(text: string): JsonParse {
-  try {
-    return { ok: true, value: JSON.parse(text) as unknown };
-  } catch (error) {
-    return { ok: false, error: error instanceof Error ? error.message : String(error) };
   }
 }
 
