@@ -93,6 +93,8 @@ export interface SetupOptions {
   baseCommit: string;
   /** The command's whole environment (see `runVerify`). */
   env: Record<string, string>;
+  /** Folders the sandboxed command must not see besides `HOME` and `/tmp` (see `confinedCommand`). */
+  hiddenDirectories: readonly string[];
   abortSignal?: AbortSignal;
   onSpawn?: (pid: number) => void;
 }
@@ -111,6 +113,9 @@ export async function runSetup(options: SetupOptions): Promise<SetupResult> {
     cwd: worktree,
     timeoutMs: options.timeoutMs,
     env: options.env,
+    // It runs the repository's code (install scripts), and a worktree made anew for a resumed run holds
+    // the run's branch, the agent's commits included: confined as verify is.
+    confine: { hiddenDirectories: options.hiddenDirectories },
     ...(options.abortSignal === undefined ? {} : { abortSignal: options.abortSignal }),
     ...(options.onSpawn === undefined ? {} : { onSpawn: options.onSpawn }),
   });
@@ -225,6 +230,8 @@ export interface VerifyChangeOptions {
   command?: string;
   timeoutMs: number;
   env: Record<string, string>;
+  /** Folders the sandboxed command must not see besides `HOME` and `/tmp` (see `confinedCommand`). */
+  hiddenDirectories: readonly string[];
   abortSignal?: AbortSignal;
   onSpawn?: (pid: number) => void;
 }
@@ -251,6 +258,8 @@ export async function verifyChange(options: VerifyChangeOptions): Promise<Verify
     cwd: options.worktree,
     timeoutMs: options.timeoutMs,
     env: options.env,
+    // It runs what the agent may have changed (a test file, an npm script): confined as the agent is.
+    confine: { hiddenDirectories: options.hiddenDirectories },
     ...(options.abortSignal === undefined ? {} : { abortSignal: options.abortSignal }),
     ...(options.onSpawn === undefined ? {} : { onSpawn: options.onSpawn }),
   });

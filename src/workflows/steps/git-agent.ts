@@ -548,6 +548,11 @@ class GitStepExecution {
     };
   }
 
+  /** What the setup and verify commands must not see: the checkout (its `.env`) and the state folder. */
+  private hiddenDirectories(): string[] {
+    return [this.current.repo, this.context.stateDir];
+  }
+
   private processTag(): string {
     return `${safeName(this.context.runId)}-${stepBranchName(this.context, this.step.name)}`;
   }
@@ -560,6 +565,7 @@ class GitStepExecution {
       worktree: this.current.worktree,
       baseCommit: this.current.base,
       env: this.commandEnvironment(task),
+      hiddenDirectories: this.hiddenDirectories(),
       abortSignal: this.context.signal,
     });
     return failure === undefined ? undefined : { code: 'SETUP_FAILED', message: failure };
@@ -643,6 +649,7 @@ class GitStepExecution {
         ...(task.verify === undefined ? {} : { command: task.verify }),
         timeoutMs: limits.verifyTimeoutMs,
         env: this.commandEnvironment(task),
+        hiddenDirectories: this.hiddenDirectories(),
         abortSignal: this.context.signal,
       });
       if (checked.passed) return undefined;
