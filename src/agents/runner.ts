@@ -26,7 +26,7 @@ import {
 import { mergeIntoRemote } from './remote-merge.js';
 import { PROCESS_TAG_VARIABLE, killRunProcesses, runProcessTag } from './processes.js';
 import { SANDBOX_VARIABLE } from './sandbox.js';
-import type { VerifyResult } from './verify.js';
+import type { CommandSandbox, VerifyResult } from './verify.js';
 import {
   describeRunner,
   isRunnerAlive,
@@ -726,7 +726,7 @@ class RunExecution {
       worktree: this.run.worktree,
       baseCommit: this.run.baseCommit,
       env: this.commandEnvironment(),
-      hiddenDirectories: this.hiddenDirectories(),
+      sandbox: this.commandSandbox(),
       abortSignal: this.signal,
       onSpawn: (pid) => this.updateSoon({ childPid: pid }),
     });
@@ -745,6 +745,11 @@ class RunExecution {
   /** What the run's commands must not see: the checkout (its `.env`), the ledger and other runs' folders. */
   private hiddenDirectories(): string[] {
     return [this.repository.root, this.stateDir];
+  }
+
+  /** Where setup and verify run: hidden as the agent's commands, reading the repository's git folder. */
+  private commandSandbox(): CommandSandbox {
+    return { hiddenDirectories: this.hiddenDirectories(), gitDirectory: this.repository.commonDir };
   }
 
   /** Says once per run that a command ran unconfined for want of `bwrap`; `off` was the user's choice. */
@@ -1011,7 +1016,7 @@ class RunExecution {
       timeoutMs: task.limits.verifyTimeoutMs,
       abortSignal: this.signal,
       env: this.commandEnvironment(),
-      hiddenDirectories: this.hiddenDirectories(),
+      sandbox: this.commandSandbox(),
       onSpawn: (pid) => this.updateSoon({ childPid: pid }),
     });
     const { verify } = checked;

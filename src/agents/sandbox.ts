@@ -117,6 +117,11 @@ export interface ConfinedInvocation {
   argv: readonly string[];
   /** Folders hidden besides `HOME` and `/tmp` (the repository's checkout, the state folder). */
   hiddenDirectories?: readonly string[] | undefined;
+  /**
+   * The repository's shared git folder, readable (git in the worktree needs it). From the runner, never
+   * from the worktree's `.git` file: the agent can rewrite that to name any folder, `HOME` included.
+   */
+  gitDirectory?: string | undefined;
 }
 
 export interface ConfinedCommand {
@@ -138,7 +143,12 @@ export interface ConfinedCommand {
  * `off` (or a platform without bubblewrap) runs `argv` as it is; so does `auto` when `bwrap` is not on
  * `PATH`, saying why in `note`; `required` runs bubblewrap all the same, so a missing one fails the command.
  */
-export function confinedCommand({ cwd, argv, hiddenDirectories = [] }: ConfinedInvocation): ConfinedCommand {
+export function confinedCommand({
+  cwd,
+  argv,
+  hiddenDirectories = [],
+  gitDirectory,
+}: ConfinedInvocation): ConfinedCommand {
   const mode = process.env[SANDBOX_VARIABLE] ?? 'auto';
   if (mode === 'off') return { argv: [...argv], note: { enabled: false, reason: `${SANDBOX_VARIABLE}=off` } };
   if (process.platform !== 'linux')
@@ -146,7 +156,6 @@ export function confinedCommand({ cwd, argv, hiddenDirectories = [] }: ConfinedI
   if (mode !== 'required' && !onPath('bwrap'))
     return { argv: [...argv], note: { enabled: false, reason: 'bwrap not found on PATH' } };
   const worktree = resolve(cwd);
-  const gitDirectory = gitCommonDirectory(worktree);
   const hidden = outermost([homedir(), '/tmp', tmpdir(), '/run/user', ...hiddenDirectories]).filter(
     (path) => path !== '/' && existsSync(path),
   );

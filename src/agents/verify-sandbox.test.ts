@@ -61,6 +61,10 @@ describe('the verify command in the sandbox', () => {
     mkdirSync(hidden);
     writeFileSync(join(hidden, 'ledger.db'), PLANTED);
     const outside = join(root, 'outside.txt');
+    // The agent rewrote the worktree's `.git` file to name the hidden folder as the repository's git folder.
+    mkdirSync(join(worktree, 'fake'));
+    writeFileSync(join(worktree, '.git'), `gitdir: ${join(worktree, 'fake')}\n`);
+    writeFileSync(join(worktree, 'fake', 'commondir'), `${hidden}\n`);
     const hostile = [
       scanEnvironments,
       `cat '${hidden}/ledger.db' > ledger.txt 2>&1`,
@@ -99,7 +103,7 @@ describe('the verify command in the sandbox', () => {
         command,
         cwd: worktree,
         timeoutMs: 30_000,
-        confine: { hiddenDirectories: [repo] },
+        confine: { hiddenDirectories: [repo], gitDirectory: join(repo, '.git') },
       });
       expect(result.passed, result.outputTail).toBe(true);
       expect(readFileSync(join(worktree, 'ran.txt'), 'utf8')).toBe('ok');

@@ -1,7 +1,10 @@
 import { agentEnvironment } from './environment.js';
 import { parentWatchedCommand } from '../providers/claude-code/process-group.js';
 import { redactSecrets } from '../core/secrets.js';
-import { confinedCommand } from './sandbox.js';
+import { confinedCommand, type ConfinedInvocation } from './sandbox.js';
+
+/** What a sandboxed setup or verify command must not see, and the git folder it may read. */
+export type CommandSandbox = Pick<ConfinedInvocation, 'hiddenDirectories' | 'gitDirectory'>;
 
 /** What the verify command did. */
 export interface VerifyResult {
@@ -30,7 +33,7 @@ export interface RunVerifyOptions {
    * Run it in a sandbox as the agent's Bash runs (see `confinedCommand`), hiding `hiddenDirectories`
    * too: a command that runs code the agent may have changed must. @default unconfined
    */
-  confine?: { hiddenDirectories?: readonly string[] };
+  confine?: CommandSandbox;
 }
 
 /**
