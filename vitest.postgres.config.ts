@@ -15,6 +15,7 @@ export default defineConfig({
       'test/cli-agent.test.ts',
       'test/agent-budgets.test.ts',
       'test/cli-agent-lifecycle.test.ts',
+      'test/agent-verify-sandbox.test.ts',
       'test/cli-workflow-runs.test.ts',
     ],
     globalSetup: ['test/build-once.ts', 'test/postgres-server.ts', 'test/temp-root.ts'],

@@ -1,10 +1,10 @@
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, readlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { Scenario } from '../src/sim/scenario.js';
 import { slowScenario, writeFilesScenario } from './helpers/agent-scenarios.js';
-import { agentCliSuite, cli, waitUntil, type RunJson } from './helpers/agent-cli.js';
+import { agentCliSuite, cli, verifyGate, waitUntil, type RunJson } from './helpers/agent-cli.js';
 import { waitForNoNewClaudeProcesses } from './helpers/claude.js';
 import { git } from './helpers/git-repo.js';
 import { IN_CI } from './helpers/ci.js';
@@ -227,13 +227,14 @@ describe('switchboard agent failures that are not the agent', () => {
     expect(await f.json<unknown[]>(['agent', 'ls'])).toEqual([]);
     git(f.repo, 'checkout', '--', 'README.md');
 
-    // The verify command plays the user, editing the checkout while the run is going.
-    const task = f.task('late', {
-      id: 'late',
-      title: 'Land later',
-      verify: `test -f landed.txt && printf 'edit\\n' >> ${f.repo}/README.md`,
-    });
-    const stopped = await f.run(['agent', 'run', '--task', task, '--json']);
+    // While the run verifies, the user edits the checkout.
+    const gate = verifyGate(f, 'test -f landed.txt');
+    const task = f.task('late', { id: 'late', title: 'Land later', verify: gate.command });
+    const running = f.run(['agent', 'run', '--task', task, '--json']);
+    const worktree = await gate.waiting();
+    writeFileSync(join(f.repo, 'README.md'), 'work in progress\n');
+    await gate.release(worktree);
+    const stopped = await running;
     expect(stopped.status, stopped.stderr).toBe(46);
     const run = JSON.parse(stopped.stdout) as RunJson;
     expect(run).toMatchObject({ status: 'conflict', errorCode: 'DIRTY_CHECKOUT', attempts: 1 });
@@ -258,26 +259,28 @@ describe('switchboard agent failures that are not the agent', () => {
 describe('switchboard agent: nothing outlives the runner', () => {
   it('kills the verify command when the runner is killed with SIGKILL', async () => {
     const f = await fixture(writeFilesScenario({ files: [{ path: 'done.txt', content: 'done\n' }] }));
-    const pidFile = join(f.root, 'verify.pid');
-    const task = f.task('task', {
-      id: 'long-verify',
-      title: 'Long verify',
-      verify: `echo $$ > ${pidFile} && exec sleep 300`,
-    });
+    // The command runs in the sandbox's own process namespace, so its `$$` means nothing out here: it
+    // is found by its working folder, the run's worktree.
+    const gate = verifyGate(f, 'exec sleep 300');
+    const task = f.task('task', { id: 'long-verify', title: 'Long verify', verify: gate.command });
     const runner = spawn(process.execPath, [cli, 'agent', 'run', '--task', task, '--base-url', simUrl()], {
       cwd: f.repo,
       env: f.env,
       stdio: 'ignore',
     });
     children.push(runner.pid ?? 0);
-    await waitUntil(() => existsSync(pidFile) && readFileSync(pidFile, 'utf8').trim() !== '');
-    const verifyPid = Number(readFileSync(pidFile, 'utf8').trim());
-    children.push(verifyPid);
-    expect(processRunning(verifyPid)).toBe(true);
+    const worktree = await gate.waiting();
+    await gate.release(worktree);
+    await waitUntil(() => processesIn(worktree).some((pid) => commandOf(pid) === 'sleep 300'));
+    const verifyPids = processesIn(worktree);
+    children.push(...verifyPids);
     runner.kill('SIGKILL');
     await new Promise((resolve) => runner.once('exit', resolve));
-    await waitUntil(() => !processRunning(verifyPid), 10_000).catch(() => undefined);
-    expect(processRunning(verifyPid), `verify command ${verifyPid} outlived its runner`).toBe(false);
+    await waitUntil(() => !verifyPids.some(processRunning), 10_000).catch(() => undefined);
+    expect(
+      verifyPids.filter(processRunning).map(commandOf),
+      'the verify command outlived its runner',
+    ).toEqual([]);
   });
 });
 
@@ -440,6 +443,29 @@ function runInTerminal(
 }
 
 /** Whether `pid` runs (a zombie waiting to be reaped runs nothing and does not count). */
+/** The processes working in `folder` (their current directory), as seen from outside any sandbox. */
+function processesIn(folder: string): number[] {
+  return readdirSync('/proc')
+    .filter((name) => /^\d+$/.test(name))
+    .map(Number)
+    .filter((pid) => {
+      try {
+        return readlinkSync(`/proc/${pid}/cwd`) === folder;
+      } catch {
+        return false;
+      }
+    });
+}
+
+/** A process's command line, words joined by spaces ('' once it is gone). */
+function commandOf(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean).join(' ');
+  } catch {
+    return '';
+  }
+}
+
 function processRunning(pid: number): boolean {
   try {
     const state = readFileSync(`/proc/${pid}/stat`, 'utf8')

@@ -8,7 +8,7 @@ import {
   toolSequenceScenario,
   writeFilesScenario,
 } from './helpers/agent-scenarios.js';
-import { agentCliSuite, type RunJson } from './helpers/agent-cli.js';
+import { agentCliSuite, verifyGate, type RunJson } from './helpers/agent-cli.js';
 import { waitForNoNewClaudeProcesses } from './helpers/claude.js';
 import { git } from './helpers/git-repo.js';
 
@@ -84,13 +84,16 @@ describe('switchboard agent run', () => {
 
   it('stops on a conflict with a change made on the base meanwhile: base unmoved, git output kept', async () => {
     const f = await fixture(writeFilesScenario({ files: [{ path: 'clash.txt', content: 'agent\n' }] }));
-    // The verify command plays the user: it commits a different clash.txt on main while the run is going.
-    const task = f.task('task', {
-      id: 'clash',
-      title: 'Clash',
-      verify: `cd ${f.repo} && printf 'user\\n' > clash.txt && git add clash.txt && git commit -qm "user change"`,
-    });
-    const result = await f.run(['agent', 'run', '--task', task, '--json']);
+    // While the run verifies, the user commits a different clash.txt on main.
+    const gate = verifyGate(f);
+    const task = f.task('task', { id: 'clash', title: 'Clash', verify: gate.command });
+    const running = f.run(['agent', 'run', '--task', task, '--json']);
+    const worktree = await gate.waiting();
+    writeFileSync(join(f.repo, 'clash.txt'), 'user\n');
+    git(f.repo, 'add', 'clash.txt');
+    git(f.repo, 'commit', '-qm', 'user change');
+    await gate.release(worktree);
+    const result = await running;
     const run = JSON.parse(result.stdout) as RunJson;
     expect(result.status).toBe(42);
     expect(run).toMatchObject({ status: 'conflict', phase: 'conflict', errorCode: 'MERGE_CONFLICT' });

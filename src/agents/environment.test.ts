@@ -15,6 +15,10 @@ describe('agentEnvironment', () => {
       NPM_TOKEN: 'npm-pass',
       DB_PASSWORD: 'hunter2',
       SWITCHBOARD_STATE_DIR: '/state',
+      DATABASE_URL: 'postgres://app:hunter22@db:5432/app',
+      REDIS_URL: 'redis://:hunter22@cache:6379',
+      SWITCHBOARD_DATABASE_URL: 'postgres://me@127.0.0.1:5432/switchboard',
+      API_URL: 'https://api.example.com/v1',
     };
     expect(agentEnvironment(parent, ['NPM_TOKEN'])).toEqual({
       PATH: '/usr/bin',
@@ -22,6 +26,7 @@ describe('agentEnvironment', () => {
       CLAUDE_CONFIG_DIR: '/tmp/claude',
       NPM_TOKEN: 'npm-pass',
       SWITCHBOARD_STATE_DIR: '/state',
+      API_URL: 'https://api.example.com/v1',
     });
   });
 

@@ -3,12 +3,19 @@ import { isRegisteredSecret } from '../core/secrets.js';
 /** Names that look like credentials: an agent's tools and the verify command do not see these. */
 const SECRET_NAME = /KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|COOKIE|SESSION/i;
 
+/** A URL carrying a password (`postgres://user:password@host/db`): a credential whatever its name. */
+const URL_WITH_PASSWORD = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^\s/?#@:]*:[^\s/?#@]+@/;
+
+/** Switchboard's own ledger database: the runner's to write, not the agent's commands'. */
+const LEDGER_VARIABLE = 'SWITCHBOARD_DATABASE_URL';
+
 /**
  * The environment an agent run hands down to the commands it runs (Claude Code's tools, the verify and
  * setup commands): the parent's, without credentials, and without the values a `.env` file supplied. Claude Code runs the commands the model chooses,
  * and the verify command runs code the model wrote; neither should find the orchestrator's keys lying
  * around, Claude Code's own API key included (Claude Code gets that through `apiKeyHelper`; see
- * `createApiKeyHelper`). Kept: everything not named like a secret; `AWS_*` when Claude Code runs on
+ * `createApiKeyHelper`). Kept: everything not named like a secret, holding no URL with a password and
+ * not the ledger's `SWITCHBOARD_DATABASE_URL`; `AWS_*` when Claude Code runs on
  * Bedrock and Google's when on Vertex; and the names in `pass`.
  */
 export function agentEnvironment(
@@ -21,7 +28,10 @@ export function agentEnvironment(
   for (const [name, value] of Object.entries(parent)) {
     if (value === undefined) continue;
     const needed =
-      (!SECRET_NAME.test(name) && !isRegisteredSecret(value)) ||
+      (!SECRET_NAME.test(name) &&
+        !isRegisteredSecret(value) &&
+        !URL_WITH_PASSWORD.test(value) &&
+        name !== LEDGER_VARIABLE) ||
       (bedrock && name.startsWith('AWS_')) ||
       (vertex && /^(GOOGLE|GCLOUD|CLOUDSDK|CLOUD_ML)_/.test(name)) ||
       pass.includes(name);

@@ -7,7 +7,7 @@ import { CONTEXT_FILES } from './context.js';
 import { branchCommit, commitIdentity, excludeStateFolder, git, gitOk, listWorktrees } from './git.js';
 import type { RepositoryInfo } from './git.js';
 import { withRepoLock } from './repo-lock.js';
-import { runVerify, type VerifyResult } from './verify.js';
+import { runVerify, type CommandSandbox, type VerifyResult } from './verify.js';
 
 // The phases of an agent run as functions of their inputs: the runner (`runner.ts`) drives them from
 // its recorded phase, and a workflow step (`workflows/steps/git-agent.ts`) from its progress notes.
@@ -93,6 +93,8 @@ export interface SetupOptions {
   baseCommit: string;
   /** The command's whole environment (see `runVerify`). */
   env: Record<string, string>;
+  /** The folders the sandboxed command must not see, and the git folder it reads (see `confinedCommand`). */
+  sandbox: CommandSandbox;
   abortSignal?: AbortSignal;
   onSpawn?: (pid: number) => void;
 }
@@ -111,6 +113,9 @@ export async function runSetup(options: SetupOptions): Promise<SetupResult> {
     cwd: worktree,
     timeoutMs: options.timeoutMs,
     env: options.env,
+    // It runs the repository's code (install scripts), and a worktree made anew for a resumed run holds
+    // the run's branch, the agent's commits included: confined as verify is.
+    confine: options.sandbox,
     ...(options.abortSignal === undefined ? {} : { abortSignal: options.abortSignal }),
     ...(options.onSpawn === undefined ? {} : { onSpawn: options.onSpawn }),
   });
@@ -225,6 +230,8 @@ export interface VerifyChangeOptions {
   command?: string;
   timeoutMs: number;
   env: Record<string, string>;
+  /** The folders the sandboxed command must not see, and the git folder it reads (see `confinedCommand`). */
+  sandbox: CommandSandbox;
   abortSignal?: AbortSignal;
   onSpawn?: (pid: number) => void;
 }
@@ -251,6 +258,8 @@ export async function verifyChange(options: VerifyChangeOptions): Promise<Verify
     cwd: options.worktree,
     timeoutMs: options.timeoutMs,
     env: options.env,
+    // It runs what the agent may have changed (a test file, an npm script): confined as the agent is.
+    confine: options.sandbox,
     ...(options.abortSignal === undefined ? {} : { abortSignal: options.abortSignal }),
     ...(options.onSpawn === undefined ? {} : { onSpawn: options.onSpawn }),
   });

@@ -25,6 +25,8 @@ import {
 } from './remote.js';
 import { mergeIntoRemote } from './remote-merge.js';
 import { PROCESS_TAG_VARIABLE, killRunProcesses, runProcessTag } from './processes.js';
+import { SANDBOX_VARIABLE } from './sandbox.js';
+import type { CommandSandbox, VerifyResult } from './verify.js';
 import {
   describeRunner,
   isRunnerAlive,
@@ -97,6 +99,11 @@ export interface AgentRunnerOptions {
   contextTemplate?: string;
   abortSignal?: AbortSignal;
   onProgress?: (progress: AgentRunProgress) => void;
+  /**
+   * Told once per run when the setup or verify command ran unconfined because the sandbox is missing
+   * (`SWITCHBOARD_AGENT_SANDBOX=auto` without `bwrap`). @default a `switchboard: warning:` line on stderr
+   */
+  onWarning?: (message: string) => void;
   /** Shared by runs that may merge into the same branch (`runAgentTasks` makes one). */
   mergeQueue?: MergeQueue;
   /**
@@ -507,6 +514,8 @@ class RunExecution {
   private writes: Promise<unknown> = Promise.resolve();
   /** Another process claimed the run (a worker took it over): this runner writes nothing more. */
   private lost = false;
+  /** The user was told that setup or verify ran outside the sandbox: once per run is enough. */
+  private unconfinedWarned = false;
   /** The ledger the attempts' spending is held and recorded in, opened at the first need. */
   private spending: AgentSpending | undefined;
 
@@ -717,18 +726,43 @@ class RunExecution {
       worktree: this.run.worktree,
       baseCommit: this.run.baseCommit,
       env: this.commandEnvironment(),
+      sandbox: this.commandSandbox(),
       abortSignal: this.signal,
       onSpawn: (pid) => this.updateSoon({ childPid: pid }),
     });
     await this.update({ childPid: null });
     await this.stopIfCancelled();
+    this.warnIfUnconfined('setup', result.sandbox);
     mkdirSync(runDirectory(this.stateDir, this.run.id), { recursive: true });
     writeFileSync(join(runDirectory(this.stateDir, this.run.id), 'setup.log'), result.outputTail);
     if (failure !== undefined) {
       if (!result.passed) await this.update({ detail: result.outputTail.slice(-3000) });
       await this.finish('failed', 'failed', 'SETUP_FAILED', failure);
     }
-    await this.event('setup', `setup passed in ${result.durationMs} ms`);
+    await this.event('setup', `setup passed in ${result.durationMs} ms`, { sandbox: result.sandbox });
+  }
+
+  /** What the run's commands must not see: the checkout (its `.env`), the ledger and other runs' folders. */
+  private hiddenDirectories(): string[] {
+    return [this.repository.root, this.stateDir];
+  }
+
+  /** Where setup and verify run: hidden as the agent's commands, reading the repository's git folder. */
+  private commandSandbox(): CommandSandbox {
+    return { hiddenDirectories: this.hiddenDirectories(), gitDirectory: this.repository.commonDir };
+  }
+
+  /** Says once per run that a command ran unconfined for want of `bwrap`; `off` was the user's choice. */
+  private warnIfUnconfined(command: 'setup' | 'verify', sandbox: VerifyResult['sandbox']): void {
+    if (sandbox === undefined || sandbox.enabled || this.unconfinedWarned) return;
+    if (process.env[SANDBOX_VARIABLE] === 'off') return;
+    this.unconfinedWarned = true;
+    const warn =
+      this.options.onWarning ??
+      ((message: string) => process.stderr.write(`switchboard: warning: ${message}\n`));
+    warn(
+      `run ${this.run.id}: the ${command} command ran outside the sandbox (${sandbox.reason ?? 'unavailable'}), with your user's access; install bubblewrap (apt-get install bubblewrap) or set ${SANDBOX_VARIABLE}=required`,
+    );
   }
 
   /** The environment of commands the runner starts in the worktree: no foreign credentials, the run's tag. */
@@ -920,7 +954,7 @@ class RunExecution {
       processTag: runProcessTag(this.run.id),
       passEnvironment: task.passEnvironment,
       // The checkout's `.env`, the ledger and other runs' folders: not for the agent's commands.
-      hiddenDirectories: [this.repository.root, this.stateDir],
+      hiddenDirectories: this.hiddenDirectories(),
       onSpawn: (pid) => this.updateSoon({ childPid: pid }),
       onProgress: (progress) => {
         const now = Date.now();
@@ -982,12 +1016,14 @@ class RunExecution {
       timeoutMs: task.limits.verifyTimeoutMs,
       abortSignal: this.signal,
       env: this.commandEnvironment(),
+      sandbox: this.commandSandbox(),
       onSpawn: (pid) => this.updateSoon({ childPid: pid }),
     });
     const { verify } = checked;
     if (verify !== undefined) {
       await this.update({ childPid: null });
       await this.stopIfCancelled();
+      this.warnIfUnconfined('verify', verify.sandbox);
       writeFileSync(
         join(runDirectory(this.stateDir, this.run.id), `verify-${this.run.attempt}.log`),
         verify.outputTail,
@@ -1002,6 +1038,7 @@ class RunExecution {
           timedOut: verify.timedOut,
           durationMs: verify.durationMs,
           outputTail: verify.outputTail.slice(-2000),
+          sandbox: verify.sandbox,
         },
       );
     }

@@ -1,6 +1,6 @@
-import { accessSync, constants, readFileSync, statSync } from 'node:fs';
+import { accessSync, constants, existsSync, readFileSync, statSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
-import { delimiter, isAbsolute, join, resolve } from 'node:path';
+import { delimiter, dirname, isAbsolute, join, relative, resolve } from 'node:path';
 
 /** `SWITCHBOARD_AGENT_SANDBOX`: `auto` (the default), `required` or `off`. */
 export const SANDBOX_VARIABLE = 'SWITCHBOARD_AGENT_SANDBOX';
@@ -117,4 +117,103 @@ function gitCommonDirectory(cwd: string): string | undefined {
 
 function unique(paths: readonly string[]): string[] {
   return [...new Set(paths.map((path) => resolve(path)))];
+}
+
+/** A command the runner runs on the agent's work, and the folders it must not see. */
+export interface ConfinedInvocation {
+  /** The worktree: the command's working folder, and the only folder it may write. */
+  cwd: string;
+  argv: readonly string[];
+  /** Folders hidden besides `HOME` and `/tmp` (the repository's checkout, the state folder). */
+  hiddenDirectories?: readonly string[] | undefined;
+  /**
+   * The repository's shared git folder, readable (git in the worktree needs it). From the runner, never
+   * from the worktree's `.git` file: the agent can rewrite that to name any folder, `HOME` included.
+   */
+  gitDirectory?: string | undefined;
+}
+
+export interface ConfinedCommand {
+  /** What to run: `argv` inside bubblewrap, or `argv` itself when the sandbox is off or missing. */
+  argv: string[];
+  /** Whether it runs confined, and why not (as `SandboxChoice.note`). */
+  note: { enabled: boolean; reason?: string };
+}
+
+/**
+ * Confines a command the runner itself runs on the agent's work (the task's `setup` and `verify`): it
+ * runs code the agent may have edited, so it gets what the agent's Bash gets. A bubblewrap container
+ * with its own process namespace (no runner environment under `/proc`) and session (no way to type
+ * into the user's terminal); the system read-only; empty, throwaway `HOME`, `/tmp` and
+ * `hiddenDirectories`; the repository's git folder readable; the worktree writable. The node that runs
+ * Switchboard and the `PATH` folders stay readable where they lie in a hidden folder, so `npm test`
+ * still finds its tools. The network is not confined: setup commands install packages.
+ *
+ * `off` (or a platform without bubblewrap) runs `argv` as it is; so does `auto` when `bwrap` is not on
+ * `PATH`, saying why in `note`; `required` runs bubblewrap all the same, so a missing one fails the command.
+ */
+export function confinedCommand({
+  cwd,
+  argv,
+  hiddenDirectories = [],
+  gitDirectory,
+}: ConfinedInvocation): ConfinedCommand {
+  const mode = process.env[SANDBOX_VARIABLE] ?? 'auto';
+  if (mode === 'off') return { argv: [...argv], note: { enabled: false, reason: `${SANDBOX_VARIABLE}=off` } };
+  if (process.platform !== 'linux')
+    return { argv: [...argv], note: { enabled: false, reason: `no bubblewrap on ${process.platform}` } };
+  if (mode !== 'required' && !onPath('bwrap'))
+    return { argv: [...argv], note: { enabled: false, reason: 'bwrap not found on PATH' } };
+  const worktree = resolve(cwd);
+  const hidden = outermost([homedir(), '/tmp', tmpdir(), '/run/user', ...hiddenDirectories]).filter(
+    (path) => path !== '/' && existsSync(path),
+  );
+  // Inside a hidden folder, never the folder itself: a PATH entry of `HOME` must not bring it back.
+  const readable = toolDirectories().filter((path) =>
+    hidden.some((folder) => path !== folder && within(path, folder)),
+  );
+  return {
+    argv: [
+      'bwrap',
+      '--die-with-parent',
+      '--new-session',
+      '--unshare-pid',
+      ...['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc'],
+      ...hidden.flatMap((path) => ['--tmpfs', path]),
+      ...readable.flatMap((path) => ['--ro-bind', path, path]),
+      ...(gitDirectory === undefined ? [] : ['--ro-bind', gitDirectory, gitDirectory]),
+      ...['--bind', worktree, worktree, '--chdir', worktree, '--'],
+      ...argv,
+    ],
+    note: { enabled: true },
+  };
+}
+
+/** The install folder of the node running Switchboard and the folders on `PATH`, as they exist. */
+function toolDirectories(): string[] {
+  const path = (process.env['PATH'] ?? '').split(delimiter).filter((entry) => isAbsolute(entry));
+  return unique([dirname(dirname(process.execPath)), ...path]).filter((folder) => existsSync(folder));
+}
+
+/** The folders not inside another of them: a tmpfs over a parent already hides its children. */
+function outermost(paths: readonly string[]): string[] {
+  const all = unique(paths);
+  return all.filter((path) => !all.some((other) => other !== path && within(path, other)));
+}
+
+function within(path: string, folder: string): boolean {
+  const inside = relative(folder, path);
+  return inside === '' || (!inside.startsWith('..') && !isAbsolute(inside));
+}
+
+function onPath(program: string): boolean {
+  const path = (process.env['PATH'] ?? '').split(delimiter).filter((entry) => entry !== '');
+  return path.some((folder) => {
+    try {
+      accessSync(join(folder, program), constants.X_OK);
+      return true;
+    } catch {
+      return false;
+    }
+  });
 }

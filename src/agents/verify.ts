@@ -1,6 +1,10 @@
 import { agentEnvironment } from './environment.js';
 import { parentWatchedCommand } from '../providers/claude-code/process-group.js';
 import { redactSecrets } from '../core/secrets.js';
+import { confinedCommand, type ConfinedInvocation } from './sandbox.js';
+
+/** What a sandboxed setup or verify command must not see, and the git folder it may read. */
+export type CommandSandbox = Pick<ConfinedInvocation, 'hiddenDirectories' | 'gitDirectory'>;
 
 /** What the verify command did. */
 export interface VerifyResult {
@@ -10,6 +14,8 @@ export interface VerifyResult {
   durationMs: number;
   /** The last part of its combined output, for the ledger and for the agent's next attempt. */
   outputTail: string;
+  /** With `confine`: whether it ran in the sandbox, and why not (see `confinedCommand`). */
+  sandbox?: { enabled: boolean; reason?: string };
 }
 
 export interface RunVerifyOptions {
@@ -23,6 +29,11 @@ export interface RunVerifyOptions {
   tailLength?: number;
   /** The command's whole environment (the parent's is not added), e.g. `agentEnvironment()` and the run's tag. */
   env?: Record<string, string>;
+  /**
+   * Run it in a sandbox as the agent's Bash runs (see `confinedCommand`), hiding `hiddenDirectories`
+   * too: a command that runs code the agent may have changed must. @default unconfined
+   */
+  confine?: CommandSandbox;
 }
 
 /**
@@ -39,12 +50,14 @@ export async function runVerify({
   onSpawn,
   tailLength = 4000,
   env = agentEnvironment(),
+  confine,
 }: RunVerifyOptions): Promise<VerifyResult> {
   const started = Date.now();
+  const shell = ['/bin/sh', '-c', command];
+  const confined = confine === undefined ? undefined : confinedCommand({ cwd, argv: shell, ...confine });
+  const [program = '/bin/sh', ...programArgs] = confined?.argv ?? shell;
   const [file, args] =
-    process.platform === 'win32'
-      ? [command, []]
-      : parentWatchedCommand('/bin/sh', ['-c', command], 'verify-watch');
+    process.platform === 'win32' ? [command, []] : parentWatchedCommand(program, programArgs, 'verify-watch');
   const { execa } = await import('execa');
   const subprocess = execa(file, args, {
     cwd,
@@ -89,6 +102,7 @@ export async function runVerify({
         : tail,
     };
     if (result.exitCode !== undefined) verify.exitCode = result.exitCode;
+    if (confined !== undefined) verify.sandbox = confined.note;
     return verify;
   } finally {
     clearTimeout(timer);

@@ -1,4 +1,13 @@
-import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  realpathSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import { writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, expect } from 'vitest';
@@ -135,4 +144,41 @@ export async function waitUntil(condition: () => boolean, withinMs = 30_000): Pr
     if (Date.now() > deadline) throw new Error('timed out waiting');
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
+}
+
+/** A verify command held until the test lets it go (see `verifyGate`). */
+export interface VerifyGate {
+  /** The task's `verify`: it waits for the test, then runs `then` (when given). */
+  command: string;
+  /** Resolves with the run's worktree once the verify command is waiting in it. */
+  waiting(): Promise<string>;
+  /** Lets the waiting verify command go on. */
+  release(worktree: string): Promise<void>;
+}
+
+/**
+ * A verify command that waits, in its worktree, for the test to act while the run is in its verify phase
+ * (e.g. to play the user committing on the base branch): the command itself runs in the sandbox and
+ * cannot reach the checkout. It marks itself waiting with a file and blocks on a FIFO the test writes;
+ * both are gone before the change is committed.
+ */
+export function verifyGate(f: Fixture, then = 'true'): VerifyGate {
+  const worktrees = join(f.root, 'state', 'agents', 'worktrees');
+  const waitingIn = (): string | undefined =>
+    existsSync(worktrees)
+      ? readdirSync(worktrees)
+          .map((name) => join(worktrees, name))
+          .find((worktree) => existsSync(join(worktree, '.verify-waiting')))
+      : undefined;
+  return {
+    command: `mkfifo .verify-gate && : > .verify-waiting && read go < .verify-gate && rm -f .verify-gate .verify-waiting && ${then}`,
+    async waiting() {
+      await waitUntil(() => waitingIn() !== undefined, 60_000);
+      return waitingIn() ?? '';
+    },
+    async release(worktree) {
+      // Opening a FIFO to write blocks until its reader opens it: the verify command is reading.
+      await writeFile(join(worktree, '.verify-gate'), 'go\n');
+    },
+  };
 }

@@ -12,6 +12,7 @@ import {
 import type { AgentInvocation } from '../../agents/claude-agent.js';
 import { attemptPrompt, writeContextFiles, type AgentContext } from '../../agents/context.js';
 import { agentEnvironment } from '../../agents/environment.js';
+import type { CommandSandbox } from '../../agents/verify.js';
 import {
   branchCommit,
   currentBranch,
@@ -155,6 +156,8 @@ class GitStepExecution {
   /** Set once the step has its commit: a failure after that is the delivery's, not the issue's work. */
   private landing = false;
   private taskValue: AgentTask | undefined;
+  /** The repository the worktree is made in (the user's, or this machine's clone of the remote). */
+  private repository: RepositoryInfo | undefined;
 
   constructor(
     context: StepContext,
@@ -178,6 +181,7 @@ class GitStepExecution {
       notes.remote === undefined
         ? await repositoryInfo(notes.repo)
         : await openRemoteClone(this.context.stateDir, notes.remote, this.context.signal);
+    this.repository = repository;
     if (mode === 'pr') {
       const { pullRequestTarget } = await import('../../agents/pull-request.js');
       this.target = await pullRequestTarget(task, repository.root, notes.remote);
@@ -549,6 +553,15 @@ class GitStepExecution {
     };
   }
 
+  /** What the setup and verify commands must not see (the checkout, its `.env`; the state folder) and read. */
+  private commandSandbox(): CommandSandbox {
+    const repository = this.repository;
+    return {
+      hiddenDirectories: [...(repository === undefined ? [] : [repository.root]), this.context.stateDir],
+      ...(repository === undefined ? {} : { gitDirectory: repository.commonDir }),
+    };
+  }
+
   private processTag(): string {
     return `${safeName(this.context.runId)}-${stepBranchName(this.context, this.step.name)}`;
   }
@@ -561,6 +574,7 @@ class GitStepExecution {
       worktree: this.current.worktree,
       baseCommit: this.current.base,
       env: this.commandEnvironment(task),
+      sandbox: this.commandSandbox(),
       abortSignal: this.context.signal,
     });
     return failure === undefined ? undefined : { code: 'SETUP_FAILED', message: failure };
@@ -644,6 +658,7 @@ class GitStepExecution {
         ...(task.verify === undefined ? {} : { command: task.verify }),
         timeoutMs: limits.verifyTimeoutMs,
         env: this.commandEnvironment(task),
+        sandbox: this.commandSandbox(),
         abortSignal: this.context.signal,
       });
       if (checked.passed) return undefined;
