@@ -7,8 +7,8 @@ const SECRET_NAME = /KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|COOKIE|SES
  * The environment an agent run hands down to the commands it runs (Claude Code's tools, the verify and
  * setup commands): the parent's, without credentials, and without the values a `.env` file supplied. Claude Code runs the commands the model chooses,
  * and the verify command runs code the model wrote; neither should find the orchestrator's keys lying
- * around, Claude Code's own API key included (Claude Code gets that through `apiKeyHelper`; see
- * `createApiKeyHelper`). Kept: everything not named like a secret; `AWS_*` when Claude Code runs on
+ * around, Claude Code's own API key included (Claude Code reaches the API through a key forwarder;
+ * see `startConfinement`). Kept: everything not named like a secret; `AWS_*` when Claude Code runs on
  * Bedrock and Google's when on Vertex; and the names in `pass`.
  */
 export function agentEnvironment(
@@ -33,7 +33,7 @@ export function agentEnvironment(
 /**
  * Claude Code's own settings and the credentials it can only read from its environment
  * (`ANTHROPIC_AUTH_TOKEN`, `CLAUDE_CODE_OAUTH_TOKEN`): every `ANTHROPIC_*` and `CLAUDE_*` variable,
- * from the environment or `.env`, except `ANTHROPIC_API_KEY`, which travels through `apiKeyHelper`.
+ * from the environment or `.env`, except `ANTHROPIC_API_KEY`, which stays with the key forwarder.
  */
 export function claudeCodeVariables(parent: NodeJS.ProcessEnv = process.env): Record<string, string> {
   const variables: Record<string, string> = {};

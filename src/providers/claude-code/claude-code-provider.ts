@@ -178,6 +178,9 @@ async function coldCall(
   try {
     // Tools run code the model chose: Claude Code then starts the way an agent run does.
     if (usesTools(request)) confinement = await confine(launch, request, options);
+    const bash = request.allowedTools?.some((tool) => /^Bash\b/.test(tool)) === true;
+    if (bash && confinement?.sandbox.enabled === false)
+      leftOut.push(`Bash ran without Claude Code's sandbox: ${confinement.sandbox.reason ?? 'unavailable'}`);
     if (request.mcpServers !== undefined) {
       options.mcpServers = request.mcpServers as NonNullable<typeof options.mcpServers>;
       // The model is offered only the allowed tools of each server, not all it has.
