@@ -78,7 +78,7 @@ export interface AgentInvocation {
   processTag?: string;
   /**
    * Credentials in the environment and `.env` values are not passed to the agent (its tools run what the
-   * model chooses; Claude Code's API key reaches it through `apiKeyHelper`, not the environment); name
+   * model chooses; Claude Code's API key stays with the run's key forwarder); name
    * here the ones it needs, e.g. `['NPM_TOKEN']`.
    */
   passEnvironment?: readonly string[];

@@ -30,7 +30,10 @@ export interface ClaudeCodeProviderOptions {
   baseUrl?: string;
   /** API key for the process (`ANTHROPIC_API_KEY`); otherwise Claude Code's own login or environment. */
   apiKey?: string;
-  /** Extra environment variables for the process. */
+  /**
+   * Extra environment variables for the process. In a call with tools, those named like secrets are left
+   * out like the parent's (see `agentEnvironment`): the tools run what the model chooses.
+   */
   env?: Record<string, string>;
   /** Claude Code's configuration folder (`CLAUDE_CONFIG_DIR`); tests point it at a temporary folder. */
   configDir?: string;
