@@ -265,7 +265,7 @@ describe('no secret in any output', () => {
     expect(result.status, result.stderr).toBe(0);
     const { id } = JSON.parse(result.stdout) as { id: string };
     const transcript = await run(['agent', 'logs', id, '--transcript']);
-    // printenv ran, and Claude Code's key was not in the environment it printed (it travels by apiKeyHelper)…
+    // printenv ran, and Claude Code's key was not in the environment it printed (it stays with the key forwarder)…
     expect(transcript.stdout).toContain('SWITCHBOARD_STATE_DIR=');
     expect(transcript.stdout).not.toContain('ANTHROPIC_API_KEY=');
     expect(transcript.stdout).not.toContain('DATABASE_URL=');

@@ -12,20 +12,13 @@ import type {
 } from '@anthropic-ai/claude-agent-sdk';
 import { isSwitchboardError, SwitchboardError, type ErrorCode } from '../core/errors.js';
 import { loadAgentSdk } from '../providers/claude-code/agent-sdk.js';
-import { createApiKeyHelper, type ApiKeyHelper } from '../providers/claude-code/api-key-helper.js';
-import {
-  startKeyForwarder,
-  type ForwardedUsage,
-  type KeyForwarder,
-} from '../providers/claude-code/key-forwarder.js';
-import { sandboxSettings } from './sandbox.js';
-import { agentEnvironment, claudeCodeVariables } from './environment.js';
+import type { ForwardedUsage } from '../providers/claude-code/key-forwarder.js';
+import { startConfinement, type Confinement } from '../providers/claude-code/confinement.js';
 import { realOrResolved } from './paths.js';
 import { PROCESS_TAG_VARIABLE } from './processes.js';
 import { costOf } from '../core/prices.js';
 import { redactDeep, redactSecrets, registerSecret } from '../core/secrets.js';
 import { CallWatch } from '../providers/claude-code/call-session.js';
-import { claudeEnvironment } from '../providers/claude-code/environment.js';
 import { resolveClaudeExecutable } from '../providers/claude-code/executable.js';
 import { limitMcpTools } from '../providers/claude-code/mcp-tools.js';
 import {
@@ -85,7 +78,7 @@ export interface AgentInvocation {
   processTag?: string;
   /**
    * Credentials in the environment and `.env` values are not passed to the agent (its tools run what the
-   * model chooses; Claude Code's API key reaches it through `apiKeyHelper`, not the environment); name
+   * model chooses; Claude Code's API key stays with the run's key forwarder); name
    * here the ones it needs, e.g. `['NPM_TOKEN']`.
    */
   passEnvironment?: readonly string[];
@@ -210,20 +203,18 @@ export async function runAgent(invocation: AgentInvocation): Promise<AgentOutcom
   mkdirSync(dirname(resolve(transcriptPath)), { recursive: true });
   registerSecret(connection.apiKey);
 
-  let forwarder: KeyForwarder | undefined;
+  let confinement: Confinement;
   try {
-    forwarder = await forwarderFor(invocation);
+    confinement = await session.confine();
   } catch (error) {
     session.stop();
     return session.outcome('spawn_failed', { error: `the key forwarder did not start: ${errorText(error)}` });
   }
-  // Claude Code holds only the forwarder's token: worthless anywhere but this run's forwarder.
-  const keyHelper = forwarder === undefined ? undefined : createApiKeyHelper(forwarder.token);
   let result: ClaudeResultMessage | undefined;
   let streamError: unknown;
   // Loaded here: a program that never runs an agent never loads the Agent SDK.
   const { query } = await loadAgentSdk();
-  const options = session.queryOptions(executable, keyHelper, forwarder?.url);
+  const options = session.queryOptions(executable, confinement);
   let messages: ReturnType<typeof query> | undefined;
   try {
     await session.limitMcpTools(options);
@@ -239,8 +230,7 @@ export async function runAgent(invocation: AgentInvocation): Promise<AgentOutcom
     session.stop();
     await messages?.return(undefined).catch(() => undefined);
     await session.finishProcess();
-    keyHelper?.dispose();
-    await forwarder?.close();
+    await confinement.close();
   }
   return session.finalOutcome(result, streamError);
 }
@@ -320,34 +310,36 @@ class AgentSession {
     await waitForProcessesGone(victims, 2_000);
   }
 
+  /**
+   * The run's key forwarder, environment, configuration folder and sandbox (see `startConfinement`).
+   * Without a configuration folder of its own the run uses Claude Code's, where a later run may resume it.
+   */
+  async confine(): Promise<Confinement> {
+    const { invocation } = this;
+    const confinement = await startConfinement({
+      cwd: invocation.cwd,
+      baseUrl: invocation.connection?.baseUrl,
+      apiKey: invocation.connection?.apiKey,
+      configDir: invocation.connection?.configDir,
+      sharedConfigDir: true,
+      extraEnv: { [PROCESS_TAG_VARIABLE]: this.tag.value },
+      passEnvironment: invocation.passEnvironment,
+      readableDirectories: invocation.readableDirectories,
+      hiddenDirectories: invocation.hiddenDirectories,
+      onUsage: invocation.onUsage,
+    });
+    this.sandbox = confinement.sandbox;
+    return confinement;
+  }
+
   /** The SDK options: nothing pre-approved, the policy's hook and callback, strict MCP, the process in its group. */
-  queryOptions(
-    executable: string,
-    keyHelper: ApiKeyHelper | undefined,
-    forwarderUrl: string | undefined,
-  ): Options {
+  queryOptions(executable: string, confinement: Confinement): Options {
     const { invocation, policy } = this;
     const { guard, canUseTool } = this.permissionHandlers();
-    const variables = claudeCodeVariables();
-    // Behind the forwarder Claude Code needs no credential of its own (and its tools must find none).
-    if (forwarderUrl !== undefined) delete variables['ANTHROPIC_AUTH_TOKEN'];
-    const sandbox = sandboxSettings(invocation);
-    this.sandbox = sandbox.note;
     const options: Options = {
       cwd: invocation.cwd,
       pathToClaudeCodeExecutable: executable,
-      env: claudeEnvironment(
-        {
-          baseUrl: forwarderUrl ?? invocation.connection?.baseUrl,
-          configDir: invocation.connection?.configDir,
-          env: {
-            ...variables,
-            ...keyHelper?.environment,
-            [PROCESS_TAG_VARIABLE]: this.tag.value,
-          },
-        },
-        agentEnvironment(process.env, invocation.passEnvironment),
-      ),
+      env: confinement.env,
       abortController: this.abortController,
       tools: policy.builtinTools,
       // Nothing is pre-approved: see `runAgent`.
@@ -362,8 +354,7 @@ class AgentSession {
           // Claude Code's own rules as a second layer behind the hook (they see `git commit` as written).
           ...(policy.deniedRules.length === 0 ? {} : { deny: policy.deniedRules }),
         },
-        ...(keyHelper === undefined ? {} : { apiKeyHelper: keyHelper.command }),
-        ...(sandbox.settings === undefined ? {} : { sandbox: sandbox.settings }),
+        ...confinement.settings,
       },
       mcpServers: (invocation.mcpServers ?? {}) as NonNullable<Options['mcpServers']>,
       strictMcpConfig: true,
@@ -669,32 +660,6 @@ function usageCost(model: string, usage: Record<string, unknown>): number {
       cacheWriteTokens: number('cache_creation_input_tokens'),
     }) ?? 0
   );
-}
-
-/**
- * The run's key forwarder, holding the API key (given, else `ANTHROPIC_API_KEY`, else
- * `ANTHROPIC_AUTH_TOKEN` as a bearer token) and forwarding to the given base URL (else
- * `ANTHROPIC_BASE_URL`, else Anthropic's). None on Bedrock or Vertex, or when Claude Code uses its own
- * login: then there is no key of ours to keep from it.
- */
-async function forwarderFor(invocation: AgentInvocation): Promise<KeyForwarder | undefined> {
-  if (process.env['CLAUDE_CODE_USE_BEDROCK'] === '1' || process.env['CLAUDE_CODE_USE_VERTEX'] === '1')
-    return undefined;
-  const apiKey = invocation.connection?.apiKey ?? process.env['ANTHROPIC_API_KEY'];
-  const bearer = process.env['ANTHROPIC_AUTH_TOKEN'];
-  const credential =
-    apiKey !== undefined && apiKey !== ''
-      ? ({ kind: 'api-key', value: apiKey } as const)
-      : bearer !== undefined && bearer !== ''
-        ? ({ kind: 'bearer', value: bearer } as const)
-        : undefined;
-  if (credential === undefined) return undefined;
-  const upstream = invocation.connection?.baseUrl ?? process.env['ANTHROPIC_BASE_URL'];
-  return await startKeyForwarder({
-    upstream: upstream === '' ? undefined : upstream,
-    credential,
-    ...(invocation.onUsage === undefined ? {} : { onUsage: invocation.onUsage }),
-  });
 }
 
 function errorText(error: unknown): string {

@@ -13,8 +13,8 @@ const LEDGER_VARIABLE = 'SWITCHBOARD_DATABASE_URL';
  * The environment an agent run hands down to the commands it runs (Claude Code's tools, the verify and
  * setup commands): the parent's, without credentials, and without the values a `.env` file supplied. Claude Code runs the commands the model chooses,
  * and the verify command runs code the model wrote; neither should find the orchestrator's keys lying
- * around, Claude Code's own API key included (Claude Code gets that through `apiKeyHelper`; see
- * `createApiKeyHelper`). Kept: everything not named like a secret, holding no URL with a password and
+ * around, Claude Code's own API key included (Claude Code reaches the API through a key forwarder;
+ * see `startConfinement`). Kept: everything not named like a secret, holding no URL with a password and
  * not the ledger's `SWITCHBOARD_DATABASE_URL`; `AWS_*` when Claude Code runs on
  * Bedrock and Google's when on Vertex; and the names in `pass`.
  */
@@ -43,7 +43,7 @@ export function agentEnvironment(
 /**
  * Claude Code's own settings and the credentials it can only read from its environment
  * (`ANTHROPIC_AUTH_TOKEN`, `CLAUDE_CODE_OAUTH_TOKEN`): every `ANTHROPIC_*` and `CLAUDE_*` variable,
- * from the environment or `.env`, except `ANTHROPIC_API_KEY`, which travels through `apiKeyHelper`.
+ * from the environment or `.env`, except `ANTHROPIC_API_KEY`, which stays with the key forwarder.
  */
 export function claudeCodeVariables(parent: NodeJS.ProcessEnv = process.env): Record<string, string> {
   const variables: Record<string, string> = {};

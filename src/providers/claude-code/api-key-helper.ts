@@ -7,6 +7,8 @@ import { REMOVE_ON_PARENT_DEATH_VARIABLE } from './process-group.js';
 export interface ApiKeyHelper {
   /** The command Claude Code runs to read the key (its stdout is the key). */
   command: string;
+  /** The private folder (mode 0700) holding the key file; `dispose` removes it with all it holds. */
+  directory: string;
   /**
    * For the Claude Code process's environment: has its parent watch delete the key file if this process
    * dies without calling `dispose` (a SIGKILL), so no key is left behind in the temporary folder.
@@ -19,12 +21,11 @@ export interface ApiKeyHelper {
 /**
  * Writes `apiKey` to a file only this user can read and returns the helper command that prints it.
  *
- * Why: Claude Code's Bash tool and every command it starts inherit its environment, so with
- * `ANTHROPIC_API_KEY` there an allowed `printenv` puts the key in the transcript and in the next API
- * request. Claude Code runs `apiKeyHelper` itself and sends the output as `x-api-key` (and as a bearer
- * token), so the key reaches the API while the agent's tools never see it in their environment. The
- * file is not secret from a determined command running as the same user; it only keeps the key out of
- * the environment that tools dump without meaning to.
+ * Why: Claude Code's Bash tool and every command it starts inherit its environment, so a credential
+ * there ends up in the transcript of an allowed `printenv`. Claude Code runs `apiKeyHelper` itself
+ * and sends the output as `x-api-key`. Only ever given the per-call token of a key forwarder (see
+ * `startConfinement`), never a real key: the file lies in the temporary folder, which Claude Code's
+ * sandbox hides from the commands it runs.
  */
 export function createApiKeyHelper(apiKey: string): ApiKeyHelper {
   const directory = mkdtempSync(join(tmpdir(), 'switchboard-key-'));
@@ -32,24 +33,8 @@ export function createApiKeyHelper(apiKey: string): ApiKeyHelper {
   writeFileSync(file, apiKey, { mode: 0o600 });
   return {
     command: `cat '${file.replaceAll("'", "'\\''")}'`,
+    directory,
     environment: { [REMOVE_ON_PARENT_DEATH_VARIABLE]: directory },
     dispose: () => rmSync(directory, { recursive: true, force: true }),
   };
-}
-
-/**
- * For a call that lets Claude Code run tools: moves `ANTHROPIC_API_KEY` out of the options' environment
- * into an `apiKeyHelper`, for the reason `createApiKeyHelper` gives. Undefined when there is no such key.
- */
-export function moveApiKeyToHelper(options: {
-  env?: Record<string, string | undefined>;
-  settings?: string | Record<string, unknown>;
-}): ApiKeyHelper | undefined {
-  const key = options.env?.['ANTHROPIC_API_KEY'];
-  if (key === undefined || key === '' || typeof options.settings === 'string') return undefined;
-  const { ANTHROPIC_API_KEY: _moved, ...rest } = options.env ?? {};
-  const helper = createApiKeyHelper(key);
-  options.env = { ...rest, ...helper.environment };
-  options.settings = { ...options.settings, apiKeyHelper: helper.command };
-  return helper;
 }

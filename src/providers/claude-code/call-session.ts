@@ -39,6 +39,17 @@ export interface ClaudeLaunch {
    * policy decides what comes next).
    */
   endAtApiRetry: boolean;
+  /** What `env` was made from: a call with tools starts Claude Code confined from these instead. */
+  connection?: ClaudeConnection;
+}
+
+/** The provider's connection settings (see `ClaudeCodeProviderOptions`). */
+export interface ClaudeConnection {
+  baseUrl?: string | undefined;
+  apiKey?: string | undefined;
+  configDir?: string | undefined;
+  env: Record<string, string>;
+  maxRetries: number;
 }
 
 /** SDK options for a side-effect-free call: no tools, no MCP servers, no settings, no saved session. */

@@ -271,6 +271,41 @@ describe('claude-code provider, cold calls', () => {
     expect(existsSync(join(plain, 'x.txt'))).toBe(false);
   });
 
+  it('refuses file tools outside the working directory, and says when Bash ran without the sandbox', async () => {
+    const workspace = mkdtempSync(join(tmpdir(), 'switchboard-workspace-'));
+    const outside = join(mkdtempSync(join(tmpdir(), 'switchboard-outside-')), 'escaped.txt');
+    harness = await claudeAgainstSimulator({
+      rules: [
+        {
+          match: { turn: 1 },
+          reply: { tool: { name: 'Write', input: { file_path: outside, content: 'escaped\n' } } },
+        },
+        { match: { turn: 2 }, reply: { tool: { name: 'Bash', input: { command: 'echo ran > ran.txt' } } } },
+        { match: { turn: 3 }, reply: { text: 'done' } },
+      ],
+    });
+    const previous = process.env['SWITCHBOARD_AGENT_SANDBOX'];
+    process.env['SWITCHBOARD_AGENT_SANDBOX'] = 'off';
+    try {
+      const result = await harness.provider.call({
+        model: 'haiku',
+        prompt: 'write outside, then run a command',
+        allowedTools: ['Write', 'Bash'],
+        cwd: workspace,
+      });
+      expect(result.text).toBe('done');
+      expect(existsSync(outside)).toBe(false);
+      expect(harness.sim.requests.find((entry) => entry.turn === 2)?.text).toContain('outside the worktree');
+      expect(readFileSync(join(workspace, 'ran.txt'), 'utf8')).toBe('ran\n');
+      expect(result.warnings).toContain(
+        "Bash ran without Claude Code's sandbox: SWITCHBOARD_AGENT_SANDBOX=off",
+      );
+    } finally {
+      if (previous === undefined) delete process.env['SWITCHBOARD_AGENT_SANDBOX'];
+      else process.env['SWITCHBOARD_AGENT_SANDBOX'] = previous;
+    }
+  });
+
   it('maps the turn limit to MAX_TURNS and the cost cap to BUDGET_EXCEEDED', async () => {
     const workspace = mkdtempSync(join(tmpdir(), 'switchboard-workspace-'));
     harness = await claudeAgainstSimulator({

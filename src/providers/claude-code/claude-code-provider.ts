@@ -1,4 +1,4 @@
-import type { SDKMessage } from '@anthropic-ai/claude-agent-sdk';
+import type { HookCallback, Options, SDKMessage } from '@anthropic-ai/claude-agent-sdk';
 import type { CallResult, Provider } from '../../core/call-types.js';
 import { SwitchboardError } from '../../core/errors.js';
 import { endpointLabel, refuseInlineBaseUrl } from '../endpoint.js';
@@ -12,13 +12,13 @@ import {
   type ClaudeCallOptions,
   type ClaudeLaunch,
 } from './call-session.js';
+import type { Confinement } from './confinement.js';
 import { claudeEnvironment } from './environment.js';
 import { resolveClaudeExecutable } from './executable.js';
 import { limitMcpTools } from './mcp-tools.js';
 import { ClaudeProcess } from './process-group.js';
 import { WarmPool, type WarmPoolOptions } from './warm-pool.js';
 import { registerSecret } from '../../core/secrets.js';
-import { moveApiKeyToHelper, type ApiKeyHelper } from './api-key-helper.js';
 import { loadAgentSdk } from './agent-sdk.js';
 
 export type { ClaudeCallOptions } from './call-session.js';
@@ -30,7 +30,10 @@ export interface ClaudeCodeProviderOptions {
   baseUrl?: string;
   /** API key for the process (`ANTHROPIC_API_KEY`); otherwise Claude Code's own login or environment. */
   apiKey?: string;
-  /** Extra environment variables for the process. */
+  /**
+   * Extra environment variables for the process. In a call with tools, those named like secrets are left
+   * out like the parent's (see `agentEnvironment`): the tools run what the model chooses.
+   */
   env?: Record<string, string>;
   /** Claude Code's configuration folder (`CLAUDE_CONFIG_DIR`); tests point it at a temporary folder. */
   configDir?: string;
@@ -77,14 +80,16 @@ export function createClaudeCodeProvider({
   const launch = (): ClaudeLaunch => {
     resolvedExecutable ??= resolveClaudeExecutable(executable ?? process.env['SWITCHBOARD_CLAUDE_PATH']);
     const endAtApiRetry = maxRetries === 0;
-    const environment = claudeEnvironment({
-      baseUrl,
-      apiKey,
-      configDir,
-      env,
-      maxRetries: endAtApiRetry ? 1 : maxRetries,
-    });
-    return { executable: resolvedExecutable, env: environment, cwd, idleTimeoutMs, timeoutMs, endAtApiRetry };
+    const connection = { baseUrl, apiKey, configDir, env, maxRetries: endAtApiRetry ? 1 : maxRetries };
+    return {
+      executable: resolvedExecutable,
+      env: claudeEnvironment(connection),
+      cwd,
+      idleTimeoutMs,
+      timeoutMs,
+      endAtApiRetry,
+      connection,
+    };
   };
   const pool = poolOptions === undefined ? undefined : new WarmPool(launch, poolOptions);
   // Cold processes still exiting after their call returned (they may write their config folder until
@@ -163,24 +168,6 @@ async function coldCall(
     child.child.stdout.on('data', () => watch.touch());
     return child.child;
   };
-  let keyHelper: ApiKeyHelper | undefined;
-  if (request.allowedTools !== undefined) {
-    // `tools` lists built-in tools only; MCP tools come with their servers.
-    options.tools = request.allowedTools
-      .map((tool) => tool.replace(/\(.*$/, ''))
-      .filter((tool) => !tool.startsWith('mcp__'));
-    options.allowedTools = request.allowedTools;
-    // Its tools inherit its environment: an allowed printenv must not hand the key to the model.
-    keyHelper = moveApiKeyToHelper(options);
-  }
-  const leftOut: string[] = [];
-  if (request.mcpServers !== undefined) {
-    options.mcpServers = request.mcpServers as NonNullable<typeof options.mcpServers>;
-    // The model is offered only the allowed tools of each server, not all it has.
-    const limits = await limitMcpTools(options, request.allowedTools ?? [], abortController.signal);
-    for (const { server, reason } of limits.removed)
-      leftOut.push(`MCP server "${server}" left out: ${reason}`);
-  }
   if (request.resume !== undefined) options.resume = request.resume;
   if (request.resume !== undefined || request.persistSession === true) options.persistSession = true;
   if (request.maxTurns !== undefined) options.maxTurns = request.maxTurns;
@@ -188,8 +175,22 @@ async function coldCall(
   if (request.schema !== undefined) options.outputFormat = { type: 'json_schema', schema: request.schema };
   if (request.onText !== undefined) options.includePartialMessages = true;
 
+  const leftOut: string[] = [];
+  let confinement: Confinement | undefined;
   let messages: AsyncGenerator<SDKMessage, void> | undefined;
   try {
+    // Tools run code the model chose: Claude Code then starts the way an agent run does.
+    if (usesTools(request)) confinement = await confine(launch, request, options);
+    const bash = request.allowedTools?.some((tool) => /^Bash\b/.test(tool)) === true;
+    if (bash && confinement?.sandbox.enabled === false)
+      leftOut.push(`Bash ran without Claude Code's sandbox: ${confinement.sandbox.reason ?? 'unavailable'}`);
+    if (request.mcpServers !== undefined) {
+      options.mcpServers = request.mcpServers as NonNullable<typeof options.mcpServers>;
+      // The model is offered only the allowed tools of each server, not all it has.
+      const limits = await limitMcpTools(options, request.allowedTools ?? [], abortController.signal);
+      for (const { server, reason } of limits.removed)
+        leftOut.push(`MCP server "${server}" left out: ${reason}`);
+    }
     messages = query({ prompt: request.prompt, options });
     const found = await readUntilResult(messages[Symbol.asyncIterator](), watch, undefined, request.onText);
     if (watch.failure !== undefined) throw watch.failure;
@@ -203,7 +204,71 @@ async function coldCall(
     void messages?.return(undefined).catch(() => undefined);
     // The CLI exits on its own once its input closes; make sure of it without holding the caller.
     child?.detach();
-    if (child !== undefined) exiting(child.waitForExit(5_000));
-    keyHelper?.dispose();
+    if (confinement === undefined) {
+      if (child !== undefined) exiting(child.waitForExit(5_000));
+    } else {
+      // The forwarder and the configuration folder go once the process has: it uses both until then.
+      const confined = confinement;
+      const ending = child?.waitForExit(5_000) ?? Promise.resolve();
+      exiting(ending.then(() => confined.close()));
+    }
   }
+}
+
+/** Whether the call lets Claude Code run anything: built-in tools or an MCP server. */
+function usesTools(request: ClaudeCallOptions): boolean {
+  return (request.allowedTools?.length ?? 0) > 0 || Object.keys(request.mcpServers ?? {}).length > 0;
+}
+
+/**
+ * Sets up a call with tools (see `startConfinement`): the key stays behind a forwarder, the environment
+ * holds no credential, Claude Code gets a configuration folder of its own (unless the call keeps its
+ * session), Bash runs in Claude Code's sandbox, and a hook refuses file tools outside the working folder.
+ */
+async function confine(
+  launch: ClaudeLaunch,
+  request: ClaudeCallOptions,
+  options: Options,
+): Promise<Confinement> {
+  // Loaded only for calls with tools: a plain call does not pay for the agent modules.
+  const [{ startConfinement }, { createToolPolicy }] = await Promise.all([
+    import('./confinement.js'),
+    import('../../agents/claude-agent.js'),
+  ]);
+  const allowedTools = request.allowedTools ?? [];
+  const cwd = options.cwd ?? launch.cwd;
+  const policy = createToolPolicy({ cwd, allowedTools });
+  const connection = launch.connection ?? { env: {}, maxRetries: 0 };
+  const confinement = await startConfinement({
+    cwd,
+    baseUrl: connection.baseUrl,
+    apiKey: connection.apiKey,
+    configDir: connection.configDir,
+    sharedConfigDir: request.resume !== undefined || request.persistSession === true,
+    env: connection.env,
+    maxRetries: connection.maxRetries,
+  });
+  // `tools` lists built-in tools only; MCP tools come with their servers.
+  options.tools = policy.builtinTools.filter((tool) => !tool.startsWith('mcp__'));
+  options.allowedTools = allowedTools;
+  options.env = confinement.env;
+  options.settings = { ...confinement.settings };
+  options.hooks = { PreToolUse: [{ hooks: [toolGuard(policy)], onFailure: 'block' }] };
+  return confinement;
+}
+
+/** A PreToolUse hook refusing what the policy refuses: file tools outside the folder, unlisted commands. */
+function toolGuard(policy: { check(tool: string, input: unknown): string | undefined }): HookCallback {
+  return async (input) => {
+    if (input.hook_event_name !== 'PreToolUse') return {};
+    const reason = policy.check(input.tool_name, input.tool_input);
+    if (reason === undefined) return {};
+    return {
+      hookSpecificOutput: {
+        hookEventName: 'PreToolUse',
+        permissionDecision: 'deny',
+        permissionDecisionReason: reason,
+      },
+    };
+  };
 }

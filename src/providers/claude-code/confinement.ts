@@ -1,0 +1,133 @@
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { agentEnvironment, claudeCodeVariables } from '../../agents/environment.js';
+import { sandboxSettings, type AgentSandboxSettings } from '../../agents/sandbox.js';
+import { createApiKeyHelper, type ApiKeyHelper } from './api-key-helper.js';
+import { claudeEnvironment } from './environment.js';
+import { startKeyForwarder, type ForwardedUsage, type KeyForwarder } from './key-forwarder.js';
+
+/** How to start a Claude Code process whose tools run code the model chose. */
+export interface ConfinementOptions {
+  /** The folder its Bash commands and file tools are confined to. */
+  cwd: string;
+  /** Where the API is (else `ANTHROPIC_BASE_URL`, else Anthropic's): the forwarder's upstream. */
+  baseUrl?: string | undefined;
+  /** The key the forwarder adds (else `ANTHROPIC_API_KEY`, else `ANTHROPIC_AUTH_TOKEN` as a bearer). */
+  apiKey?: string | undefined;
+  /**
+   * Claude Code's configuration folder. When none is given and the forwarder runs, a private one is
+   * made beside the forwarder's token and removed by `close`, so nothing of the user's `~/.claude`
+   * (credentials, settings, other sessions) is loaded, and nothing of this call stays there.
+   */
+  configDir?: string | undefined;
+  /** Keep Claude Code's own configuration folder when `configDir` is not given (a session to resume). */
+  sharedConfigDir?: boolean | undefined;
+  /** The caller's own environment additions; secret-like names are dropped from them like the parent's. */
+  env?: Record<string, string> | undefined;
+  /** Variables set as given, after filtering (a process tag). */
+  extraEnv?: Record<string, string> | undefined;
+  /** Names kept although they look like secrets (see `agentEnvironment`). */
+  passEnvironment?: readonly string[] | undefined;
+  readableDirectories?: readonly string[] | undefined;
+  hiddenDirectories?: readonly string[] | undefined;
+  /** Claude Code's own API retries (`CLAUDE_CODE_MAX_RETRIES`). @default 0 */
+  maxRetries?: number | undefined;
+  /** Usage of each response passing the forwarder (see `KeyForwarderOptions.onUsage`). */
+  onUsage?: ((usage: ForwardedUsage) => void) | undefined;
+}
+
+/** What a confined Claude Code process is started with; `close` ends the forwarder and removes its files. */
+export interface Confinement {
+  /** The process's environment: no credential, secret-like names stripped. */
+  env: Record<string, string>;
+  /** Claude Code settings to merge: the forwarder token's `apiKeyHelper` and the `sandbox` block. */
+  settings: { apiKeyHelper?: string; sandbox?: AgentSandboxSettings };
+  /** Whether Bash runs in Claude Code's sandbox, and why not (see `sandboxSettings`). */
+  sandbox: { enabled: boolean; reason?: string };
+  close(): Promise<void>;
+}
+
+/**
+ * Starts what a Claude Code process with tools needs so that its tools cannot reach the API key: a
+ * key forwarder on 127.0.0.1 holding the key (Claude Code holds only a token worthless elsewhere,
+ * through `apiKeyHelper`), an environment without credentials, its own configuration folder, and
+ * Claude Code's sandbox settings confining Bash to `cwd`. Agent runs and the claude provider's calls
+ * with tools both start Claude Code this way.
+ */
+export async function startConfinement(options: ConfinementOptions): Promise<Confinement> {
+  const parent: NodeJS.ProcessEnv = { ...process.env, ...options.env };
+  const forwarder = await forwarderFor(options, parent);
+  let keyHelper: ApiKeyHelper | undefined;
+  try {
+    // Claude Code holds only the forwarder's token: worthless anywhere but this call's forwarder.
+    keyHelper = forwarder === undefined ? undefined : createApiKeyHelper(forwarder.token);
+    const configDir = options.configDir ?? privateConfigDir(keyHelper, options.sharedConfigDir === true);
+    const variables = claudeCodeVariables(parent);
+    // Behind the forwarder Claude Code needs no credential of its own (and its tools must find none).
+    if (forwarder !== undefined) delete variables['ANTHROPIC_AUTH_TOKEN'];
+    const env = claudeEnvironment(
+      {
+        baseUrl: forwarder?.url ?? options.baseUrl,
+        configDir,
+        maxRetries: options.maxRetries,
+        env: { ...variables, ...keyHelper?.environment, ...options.extraEnv },
+      },
+      agentEnvironment(parent, options.passEnvironment),
+    );
+    const sandbox = sandboxSettings(options);
+    const helper = keyHelper;
+    return {
+      env,
+      settings: {
+        ...(helper === undefined ? {} : { apiKeyHelper: helper.command }),
+        ...(sandbox.settings === undefined ? {} : { sandbox: sandbox.settings }),
+      },
+      sandbox: sandbox.note,
+      close: async () => {
+        helper?.dispose();
+        await forwarder?.close();
+      },
+    };
+  } catch (error) {
+    keyHelper?.dispose();
+    await forwarder?.close();
+    throw error;
+  }
+}
+
+/** A configuration folder inside the token's private folder, removed with it (also if this process dies). */
+function privateConfigDir(keyHelper: ApiKeyHelper | undefined, shared: boolean): string | undefined {
+  // Without a forwarder Claude Code uses its own login, which lives in its own configuration folder.
+  if (keyHelper === undefined || shared) return undefined;
+  const directory = join(keyHelper.directory, 'config');
+  mkdirSync(directory, { mode: 0o700 });
+  return directory;
+}
+
+/**
+ * The forwarder, holding the API key (given, else `ANTHROPIC_API_KEY`, else `ANTHROPIC_AUTH_TOKEN` as
+ * a bearer token) and forwarding to the given base URL (else `ANTHROPIC_BASE_URL`, else Anthropic's).
+ * None on Bedrock or Vertex, or when Claude Code uses its own login: then there is no key of ours to
+ * keep from it.
+ */
+async function forwarderFor(
+  options: ConfinementOptions,
+  parent: NodeJS.ProcessEnv,
+): Promise<KeyForwarder | undefined> {
+  if (parent['CLAUDE_CODE_USE_BEDROCK'] === '1' || parent['CLAUDE_CODE_USE_VERTEX'] === '1') return undefined;
+  const apiKey = options.apiKey ?? parent['ANTHROPIC_API_KEY'];
+  const bearer = parent['ANTHROPIC_AUTH_TOKEN'];
+  const credential =
+    apiKey !== undefined && apiKey !== ''
+      ? ({ kind: 'api-key', value: apiKey } as const)
+      : bearer !== undefined && bearer !== ''
+        ? ({ kind: 'bearer', value: bearer } as const)
+        : undefined;
+  if (credential === undefined) return undefined;
+  const upstream = options.baseUrl ?? parent['ANTHROPIC_BASE_URL'];
+  return await startKeyForwarder({
+    upstream: upstream === '' ? undefined : upstream,
+    credential,
+    ...(options.onUsage === undefined ? {} : { onUsage: options.onUsage }),
+  });
+}
