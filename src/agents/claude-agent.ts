@@ -97,7 +97,12 @@ export interface AgentInvocation {
    * repository's own checkout with its `.env`, Switchboard's state folder). Reads inside `cwd`, the git
    * folder it needs and `readableDirectories` stay allowed. @default none beyond the sandbox's own list
    */
-  hiddenDirectories?: readonly string[];
+  hiddenDirectories?: readonly string[] | undefined;
+  /**
+   * The repository's git folder, which the agent's sandboxed commands may read (git needs it). Runners
+   * pass the one they found, so that a `.git` file rewritten by an earlier attempt cannot widen it.
+   */
+  gitDirectory?: string | undefined;
 }
 
 export type AgentStatus =
@@ -326,6 +331,7 @@ class AgentSession {
       passEnvironment: invocation.passEnvironment,
       readableDirectories: invocation.readableDirectories,
       hiddenDirectories: invocation.hiddenDirectories,
+      gitDirectory: invocation.gitDirectory,
       onUsage: invocation.onUsage,
     });
     this.sandbox = confinement.sandbox;

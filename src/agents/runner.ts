@@ -955,6 +955,7 @@ class RunExecution {
       passEnvironment: task.passEnvironment,
       // The checkout's `.env`, the ledger and other runs' folders: not for the agent's commands.
       hiddenDirectories: this.hiddenDirectories(),
+      gitDirectory: this.repository.commonDir,
       onSpawn: (pid) => this.updateSoon({ childPid: pid }),
       onProgress: (progress) => {
         const now = Date.now();

@@ -36,12 +36,17 @@ export function sandboxSettings(invocation: {
   cwd: string;
   readableDirectories?: readonly string[] | undefined;
   hiddenDirectories?: readonly string[] | undefined;
+  /**
+   * The repository's git folder, as the runner found it. Without it the folder is read from the
+   * worktree's `.git` file, which an earlier attempt's agent could have rewritten to name any folder.
+   */
+  gitDirectory?: string | undefined;
 }): SandboxChoice {
   if (process.env[SANDBOX_VARIABLE] === 'off')
     return { settings: undefined, note: { enabled: false, reason: `${SANDBOX_VARIABLE}=off` } };
   const shortfall = sandboxShortfall();
   if (shortfall !== undefined) return { settings: undefined, note: { enabled: false, reason: shortfall } };
-  const gitDirectory = gitCommonDirectory(invocation.cwd);
+  const gitDirectory = invocation.gitDirectory ?? gitCommonDirectory(invocation.cwd);
   return {
     settings: {
       enabled: true,

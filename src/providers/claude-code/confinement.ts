@@ -30,6 +30,8 @@ export interface ConfinementOptions {
   passEnvironment?: readonly string[] | undefined;
   readableDirectories?: readonly string[] | undefined;
   hiddenDirectories?: readonly string[] | undefined;
+  /** The repository's git folder the sandbox lets Bash read (see `sandboxSettings`). */
+  gitDirectory?: string | undefined;
   /** Claude Code's own API retries (`CLAUDE_CODE_MAX_RETRIES`). @default 0 */
   maxRetries?: number | undefined;
   /** Usage of each response passing the forwarder (see `KeyForwarderOptions.onUsage`). */

@@ -765,6 +765,8 @@ class GitStepExecution {
       abortSignal: this.context.signal,
       processTag: runProcessTag(this.processTag()),
       passEnvironment: task.passEnvironment,
+      // The checkout's `.env` and the state folder stay hidden, and git's folder is the one found here.
+      ...this.commandSandbox(),
       onSpawn: (pid) => this.recordSoon({ childPid: pid }),
       onProgress: (progress) => {
         // The running cost reaches the notes, so an attempt killed midway still counts what it spent.
