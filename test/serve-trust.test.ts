@@ -535,11 +535,12 @@ describe('serve: /mcp tools that run commands', () => {
     expect(git(outside, 'branch', '--format=%(refname:short)')).toBe('main');
     expect(git(big, 'branch', '--format=%(refname:short)')).toBe('main');
 
-    // A repository of its own under the root is served: its setup runs (and fails, as written).
+    // A repository of its own under the root is served: its setup runs, and fails with its own exit
+    // status, 3 (it cannot write the marker outside the worktree where the sandbox confines it).
     const served = toolText(await post(toolCall('agent_run', task(ok))));
     expect(served.isError, served.text).toBe(false);
     expect(JSON.parse(served.text)).toMatchObject({ state: 'failed', errorCode: 'SETUP_FAILED' });
-    expect(readFileSync(marker, 'utf8')).toBe('ran\n');
+    expect(served.text).toContain('exit status 3');
     expectNoPlantedSecret(server, cwd);
   });
 });
