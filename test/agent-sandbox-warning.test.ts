@@ -12,7 +12,7 @@ import { runCli } from './helpers/run-cli.js';
 const { fixture, simUrl } = agentCliSuite();
 
 const WARNING =
-  "switchboard: warning: the agent's Bash commands will run unsandboxed, able to read whatever your user can (bwrap and socat not found on PATH): install bubblewrap and socat (Debian/Ubuntu: apt-get install bubblewrap socat), or set SWITCHBOARD_AGENT_SANDBOX=required to refuse to run without the sandbox, or =off to run unsandboxed without this warning";
+  "switchboard: warning: the agent's Bash commands and the task's setup and verify commands will run unsandboxed, able to read whatever your user can (bwrap and socat not found on PATH): install bubblewrap and socat (Debian/Ubuntu: apt-get install bubblewrap socat), or set SWITCHBOARD_AGENT_SANDBOX=required to refuse to run without the sandbox, or =off to run unsandboxed without this warning";
 
 /** A folder holding links to the programs a run needs (git, a shell, ps, node) and not bwrap or socat. */
 function binWithoutSandbox(root: string): string {

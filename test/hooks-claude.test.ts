@@ -134,10 +134,11 @@ describe('the prompt hook in Claude Code', () => {
     const place = setup();
     const { port } = stalling.address() as AddressInfo;
     await install(['--server', `http://127.0.0.1:${port}`], place);
-    const heldBefore = held.length;
 
     const { run, body } = await ask(place);
-    expect(held.length).toBeGreaterThan(heldBefore);
+    // Whether the hook reached the server before its 300 ms (counted from its start) is up to the
+    // machine's load; hooks-run.test.ts shows a hook that did being ended by its deadline. Here: whichever
+    // it was, Claude Code saw a hook that succeeded, and the prompt went through without the context.
     // A hook Claude Code had to time out would be reported as such, not as a success with exit 0.
     expect(run.hooks).toEqual([
       expect.objectContaining({ hookEvent: 'UserPromptSubmit', outcome: 'success', exitCode: 0, stdout: '' }),

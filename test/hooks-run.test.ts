@@ -177,7 +177,9 @@ describe('hooks run', () => {
 
   it('a server that stalls: the deadline ends the hook with exit 0 and no output', async () => {
     const started = Date.now();
-    const result = await hook(['--server', stallingUrl, '--deadline', '500'], CRASH);
+    // The deadline counts from the process's start: 3 s leaves a loaded machine time to start the hook
+    // and connect, so the stall is what the deadline ends (held), not the start-up.
+    const result = await hook(['--server', stallingUrl, '--deadline', '3000'], CRASH);
     expect(result).toEqual({ status: 0, stdout: '', stderr: '' });
     expect(held.length).toBeGreaterThan(0);
     // The server never answers: without the deadline this would wait for the test's own timeout.

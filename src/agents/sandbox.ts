@@ -80,7 +80,11 @@ export function sandboxShortfall(): string | undefined {
 
 /** The one-line warning for a command that is about to run agents unsandboxed, naming the fixes. */
 export function unsandboxedWarning(shortfall: string): string {
-  return `the agent's Bash commands will run unsandboxed, able to read whatever your user can (${shortfall}): install bubblewrap and socat (Debian/Ubuntu: apt-get install bubblewrap socat), or set ${SANDBOX_VARIABLE}=required to refuse to run without the sandbox, or =off to run unsandboxed without this warning`;
+  // Without bwrap the task's setup and verify commands (confined by bwrap alone) run unconfined too.
+  const commands = shortfall.includes('bwrap')
+    ? "the agent's Bash commands and the task's setup and verify commands"
+    : "the agent's Bash commands";
+  return `${commands} will run unsandboxed, able to read whatever your user can (${shortfall}): install bubblewrap and socat (Debian/Ubuntu: apt-get install bubblewrap socat), or set ${SANDBOX_VARIABLE}=required to refuse to run without the sandbox, or =off to run unsandboxed without this warning`;
 }
 
 /** What Claude Code's sandbox needs and this machine lacks (Linux only: macOS has its own). */

@@ -250,11 +250,13 @@ function abortOnSignals(): AbortController {
  * One line on stderr before agents run when the default sandbox mode finds no sandbox: otherwise only
  * each attempt's transcript event would tell that the agent's commands ran unconfined.
  */
-async function warnIfUnsandboxed(): Promise<void> {
+async function warnIfUnsandboxed(): Promise<{ onWarning?: (message: string) => void }> {
   const { sandboxShortfall, unsandboxedWarning } = await import('../agents/sandbox.js');
   const shortfall = sandboxShortfall();
-  if (shortfall !== undefined)
-    process.stderr.write(`switchboard: warning: ${unsandboxedWarning(shortfall)}\n`);
+  if (shortfall === undefined) return {};
+  process.stderr.write(`switchboard: warning: ${unsandboxedWarning(shortfall)}\n`);
+  // Said here once for the command: the runner's own per-run line about setup and verify would repeat it.
+  return { onWarning: () => undefined };
 }
 
 /** Plain log lines on stderr, one per phase change and attempt (not the agent's every message). */
@@ -341,11 +343,12 @@ export function registerAgentCommand(program: Command): void {
       await enqueueTasks([task], settings, flags, { single: true });
       return;
     }
-    await warnIfUnsandboxed();
+    const warned = await warnIfUnsandboxed();
     const { runAgentTask } = await import('../agents/runner.js');
     const controller = abortOnSignals();
     const options = {
       ...runnerOptions(settings, flags),
+      ...warned,
       task,
       abortSignal: controller.signal,
       onProgress: logLines(),
@@ -382,13 +385,14 @@ export function registerAgentCommand(program: Command): void {
       await enqueueTasks(tasks, settings, flags, { single: false });
       return;
     }
-    await warnIfUnsandboxed();
+    const warned = await warnIfUnsandboxed();
     const { runAgentTasks } = await import('../agents/run-all.js');
     const { FINAL_PHASES } = await import('../agents/run-files.js');
     const controller = abortOnSignals();
     const table = process.stderr.isTTY && flags.json !== true ? progressTable(FINAL_PHASES) : undefined;
     const outcomes = await runAgentTasks({
       ...runnerOptions(settings, flags),
+      ...warned,
       tasks,
       parallel: flags.parallel ?? 2,
       abortSignal: controller.signal,
@@ -510,11 +514,12 @@ export function registerAgentCommand(program: Command): void {
       )
       .argument('<id>', 'run id (or a unique prefix)'),
   ).action(async (id: string, flags: ConnectionFlags, command: Command) => {
-    await warnIfUnsandboxed();
+    const warned = await warnIfUnsandboxed();
     const { resumeAgentRun } = await import('../agents/runner.js');
     const controller = abortOnSignals();
     const result = await resumeAgentRun({
       ...runnerOptions(config(command), flags),
+      ...warned,
       runId: id,
       abortSignal: controller.signal,
       onProgress: logLines(),
