@@ -65,8 +65,12 @@ export async function startConfinement(options: ConfinementOptions): Promise<Con
     keyHelper = forwarder === undefined ? undefined : createApiKeyHelper(forwarder.token);
     const configDir = options.configDir ?? privateConfigDir(keyHelper, options.sharedConfigDir === true);
     const variables = claudeCodeVariables(parent);
-    // Behind the forwarder Claude Code needs no credential of its own (and its tools must find none).
-    if (forwarder !== undefined) delete variables['ANTHROPIC_AUTH_TOKEN'];
+    // Behind the forwarder Claude Code needs no credential of its own (and its tools, which inherit its
+    // environment, must find none): neither the gateway's bearer token nor a subscription login.
+    if (forwarder !== undefined) {
+      delete variables['ANTHROPIC_AUTH_TOKEN'];
+      delete variables['CLAUDE_CODE_OAUTH_TOKEN'];
+    }
     const env = claudeEnvironment(
       {
         baseUrl: forwarder?.url ?? options.baseUrl,
