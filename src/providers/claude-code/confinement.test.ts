@@ -27,4 +27,19 @@ describe('startConfinement', () => {
       await confinement.close();
     }
   });
+
+  it('names a subscription login it could not keep from the tools, when no key puts a forwarder in front', async () => {
+    const oauth = `sk-ant-oat01-PLANTED-${randomBytes(6).toString('hex')}-oauth`;
+    const confinement = await startConfinement({
+      cwd,
+      env: { ANTHROPIC_API_KEY: '', ANTHROPIC_AUTH_TOKEN: '', CLAUDE_CODE_OAUTH_TOKEN: oauth },
+    });
+    try {
+      // The login mode keeps working (Claude Code needs the token), and the caller learns it is exposed.
+      expect(confinement.env['CLAUDE_CODE_OAUTH_TOKEN']).toBe(oauth);
+      expect(confinement.exposedCredentials).toEqual(['CLAUDE_CODE_OAUTH_TOKEN']);
+    } finally {
+      await confinement.close();
+    }
+  });
 });
