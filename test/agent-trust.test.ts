@@ -81,6 +81,7 @@ interface Planted {
   key: string;
   dotEnv: string;
   ssh: string;
+  oauth: string;
   all: string[];
 }
 
@@ -93,9 +94,10 @@ async function plantedFixture(
     key: `sk-ant-PLANTED-${tag}-key`,
     dotEnv: `planted-dotenv-${tag}-value`,
     ssh: `PLANTED-SSH-${tag}-private`,
+    oauth: `sk-ant-oat01-PLANTED-${tag}-oauth`,
     all: [],
   };
-  planted.all = [planted.key, planted.dotEnv, planted.ssh];
+  planted.all = [planted.key, planted.dotEnv, planted.ssh, planted.oauth];
   const f = await fixture(scenario(planted));
   const home = join(f.root, 'home');
   mkdirSync(join(home, '.ssh'), { recursive: true });
@@ -104,7 +106,12 @@ async function plantedFixture(
   git(f.repo, 'add', '.gitignore');
   git(f.repo, 'commit', '-qm', 'ignore .env');
   writeFileSync(join(f.repo, '.env'), `DEPLOY_TOKEN=${planted.dotEnv}\n`);
-  Object.assign(f.env, { HOME: home, ANTHROPIC_API_KEY: planted.key });
+  // A subscription login beside the key: behind the forwarder Claude Code needs neither.
+  Object.assign(f.env, {
+    HOME: home,
+    ANTHROPIC_API_KEY: planted.key,
+    CLAUDE_CODE_OAUTH_TOKEN: planted.oauth,
+  });
   return { f, planted };
 }
 

@@ -254,6 +254,28 @@ describe('switchboard agent run', () => {
     expect(simLog()).toEqual([]);
   });
 
+  it("refuses a task whose pass_env names Switchboard's own credentials, every one named", async () => {
+    const f = await fixture({ rules: [] });
+    const task = f.task('greedy', {
+      id: 'greedy',
+      title: 'Greedy',
+      verify: 'printenv ANTHROPIC_API_KEY',
+      pass_env: ['NPM_TOKEN', 'ANTHROPIC_API_KEY', 'CLAUDE_CODE_OAUTH_TOKEN', 'SWITCHBOARD_SERVER_TOKEN'],
+    });
+    const result = await f.run(['agent', 'run', '--task', task]);
+    expect(result.status).toBe(43);
+    const lines = result.stderr.trim().split('\n');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toContain('3 problems');
+    for (const name of ['ANTHROPIC_API_KEY', 'CLAUDE_CODE_OAUTH_TOKEN', 'SWITCHBOARD_SERVER_TOKEN']) {
+      expect(lines[0]).toContain(`${name} is a credential Switchboard holds itself`);
+    }
+    expect(lines[0]).toContain('remove ANTHROPIC_API_KEY from pass_env');
+    expect(lines[0]).not.toContain('NPM_TOKEN is');
+    expect(git(f.repo, 'branch', '--list', 'agent/*')).toBe('');
+    expect(simLog()).toEqual([]);
+  });
+
   it('rejects bad input with one line and a distinct exit code', async () => {
     const f = await fixture({ rules: [] });
     const broken = join(f.root, 'broken.yaml');

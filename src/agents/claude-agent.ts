@@ -131,7 +131,12 @@ export interface AgentOutcome {
   /** Tool calls that were denied, with the reason (e.g. a Write outside the worktree). */
   denied: { tool: string; input: unknown; reason: string }[];
   /** Whether the agent's Bash commands ran in Claude Code's sandbox, and why not (see `sandboxSettings`). */
-  sandbox?: { enabled: boolean; reason?: string };
+  sandbox?: {
+    enabled: boolean;
+    reason?: string;
+    /** Credentials its tools could read from Claude Code's environment (see `Confinement.exposedCredentials`). */
+    exposedCredentials?: string[];
+  };
   error?: string;
   /** For rate_limited: when to try again, if Claude Code said. */
   retryAfterMs?: number;
@@ -334,7 +339,11 @@ class AgentSession {
       gitDirectory: invocation.gitDirectory,
       onUsage: invocation.onUsage,
     });
-    this.sandbox = confinement.sandbox;
+    const { exposedCredentials } = confinement;
+    this.sandbox = {
+      ...confinement.sandbox,
+      ...(exposedCredentials.length === 0 ? {} : { exposedCredentials }),
+    };
     return confinement;
   }
 

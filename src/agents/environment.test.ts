@@ -30,6 +30,21 @@ describe('agentEnvironment', () => {
     });
   });
 
+  it("never passes Switchboard's own credentials, even when asked to by name", () => {
+    const parent = {
+      ANTHROPIC_API_KEY: 'sk-ant-PLANTED-api',
+      ANTHROPIC_AUTH_TOKEN: 'PLANTED-bearer',
+      CLAUDE_CODE_OAUTH_TOKEN: 'PLANTED-oauth',
+      OPENAI_API_KEY: 'sk-proj-PLANTED',
+      GEMINI_API_KEY: 'PLANTED-gemini',
+      GOOGLE_API_KEY: 'PLANTED-google',
+      SWITCHBOARD_SERVER_TOKEN: 'PLANTED-server',
+      SWITCHBOARD_DATABASE_URL: 'postgres://me@127.0.0.1:5432/switchboard',
+      NPM_TOKEN: 'npm-pass',
+    };
+    expect(agentEnvironment(parent, Object.keys(parent))).toEqual({ NPM_TOKEN: 'npm-pass' });
+  });
+
   it('keeps the cloud credentials Claude Code itself needs on Bedrock', () => {
     const parent = { CLAUDE_CODE_USE_BEDROCK: '1', AWS_SECRET_ACCESS_KEY: 'aws', OPENAI_API_KEY: 'x' };
     expect(agentEnvironment(parent)).toEqual({ CLAUDE_CODE_USE_BEDROCK: '1', AWS_SECRET_ACCESS_KEY: 'aws' });

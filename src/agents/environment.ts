@@ -10,13 +10,31 @@ const URL_WITH_PASSWORD = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^\s/?#@:]*:[^\s/?#@]+@/
 const LEDGER_VARIABLE = 'SWITCHBOARD_DATABASE_URL';
 
 /**
+ * The credentials Switchboard itself holds (its providers' keys, Claude Code's logins, the server's
+ * token, the ledger): never handed to an agent's commands, whatever a task's `pass_env` asks, since
+ * a task can come from an HTTP caller and the agent's Bash or the verify command could print them.
+ */
+export const SWITCHBOARD_CREDENTIALS: readonly string[] = [
+  'ANTHROPIC_API_KEY',
+  'ANTHROPIC_AUTH_TOKEN',
+  'CLAUDE_CODE_OAUTH_TOKEN',
+  'OPENAI_API_KEY',
+  'GEMINI_API_KEY',
+  'GEMINI_API_KEYS',
+  'GOOGLE_API_KEY',
+  'SWITCHBOARD_SERVER_TOKEN',
+  LEDGER_VARIABLE,
+];
+
+/**
  * The environment an agent run hands down to the commands it runs (Claude Code's tools, the verify and
  * setup commands): the parent's, without credentials, and without the values a `.env` file supplied. Claude Code runs the commands the model chooses,
  * and the verify command runs code the model wrote; neither should find the orchestrator's keys lying
  * around, Claude Code's own API key included (Claude Code reaches the API through a key forwarder;
  * see `startConfinement`). Kept: everything not named like a secret, holding no URL with a password and
  * not the ledger's `SWITCHBOARD_DATABASE_URL`; `AWS_*` when Claude Code runs on
- * Bedrock and Google's when on Vertex; and the names in `pass`.
+ * Bedrock and Google's when on Vertex; and the names in `pass`, except `SWITCHBOARD_CREDENTIALS`
+ * (task validation refuses those already; this holds for tasks built without it).
  */
 export function agentEnvironment(
   parent: NodeJS.ProcessEnv = process.env,
@@ -34,7 +52,7 @@ export function agentEnvironment(
         name !== LEDGER_VARIABLE) ||
       (bedrock && name.startsWith('AWS_')) ||
       (vertex && /^(GOOGLE|GCLOUD|CLOUDSDK|CLOUD_ML)_/.test(name)) ||
-      pass.includes(name);
+      (pass.includes(name) && !SWITCHBOARD_CREDENTIALS.includes(name));
     if (needed) kept[name] = value;
   }
   return kept;

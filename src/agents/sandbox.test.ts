@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { sandboxSettings } from './sandbox.js';
+import { confinedCommand, sandboxSettings } from './sandbox.js';
 
 // The folders Claude Code's sandbox lets an agent's Bash read. The worktree is the agent's to write,
 // its `.git` file included: a folder named there must not become readable on the next attempt.
@@ -48,5 +48,26 @@ describe('sandboxSettings', () => {
     const worktree = rewrittenWorktree('derived', secrets);
     const { settings } = sandboxSettings({ cwd: worktree, hiddenDirectories: [secrets] });
     expect(settings?.filesystem.allowRead).toContain(secrets);
+  });
+});
+
+describe('confinedCommand', () => {
+  const platform = Object.getOwnPropertyDescriptor(process, 'platform');
+  afterEach(() => {
+    if (platform !== undefined) Object.defineProperty(process, 'platform', platform);
+  });
+
+  it('under required, never runs a command unconfined on a platform without bubblewrap', () => {
+    Object.defineProperty(process, 'platform', { ...platform, value: 'darwin' });
+    const confined = confinedCommand({ cwd: root, argv: ['/bin/sh', '-c', 'true'] });
+    expect(confined.argv[0]).toBe('bwrap');
+    expect(confined.argv.slice(-3)).toEqual(['/bin/sh', '-c', 'true']);
+    expect(confined.note).toEqual({ enabled: true });
+    // `auto` there still runs it as it is, saying why.
+    process.env['SWITCHBOARD_AGENT_SANDBOX'] = 'auto';
+    expect(confinedCommand({ cwd: root, argv: ['true'] })).toEqual({
+      argv: ['true'],
+      note: { enabled: false, reason: 'no bubblewrap on darwin' },
+    });
   });
 });

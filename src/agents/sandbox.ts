@@ -158,8 +158,9 @@ export interface ConfinedCommand {
  * Switchboard and the `PATH` folders stay readable where they lie in a hidden folder, so `npm test`
  * still finds its tools. The network is not confined: setup commands install packages.
  *
- * `off` (or a platform without bubblewrap) runs `argv` as it is; so does `auto` when `bwrap` is not on
- * `PATH`, saying why in `note`; `required` runs bubblewrap all the same, so a missing one fails the command.
+ * `off` runs `argv` as it is; so does `auto` on a platform other than Linux or when `bwrap` is not on
+ * `PATH`, saying why in `note`; `required` runs bubblewrap all the same, on every platform, so a
+ * missing one fails the command (bubblewrap not found) instead of running it unconfined.
  */
 export function confinedCommand({
   cwd,
@@ -169,7 +170,8 @@ export function confinedCommand({
 }: ConfinedInvocation): ConfinedCommand {
   const mode = process.env[SANDBOX_VARIABLE] ?? 'auto';
   if (mode === 'off') return { argv: [...argv], note: { enabled: false, reason: `${SANDBOX_VARIABLE}=off` } };
-  if (process.platform !== 'linux')
+  // `required` is checked first: it must never fall back to running unconfined, whatever the platform.
+  if (mode !== 'required' && process.platform !== 'linux')
     return { argv: [...argv], note: { enabled: false, reason: `no bubblewrap on ${process.platform}` } };
   if (mode !== 'required' && !onPath('bwrap'))
     return { argv: [...argv], note: { enabled: false, reason: 'bwrap not found on PATH' } };

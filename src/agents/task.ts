@@ -1,6 +1,7 @@
 import { readDataFile } from '../core/data-file.js';
 import type { z } from 'zod';
 import { SwitchboardError } from '../core/errors.js';
+import { SWITCHBOARD_CREDENTIALS } from './environment.js';
 import { loadZod } from '../core/lazy-packages.js';
 import {
   literalCredential,
@@ -153,7 +154,21 @@ function buildTaskFileSchema(z: ReturnType<typeof loadZod>) {
     instructions: z.string().optional(),
     /** Credentials the agent and the verify command may see (others named like secrets are withheld). */
     pass_env: z
-      .array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'an environment variable name'))
+      .array(
+        z
+          .string()
+          .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'an environment variable name')
+          .superRefine((name, context) => {
+            if (!SWITCHBOARD_CREDENTIALS.includes(name)) return;
+            context.addIssue({
+              code: 'custom',
+              message: `${name} is a credential Switchboard holds itself, never handed to an agent's commands`,
+              params: {
+                hint: `remove ${name} from pass_env (Claude Code reaches the API through Switchboard's key forwarder); pass a separate credential made for the task instead`,
+              },
+            });
+          }),
+      )
       .optional(),
     limits: z
       .strictObject({

@@ -184,6 +184,10 @@ async function coldCall(
     const bash = request.allowedTools?.some((tool) => /^Bash\b/.test(tool)) === true;
     if (bash && confinement?.sandbox.enabled === false)
       leftOut.push(`Bash ran without Claude Code's sandbox: ${confinement.sandbox.reason ?? 'unavailable'}`);
+    for (const name of confinement?.exposedCredentials ?? [])
+      leftOut.push(
+        `${name} stayed in Claude Code's environment, where its tools can read it: set ANTHROPIC_API_KEY so Switchboard's key forwarder holds the key instead`,
+      );
     if (request.mcpServers !== undefined) {
       options.mcpServers = request.mcpServers as NonNullable<typeof options.mcpServers>;
       // The model is offered only the allowed tools of each server, not all it has.

@@ -46,6 +46,11 @@ export interface Confinement {
   settings: { apiKeyHelper?: string; sandbox?: AgentSandboxSettings };
   /** Whether Bash runs in Claude Code's sandbox, and why not (see `sandboxSettings`). */
   sandbox: { enabled: boolean; reason?: string };
+  /**
+   * Credentials left in the process's environment, where its Bash can read them: a subscription login
+   * (`CLAUDE_CODE_OAUTH_TOKEN`) when no key of ours put a forwarder in front of Claude Code.
+   */
+  exposedCredentials: string[];
   close(): Promise<void>;
 }
 
@@ -65,8 +70,12 @@ export async function startConfinement(options: ConfinementOptions): Promise<Con
     keyHelper = forwarder === undefined ? undefined : createApiKeyHelper(forwarder.token);
     const configDir = options.configDir ?? privateConfigDir(keyHelper, options.sharedConfigDir === true);
     const variables = claudeCodeVariables(parent);
-    // Behind the forwarder Claude Code needs no credential of its own (and its tools must find none).
-    if (forwarder !== undefined) delete variables['ANTHROPIC_AUTH_TOKEN'];
+    // Behind the forwarder Claude Code needs no credential of its own (and its tools, which inherit its
+    // environment, must find none): neither the gateway's bearer token nor a subscription login.
+    if (forwarder !== undefined) {
+      delete variables['ANTHROPIC_AUTH_TOKEN'];
+      delete variables['CLAUDE_CODE_OAUTH_TOKEN'];
+    }
     const env = claudeEnvironment(
       {
         baseUrl: forwarder?.url ?? options.baseUrl,
@@ -85,6 +94,7 @@ export async function startConfinement(options: ConfinementOptions): Promise<Con
         ...(sandbox.settings === undefined ? {} : { sandbox: sandbox.settings }),
       },
       sandbox: sandbox.note,
+      exposedCredentials: forwarder === undefined ? exposed(variables) : [],
       close: async () => {
         helper?.dispose();
         await forwarder?.close();
@@ -95,6 +105,12 @@ export async function startConfinement(options: ConfinementOptions): Promise<Con
     await forwarder?.close();
     throw error;
   }
+}
+
+/** The login Claude Code reads from its environment and, without a forwarder, hands on to its tools. */
+function exposed(variables: Record<string, string>): string[] {
+  const value = variables['CLAUDE_CODE_OAUTH_TOKEN'];
+  return value === undefined || value === '' ? [] : ['CLAUDE_CODE_OAUTH_TOKEN'];
 }
 
 /** A configuration folder inside the token's private folder, removed with it (also if this process dies). */

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, request, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { connect, type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startKeyForwarder, type KeyForwarder } from './key-forwarder.js';
 
@@ -69,6 +69,19 @@ function send(
   });
 }
 
+/** Bytes written as they are, for request lines no HTTP client would send; resolves with the whole answer. */
+function sendRaw(bytes: string): Promise<string> {
+  const { port } = new URL(forwarder.url);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), '127.0.0.1', () => socket.write(bytes));
+    let text = '';
+    socket.setEncoding('utf8');
+    socket.on('data', (chunk: string) => (text += chunk));
+    socket.on('end', () => resolve(text));
+    socket.on('error', reject);
+  });
+}
+
 describe('key forwarder', () => {
   it('passes on only the Messages API, with the key; any other path is answered 404 and never reaches the upstream', async () => {
     for (const path of ['/v1/messages?beta=true', '/v1/messages/count_tokens?beta=true']) {
@@ -111,5 +124,20 @@ describe('key forwarder', () => {
     // Without the run's token nothing passes, the Messages API included.
     expect((await send('POST', '/v1/messages', 'sk-ant-guess')).status).toBe(401);
     expect(arrived).toHaveLength(2);
+  });
+
+  it('answers 400 to a request path that does not parse, forwards nothing and keeps serving', async () => {
+    const before = arrived.length;
+    for (const token of [forwarder.token, 'not-the-token']) {
+      const answer = await sendRaw(
+        `POST // HTTP/1.1\r\nHost: 127.0.0.1\r\nx-api-key: ${token}\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}`,
+      );
+      expect(answer).not.toContain(planted);
+      expect(answer.split('\r\n')[0]).toBe(
+        token === forwarder.token ? 'HTTP/1.1 400 Bad Request' : 'HTTP/1.1 401 Unauthorized',
+      );
+    }
+    expect(arrived).toHaveLength(before);
+    expect((await send('POST', '/v1/messages')).status).toBe(200);
   });
 });

@@ -88,7 +88,13 @@ export async function startKeyForwarder(options: KeyForwarderOptions): Promise<K
       request.resume();
       return;
     }
-    const path = new URL(request.url ?? '/', 'http://forwarder').pathname;
+    const incoming = requestUrl(request);
+    if (incoming === undefined) {
+      sendError(response, 400, 'invalid_request_error', 'this forwarder cannot read the request path');
+      request.resume();
+      return;
+    }
+    const path = incoming.pathname;
     if (request.method !== 'POST' || !FORWARDED_PATHS.has(path)) {
       sendError(
         response,
@@ -99,7 +105,7 @@ export async function startKeyForwarder(options: KeyForwarderOptions): Promise<K
       request.resume();
       return;
     }
-    forward(request, response, upstream, options);
+    forward(request, response, incoming, upstream, options);
   });
   server.on('connection', (socket) => {
     sockets.add(socket);
@@ -131,14 +137,26 @@ function carriesToken(headers: IncomingHttpHeaders, token: string): boolean {
   });
 }
 
+/**
+ * The request's path and query, or undefined when they do not parse (`POST // HTTP/1.1`): a throw in
+ * the request handler would end the whole runner, not just this request.
+ */
+function requestUrl(request: IncomingMessage): URL | undefined {
+  try {
+    return new URL(request.url ?? '/', 'http://forwarder');
+  } catch {
+    return undefined;
+  }
+}
+
 function forward(
   request: IncomingMessage,
   response: ServerResponse,
+  incoming: URL,
   upstream: URL,
   options: KeyForwarderOptions,
 ): void {
   const target = new URL(upstream.toString());
-  const incoming = new URL(request.url ?? '/', 'http://forwarder');
   target.pathname = `${upstream.pathname.replace(/\/$/, '')}${incoming.pathname}`;
   target.search = incoming.search;
   const headers: OutgoingHttpHeaders = { 'accept-encoding': 'identity' };
