@@ -1,7 +1,15 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { delimiter, join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { agentCliSuite, type RunJson } from './helpers/agent-cli.js';
 import { writeFilesScenario } from './helpers/agent-scenarios.js';
 import { IN_CI } from './helpers/ci.js';
@@ -60,24 +68,27 @@ describe("the worktree's .git and the start folder's .env", () => {
     const outside = join(f.root, 'outside');
     mkdirSync(outside);
     writeFileSync(join(f.repo, 'tamper.sh'), tamperScript(outside));
-    git(f.repo, 'add', 'tamper.sh');
+    // What lands in the worktree is ignored: the runner's commit goes on, and with it the hook.
+    writeFileSync(join(f.repo, '.gitignore'), 'leak-*\n');
+    git(f.repo, 'add', 'tamper.sh', '.gitignore');
     git(f.repo, 'commit', '-qm', 'a script the verify runs');
     const task = f.task('task', { id: 'tamper', title: 'Tamper', verify: 'sh tamper.sh' });
 
     const result = await f.run(['agent', 'run', '--task', task, '--json']);
     const run = JSON.parse(result.stdout) as RunJson;
-    expect(run, result.stderr).toMatchObject({ ok: true, phase: 'done' });
-    expect(readFileSync(join(f.repo, 'done.txt'), 'utf8')).toBe('done\n');
     expect(readdirSync(outside)).toEqual([]);
     expect(filesHolding(f.root, secrets)).toEqual([]);
+    expect(run, result.stderr).toMatchObject({ ok: true, phase: 'done' });
+    expect(readFileSync(join(f.repo, 'done.txt'), 'utf8')).toBe('done\n');
     for (const secret of secrets) expect(result.stdout + result.stderr).not.toContain(secret);
   });
 
   sandboxed('the .env of the folder Switchboard starts in, outside the repository, is hidden', async () => {
     const f = await fixture(writeFilesScenario({ files: [{ path: 'done.txt', content: 'done\n' }] }));
     const secret = `PLANTED-${randomBytes(6).toString('hex')}-start-dotenv`;
-    const start = join(f.root, 'srv', 'app');
-    mkdirSync(start, { recursive: true });
+    // Outside HOME and /tmp, which the sandbox hides anyway: where a server or a container starts.
+    const start = mkdtempSync(join('/var/tmp', 'switchboard-start-'));
+    onTestFinished(() => rmSync(start, { recursive: true, force: true }));
     const dotEnv = join(start, '.env');
     writeFileSync(dotEnv, `DEPLOY_TOKEN=${secret}\n`);
     writeFileSync(join(f.repo, '.gitignore'), 'found-*.txt\n');
@@ -98,7 +109,8 @@ describe("the worktree's .git and the start folder's .env", () => {
     expect(run, result.stderr).toMatchObject({ ok: true, phase: 'done' });
     for (const phase of ['setup', 'verify'])
       expect(existsSync(join(run.worktree, `found-${phase}.txt`))).toBe(true);
-    expect(filesHolding(f.root, [secret], [dotEnv])).toEqual([]);
+    expect(filesHolding(f.root, [secret])).toEqual([]);
+    expect(readdirSync(start)).toEqual(['.env']);
     expect(result.stdout + result.stderr).not.toContain(secret);
   });
 });
