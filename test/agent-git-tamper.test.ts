@@ -11,7 +11,7 @@ import {
 import { delimiter, join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { agentCliSuite, type RunJson } from './helpers/agent-cli.js';
-import { writeFilesScenario } from './helpers/agent-scenarios.js';
+import { bashScenario, writeFilesScenario } from './helpers/agent-scenarios.js';
 import { IN_CI } from './helpers/ci.js';
 import { git } from './helpers/git-repo.js';
 import { runCli } from './helpers/run-cli.js';
@@ -81,6 +81,35 @@ describe("the worktree's .git and the start folder's .env", () => {
     expect(run, result.stderr).toMatchObject({ ok: true, phase: 'done' });
     expect(readFileSync(join(f.repo, 'done.txt'), 'utf8')).toBe('done\n');
     for (const secret of secrets) expect(result.stdout + result.stderr).not.toContain(secret);
+  });
+
+  sandboxed("the agent's Bash that replaces .git gets no program run by the runner", async () => {
+    const f = await fixture(
+      bashScenario({ commands: ['sh tamper.sh > tamper-out.txt 2>&1; echo done > done.txt'] }),
+    );
+    const tag = randomBytes(6).toString('hex');
+    const secrets = [`sk-ant-PLANTED-${tag}-anthropic`, `sk-proj-PLANTED-${tag}-openai`];
+    Object.assign(f.env, { ANTHROPIC_API_KEY: secrets[0], OPENAI_API_KEY: secrets[1] });
+    const outside = join(f.root, 'outside');
+    mkdirSync(outside);
+    writeFileSync(join(f.repo, 'tamper.sh'), tamperScript(outside));
+    writeFileSync(join(f.repo, '.gitignore'), 'leak-*\ntamper-out.txt\n');
+    git(f.repo, 'add', 'tamper.sh', '.gitignore');
+    git(f.repo, 'commit', '-qm', 'a script the agent runs');
+    const task = f.task('task', {
+      id: 'bash-tamper',
+      title: 'Tamper',
+      tools: ['Bash'],
+      verify: 'test -f done.txt',
+    });
+
+    const result = await f.run(['agent', 'run', '--task', task, '--json']);
+    const run = JSON.parse(result.stdout) as RunJson;
+    expect(readdirSync(outside)).toEqual([]);
+    expect(filesHolding(f.root, secrets)).toEqual([]);
+    // Claude Code's sandbox refused to remove the worktree's .git, so the run went on as usual.
+    expect(readFileSync(join(run.worktree, 'tamper-out.txt'), 'utf8')).toMatch(/rm: cannot remove '\.git'/);
+    expect(run, result.stderr).toMatchObject({ ok: true, phase: 'done' });
   });
 
   sandboxed('the .env of the folder Switchboard starts in, outside the repository, is hidden', async () => {
