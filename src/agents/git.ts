@@ -1,4 +1,4 @@
-import { appendFileSync, existsSync, mkdirSync, readFileSync, realpathSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync } from 'node:fs';
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { SwitchboardError } from '../core/errors.js';
 import { realOrResolved } from './paths.js';
@@ -10,9 +10,64 @@ export interface GitResult {
   stderr: string;
 }
 
+/** The worktrees the runner made, by path, and the git folder each was given (see `guardWorktree`). */
+const guarded = new Map<string, string>();
+
+/**
+ * From now on, every `git()` in `worktree` uses the git folder the repository registered for it, never
+ * the one its `.git` file names: that file lies in the worktree, where the agent and the verify command
+ * write, and a `.git` pointing at a folder of theirs would run their code (core.fsmonitor, hooks) in the
+ * runner, unsandboxed, with its environment. The folder is found from the repository's own registry.
+ * @throws SwitchboardError `INTERNAL` when the repository has no such worktree.
+ */
+export function guardWorktree(commonDir: string, worktree: string): void {
+  const dotGit = join(realOrResolved(worktree), '.git');
+  const admin = join(commonDir, 'worktrees');
+  const gitDir = (existsSync(admin) ? readdirSync(admin) : [])
+    .map((name) => join(admin, name))
+    .find((folder) => {
+      try {
+        return realOrResolved(readFileSync(join(folder, 'gitdir'), 'utf8').trim()) === dotGit;
+      } catch {
+        return false;
+      }
+    });
+  if (gitDir === undefined)
+    throw new SwitchboardError('INTERNAL', `the repository has no worktree registered at ${worktree}`);
+  guarded.set(resolve(worktree), gitDir);
+}
+
+/**
+ * The options that keep the worktree's own files out of git's choice of code to run: the registered git
+ * folder and work tree, no file-system monitor, no hooks (`--no-verify` skips only some). A `.git` that
+ * no longer names that folder fails the command: the worktree was tampered with.
+ */
+function guardOptions(cwd: string): string[] {
+  const gitDir = guarded.get(resolve(cwd));
+  if (gitDir === undefined) return [];
+  let named: string | undefined;
+  try {
+    const match = /^gitdir:\s*(.+)$/m.exec(readFileSync(join(cwd, '.git'), 'utf8'));
+    named = match === null ? undefined : realOrResolved(resolve(cwd, (match[1] ?? '').trim()));
+  } catch {
+    named = undefined;
+  }
+  if (named !== realOrResolved(gitDir)) {
+    throw new SwitchboardError(
+      'AGENT_FAILED',
+      `the worktree's .git (${join(cwd, '.git')}) no longer names its git folder ${gitDir}: a command in the worktree replaced it`,
+      {
+        hint: 'nothing more was run in it; inspect the worktree, then throw it away with `switchboard agent clean --abandon <run id>`',
+      },
+    );
+  }
+  const options = ['core.fsmonitor=false', 'core.hooksPath=/dev/null'].flatMap((option) => ['-c', option]);
+  return [`--git-dir=${gitDir}`, `--work-tree=${resolve(cwd)}`, ...options];
+}
+
 /**
  * Runs git with a fixed environment: no pager, no prompts, messages in English so that output kept
- * in the ledger reads the same everywhere.
+ * in the ledger reads the same everywhere. In a worktree the runner made, see `guardWorktree`.
  */
 export async function git(
   cwd: string,
@@ -20,7 +75,7 @@ export async function git(
   env: Record<string, string> = {},
 ): Promise<GitResult> {
   const { execa } = await import('execa');
-  const result = await execa('git', args, {
+  const result = await execa('git', [...guardOptions(cwd), ...args], {
     cwd,
     reject: false,
     stripFinalNewline: true,

@@ -4,7 +4,15 @@ import { SwitchboardError, type ErrorCode } from '../core/errors.js';
 import { secretValues } from '../core/secrets.js';
 import type { AgentInvocation, AgentOutcome } from './claude-agent.js';
 import { CONTEXT_FILES } from './context.js';
-import { branchCommit, commitIdentity, excludeStateFolder, git, gitOk, listWorktrees } from './git.js';
+import {
+  branchCommit,
+  commitIdentity,
+  excludeStateFolder,
+  git,
+  gitOk,
+  guardWorktree,
+  listWorktrees,
+} from './git.js';
 import type { RepositoryInfo } from './git.js';
 import { withRepoLock } from './repo-lock.js';
 import { runVerify, type CommandSandbox, type VerifyResult } from './verify.js';
@@ -34,7 +42,7 @@ export interface WorktreeOptions {
  */
 export async function createWorktree(options: WorktreeOptions): Promise<'created' | 'existing'> {
   const { repository, branch, worktree, baseCommit } = options;
-  return withRepoLock(
+  const made = await withRepoLock(
     repository.commonDir,
     async () => {
       const registered = (await listWorktrees(repository.root)).some(
@@ -57,6 +65,8 @@ export async function createWorktree(options: WorktreeOptions): Promise<'created
     },
     options.abortSignal === undefined ? {} : { abortSignal: options.abortSignal },
   );
+  guardWorktree(repository.commonDir, worktree);
+  return made;
 }
 
 /** Files changed in the worktree (the context files aside), as `git status` names them. */

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { secretFolderList } from '../core/secrets.js';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -742,9 +743,12 @@ class RunExecution {
     await this.event('setup', `setup passed in ${result.durationMs} ms`, { sandbox: result.sandbox });
   }
 
-  /** What the run's commands must not see: the checkout (its `.env`), the ledger and other runs' folders. */
+  /**
+   * What the run's commands must not see: the checkout (its `.env`), the folder Switchboard loaded `.env`
+   * from, the ledger and other runs' folders.
+   */
   private hiddenDirectories(): string[] {
-    return [this.repository.root, this.stateDir];
+    return [this.repository.root, this.stateDir, ...secretFolderList()];
   }
 
   /** Where setup and verify run: hidden as the agent's commands, reading the repository's git folder. */

@@ -12,7 +12,7 @@ export interface AgentSandboxSettings {
   failIfUnavailable: true;
   allowUnsandboxedCommands: false;
   autoAllowBashIfSandboxed: false;
-  filesystem: { denyRead: string[]; allowRead: string[] };
+  filesystem: { denyRead: string[]; allowRead: string[]; denyWrite: string[] };
 }
 
 export interface SandboxChoice {
@@ -60,6 +60,9 @@ export function sandboxSettings(invocation: {
           ...(gitDirectory === undefined ? [] : [gitDirectory]),
           ...(invocation.readableDirectories ?? []),
         ]),
+        // The worktree's `.git` names the folder the runner's own git reads its settings from: a command
+        // that rewrote it could point that git at settings which run programs (core.fsmonitor, hooks).
+        denyWrite: [join(resolve(invocation.cwd), '.git')],
       },
     },
     note: { enabled: true },
@@ -176,6 +179,7 @@ export function confinedCommand({
   if (mode !== 'required' && !onPath('bwrap'))
     return { argv: [...argv], note: { enabled: false, reason: 'bwrap not found on PATH' } };
   const worktree = resolve(cwd);
+  const dotGit = join(worktree, '.git');
   const hidden = outermost([homedir(), '/tmp', tmpdir(), '/run/user', ...hiddenDirectories]).filter(
     (path) => path !== '/' && existsSync(path),
   );
@@ -193,7 +197,10 @@ export function confinedCommand({
       ...hidden.flatMap((path) => ['--tmpfs', path]),
       ...readable.flatMap((path) => ['--ro-bind', path, path]),
       ...(gitDirectory === undefined ? [] : ['--ro-bind', gitDirectory, gitDirectory]),
-      ...['--bind', worktree, worktree, '--chdir', worktree, '--'],
+      ...['--bind', worktree, worktree],
+      // Read-only inside the writable worktree: see `denyWrite` in `sandboxSettings`.
+      ...(existsSync(dotGit) ? ['--ro-bind', dotGit, dotGit] : []),
+      ...['--chdir', worktree, '--'],
       ...argv,
     ],
     note: { enabled: true },

@@ -1,9 +1,11 @@
 import { readFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import { parseEnv } from 'node:util';
-import { isDotEnvSecret, redactSecrets, registerSecret } from '../core/secrets.js';
+import { isDotEnvSecret, redactSecrets, registerSecret, registerSecretFolder } from '../core/secrets.js';
 
 /**
- * Loads `.env` from the working directory (the environment wins) and treats its secrets as secrets:
+ * Loads `.env` from the working directory (the environment wins) and treats its secrets as secrets,
+ * its folder included (hidden from agents' commands):
  * values named like one, and values shaped like a credential whatever their names (a database URL with
  * its password). Plain settings (`NODE_ENV=production`) and `SWITCHBOARD_*` settings are not secrets.
  */
@@ -17,6 +19,8 @@ export function loadDotEnv(file = '.env'): void {
     }
     return;
   }
+  // Whatever the folder: Switchboard may start outside the repository (`--repo`, a container's WORKDIR).
+  registerSecretFolder(dirname(resolve(file)));
   for (const [name, value] of Object.entries(parseEnv(text))) {
     if (!name.startsWith('SWITCHBOARD_') && isDotEnvSecret(name, value ?? '')) registerSecret(value);
     process.env[name] ??= value;

@@ -115,3 +115,18 @@ export function resetSecrets(): void {
   registered.clear();
   gatheredAt = Number.NEGATIVE_INFINITY;
 }
+
+const secretFolders = new Set<string>();
+
+/**
+ * Notes a folder that holds the user's secrets in files (the one `.env` was loaded from), for the life
+ * of the process: the sandboxes of agents' commands hide it, wherever it lies.
+ */
+export function registerSecretFolder(folder: string): void {
+  secretFolders.add(folder);
+}
+
+/** The folders `registerSecretFolder` noted. */
+export function secretFolderList(): string[] {
+  return [...secretFolders];
+}

@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import { secretFolderList } from '../../core/secrets.js';
 import { parseProviderChain } from '../../core/call-types.js';
 import { isSwitchboardError, SwitchboardError, type ErrorCode } from '../../core/errors.js';
 import {
@@ -553,11 +554,18 @@ class GitStepExecution {
     };
   }
 
-  /** What the setup and verify commands must not see (the checkout, its `.env`; the state folder) and read. */
+  /**
+   * What the setup and verify commands must not see (the checkout, its `.env`, the folder Switchboard
+   * loaded `.env` from; the state folder) and read.
+   */
   private commandSandbox(): CommandSandbox {
     const repository = this.repository;
     return {
-      hiddenDirectories: [...(repository === undefined ? [] : [repository.root]), this.context.stateDir],
+      hiddenDirectories: [
+        ...(repository === undefined ? [] : [repository.root]),
+        this.context.stateDir,
+        ...secretFolderList(),
+      ],
       ...(repository === undefined ? {} : { gitDirectory: repository.commonDir }),
     };
   }
