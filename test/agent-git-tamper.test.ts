@@ -15,6 +15,7 @@ import { bashScenario, writeFilesScenario } from './helpers/agent-scenarios.js';
 import { IN_CI } from './helpers/ci.js';
 import { git } from './helpers/git-repo.js';
 import { runCli } from './helpers/run-cli.js';
+import { filesHolding } from './helpers/planted.js';
 
 // Issue 24: the verify command runs code the agent may edit, in the worktree, where the runner itself
 // then runs git (add, commit) outside any sandbox with its whole environment. A verify command that
@@ -27,18 +28,6 @@ const { fixture, simUrl } = agentCliSuite();
 const onPath = (program: string): boolean =>
   (process.env['PATH'] ?? '').split(delimiter).some((folder) => existsSync(join(folder, program)));
 const sandboxed = onPath('bwrap') || IN_CI ? it : it.skip;
-
-/** Every file under `directory` (but `skip`) holding one of `secrets`, as `path: secret`. */
-function filesHolding(directory: string, secrets: readonly string[], skip: readonly string[] = []): string[] {
-  const found: string[] = [];
-  for (const entry of readdirSync(directory, { recursive: true, withFileTypes: true })) {
-    const path = join(entry.parentPath, entry.name);
-    if (!entry.isFile() || skip.includes(path)) continue;
-    const bytes = readFileSync(path);
-    for (const secret of secrets) if (bytes.includes(secret)) found.push(`${path}: ${secret}`);
-  }
-  return found;
-}
 
 /**
  * Swaps the worktree's `.git` for a repository of the script's own holding the same branch and commit

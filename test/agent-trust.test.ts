@@ -1,7 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync, existsSync } from 'node:fs';
-import { createServer, request, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { mkdirSync, readdirSync, writeFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Scenario } from '../src/sim/scenario.js';
@@ -9,67 +7,18 @@ import { agentCliSuite, type Fixture, type RunJson } from './helpers/agent-cli.j
 import { git } from './helpers/git-repo.js';
 import { runCli, type CliRun } from './helpers/run-cli.js';
 import { IN_CI } from './helpers/ci.js';
+import { filesHolding, startTap, type Tap } from './helpers/planted.js';
 
 // Issue 24 items 3 and 12, as a user meets them: the built CLI runs the real Claude Code binary against
 // the simulator, whose scenario plays a hostile agent. Between Claude Code's side and the simulator a
 // tap keeps every request byte for byte (the simulator's own log redacts keys, so it cannot tell).
 
 const { fixture, simLog, simUrl } = agentCliSuite();
-const taps: Server[] = [];
+const taps: Tap[] = [];
 
 afterEach(async () => {
-  for (const tap of taps.splice(0)) await new Promise((resolve) => tap.close(resolve));
+  for (const tap of taps.splice(0)) await tap.close();
 });
-
-/** A pass-through proxy to `target` that records each request's headers and body as sent. */
-async function startTap(target: string): Promise<{ url: string; requests: string[] }> {
-  const requests: string[] = [];
-  const upstream = new URL(target);
-  const server = createServer((incoming, outgoing) => {
-    const chunks: Buffer[] = [];
-    incoming.on('data', (chunk: Buffer) => chunks.push(chunk));
-    incoming.on('end', () => {
-      const body = Buffer.concat(chunks);
-      requests.push(`${JSON.stringify(incoming.headers)}\n${body.toString('utf8')}`);
-      const forwarded = request(
-        {
-          host: upstream.hostname,
-          port: upstream.port,
-          path: incoming.url,
-          method: incoming.method,
-          headers: incoming.headers,
-        },
-        (answer) => {
-          outgoing.writeHead(answer.statusCode ?? 502, answer.headers);
-          answer.pipe(outgoing);
-        },
-      );
-      forwarded.end(body);
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  taps.push(server);
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, requests };
-}
-
-/** Every file under `directory` (but `skip`) that holds one of `secrets`, as `path: secret`. */
-function filesHolding(directory: string, secrets: readonly string[], skip: readonly string[]): string[] {
-  const found: string[] = [];
-  const walk = (folder: string): void => {
-    for (const name of readdirSync(folder)) {
-      const path = join(folder, name);
-      if (skip.includes(path)) continue;
-      const stat = statSync(path, { throwIfNoEntry: false });
-      if (stat?.isDirectory() === true) walk(path);
-      else if (stat?.isFile() === true) {
-        const bytes = readFileSync(path);
-        for (const secret of secrets) if (bytes.includes(secret)) found.push(`${path}: ${secret}`);
-      }
-    }
-  };
-  walk(directory);
-  return found;
-}
 
 function filesUnder(directory: string): string[] {
   return readdirSync(directory, { recursive: true, withFileTypes: true })
@@ -181,6 +130,7 @@ describe('an agent cannot reach the API key or the runner’s secrets (issue 24,
       const { f, planted } = await plantedFixture(hostileScenario(() => repo));
       repo = f.repo;
       const tap = await startTap(simUrl());
+      taps.push(tap);
       const task = f.task('hostile', { id: 'hostile', title: 'Loot', tools: ['Bash', 'Read', 'Write'] });
       const result = await agentRun(f, task, tap.url);
       expect(result.status, result.stderr).toBe(0);

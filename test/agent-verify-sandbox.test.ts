@@ -15,6 +15,7 @@ import { agentCliSuite, type Fixture, type RunJson } from './helpers/agent-cli.j
 import { writeFilesScenario } from './helpers/agent-scenarios.js';
 import { IN_CI } from './helpers/ci.js';
 import { git } from './helpers/git-repo.js';
+import { filesHolding } from './helpers/planted.js';
 
 // Issue 24: the task's setup and verify commands, which the runner itself runs, run code from the
 // repository and from the agent (here a hunt script the repository holds, and a test file the agent
@@ -63,18 +64,6 @@ function plant(f: Fixture): Planted {
   const ledgerUrl = process.env['SWITCHBOARD_DATABASE_URL'];
   if (ledgerUrl !== undefined) all.push(ledgerUrl);
   return { tag, all, files: Object.keys(files) };
-}
-
-/** Every file under `directory` (but `skip`) holding one of `secrets`, as `path: secret`. */
-function filesHolding(directory: string, secrets: readonly string[], skip: readonly string[]): string[] {
-  const found: string[] = [];
-  for (const entry of readdirSync(directory, { recursive: true, withFileTypes: true })) {
-    const path = join(entry.parentPath, entry.name);
-    if (!entry.isFile() || skip.includes(path)) continue;
-    const bytes = readFileSync(path);
-    for (const secret of secrets) if (bytes.includes(secret)) found.push(`${path}: ${secret}`);
-  }
-  return found;
 }
 
 /**

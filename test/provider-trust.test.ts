@@ -1,17 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import {
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  realpathSync,
-  rmSync,
-  statSync,
-} from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync } from 'node:fs';
 import { writeFileSync } from 'node:fs';
-import { createServer, request, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
@@ -19,6 +8,7 @@ import { startSimulator, type Simulator } from '../src/sim/server.js';
 import type { Scenario } from '../src/sim/scenario.js';
 import { claudeProcessIds, waitForNoNewClaudeProcesses } from './helpers/claude.js';
 import { IN_CI } from './helpers/ci.js';
+import { filesHolding, startTap, type Tap } from './helpers/planted.js';
 import { runCli, type CliRun } from './helpers/run-cli.js';
 
 // Issue 24: Claude Code used as a provider with tools (`switchboard call --allowed-tools`, a workflow
@@ -29,10 +19,10 @@ import { runCli, type CliRun } from './helpers/run-cli.js';
 const claudeBefore = claudeProcessIds();
 const temporary: string[] = [];
 let sim: Simulator | undefined;
-let tap: Server | undefined;
+let tap: Tap | undefined;
 
 afterEach(async () => {
-  if (tap !== undefined) await new Promise((resolve) => tap?.close(resolve));
+  await tap?.close();
   await sim?.close();
   tap = undefined;
   sim = undefined;
@@ -42,67 +32,6 @@ afterAll(async () => {
   expect(await waitForNoNewClaudeProcesses(claudeBefore)).toEqual([]);
   for (const directory of temporary) rmSync(directory, { recursive: true, force: true });
 });
-
-/** A pass-through proxy to `target` that records each request's headers and body as sent. */
-async function startTap(target: string): Promise<{ url: string; requests: string[] }> {
-  const requests: string[] = [];
-  const upstream = new URL(target);
-  const server = createServer((incoming, outgoing) => {
-    const chunks: Buffer[] = [];
-    incoming.on('data', (chunk: Buffer) => chunks.push(chunk));
-    incoming.on('end', () => {
-      const body = Buffer.concat(chunks);
-      requests.push(`${JSON.stringify(incoming.headers)}\n${body.toString('utf8')}`);
-      const forwarded = request(
-        {
-          host: upstream.hostname,
-          port: upstream.port,
-          path: incoming.url,
-          method: incoming.method,
-          headers: incoming.headers,
-        },
-        (answer) => {
-          outgoing.writeHead(answer.statusCode ?? 502, answer.headers);
-          answer.pipe(outgoing);
-        },
-      );
-      forwarded.end(body);
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  tap = server;
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, requests };
-}
-
-/** Every file under `directory` (but `skip`) that holds one of `secrets`, as `path: secret`. */
-function filesHolding(directory: string, secrets: readonly string[], skip: readonly string[]): string[] {
-  const found: string[] = [];
-  const walk = (folder: string): void => {
-    let names: string[];
-    try {
-      names = readdirSync(folder);
-    } catch {
-      return; // Removed meanwhile (another test's folder).
-    }
-    for (const name of names) {
-      const path = join(folder, name);
-      if (skip.includes(path)) continue;
-      const stat = statSync(path, { throwIfNoEntry: false });
-      if (stat?.isDirectory() === true) walk(path);
-      else if (stat?.isFile() === true) {
-        let bytes: Buffer;
-        try {
-          bytes = readFileSync(path);
-        } catch {
-          continue;
-        }
-        for (const secret of secrets) if (bytes.includes(secret)) found.push(`${path}: ${secret}`);
-      }
-    }
-  };
-  walk(directory);
-  return found;
-}
 
 interface Planted {
   key: string;
@@ -190,6 +119,7 @@ async function expectNothingLeaks(
   const { root, planted } = space;
   sim = await startSimulator({ scenario: hostileScenario(root), maxLifetimeMs: 120_000 });
   const tapped = await startTap(sim.url);
+  tap = tapped;
   const result = await run(space, tapped.url);
 
   // The answer came back, and the hunts really ran (the model saw their output).
