@@ -428,18 +428,7 @@ class AgentSession {
       if (reason !== undefined) this.recordDenial(toolUseId, { tool, input, reason });
       return reason;
     };
-    const guard: HookCallback = async (input, toolUseId) => {
-      if (input.hook_event_name !== 'PreToolUse') return {};
-      const reason = refuse(input.tool_use_id ?? toolUseId, input.tool_name, input.tool_input);
-      if (reason === undefined) return {};
-      return {
-        hookSpecificOutput: {
-          hookEventName: 'PreToolUse',
-          permissionDecision: 'deny',
-          permissionDecisionReason: reason,
-        },
-      };
-    };
+    const guard = preToolUseGuard(refuse);
     const canUseTool: CanUseTool = async (tool, input, { toolUseID }) => {
       const reason = refuse(toolUseID, tool, input);
       if (reason === undefined) return { behavior: 'allow', updatedInput: input };
@@ -710,6 +699,27 @@ export interface ToolPolicy {
   readonly deniedRules: string[];
   /** Why a call is refused, or undefined when it is allowed. */
   check(tool: string, input: unknown): string | undefined;
+}
+
+/**
+ * A PreToolUse hook that denies, with its reason, every tool use `refuse` names one for: agent runs
+ * and the claude provider's calls with tools both guard their tools this way.
+ */
+export function preToolUseGuard(
+  refuse: (toolUseId: string | undefined, tool: string, input: unknown) => string | undefined,
+): HookCallback {
+  return async (input, toolUseId) => {
+    if (input.hook_event_name !== 'PreToolUse') return {};
+    const reason = refuse(input.tool_use_id ?? toolUseId, input.tool_name, input.tool_input);
+    if (reason === undefined) return {};
+    return {
+      hookSpecificOutput: {
+        hookEventName: 'PreToolUse',
+        permissionDecision: 'deny',
+        permissionDecisionReason: reason,
+      },
+    };
+  };
 }
 
 /**

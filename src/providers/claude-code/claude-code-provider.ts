@@ -1,4 +1,4 @@
-import type { HookCallback, Options, SDKMessage } from '@anthropic-ai/claude-agent-sdk';
+import type { Options, SDKMessage } from '@anthropic-ai/claude-agent-sdk';
 import type { CallResult, Provider } from '../../core/call-types.js';
 import { SwitchboardError } from '../../core/errors.js';
 import { endpointLabel, refuseInlineBaseUrl } from '../endpoint.js';
@@ -235,7 +235,7 @@ async function confine(
   options: Options,
 ): Promise<Confinement> {
   // Loaded only for calls with tools: a plain call does not pay for the agent modules.
-  const [{ startConfinement }, { createToolPolicy }] = await Promise.all([
+  const [{ startConfinement }, { createToolPolicy, preToolUseGuard }] = await Promise.all([
     import('./confinement.js'),
     import('../../agents/claude-agent.js'),
   ]);
@@ -257,22 +257,10 @@ async function confine(
   options.allowedTools = allowedTools;
   options.env = confinement.env;
   options.settings = { ...confinement.settings };
-  options.hooks = { PreToolUse: [{ hooks: [toolGuard(policy)], onFailure: 'block' }] };
-  return confinement;
-}
-
-/** A PreToolUse hook refusing what the policy refuses: file tools outside the folder, unlisted commands. */
-function toolGuard(policy: { check(tool: string, input: unknown): string | undefined }): HookCallback {
-  return async (input) => {
-    if (input.hook_event_name !== 'PreToolUse') return {};
-    const reason = policy.check(input.tool_name, input.tool_input);
-    if (reason === undefined) return {};
-    return {
-      hookSpecificOutput: {
-        hookEventName: 'PreToolUse',
-        permissionDecision: 'deny',
-        permissionDecisionReason: reason,
-      },
-    };
+  options.hooks = {
+    PreToolUse: [
+      { hooks: [preToolUseGuard((_id, tool, input) => policy.check(tool, input))], onFailure: 'block' },
+    ],
   };
+  return confinement;
 }
