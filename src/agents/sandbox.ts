@@ -94,18 +94,7 @@ export function unsandboxedWarning(shortfall: string): string {
 function missingPrograms(): string[] {
   if (process.platform === 'darwin') return [];
   if (process.platform !== 'linux') return [`a sandbox for ${process.platform}`];
-  const path = (process.env['PATH'] ?? '').split(delimiter).filter((entry) => entry !== '');
-  return ['bwrap', 'socat'].filter(
-    (program) =>
-      !path.some((folder) => {
-        try {
-          accessSync(join(folder, program), constants.X_OK);
-          return true;
-        } catch {
-          return false;
-        }
-      }),
-  );
+  return ['bwrap', 'socat'].filter((program) => !onPath(program));
 }
 
 /**
