@@ -15,6 +15,10 @@ import { IN_CI } from './helpers/ci.js';
 
 const { children, claudeBefore, fixture, simLog, simUrl } = agentCliSuite();
 
+// Process and terminal behaviour, the same whichever store records the run: the PostgreSQL pass
+// (vitest.postgres.config.ts) leaves it to the main pass.
+const storeNeutral = describe.skipIf(process.env.SWITCHBOARD_TEST_PG_PASS === '1');
+
 describe('switchboard agent lifecycle', () => {
   it('resumes a run whose runner was killed with SIGKILL mid-run, with nothing lost', async () => {
     const f = await fixture({
@@ -256,7 +260,7 @@ describe('switchboard agent failures that are not the agent', () => {
   });
 });
 
-describe('switchboard agent: nothing outlives the runner', () => {
+storeNeutral('switchboard agent: nothing outlives the runner', () => {
   it('kills the verify command when the runner is killed with SIGKILL', async () => {
     const f = await fixture(writeFilesScenario({ files: [{ path: 'done.txt', content: 'done\n' }] }));
     // The command runs in the sandbox's own process namespace, so its `$$` means nothing out here: it
@@ -284,7 +288,7 @@ describe('switchboard agent: nothing outlives the runner', () => {
   });
 });
 
-describe('switchboard agent: no key left behind', () => {
+storeNeutral('switchboard agent: no key left behind', () => {
   it('deletes the apiKeyHelper key file when the runner is killed with SIGKILL', async () => {
     const f = await fixture({
       rules: [{ name: 'slow', match: { turn: 1 }, reply: { text: 'late', delayMs: 60_000 } }],
@@ -311,7 +315,7 @@ describe('switchboard agent: no key left behind', () => {
   });
 });
 
-describe('switchboard agent run-all progress', () => {
+storeNeutral('switchboard agent run-all progress', () => {
   // south answers at once, north after 3 s: south is done well before the table stops.
   const delays: Record<string, number> = { north: 3_000, south: 200 };
   const ids = Object.keys(delays);

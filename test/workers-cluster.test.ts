@@ -19,7 +19,7 @@ import {
 } from './helpers/worker-process.js';
 
 // The scale-out path as a team runs it: three worker processes, each a "machine" with its own state
-// folder and so its own clone of a bare remote, take 30 agent tasks and 5 workflows (each a for_each
+// folder and so its own clone of a bare remote, take 12 agent tasks and 3 workflows (each a for_each
 // whose items are jobs of their own) from one PostgreSQL database. Real git, the real Claude Code binary
 // and the official OpenAI SDK against `switchboard sim`, real pg-boss.
 
@@ -33,7 +33,10 @@ afterAll(async () => {
   for (const folder of folders) rmSync(folder, { recursive: true, force: true });
 });
 
-const TASKS = Array.from({ length: 30 }, (_, index) => `c${index + 1}`);
+/** Enough for each of the three workers (two jobs at a time each) to take several. */
+const TASKS = Array.from({ length: 12 }, (_, index) => `c${index + 1}`);
+/** Workflows enqueued beside the tasks, each a for_each of three jobs. */
+const WORKFLOW_COUNT = 3;
 /** Usage every simulated answer reports: the ledger's cost must be these tokens at list price. */
 const AGENT_USAGE = { input: 1_000, output: 100 };
 const STEP_USAGE = { input: 120, output: 40 };
@@ -106,7 +109,7 @@ describe.skipIf(POSTGRES_SKIP !== undefined)(
       };
     });
 
-    it('30 agent tasks and 5 for_each workflows all finish; every commit is on the remote main once; the ledger costs what the simulator billed', async () => {
+    it('12 agent tasks and 3 for_each workflows all finish; every commit is on the remote main once; the ledger costs what the simulator billed', async () => {
       const root = realpathSync(mkdtempSync(join(tmpdir(), 'switchboard-cluster-')));
       folders.push(root);
       const seed = createRepository(join(root, 'seed'));
@@ -126,9 +129,9 @@ describe.skipIf(POSTGRES_SKIP !== undefined)(
         repo: remote,
         baseUrl: sim.url,
       });
-      expect(agentRuns).toHaveLength(30);
+      expect(agentRuns).toHaveLength(TASKS.length);
       const workflowRuns: string[] = [];
-      for (let n = 1; n <= 5; n++) {
+      for (let n = 1; n <= WORKFLOW_COUNT; n++) {
         const queued = await runCli(
           [
             '--config',
@@ -182,23 +185,31 @@ describe.skipIf(POSTGRES_SKIP !== undefined)(
                 (await runCli(['--config', submitter.config, 'agent', 'show', id], submitter)).stdout,
             ),
         );
+      // Waiting reads the database (a query per poll); the CLI gives the statuses checked below.
       for (;;) {
-        const statuses = await agentStatuses();
-        if (agentRuns.every((id) => statuses.get(id) !== 'running')) break;
-        if (Date.now() > deadline)
+        const running = await adminQuery(
+          `SELECT count(*)::int AS n FROM agent_runs WHERE status = 'running'`,
+          database.url,
+        );
+        const stillRunning = (running.rows[0] as { n: number }).n;
+        const recorded = await adminQuery(`SELECT count(*)::int AS n FROM agent_runs`, database.url);
+        if (stillRunning === 0 && (recorded.rows[0] as { n: number }).n >= agentRuns.length) break;
+        if (Date.now() > deadline) {
+          const statuses = await agentStatuses();
           throw new Error(
             `agent runs still running: ${JSON.stringify([...statuses])}\n${(await shownFailures(statuses)).join('\n')}`,
           );
-        await new Promise((resolve) => setTimeout(resolve, 1_000));
+        }
+        await new Promise((resolve) => setTimeout(resolve, 500));
       }
       const finished = await untilWorkflowsSettle(submitter, workflowRuns, deadline);
 
       // Every run succeeded; one that did not is shown whole (its error and attempts), to say why.
       const statuses = await agentStatuses();
       expect(await shownFailures(statuses)).toEqual([]);
-      expect(agentRuns.map((id) => statuses.get(id))).toEqual(Array(30).fill('succeeded'));
+      expect(agentRuns.map((id) => statuses.get(id))).toEqual(Array(TASKS.length).fill('succeeded'));
       expect(finished.map((run) => [run.status, run.output])).toEqual(
-        Array(5).fill(['completed', { explained: 3 }]),
+        Array(WORKFLOW_COUNT).fill(['completed', { explained: 3 }]),
       );
 
       // Every task's commit is on the remote's main exactly once, with its file.
@@ -236,7 +247,7 @@ describe.skipIf(POSTGRES_SKIP !== undefined)(
               }) ?? Number.NaN),
             0,
           );
-      expect(answered.filter((entry) => entry.provider === 'openai')).toHaveLength(15);
+      expect(answered.filter((entry) => entry.provider === 'openai')).toHaveLength(WORKFLOW_COUNT * 3);
       const ledger = await adminQuery(
         `SELECT (SELECT sum(cost_usd) FROM agent_runs) AS agents,
                 (SELECT sum(cost_usd) FROM call_attempts WHERE spec NOT LIKE 'agent:%') AS calls,

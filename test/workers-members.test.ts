@@ -9,6 +9,7 @@ import { runCli } from './helpers/run-cli.js';
 import {
   killWorkers,
   startWorker,
+  untilWorkflowStatus,
   workerMachine,
   type WorkerMachine,
   type WorkerProcess,
@@ -185,15 +186,9 @@ describe.skipIf(POSTGRES_SKIP !== undefined)('for_each and parallel members as j
     withinMs = 90_000,
   ): Promise<WorkflowRunResult> {
     const deadline = Date.now() + withinMs;
-    for (;;) {
-      const result = await runCli(['--config', m.config, 'workflow', 'status', runId, '--json'], m);
-      expect(result.status, result.stderr).toBe(0);
-      const run = JSON.parse(result.stdout) as WorkflowRunResult;
-      if (run.status === 'completed') return run;
-      if (run.status === 'failed' || Date.now() > deadline)
-        throw new Error(`run ${runId} is ${run.status}: ${JSON.stringify(run)}`);
-      await new Promise((resolve) => setTimeout(resolve, 200));
-    }
+    const run = await untilWorkflowStatus(m, runId, (status) => status !== 'running', deadline);
+    if (run.status !== 'completed') throw new Error(`run ${runId} is ${run.status}: ${JSON.stringify(run)}`);
+    return run;
   }
 
   async function memberRows(runId: string): Promise<MemberRow[]> {
@@ -346,22 +341,15 @@ describe.skipIf(POSTGRES_SKIP !== undefined)('for_each and parallel members as j
     const runId = await enqueue(submitter, join(root, 'fast.yaml'));
     const started = await Promise.all([worker(root, 'w1'), worker(root, 'w2'), worker(root, 'w3')]);
     const observer = machine(root, 'observer');
-    const deadline = Date.now() + 30_000;
     let run: WorkflowRunResult;
-    for (;;) {
-      const result = await runCli(
-        ['--config', observer.config, 'workflow', 'status', runId, '--json'],
-        observer,
+    try {
+      run = await untilWorkflowStatus(observer, runId, (status) => status === 'failed', Date.now() + 30_000);
+    } catch (error) {
+      writeFileSync(join(root, 'go'), '');
+      throw new Error(
+        `${String(error)}: ${JSON.stringify(await memberRows(runId))} ${started.map((w) => w.stderr()).join('\n')}`,
+        { cause: error },
       );
-      run = JSON.parse(result.stdout) as WorkflowRunResult;
-      if (run.status === 'failed') break;
-      if (Date.now() > deadline) {
-        writeFileSync(join(root, 'go'), '');
-        throw new Error(
-          `run ${runId} is ${run.status}: ${JSON.stringify(await memberRows(runId))} ${started.map((w) => w.stderr()).join('\n')}`,
-        );
-      }
-      await new Promise((resolve) => setTimeout(resolve, 200));
     }
     expect(run.error).toContain('fail_fast');
     const rows = await memberRows(runId);

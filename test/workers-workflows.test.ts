@@ -11,6 +11,7 @@ import {
   killWorkers,
   queueJobs,
   startWorker,
+  untilWorkflowStatus,
   workerMachine,
   type WorkerMachine,
   type WorkerProcess,
@@ -241,20 +242,13 @@ describe.skipIf(POSTGRES_SKIP !== undefined)('workflows on workers sharing Postg
     return JSON.parse(result.stdout) as WorkflowRunResult;
   }
 
-  async function untilStatus(
+  function untilStatus(
     m: WorkerMachine,
     runId: string,
     wanted: WorkflowRunResult['status'],
     withinMs = 60_000,
   ): Promise<WorkflowRunResult> {
-    const deadline = Date.now() + withinMs;
-    for (;;) {
-      const run = await status(m, runId);
-      if (run.status === wanted) return run;
-      if (Date.now() > deadline)
-        throw new Error(`run ${runId} is ${run.status}, not ${wanted}: ${JSON.stringify(run)}`);
-      await new Promise((resolve) => setTimeout(resolve, 200));
-    }
+    return untilWorkflowStatus(m, runId, (status) => status === wanted, Date.now() + withinMs);
   }
 
   async function enqueue(m: WorkerMachine, args: string[]): Promise<string> {

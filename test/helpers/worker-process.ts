@@ -139,29 +139,50 @@ export async function waitForJobs(
 }
 
 /**
- * Polls `workflow status` on machine `m` until each run is no longer `running` (ended, or parked at a
- * gate); returns them in the order given. Throws, naming the run, once `deadline` (epoch ms) passes.
+ * Waits until the workflow run's status satisfies `done`, then returns what `workflow status --json`
+ * shows on machine `m`. The waiting reads the shared database, one query per poll: a CLI process per
+ * poll (a Node start, a connection, a schema check) cost these tests more CPU than the workers they
+ * watch. The CLI still gives the answer the test checks. Throws, with the run as shown, once
+ * `deadline` (epoch ms) passes.
  */
+export async function untilWorkflowStatus(
+  m: WorkerMachine,
+  runId: string,
+  done: (status: string) => boolean,
+  deadline: number,
+): Promise<WorkflowRunResult> {
+  const { runCli } = await import('./run-cli.js');
+  const { adminQuery } = await import('./postgres.js');
+  const shown = async (): Promise<WorkflowRunResult> => {
+    const result = await runCli(['--config', m.config, 'workflow', 'status', runId, '--json'], m);
+    if (result.status !== 0) throw new Error(`workflow status ${runId}: ${result.stderr}`);
+    return JSON.parse(result.stdout) as WorkflowRunResult;
+  };
+  for (;;) {
+    const rows = await adminQuery(
+      `SELECT status FROM workflow_runs WHERE id = '${runId.replaceAll("'", "''")}'`,
+      m.env.SWITCHBOARD_DATABASE_URL,
+    );
+    const status = (rows.rows[0] as { status: string } | undefined)?.status;
+    if (status !== undefined && done(status)) {
+      const run = await shown();
+      if (done(run.status)) return run;
+    }
+    if (Date.now() > deadline)
+      throw new Error(`workflow run ${runId} is still ${JSON.stringify(await shown())}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+/** Waits (see `untilWorkflowStatus`) until each run is no longer `running`; returns them in the order given. */
 export async function untilWorkflowsSettle(
   m: WorkerMachine,
   runIds: readonly string[],
   deadline: number,
 ): Promise<WorkflowRunResult[]> {
-  const { runCli } = await import('./run-cli.js');
   const settled: WorkflowRunResult[] = [];
-  for (const runId of runIds) {
-    for (;;) {
-      const shown = await runCli(['--config', m.config, 'workflow', 'status', runId, '--json'], m);
-      if (shown.status !== 0) throw new Error(`workflow status ${runId}: ${shown.stderr}`);
-      const run = JSON.parse(shown.stdout) as WorkflowRunResult;
-      if (run.status !== 'running') {
-        settled.push(run);
-        break;
-      }
-      if (Date.now() > deadline) throw new Error(`workflow run ${runId} is still running`);
-      await new Promise((resolve) => setTimeout(resolve, 250));
-    }
-  }
+  for (const runId of runIds)
+    settled.push(await untilWorkflowStatus(m, runId, (status) => status !== 'running', deadline));
   return settled;
 }
 
