@@ -16,7 +16,7 @@ import { IN_CI } from './helpers/ci.js';
 const { children, claudeBefore, fixture, simLog, simUrl } = agentCliSuite();
 
 // Process and terminal behaviour, the same whichever store records the run: the PostgreSQL pass
-// (vitest.postgres.config.ts) leaves it to the main pass.
+// (the `postgres` project in vitest.config.ts) leaves it to the main one.
 const storeNeutral = describe.skipIf(process.env.SWITCHBOARD_TEST_PG_PASS === '1');
 
 describe('switchboard agent lifecycle', () => {

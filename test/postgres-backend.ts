@@ -8,7 +8,7 @@ import {
   type TestDatabase,
 } from './helpers/postgres.js';
 
-// Setup file of the PostgreSQL pass (vitest.postgres.config.ts): the same test files run again with every
+// Setup file of the PostgreSQL pass (the `postgres` project in vitest.config.ts): the same test files run again with every
 // store (ledger, agent runs, workflow runs) on the run's PostgreSQL server, through SWITCHBOARD_DATABASE_URL,
 // which the CLI processes the tests start inherit too. Each test gets a fresh database, as each gets a
 // fresh state folder (and so a fresh SQLite file) in the main pass.
