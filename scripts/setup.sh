@@ -39,7 +39,7 @@ if [ ! -f "$stamp_file" ] || [ "$(cat "$stamp_file")" != "$want_stamp" ]; then
 fi
 
 # Rebuild when any source file is newer than the last build. scripts/test skips this: the check it runs
-# builds anyway, after the format, lint and type checks.
+# builds anyway, before its typecheck (the tests import types from dist).
 build_stamp="$root/dist/.build-stamp"
 if [ "${SWITCHBOARD_SETUP_BUILD:-1}" = 0 ]; then
   :
