@@ -6,6 +6,7 @@ import type { Scenario } from '../src/sim/scenario.js';
 import { slowScenario, writeFilesScenario } from './helpers/agent-scenarios.js';
 import { agentCliSuite, cli, verifyGate, waitUntil, type RunJson } from './helpers/agent-cli.js';
 import { waitForNoNewClaudeProcesses } from './helpers/claude.js';
+import { storeNeutral, storeNeutralBlock } from './helpers/passes.js';
 import { git } from './helpers/git-repo.js';
 import { IN_CI } from './helpers/ci.js';
 
@@ -14,10 +15,6 @@ import { IN_CI } from './helpers/ci.js';
 // Resume, cancel, clean, run-all and what outlives a killed runner; test/cli-agent.test.ts has `agent run`.
 
 const { children, claudeBefore, fixture, simLog, simUrl } = agentCliSuite();
-
-// Process and terminal behaviour, the same whichever store records the run: the PostgreSQL pass
-// (the `postgres` project in vitest.config.ts) leaves it to the main one.
-const storeNeutral = describe.skipIf(process.env.SWITCHBOARD_TEST_PG_PASS === '1');
 
 describe('switchboard agent lifecycle', () => {
   it('resumes a run whose runner was killed with SIGKILL mid-run, with nothing lost', async () => {
@@ -178,42 +175,49 @@ describe('switchboard agent lifecycle', () => {
 });
 
 describe('switchboard agent failures that are not the agent', () => {
-  it('reports an API failure as AUTH / RATE_LIMITED / PROVIDER_UNAVAILABLE with its exit code, and does not retry it', async () => {
-    const f = await fixture({
-      rules: [
-        { name: 'auth', match: { text: 'Task auth:' }, fault: { status: 401, message: 'invalid x-api-key' } },
-        {
-          name: 'limited',
-          match: { text: 'Task limited:' },
-          fault: {
-            status: 429,
-            retryAfter: 60,
-            message: `Claude AI usage limit reached|${Math.floor(Date.now() / 1000) + 3600}`,
+  storeNeutral(
+    'reports an API failure as AUTH / RATE_LIMITED / PROVIDER_UNAVAILABLE with its exit code, and does not retry it',
+    async () => {
+      const f = await fixture({
+        rules: [
+          {
+            name: 'auth',
+            match: { text: 'Task auth:' },
+            fault: { status: 401, message: 'invalid x-api-key' },
           },
-        },
-        { name: 'drop', match: { text: 'Task drop:' }, fault: { kind: 'drop-before' } },
-      ],
-    });
-    const cases = [
-      ['auth', 'AUTH', 22],
-      ['limited', 'RATE_LIMITED', 20],
-      ['drop', 'PROVIDER_UNAVAILABLE', 28],
-    ] as const;
-    for (const [id, code, exit] of cases) {
-      const task = f.task(id, { id, title: `Fail ${id}`, limits: { max_attempts: 3 } });
-      const result = await f.run(['agent', 'run', '--task', task, '--retry-delay', '0.05', '--json']);
-      expect(result.status, `${id}: ${result.stderr}`).toBe(exit);
-      const run = JSON.parse(result.stdout) as RunJson;
-      expect(run).toMatchObject({ status: 'failed', errorCode: code, attempts: 1 });
-      // The runner did not try again. Claude Code sends one request, except on a 401: it then asks its
-      // apiKeyHelper for the key again and resends, twice, in case the key was rotated.
-      expect(simLog().filter((entry) => entry.rule === id)).toHaveLength(id === 'auth' ? 3 : 1);
-      const show = await f.run(['agent', 'show', run.id]);
-      expect(show.stdout).toMatch(new RegExp(`^error {5}${code}: the API failed, not the agent`, 'm'));
-      expect(show.stdout).not.toContain('agent_error');
-      expect(show.stdout).not.toContain('sk-ant-agent-cli-test');
-    }
-  });
+          {
+            name: 'limited',
+            match: { text: 'Task limited:' },
+            fault: {
+              status: 429,
+              retryAfter: 60,
+              message: `Claude AI usage limit reached|${Math.floor(Date.now() / 1000) + 3600}`,
+            },
+          },
+          { name: 'drop', match: { text: 'Task drop:' }, fault: { kind: 'drop-before' } },
+        ],
+      });
+      const cases = [
+        ['auth', 'AUTH', 22],
+        ['limited', 'RATE_LIMITED', 20],
+        ['drop', 'PROVIDER_UNAVAILABLE', 28],
+      ] as const;
+      for (const [id, code, exit] of cases) {
+        const task = f.task(id, { id, title: `Fail ${id}`, limits: { max_attempts: 3 } });
+        const result = await f.run(['agent', 'run', '--task', task, '--retry-delay', '0.05', '--json']);
+        expect(result.status, `${id}: ${result.stderr}`).toBe(exit);
+        const run = JSON.parse(result.stdout) as RunJson;
+        expect(run).toMatchObject({ status: 'failed', errorCode: code, attempts: 1 });
+        // The runner did not try again. Claude Code sends one request, except on a 401: it then asks its
+        // apiKeyHelper for the key again and resends, twice, in case the key was rotated.
+        expect(simLog().filter((entry) => entry.rule === id)).toHaveLength(id === 'auth' ? 3 : 1);
+        const show = await f.run(['agent', 'show', run.id]);
+        expect(show.stdout).toMatch(new RegExp(`^error {5}${code}: the API failed, not the agent`, 'm'));
+        expect(show.stdout).not.toContain('agent_error');
+        expect(show.stdout).not.toContain('sk-ant-agent-cli-test');
+      }
+    },
+  );
 
   it('refuses a dirty checkout before the agent runs; one dirtied meanwhile is merged by resume once clean', async () => {
     const f = await fixture(writeFilesScenario({ files: [{ path: 'landed.txt', content: 'landed\n' }] }));
@@ -260,7 +264,7 @@ describe('switchboard agent failures that are not the agent', () => {
   });
 });
 
-storeNeutral('switchboard agent: nothing outlives the runner', () => {
+storeNeutralBlock('switchboard agent: nothing outlives the runner', () => {
   it('kills the verify command when the runner is killed with SIGKILL', async () => {
     const f = await fixture(writeFilesScenario({ files: [{ path: 'done.txt', content: 'done\n' }] }));
     // The command runs in the sandbox's own process namespace, so its `$$` means nothing out here: it
@@ -288,7 +292,7 @@ storeNeutral('switchboard agent: nothing outlives the runner', () => {
   });
 });
 
-storeNeutral('switchboard agent: no key left behind', () => {
+storeNeutralBlock('switchboard agent: no key left behind', () => {
   it('deletes the apiKeyHelper key file when the runner is killed with SIGKILL', async () => {
     const f = await fixture({
       rules: [{ name: 'slow', match: { turn: 1 }, reply: { text: 'late', delayMs: 60_000 } }],
@@ -315,7 +319,7 @@ storeNeutral('switchboard agent: no key left behind', () => {
   });
 });
 
-storeNeutral('switchboard agent run-all progress', () => {
+storeNeutralBlock('switchboard agent run-all progress', () => {
   // south answers at once, north after 3 s: south is done well before the table stops.
   const delays: Record<string, number> = { north: 3_000, south: 200 };
   const ids = Object.keys(delays);

@@ -10,6 +10,7 @@ import {
 } from './helpers/agent-scenarios.js';
 import { agentCliSuite, verifyGate, type RunJson } from './helpers/agent-cli.js';
 import { waitForNoNewClaudeProcesses } from './helpers/claude.js';
+import { storeNeutral } from './helpers/passes.js';
 import { git } from './helpers/git-repo.js';
 
 // `switchboard agent` as a user runs it: the built CLI, real git in temporary repositories, the real
@@ -82,28 +83,31 @@ describe('switchboard agent run', () => {
     expect(existsSync(join(f.repo, 'fixed.txt'))).toBe(true);
   });
 
-  it('stops on a conflict with a change made on the base meanwhile: base unmoved, git output kept', async () => {
-    const f = await fixture(writeFilesScenario({ files: [{ path: 'clash.txt', content: 'agent\n' }] }));
-    // While the run verifies, the user commits a different clash.txt on main.
-    const gate = verifyGate(f);
-    const task = f.task('task', { id: 'clash', title: 'Clash', verify: gate.command });
-    const running = f.run(['agent', 'run', '--task', task, '--json']);
-    const worktree = await gate.waiting();
-    writeFileSync(join(f.repo, 'clash.txt'), 'user\n');
-    git(f.repo, 'add', 'clash.txt');
-    git(f.repo, 'commit', '-qm', 'user change');
-    await gate.release(worktree);
-    const result = await running;
-    const run = JSON.parse(result.stdout) as RunJson;
-    expect(result.status).toBe(42);
-    expect(run).toMatchObject({ status: 'conflict', phase: 'conflict', errorCode: 'MERGE_CONFLICT' });
-    expect(run.detail).toMatch(/CONFLICT \(add\/add\)/);
-    expect(git(f.repo, 'log', '-1', '--format=%s', 'main')).toBe('user change');
-    expect(readFileSync(join(f.repo, 'clash.txt'), 'utf8')).toBe('user\n');
-    expect(git(f.repo, 'status', '--porcelain', '--untracked-files=no')).toBe('');
-  });
+  storeNeutral(
+    'stops on a conflict with a change made on the base meanwhile: base unmoved, git output kept',
+    async () => {
+      const f = await fixture(writeFilesScenario({ files: [{ path: 'clash.txt', content: 'agent\n' }] }));
+      // While the run verifies, the user commits a different clash.txt on main.
+      const gate = verifyGate(f);
+      const task = f.task('task', { id: 'clash', title: 'Clash', verify: gate.command });
+      const running = f.run(['agent', 'run', '--task', task, '--json']);
+      const worktree = await gate.waiting();
+      writeFileSync(join(f.repo, 'clash.txt'), 'user\n');
+      git(f.repo, 'add', 'clash.txt');
+      git(f.repo, 'commit', '-qm', 'user change');
+      await gate.release(worktree);
+      const result = await running;
+      const run = JSON.parse(result.stdout) as RunJson;
+      expect(result.status).toBe(42);
+      expect(run).toMatchObject({ status: 'conflict', phase: 'conflict', errorCode: 'MERGE_CONFLICT' });
+      expect(run.detail).toMatch(/CONFLICT \(add\/add\)/);
+      expect(git(f.repo, 'log', '-1', '--format=%s', 'main')).toBe('user change');
+      expect(readFileSync(join(f.repo, 'clash.txt'), 'utf8')).toBe('user\n');
+      expect(git(f.repo, 'status', '--porcelain', '--untracked-files=no')).toBe('');
+    },
+  );
 
-  it('ends with TIMEOUT at the wall-clock limit, leaving no process behind', async () => {
+  storeNeutral('ends with TIMEOUT at the wall-clock limit, leaving no process behind', async () => {
     const f = await fixture(slowScenario({ delayMs: 30_000 }));
     const task = f.task('task', { id: 'slow', title: 'Slow', limits: { wall_clock_seconds: 3 } });
     const started = Date.now();
@@ -150,7 +154,7 @@ describe('switchboard agent run', () => {
     expect(denied.map((entry) => entry.tool)).toContain('Write');
   });
 
-  it('with --merge branch leaves main where it was and the change on agent/<run-id>', async () => {
+  storeNeutral('with --merge branch leaves main where it was and the change on agent/<run-id>', async () => {
     const f = await fixture(writeFilesScenario({ files: [{ path: 'feature.txt', content: 'pr\n' }] }));
     const task = f.task('task', { id: 'pr-7', title: 'Open a pull request', verify: 'test -f feature.txt' });
     const mainBefore = git(f.repo, 'rev-parse', 'main');
@@ -169,74 +173,80 @@ describe('switchboard agent run', () => {
     expect(show.stdout).not.toContain('merged ');
   });
 
-  it('with --merge ff fast-forwards an unmoved main to the agent commit, with no merge commit', async () => {
-    const f = await fixture(writeFilesScenario({ files: [{ path: 'fast.txt', content: 'ff\n' }] }));
-    const task = f.task('task', { id: 'ff-1', title: 'Fast forward', verify: 'test -f fast.txt' });
-    const mainBefore = git(f.repo, 'rev-parse', 'main');
-    const result = await f.run(['agent', 'run', '--task', task, '--merge', 'ff', '--json']);
-    expect(result.status, result.stderr).toBe(0);
-    const run = JSON.parse(result.stdout) as RunJson;
-    expect(run).toMatchObject({ ok: true, phase: 'done' });
-    const mainAfter = git(f.repo, 'rev-parse', 'main');
-    expect(mainAfter).toBe(git(f.repo, 'rev-parse', run.branch));
-    expect(run.mergedCommit).toBe(mainAfter);
-    expect(git(f.repo, 'rev-parse', 'main^')).toBe(mainBefore);
-    expect(git(f.repo, 'log', '-1', '--format=%s', 'main')).toBe('feat(ff-1): Fast forward');
-    expect(git(f.repo, 'log', '--merges', '--oneline', 'main')).toBe('');
-    // The checked-out main moved with its files.
-    expect(readFileSync(join(f.repo, 'fast.txt'), 'utf8')).toBe('ff\n');
-    expect(git(f.repo, 'status', '--porcelain', '--untracked-files=no')).toBe('');
-  });
+  storeNeutral(
+    'with --merge ff fast-forwards an unmoved main to the agent commit, with no merge commit',
+    async () => {
+      const f = await fixture(writeFilesScenario({ files: [{ path: 'fast.txt', content: 'ff\n' }] }));
+      const task = f.task('task', { id: 'ff-1', title: 'Fast forward', verify: 'test -f fast.txt' });
+      const mainBefore = git(f.repo, 'rev-parse', 'main');
+      const result = await f.run(['agent', 'run', '--task', task, '--merge', 'ff', '--json']);
+      expect(result.status, result.stderr).toBe(0);
+      const run = JSON.parse(result.stdout) as RunJson;
+      expect(run).toMatchObject({ ok: true, phase: 'done' });
+      const mainAfter = git(f.repo, 'rev-parse', 'main');
+      expect(mainAfter).toBe(git(f.repo, 'rev-parse', run.branch));
+      expect(run.mergedCommit).toBe(mainAfter);
+      expect(git(f.repo, 'rev-parse', 'main^')).toBe(mainBefore);
+      expect(git(f.repo, 'log', '-1', '--format=%s', 'main')).toBe('feat(ff-1): Fast forward');
+      expect(git(f.repo, 'log', '--merges', '--oneline', 'main')).toBe('');
+      // The checked-out main moved with its files.
+      expect(readFileSync(join(f.repo, 'fast.txt'), 'utf8')).toBe('ff\n');
+      expect(git(f.repo, 'status', '--porcelain', '--untracked-files=no')).toBe('');
+    },
+  );
 
-  it('writes EXECUTION_CONTEXT.md from --context-template and keeps it out of the commit', async () => {
-    const f = await fixture(
-      toolSequenceScenario({
-        calls: [
-          { name: 'Read', input: { file_path: 'EXECUTION_CONTEXT.md' } },
-          { name: 'Write', input: { file_path: 'templated.txt', content: 'yes\n' } },
-        ],
-      }),
-    );
-    const template = join(f.root, 'context.md');
-    writeFileSync(
-      template,
-      'House rules for {{title}}\n\nDone when:\n{{acceptance}}\n\nChecked by: {{verify}}\n\nLeft alone: {{nope}}\n',
-    );
-    const task = f.task('task', {
-      id: 'templated',
-      title: 'Use the template',
-      acceptance: ['templated.txt says yes', 'nothing else changes'],
-      verify: 'grep -q yes templated.txt',
-    });
-    const result = await f.run(['agent', 'run', '--task', task, '--context-template', template, '--json']);
-    expect(result.status, result.stderr).toBe(0);
-    const run = JSON.parse(result.stdout) as RunJson;
-    const rendered = [
-      'House rules for Use the template',
-      '',
-      'Done when:',
-      '- templated.txt says yes',
-      '- nothing else changes',
-      '',
-      'Checked by: The runner runs `grep -q yes templated.txt` in this directory; it must exit with status 0.',
-      '',
-      'Left alone: {{nope}}',
-      '',
-    ].join('\n');
-    expect(readFileSync(join(run.worktree, 'EXECUTION_CONTEXT.md'), 'utf8')).toBe(rendered);
-    // What the agent read: Claude Code's Read result, as the simulator received it with the next request.
-    const read = simLog().find((entry) => entry.rule === 'call-2-Write')?.text ?? '';
-    for (const line of rendered.split('\n').filter((line) => line !== '')) expect(read).toContain(line);
-    expect(read).not.toContain('## Where you are');
-    // The commit holds the agent's file only.
-    expect(git(f.repo, 'show', '--name-only', '--format=', run.branch).split('\n')).toEqual([
-      'templated.txt',
-    ]);
-    expect(git(f.repo, 'ls-tree', '-r', '--name-only', 'main')).not.toContain('EXECUTION_CONTEXT.md');
-    expect(existsSync(join(f.repo, 'EXECUTION_CONTEXT.md'))).toBe(false);
-  });
+  storeNeutral(
+    'writes EXECUTION_CONTEXT.md from --context-template and keeps it out of the commit',
+    async () => {
+      const f = await fixture(
+        toolSequenceScenario({
+          calls: [
+            { name: 'Read', input: { file_path: 'EXECUTION_CONTEXT.md' } },
+            { name: 'Write', input: { file_path: 'templated.txt', content: 'yes\n' } },
+          ],
+        }),
+      );
+      const template = join(f.root, 'context.md');
+      writeFileSync(
+        template,
+        'House rules for {{title}}\n\nDone when:\n{{acceptance}}\n\nChecked by: {{verify}}\n\nLeft alone: {{nope}}\n',
+      );
+      const task = f.task('task', {
+        id: 'templated',
+        title: 'Use the template',
+        acceptance: ['templated.txt says yes', 'nothing else changes'],
+        verify: 'grep -q yes templated.txt',
+      });
+      const result = await f.run(['agent', 'run', '--task', task, '--context-template', template, '--json']);
+      expect(result.status, result.stderr).toBe(0);
+      const run = JSON.parse(result.stdout) as RunJson;
+      const rendered = [
+        'House rules for Use the template',
+        '',
+        'Done when:',
+        '- templated.txt says yes',
+        '- nothing else changes',
+        '',
+        'Checked by: The runner runs `grep -q yes templated.txt` in this directory; it must exit with status 0.',
+        '',
+        'Left alone: {{nope}}',
+        '',
+      ].join('\n');
+      expect(readFileSync(join(run.worktree, 'EXECUTION_CONTEXT.md'), 'utf8')).toBe(rendered);
+      // What the agent read: Claude Code's Read result, as the simulator received it with the next request.
+      const read = simLog().find((entry) => entry.rule === 'call-2-Write')?.text ?? '';
+      for (const line of rendered.split('\n').filter((line) => line !== '')) expect(read).toContain(line);
+      expect(read).not.toContain('## Where you are');
+      // The commit holds the agent's file only.
+      expect(git(f.repo, 'show', '--name-only', '--format=', run.branch).split('\n')).toEqual([
+        'templated.txt',
+      ]);
+      expect(git(f.repo, 'ls-tree', '-r', '--name-only', 'main')).not.toContain('EXECUTION_CONTEXT.md');
+      expect(existsSync(join(f.repo, 'EXECUTION_CONTEXT.md'))).toBe(false);
+    },
+  );
 
-  it('refuses a --context-template that does not exist before creating a worktree', async () => {
+  storeNeutral('refuses a --context-template that does not exist before creating a worktree', async () => {
     const f = await fixture({ rules: [] });
     const task = f.task('task', { id: 'no-template', title: 'No template' });
     const missing = join(f.root, 'missing-template.md');
@@ -254,29 +264,32 @@ describe('switchboard agent run', () => {
     expect(simLog()).toEqual([]);
   });
 
-  it("refuses a task whose pass_env names Switchboard's own credentials, every one named", async () => {
-    const f = await fixture({ rules: [] });
-    const task = f.task('greedy', {
-      id: 'greedy',
-      title: 'Greedy',
-      verify: 'printenv ANTHROPIC_API_KEY',
-      pass_env: ['NPM_TOKEN', 'ANTHROPIC_API_KEY', 'CLAUDE_CODE_OAUTH_TOKEN', 'SWITCHBOARD_SERVER_TOKEN'],
-    });
-    const result = await f.run(['agent', 'run', '--task', task]);
-    expect(result.status).toBe(43);
-    const lines = result.stderr.trim().split('\n');
-    expect(lines).toHaveLength(1);
-    expect(lines[0]).toContain('3 problems');
-    for (const name of ['ANTHROPIC_API_KEY', 'CLAUDE_CODE_OAUTH_TOKEN', 'SWITCHBOARD_SERVER_TOKEN']) {
-      expect(lines[0]).toContain(`${name} is a credential Switchboard holds itself`);
-    }
-    expect(lines[0]).toContain('remove ANTHROPIC_API_KEY from pass_env');
-    expect(lines[0]).not.toContain('NPM_TOKEN is');
-    expect(git(f.repo, 'branch', '--list', 'agent/*')).toBe('');
-    expect(simLog()).toEqual([]);
-  });
+  storeNeutral(
+    "refuses a task whose pass_env names Switchboard's own credentials, every one named",
+    async () => {
+      const f = await fixture({ rules: [] });
+      const task = f.task('greedy', {
+        id: 'greedy',
+        title: 'Greedy',
+        verify: 'printenv ANTHROPIC_API_KEY',
+        pass_env: ['NPM_TOKEN', 'ANTHROPIC_API_KEY', 'CLAUDE_CODE_OAUTH_TOKEN', 'SWITCHBOARD_SERVER_TOKEN'],
+      });
+      const result = await f.run(['agent', 'run', '--task', task]);
+      expect(result.status).toBe(43);
+      const lines = result.stderr.trim().split('\n');
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toContain('3 problems');
+      for (const name of ['ANTHROPIC_API_KEY', 'CLAUDE_CODE_OAUTH_TOKEN', 'SWITCHBOARD_SERVER_TOKEN']) {
+        expect(lines[0]).toContain(`${name} is a credential Switchboard holds itself`);
+      }
+      expect(lines[0]).toContain('remove ANTHROPIC_API_KEY from pass_env');
+      expect(lines[0]).not.toContain('NPM_TOKEN is');
+      expect(git(f.repo, 'branch', '--list', 'agent/*')).toBe('');
+      expect(simLog()).toEqual([]);
+    },
+  );
 
-  it('rejects bad input with one line and a distinct exit code', async () => {
+  storeNeutral('rejects bad input with one line and a distinct exit code', async () => {
     const f = await fixture({ rules: [] });
     const broken = join(f.root, 'broken.yaml');
     writeFileSync(broken, 'id: [unclosed\n');

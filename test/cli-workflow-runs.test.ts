@@ -7,6 +7,7 @@ import { EXIT_CODES } from '../src/core/errors.js';
 import { startSimulator } from '../src/sim/server.js';
 import type { WorkflowEventRecord, WorkflowRunResult } from '../src/workflows/api-types.js';
 import { runCli, type CliRun } from './helpers/run-cli.js';
+import { storeNeutral } from './helpers/passes.js';
 
 // `switchboard workflow` running real workflow files: the built CLI, the engine, a real SQLite ledger
 // in a temporary folder, real subprocesses for script steps, and `switchboard sim` for LLM steps.
@@ -156,43 +157,49 @@ describe('switchboard workflow run', () => {
     ]);
   });
 
-  it('without a terminal writes one line per event on stderr, and the summary and output on stdout', async () => {
-    const space = workspace();
-    space.file('hello.yaml', HELLO);
-    const result = await space.run(['wf', 'run', 'hello.yaml', '-i', 'name=Bo']);
-    expect(result.status, result.stderr).toBe(0);
-    const [summary, ...output] = result.stdout.trimEnd().split('\n');
-    expect(summary).toMatch(/^(\S+): completed at shout \(2 steps, \$0\.0000\)$/);
-    const runId = /^(\S+):/.exec(summary ?? '')?.[1] as string;
-    expect(JSON.parse(output.join('\n'))).toEqual({ greeting: 'Hello, Bo', loud: 'HELLO, BO' });
-    const lines = result.stderr.trimEnd().split('\n');
-    expect(lines.length).toBeGreaterThanOrEqual(4);
-    for (const line of lines)
-      expect(line).toMatch(new RegExp(`^\\[${runId}\\] \\d+\\.\\ds \\$\\d+\\.\\d{4} \\S+`));
-    expect(lines.some((line) => line.includes('greet'))).toBe(true);
-    expect(lines.some((line) => line.includes('shout'))).toBe(true);
-  });
+  storeNeutral(
+    'without a terminal writes one line per event on stderr, and the summary and output on stdout',
+    async () => {
+      const space = workspace();
+      space.file('hello.yaml', HELLO);
+      const result = await space.run(['wf', 'run', 'hello.yaml', '-i', 'name=Bo']);
+      expect(result.status, result.stderr).toBe(0);
+      const [summary, ...output] = result.stdout.trimEnd().split('\n');
+      expect(summary).toMatch(/^(\S+): completed at shout \(2 steps, \$0\.0000\)$/);
+      const runId = /^(\S+):/.exec(summary ?? '')?.[1] as string;
+      expect(JSON.parse(output.join('\n'))).toEqual({ greeting: 'Hello, Bo', loud: 'HELLO, BO' });
+      const lines = result.stderr.trimEnd().split('\n');
+      expect(lines.length).toBeGreaterThanOrEqual(4);
+      for (const line of lines)
+        expect(line).toMatch(new RegExp(`^\\[${runId}\\] \\d+\\.\\ds \\$\\d+\\.\\d{4} \\S+`));
+      expect(lines.some((line) => line.includes('greet'))).toBe(true);
+      expect(lines.some((line) => line.includes('shout'))).toBe(true);
+    },
+  );
 
-  it('on a terminal shows a live view of the steps and leaves the terminal as it found it', async () => {
-    const space = workspace();
-    space.file('slow.yaml', SLOW);
-    // `script` gives the CLI a pseudo-terminal; its transcript is everything the terminal received.
-    const transcript = join(space.cwd, 'tty.txt');
-    const command = `${JSON.stringify(process.execPath)} ${JSON.stringify(cli)} workflow run slow.yaml`;
-    await new Promise<void>((resolve, reject) => {
-      execFile('script', ['-qec', command, transcript], { cwd: space.cwd, timeout: 60_000 }, (error) =>
-        error === null ? resolve() : reject(error),
-      );
-    });
-    const screen = readFileSync(transcript, 'utf8');
-    expect(screen).toMatch(/steps: \d+ done · \d+ running · \d+ pending/);
-    expect(screen).toContain('pause');
-    expect(screen).toMatch(/completed at after/);
-    expect(screen, 'the cursor is never hidden').not.toContain('\x1b[?25l');
-    expect(screen, 'line wrapping is never turned off').not.toContain('\x1b[?7l');
-  });
+  storeNeutral(
+    'on a terminal shows a live view of the steps and leaves the terminal as it found it',
+    async () => {
+      const space = workspace();
+      space.file('slow.yaml', SLOW);
+      // `script` gives the CLI a pseudo-terminal; its transcript is everything the terminal received.
+      const transcript = join(space.cwd, 'tty.txt');
+      const command = `${JSON.stringify(process.execPath)} ${JSON.stringify(cli)} workflow run slow.yaml`;
+      await new Promise<void>((resolve, reject) => {
+        execFile('script', ['-qec', command, transcript], { cwd: space.cwd, timeout: 60_000 }, (error) =>
+          error === null ? resolve() : reject(error),
+        );
+      });
+      const screen = readFileSync(transcript, 'utf8');
+      expect(screen).toMatch(/steps: \d+ done · \d+ running · \d+ pending/);
+      expect(screen).toContain('pause');
+      expect(screen).toMatch(/completed at after/);
+      expect(screen, 'the cursor is never hidden').not.toContain('\x1b[?25l');
+      expect(screen, 'line wrapping is never turned off').not.toContain('\x1b[?7l');
+    },
+  );
 
-  it('a missing required input is refused before anything runs, naming the input', async () => {
+  storeNeutral('a missing required input is refused before anything runs, naming the input', async () => {
     const space = workspace();
     space.file('hello.yaml', HELLO);
     const result = await space.run(['workflow', 'run', 'hello.yaml']);
@@ -202,7 +209,7 @@ describe('switchboard workflow run', () => {
     expect(await space.json<WorkflowRunResult[]>(['workflow', 'ls'])).toEqual([]);
   });
 
-  it('--dry-run runs nothing', async () => {
+  storeNeutral('--dry-run runs nothing', async () => {
     const space = workspace();
     space.file('hello.yaml', HELLO);
     const result = await space.run(['workflow', 'run', 'hello.yaml', '-i', 'name=Ada', '--dry-run']);
@@ -262,7 +269,7 @@ describe('gates', () => {
     expect(readFileSync(join(space.cwd, 'prepare.log'), 'utf8')).toBe('ran\n');
   });
 
-  it('--skip-gates takes the first option of every gate', async () => {
+  storeNeutral('--skip-gates takes the first option of every gate', async () => {
     const space = workspace();
     space.file('gated.yaml', GATED);
     const run = await space.json<WorkflowRunResult>(['workflow', 'run', 'gated.yaml', '--skip-gates']);
@@ -368,7 +375,7 @@ agents:
 });
 
 describe('providers', () => {
-  it('workflows.provider_map maps a Conductor provider; --provider-map wins over it', async () => {
+  storeNeutral('workflows.provider_map maps a Conductor provider; --provider-map wins over it', async () => {
     const sim = await startSimulator({
       maxLifetimeMs: 120_000,
       scenario: {
@@ -442,11 +449,13 @@ output:
     }
   });
 
-  it('a provider mapped nowhere is WORKFLOW_INVALID, naming the step, the provider and the fix', async () => {
-    const space = workspace();
-    space.file(
-      'ask.yaml',
-      `workflow:
+  storeNeutral(
+    'a provider mapped nowhere is WORKFLOW_INVALID, naming the step, the provider and the fix',
+    async () => {
+      const space = workspace();
+      space.file(
+        'ask.yaml',
+        `workflow:
   name: ask
   entry_point: ask
   runtime:
@@ -457,11 +466,12 @@ agents:
     routes:
       - to: $end
 `,
-    );
-    const result = await space.run(['workflow', 'run', 'ask.yaml']);
-    expect(result.status, result.stderr).toBe(EXIT_CODES.WORKFLOW_INVALID);
-    expect(result.stderr.trimEnd().split('\n').at(-1)).toMatch(
-      /^switchboard: .*ask.*copilot.*\(.*--provider-map.*\)$/,
-    );
-  });
+      );
+      const result = await space.run(['workflow', 'run', 'ask.yaml']);
+      expect(result.status, result.stderr).toBe(EXIT_CODES.WORKFLOW_INVALID);
+      expect(result.stderr.trimEnd().split('\n').at(-1)).toMatch(
+        /^switchboard: .*ask.*copilot.*\(.*--provider-map.*\)$/,
+      );
+    },
+  );
 });

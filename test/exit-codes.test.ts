@@ -431,11 +431,18 @@ describe('every exit code in EXIT_CODES', () => {
       if (typeof testCase !== 'function') {
         // The named test exists and asserts this code.
         const source = readFileSync(join(root, testCase.coveredBy.file), 'utf8');
-        const start = source.indexOf(`it('${testCase.coveredBy.test}'`);
+        // A test is declared with `it(` or, when the PostgreSQL project leaves it out, `storeNeutral(`.
+        const declared = (title: string): number =>
+          new RegExp(`\\b(it|storeNeutral)\\(\\s*'${title.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}'`).exec(
+            source,
+          )?.index ?? -1;
+        const start = declared(testCase.coveredBy.test);
         expect(start, `${testCase.coveredBy.file} has no test "${testCase.coveredBy.test}"`).toBeGreaterThan(
           0,
         );
-        const body = source.slice(start, source.indexOf('\n  it(', start + 1));
+        const next = /\n {2}(it|storeNeutral)\(/g;
+        next.lastIndex = start + 1;
+        const body = source.slice(start, next.exec(source)?.index ?? source.length);
         expect(body).toMatch(new RegExp(`toBe\\(${code}\\)`));
         return;
       }
