@@ -690,6 +690,11 @@ export interface ToolPolicyOptions {
    * time gets past it, so a runner that relies on it also checks the branch afterwards.
    */
   deniedGitCommands?: readonly string[];
+  /**
+   * Files and folders no file tool may read or write although they lie inside `cwd`: the secrets of a
+   * working folder that is not a worktree (its `.env`, Switchboard's state folder; see `secretPaths`).
+   */
+  hiddenPaths?: readonly string[];
 }
 
 export interface ToolPolicy {
@@ -732,8 +737,26 @@ export function createToolPolicy({
   allowedTools,
   readableDirectories = [],
   deniedGitCommands = [],
+  hiddenPaths = [],
 }: ToolPolicyOptions): ToolPolicy {
   const root = realpathSync(cwd);
+  const hidden = hiddenPaths.map((path) => realOrResolved(path));
+  /** checkPath, then the hidden paths: both readings of the path must stay out of them. */
+  const checkVisible = (
+    path: string,
+    roots: readonly string[],
+    access: 'read' | 'write',
+    protectGit: boolean,
+  ): string | undefined => {
+    const refused = checkPath(path, root, roots, access, protectGit);
+    if (refused !== undefined || hidden.length === 0) return refused;
+    const absolute = resolveHome(path, root);
+    for (const target of [walkPath(resolve(absolute)), walkPath(absolute)]) {
+      if (target !== undefined && hidden.some((secret) => isInside(target, secret)))
+        return `${path} holds secrets (.env, Switchboard's state) that the agent's tools may not ${access}`;
+    }
+    return undefined;
+  };
   const readRoots = [root, ...readableDirectories.map((directory) => realOrResolved(directory))];
   const names = new Set<string>();
   const bashPatterns: string[] = [];
@@ -771,21 +794,20 @@ export function createToolPolicy({
       if (writeKey !== undefined) {
         const path = input[writeKey];
         if (typeof path !== 'string' || path === '') return `${tool} needs a path`;
-        return checkPath(path, root, [root], 'write', true);
+        return checkVisible(path, [root], 'write', true);
       }
       const readKey = READ_TOOLS[tool];
       if (readKey !== undefined) {
         const path = input[readKey];
         if (path !== undefined && (typeof path !== 'string' || path === '')) return `${tool} needs a path`;
         if (typeof path === 'string') {
-          const refused = checkPath(path, root, readRoots, 'read', false);
+          const refused = checkVisible(path, readRoots, 'read', false);
           if (refused !== undefined) return refused;
         }
         if (tool === 'Glob' && typeof input['pattern'] === 'string') {
           const base = typeof path === 'string' ? path : root;
           const prefix = staticPrefix(input['pattern']);
-          if (prefix !== undefined)
-            return checkPath(resolveHome(prefix, base), root, readRoots, 'read', false);
+          if (prefix !== undefined) return checkVisible(resolveHome(prefix, base), readRoots, 'read', false);
         }
         return undefined;
       }

@@ -24,6 +24,11 @@ export interface ClaudeCallOptions extends ProviderCall {
   persistSession?: boolean;
   maxTurns?: number;
   maxBudgetUsd?: number;
+  /**
+   * Sees every message of the session as Claude Code sends it (the model's turns with their tool
+   * calls and usage, the tools' results): for a caller that shows the work as it happens.
+   */
+  onMessage?: (message: SDKMessage) => void;
 }
 
 /** Everything a Claude Code process needs that does not change from call to call. */
@@ -171,6 +176,8 @@ export async function readUntilResult(
   promptUuid?: string,
   /** Receives the answer's text deltas (needs `includePartialMessages`). */
   onText?: (delta: string) => void,
+  /** Sees every message (see `ClaudeCallOptions.onMessage`). */
+  onMessage?: (message: SDKMessage) => void,
 ): Promise<{
   result: ClaudeResultMessage | undefined;
   initModel?: string;
@@ -188,6 +195,7 @@ export async function readUntilResult(
     if (next.done === true) break;
     watch.touch();
     const message = next.value;
+    onMessage?.(message);
     if (message.type === 'system' && message.subtype === 'init') initModel = message.model;
     if (onText !== undefined && message.type === 'stream_event' && message.parent_tool_use_id === null) {
       const event = message.event as { type: string; delta?: { type?: string; text?: string } };

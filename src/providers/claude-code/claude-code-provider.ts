@@ -196,7 +196,13 @@ async function coldCall(
         leftOut.push(`MCP server "${server}" left out: ${reason}`);
     }
     messages = query({ prompt: request.prompt, options });
-    const found = await readUntilResult(messages[Symbol.asyncIterator](), watch, undefined, request.onText);
+    const found = await readUntilResult(
+      messages[Symbol.asyncIterator](),
+      watch,
+      undefined,
+      request.onText,
+      request.onMessage,
+    );
     if (watch.failure !== undefined) throw watch.failure;
     const result = finishCall(found, request, performance.now() - started, child?.stderr ?? '');
     result.warnings.push(...leftOut);
@@ -235,13 +241,14 @@ async function confine(
   options: Options,
 ): Promise<Confinement> {
   // Loaded only for calls with tools: a plain call does not pay for the agent modules.
-  const [{ startConfinement }, { createToolPolicy, preToolUseGuard }] = await Promise.all([
-    import('./confinement.js'),
-    import('../../agents/claude-agent.js'),
-  ]);
+  const [{ startConfinement, secretPaths, secretReadRules }, { createToolPolicy, preToolUseGuard }] =
+    await Promise.all([import('./confinement.js'), import('../../agents/claude-agent.js')]);
   const allowedTools = request.allowedTools ?? [];
   const cwd = options.cwd ?? launch.cwd;
-  const policy = createToolPolicy({ cwd, allowedTools });
+  // The working folder is the caller's, not a worktree: its `.env` and Switchboard's state stay hidden
+  // from every tool (the file tools by the policy and Claude Code's Read rules, Bash by the sandbox).
+  const hiddenPaths = secretPaths(cwd);
+  const policy = createToolPolicy({ cwd, allowedTools, hiddenPaths });
   const connection = launch.connection ?? { env: {}, maxRetries: 0 };
   const confinement = await startConfinement({
     cwd,
@@ -251,12 +258,16 @@ async function confine(
     sharedConfigDir: request.resume !== undefined || request.persistSession === true,
     env: connection.env,
     maxRetries: connection.maxRetries,
+    hiddenDirectories: hiddenPaths,
   });
   // `tools` lists built-in tools only; MCP tools come with their servers.
   options.tools = policy.builtinTools.filter((tool) => !tool.startsWith('mcp__'));
   options.allowedTools = allowedTools;
   options.env = confinement.env;
-  options.settings = { ...confinement.settings };
+  options.settings = {
+    ...confinement.settings,
+    ...(hiddenPaths.length === 0 ? {} : { permissions: { deny: secretReadRules(hiddenPaths) } }),
+  };
   options.hooks = {
     PreToolUse: [
       { hooks: [preToolUseGuard((_id, tool, input) => policy.check(tool, input))], onFailure: 'block' },

@@ -1,5 +1,6 @@
-import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, mkdirSync, readdirSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { secretFolderList } from '../../core/secrets.js';
 import { agentEnvironment, claudeCodeVariables } from '../../agents/environment.js';
 import { sandboxSettings, type AgentSandboxSettings } from '../../agents/sandbox.js';
 import { createApiKeyHelper, type ApiKeyHelper } from './api-key-helper.js';
@@ -148,4 +149,40 @@ async function forwarderFor(
     credential,
     ...(options.onUsage === undefined ? {} : { onUsage: options.onUsage }),
   });
+}
+
+/** `.env`, `.env.local`, `.env.production`: files that hold a project's secrets. */
+const DOT_ENV = /^\.env(\..+)?$/;
+
+/**
+ * The secrets inside a working folder that is not a worktree, for the tools of a Claude Code process
+ * started there: the `.env` files in it and in every folder Switchboard loaded a `.env` from, and
+ * Switchboard's state folder (its ledger, transcripts and other runs): `.switchboard` in it, and
+ * `stateDir` or `SWITCHBOARD_STATE_DIR` when given.
+ */
+export function secretPaths(cwd: string, stateDir?: string): string[] {
+  const paths = new Set<string>();
+  for (const folder of [cwd, ...secretFolderList()]) {
+    let names: string[];
+    try {
+      names = readdirSync(folder);
+    } catch {
+      continue;
+    }
+    for (const name of names) if (DOT_ENV.test(name)) paths.add(join(folder, name));
+  }
+  for (const state of [join(cwd, '.switchboard'), stateDir, process.env['SWITCHBOARD_STATE_DIR']]) {
+    if (state !== undefined && state !== '' && existsSync(resolve(cwd, state)))
+      paths.add(resolve(cwd, state));
+  }
+  return [...paths];
+}
+
+/**
+ * Claude Code's own rules for the same paths (`Read(//abs/path)`, a folder with all below it): its
+ * file-search tools (Grep, Glob) honour Read rules too, which a check of the named path alone cannot
+ * do for a search of the whole folder.
+ */
+export function secretReadRules(paths: readonly string[]): string[] {
+  return paths.flatMap((path) => [`Read(/${path})`, `Read(/${path}/**)`]);
 }
