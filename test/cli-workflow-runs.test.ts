@@ -450,6 +450,57 @@ output:
   });
 
   storeNeutral(
+    'a Conductor file with the default provider (copilot) runs on Claude Code with no flags, and says so in one line',
+    async () => {
+      const sim = await startSimulator({
+        maxLifetimeMs: 120_000,
+        scenario: { rules: [], fallback: { text: 'from Claude Code' } },
+      });
+      try {
+        const space = workspace();
+        space.file(
+          'ask.yaml',
+          `workflow:
+  name: ask
+  entry_point: ask
+agents:
+  - name: ask
+    model: claude-haiku-4.5
+    prompt: Say where you are.
+    routes:
+      - to: $end
+output:
+  answer: "{{ ask.output.result }}"
+`,
+        );
+        const result = await space.run(['workflow', 'run', 'ask.yaml', '--json'], {
+          ANTHROPIC_API_KEY: 'sk-ant-workflow-copilot',
+          ANTHROPIC_BASE_URL: sim.url,
+        });
+        expect(result.status, result.stderr).toBe(0);
+        expect((JSON.parse(result.stdout) as WorkflowRunResult).output).toEqual({
+          answer: 'from Claude Code',
+        });
+        const notices = result.stderr.split('\n').filter((line) => line.includes('provider copilot'));
+        expect(notices).toEqual([
+          expect.stringMatching(
+            /provider copilot runs on Claude Code: claude-haiku-4\.5 → claude:claude-haiku-4-5; choose another with --provider-map copilot=SPEC or workflows\.provider_map/,
+          ),
+        ]);
+        // The request came from the Claude Code binary, with the step's model in Anthropic's spelling.
+        const answered = sim.requests.filter((entry) => entry.outcome === 'reply');
+        expect(answered.length).toBeGreaterThan(0);
+        for (const entry of answered) {
+          expect(entry.headers['user-agent']).toMatch(/claude-cli/);
+          expect(entry.model).toBe('claude-haiku-4-5');
+        }
+      } finally {
+        await sim.close();
+      }
+    },
+  );
+
+  storeNeutral(
     'a provider mapped nowhere is WORKFLOW_INVALID, naming the step, the provider and the fix',
     async () => {
       const space = workspace();
@@ -459,7 +510,7 @@ output:
   name: ask
   entry_point: ask
   runtime:
-    provider: copilot
+    provider: hermes
 agents:
   - name: ask
     prompt: Hello
@@ -470,7 +521,7 @@ agents:
       const result = await space.run(['workflow', 'run', 'ask.yaml']);
       expect(result.status, result.stderr).toBe(EXIT_CODES.WORKFLOW_INVALID);
       expect(result.stderr.trimEnd().split('\n').at(-1)).toMatch(
-        /^switchboard: .*ask.*copilot.*\(.*--provider-map.*\)$/,
+        /^switchboard: .*ask.*hermes.*\(.*--provider-map.*\)$/,
       );
     },
   );

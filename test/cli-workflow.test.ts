@@ -192,7 +192,7 @@ agents:
   name: ask
   entry_point: ask
   runtime:
-    provider: copilot
+    provider: hermes
 agents:
   - name: ask
     model: claude-haiku-4.5
@@ -203,15 +203,36 @@ agents:
     const cwd = withFile(file);
     const unmapped = await run(['workflow', 'validate', 'flow.yaml'], cwd);
     expect(unmapped.status).toBe(EXIT_CODES.WORKFLOW_INVALID);
-    expect(unmapped.stdout).toMatch(/^error {4}ask: field "provider": .*copilot.*--provider-map/m);
+    expect(unmapped.stdout).toMatch(/^error {4}ask: field "provider": .*hermes.*--provider-map/m);
     const mapped = await run(
-      ['workflow', 'validate', 'flow.yaml', '--provider-map', 'copilot=anthropic'],
+      ['workflow', 'validate', 'flow.yaml', '--provider-map', 'hermes=anthropic'],
       cwd,
     );
     expect(mapped.status, mapped.stdout).toBe(0);
-    writeFileSync(join(cwd, 'switchboard.yaml'), 'workflows:\n  provider_map:\n    copilot: claude:haiku\n');
+    writeFileSync(join(cwd, 'switchboard.yaml'), 'workflows:\n  provider_map:\n    hermes: claude:haiku\n');
     const configured = await run(['workflow', 'validate', 'flow.yaml'], cwd);
     expect(configured.status, configured.stdout).toBe(0);
+  });
+
+  it("Conductor's default provider, copilot, is valid with no flags: a warning names Claude Code and the way to choose another", async () => {
+    const cwd = withFile(`workflow:
+  name: ask
+  entry_point: ask
+agents:
+  - name: ask
+    model: gpt-5.2
+    prompt: Hello
+    routes:
+      - to: $end
+`);
+    const result = await run(['workflow', 'validate', 'flow.yaml'], cwd);
+    expect(result.status, result.stdout).toBe(0);
+    expect(result.stdout).toMatch(
+      /^warning +provider copilot runs on Claude Code: gpt-5\.2 → claude:sonnet .*--provider-map copilot=SPEC/m,
+    );
+    const mapped = await run(['workflow', 'validate', 'flow.yaml', '--provider-map', 'copilot=openai'], cwd);
+    expect(mapped.status, mapped.stdout).toBe(0);
+    expect(mapped.stdout).not.toMatch(/Claude Code/);
   });
 });
 

@@ -38,6 +38,9 @@ interface Planted {
   env: string;
   login: string;
   config: string;
+  /** In the working folder's `.env`, and in a file of Switchboard's state folder there. */
+  dotenv: string;
+  state: string;
   all: string[];
 }
 
@@ -58,9 +61,11 @@ function plantedSpace(): {
     env: `planted-env-${tag}-token`,
     login: `sk-ant-oat-PLANTED-${tag}-login`,
     config: `planted-config-${tag}-value`,
+    dotenv: `planted-dotenv-${tag}-password`,
+    state: `planted-state-${tag}-transcript`,
     all: [],
   };
-  planted.all = [planted.key, planted.env, planted.login, planted.config];
+  planted.all = [planted.key, planted.env, planted.login, planted.config, planted.dotenv, planted.state];
   const root = realpathSync(mkdtempSync(join(tmpdir(), 'switchboard-provider-trust-')));
   temporary.push(root);
   const work = join(root, 'work');
@@ -71,6 +76,13 @@ function plantedSpace(): {
   writeFileSync(login, JSON.stringify({ claudeAiOauth: { accessToken: planted.login } }));
   const config = join(configDir, 'notes.json');
   writeFileSync(config, JSON.stringify({ note: planted.config }));
+  // The working folder is the caller's own: its .env and Switchboard's state folder lie in it.
+  const dotenv = join(work, '.env');
+  writeFileSync(dotenv, `DB_PASSWORD=${planted.dotenv}\n`);
+  mkdirSync(join(work, '.switchboard'));
+  const state = join(work, '.switchboard', 'transcript.jsonl');
+  writeFileSync(state, `{"text": "${planted.state}"}\n`);
+  writeFileSync(join(work, 'README.md'), 'A project. Its secrets are in .env.\n');
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     HOME: home,
@@ -81,7 +93,7 @@ function plantedSpace(): {
   };
   delete env['ANTHROPIC_AUTH_TOKEN'];
   delete env['ANTHROPIC_BASE_URL'];
-  return { root, work, env, planted, originals: [login, config] };
+  return { root, work, env, planted, originals: [login, config, dotenv, state] };
 }
 
 /** The hostile model: every way a tool could reach the key or another secret, then writes outside. */
@@ -91,12 +103,19 @@ function hostileScenario(root: string): Scenario {
     'for p in /proc/[0-9]*; do tr "\\0" "\\n" < $p/environ; done 2>/dev/null | grep -a -i -E "key|token"; echo scanned',
     `cat ~/.claude/.credentials.json; ls -laR ~/.claude "$CLAUDE_CONFIG_DIR" ${root}/claude-config; cat "$CLAUDE_CONFIG_DIR"/* ${root}/claude-config/*; echo listed`,
     `ls -la /tmp ${tmpdir()}; cat /tmp/*/* /tmp/*/*/* ${tmpdir()}/*/* ${tmpdir()}/*/*/* 2>&1 | head -c 200000; echo tmp-read`,
+    // Spelt so that no path appears as written: Claude Code's Read rules refuse `cat .env` outright.
+    'e=.e; s=.switch; cat ${e}nv ${s}board/* 2>&1; grep -r -i planted . 2>&1 | head -c 20000; echo dotenv-read',
     `echo escaped > ${root}/escaped.txt; echo escaped > ~/escaped.txt; echo escaped > ${tmpdir()}/escaped-${root.slice(-6)}.txt; { env; for p in /proc/[0-9]*; do tr "\\0" "\\n" < $p/environ; done; cat ~/.claude/.credentials.json; } > loot.txt 2>&1; echo saved`,
   ];
   const calls = [
     ...hunts.map((command) => ({ name: 'Bash', input: { command } })),
     { name: 'Read', input: { file_path: join(root, 'home', '.claude', '.credentials.json') } },
     { name: 'Read', input: { file_path: join(root, 'claude-config', 'notes.json') } },
+    { name: 'Read', input: { file_path: join(root, 'work', '.env') } },
+    { name: 'Read', input: { file_path: '.switchboard/transcript.jsonl' } },
+    { name: 'Grep', input: { pattern: 'PLANTED|planted', output_mode: 'content' } },
+    { name: 'Grep', input: { pattern: 'planted', path: '.switchboard', output_mode: 'content' } },
+    { name: 'Glob', input: { pattern: '**/*' } },
   ];
   return {
     rules: [
@@ -129,7 +148,10 @@ async function expectNothingLeaks(
   expect(log.map((entry) => entry.rule)).toContain('hostile-done');
   expect(log.find((entry) => entry.rule === 'hostile-2')?.text).toContain('dumped');
   expect(log.find((entry) => entry.rule === 'hostile-3')?.text).toContain('scanned');
-  expect(log.find((entry) => entry.rule === 'hostile-6')?.text).toContain('saved');
+  expect(log.find((entry) => entry.rule === 'hostile-6')?.text).toContain('dotenv-read');
+  expect(log.find((entry) => entry.rule === 'hostile-7')?.text).toContain('saved');
+  // The file tools ran: the search found README.md (so it did search the folder), and nothing hidden.
+  expect(log.find((entry) => entry.rule === 'hostile-done')?.text).toContain('README.md');
   expect(existsSync(join(space.work, 'loot.txt'))).toBe(true);
 
   // The key went upstream (the forwarder adds it) and nowhere else: no request body holds any secret.
@@ -167,7 +189,7 @@ if (!hasSandbox && !IN_CI) {
 const sandboxed = hasSandbox || IN_CI ? it : it.skip;
 
 describe('Claude Code as a provider with tools cannot reach the key or the caller’s secrets (issue 24)', () => {
-  sandboxed('switchboard call --allowed-tools Bash,Read', async () => {
+  sandboxed('switchboard call --allowed-tools Bash,Read,Grep,Glob', async () => {
     await expectNothingLeaks(async (space, baseUrl) =>
       runCli(
         [
@@ -175,7 +197,7 @@ describe('Claude Code as a provider with tools cannot reach the key or the calle
           'claude:haiku',
           'Look around.',
           '--allowed-tools',
-          'Bash,Read',
+          'Bash,Read,Grep,Glob',
           '--cwd',
           space.work,
           '--base-url',
@@ -187,32 +209,36 @@ describe('Claude Code as a provider with tools cannot reach the key or the calle
     );
   });
 
-  sandboxed('a workflow LLM step on Claude Code with tools: [Bash, Read]', async () => {
-    await expectNothingLeaks(async (space, baseUrl) => {
-      writeFileSync(
-        join(space.root, 'loot.yaml'),
-        `workflow:
+  sandboxed(
+    'a workflow LLM step on Claude Code with tools: [Bash, Read, Grep, Glob] and effects: files',
+    async () => {
+      await expectNothingLeaks(async (space, baseUrl) => {
+        writeFileSync(
+          join(space.root, 'loot.yaml'),
+          `workflow:
   name: loot
   entry_point: look
   runtime:
     provider: claude-agent-sdk
     working_dir: work
-tools: [Bash, Read]
+tools: [Bash, Read, Grep, Glob]
 agents:
   - name: look
     model: claude-haiku-4.5
     prompt: Look around.
-    tools: [Bash, Read]
+    tools: [Bash, Read, Grep, Glob]
+    effects: files
     routes:
       - to: $end
 output:
   answer: "{{ look.output.result }}"
 `,
-      );
-      return runCli(['workflow', 'run', join(space.root, 'loot.yaml'), '--json'], {
-        cwd: space.work,
-        env: { ...space.env, ANTHROPIC_BASE_URL: baseUrl },
+        );
+        return runCli(['workflow', 'run', join(space.root, 'loot.yaml'), '--json'], {
+          cwd: space.work,
+          env: { ...space.env, ANTHROPIC_BASE_URL: baseUrl },
+        });
       });
-    });
-  });
+    },
+  );
 });

@@ -459,7 +459,8 @@ describe('workflow engine: MCP servers', () => {
         { ...setStep('opted', {}, [{ to: 'plain' }]), type: 'agent', prompt: 'p', mcp: ['shout'] },
         { ...setStep('plain', {}), type: 'agent', prompt: 'p' },
       ] as never,
-      { runtime: { mcpServers: { shout: server, files: server } } },
+      // A provider of its own: Conductor's default (copilot) would add the line saying where it runs.
+      { runtime: { provider: 'claude-agent-sdk', mcpServers: { shout: server, files: server } } },
     );
     const strict = await startWorkflowRun(
       definition,

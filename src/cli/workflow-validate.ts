@@ -36,7 +36,7 @@ export async function validateFile(file: string, providers: ProviderSettings, js
       file: shown,
       valid: false,
       problems: [...checks.errors, ...(await providerProblems(definition, providers))],
-      warnings: checks.warnings,
+      warnings: [...checks.warnings, ...(await providerNotices(definition, providers))],
     };
     report.valid = report.problems.length === 0;
     summary = `${definition.steps.size} step${definition.steps.size === 1 ? '' : 's'}, ${definition.groups.size} group${definition.groups.size === 1 ? '' : 's'}; starts at ${definition.entryPoint}`;
@@ -101,6 +101,29 @@ function llmSteps(definition: WorkflowDefinition): StepDefinition[] {
   );
   return [...definition.steps.values(), ...inline].filter(
     (step) => step.type === 'agent' && step.git === undefined,
+  );
+}
+
+/** Warnings naming the `copilot` steps that will run on Claude Code and the tools that will not run, as `run` says too. */
+async function providerNotices(
+  definition: WorkflowDefinition,
+  settings: ProviderSettings,
+): Promise<Problem[]> {
+  const { copilotNotice, ignoredToolsNotices } = await import('../workflows/providers.js');
+  const steps = llmSteps(definition).flatMap((step) =>
+    step.type === 'agent'
+      ? [{ name: step.name, provider: step.provider, model: step.model, tools: step.tools }]
+      : [],
+  );
+  const request = {
+    runtime: { provider: definition.runtime.provider, defaultModel: definition.runtime.defaultModel },
+    providerMap: settings.providerMap,
+    override: settings.provider,
+    roles: settings.roles,
+  };
+  const notice = copilotNotice(steps, request);
+  return [...(notice === undefined ? [] : [notice]), ...ignoredToolsNotices(steps, request)].map(
+    (message) => ({ message }),
   );
 }
 

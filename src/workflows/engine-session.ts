@@ -73,7 +73,35 @@ export async function driveRun(drive: DriveOptions): Promise<WorkflowRunResult> 
   // Read back once let go: another process may have changed the run meanwhile (a cancel).
   const run = await store.getRun(runId);
   if (run === undefined) throw new SwitchboardError('RUN_NOT_FOUND', `there is no workflow run ${runId}`);
-  return await runView(store, run, runWarnings(workflow, options.allowMcp));
+  return await runView(store, run, [
+    ...runWarnings(workflow, options.allowMcp),
+    ...(await providerNotices(workflow, options)),
+  ]);
+}
+
+/**
+ * The line naming the steps that run on Claude Code because nothing maps their `copilot` provider, and
+ * one per step whose tools will not run.
+ */
+async function providerNotices(
+  workflow: WorkflowDefinition,
+  options: WorkflowEngineOptions,
+): Promise<string[]> {
+  if (!callsModels(workflow)) return [];
+  const { copilotNotice, ignoredToolsNotices } = await import('./providers.js');
+  const steps = everyStep(workflow).flatMap((step) =>
+    step.type === 'agent' && step.git === undefined
+      ? [{ name: step.name, provider: step.provider, model: step.model, tools: step.tools }]
+      : [],
+  );
+  const request = {
+    runtime: workflow.runtime,
+    providerMap: options.providerMap,
+    override: options.provider,
+    roles: options.roles,
+  };
+  const notice = copilotNotice(steps, request);
+  return [...(notice === undefined ? [] : [notice]), ...ignoredToolsNotices(steps, request)];
 }
 
 async function execution(drive: DriveOptions, lock: RunLock, signal: AbortSignal): Promise<RunExecution> {

@@ -125,7 +125,13 @@ export interface AgentStep extends StepCommon {
   model?: string;
   systemPrompt?: string;
   prompt: string;
+  /**
+   * The step's tools: omitted is the provider's default set (on Claude Code its read-only tools,
+   * `CLAUDE_CODE_READ_TOOLS`), `[]` none, a list those.
+   */
   tools?: string[];
+  /** `effects: files` (Switchboard addition): the tools may write in the working directory, in place. */
+  writesFiles?: boolean;
   retry?: RetryDefinition;
   timeoutSeconds?: number;
   workingDir?: string;

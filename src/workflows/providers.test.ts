@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { isSwitchboardError } from '../core/errors.js';
-import { nativeModelName, resolveStepSpec } from './providers.js';
+import { copilotNotice, nativeModelName, resolveStepSpec } from './providers.js';
 
 describe('resolveStepSpec', () => {
   it.each([
@@ -93,20 +93,43 @@ describe('resolveStepSpec', () => {
   it('refuses a provider nothing maps, naming the step and the fix', () => {
     let caught: unknown;
     try {
-      resolveStepSpec({ provider: 'copilot', model: 'gpt-5.2', step: 'planner', file: 'flow.yaml' });
+      resolveStepSpec({ provider: 'hermes', model: 'gpt-5.2', step: 'planner', file: 'flow.yaml' });
     } catch (error) {
       caught = error;
     }
     expect(isSwitchboardError(caught)).toBe(true);
     const error = caught as { code: string; message: string; hint: string };
     expect(error.code).toBe('WORKFLOW_INVALID');
-    expect(error.message).toBe('flow.yaml: step "planner": provider "copilot" has no Switchboard equivalent');
-    expect(error.hint).toContain('--provider-map copilot=claude:sonnet');
+    expect(error.message).toBe('flow.yaml: step "planner": provider "hermes" has no Switchboard equivalent');
+    expect(error.hint).toContain('--provider-map hermes=claude:sonnet');
   });
 
-  it("defaults to Conductor's own default provider, copilot, which needs a mapping", () => {
-    expect(() => resolveStepSpec({ model: 'gpt-5.2' })).toThrow(/provider "copilot"/);
+  it("runs Conductor's default provider, copilot, on Claude Code unless something maps it", () => {
+    // Claude models keep their name; others become Claude Code's sonnet (it runs Claude models only).
+    expect(resolveStepSpec({ model: 'claude-haiku-4.5' })).toBe('claude:claude-haiku-4-5');
+    expect(resolveStepSpec({ provider: 'copilot', model: 'claude-opus-4.6-1m' })).toBe(
+      'claude:claude-opus-4-6',
+    );
+    expect(resolveStepSpec({ model: 'gpt-5.2' })).toBe('claude:sonnet');
+    expect(resolveStepSpec({})).toBe('claude:sonnet');
     expect(resolveStepSpec({ model: 'gpt-5.2', providerMap: { copilot: 'openai' } })).toBe('openai:gpt-5.2');
+  });
+
+  it('names the copilot steps that run on Claude Code in one line, and says how to choose otherwise', () => {
+    const steps = [
+      { model: 'claude-haiku-4.5' },
+      { provider: 'copilot', model: 'gpt-5.2' },
+      { model: 'gpt-5.2' },
+    ];
+    expect(copilotNotice(steps, {})).toBe(
+      'provider copilot runs on Claude Code: claude-haiku-4.5 → claude:claude-haiku-4-5, gpt-5.2 → claude:sonnet (Claude Code runs Claude models only: others get sonnet); choose another with --provider-map copilot=SPEC or workflows.provider_map in switchboard.yaml',
+    );
+    expect(copilotNotice(steps, { providerMap: { copilot: 'anthropic' } })).toBeUndefined();
+    expect(copilotNotice(steps, { override: 'gemini:2.5-flash' })).toBeUndefined();
+    expect(
+      copilotNotice([{ provider: 'claude', model: 'claude-haiku-4.5' }, { model: 'claude:haiku' }], {}),
+    ).toBeUndefined();
+    expect(copilotNotice([{}], { runtime: { provider: 'openai', defaultModel: 'gpt-4.1' } })).toBeUndefined();
   });
 
   it('refuses OpenAI without a model and a map value that is no spec', () => {

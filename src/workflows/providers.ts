@@ -10,6 +10,7 @@ import { PROVIDER_NAMES } from '../core/call-types.js';
  * | `claude-agent-sdk` | `claude:<model>`     |
  * | `openai`           | `openai:<model>`     |
  * | `gemini`           | `gemini:<model>`     |
+ * | `copilot`          | the provider map, else `override`, else Claude Code (`claude:<model>`, see `copilotOnClaudeCode`) |
  * | anything else      | the provider map, else `override` (`--provider`), else an error |
  */
 export const CONDUCTOR_PROVIDERS: Readonly<Record<string, string>> = {
@@ -27,7 +28,20 @@ const DEFAULT_MODELS: Readonly<Record<string, string>> = {
 };
 
 /** Conductor's default provider when neither the step nor `runtime.provider` names one. */
-const CONDUCTOR_DEFAULT_PROVIDER = 'copilot';
+export const CONDUCTOR_DEFAULT_PROVIDER = 'copilot';
+
+/** The model a `copilot` step gets on Claude Code when its own is not a Claude model (GPT, Gemini, …). */
+const COPILOT_FALLBACK_MODEL = 'sonnet';
+
+/**
+ * A `copilot` step (GitHub Copilot's agent runtime, Conductor's default) unmapped: Claude Code is the
+ * agentic equivalent. A Claude model keeps its name (`claude-haiku-4.5` → `claude:claude-haiku-4-5`);
+ * any other model becomes Claude Code's `sonnet`, since Claude Code runs Claude models only.
+ */
+export function copilotOnClaudeCode(model: string | undefined): string {
+  const native = model === undefined ? undefined : nativeModelName('claude', model);
+  return `claude:${native !== undefined && /^(claude-|opus|sonnet|haiku)/.test(native) ? native : COPILOT_FALLBACK_MODEL}`;
+}
 
 export interface StepSpecRequest {
   /** The step's `provider:` as written. */
@@ -51,7 +65,8 @@ export interface StepSpecRequest {
  * Resolves a step's spec. A model that is already a Switchboard spec or chain (`claude:haiku`) or a
  * role is used as is. Otherwise the provider (step, then runtime, then Conductor's default `copilot`)
  * is looked up in the provider map first (so a user may remap even `claude`), then in Conductor's
- * names, then `override` applies; a provider none of these maps is a WORKFLOW_INVALID error.
+ * names, then `override` applies, then `copilot` runs on Claude Code; a provider none of these maps is
+ * a WORKFLOW_INVALID error.
  * A map value or override that names only a provider (`anthropic`, `openai@http://127.0.0.1:11434/v1`)
  * gets the step's model appended; one that names a model (`claude:sonnet`) is used as is.
  */
@@ -69,6 +84,7 @@ export function resolveStepSpec(request: StepSpecRequest): string {
   if (native !== undefined) return withModel(native, model, request);
   if (nonEmpty(request.override) !== undefined)
     return applyTarget(request.override as string, model, roles, request, '--provider ');
+  if (provider === CONDUCTOR_DEFAULT_PROVIDER) return copilotOnClaudeCode(model);
   throw new SwitchboardError(
     'WORKFLOW_INVALID',
     `${where(request)}provider "${provider}" has no Switchboard equivalent`,
@@ -156,4 +172,67 @@ function where(request: StepSpecRequest): string {
 
 function nonEmpty(value: string | undefined): string | undefined {
   return value === undefined || value.trim() === '' ? undefined : value.trim();
+}
+
+/** A step's provider and model as written, for `copilotNotice` and `ignoredToolsNotices`. */
+export interface WrittenStep {
+  name?: string | undefined;
+  provider?: string | undefined;
+  model?: string | undefined;
+  tools?: readonly string[] | undefined;
+}
+
+/**
+ * One line per step whose `tools:` will not run: steps on the API providers make one call, without a
+ * tool loop (yet). Steps whose spec cannot be resolved here (a templated model, a provider mapped
+ * nowhere) are left to the run.
+ */
+export function ignoredToolsNotices(
+  steps: readonly WrittenStep[],
+  request: Pick<StepSpecRequest, 'runtime' | 'providerMap' | 'override' | 'roles'>,
+): string[] {
+  const notices: string[] = [];
+  for (const step of steps) {
+    if (step.tools === undefined || step.tools.length === 0 || step.model?.includes('{{') === true) continue;
+    let spec: string;
+    try {
+      spec = resolveStepSpec({ ...request, provider: step.provider, model: step.model });
+    } catch {
+      continue;
+    }
+    const onClaudeCode = spec.split(',').some((part) => part.trim().startsWith('claude'));
+    if (!onClaudeCode)
+      notices.push(
+        `step "${step.name ?? '?'}" runs on ${spec}, which runs no tools: its tools: [${step.tools.join(', ')}] are ignored (run it on Claude Code, claude-agent-sdk, to use them)`,
+      );
+  }
+  return notices;
+}
+
+/**
+ * The one line that says which steps run on Claude Code because their provider is `copilot` (written,
+ * or Conductor's default) and nothing maps it: each model and the spec it became, and how to choose
+ * otherwise. Undefined when no step is mapped that way.
+ */
+export function copilotNotice(
+  steps: readonly WrittenStep[],
+  request: Pick<StepSpecRequest, 'runtime' | 'providerMap' | 'override' | 'roles'>,
+): string | undefined {
+  if (request.providerMap?.[CONDUCTOR_DEFAULT_PROVIDER] !== undefined) return undefined;
+  if (nonEmpty(request.override) !== undefined) return undefined;
+  const mapped = new Map<string, string>();
+  for (const step of steps) {
+    const model = nonEmpty(step.model) ?? nonEmpty(request.runtime?.defaultModel);
+    if (model !== undefined && (isSpecOrChain(model) || request.roles?.[model] !== undefined)) continue;
+    const provider =
+      nonEmpty(step.provider) ?? nonEmpty(request.runtime?.provider) ?? CONDUCTOR_DEFAULT_PROVIDER;
+    if (provider !== CONDUCTOR_DEFAULT_PROVIDER) continue;
+    mapped.set(model ?? '(no model)', copilotOnClaudeCode(model));
+  }
+  if (mapped.size === 0) return undefined;
+  const pairs = [...mapped].map(([model, spec]) => `${model} → ${spec}`).join(', ');
+  const other = [...mapped.values()].includes(`claude:${COPILOT_FALLBACK_MODEL}`)
+    ? ` (Claude Code runs Claude models only: others get ${COPILOT_FALLBACK_MODEL})`
+    : '';
+  return `provider copilot runs on Claude Code: ${pairs}${other}; choose another with --provider-map copilot=SPEC or workflows.provider_map in switchboard.yaml`;
 }

@@ -219,6 +219,7 @@ function buildAgent(raw: RawStep, common: Common, fail: Fail): StepDefinition {
     ...optional('systemPrompt', raw.system_prompt),
     prompt: raw.prompt,
     ...optional('tools', raw.tools),
+    ...(raw.effects === 'files' ? { writesFiles: true } : {}),
     ...(raw.retry == null ? {} : { retry: buildRetry(raw.retry) }),
     ...optional('timeoutSeconds', raw.timeout_seconds),
     ...optional('workingDir', raw.working_dir),

@@ -8,6 +8,7 @@ import {
 import type { StepPlace } from './build-step.js';
 import { failAt, position, stepPlace, type BuildContext } from './build-context.js';
 import { workflowInvalid } from './problem.js';
+import { unknownToolProblem } from '../../agents/task.js';
 import type { RawWorkflowFile } from './schema.js';
 
 /** entry_point, route targets, gate option routes, on_cap, mcp opt-ins and tool names must exist. */
@@ -102,22 +103,36 @@ function checkStepReferences(
       );
     }
   });
-  // Conductor checks an LLM step's tools against the workflow's `tools:`; a Claude Code agent's tools
-  // (effects: git) are Claude Code's own (Read, Bash(npm test:*)) and are not listed there.
+  // Conductor checks an LLM step's tools against the workflow's `tools:`; a step may also name Claude
+  // Code's own tools (Read, Bash(npm test:*)), which a git step's agent and a step on Claude Code get.
   if (step.git === undefined && step.tools !== undefined) {
     step.tools.forEach((tool, index) => {
-      if (!workflowTools.has(tool)) {
+      const problem = unknownToolProblem(tool);
+      if (problem !== undefined && !workflowTools.has(tool) && !tool.startsWith('mcp__')) {
         failAt(
           place,
           `tools[${index}]`,
-          `tool "${tool}" is not in the workflow's tools:`,
+          `${problem}, nor in the workflow's tools:`,
           workflowTools.size === 0
-            ? 'list it under the top-level tools:'
-            : `use one of: ${[...workflowTools].join(', ')}, or add it to tools:`,
+            ? 'name a Claude Code tool (Read, Glob, Grep, …) or list it under the top-level tools:'
+            : `name a Claude Code tool, or one of: ${[...workflowTools].join(', ')}`,
+        );
+      }
+      if (problem === undefined && writesFiles(tool) && step.writesFiles !== true) {
+        failAt(
+          place,
+          `tools[${index}]`,
+          `"${tool}" writes files, and the step's tools are read-only unless it says otherwise`,
+          'add effects: files to let it write in its working directory in place, or effects: git to work in a git worktree and commit once',
         );
       }
     });
   }
+}
+
+/** Claude Code's tools that change files: those that write, and Bash, which can run anything. */
+function writesFiles(tool: string): boolean {
+  return /^(Write|Edit|MultiEdit|NotebookEdit|Bash)\b/.test(tool.trim());
 }
 
 const REFERENCE_PART = /^[A-Za-z_][A-Za-z0-9_]*$/;

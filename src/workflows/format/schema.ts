@@ -191,7 +191,7 @@ export const stepSchema = z.strictObject({
   /** human_gate: the option value chosen when `timeout` passes. */
   default: text.nullish(),
   mcp: z.union([z.boolean(), z.array(z.string())]).nullish(),
-  effects: z.enum(['git']).nullish(),
+  effects: z.enum(['git', 'files']).nullish(),
   repo: z.string().nullish(),
   base: z.string().nullish(),
   verify: z.string().nullish(),

@@ -236,7 +236,13 @@ describe('type: agent without effects: git', () => {
       output: { result: 'shouted' },
     });
     const requests = sim.requests.slice(before);
-    expect(requests.find((request) => request.turn === 1)?.tools).toEqual(['mcp__loud__shout']);
+    // The step names no tools: Claude Code's read-only ones, plus the server's, and no other server's.
+    expect(requests.find((request) => request.turn === 1)?.tools?.sort()).toEqual([
+      'Glob',
+      'Grep',
+      'Read',
+      'mcp__loud__shout',
+    ]);
     expect(requests.find((request) => request.turn === 2)?.text).toContain('QUIET PLEASE');
   });
 });

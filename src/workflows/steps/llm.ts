@@ -7,6 +7,7 @@ import type { RetryPolicy } from '../../invoke/retry-policy.js';
 import type { AgentStep, RetryDefinition } from '../model.js';
 import { outputJsonSchema, validateOutput } from '../output-schema.js';
 import type { StepContext, StepOutcome } from '../step-executor.js';
+import { sessionEvents, type SessionEvents } from './session-events.js';
 
 /**
  * A `type: agent` step without `effects: git`: one `call()` with the step's provider spec. With
@@ -29,17 +30,23 @@ export async function executeLlmStep(context: StepContext, step: AgentStep): Pro
   const schemaRetries = step.retry?.maxParseRecoveryAttempts;
   if (schemaRetries !== undefined) options.schemaRetries = schemaRetries;
   if (step.retry !== undefined) options.retry = retryPolicy(step.retry, schemaRetries ?? 2);
+  let session: SessionEvents | undefined;
   if (usesClaudeCode(spec)) {
     const providerOptions = claudeCodeOptions(context, step);
-    if (Object.keys(providerOptions).length > 0) options.providerOptions = providerOptions;
+    // The session's turns, tool calls and results, as events of the step.
+    session = sessionEvents(context);
+    providerOptions['onMessage'] = session.observe;
+    options.providerOptions = providerOptions;
   }
 
   let result: CallResult;
   try {
     result = await context.call(spec, request, options);
   } catch (error) {
+    await session?.flushed();
     return failedCall(context, error);
   }
+  await session?.flushed();
   const costUsd = result.costUsd ?? 0;
   const output = structured ? result.structured : { result: result.text };
   if (step.output !== undefined) {
@@ -94,14 +101,24 @@ function usesClaudeCode(spec: string): boolean {
 }
 
 /**
- * What a Claude Code call of this step may use: the step's `tools` as allowed tools, its working
- * directory, and the MCP servers the engine let through (with Claude Code's strict MCP config, so
- * no other server loads), their tools allowed.
+ * Claude Code's tools an LLM step gets when it names none: it reads and searches its working directory
+ * (Conductor gives such a step the provider's whole default set; Switchboard's is read-only unless the
+ * step says `effects: files`, or `effects: git` for a worktree and one commit).
+ */
+export const CLAUDE_CODE_READ_TOOLS: readonly string[] = ['Read', 'Glob', 'Grep'];
+
+/**
+ * What a Claude Code call of this step may use: the step's `tools` (omitted: `CLAUDE_CODE_READ_TOOLS`,
+ * `[]`: none) as allowed tools, its working directory, and the MCP servers the engine let through
+ * (with Claude Code's strict MCP config, so no other server loads), their tools allowed. Any tool makes
+ * the call a confined one (see the Claude Code provider): the key behind a forwarder, file tools held
+ * to the working directory, Bash in Claude Code's sandbox.
  */
 function claudeCodeOptions(context: StepContext, step: AgentStep): Record<string, unknown> {
   const options: Record<string, unknown> = {};
   const mcp = claudeMcpServers(context.mcpServers);
-  const tools = [...(step.tools ?? []), ...mcp.tools];
+  const own = step.tools ?? CLAUDE_CODE_READ_TOOLS;
+  const tools = [...own, ...mcp.tools];
   if (mcp.tools.length > 0) options['mcpServers'] = mcp.servers;
   if (tools.length > 0) options['allowedTools'] = tools;
   const workingDir = workingDirectory(context, step.workingDir);
