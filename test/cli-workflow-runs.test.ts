@@ -510,7 +510,7 @@ output:
   name: ask
   entry_point: ask
   runtime:
-    provider: hermes
+    provider: acme
 agents:
   - name: ask
     prompt: Hello
@@ -521,7 +521,7 @@ agents:
       const result = await space.run(['workflow', 'run', 'ask.yaml']);
       expect(result.status, result.stderr).toBe(EXIT_CODES.WORKFLOW_INVALID);
       expect(result.stderr.trimEnd().split('\n').at(-1)).toMatch(
-        /^switchboard: .*ask.*hermes.*\(.*--provider-map.*\)$/,
+        /^switchboard: .*ask.*acme.*\(.*--provider-map.*\)$/,
       );
     },
   );

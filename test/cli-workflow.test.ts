@@ -192,7 +192,7 @@ agents:
   name: ask
   entry_point: ask
   runtime:
-    provider: hermes
+    provider: acme
 agents:
   - name: ask
     model: claude-haiku-4.5
@@ -203,13 +203,10 @@ agents:
     const cwd = withFile(file);
     const unmapped = await run(['workflow', 'validate', 'flow.yaml'], cwd);
     expect(unmapped.status).toBe(EXIT_CODES.WORKFLOW_INVALID);
-    expect(unmapped.stdout).toMatch(/^error {4}ask: field "provider": .*hermes.*--provider-map/m);
-    const mapped = await run(
-      ['workflow', 'validate', 'flow.yaml', '--provider-map', 'hermes=anthropic'],
-      cwd,
-    );
+    expect(unmapped.stdout).toMatch(/^error {4}ask: field "provider": .*acme.*--provider-map/m);
+    const mapped = await run(['workflow', 'validate', 'flow.yaml', '--provider-map', 'acme=anthropic'], cwd);
     expect(mapped.status, mapped.stdout).toBe(0);
-    writeFileSync(join(cwd, 'switchboard.yaml'), 'workflows:\n  provider_map:\n    hermes: claude:haiku\n');
+    writeFileSync(join(cwd, 'switchboard.yaml'), 'workflows:\n  provider_map:\n    acme: claude:haiku\n');
     const configured = await run(['workflow', 'validate', 'flow.yaml'], cwd);
     expect(configured.status, configured.stdout).toBe(0);
   });

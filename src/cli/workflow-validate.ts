@@ -109,7 +109,7 @@ async function providerNotices(
   definition: WorkflowDefinition,
   settings: ProviderSettings,
 ): Promise<Problem[]> {
-  const { copilotNotice, ignoredToolsNotices } = await import('../workflows/providers.js');
+  const { agentRuntimeNotices, ignoredToolsNotices } = await import('../workflows/providers.js');
   const steps = llmSteps(definition).flatMap((step) =>
     step.type === 'agent'
       ? [{ name: step.name, provider: step.provider, model: step.model, tools: step.tools }]
@@ -121,10 +121,9 @@ async function providerNotices(
     override: settings.provider,
     roles: settings.roles,
   };
-  const notice = copilotNotice(steps, request);
-  return [...(notice === undefined ? [] : [notice]), ...ignoredToolsNotices(steps, request)].map(
-    (message) => ({ message }),
-  );
+  return [...agentRuntimeNotices(steps, request), ...ignoredToolsNotices(steps, request)].map((message) => ({
+    message,
+  }));
 }
 
 /** A problem for each LLM step whose provider nothing maps (templated models are left to run time). */

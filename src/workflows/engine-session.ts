@@ -88,7 +88,7 @@ async function providerNotices(
   options: WorkflowEngineOptions,
 ): Promise<string[]> {
   if (!callsModels(workflow)) return [];
-  const { copilotNotice, ignoredToolsNotices } = await import('./providers.js');
+  const { agentRuntimeNotices, ignoredToolsNotices } = await import('./providers.js');
   const steps = everyStep(workflow).flatMap((step) =>
     step.type === 'agent' && step.git === undefined
       ? [{ name: step.name, provider: step.provider, model: step.model, tools: step.tools }]
@@ -100,8 +100,7 @@ async function providerNotices(
     override: options.provider,
     roles: options.roles,
   };
-  const notice = copilotNotice(steps, request);
-  return [...(notice === undefined ? [] : [notice]), ...ignoredToolsNotices(steps, request)];
+  return [...agentRuntimeNotices(steps, request), ...ignoredToolsNotices(steps, request)];
 }
 
 async function execution(drive: DriveOptions, lock: RunLock, signal: AbortSignal): Promise<RunExecution> {

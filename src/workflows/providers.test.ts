@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { isSwitchboardError } from '../core/errors.js';
-import { copilotNotice, nativeModelName, resolveStepSpec } from './providers.js';
+import { agentRuntimeNotices, nativeModelName, resolveStepSpec } from './providers.js';
 
 describe('resolveStepSpec', () => {
   it.each([
@@ -93,18 +93,20 @@ describe('resolveStepSpec', () => {
   it('refuses a provider nothing maps, naming the step and the fix', () => {
     let caught: unknown;
     try {
-      resolveStepSpec({ provider: 'hermes', model: 'gpt-5.2', step: 'planner', file: 'flow.yaml' });
+      resolveStepSpec({ provider: 'acme', model: 'gpt-5.2', step: 'planner', file: 'flow.yaml' });
     } catch (error) {
       caught = error;
     }
     expect(isSwitchboardError(caught)).toBe(true);
     const error = caught as { code: string; message: string; hint: string };
     expect(error.code).toBe('WORKFLOW_INVALID');
-    expect(error.message).toBe('flow.yaml: step "planner": provider "hermes" has no Switchboard equivalent');
-    expect(error.hint).toContain('--provider-map hermes=claude:sonnet');
+    expect(error.message).toBe('flow.yaml: step "planner": provider "acme" has no Switchboard equivalent');
+    expect(error.hint).toContain('--provider-map acme=claude:sonnet');
   });
 
-  it("runs Conductor's default provider, copilot, on Claude Code unless something maps it", () => {
+  it("runs Conductor's default provider, copilot, and its other agent runtimes on Claude Code unless something maps them", () => {
+    expect(resolveStepSpec({ provider: 'hermes', model: 'gpt-4.1' })).toBe('claude:sonnet');
+    expect(resolveStepSpec({ provider: 'aca', model: 'claude-opus-4.8' })).toBe('claude:claude-opus-4-8');
     // Claude models keep their name; others become Claude Code's sonnet (it runs Claude models only).
     expect(resolveStepSpec({ model: 'claude-haiku-4.5' })).toBe('claude:claude-haiku-4-5');
     expect(resolveStepSpec({ provider: 'copilot', model: 'claude-opus-4.6-1m' })).toBe(
@@ -115,21 +117,27 @@ describe('resolveStepSpec', () => {
     expect(resolveStepSpec({ model: 'gpt-5.2', providerMap: { copilot: 'openai' } })).toBe('openai:gpt-5.2');
   });
 
-  it('names the copilot steps that run on Claude Code in one line, and says how to choose otherwise', () => {
+  it('names the steps of each agent runtime that run on Claude Code in one line, and says how to choose otherwise', () => {
     const steps = [
       { model: 'claude-haiku-4.5' },
       { provider: 'copilot', model: 'gpt-5.2' },
       { model: 'gpt-5.2' },
+      { provider: 'hermes', model: 'anthropic/claude-sonnet-4' },
     ];
-    expect(copilotNotice(steps, {})).toBe(
+    expect(agentRuntimeNotices(steps, {})).toEqual([
       'provider copilot runs on Claude Code: claude-haiku-4.5 → claude:claude-haiku-4-5, gpt-5.2 → claude:sonnet (Claude Code runs Claude models only: others get sonnet); choose another with --provider-map copilot=SPEC or workflows.provider_map in switchboard.yaml',
-    );
-    expect(copilotNotice(steps, { providerMap: { copilot: 'anthropic' } })).toBeUndefined();
-    expect(copilotNotice(steps, { override: 'gemini:2.5-flash' })).toBeUndefined();
+      'provider hermes runs on Claude Code: anthropic/claude-sonnet-4 → claude:claude-sonnet-4; choose another with --provider-map hermes=SPEC or workflows.provider_map in switchboard.yaml',
+    ]);
+    expect(agentRuntimeNotices(steps, { providerMap: { copilot: 'anthropic' } })).toEqual([
+      expect.stringMatching(/^provider hermes /),
+    ]);
+    expect(agentRuntimeNotices(steps, { override: 'gemini:2.5-flash' })).toEqual([]);
     expect(
-      copilotNotice([{ provider: 'claude', model: 'claude-haiku-4.5' }, { model: 'claude:haiku' }], {}),
-    ).toBeUndefined();
-    expect(copilotNotice([{}], { runtime: { provider: 'openai', defaultModel: 'gpt-4.1' } })).toBeUndefined();
+      agentRuntimeNotices([{ provider: 'claude', model: 'claude-haiku-4.5' }, { model: 'claude:haiku' }], {}),
+    ).toEqual([]);
+    expect(agentRuntimeNotices([{}], { runtime: { provider: 'openai', defaultModel: 'gpt-4.1' } })).toEqual(
+      [],
+    );
   });
 
   it('refuses OpenAI without a model and a map value that is no spec', () => {

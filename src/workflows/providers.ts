@@ -10,7 +10,7 @@ import { PROVIDER_NAMES } from '../core/call-types.js';
  * | `claude-agent-sdk` | `claude:<model>`     |
  * | `openai`           | `openai:<model>`     |
  * | `gemini`           | `gemini:<model>`     |
- * | `copilot`          | the provider map, else `override`, else Claude Code (`claude:<model>`, see `copilotOnClaudeCode`) |
+ * | `copilot`, `hermes`, `aca` | the provider map, else `override`, else Claude Code (`claude:<model>`, see `copilotOnClaudeCode`) |
  * | anything else      | the provider map, else `override` (`--provider`), else an error |
  */
 export const CONDUCTOR_PROVIDERS: Readonly<Record<string, string>> = {
@@ -29,6 +29,13 @@ const DEFAULT_MODELS: Readonly<Record<string, string>> = {
 
 /** Conductor's default provider when neither the step nor `runtime.provider` names one. */
 export const CONDUCTOR_DEFAULT_PROVIDER = 'copilot';
+
+/**
+ * Conductor's agent runtimes (GitHub Copilot's, Nous Research's Hermes Agent, an agent in Azure
+ * Container Apps sessions): with no Switchboard equivalent of their own, their steps run on Claude
+ * Code, the agentic equivalent, unless the provider map or `--provider` says otherwise.
+ */
+export const AGENT_RUNTIMES: readonly string[] = [CONDUCTOR_DEFAULT_PROVIDER, 'hermes', 'aca'];
 
 /** The model a `copilot` step gets on Claude Code when its own is not a Claude model (GPT, Gemini, …). */
 const COPILOT_FALLBACK_MODEL = 'sonnet';
@@ -84,7 +91,7 @@ export function resolveStepSpec(request: StepSpecRequest): string {
   if (native !== undefined) return withModel(native, model, request);
   if (nonEmpty(request.override) !== undefined)
     return applyTarget(request.override as string, model, roles, request, '--provider ');
-  if (provider === CONDUCTOR_DEFAULT_PROVIDER) return copilotOnClaudeCode(model);
+  if (AGENT_RUNTIMES.includes(provider)) return copilotOnClaudeCode(model);
   throw new SwitchboardError(
     'WORKFLOW_INVALID',
     `${where(request)}provider "${provider}" has no Switchboard equivalent`,
@@ -174,7 +181,7 @@ function nonEmpty(value: string | undefined): string | undefined {
   return value === undefined || value.trim() === '' ? undefined : value.trim();
 }
 
-/** A step's provider and model as written, for `copilotNotice` and `ignoredToolsNotices`. */
+/** A step's provider and model as written, for `agentRuntimeNotices` and `ignoredToolsNotices`. */
 export interface WrittenStep {
   name?: string | undefined;
   provider?: string | undefined;
@@ -210,29 +217,31 @@ export function ignoredToolsNotices(
 }
 
 /**
- * The one line that says which steps run on Claude Code because their provider is `copilot` (written,
- * or Conductor's default) and nothing maps it: each model and the spec it became, and how to choose
- * otherwise. Undefined when no step is mapped that way.
+ * One line per agent runtime (`copilot`, written or Conductor's default, `hermes`, `aca`) whose steps
+ * run on Claude Code because nothing maps it: each model and the spec it became, and how to choose
+ * otherwise. Empty when no step is mapped that way.
  */
-export function copilotNotice(
+export function agentRuntimeNotices(
   steps: readonly WrittenStep[],
   request: Pick<StepSpecRequest, 'runtime' | 'providerMap' | 'override' | 'roles'>,
-): string | undefined {
-  if (request.providerMap?.[CONDUCTOR_DEFAULT_PROVIDER] !== undefined) return undefined;
-  if (nonEmpty(request.override) !== undefined) return undefined;
-  const mapped = new Map<string, string>();
+): string[] {
+  if (nonEmpty(request.override) !== undefined) return [];
+  const mapped = new Map<string, Map<string, string>>();
   for (const step of steps) {
     const model = nonEmpty(step.model) ?? nonEmpty(request.runtime?.defaultModel);
     if (model !== undefined && (isSpecOrChain(model) || request.roles?.[model] !== undefined)) continue;
     const provider =
       nonEmpty(step.provider) ?? nonEmpty(request.runtime?.provider) ?? CONDUCTOR_DEFAULT_PROVIDER;
-    if (provider !== CONDUCTOR_DEFAULT_PROVIDER) continue;
-    mapped.set(model ?? '(no model)', copilotOnClaudeCode(model));
+    if (!AGENT_RUNTIMES.includes(provider) || request.providerMap?.[provider] !== undefined) continue;
+    const models = mapped.get(provider) ?? new Map<string, string>();
+    models.set(model ?? '(no model)', copilotOnClaudeCode(model));
+    mapped.set(provider, models);
   }
-  if (mapped.size === 0) return undefined;
-  const pairs = [...mapped].map(([model, spec]) => `${model} → ${spec}`).join(', ');
-  const other = [...mapped.values()].includes(`claude:${COPILOT_FALLBACK_MODEL}`)
-    ? ` (Claude Code runs Claude models only: others get ${COPILOT_FALLBACK_MODEL})`
-    : '';
-  return `provider copilot runs on Claude Code: ${pairs}${other}; choose another with --provider-map copilot=SPEC or workflows.provider_map in switchboard.yaml`;
+  return [...mapped].map(([provider, models]) => {
+    const pairs = [...models].map(([model, spec]) => `${model} → ${spec}`).join(', ');
+    const other = [...models.values()].includes(`claude:${COPILOT_FALLBACK_MODEL}`)
+      ? ` (Claude Code runs Claude models only: others get ${COPILOT_FALLBACK_MODEL})`
+      : '';
+    return `provider ${provider} runs on Claude Code: ${pairs}${other}; choose another with --provider-map ${provider}=SPEC or workflows.provider_map in switchboard.yaml`;
+  });
 }
