@@ -1,14 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import {
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  realpathSync,
-  statSync,
-  writeFileSync,
-} from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -17,6 +9,7 @@ import type { Scenario } from '../src/sim/scenario.js';
 import type { SimLogEntry } from '../src/sim/server.js';
 import { claudeProcessIds, waitForNoNewClaudeProcesses } from './helpers/claude.js';
 import { createRepository, git } from './helpers/git-repo.js';
+import { filesHolding } from './helpers/planted.js';
 import { runCli, type CliRun } from './helpers/run-cli.js';
 
 // "No secret in any output", as an auditor checks it: distinct fake keys for every provider, a custom
@@ -164,32 +157,7 @@ afterAll(async () => {
 
 /** Every file under `directory`, except the test's own inputs, with the planted secrets each one holds. */
 function filesHoldingSecrets(directory: string): string[] {
-  const skip = [inputs, join(repo, '.env')];
-  const found: string[] = [];
-  const walk = (folder: string): void => {
-    let names: string[];
-    try {
-      names = readdirSync(folder);
-    } catch {
-      return; // Another test's folder, gone meanwhile.
-    }
-    for (const name of names) {
-      const path = join(folder, name);
-      if (skip.includes(path)) continue;
-      try {
-        const stat = statSync(path);
-        if (stat.isDirectory()) walk(path);
-        else if (stat.isFile()) {
-          const bytes = readFileSync(path);
-          for (const secret of secrets) if (bytes.includes(secret)) found.push(`${path}: ${secret}`);
-        }
-      } catch {
-        // Gone meanwhile (another test's temporary file).
-      }
-    }
-  };
-  walk(directory);
-  return found;
+  return filesHolding(directory, secrets, [inputs, join(repo, '.env')]);
 }
 
 const anthropicFingerprint = `sha256:${createHash('sha256').update(planted.ANTHROPIC_API_KEY).digest('hex').slice(0, 12)}`;

@@ -109,21 +109,14 @@ async function providerNotices(
   definition: WorkflowDefinition,
   settings: ProviderSettings,
 ): Promise<Problem[]> {
-  const { agentRuntimeNotices, ignoredToolsNotices } = await import('../workflows/providers.js');
-  const steps = llmSteps(definition).flatMap((step) =>
-    step.type === 'agent'
-      ? [{ name: step.name, provider: step.provider, model: step.model, tools: step.tools }]
-      : [],
-  );
-  const request = {
+  const { stepProviderNotices } = await import('../workflows/providers.js');
+  const notices = stepProviderNotices(llmSteps(definition), {
     runtime: { provider: definition.runtime.provider, defaultModel: definition.runtime.defaultModel },
     providerMap: settings.providerMap,
     override: settings.provider,
     roles: settings.roles,
-  };
-  return [...agentRuntimeNotices(steps, request), ...ignoredToolsNotices(steps, request)].map((message) => ({
-    message,
-  }));
+  });
+  return notices.map((message) => ({ message }));
 }
 
 /** A problem for each LLM step whose provider nothing maps (templated models are left to run time). */

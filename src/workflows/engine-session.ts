@@ -80,27 +80,21 @@ export async function driveRun(drive: DriveOptions): Promise<WorkflowRunResult> 
 }
 
 /**
- * The line naming the steps that run on Claude Code because nothing maps their `copilot` provider, and
- * one per step whose tools will not run.
+ * What the run says of its LLM steps: those that run on Claude Code for want of a provider mapping, and
+ * those whose tools will not run (see `stepProviderNotices`).
  */
 async function providerNotices(
   workflow: WorkflowDefinition,
   options: WorkflowEngineOptions,
 ): Promise<string[]> {
   if (!callsModels(workflow)) return [];
-  const { agentRuntimeNotices, ignoredToolsNotices } = await import('./providers.js');
-  const steps = everyStep(workflow).flatMap((step) =>
-    step.type === 'agent' && step.git === undefined
-      ? [{ name: step.name, provider: step.provider, model: step.model, tools: step.tools }]
-      : [],
-  );
-  const request = {
+  const { stepProviderNotices } = await import('./providers.js');
+  return stepProviderNotices(everyStep(workflow), {
     runtime: workflow.runtime,
     providerMap: options.providerMap,
     override: options.provider,
     roles: options.roles,
-  };
-  return [...agentRuntimeNotices(steps, request), ...ignoredToolsNotices(steps, request)];
+  });
 }
 
 async function execution(drive: DriveOptions, lock: RunLock, signal: AbortSignal): Promise<RunExecution> {

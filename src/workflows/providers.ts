@@ -1,5 +1,6 @@
 import { SwitchboardError } from '../core/errors.js';
-import { PROVIDER_NAMES } from '../core/call-types.js';
+import { parseProviderChain, PROVIDER_NAMES } from '../core/call-types.js';
+import type { StepDefinition } from './model.js';
 
 /**
  * A workflow step's Conductor provider and model → the Switchboard spec `call()` takes.
@@ -207,8 +208,7 @@ export function ignoredToolsNotices(
     } catch {
       continue;
     }
-    const onClaudeCode = spec.split(',').some((part) => part.trim().startsWith('claude'));
-    if (!onClaudeCode)
+    if (!usesClaudeCode(spec))
       notices.push(
         `step "${step.name ?? '?'}" runs on ${spec}, which runs no tools: its tools: [${step.tools.join(', ')}] are ignored (run it on Claude Code, claude-agent-sdk, to use them)`,
       );
@@ -244,4 +244,30 @@ export function agentRuntimeNotices(
       : '';
     return `provider ${provider} runs on Claude Code: ${pairs}${other}; choose another with --provider-map ${provider}=SPEC or workflows.provider_map in switchboard.yaml`;
   });
+}
+
+/** Whether a spec or chain has Claude Code (`claude:`) in it; a bad spec is left to `call()` to report. */
+export function usesClaudeCode(spec: string): boolean {
+  try {
+    return parseProviderChain(spec).some((entry) => entry.provider === 'claude');
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * What `run` and `validate` say of a workflow's LLM steps (the agent steps without `effects: git`):
+ * which run on Claude Code for want of a mapping (`agentRuntimeNotices`), and whose tools will not run
+ * (`ignoredToolsNotices`).
+ */
+export function stepProviderNotices(
+  steps: readonly StepDefinition[],
+  request: Pick<StepSpecRequest, 'runtime' | 'providerMap' | 'override' | 'roles'>,
+): string[] {
+  const written = steps.flatMap((step) =>
+    step.type === 'agent' && step.git === undefined
+      ? [{ name: step.name, provider: step.provider, model: step.model, tools: step.tools }]
+      : [],
+  );
+  return [...agentRuntimeNotices(written, request), ...ignoredToolsNotices(written, request)];
 }

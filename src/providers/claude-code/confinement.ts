@@ -158,9 +158,9 @@ const DOT_ENV = /^\.env(\..+)?$/;
  * The secrets inside a working folder that is not a worktree, for the tools of a Claude Code process
  * started there: the `.env` files in it and in every folder Switchboard loaded a `.env` from, and
  * Switchboard's state folder (its ledger, transcripts and other runs): `.switchboard` in it, and
- * `stateDir` or `SWITCHBOARD_STATE_DIR` when given.
+ * `SWITCHBOARD_STATE_DIR` when set.
  */
-export function secretPaths(cwd: string, stateDir?: string): string[] {
+export function secretPaths(cwd: string): string[] {
   const paths = new Set<string>();
   for (const folder of [cwd, ...secretFolderList()]) {
     let names: string[];
@@ -171,7 +171,7 @@ export function secretPaths(cwd: string, stateDir?: string): string[] {
     }
     for (const name of names) if (DOT_ENV.test(name)) paths.add(join(folder, name));
   }
-  for (const state of [join(cwd, '.switchboard'), stateDir, process.env['SWITCHBOARD_STATE_DIR']]) {
+  for (const state of [join(cwd, '.switchboard'), process.env['SWITCHBOARD_STATE_DIR']]) {
     if (state !== undefined && state !== '' && existsSync(resolve(cwd, state)))
       paths.add(resolve(cwd, state));
   }

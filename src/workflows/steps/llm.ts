@@ -1,11 +1,12 @@
 import { isAbsolute, resolve } from 'node:path';
-import { parseProviderChain, type CallRequest, type CallResult } from '../../core/call-types.js';
+import type { CallRequest, CallResult } from '../../core/call-types.js';
 import { isSwitchboardError } from '../../core/errors.js';
 import { claudeMcpConfig, type ClaudeMcpConfig, type McpServerEntry } from '../../agents/mcp-servers.js';
 import type { CallOptions } from '../../invoke/call.js';
 import type { RetryPolicy } from '../../invoke/retry-policy.js';
 import type { AgentStep, RetryDefinition } from '../model.js';
 import { outputJsonSchema, validateOutput } from '../output-schema.js';
+import { usesClaudeCode } from '../providers.js';
 import type { StepContext, StepOutcome } from '../step-executor.js';
 import { sessionEvents, type SessionEvents } from './session-events.js';
 
@@ -90,14 +91,6 @@ export function stepTimeoutMs(context: StepContext, timeoutSeconds: number | und
   if (context.deadline === undefined) return own;
   const left = Math.max(1, context.deadline - Date.now());
   return own === undefined ? left : Math.min(own, left);
-}
-
-function usesClaudeCode(spec: string): boolean {
-  try {
-    return parseProviderChain(spec).some((entry) => entry.provider === 'claude');
-  } catch {
-    return false; // call() reports the bad spec itself.
-  }
 }
 
 /**
