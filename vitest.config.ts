@@ -26,6 +26,11 @@ export default defineConfig({
   test: {
     globalSetup: ['test/build-once.ts', 'test/postgres-server.ts', 'test/temp-root.ts'],
     maxWorkers: testWorkers(),
+    // A worker process runs one test file after another without re-importing the modules each time:
+    // about 0.8 CPU-seconds a file saved, a sixth of the suite's time on 2 cores. test/file-temp.ts
+    // gives every file the environment, working folder and a TMPDIR of its own all the same.
+    isolate: false,
+    unstubEnvs: true,
     testTimeout: 60_000,
     hookTimeout: 60_000,
     sequence: { sequencer: LongestFirst },
