@@ -12,6 +12,7 @@ import { agentCliSuite, verifyGate, type RunJson } from './helpers/agent-cli.js'
 import { waitForNoNewClaudeProcesses } from './helpers/claude.js';
 import { storeNeutral } from './helpers/passes.js';
 import { git } from './helpers/git-repo.js';
+import { costOf } from '../src/core/prices.js';
 
 // `switchboard agent` as a user runs it: the built CLI, real git in temporary repositories, the real
 // Claude Code binary against `switchboard sim` on loopback, executing the tool calls the scenario scripts.
@@ -52,35 +53,61 @@ describe('switchboard agent run', () => {
     console.log(`agent run, one turn + verify + merge: ${wall} ms wall, ${run.durationMs} ms in the runner`);
   });
 
-  it('retries a failed verify with the failure fed back in the next prompt, then passes', async () => {
+  it('retries a failed verify with the failure fed back in the next prompt, then passes, paying each answer once', async () => {
+    // Every answer reports the same usage, so the run costs the answers the simulator gave at list price.
+    const usage = { input: 1_000, output: 100 };
     const f = await fixture({
       rules: [
         {
           name: 'fix',
           match: { text: 'missing fixed.txt' },
           times: 1,
-          reply: { tool: { name: 'Write', input: { file_path: 'fixed.txt', content: 'ok\n' } } },
+          reply: { tool: { name: 'Write', input: { file_path: 'fixed.txt', content: 'ok\n' } }, usage },
         },
         {
           name: 'first',
           match: { turn: 1 },
           times: 1,
-          reply: { tool: { name: 'Write', input: { file_path: 'wrong.txt', content: 'no\n' } } },
+          reply: { tool: { name: 'Write', input: { file_path: 'wrong.txt', content: 'no\n' } }, usage },
         },
       ],
-      fallback: { text: 'done' },
+      fallback: { text: 'done', usage },
     });
     const task = f.task('task', {
       id: 'retry',
       title: 'Make fixed.txt',
       verify: 'test -f fixed.txt || { echo "missing fixed.txt"; exit 1; }',
     });
-    const result = await f.run(['agent', 'run', '--task', task, '--retry-delay', '0.05', '--json']);
+    // A model both Claude Code's price table and Switchboard's know.
+    const model = 'claude-sonnet-4-5';
+    const result = await f.run([
+      'agent',
+      'run',
+      '--task',
+      task,
+      '--retry-delay',
+      '0.05',
+      '--model',
+      model,
+      '--json',
+    ]);
     expect(result.status, result.stderr).toBe(0);
-    expect(JSON.parse(result.stdout)).toMatchObject({ ok: true, attempts: 2 });
+    const run = JSON.parse(result.stdout) as RunJson;
+    expect(run).toMatchObject({ ok: true, attempts: 2 });
     const fix = simLog().find((entry) => entry.rule === 'fix');
     expect(fix?.text).toContain('missing fixed.txt');
     expect(existsSync(join(f.repo, 'fixed.txt'))).toBe(true);
+    // The second attempt resumes the first one's session, whose total Claude Code restores: the run
+    // counts each answer once all the same.
+    const answers = simLog().filter((entry) => entry.outcome === 'reply');
+    expect(answers.length).toBeGreaterThanOrEqual(4);
+    const each = costOf(model, {
+      inputTokens: usage.input,
+      outputTokens: usage.output,
+      cacheReadTokens: 0,
+      cacheWriteTokens: 0,
+    })!;
+    expect(run.costUsd).toBeCloseTo(answers.length * each, 6);
   });
 
   storeNeutral(

@@ -15,6 +15,7 @@ import { loadAgentSdk } from '../providers/claude-code/agent-sdk.js';
 import type { ForwardedUsage } from '../providers/claude-code/key-forwarder.js';
 import { startConfinement, type Confinement } from '../providers/claude-code/confinement.js';
 import { realOrResolved } from './paths.js';
+import { resumedSessionCost } from './session-cost.js';
 import { PROCESS_TAG_VARIABLE } from './processes.js';
 import { costOf } from '../core/prices.js';
 import { redactDeep, redactSecrets, registerSecret } from '../core/secrets.js';
@@ -261,6 +262,8 @@ class AgentSession {
   private child: ClaudeProcess | undefined;
   private sessionId: string | undefined;
   private costEstimate = 0;
+  /** What the resumed session had spent before this process (see `resumedSessionCost`). */
+  private resumedCostUsd = 0;
   private lastTool: string | undefined;
   private budgetReached = false;
   private budgetTimer: NodeJS.Timeout | undefined;
@@ -383,8 +386,17 @@ class AgentSession {
     };
     if (invocation.model !== undefined) options.model = invocation.model;
     if (invocation.maxTurns !== undefined) options.maxTurns = invocation.maxTurns;
-    if (invocation.maxCostUsd !== undefined) options.maxBudgetUsd = invocation.maxCostUsd;
-    if (invocation.resumeSessionId !== undefined) options.resume = invocation.resumeSessionId;
+    if (invocation.resumeSessionId !== undefined) {
+      options.resume = invocation.resumeSessionId;
+      const env = confinement.env;
+      this.resumedCostUsd = resumedSessionCost(
+        env['CLAUDE_CONFIG_DIR'] ?? join(env['HOME'] ?? homedir(), '.claude'),
+        invocation.resumeSessionId,
+      );
+    }
+    // Claude Code holds a resumed session's earlier spend against the cap too.
+    if (invocation.maxCostUsd !== undefined)
+      options.maxBudgetUsd = invocation.maxCostUsd + this.resumedCostUsd;
     return options;
   }
 
@@ -521,7 +533,11 @@ class AgentSession {
       });
     }
     const base: Partial<AgentOutcome> = {
-      costUsd: typeof result?.total_cost_usd === 'number' ? result.total_cost_usd : this.costEstimate,
+      // A resumed session's total includes its earlier processes' spend, already counted by their attempts.
+      costUsd:
+        typeof result?.total_cost_usd === 'number'
+          ? Math.max(0, result.total_cost_usd - this.resumedCostUsd)
+          : this.costEstimate,
       turns: result?.num_turns ?? this.messageUsage.size,
       ...(this.sessionId === undefined ? {} : { sessionId: result?.session_id ?? this.sessionId }),
     };
