@@ -10,12 +10,12 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { agentCliSuite, type Fixture, type RunJson } from './helpers/agent-cli.js';
 import { writeFilesScenario } from './helpers/agent-scenarios.js';
 import { IN_CI } from './helpers/ci.js';
 import { git } from './helpers/git-repo.js';
-import { filesHolding } from './helpers/planted.js';
+import { filesHolding, runSocketService } from './helpers/planted.js';
 
 // Issue 24: the task's setup and verify commands, which the runner itself runs, run code from the
 // repository and from the agent (here a hunt script the repository holds, and a test file the agent
@@ -83,6 +83,9 @@ function huntScript(f: Fixture, outside: readonly string[]): string {
     `cat ${f.repo}/.env ${state}/notes.txt ${state}/ledger.db`,
     `ls -laR ${state} ${f.root}`,
     'cat /tmp/switchboard-key-*/api-key',
+    // A service's socket under /run (Docker's, PostgreSQL's) answers whoever connects.
+    'ls -la /run',
+    'for s in /run/*.sock; do socat -u UNIX-CONNECT:"$s" -; done',
     ...outside.map((path) => `echo escaped > ${path}`),
     'echo hunted',
   ].join('\n');
@@ -119,6 +122,11 @@ describe('the setup and verify commands in the sandbox', () => {
         join(f.repo, '.git', 'escaped.txt'),
         join(tmpdir(), `switchboard-escaped-${planted.tag}.txt`),
       ];
+      // A service listening on a socket under /run, handing a secret to whoever connects (where this
+      // user may create one there: root, as in CI).
+      const service = await runSocketService(`PLANTED-${planted.tag}-run-socket`);
+      onTestFinished(() => service.close());
+      if (service.listening) planted.all.push(service.secret);
       writeFileSync(join(f.repo, 'hunt.sh'), huntScript(f, outside));
       writeFileSync(join(f.repo, '.gitignore'), '.env\nloot-*.txt\n');
       git(f.repo, 'add', 'hunt.sh', '.gitignore');

@@ -1,4 +1,4 @@
-import { accessSync, constants, existsSync, readFileSync, statSync } from 'node:fs';
+import { accessSync, constants, existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { delimiter, dirname, isAbsolute, join, relative, resolve } from 'node:path';
 
@@ -54,7 +54,8 @@ export function sandboxSettings(invocation: {
       allowUnsandboxedCommands: false,
       autoAllowBashIfSandboxed: false,
       filesystem: {
-        denyRead: unique([homedir(), '/tmp', tmpdir(), ...(invocation.hiddenDirectories ?? [])]),
+        // /run: the machine's service sockets (Docker's, PostgreSQL's), reachable from any network namespace.
+        denyRead: unique([homedir(), '/tmp', tmpdir(), '/run', ...(invocation.hiddenDirectories ?? [])]),
         allowRead: unique([
           invocation.cwd,
           ...(gitDirectory === undefined ? [] : [gitDirectory]),
@@ -169,11 +170,13 @@ export function confinedCommand({
     return { argv: [...argv], note: { enabled: false, reason: 'bwrap not found on PATH' } };
   const worktree = resolve(cwd);
   const dotGit = join(worktree, '.git');
-  const hidden = outermost([homedir(), '/tmp', tmpdir(), '/run/user', ...hiddenDirectories]).filter(
+  // `/run` holds the machine's service sockets (Docker's, PostgreSQL's, the user's session bus): none
+  // is the command's to use. Only the DNS resolver's folder comes back, where /etc/resolv.conf lies in it.
+  const hidden = outermost([homedir(), '/tmp', tmpdir(), '/run', ...hiddenDirectories]).filter(
     (path) => path !== '/' && existsSync(path),
   );
   // Inside a hidden folder, never the folder itself: a PATH entry of `HOME` must not bring it back.
-  const readable = toolDirectories().filter((path) =>
+  const readable = [...toolDirectories(), ...resolverDirectory()].filter((path) =>
     hidden.some((folder) => path !== folder && within(path, folder)),
   );
   return {
@@ -200,6 +203,15 @@ export function confinedCommand({
 function toolDirectories(): string[] {
   const path = (process.env['PATH'] ?? '').split(delimiter).filter((entry) => isAbsolute(entry));
   return unique([dirname(dirname(process.execPath)), ...path]).filter((folder) => existsSync(folder));
+}
+
+/** The folder of the file /etc/resolv.conf links to (systemd-resolved's, under /run), if it does. */
+function resolverDirectory(): string[] {
+  try {
+    return [dirname(realpathSync('/etc/resolv.conf'))];
+  } catch {
+    return [];
+  }
 }
 
 /** The folders not inside another of them: a tmpfs over a parent already hides its children. */

@@ -60,6 +60,8 @@ export interface AgentCliSuite {
   simLog(): readonly SimLogEntry[];
   /** The current test's simulator URL. */
   simUrl(): string;
+  /** Replaces the current test's scenario (one that names the fixture's paths). */
+  setScenario(scenario: Scenario): void;
 }
 
 /**
@@ -134,6 +136,7 @@ export function agentCliSuite(): AgentCliSuite {
     fixture,
     simLog: () => sim?.requests ?? [],
     simUrl: () => sim?.url ?? '',
+    setScenario: (scenario) => sim?.setScenario(scenario),
   };
 }
 

@@ -1,6 +1,6 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { createServer, request, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 
 // What the security tests share: a search of a folder for planted secrets, and a tap that keeps every
@@ -82,4 +82,23 @@ export async function startTap(target: string): Promise<Tap> {
     requests,
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };
+}
+
+/** A service on a Unix socket under /run that hands `secret` to whoever connects. */
+export interface SocketService {
+  secret: string;
+  /** False where this user may not create a socket under /run (only root may): nothing to find then. */
+  listening: boolean;
+  close: () => void;
+}
+
+/** Starts a `SocketService` at `/run/switchboard-test-<random>.sock`. */
+export async function runSocketService(secret: string): Promise<SocketService> {
+  const path = join('/run', `switchboard-test-${process.pid}-${Date.now()}.sock`);
+  const service = createNetServer((client) => client.end(secret));
+  const listening = await new Promise<boolean>((resolve) => {
+    service.once('error', () => resolve(false));
+    service.listen(path, () => resolve(true));
+  });
+  return { secret, listening, close: () => void service.close() };
 }
