@@ -394,9 +394,8 @@ class AgentSession {
         invocation.resumeSessionId,
       );
     }
-    // Claude Code holds a resumed session's earlier spend against the cap too.
-    if (invocation.maxCostUsd !== undefined)
-      options.maxBudgetUsd = invocation.maxCostUsd + this.resumedCostUsd;
+    // Claude Code's own cap check leaves a resumed session's earlier spend out: the cap is this attempt's.
+    if (invocation.maxCostUsd !== undefined) options.maxBudgetUsd = invocation.maxCostUsd;
     return options;
   }
 
@@ -534,9 +533,12 @@ class AgentSession {
     }
     const base: Partial<AgentOutcome> = {
       // A resumed session's total includes its earlier processes' spend, already counted by their attempts.
+      // Never below what this process's own answers cost at Switchboard's prices.
       costUsd:
         typeof result?.total_cost_usd === 'number'
-          ? Math.max(0, result.total_cost_usd - this.resumedCostUsd)
+          ? this.resumedCostUsd > 0
+            ? Math.max(result.total_cost_usd - this.resumedCostUsd, this.costEstimate)
+            : result.total_cost_usd
           : this.costEstimate,
       turns: result?.num_turns ?? this.messageUsage.size,
       ...(this.sessionId === undefined ? {} : { sessionId: result?.session_id ?? this.sessionId }),
