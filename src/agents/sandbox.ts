@@ -55,7 +55,13 @@ export function sandboxSettings(invocation: {
       autoAllowBashIfSandboxed: false,
       filesystem: {
         // /run: the machine's service sockets (Docker's, PostgreSQL's), reachable from any network namespace.
-        denyRead: unique([homedir(), '/tmp', tmpdir(), '/run', ...(invocation.hiddenDirectories ?? [])]),
+        denyRead: unique([
+          homedir(),
+          '/tmp',
+          tmpdir(),
+          ...runFolders(),
+          ...(invocation.hiddenDirectories ?? []),
+        ]),
         allowRead: unique([
           invocation.cwd,
           ...(gitDirectory === undefined ? [] : [gitDirectory]),
@@ -171,14 +177,18 @@ export function confinedCommand({
   const worktree = resolve(cwd);
   const dotGit = join(worktree, '.git');
   // `/run` holds the machine's service sockets (Docker's, PostgreSQL's, the user's session bus): none
-  // is the command's to use. Only the DNS resolver's folder comes back, where /etc/resolv.conf lies in it.
-  const hidden = outermost([homedir(), '/tmp', tmpdir(), '/run', ...hiddenDirectories]).filter(
+  // is the command's to use; nor is `/var/run` where it is a folder of its own rather than a link to it.
+  const hidden = outermost([homedir(), '/tmp', tmpdir(), ...runFolders(), ...hiddenDirectories]).filter(
     (path) => path !== '/' && existsSync(path),
   );
   // Inside a hidden folder, never the folder itself: a PATH entry of `HOME` must not bring it back.
-  const readable = [...toolDirectories(), ...resolverDirectory()].filter((path) =>
+  const readable = toolDirectories().filter((path) =>
     hidden.some((folder) => path !== folder && within(path, folder)),
   );
+  // The file /etc/resolv.conf names when it lies in a hidden folder (systemd-resolved's, under /run):
+  // that file alone comes back, not its folder, which holds the resolver's own sockets.
+  const resolver = resolverFile();
+  if (resolver !== undefined && hidden.some((folder) => within(resolver, folder))) readable.push(resolver);
   return {
     argv: [
       'bwrap',
@@ -205,12 +215,22 @@ function toolDirectories(): string[] {
   return unique([dirname(dirname(process.execPath)), ...path]).filter((folder) => existsSync(folder));
 }
 
-/** The folder of the file /etc/resolv.conf links to (systemd-resolved's, under /run), if it does. */
-function resolverDirectory(): string[] {
+/** `/run`, and `/var/run` where it is not a link to it. */
+function runFolders(): string[] {
   try {
-    return [dirname(realpathSync('/etc/resolv.conf'))];
+    return unique(['/run', realpathSync('/var/run')]);
   } catch {
-    return [];
+    return ['/run'];
+  }
+}
+
+/** The file /etc/resolv.conf resolves to, when it is a link (to systemd-resolved's, under /run). */
+function resolverFile(): string | undefined {
+  try {
+    const file = realpathSync('/etc/resolv.conf');
+    return file === '/etc/resolv.conf' ? undefined : file;
+  } catch {
+    return undefined;
   }
 }
 
