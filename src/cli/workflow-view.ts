@@ -272,9 +272,28 @@ export function gateText(runId: string, gate: PendingGate): string[] {
     const asks = option.promptFor === undefined ? '' : ` (asks for ${option.promptFor}: --text "…")`;
     lines.push(`  ${option.value.padEnd(12)} ${option.label}${asks}`);
   }
+  for (const question of gate.questions ?? []) {
+    const notes = [
+      question.required ? 'required' : undefined,
+      question.choices.length === 0 ? undefined : `choices: ${question.choices.join(' | ')}`,
+      question.default === undefined ? undefined : `default: ${question.default}`,
+    ].filter((note) => note !== undefined);
+    lines.push(
+      `  ${question.id.padEnd(12)} ${question.text.trim().split('\n')[0] ?? ''}${notes.length === 0 ? '' : ` (${notes.join('; ')})`}`,
+    );
+  }
+  if (gate.questions !== undefined) lines.push(`answer    ${questionsCommand(runId, gate)}`);
   const first = gate.options[0];
   if (first !== undefined) lines.push(`answer    ${gateCommand(runId, gate, first.value)}`);
   return lines;
+}
+
+/** The command that answers a questions step: one `--answer` per question (the ones it shows). */
+export function questionsCommand(runId: string, gate: PendingGate): string {
+  const answers = (gate.questions ?? [])
+    .map((question) => ` --answer ${shellWord(question.id)}="…"`)
+    .join('');
+  return `switchboard workflow gate ${shellWord(runId)} ${shellWord(gate.step)}${answers}`;
 }
 
 /** `ls`: one line per run. */

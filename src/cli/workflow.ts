@@ -15,6 +15,7 @@ import {
   dollars,
   eventLine,
   gateCommand,
+  questionsCommand,
   gateText,
   runLine,
   statusText,
@@ -46,7 +47,8 @@ interface ResumeFlags extends EngineFlags {
 }
 
 interface GateFlags extends EngineFlags {
-  choose: string;
+  choose?: string;
+  answer?: Record<string, string>;
   text?: string;
   by?: string;
   continue?: boolean;
@@ -58,6 +60,11 @@ const NAME = /^[A-Za-z_][\w.-]*$/;
 /** `-i name=value` (repeatable): the value is kept as written; the engine coerces it to the input's type. */
 function collectInput(value: string, previous: Record<string, string> | undefined): Record<string, string> {
   return collectPair(value, previous, 'name=value, e.g. -i issue=42');
+}
+
+/** `--answer id=text` (repeatable): a questions step's answer to one question. */
+function collectAnswer(value: string, previous: Record<string, string> | undefined): Record<string, string> {
+  return collectPair(value, previous, 'id=text, e.g. --answer q1="yes, by Friday"');
 }
 
 /** `--provider-map name=spec` (repeatable). */
@@ -244,9 +251,11 @@ function reportResult(result: WorkflowRunResult, json: boolean): void {
   if (result.status === 'waiting') {
     const gate = result.gate;
     const fix =
-      gate === undefined || gate.options[0] === undefined
-        ? `answer it: switchboard workflow gate ${result.id} --choose VALUE`
-        : `answer it: ${gateCommand(result.id, gate, gate.options[0].value)}`;
+      gate?.questions !== undefined
+        ? `answer it: ${questionsCommand(result.id, gate)}`
+        : gate === undefined || gate.options[0] === undefined
+          ? `answer it: switchboard workflow gate ${result.id} --choose VALUE`
+          : `answer it: ${gateCommand(result.id, gate, gate.options[0].value)}`;
     process.stderr.write(
       `switchboard: run ${result.id} is waiting at gate "${gate?.step ?? result.step ?? '?'}" (${fix})\n`,
     );
@@ -528,16 +537,28 @@ function addGateCommand(workflow: Command): void {
       )
       .argument('<run>', 'run id')
       .argument('[step]', 'the gate step (default: the gate the run is parked at)')
-      .requiredOption('--choose <value>', "the option's value")
+      .option('--choose <value>', "the option's value (a questions step: skip_all or abort)")
       .option('--text <text>', "text for the option's prompt_for field")
+      .option('--answer <id=text>', "a questions step's answer to one question (repeatable)", collectAnswer)
       .option('--by <name>', 'who answered, as recorded in the ledger (default: your user name)')
       .option('--no-continue', 'only record the answer; the run continues at the next run or resume'),
   ).action(async (runId: string, step: string | undefined, flags: GateFlags, command: Command) => {
+    if ((flags.choose === undefined) === (flags.answer === undefined)) {
+      throw new SwitchboardError(
+        'INVALID_INPUT',
+        flags.choose === undefined ? 'nothing to answer with' : '--choose and --answer do not go together',
+        {
+          hint: 'a human_gate takes --choose VALUE; a questions step takes --answer ID=TEXT (repeatable) or --choose skip_all|abort',
+        },
+      );
+    }
     const { answerGate } = await import('../workflows/index.js');
     const keepGoing = flags.continue !== false && flags.enqueue !== true;
+    const chosen = flags.choose ?? 'answer';
     const answer = {
       runId,
-      choice: flags.choose,
+      choice: chosen,
+      ...(flags.answer === undefined ? {} : { answers: flags.answer }),
       continue: keepGoing,
       ...(step === undefined ? {} : { step }),
       ...(flags.text === undefined ? {} : { text: flags.text }),
@@ -553,7 +574,7 @@ function addGateCommand(workflow: Command): void {
       if (flags.json === true) process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
       else
         process.stdout.write(
-          `recorded ${flags.choose} for ${result.id}; the process advancing it takes the answer (follow it: switchboard workflow logs ${result.id} --follow)\n`,
+          `recorded ${chosen} for ${result.id}; the process advancing it takes the answer (follow it: switchboard workflow logs ${result.id} --follow)\n`,
         );
       return;
     }
@@ -576,7 +597,7 @@ function addGateCommand(workflow: Command): void {
     if (flags.json === true) process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
     else
       process.stdout.write(
-        `recorded ${flags.choose} for gate ${step ?? result.gate?.step ?? result.step ?? ''} of ${result.id} (continue it: switchboard workflow resume ${result.id})\n`,
+        `recorded ${chosen} for gate ${step ?? result.gate?.step ?? result.step ?? ''} of ${result.id} (continue it: switchboard workflow resume ${result.id})\n`,
       );
   });
 }

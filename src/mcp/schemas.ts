@@ -207,8 +207,15 @@ export const workflowStatusInput = z.strictObject({
 export const workflowGateInput = z.strictObject({
   run_id: z.string(),
   step: z.string().optional().describe('the gate step (default: the gate the run is parked at)'),
-  choose: z.string().describe("the option's value"),
+  choose: z
+    .string()
+    .optional()
+    .describe("the option's value; for a questions step skip_all or abort (or give answers)"),
   text: z.string().optional().describe("text for the option's prompt_for field"),
+  answers: z
+    .record(z.string(), z.string())
+    .optional()
+    .describe("a questions step's answers by question id (the questions workflow_status shows)"),
   by: z.string().optional().describe('who answered, as recorded in the ledger'),
   continue: z
     .boolean()

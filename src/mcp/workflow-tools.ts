@@ -1,6 +1,7 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { configCallOptions } from '../cli/call-setup.js';
+import { SwitchboardError } from '../core/errors.js';
 import type {
   WorkflowEngineOptions,
   WorkflowEventRecord,
@@ -76,11 +77,17 @@ export function registerWorkflowTools(server: McpServer, context: McpContext): v
       outputSchema: workflowOutput,
       annotations: { openWorldHint: true },
     },
-    guarded(async ({ run_id, step, choose, text, by, continue: keepGoing, wait_seconds }, extra) => {
+    guarded(async ({ run_id, step, choose, text, answers, by, continue: keepGoing, wait_seconds }, extra) => {
+      if ((choose === undefined) === (answers === undefined)) {
+        throw new SwitchboardError('INVALID_INPUT', 'give either choose or answers', {
+          hint: 'a human_gate takes choose; a questions step takes answers {id: text} or choose skip_all|abort',
+        });
+      }
       const { answerGate } = await import('../workflows/index.js');
       const answer = {
         runId: run_id,
-        choice: choose,
+        choice: choose ?? 'answer',
+        ...(answers === undefined ? {} : { answers }),
         continue: keepGoing !== false,
         ...(step === undefined ? {} : { step }),
         ...(text === undefined ? {} : { text }),

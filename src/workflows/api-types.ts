@@ -108,10 +108,12 @@ export interface AnswerGateOptions extends WorkflowEngineOptions {
   runId: string;
   /** The gate's step name; @default the gate the run is parked at. */
   step?: string;
-  /** An option's `value`. */
+  /** An option's `value`; for a `questions` step `answer` (with `answers`), `skip_all` or `abort`. */
   choice: string;
   /** Text for the option's `prompt_for` field. */
   text?: string;
+  /** A `questions` step's answers by question id (`choice` is then `answer`). */
+  answers?: Record<string, string>;
   /** Who answered. @default the OS user name */
   answeredBy?: string;
   /** Continue the run in this process after recording. @default true */
@@ -136,6 +138,16 @@ export interface PendingGate {
   options: Array<{ label: string; value: string; promptFor?: string }>;
   /** A gate with a `timeout` that its process waits at: when it takes its default (ISO time). */
   timesOutAt?: string;
+  /** A `questions` step's questions (its `options` are empty): answer them all at once. */
+  questions?: Array<{
+    id: string;
+    text: string;
+    hint?: string;
+    choices: string[];
+    allowFreeText: boolean;
+    default?: string;
+    required: boolean;
+  }>;
 }
 
 /** What `run`, `resume`, `gate` and `status` report (`--json` prints exactly this). */

@@ -246,6 +246,10 @@ async function gateAnswer(
   fallback?: GateAnswer,
 ): ReturnType<StepContext['gateAnswer']> {
   const step = slot.step;
+  // `--skip-gates` skips a questions step's questions (their defaults apply): it never invents answers.
+  if (exec.options.skipGates === true && step.type === 'questions') {
+    return { choice: 'skip_all', answeredBy: 'skip-gates', answeredAt: new Date(exec.now()).toISOString() };
+  }
   if (exec.options.skipGates === true && step.type === 'human_gate' && step.options[0] !== undefined) {
     return {
       choice: step.options[0].value,

@@ -29,10 +29,21 @@ function pendingGate(rows: readonly WorkflowStepRow[], run: WorkflowRunRow): Pen
   if (run.status !== 'waiting') return undefined;
   const row = [...rows].reverse().find((candidate) => candidate.status === 'waiting');
   const output = row?.output as
-    { step?: string; prompt?: string; options?: PendingGate['options'] } | undefined;
+    | {
+        step?: string;
+        prompt?: string;
+        options?: PendingGate['options'];
+        questions?: PendingGate['questions'];
+      }
+    | undefined;
   if (row === undefined || output === undefined) return undefined;
   // A sub-workflow parked at its own gate names that gate.
-  return { step: output.step ?? row.step, prompt: output.prompt ?? '', options: output.options ?? [] };
+  return {
+    step: output.step ?? row.step,
+    prompt: output.prompt ?? '',
+    options: output.options ?? [],
+    ...(output.questions === undefined ? {} : { questions: output.questions }),
+  };
 }
 
 /** A gate with a `timeout` that its run's process is waiting at (its notes hold what to show). */

@@ -10,7 +10,8 @@ import type {
   WorkflowEventRecord,
   WorkflowRunResult,
 } from './api-types.js';
-import type { WorkflowDefinition } from './model.js';
+import type { QuestionsStep, WorkflowDefinition } from './model.js';
+import { answerProblem, type PutQuestion } from './questions.js';
 import { runView } from './engine-view.js';
 import { runOwner } from './run-lock.js';
 import { openStores } from './stores.js';
@@ -66,15 +67,17 @@ export async function answerGate(options: AnswerGateOptions): Promise<WorkflowRu
   try {
     const run = await findRun(session.store, options.runId);
     const target = await gateTarget(session.store, run, options, options.step);
+    const choice = target.choice ?? options.choice;
+    const text = target.choice === undefined ? options.text : target.text;
     const earlier = await session.store.recordGateAnswer(target.run.id, {
       step: target.step,
       ...(target.visit === undefined ? {} : { visit: target.visit }),
-      choice: options.choice,
-      ...(options.text === undefined ? {} : { text: options.text }),
+      choice,
+      ...(text === undefined ? {} : { text }),
       answeredBy: options.answeredBy ?? userInfo().username,
       answeredAt: Date.now(),
     });
-    if (earlier !== undefined) throw gateTaken(target.run.id, earlier, options.choice);
+    if (earlier !== undefined) throw gateTaken(target.run.id, earlier, choice);
     if (options.continue === false || (run.status !== 'waiting' && run.status !== 'running')) {
       return await runView(session.store, await findRun(session.store, run.id));
     }
@@ -116,7 +119,7 @@ async function gateTarget(
   run: WorkflowRunRow,
   options: AnswerGateOptions,
   named: string | undefined,
-): Promise<{ run: WorkflowRunRow; step: string; visit?: number }> {
+): Promise<{ run: WorkflowRunRow; step: string; visit?: number; choice?: string; text?: string }> {
   const rows = await store.steps(run.id);
   const waiting = rows.filter((row) => row.status === 'waiting').at(-1);
   const step = named ?? (run.status === 'waiting' ? waiting?.step : undefined);
@@ -141,14 +144,32 @@ async function gateTarget(
     if (child !== undefined) return gateTarget(store, child, options, named);
   }
   const definition = workflow.steps.get(step);
+  // The execution the gate is in now: parked, or waiting out its timeout in the owner's process. An
+  // answer for it competes with every other answer for it; otherwise it is for the gate's next visit.
+  const open = rows
+    .filter((row) => row.step === step && (row.status === 'waiting' || row.status === 'running'))
+    .at(-1);
+  if (definition?.type === 'questions') {
+    const answer = questionsAnswer(definition, options, open?.status === 'waiting' ? open.output : undefined);
+    return { run, step, ...(open === undefined ? {} : { visit: open.visit }), ...answer };
+  }
   if (definition?.type !== 'human_gate') {
-    throw new SwitchboardError('INVALID_INPUT', `"${step}" is not a human_gate step of ${workflow.file}`, {
-      hint: `name one of its gates: ${
-        [...workflow.steps.values()]
-          .filter((s) => s.type === 'human_gate')
-          .map((s) => s.name)
-          .join(', ') || '(none)'
-      }`,
+    throw new SwitchboardError(
+      'INVALID_INPUT',
+      `"${step}" is not a human_gate or questions step of ${workflow.file}`,
+      {
+        hint: `name one of its gates: ${
+          [...workflow.steps.values()]
+            .filter((s) => s.type === 'human_gate' || s.type === 'questions')
+            .map((s) => s.name)
+            .join(', ') || '(none)'
+        }`,
+      },
+    );
+  }
+  if (options.answers !== undefined) {
+    throw new SwitchboardError('INVALID_INPUT', `gate "${step}" takes one option, not answers`, {
+      hint: `choose one of: ${definition.options.map((option) => option.value).join(', ')} (with --choose)`,
     });
   }
   const values = definition.options.map((option) => option.value);
@@ -157,12 +178,50 @@ async function gateTarget(
       hint: `choose one of: ${values.join(', ')}`,
     });
   }
-  // The execution the gate is in now: parked, or waiting out its timeout in the owner's process. An
-  // answer for it competes with every other answer for it; otherwise it is for the gate's next visit.
-  const open = rows
-    .filter((row) => row.step === step && (row.status === 'waiting' || row.status === 'running'))
-    .at(-1);
   return open === undefined ? { run, step } : { run, step, visit: open.visit };
+}
+
+/**
+ * The choice and text recorded for an answer to a questions step, once checked against its questions:
+ * those it is parked showing, else the ones written in the file (a `source:` list exists only once the
+ * run reaches the step).
+ */
+function questionsAnswer(
+  step: QuestionsStep,
+  options: AnswerGateOptions,
+  parkedOutput: unknown,
+): { choice: string; text?: string } {
+  const answer = {
+    choice: options.answers === undefined ? options.choice : 'answer',
+    answers: options.answers ?? {},
+  };
+  const parked = (parkedOutput as { questions?: PutQuestion[] } | undefined)?.questions;
+  if (parked === undefined && step.questions === undefined) {
+    throw new SwitchboardError(
+      'INVALID_INPUT',
+      `questions step "${step.name}" takes its questions from ${step.source ?? 'an earlier step'}: answer it once the run is parked there`,
+      { hint: 'see them with `switchboard workflow status RUN` when the run waits at the step' },
+    );
+  }
+  const questions =
+    parked ??
+    (step.questions ?? []).map((question, index) => ({
+      id: question.id ?? `q${index + 1}`,
+      text: question.text,
+      // Templated choices are known once rendered: the step checks them when it takes the answer.
+      choices: question.choices.some((choice) => choice.includes('{')) ? [] : question.choices,
+      allowFreeText: question.allowFreeText,
+      required: question.required,
+    }));
+  const problem = answerProblem(step, questions, answer);
+  if (problem !== undefined) {
+    throw new SwitchboardError('INVALID_INPUT', problem, {
+      hint: `its questions: ${questions.map((question) => `${question.id} (${question.text})`).join('; ')}`,
+    });
+  }
+  return answer.choice === 'answer'
+    ? { choice: answer.choice, text: JSON.stringify(answer.answers) }
+    : { choice: answer.choice };
 }
 
 /** GATE_TAKEN: the gate already had an answer (the first recorded wins); this one was not recorded. */

@@ -11,6 +11,8 @@ export const END = '$end';
 export const STEP_TYPES = [
   'agent',
   'human_gate',
+  /** Conductor's multi-question human step: one durable gate for several questions. */
+  'questions',
   'script',
   'set',
   'terminate',
@@ -151,6 +153,42 @@ export interface HumanGateStep extends StepCommon {
   default?: string;
 }
 
+/** One question of a `questions` step (Conductor's `QuestionDef`). */
+export interface QuestionDefinition {
+  /** The answer's key; @default `q<n>` by position. */
+  id?: string;
+  text: string;
+  hint?: string;
+  /** Suggested answers. */
+  choices: string[];
+  /** Whether an answer other than the choices is taken. @default true */
+  allowFreeText: boolean;
+  /** The answer recorded when the question is skipped. */
+  default?: string;
+  /** Whether it may not be skipped. @default false */
+  required: boolean;
+}
+
+/**
+ * Conductor's `type: questions`: several questions put to a person in one step. Here it is a durable
+ * gate answered once, with every answer at the same time (`workflow gate --answer ID=TEXT …`).
+ */
+export interface QuestionsStep extends StepCommon {
+  type: 'questions';
+  /** Shown above the questions (a template). */
+  prompt: string;
+  /** The questions as written (their text templates); or `source`. */
+  questions?: QuestionDefinition[];
+  /** A path to a list in the run's context (`architect.output.open_questions`): strings or questions. */
+  source?: string;
+  /** Conductor's navigation flags: a one-time answer has no use for `allow_back`. */
+  allowSkip: boolean;
+  allowSkipAll: boolean;
+  allowAbort: boolean;
+  /** Where the run goes when the person aborts. @default `$end` */
+  abortRoute?: string;
+}
+
 export interface ScriptStep extends StepCommon {
   type: 'script';
   command: string;
@@ -205,7 +243,15 @@ export interface RouteStep extends StepCommon {
 }
 
 export type StepDefinition =
-  AgentStep | HumanGateStep | ScriptStep | SetStep | TerminateStep | WaitStep | SubWorkflowStep | RouteStep;
+  | AgentStep
+  | HumanGateStep
+  | QuestionsStep
+  | ScriptStep
+  | SetStep
+  | TerminateStep
+  | WaitStep
+  | SubWorkflowStep
+  | RouteStep;
 
 /** A static `parallel:` group: named steps run side by side. */
 export interface ParallelGroup {

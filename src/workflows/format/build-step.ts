@@ -42,13 +42,6 @@ export function buildStep(
     }
     throw workflowInvalid(problem, what, hint);
   };
-  if (type === 'questions') {
-    fail(
-      'type',
-      'type: questions is not supported by Switchboard',
-      'use a type: human_gate step with options and prompt_for to collect an answer',
-    );
-  }
   const conflict = forbiddenField(type, written);
   if (conflict !== undefined) fail(conflict.field, conflict.message, conflict.hint);
   if (typeof raw.skills === 'string' && type !== 'route') {
@@ -84,6 +77,8 @@ export function buildStep(
   switch (type) {
     case 'human_gate':
       return buildGate(raw, common, fail);
+    case 'questions':
+      return buildQuestions(raw, common, fail);
     case 'script':
       if (!isSet(written, 'command'))
         fail('command', 'a script step needs "command"', 'add command: (the program to run) and args: [...]');
@@ -271,6 +266,58 @@ function buildGate(raw: RawStep, common: Common, fail: Fail): StepDefinition {
     options,
     ...optional('timeoutSeconds', raw.timeout),
     ...optional('default', raw.default),
+  };
+}
+
+function buildQuestions(raw: RawStep, common: Common, fail: Fail): StepDefinition {
+  const inline = raw.questions != null && raw.questions.length > 0;
+  if (inline === (raw.source != null))
+    fail(
+      inline ? 'source' : 'questions',
+      inline
+        ? 'a questions step takes "questions" or "source", not both'
+        : 'a questions step needs "questions" or "source"',
+      'write questions: [{text: …}] inline, or source: <step>.output.<field> (a list from an earlier step)',
+    );
+  if (raw.source != null && !/^[A-Za-z_]\w*(\.[^.\s]+){2,}$/.test(raw.source))
+    fail(
+      'source',
+      `source "${raw.source}" is not a path like architect.output.open_questions`,
+      'name a step, output and field (at least 3 parts)',
+    );
+  if (raw.abort_route != null && raw.allow_abort !== true)
+    fail(
+      'abort_route',
+      '"abort_route" needs allow_abort: true',
+      'add allow_abort: true, or remove abort_route',
+    );
+  const questions = raw.questions?.map((question) => ({
+    ...optional('id', question.id),
+    text: question.text,
+    ...optional('hint', question.hint),
+    choices: question.choices ?? [],
+    allowFreeText: question.allow_free_text ?? true,
+    ...optional('default', question.default),
+    required: question.required ?? false,
+  }));
+  const ids = (questions ?? []).map((question, index) => question.id ?? `q${index + 1}`);
+  const repeated = ids.find((id, index) => ids.indexOf(id) !== index);
+  if (repeated !== undefined)
+    fail(
+      'questions',
+      `two questions have the id "${repeated}"`,
+      'ids become answer keys: make them unique, or drop them for q1…qN',
+    );
+  return {
+    ...common,
+    type: 'questions',
+    prompt: raw.prompt,
+    ...(questions === undefined ? {} : { questions }),
+    ...optional('source', raw.source),
+    allowSkip: raw.allow_skip ?? true,
+    allowSkipAll: raw.allow_skip_all ?? true,
+    allowAbort: raw.allow_abort ?? false,
+    ...optional('abortRoute', raw.abort_route),
   };
 }
 

@@ -254,10 +254,10 @@ describe('loadWorkflow: one-line errors naming file, step and field', () => {
       /write one of the values listed for type/,
     ],
     [
-      'type: questions',
-      withStep('questions: [{ text: why? }]', 'questions'),
-      /agents\[1\] "check": field "type": type: questions is not supported by Switchboard$/,
-      /human_gate step with options and prompt_for/,
+      'a questions step with options',
+      withStep('questions: [{ text: why? }]\noptions: [{ label: A, value: a, route: $end }]', 'questions'),
+      /agents\[1\] "check": field "options": questions steps cannot have "options"$/,
+      /per-question choices go in questions\[\]\.choices/,
     ],
     [
       'a field the type forbids',

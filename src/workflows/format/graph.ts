@@ -34,6 +34,8 @@ export function graphOf(definition: WorkflowDefinition): WorkflowGraph {
       step.options.forEach((option, index) =>
         list.push({ to: option.route, field: `options[${index}].route` }),
       );
+    if (step.type === 'questions' && step.abortRoute !== undefined)
+      list.push({ to: step.abortRoute, field: 'abort_route' });
     if (step.onCap !== undefined) list.push({ to: step.onCap, field: 'on_cap' });
     edges.set(step.name, list);
   }

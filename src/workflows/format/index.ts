@@ -58,7 +58,6 @@ function parseWorkflowBytes(bytes: Buffer, file: string, options: ParseWorkflowO
       'start from workflow: {name, entry_point} and agents: [...]',
     );
   }
-  rejectQuestions(source, file);
   const placeOf = (path: Array<string | number>): ProblemPlace => {
     const { step, field } = splitPath(path, source.data);
     const position = source.positionOf(path);
@@ -73,27 +72,6 @@ function parseWorkflowBytes(bytes: Buffer, file: string, options: ParseWorkflowO
   const parsed = workflowFileSchema.safeParse(written);
   if (!parsed.success) throw schemaError(parsed.error, written, source, file);
   return buildWorkflow(parsed.data, { file, hash, written, positionOf: source.positionOf });
-}
-
-/** `type: questions` gets its own message before the schema complains about its fields. */
-function rejectQuestions(source: YamlSource, file: string): void {
-  const agents = (source.data as { agents?: unknown }).agents;
-  if (!Array.isArray(agents)) return;
-  agents.forEach((agent, index) => {
-    if (typeof agent === 'object' && agent !== null && (agent as { type?: unknown }).type === 'questions') {
-      const position = source.positionOf(['agents', index, 'type']);
-      throw workflowInvalid(
-        {
-          file,
-          step: stepLabel(['agents', index], source.data),
-          field: 'type',
-          ...(position === undefined ? {} : { position }),
-        },
-        'type: questions is not supported by Switchboard',
-        'use a type: human_gate step with options and prompt_for to collect an answer',
-      );
-    }
-  });
 }
 
 /** The first schema problem as one line: file[:line:col], the step, the field, what is wrong and the fix. */

@@ -76,6 +76,7 @@ function checkStepReferences(
   );
   if (step.type === 'human_gate')
     step.options.forEach((option, index) => check(place, `options[${index}].route`, option.route));
+  if (step.type === 'questions') check(place, 'abort_route', step.abortRoute);
   if (step.type !== 'agent') return;
   if (Array.isArray(step.mcp)) {
     const servers = Object.keys(definition.runtime.mcpServers);

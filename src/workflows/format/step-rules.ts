@@ -30,7 +30,7 @@ const SCRIPT_BODY = ['command', 'args', 'env', 'working_dir', 'timeout'];
 const GIT_FIELDS = ['repo', 'base', 'verify', 'setup', 'merge', 'issue', 'limits', 'acceptance'];
 
 /** Fields Conductor forbids on a type (beyond the cross-type rules below). */
-const FORBIDDEN: Record<Exclude<WrittenType, 'questions' | 'route'>, string[]> = {
+const FORBIDDEN: Record<Exclude<WrittenType, 'route'>, string[]> = {
   agent: [...WORKFLOW_ONLY, ...SET_ONLY],
   human_gate: [
     ...WORKFLOW_ONLY,
@@ -40,6 +40,17 @@ const FORBIDDEN: Record<Exclude<WrittenType, 'questions' | 'route'>, string[]> =
     ),
     'working_dir',
     'session_key',
+  ],
+  // Conductor: no provider is invoked and the answer's shape is fixed.
+  questions: [
+    ...LLM.filter((key) => key !== 'prompt'),
+    'options',
+    ...AGENTIC,
+    ...WORKFLOW_ONLY,
+    ...SET_ONLY,
+    ...SCRIPT_BODY,
+    'output',
+    'workflow',
   ],
   script: [...LLM, 'options', ...AGENTIC, ...WORKFLOW_ONLY, ...SET_ONLY],
   workflow: [...LLM, 'options', 'command', ...AGENTIC, 'working_dir', ...SET_ONLY],
@@ -95,7 +106,16 @@ const APPLICABLE: Record<WrittenType, string[]> = {
     ...GIT_FIELDS,
   ],
   human_gate: ['prompt', 'options', 'timeout', 'default'],
-  questions: [],
+  questions: [
+    'prompt',
+    'questions',
+    'source',
+    'allow_back',
+    'allow_skip',
+    'allow_skip_all',
+    'allow_abort',
+    'abort_route',
+  ],
   script: [...SCRIPT_BODY, 'stdin', 'output', 'max_output_bytes'],
   set: [...SET_ONLY, 'output'],
   terminate: ['status', 'reason', 'output_template'],
@@ -152,7 +172,6 @@ export function forbiddenField(type: WrittenType, raw: Record<string, unknown>):
     const git = GIT_FIELDS.find((field) => isSet(raw, field));
     if (git !== undefined) return conflict(type, git, ['agent']);
   }
-  if (type === 'questions') return undefined;
   const field = FORBIDDEN[type].find((key) => isSet(raw, key));
   return field === undefined ? undefined : conflict(type, field, ownersOf(field));
 }
@@ -182,6 +201,9 @@ function conflict(type: WrittenType, field: string, owners: WrittenType[]): Fiel
 }
 
 const SPECIAL_HINTS: Record<string, string> = {
+  'questions.options': 'per-question choices go in questions[].choices',
+  'questions.output':
+    "a questions step's output is fixed (answers, items, transcript, answered_count, skipped_count, answered_any, outcome); remove output",
   'script.timeout_seconds': 'a script step takes "timeout" (seconds) instead',
   'terminate.routes': 'reaching a terminate step ends the run; remove its routes',
   'terminate.output': 'use "output_template" to set the workflow\'s final output',

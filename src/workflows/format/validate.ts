@@ -237,6 +237,15 @@ function templatesOf(step: StepDefinition): TemplateField[] {
     case 'human_gate':
       add('prompt', step.prompt);
       break;
+    case 'questions':
+      add('prompt', step.prompt);
+      if (step.source !== undefined) add('source', `{{ ${step.source} }}`);
+      step.questions?.forEach((question, index) => {
+        add(`questions[${index}].text`, question.text);
+        add(`questions[${index}].hint`, question.hint);
+        question.choices.forEach((choice, at) => add(`questions[${index}].choices[${at}]`, choice));
+      });
+      break;
     case 'script':
       add('command', step.command);
       step.args.forEach((arg, index) => add(`args[${index}]`, arg));

@@ -16,6 +16,7 @@ function lazy(load: () => Promise<StepExecutor>): StepExecutor {
 /** The executor of every step type. */
 export const STEP_EXECUTORS: Partial<Record<StepType, StepExecutor>> = {
   human_gate: lazy(async () => (await import('./human-gate.js')).executeHumanGateStep),
+  questions: lazy(async () => (await import('./questions.js')).executeQuestionsStep),
   workflow: lazy(async () => (await import('./sub-workflow.js')).executeWorkflowStep),
   script: lazy(async () => (await import('./script.js')).executeScriptStep),
   set: lazy(async () => (await import('./set.js')).executeSetStep),
