@@ -3,6 +3,7 @@ import type { Ledger } from '../store/ledger.js';
 import type { ProviderRegistry } from '../providers/registry.js';
 import type { StepExecutor, WorkflowEvent } from './step-executor.js';
 import type { StepType, WorkflowDefinition, WorkflowLimits } from './model.js';
+import type { PutQuestion } from './questions.js';
 
 /** Status of a workflow run. `waiting`: parked at a gate with no answer. */
 export const WORKFLOW_STATUSES = ['running', 'waiting', 'completed', 'failed', 'cancelled'] as const;
@@ -139,15 +140,7 @@ export interface PendingGate {
   /** A gate with a `timeout` that its process waits at: when it takes its default (ISO time). */
   timesOutAt?: string;
   /** A `questions` step's questions (its `options` are empty): answer them all at once. */
-  questions?: Array<{
-    id: string;
-    text: string;
-    hint?: string;
-    choices: string[];
-    allowFreeText: boolean;
-    default?: string;
-    required: boolean;
-  }>;
+  questions?: PutQuestion[];
 }
 
 /** What `run`, `resume`, `gate` and `status` report (`--json` prints exactly this). */

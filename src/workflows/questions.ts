@@ -9,15 +9,7 @@ import type { QuestionDefinition, QuestionsStep } from './model.js';
  */
 
 /** A question as the person sees it: its text rendered (or, from `source`, as the model wrote it). */
-export interface PutQuestion {
-  id: string;
-  text: string;
-  hint?: string;
-  choices: string[];
-  allowFreeText: boolean;
-  default?: string;
-  required: boolean;
-}
+export type PutQuestion = Omit<QuestionDefinition, 'id'> & { id: string };
 
 /** The gate answer's `choice` for a questions step. */
 export const QUESTIONS_CHOICES = ['answer', 'skip_all', 'abort'] as const;
