@@ -59,9 +59,12 @@ describe('switchboard workflow: usage', () => {
     expectUsageError(result, /expected name=spec, e\.g\. --provider-map copilot=claude:sonnet/);
   });
 
-  it('gate without --choose names the option', async () => {
+  it('gate without --choose or --answer names both', async () => {
     const result = await run(['workflow', 'gate', 'some-run']);
-    expectUsageError(result, /required option '--choose <value>' not specified/);
+    expectUsageError(
+      result,
+      /nothing to answer with \(a human_gate takes --choose VALUE; a questions step takes --answer ID=TEXT/,
+    );
   });
 
   it('resume refuses a limit that is not a positive number', async () => {

@@ -40,10 +40,13 @@ describe('budgets under concurrency', () => {
     const refused = outcomes.flatMap((outcome) => (outcome.status === 'rejected' ? [outcome.reason] : []));
     expect(fulfilled).toHaveLength(1);
     expect(refused).toHaveLength(7);
+    // A refusal names what holds the budget: the calls in flight, or (when the machine is so loaded that
+    // the one call let through ended before a later one asked, as on PostgreSQL beside busy loops) its
+    // spend. Either way exactly one call ran and the cap held.
     for (const error of refused) {
       expect(error).toMatchObject({ code: 'BUDGET_EXCEEDED' });
       expect((error as Error).message).toMatch(
-        /daily budget of \$0\.002 for openai .*held by calls in flight/,
+        /daily budget of \$0\.002 for openai .*(held by calls in flight|\(\$0\.00192 spent\), less than)/,
       );
     }
     expect(completions(sim)).toHaveLength(1);
