@@ -11,7 +11,7 @@ import type {
   WorkflowRunResult,
 } from './api-types.js';
 import type { QuestionsStep, WorkflowDefinition } from './model.js';
-import { answerProblem, type PutQuestion } from './questions.js';
+import { answerProblem, inlineQuestions, type PutQuestion } from './questions.js';
 import { runView } from './engine-view.js';
 import { runOwner } from './run-lock.js';
 import { openStores } from './stores.js';
@@ -205,13 +205,10 @@ function questionsAnswer(
   }
   const questions =
     parked ??
-    (step.questions ?? []).map((question, index) => ({
-      id: question.id ?? `q${index + 1}`,
-      text: question.text,
-      // Templated choices are known once rendered: the step checks them when it takes the answer.
+    // As written: templated choices are known once rendered, and the step checks them when it takes the answer.
+    inlineQuestions(step.questions ?? [], (template) => template).map((question) => ({
+      ...question,
       choices: question.choices.some((choice) => choice.includes('{')) ? [] : question.choices,
-      allowFreeText: question.allowFreeText,
-      required: question.required,
     }));
   const problem = answerProblem(step, questions, answer);
   if (problem !== undefined) {
