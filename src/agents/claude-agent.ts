@@ -16,6 +16,7 @@ import type { ForwardedUsage } from '../providers/claude-code/key-forwarder.js';
 import { startConfinement, type Confinement } from '../providers/claude-code/confinement.js';
 import { realOrResolved } from './paths.js';
 import { resumedSessionCost } from './session-cost.js';
+import { claudeConfigDir } from '../core/claude-config-dir.js';
 import { PROCESS_TAG_VARIABLE } from './processes.js';
 import { costOf } from '../core/prices.js';
 import { redactDeep, redactSecrets, registerSecret } from '../core/secrets.js';
@@ -388,11 +389,7 @@ class AgentSession {
     if (invocation.maxTurns !== undefined) options.maxTurns = invocation.maxTurns;
     if (invocation.resumeSessionId !== undefined) {
       options.resume = invocation.resumeSessionId;
-      const env = confinement.env;
-      this.resumedCostUsd = resumedSessionCost(
-        env['CLAUDE_CONFIG_DIR'] ?? join(env['HOME'] ?? homedir(), '.claude'),
-        invocation.resumeSessionId,
-      );
+      this.resumedCostUsd = resumedSessionCost(claudeConfigDir(confinement.env), invocation.resumeSessionId);
     }
     // Claude Code's own cap check leaves a resumed session's earlier spend out: the cap is this attempt's.
     if (invocation.maxCostUsd !== undefined) options.maxBudgetUsd = invocation.maxCostUsd;

@@ -1,5 +1,4 @@
 import { closeSync, existsSync, fstatSync, openSync, readdirSync, readSync } from 'node:fs';
-import { homedir } from 'node:os';
 import { join } from 'node:path';
 
 /** How much of a session log is read at a time, from its end back. */
@@ -13,13 +12,10 @@ const MAX_COST_USD = 1e9;
  * Code restores that total when it resumes a session, so its `total_cost_usd` counts the earlier
  * processes' spend again. 0 when there is no such log or line, or the log cannot be read.
  */
-export function resumedSessionCost(configDir: string | undefined, sessionId: string): number {
+export function resumedSessionCost(configDir: string, sessionId: string): number {
   if (!/^[\w-]+$/.test(sessionId)) return 0;
   try {
-    const root = join(
-      configDir ?? process.env['CLAUDE_CONFIG_DIR'] ?? join(homedir(), '.claude'),
-      'projects',
-    );
+    const root = join(configDir, 'projects');
     if (!existsSync(root)) return 0;
     for (const folder of readdirSync(root)) {
       const log = join(root, folder, `${sessionId}.jsonl`);

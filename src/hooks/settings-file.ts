@@ -8,7 +8,7 @@ import {
   rmSync,
   statSync,
 } from 'node:fs';
-import { homedir } from 'node:os';
+import { claudeConfigDir } from '../core/claude-config-dir.js';
 import { basename, dirname, join, resolve } from 'node:path';
 import { SwitchboardError } from '../core/errors.js';
 import { isPlainObject } from '../core/plain-object.js';
@@ -28,11 +28,7 @@ export function settingsPath(
   { cwd = process.cwd(), env = process.env }: { cwd?: string; env?: NodeJS.ProcessEnv } = {},
 ): string {
   if (scope === 'user') {
-    const configDir = env['CLAUDE_CONFIG_DIR']?.trim();
-    return join(
-      configDir === undefined || configDir === '' ? join(homedir(), '.claude') : resolve(configDir),
-      'settings.json',
-    );
+    return join(claudeConfigDir(env), 'settings.json');
   }
   return join(resolve(cwd), '.claude', scope === 'local' ? 'settings.local.json' : 'settings.json');
 }
