@@ -46,6 +46,25 @@ describe('switchboard agent run', () => {
     expect(transcript.stdout).toContain('"session_id"');
     const events = await f.run(['agent', 'logs', run.id]);
     expect(events.stdout).toMatch(/verify passed/);
+    // The session's work, as a workflow step's: each model turn, the tool call and its result, in order.
+    const shown = await f.json<{ events: { kind: string; data?: Record<string, unknown> }[] }>([
+      'agent',
+      'show',
+      run.id,
+    ]);
+    const session = shown.events.filter((event) =>
+      ['model-turn', 'tool-call', 'tool-result'].includes(event.kind),
+    );
+    expect(session.map((event) => event.kind)).toEqual([
+      'model-turn',
+      'tool-call',
+      'tool-result',
+      'model-turn',
+    ]);
+    expect(session[0]?.data).toMatchObject({ model: expect.any(String), inputTokens: expect.any(Number) });
+    expect(session[1]?.data).toMatchObject({ tool: 'Write', input: expect.stringContaining('hello.txt') });
+    expect(session[2]?.data).toMatchObject({ tool: 'Write', error: false, durationMs: expect.any(Number) });
+    expect(events.stdout).toMatch(/Write ok in \d+ ms/);
     const ls = await f.run(['agent', 'ls']);
     expect(ls.stdout).toContain(run.id);
     const show = await f.run(['agent', 'show', run.id]);

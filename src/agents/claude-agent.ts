@@ -88,6 +88,8 @@ export interface AgentInvocation {
   onSpawn?: (pid: number) => void;
   /** Called with the running cost after each message that carries usage. */
   onProgress?: (progress: { costUsd: number; turns: number; lastTool?: string }) => void;
+  /** Called with every message of the session, in order (`sessionObserver` turns them into events). */
+  onMessage?: (message: SDKMessage) => void;
   /**
    * Called with the usage of each API response as it passes the run's key forwarder (see
    * `startKeyForwarder`): every request Claude Code makes, side requests and subagents included. Not
@@ -470,6 +472,11 @@ class AgentSession {
       this.rateLimitResetsAt = message.rate_limit_info.resetsAt;
     }
     if (message.type === 'assistant' && message.parent_tool_use_id === null) this.countUsage(message);
+    try {
+      this.invocation.onMessage?.(message);
+    } catch {
+      // The caller's bookkeeping must not end the run.
+    }
     return message.type === 'result' ? (message as unknown as ClaudeResultMessage) : undefined;
   }
 

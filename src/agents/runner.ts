@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { secretFolderList } from '../core/secrets.js';
+import { sessionEventMessage, sessionObserver } from './session-events.js';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -939,6 +940,14 @@ class RunExecution {
     const costBefore = this.run.costUsd;
     const turnsBefore = this.run.turns;
     let lastProgressWrite = 0;
+    // The session's turns, tool calls and results, as the run's events (written in order, not awaited).
+    const observe = sessionObserver((event) => {
+      if (this.lost) return;
+      const { id, phase } = this.run;
+      void this.serially(() =>
+        this.store.addEvent(id, phase, event.type, sessionEventMessage(event), event.data),
+      ).catch(() => undefined);
+    });
     const invocation: AgentInvocation = {
       cwd: this.run.worktree,
       prompt: attemptPrompt(context, sessionId !== undefined),
@@ -961,6 +970,7 @@ class RunExecution {
       hiddenDirectories: this.hiddenDirectories(),
       gitDirectory: this.repository.commonDir,
       onSpawn: (pid) => this.updateSoon({ childPid: pid }),
+      onMessage: observe,
       onProgress: (progress) => {
         const now = Date.now();
         if (now - lastProgressWrite >= 500) {

@@ -105,6 +105,8 @@ export interface NewRun {
   currentStep: string;
   parentRunId?: string;
   parentKey?: string;
+  /** The workflow's shape for the `run-start` event (`workflowGraph`). */
+  graph?: unknown;
 }
 
 /** What a step's start writes. */
@@ -347,7 +349,11 @@ export class WorkflowStore {
       );
       await this.insertEvent(tx, run.id, {
         type: 'run-start',
-        data: { workflow: run.workflow, inputs: run.inputs },
+        data: {
+          workflow: run.workflow,
+          inputs: run.inputs,
+          ...(run.graph === undefined ? {} : { graph: run.graph }),
+        },
       });
       const created = await readRun(tx, run.id);
       if (created === undefined)

@@ -131,6 +131,20 @@ export interface StepView {
   durationMs?: number;
   costUsd: number;
   error?: string;
+  /** Tokens of the execution's model turns (its `model-turn` events), when it had any. */
+  tokens?: StepTokens;
+  /** The execution's output as stored (a parked gate's: what it shows). */
+  output?: unknown;
+  /** The execution's latest event: its type and when (ISO time). */
+  lastEvent?: { type: string; at: string };
+}
+
+/** Token counts summed over model turns. */
+export interface StepTokens {
+  input: number;
+  output: number;
+  cacheRead: number;
+  cacheWrite: number;
 }
 
 export interface PendingGate {
@@ -159,6 +173,8 @@ export interface WorkflowRunResult {
   error?: string;
   /** Keys of the file Switchboard does not act on. */
   warnings?: string[];
+  /** The run's latest events, oldest first (at most `RECENT_EVENTS`). */
+  events?: WorkflowEventRecord[];
   /**
    * Set by `answerGate` when another process advancing the run (waiting at the gate with a timeout)
    * took the answer: the run as that process left it, not advanced by this call.

@@ -6,6 +6,7 @@ import type { ExecutionSlot } from './engine-step.js';
 import type { RunExecution } from './engine-types.js';
 import { resolveInputs } from './engine-deps.js';
 import type { StepOutcome } from './step-executor.js';
+import { workflowGraph } from './graph.js';
 
 /** Sub-workflows nested deeper than this fail (a workflow that calls itself). @default 5 */
 export const DEFAULT_MAX_DEPTH = 5;
@@ -46,6 +47,7 @@ export async function runChildWorkflow(
         currentStep: workflow.entryPoint,
         parentRunId: exec.run.id,
         parentKey: slot.key,
+        graph: workflowGraph(workflow),
       });
       child = created.run;
       eventsAfter = 0;

@@ -11,6 +11,7 @@ import { loadDefinition } from './engine-load.js';
 import { driveRun } from './engine-session.js';
 import { openStores, type StoreSession } from './stores.js';
 import type { WorkflowDefinition } from './model.js';
+import { workflowGraph } from './graph.js';
 
 /** A run id: sortable by start time, unique across processes. */
 export function newRunId(now = Date.now()): string {
@@ -79,6 +80,7 @@ async function createRunRecord(
     inputs,
     currentStep: workflow.entryPoint,
     ...(runKey === undefined ? {} : { runKey }),
+    graph: workflowGraph(workflow),
   });
   if (!created) checkHash(workflow, run.fileHash, run.id, false);
   return { runId: run.id, created };

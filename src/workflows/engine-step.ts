@@ -54,7 +54,17 @@ export async function executeStep(exec: RunExecution, slot: ExecutionSlot): Prom
       ...(slot.itemKey === undefined ? {} : { itemKey: slot.itemKey }),
       ...(exec.runner === undefined ? {} : { runner: exec.runner }),
     },
-    { type: 'step-start', step: slot.step.name, key: slot.key },
+    {
+      type: 'step-start',
+      step: slot.step.name,
+      key: slot.key,
+      data: {
+        type: slot.step.type,
+        ...(slot.groupKey === undefined ? {} : { group: slot.groupKey }),
+        ...(slot.itemIndex === undefined ? {} : { item: slot.itemIndex }),
+        ...(slot.itemKey === undefined ? {} : { itemKey: slot.itemKey }),
+      },
+    },
   );
   await exec.deliverEvents();
   exec.boundary('step-start', slot.key);
@@ -220,12 +230,51 @@ async function boundCall(
       },
     );
     spending.calls += result.costUsd ?? 0;
+    await callEvents(exec, slot, result);
     return result;
   } catch (error) {
     const spent = isSwitchboardError(error) ? error.details?.['spentUsd'] : undefined;
     if (typeof spent === 'number') spending.calls += spent;
     throw error;
   }
+}
+
+/**
+ * A call's events: an API provider's answer is one model turn (`model-turn`: provider, model, tokens,
+ * cost, duration, and the failed attempts before it); a Claude Code session writes its own turns as
+ * they come (see `sessionEvents`). Answers that failed the schema and were asked again are a
+ * `parse-recovery` event.
+ */
+async function callEvents(exec: RunExecution, slot: ExecutionSlot, result: CallResult): Promise<void> {
+  const where = { step: slot.step.name, key: slot.key };
+  const failed = result.attempts.filter((attempt) => attempt.errorCode !== undefined);
+  const reasked = failed.filter((attempt) => attempt.errorCode === 'SCHEMA');
+  if (reasked.length > 0) {
+    await exec.emit({
+      ...where,
+      type: 'parse-recovery',
+      data: {
+        provider: result.provider,
+        reasks: reasked.length,
+        errors: reasked.map((attempt) => (attempt.errorMessage ?? '').slice(0, 300)),
+      },
+    });
+  }
+  if (result.provider.startsWith('claude:') || result.provider.startsWith('claude@')) return;
+  await exec.emit({
+    ...where,
+    type: 'model-turn',
+    data: {
+      provider: result.provider,
+      model: result.modelUsed,
+      ...result.usage,
+      ...(result.costUsd === null ? {} : { costUsd: result.costUsd }),
+      durationMs: Math.round(result.durationMs),
+      ...(failed.length === 0
+        ? {}
+        : { failedAttempts: failed.map((attempt) => `${attempt.provider}: ${attempt.errorCode ?? ''}`) }),
+    },
+  });
 }
 
 function mcpServersFor(exec: RunExecution, step: StepDefinition): Record<string, Record<string, unknown>> {

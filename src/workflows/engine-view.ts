@@ -1,5 +1,10 @@
-import type { WorkflowRunRow, WorkflowStepRow, WorkflowStore } from '../store/workflow-records.js';
-import type { PendingGate, StepView, WorkflowRunResult } from './api-types.js';
+import type {
+  StoredWorkflowEvent,
+  WorkflowRunRow,
+  WorkflowStepRow,
+  WorkflowStore,
+} from '../store/workflow-records.js';
+import type { PendingGate, StepTokens, StepView, WorkflowRunResult } from './api-types.js';
 import { runOwner } from './run-lock.js';
 import { END, everyStep, type StepType, type WorkflowDefinition } from './model.js';
 
@@ -19,6 +24,7 @@ function stepView(row: WorkflowStepRow, runIsOwned: boolean): StepView {
     costUsd: row.costUsd,
   };
   if (row.endedAt !== undefined) view.durationMs = row.endedAt - row.startedAt;
+  if (row.output !== undefined) view.output = row.output;
   if (row.error !== undefined)
     view.error = row.errorCode === undefined ? row.error : `${row.errorCode}: ${row.error}`;
   return view;
@@ -60,6 +66,35 @@ function timedGate(rows: readonly WorkflowStepRow[]): PendingGate | undefined {
   };
 }
 
+/** How many of the run's latest events a result carries. */
+export const RECENT_EVENTS = 20;
+
+/** Per step execution: tokens summed over its `model-turn` events, and its latest event. */
+function stepActivity(
+  events: readonly StoredWorkflowEvent[],
+): Map<string, { tokens?: StepTokens; last: { type: string; at: string } }> {
+  const activity = new Map<string, { tokens?: StepTokens; last: { type: string; at: string } }>();
+  for (const event of events) {
+    if (event.key === undefined) continue;
+    const entry = activity.get(event.key) ?? { last: { type: event.type, at: '' } };
+    entry.last = { type: event.type, at: new Date(event.at).toISOString() };
+    if (event.type === 'model-turn' && event.data !== undefined) {
+      const count = (name: string): number => {
+        const value = event.data?.[name];
+        return typeof value === 'number' && Number.isFinite(value) ? value : 0;
+      };
+      const tokens = entry.tokens ?? { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 };
+      tokens.input += count('inputTokens');
+      tokens.output += count('outputTokens');
+      tokens.cacheRead += count('cacheReadTokens');
+      tokens.cacheWrite += count('cacheWriteTokens');
+      entry.tokens = tokens;
+    }
+    activity.set(event.key, entry);
+  }
+  return activity;
+}
+
 /** What `run`, `resume`, `gate` and `status` report, read back from the ledger. */
 export async function runView(
   store: WorkflowStore,
@@ -67,13 +102,22 @@ export async function runView(
   warnings?: readonly string[],
 ): Promise<WorkflowRunResult> {
   const rows = await store.steps(run.id);
+  const events = await store.events(run.id);
+  const activity = stepActivity(events);
   const result: WorkflowRunResult = {
     id: run.id,
     workflow: run.workflow,
     status: run.status,
     costUsd: run.costUsd,
     // A dead owner (kill -9) leaves its fields behind: only a live one makes a `running` step running.
-    steps: rows.map((row) => stepView(row, run.owner !== undefined && runOwner(run) !== undefined)),
+    steps: rows.map((row) => {
+      const view = stepView(row, run.owner !== undefined && runOwner(run) !== undefined);
+      const seen = activity.get(row.key);
+      if (seen?.tokens !== undefined) view.tokens = seen.tokens;
+      if (seen?.last !== undefined) view.lastEvent = seen.last;
+      return view;
+    }),
+    events: events.slice(-RECENT_EVENTS).map((event) => ({ ...event, at: new Date(event.at).toISOString() })),
   };
   const step =
     run.currentStep === END ? rows.filter((row) => row.groupKey === undefined).at(-1)?.step : run.currentStep;

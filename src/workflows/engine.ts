@@ -9,6 +9,7 @@ import { END, type StepDefinition } from './model.js';
 import { buildScope, recordFinished } from './scope.js';
 import type { StepOutcome, TemplateScope } from './step-executor.js';
 import type { StepEnd } from '../store/workflow-records.js';
+import { eventOutput } from './graph.js';
 
 /**
  * The interpreter: from the run's recorded pointer, runs one step (or group) at a time, each one's end
@@ -137,7 +138,9 @@ function routeStep(
   step: StepDefinition,
   scope: TemplateScope,
   outcome: StepOutcome,
-): { next: string; output: unknown } | { failure: { code: string; message: string }; output: unknown } {
+):
+  | { next: string; output: unknown; route?: { index: number; when?: string } }
+  | { failure: { code: string; message: string }; output: unknown } {
   if (outcome.status === 'failed') {
     const failure = outcome.error ?? { code: 'WORKFLOW_FAILED', message: `step "${step.name}" failed` };
     return { failure, output: outcome.output };
@@ -149,7 +152,14 @@ function routeStep(
       file: exec.workflow.file,
       step: step.name,
     });
-    return { next: route.target, output: route.output };
+    const taken = route.index === undefined ? undefined : step.routes[route.index];
+    return {
+      next: route.target,
+      output: route.output,
+      ...(route.index === undefined
+        ? {}
+        : { route: { index: route.index, ...(taken?.when === undefined ? {} : { when: taken.when }) } }),
+    };
   } catch (error) {
     return { failure: errorInfo(error), output: outcome.output };
   }
@@ -194,7 +204,7 @@ async function finishTopStep(
         currentStep: step.name,
         countsIteration: true,
       },
-      { status: 'failed', errorCode: failure.code, error: failure.message },
+      { status: 'failed', errorCode: failure.code, error: failure.message, ...eventOutput(output) },
     );
     return failRun(exec, failure);
   }
@@ -207,7 +217,12 @@ async function finishTopStep(
       currentStep: route.next,
       countsIteration: true,
     },
-    { status: outcome.status, next: route.next },
+    {
+      status: outcome.status,
+      next: route.next,
+      ...(route.route === undefined ? {} : { route: route.route }),
+      ...eventOutput(route.output),
+    },
   );
   recordFinished(exec.state, step.name, route.output, false);
   await refreshRun(exec);

@@ -9,6 +9,7 @@ import type { RunExecution } from './engine-types.js';
 import type { ForEachGroup, GroupDefinition, StepDefinition } from './model.js';
 import { buildScope, recordFinished } from './scope.js';
 import type { TemplateScope } from './step-executor.js';
+import { eventOutput } from './graph.js';
 
 /** One member of a group execution: a parallel group's step, or a for_each item. */
 export interface Member {
@@ -45,6 +46,7 @@ export async function runGroup(exec: RunExecution, group: GroupDefinition): Prom
       type: 'group-start',
       step: group.name,
       key: groupKey,
+      data: { kind: group.kind },
     },
   );
   await exec.deliverEvents();
@@ -230,7 +232,12 @@ export async function executeMember(
       type: 'step-end',
       step: member.step.name,
       key,
-      data: { status: ok ? 'completed' : 'failed', costUsd, ...(error ?? {}) },
+      data: {
+        status: ok ? 'completed' : 'failed',
+        costUsd,
+        ...(error ?? {}),
+        ...eventOutput(outcome.output),
+      },
     },
   );
   await exec.deliverEvents();
@@ -283,6 +290,7 @@ async function endGroup(
 ): Promise<RunStop | undefined> {
   let output: unknown = groupOutput(group, results);
   let next: string | undefined;
+  let takenRoute: { index: number; when?: string } | undefined;
   if (failure === undefined) {
     try {
       const route = chooseRoute(group.routes, output, scope, {
@@ -292,6 +300,9 @@ async function endGroup(
       });
       next = route.target;
       output = route.output;
+      const taken = route.index === undefined ? undefined : group.routes[route.index];
+      if (route.index !== undefined)
+        takenRoute = { index: route.index, ...(taken?.when === undefined ? {} : { when: taken.when }) };
     } catch (error) {
       failure = errorInfo(error);
     }
@@ -314,7 +325,12 @@ async function endGroup(
       type: 'group-end',
       step: group.name,
       key,
-      data: { status, ...(next === undefined ? {} : { next }), ...(failure ?? {}) },
+      data: {
+        status,
+        ...(next === undefined ? {} : { next }),
+        ...(takenRoute === undefined ? {} : { route: takenRoute }),
+        ...(failure ?? {}),
+      },
     },
   );
   if (failure !== undefined) return failRun(exec, failure);

@@ -57,6 +57,7 @@ import type { AgentStep, GitEffectDefinition } from '../model.js';
 import { validateOutput } from '../output-schema.js';
 import type { StepContext, StepOutcome } from '../step-executor.js';
 import { claudeMcpServers, renderDirectory, workingDirectory } from './llm.js';
+import { sessionEvents } from './session-events.js';
 
 /** The trailer that marks the runner's commit of a step: its value is the step's key. */
 export const STEP_TRAILER = 'Switchboard-Step';
@@ -624,13 +625,17 @@ class GitStepExecution {
       const hold = await this.holdAttempt(task, attempt, budget, time);
       if ('code' in hold) return hold;
       let outcome;
+      // The session's turns, tool calls and results, as events of the step.
+      const session = sessionEvents(this.context);
       try {
         const invocation = this.invocation(task, agentContext, sessionId, hold.capUsd, time);
+        invocation.onMessage = session.observe;
         outcome = await runAgentAttempt(invocation, this.options._internal?.runAgent);
         await hold.settle(attemptSpend(outcome));
       } finally {
         await hold.release();
       }
+      await session.flushed();
       sessionId = outcome.sessionId ?? sessionId;
       const { childPid: _ended, ...rest } = this.current;
       this.notes = rest;

@@ -23,6 +23,7 @@ export const executeHumanGateStep: StepExecutor = async (context) => {
     // While this process waits, `workflow status` shows the gate from these notes, so anyone can answer it.
     const timesOutAt = new Date(Date.now() + step.timeoutSeconds * 1000).toISOString();
     await context.recordProgress({ gate: { prompt, options, timesOutAt } });
+    await context.emit({ type: 'gate-presented', data: { prompt, options, timesOutAt } });
     answer = await waitForAnswer(context, step.timeoutSeconds * 1000);
     if (answer === undefined) {
       // Recorded as the gate's answer unless someone answered first: an answer committed at the last
@@ -36,6 +37,7 @@ export const executeHumanGateStep: StepExecutor = async (context) => {
     }
   }
   if (answer === undefined) {
+    await context.emit({ type: 'gate-presented', data: { prompt, options } });
     return {
       status: 'waiting',
       costUsd: 0,

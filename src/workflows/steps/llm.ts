@@ -9,6 +9,10 @@ import { outputJsonSchema, validateOutput } from '../output-schema.js';
 import { usesClaudeCode } from '../providers.js';
 import type { StepContext, StepOutcome } from '../step-executor.js';
 import { sessionEvents, type SessionEvents } from './session-events.js';
+import { bounded } from '../../agents/session-events.js';
+
+/** How much of a rendered prompt the `step-prompt` event keeps. */
+const PROMPT_LIMIT = 8_000;
 
 /**
  * A `type: agent` step without `effects: git`: one `call()` with the step's provider spec. With
@@ -24,6 +28,14 @@ export async function executeLlmStep(context: StepContext, step: AgentStep): Pro
   if (step.systemPrompt !== undefined) request.system = context.render(step.systemPrompt, 'system_prompt');
   const structured = step.output !== undefined && step.outputMode !== 'raw';
   if (structured && step.output !== undefined) request.schema = outputJsonSchema(step.output);
+  await context.emit({
+    type: 'step-prompt',
+    data: {
+      provider: spec,
+      prompt: bounded(request.prompt, PROMPT_LIMIT),
+      ...(request.system === undefined ? {} : { system: bounded(request.system, PROMPT_LIMIT) }),
+    },
+  });
   const timeoutMs = stepTimeoutMs(context, step.timeoutSeconds);
   if (timeoutMs !== undefined) request.timeoutMs = timeoutMs;
 

@@ -22,6 +22,7 @@ export const executeQuestionsStep: StepExecutor = async (context) => {
   const questions = putQuestions(step, context);
   const answer = await context.gateAnswer();
   if (answer === undefined) {
+    await context.emit({ type: 'gate-presented', data: { prompt, options: [], questions } });
     return { status: 'waiting', costUsd: 0, output: { prompt, options: [], questions } };
   }
   const taken = { choice: answer.choice, answers: answersFromText(answer.text) };

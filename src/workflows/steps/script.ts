@@ -17,6 +17,14 @@ export interface ScriptOutput {
   [field: string]: unknown;
 }
 
+/** How much of each stream the `script-output` event keeps: the last 2,000 characters. */
+const STREAM_EVENT_LIMIT = 2_000;
+
+/** The end of a text, at most `limit` characters, saying how much came before. */
+function tail(text: string, limit: number): string {
+  return text.length <= limit ? text : `(${text.length - limit} characters before) …${text.slice(-limit)}`;
+}
+
 /** Bytes a script may print on stdout, and again on stderr, unless its step says `max_output_bytes`. */
 export const DEFAULT_MAX_OUTPUT_BYTES = 1024 * 1024;
 /** Bytes of a stream's end kept in the output when the script printed past its cap. */
@@ -69,6 +77,7 @@ export const executeScriptStep: StepExecutor = async (context) => {
   }
   const timeoutMs = effectiveTimeoutMs(step.timeoutSeconds, context.deadline);
   const maxOutputBytes = step.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;
+  const started = performance.now();
   const result = await runScriptProcess(context, {
     executable,
     args,
@@ -89,6 +98,16 @@ export const executeScriptStep: StepExecutor = async (context) => {
     stderr: redactSecrets(result.stderr),
     exit_code: result.exitCode,
   };
+  await context.emit({
+    type: 'script-output',
+    data: {
+      exitCode: result.exitCode,
+      ...(result.signal === undefined ? {} : { signal: result.signal }),
+      durationMs: Math.round(performance.now() - started),
+      stdout: tail(output.stdout, STREAM_EVENT_LIMIT),
+      stderr: tail(output.stderr, STREAM_EVENT_LIMIT),
+    },
+  });
   if (result.aborted) {
     return failure(
       'ABORTED',
