@@ -234,6 +234,51 @@ agents:
     expect(mapped.status, mapped.stdout).toBe(0);
     expect(mapped.stdout).not.toMatch(/Claude Code/);
   });
+
+  it('validator: on an LLM step is valid with no warning; on a human_gate or an effects: git step it is refused', async () => {
+    const reviewer = `workflow:
+  name: review
+  entry_point: reviewer
+  runtime:
+    provider: claude
+agents:
+  - name: reviewer
+    model: claude-haiku-4.5
+    prompt: Review the change for null dereferences.
+    output:
+      findings: { type: array, items: { type: string } }
+    validator:
+      model: claude-sonnet-4.5
+      criteria: |
+        Each finding names the line it is about.
+      max_retries: 1
+    routes:
+      - to: $end
+`;
+    const valid = await run(['workflow', 'validate', 'flow.yaml'], withFile(reviewer));
+    expect(valid.status, valid.stdout).toBe(0);
+    expect(valid.stdout).toBe('flow.yaml: valid (1 step, 0 groups; starts at reviewer)\n');
+
+    const refused: Array<[string, string]> = [
+      [
+        '  - name: approve\n    type: human_gate\n    prompt: Ship it?\n    options: [{ label: Yes, value: y, route: $end }]\n    validator: { criteria: be right }\n',
+        'human_gate steps cannot have "validator"',
+      ],
+      [
+        '  - name: implement\n    effects: git\n    prompt: Fix the bug.\n    validator: { criteria: the tests pass }\n',
+        'effects: git steps cannot have "validator"',
+      ],
+    ];
+    for (const [step, message] of refused) {
+      const file = `workflow:\n  name: t\n  entry_point: ${/name: (\w+)/.exec(step)?.[1]}\nagents:\n${step}`;
+      const result = await run(['workflow', 'validate', 'flow.yaml', '--json'], withFile(file));
+      expect(result.status, result.stdout).toBe(EXIT_CODES.WORKFLOW_INVALID);
+      const report = JSON.parse(result.stdout) as { problems: { field: string; message: string }[] };
+      expect(report.problems).toEqual([
+        expect.objectContaining({ field: 'validator', message: expect.stringContaining(message) }),
+      ]);
+    }
+  });
 });
 
 describe('switchboard workflow: help', () => {

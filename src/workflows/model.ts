@@ -141,6 +141,22 @@ export interface AgentStep extends StepCommon {
   /** Names of `runtime.mcp_servers` this step opts into (Switchboard addition: `mcp: [names]` or `true`). */
   mcp?: string[] | boolean;
   git?: GitEffectDefinition;
+  /** Conductor's `validator:`: a second call grades the answer, and a failed grade re-runs the step once. */
+  validator?: ValidatorDefinition;
+}
+
+/**
+ * Conductor's `validator:` on an LLM step: after the step's call, a second call on the same provider
+ * grades the output against `criteria`; when it fails and `maxRetries` is 1, the step runs once more
+ * with the grader's issues appended to its prompt, and that answer is final.
+ */
+export interface ValidatorDefinition {
+  /** What a good output satisfies, sent to the grader as written (not a template). */
+  criteria: string;
+  /** The grader's model; @default the step's model. */
+  model?: string;
+  /** 1: re-run the step once on a failed grade; 0: only report it. @default 1 */
+  maxRetries: 0 | 1;
 }
 
 export interface HumanGateStep extends StepCommon {

@@ -5,6 +5,7 @@ import type {
   RetryDefinition,
   RouteDefinition,
   StepDefinition,
+  ValidatorDefinition,
 } from '../model.js';
 import { workflowInvalid, type ProblemPlace } from './problem.js';
 import type { RawOutputField, RawStep } from './schema.js';
@@ -191,6 +192,20 @@ function buildAgent(raw: RawStep, common: Common, fail: Fail): StepDefinition {
       'add effects: git to run this step as a Claude Code agent in a git worktree, or remove the field',
     );
   }
+  if (raw.effects === 'git' && raw.validator != null) {
+    fail(
+      'validator',
+      'effects: git steps cannot have "validator"',
+      'check the change with verify: (a command) or acceptance:, or grade it in a later LLM step',
+    );
+  }
+  if (raw.validator != null && raw.validator.criteria.trim() === '') {
+    fail(
+      'validator',
+      'validator "criteria" is empty',
+      'write criteria: (what a good output satisfies), or remove the validator',
+    );
+  }
   let git: GitEffectDefinition | undefined;
   if (raw.effects === 'git') {
     git = {
@@ -221,6 +236,15 @@ function buildAgent(raw: RawStep, common: Common, fail: Fail): StepDefinition {
     ...optional('outputMode', raw.output_mode),
     ...optional('mcp', raw.mcp),
     ...(git === undefined ? {} : { git }),
+    ...(raw.validator == null ? {} : { validator: buildValidator(raw.validator) }),
+  };
+}
+
+function buildValidator(raw: NonNullable<RawStep['validator']>): ValidatorDefinition {
+  return {
+    criteria: raw.criteria,
+    ...optional('model', raw.model),
+    maxRetries: raw.max_retries === 0 ? 0 : 1,
   };
 }
 

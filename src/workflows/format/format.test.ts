@@ -103,6 +103,7 @@ describe('loadWorkflow: Conductor files and Switchboard additions', () => {
         maxParseRecoveryAttempts: 2,
       },
       timeoutSeconds: 120,
+      validator: { criteria: 'Every section has a heading.\n', maxRetries: 1 },
       maxVisits: 3,
       onCap: 'approval',
     });
@@ -119,6 +120,11 @@ describe('loadWorkflow: Conductor files and Switchboard additions', () => {
     });
     const reviewer = workflow.steps.get('reviewer') as AgentStep;
     expect(reviewer.prompt).toBe('Summarise the findings for {{ workflow.input.topic }}.\n');
+    expect(reviewer.validator).toEqual({
+      criteria: 'Every note names the sentence it is about.',
+      model: 'gpt-4.1-mini',
+      maxRetries: 0,
+    });
     expect(reviewer.output?.['verdict']).toMatchObject({ type: 'string', enum: ['approve', 'revise'] });
     expect(reviewer.routes[0]).toEqual({
       to: 'drafter',
@@ -206,7 +212,6 @@ describe('loadWorkflow: Conductor files and Switchboard additions', () => {
       'session_key',
       'dialog',
       'reasoning',
-      'validator',
       'sandbox',
       'skills',
       'plugins',
@@ -222,8 +227,10 @@ describe('loadWorkflow: Conductor files and Switchboard additions', () => {
       expect.stringContaining('--provider-map copilot=openai@http://127.0.0.1:11434/v1'),
     );
     expect(warnings.join('\n')).not.toContain('not-a-real-key');
+    // validator: is supported: it loads without a warning.
+    expect(warnings.join('\n')).not.toContain('validator');
     expect(workflow.contextMode).toBe('explicit');
-    expect(warnings).toHaveLength(30);
+    expect(warnings).toHaveLength(29);
   });
 });
 
@@ -327,6 +334,33 @@ describe('loadWorkflow: one-line errors naming file, step and field', () => {
       withStep('prompt: do it\nverify: npm test', 'agent'),
       /field "verify": "verify" needs effects: git/,
       /add effects: git/,
+    ],
+    [
+      'a validator on a human_gate',
+      withStep(
+        'prompt: ok?\noptions: [{ label: Y, value: y, route: $end }]\nvalidator: { criteria: be right }',
+        'human_gate',
+      ),
+      /field "validator": human_gate steps cannot have "validator"$/,
+      /belongs on type: agent/,
+    ],
+    [
+      'a validator on an effects: git step',
+      withStep('prompt: do it\neffects: git\nvalidator: { criteria: tests pass }', 'agent'),
+      /field "validator": effects: git steps cannot have "validator"$/,
+      /verify:/,
+    ],
+    [
+      'a validator with blank criteria',
+      withStep('prompt: do it\nvalidator: { criteria: "  " }', 'agent'),
+      /field "validator": validator "criteria" is empty$/,
+      /write criteria:/,
+    ],
+    [
+      'a validator that re-runs twice',
+      withStep('prompt: do it\nvalidator: { criteria: be right, max_retries: 2 }', 'agent'),
+      /field "validator\.max_retries"/,
+      /max_retries/,
     ],
     [
       'effects on a script',
@@ -522,7 +556,7 @@ describe('validateWorkflow', () => {
 
   it("passes the loader's warnings on", () => {
     const report = validateWorkflow(loadWorkflow(resolve(fixtures, 'conductor-extras.yaml')));
-    expect(report.warnings.length).toBeGreaterThanOrEqual(30);
+    expect(report.warnings.length).toBeGreaterThanOrEqual(29);
     expect(report.warnings[0]?.message).toMatch(/^workflow: context\.max_tokens/);
   });
 });

@@ -103,6 +103,7 @@ const APPLICABLE: Record<WrittenType, string[]> = {
     'output',
     'mcp',
     'effects',
+    'validator',
     ...GIT_FIELDS,
   ],
   human_gate: ['prompt', 'options', 'timeout', 'default'],

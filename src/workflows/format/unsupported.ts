@@ -12,7 +12,6 @@ export const UNSUPPORTED_STEP_KEYS: Readonly<Record<string, string>> = {
   session_key: 'each step is its own session in Switchboard',
   dialog: 'interactive dialog is not supported; use a human_gate step with prompt_for',
   reasoning: 'reasoning effort is not passed to providers; pick the model instead',
-  validator: 'use an output schema with constraints, or a review step and a route',
   sandbox: 'ACA sandboxes are not supported; use effects: git for an isolated worktree',
   skills: 'Copilot/Claude skill injection is not supported; use type: route to pick a skill',
   plugins: 'plugins are not supported',

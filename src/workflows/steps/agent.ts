@@ -2,12 +2,14 @@ import { SwitchboardError } from '../../core/errors.js';
 import type { StepExecutor } from '../step-executor.js';
 import type { GitAgentStepOptions } from './git-agent.js';
 import { executeLlmStep } from './llm.js';
+import { executeValidatedLlmStep } from './validator.js';
 
 /**
  * Conductor's `type: agent` (the default type). Without `effects: git` it is one LLM call
- * (`llm.ts`); with it, a Claude Code agent in a git worktree whose result is one commit
- * (`git-agent.ts`, loaded only then). `options` say how Claude Code is reached (the `claude.*`
- * settings); without them, Claude Code's own environment decides.
+ * (`llm.ts`), graded and perhaps made again when it has a `validator:` (`validator.ts`); with it, a
+ * Claude Code agent in a git worktree whose result is one commit (`git-agent.ts`, loaded only then).
+ * `options` say how Claude Code is reached (the `claude.*` settings); without them, Claude Code's own
+ * environment decides.
  */
 export function createAgentStepExecutor(options: GitAgentStepOptions = {}): StepExecutor {
   return async (context) => {
@@ -22,6 +24,7 @@ export function createAgentStepExecutor(options: GitAgentStepOptions = {}): Step
       const { executeGitAgentStep } = await import('./git-agent.js');
       return executeGitAgentStep(context, step, step.git, options);
     }
+    if (step.validator !== undefined) return executeValidatedLlmStep(context, step, step.validator);
     return executeLlmStep(context, step);
   };
 }

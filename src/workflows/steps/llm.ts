@@ -14,6 +14,11 @@ import { bounded } from '../../agents/session-events.js';
 /** How much of a rendered prompt the `step-prompt` event keeps. */
 const PROMPT_LIMIT = 8_000;
 
+export interface LlmStepOptions {
+  /** Text appended to the rendered prompt (a validator's issues, on the re-run). @default none */
+  feedback?: string;
+}
+
 /**
  * A `type: agent` step without `effects: git`: one `call()` with the step's provider spec. With
  * `output:` the answer goes through call()'s schema path (a tool on providers that have tools, JSON
@@ -21,10 +26,15 @@ const PROMPT_LIMIT = 8_000;
  * field constraints; without it (or with `output_mode: raw`) the answer is `{result: <text>}`, as in
  * Conductor.
  */
-export async function executeLlmStep(context: StepContext, step: AgentStep): Promise<StepOutcome> {
+export async function executeLlmStep(
+  context: StepContext,
+  step: AgentStep,
+  { feedback = '' }: LlmStepOptions = {},
+): Promise<StepOutcome> {
   const { runtime } = context.workflow;
   const spec = context.resolveSpec(step.provider ?? runtime.provider, step.model ?? runtime.defaultModel);
-  const request: CallRequest = { prompt: context.render(step.prompt, 'prompt'), abortSignal: context.signal };
+  const prompt = context.render(step.prompt, 'prompt') + feedback;
+  const request: CallRequest = { prompt, abortSignal: context.signal };
   if (step.systemPrompt !== undefined) request.system = context.render(step.systemPrompt, 'system_prompt');
   const structured = step.output !== undefined && step.outputMode !== 'raw';
   if (structured && step.output !== undefined) request.schema = outputJsonSchema(step.output);
