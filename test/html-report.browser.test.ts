@@ -13,7 +13,11 @@ import { renderHtmlReport } from '../src/observe/html-report.js';
 import { IN_CI } from './helpers/ci.js';
 
 const root = join(import.meta.dirname, '..');
-const artifacts = join(root, 'test-artifacts');
+/**
+ * Where the page and its screenshot go: `SWITCHBOARD_TEST_ARTIFACTS` to keep them for a look, else the
+ * test's own temporary folder (nothing is written into the repository).
+ */
+const keptArtifacts = process.env.SWITCHBOARD_TEST_ARTIFACTS;
 const chromium = findChromium();
 /** Any one browser step longer than this is a hung browser, not a slow one. */
 const BROWSER_TIMEOUT_MS = 30_000;
@@ -51,6 +55,7 @@ const suiteName =
 
 suite(suiteName, () => {
   let stateDir: string;
+  let artifacts: string;
   let comparison: ModeComparison;
   let browser: Browser | undefined;
   let page: Page;
@@ -76,6 +81,8 @@ suite(suiteName, () => {
       ['rules-only', 'local'],
       loadDataset(dataset),
     );
+    artifacts =
+      keptArtifacts === undefined || keptArtifacts === '' ? join(stateDir, 'artifacts') : keptArtifacts;
     mkdirSync(artifacts, { recursive: true });
     const file = join(artifacts, 'html-report.html');
     writeFileSync(file, renderHtmlReport(comparison, { title: 'Dev set in Chromium', dataset: 'dev.jsonl' }));
