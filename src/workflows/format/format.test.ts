@@ -57,6 +57,7 @@ describe('loadWorkflow: Conductor files and Switchboard additions', () => {
         defaultModel: 'claude-haiku-4.5',
         temperature: 0.2,
         maxTokens: 2000,
+        maxAgentIterations: 30,
         workingDir: '/tmp/every-key',
       },
       output: { title: '{{ drafter.output.title }}' },
@@ -103,6 +104,7 @@ describe('loadWorkflow: Conductor files and Switchboard additions', () => {
         maxParseRecoveryAttempts: 2,
       },
       timeoutSeconds: 120,
+      maxAgentIterations: 12,
       maxVisits: 3,
       onCap: 'approval',
     });
@@ -202,7 +204,6 @@ describe('loadWorkflow: Conductor files and Switchboard additions', () => {
     for (const key of [
       'context_tier',
       'max_session_seconds',
-      'max_agent_iterations',
       'session_key',
       'dialog',
       'reasoning',
@@ -223,7 +224,7 @@ describe('loadWorkflow: Conductor files and Switchboard additions', () => {
     );
     expect(warnings.join('\n')).not.toContain('not-a-real-key');
     expect(workflow.contextMode).toBe('explicit');
-    expect(warnings).toHaveLength(30);
+    expect(warnings).toHaveLength(28);
   });
 });
 
@@ -522,7 +523,7 @@ describe('validateWorkflow', () => {
 
   it("passes the loader's warnings on", () => {
     const report = validateWorkflow(loadWorkflow(resolve(fixtures, 'conductor-extras.yaml')));
-    expect(report.warnings.length).toBeGreaterThanOrEqual(30);
+    expect(report.warnings.length).toBeGreaterThanOrEqual(28);
     expect(report.warnings[0]?.message).toMatch(/^workflow: context\.max_tokens/);
   });
 });
