@@ -2,9 +2,9 @@ import type { SDKMessage } from '@anthropic-ai/claude-agent-sdk';
 import type { StepContext, WorkflowEvent } from '../step-executor.js';
 
 /** How much of a tool's arguments an event keeps (characters of their JSON). */
-const INPUT_LIMIT = 2_000;
+export const INPUT_LIMIT = 2_000;
 /** How much of a tool's result an event keeps. */
-const RESULT_LIMIT = 500;
+export const RESULT_LIMIT = 500;
 
 /** A Claude Code session's work as the step's events, written in the order it happened. */
 export interface SessionEvents {
@@ -105,7 +105,7 @@ function resultText(content: unknown): string {
 }
 
 /** A value as text of at most `limit` characters, saying how much was cut. */
-function bounded(value: unknown, limit: number): string {
+export function bounded(value: unknown, limit: number): string {
   const text = typeof value === 'string' ? value : JSON.stringify(value ?? null);
   return text.length <= limit ? text : `${text.slice(0, limit)}… (${text.length - limit} more characters)`;
 }
