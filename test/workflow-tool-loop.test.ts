@@ -1,4 +1,5 @@
-import { mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Sqlite from 'better-sqlite3';
@@ -6,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EXIT_CODES } from '../src/core/errors.js';
 import { startSimulator, type Simulator } from '../src/sim/server.js';
 import { runCli } from './helpers/run-cli.js';
+import { waitFor } from './helpers/wait-for.js';
 
 // `switchboard workflow run` with an LLM step on an API provider that has tools: the built CLI, the
 // Anthropic SDK against the simulator, a real SQLite ledger.
@@ -102,6 +104,80 @@ describe('a tool loop that never answers', () => {
       error: false,
       result: 'nothing new',
     });
+  });
+});
+
+describe('a step killed in the middle of its tool loop', () => {
+  it('runs again from its start on resume; the killed turn stays in the ledger once and counts toward the step', async () => {
+    const cwd = folder({
+      'flow.yaml': FLOW.replace('    max_agent_iterations: 3\n', ''),
+      'notes.txt': 'the secret word is heliotrope\n',
+    });
+    const env = { ...process.env, ANTHROPIC_API_KEY: 'sk-ant-tool-loop-kill', ANTHROPIC_BASE_URL: sim.url };
+    const usage = { input: 1000, output: 50 };
+    // The first attempt reads the file, then waits for a model that never answers.
+    sim.setScenario({
+      rules: [
+        { match: { turn: 1 }, reply: { tool: { name: 'read_file', input: { path: 'notes.txt' } }, usage } },
+        { match: { turn: 2 }, fault: { kind: 'stall' } },
+      ],
+    });
+    sim.clearLog();
+    const cli = join(import.meta.dirname, '..', 'dist/cli/main.js');
+    const child = spawn(process.execPath, [cli, 'workflow', 'run', 'flow.yaml', '--run-id', 'killed'], {
+      cwd,
+      env,
+      stdio: 'ignore',
+    });
+    const exited = new Promise((resolve) => child.on('exit', resolve));
+    const ledgerFile = join(cwd, '.switchboard', 'ledger.db');
+    const rows = () => {
+      if (!existsSync(ledgerFile)) return [];
+      const ledger = new Sqlite(ledgerFile, { readonly: true });
+      try {
+        return ledger.prepare('SELECT cost_usd FROM call_attempts ORDER BY created_at').all() as {
+          cost_usd: number;
+        }[];
+      } catch {
+        return [];
+      } finally {
+        ledger.close();
+      }
+    };
+    await waitFor(() => rows().length === 1 && sim.requests.length === 2, {
+      what: 'the first turn recorded and the second sent',
+    });
+    child.kill('SIGKILL');
+    await exited;
+
+    sim.setScenario({
+      rules: [
+        { match: { turn: 1 }, reply: { tool: { name: 'read_file', input: { path: 'notes.txt' } }, usage } },
+        { match: { text: 'heliotrope' }, reply: { text: 'It says heliotrope.', usage } },
+      ],
+    });
+    sim.clearLog();
+    const resumed = await runCli(['workflow', 'resume', 'killed', '--json'], { cwd, env });
+    expect(resumed.status, resumed.stderr).toBe(0);
+    expect(JSON.parse(resumed.stdout)).toMatchObject({
+      status: 'completed',
+      steps: [{ key: 'killed/reader/0', status: 'completed', attempts: 2 }],
+    });
+    // From its start: the prompt alone, then the file's content.
+    expect(sim.requests.map((request) => request.turn)).toEqual([1, 2]);
+    const all = rows();
+    expect(all).toHaveLength(3);
+    const ledger = new Sqlite(ledgerFile, { readonly: true });
+    const step = ledger
+      .prepare("SELECT status, attempt, output, cost_usd FROM workflow_steps WHERE key = 'killed/reader/0'")
+      .get() as { status: string; attempt: number; output: string; cost_usd: number };
+    ledger.close();
+    expect(step).toMatchObject({ status: 'completed', attempt: 2 });
+    expect(JSON.parse(step.output)).toEqual({ result: 'It says heliotrope.' });
+    expect(step.cost_usd).toBeCloseTo(
+      all.reduce((sum, row) => sum + row.cost_usd, 0),
+      12,
+    );
   });
 });
 

@@ -215,6 +215,7 @@ class LoopRun {
         ].join('\n'),
       };
     }
+    const signal = this.toolSignal();
     await this.emit('tool-call', { id: call.id, tool: call.name, input: bounded(call.input, INPUT_LIMIT) });
     const started = performance.now();
     const tool = this.tools.get(call.name);
@@ -226,7 +227,7 @@ class LoopRun {
       };
     } else {
       try {
-        outcome = await tool.run(call.input, this.toolSignal());
+        outcome = await tool.run(call.input, signal);
       } catch (error) {
         if (this.context.signal.aborted) throw error;
         outcome = { isError: true, content: error instanceof Error ? error.message : String(error) };
