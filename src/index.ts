@@ -86,11 +86,15 @@ export type { CallOptions } from './invoke/call.js';
 export {
   parseProviderSpec,
   type CallAttempt,
+  type CallMessage,
   type CallRequest,
   type CallResult,
   type JsonSchema,
   type Provider,
   type TokenUsage,
+  type ToolCall,
+  type ToolDefinition,
+  type ToolResult,
 } from './core/call-types.js';
 export { startSimulator } from './lazy-api.js';
 export type { SimLogEntry, Simulator, SimulatorOptions } from './sim/server.js';

@@ -134,6 +134,8 @@ describe('LLM steps on Claude Code get tools as in Conductor', () => {
     );
     const misspelt = await runCli(['workflow', 'validate', 'flow.yaml'], { cwd: root, env: process.env });
     expect(misspelt.status).toBe(EXIT_CODES.WORKFLOW_INVALID);
-    expect(misspelt.stdout).toMatch(/"Reed" is not a Claude Code tool \(did you mean Read\?\)/);
+    expect(misspelt.stdout).toMatch(
+      /"Reed" is not a Claude Code tool, a file tool .*\(did you mean Read\?\)/,
+    );
   });
 });

@@ -1,3 +1,4 @@
+import { closestName } from '../core/closest-name.js';
 import { readDataFile } from '../core/data-file.js';
 import type { z } from 'zod';
 import { SwitchboardError } from '../core/errors.js';
@@ -51,31 +52,6 @@ export function unknownToolProblem(entry: string): string | undefined {
   if (CLAUDE_CODE_TOOLS.includes(name)) return undefined;
   const closest = closestName(name, CLAUDE_CODE_TOOLS);
   return `"${entry}" is not a Claude Code tool${closest === undefined ? '' : ` (did you mean ${closest}?)`}`;
-}
-
-/** The candidate nearest to `word` by edit distance (letter case ignored), if it is near enough to be a typo. */
-function closestName(word: string, candidates: readonly string[]): string | undefined {
-  let best: { name: string; distance: number } | undefined;
-  for (const name of candidates) {
-    const distance = editDistance(word.toLowerCase(), name.toLowerCase());
-    if (best === undefined || distance < best.distance) best = { name, distance };
-  }
-  return best !== undefined && best.distance <= Math.max(2, Math.floor(word.length / 3))
-    ? best.name
-    : undefined;
-}
-
-function editDistance(a: string, b: string): number {
-  let previous = Array.from({ length: b.length + 1 }, (_, index) => index);
-  for (let i = 1; i <= a.length; i++) {
-    const current = [i];
-    for (let j = 1; j <= b.length; j++) {
-      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
-      current[j] = Math.min((previous[j] ?? 0) + 1, (current[j - 1] ?? 0) + 1, (previous[j - 1] ?? 0) + cost);
-    }
-    previous = current;
-  }
-  return previous[b.length] ?? 0;
 }
 
 /** The task file's schema, built at the first task (zod is loaded then, not when the library is imported). */

@@ -3,10 +3,68 @@ import { SwitchboardError, type ErrorCode } from './errors.js';
 /** A JSON Schema object (draft 2020-12 or 7), as given by a user or produced by `z.toJSONSchema`. */
 export type JsonSchema = Record<string, unknown>;
 
+/** A tool the model may call: what it is for, and its arguments as a JSON Schema object. */
+export interface ToolDefinition {
+  /** Letters, digits, `_` and `-`, at most 64 characters: what every provider accepts. */
+  name: string;
+  description: string;
+  /** JSON Schema of the arguments; `type: 'object'` at the top. */
+  inputSchema: JsonSchema;
+}
+
+/** A call of a tool the model made. */
+export interface ToolCall {
+  /** The provider's id of the call; one is made up when the provider gives none (Gemini may not). */
+  id: string;
+  name: string;
+  /** The arguments the model wrote; `{}` when they were not a JSON object. */
+  input: Record<string, unknown>;
+  /**
+   * An opaque token the provider wants back with the call in a later request (Gemini's
+   * `thoughtSignature`); keep it as given.
+   */
+  signature?: string;
+}
+
+/** What a tool answered to one call. */
+export interface ToolResult {
+  /** The `ToolCall.id` it answers. */
+  id: string;
+  /** The tool's name (Gemini pairs results with calls by name). */
+  name: string;
+  /** The result as text. */
+  content: string;
+  /** The tool failed; `content` says why. */
+  isError?: boolean;
+}
+
+/**
+ * One message of a conversation after `CallRequest.prompt`: the model's earlier answer (with the tool
+ * calls it made), the results of those calls, or another user message.
+ */
+export type CallMessage =
+  | { role: 'assistant'; text: string; toolCalls?: ToolCall[] }
+  | { role: 'tool'; results: ToolResult[] }
+  | { role: 'user'; text: string };
+
 /** One LLM call, whatever the provider. */
 export interface CallRequest {
-  /** The user prompt. */
+  /** The user prompt: the conversation's first message. */
   prompt: string;
+  /**
+   * The conversation after `prompt`, oldest first; each provider gets it in its own format (Anthropic
+   * `tool_use` / `tool_result` blocks, OpenAI `tool_calls` and `role: 'tool'` messages, Gemini
+   * `functionCall` / `functionResponse` parts). Not for `claude:` (Claude Code runs its own tools).
+   */
+  messages?: CallMessage[];
+  /**
+   * Tools the model may call. `call()` does not run them: the calls come back in
+   * `CallResult.toolCalls`, and the caller sends the results in `messages` in its next call. Not
+   * with `schema`, and never streamed.
+   */
+  tools?: ToolDefinition[];
+  /** `auto`: the model calls a tool or answers; `required`: it must call one. @default 'auto' */
+  toolChoice?: 'auto' | 'required';
   /** The system prompt; replaces the provider's default. */
   system?: string;
   /** Ask for structured output matching this JSON Schema; the value arrives in `CallResult.structured`. */
@@ -60,6 +118,8 @@ export interface CallResult {
   rateLimited: boolean;
   attempts: CallAttempt[];
   sessionId?: string;
+  /** The tools the model called (`CallRequest.tools`), in order; absent when it called none. */
+  toolCalls?: ToolCall[];
   /** Agent turns, for agentic providers such as Claude Code. */
   turns?: number;
   /** Set when an already running process answered (a Claude Code warm pool), not one started for the call. */

@@ -163,6 +163,7 @@ export const EXIT_CODES = {
   PROVIDER_UNAVAILABLE: 28,
   PROVIDER_ERROR: 29,
   MODEL_DOWNGRADED: 30,
+  /** The agent or Claude Code call reached its turn limit; a workflow LLM step's tool loop reached `max_agent_iterations`. */
   MAX_TURNS: 31,
   /** `switchboard agent`: the agent ended without a usable change (after its retries). */
   AGENT_FAILED: 40,

@@ -382,6 +382,49 @@ describe('call: cooldowns and budgets', () => {
   });
 });
 
+describe('call: conversations with tools', () => {
+  const readFile = {
+    name: 'read_file',
+    description: 'Reads a file.',
+    inputSchema: { type: 'object', properties: { path: { type: 'string' } } },
+  };
+
+  it('refuses tools with a schema, or a tool name a provider would reject, before sending anything', async () => {
+    const alpha = scripted('alpha', [{}]);
+    const { options } = setup(alpha);
+    await expect(
+      call('alpha:a', { prompt: 'hi', tools: [readFile], schema: { type: 'object' } }, options),
+    ).rejects.toMatchObject({
+      code: 'INVALID_INPUT',
+      message: '"tools" and "schema" cannot be given together',
+    });
+    await expect(
+      call('alpha:a', { prompt: 'hi', tools: [{ ...readFile, name: 'read.file' }] }, options),
+    ).rejects.toMatchObject({ code: 'INVALID_INPUT', message: expect.stringMatching(/"read\.file"/) });
+    expect(alpha.prompts).toHaveLength(0);
+  });
+
+  it('counts the conversation in the cost estimate a budget is checked against', async () => {
+    const opus = scripted('opusish', [{}]);
+    const { options } = setup(opus);
+    const long = [
+      { role: 'tool' as const, results: [{ id: 'c1', name: 'read_file', content: 'x'.repeat(400_000) }] },
+    ];
+    await expect(
+      call(
+        'opusish:claude-opus-4-1',
+        { prompt: 'hi', tools: [readFile], messages: long },
+        {
+          ...options,
+          // The prompt alone would pass: 1,024 output tokens of Opus are about $0.08.
+          budget: { maxCostUsd: 1 },
+        },
+      ),
+    ).rejects.toMatchObject({ code: 'BUDGET_EXCEEDED' });
+    expect(opus.prompts).toHaveLength(0);
+  });
+});
+
 describe('call: one deadline for the whole call', () => {
   /** A provider whose server never answers: it fails when its attempt limit or the call's signal ends it. */
   function stalled(name: string): Provider & { limits: (number | undefined)[] } {

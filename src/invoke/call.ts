@@ -6,6 +6,7 @@ import {
   type CallResult,
   type ProviderSpec,
 } from '../core/call-types.js';
+import { checkConversation, conversationText } from '../core/conversation.js';
 import { formatUsd } from '../core/format-usd.js';
 import { isErrorCode, isSwitchboardError, SwitchboardError, type ErrorCode } from '../core/errors.js';
 import { MAX_TIMER_MS } from '../core/timer-limit.js';
@@ -146,6 +147,9 @@ export async function call(
       `Expected "schemaRetries" to be a whole number from 0 to 10, got ${schemaRetries}`,
     );
   }
+  checkConversation(request);
+  // What the conversation adds to each request (history, tool definitions), for the cost estimate.
+  const conversation = conversationText(request);
   const registry = options.providers ?? new ProviderRegistry();
   const ledger = options.ledger === false ? undefined : options.ledger;
   const now = options._internal?.now ?? Date.now;
@@ -245,7 +249,12 @@ export async function call(
       while (attempts.length < policy.maxAttempts) {
         if (deadline.expired()) throw deadline.timeoutError(lastError);
         const maxCost = options.budget?.maxCostUsd;
-        const estimate = estimateCost(target.model, prompt, request.system, options.budget?.prices);
+        const estimate = estimateCost(
+          target.model,
+          prompt + conversation,
+          request.system,
+          options.budget?.prices,
+        );
         if (maxCost !== undefined) {
           if (spent + (estimate ?? 0) > maxCost) {
             lastError = new SwitchboardError(

@@ -136,6 +136,11 @@ export interface AgentStep extends StepCommon {
   writesFiles?: boolean;
   retry?: RetryDefinition;
   timeoutSeconds?: number;
+  /**
+   * Conductor's `max_agent_iterations`: the most model turns the step's tool loop may take (API
+   * providers), or Claude Code's `maxTurns`. @default the runtime's, else 50 on the API providers
+   */
+  maxAgentIterations?: number;
   workingDir?: string;
   outputMode?: 'raw' | 'envelope';
   /** Names of `runtime.mcp_servers` this step opts into (Switchboard addition: `mcp: [names]` or `true`). */
@@ -321,6 +326,8 @@ export interface WorkflowRuntime {
   temperature?: number;
   maxTokens?: number;
   workingDir?: string;
+  /** `runtime.max_agent_iterations`: the steps' `max_agent_iterations` when they give none. */
+  maxAgentIterations?: number;
   mcpServers: Record<string, McpServerDefinition>;
 }
 

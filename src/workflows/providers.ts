@@ -1,6 +1,8 @@
 import { SwitchboardError } from '../core/errors.js';
 import { parseProviderChain, PROVIDER_NAMES } from '../core/call-types.js';
+import { unknownToolProblem } from '../agents/task.js';
 import type { StepDefinition } from './model.js';
+import { FILE_TOOL_NAMES, fileToolFor } from './tool-names.js';
 
 /**
  * A workflow step's Conductor provider and model → the Switchboard spec `call()` takes.
@@ -191,9 +193,10 @@ export interface WrittenStep {
 }
 
 /**
- * One line per step whose `tools:` will not run: steps on the API providers make one call, without a
- * tool loop (yet). Steps whose spec cannot be resolved here (a templated model, a provider mapped
- * nowhere) are left to the run.
+ * One line per step on an API provider whose `tools:` names Claude Code tools with no equivalent there
+ * (`Bash`, `Write`, `WebFetch`, …): the step's tool loop runs without them. (`Read`, `Glob` and `Grep`
+ * run as the file tools.) Steps whose spec cannot be resolved here (a templated model, a provider
+ * mapped nowhere) are left to the run.
  */
 export function ignoredToolsNotices(
   steps: readonly WrittenStep[],
@@ -208,9 +211,13 @@ export function ignoredToolsNotices(
     } catch {
       continue;
     }
-    if (!usesClaudeCode(spec))
+    if (usesClaudeCode(spec)) continue;
+    const left = step.tools.filter(
+      (tool) => fileToolFor(tool) === undefined && unknownToolProblem(tool) === undefined,
+    );
+    if (left.length > 0)
       notices.push(
-        `step "${step.name ?? '?'}" runs on ${spec}, which runs no tools: its tools: [${step.tools.join(', ')}] are ignored (run it on Claude Code, claude-agent-sdk, to use them)`,
+        `step "${step.name ?? '?'}" runs on ${spec}, which has no ${left.join(', ')}: left out of its tools (steps on the API providers run ${FILE_TOOL_NAMES.join(', ')} and MCP tools; run it on Claude Code, claude-agent-sdk, for the others)`,
       );
   }
   return notices;
@@ -257,8 +264,8 @@ export function usesClaudeCode(spec: string): boolean {
 
 /**
  * What `run` and `validate` say of a workflow's LLM steps (the agent steps without `effects: git`):
- * which run on Claude Code for want of a mapping (`agentRuntimeNotices`), and whose tools will not run
- * (`ignoredToolsNotices`).
+ * which run on Claude Code for want of a mapping (`agentRuntimeNotices`), and which of their tools will
+ * not run (`ignoredToolsNotices`).
  */
 export function stepProviderNotices(
   steps: readonly StepDefinition[],

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import type { ProviderCall } from '../../core/call-types.js';
+import type { ProviderCall, ToolDefinition } from '../../core/call-types.js';
 import { isSwitchboardError, type SwitchboardError } from '../../core/errors.js';
 import { startSimulator, type Simulator } from '../../sim/server.js';
 import type { Scenario } from '../../sim/scenario.js';
@@ -208,6 +208,74 @@ describe('anthropic provider: structured output', () => {
     const error = await failure(providerFor(sim).call(ask({ schema: { type: 'no-such-type' } })));
     expect(error.code).toBe('INVALID_INPUT');
     expect(sim.requests).toHaveLength(0);
+  });
+});
+
+describe('anthropic provider: tools and conversations', () => {
+  const readFile: ToolDefinition = {
+    name: 'read_file',
+    description: 'Reads a file.',
+    inputSchema: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] },
+  };
+
+  it('sends the tools and the conversation as tool_use / tool_result blocks, and returns the calls the model made', async () => {
+    const sim = await start({
+      rules: [
+        {
+          match: { turn: 2, text: 'no such file' },
+          reply: { text: 'Trying b.', tool: { id: 'toolu_2', name: 'read_file', input: { path: 'b.txt' } } },
+        },
+      ],
+    });
+    const result = await providerFor(sim).call(
+      ask({
+        prompt: 'What do the notes say?',
+        tools: [readFile],
+        toolChoice: 'required',
+        messages: [
+          {
+            role: 'assistant',
+            text: 'Let me read them.',
+            toolCalls: [{ id: 'toolu_1', name: 'read_file', input: { path: 'a.txt' } }],
+          },
+          {
+            role: 'tool',
+            results: [{ id: 'toolu_1', name: 'read_file', content: 'no such file', isError: true }],
+          },
+        ],
+      }),
+    );
+    expect(result.text).toBe('Trying b.');
+    expect(result.toolCalls).toEqual([{ id: 'toolu_2', name: 'read_file', input: { path: 'b.txt' } }]);
+    const body = sim.requests[0]?.body as Record<string, unknown>;
+    expect(body['tools']).toEqual([
+      { name: 'read_file', description: 'Reads a file.', input_schema: readFile.inputSchema },
+    ]);
+    expect(body['tool_choice']).toEqual({ type: 'any' });
+    expect(body['messages']).toEqual([
+      { role: 'user', content: 'What do the notes say?' },
+      {
+        role: 'assistant',
+        content: [
+          { type: 'text', text: 'Let me read them.' },
+          { type: 'tool_use', id: 'toolu_1', name: 'read_file', input: { path: 'a.txt' } },
+        ],
+      },
+      {
+        role: 'user',
+        content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: 'no such file', is_error: true }],
+      },
+    ]);
+  });
+
+  it('lets the model choose with toolChoice auto, and a text answer has no toolCalls', async () => {
+    const sim = await start({
+      rules: [{ match: { tools: 'read_file' }, reply: { text: 'Nothing to read.' } }],
+    });
+    const result = await providerFor(sim).call(ask({ tools: [readFile] }));
+    expect(result.text).toBe('Nothing to read.');
+    expect(result).not.toHaveProperty('toolCalls');
+    expect((sim.requests[0]?.body as Record<string, unknown>)['tool_choice']).toEqual({ type: 'auto' });
   });
 });
 

@@ -1,5 +1,13 @@
 import type Anthropic from '@anthropic-ai/sdk';
-import type { CallResult, JsonSchema, Provider, ProviderCall, TokenUsage } from '../../core/call-types.js';
+import type {
+  CallMessage,
+  CallResult,
+  JsonSchema,
+  Provider,
+  ProviderCall,
+  TokenUsage,
+  ToolCall,
+} from '../../core/call-types.js';
 import { SwitchboardError } from '../../core/errors.js';
 import { endpointLabel, refuseInlineBaseUrl } from '../endpoint.js';
 import { extractJson } from '../../core/json-extract.js';
@@ -25,9 +33,15 @@ const PROVIDER = 'anthropic';
 /** Receives each piece of the answer's text as it arrives. */
 type TextListener = NonNullable<ProviderCall['onText']>;
 
-/** The text listener of a call that is streamed: one with `onText` and without a schema. */
+/** The text listener of a call that is streamed: one with `onText`, without a schema or tools. */
 function streamListener(request: ProviderCall): TextListener | undefined {
-  return request.schema === undefined && typeof request.onText === 'function' ? request.onText : undefined;
+  return request.schema === undefined && !offersTools(request) && typeof request.onText === 'function'
+    ? request.onText
+    : undefined;
+}
+
+function offersTools(request: ProviderCall): boolean {
+  return request.tools !== undefined && request.tools.length > 0;
 }
 
 export interface AnthropicProviderOptions {
@@ -211,9 +225,18 @@ function requestBody(request: ProviderCall, maxTokens: number): Anthropic.Messag
   const body: Anthropic.MessageCreateParamsNonStreaming = {
     model: request.model,
     max_tokens: maxTokens,
-    messages: [{ role: 'user', content: request.prompt }],
+    messages: conversation(request.prompt, request.messages ?? []),
   };
   if (request.system !== undefined) body.system = request.system;
+  if (request.tools !== undefined && request.tools.length > 0) {
+    body.tools = request.tools.map((tool) => ({
+      name: tool.name,
+      description: tool.description,
+      input_schema: tool.inputSchema as Anthropic.Tool.InputSchema,
+    }));
+    // `any`: the model must call one of the tools.
+    body.tool_choice = { type: request.toolChoice === 'required' ? 'any' : 'auto' };
+  }
   if (request.schema !== undefined) {
     body.tools = [
       {
@@ -226,6 +249,42 @@ function requestBody(request: ProviderCall, maxTokens: number): Anthropic.Messag
     body.tool_choice = { type: 'tool', name: OUTPUT_TOOL_NAME };
   }
   return body;
+}
+
+/**
+ * The prompt and the messages after it as Messages API turns: the model's tool calls as `tool_use`
+ * blocks, their results as `tool_result` blocks in the user turn that follows. Consecutive user-side
+ * messages (results, then a user's words) become one turn, results first, as the API wants them.
+ */
+function conversation(prompt: string, messages: readonly CallMessage[]): Anthropic.MessageParam[] {
+  const turns: Anthropic.MessageParam[] = [{ role: 'user', content: prompt }];
+  for (const message of messages) {
+    if (message.role === 'assistant') {
+      const content: Anthropic.ContentBlockParam[] = [];
+      if (message.text !== '') content.push({ type: 'text', text: message.text });
+      for (const call of message.toolCalls ?? []) {
+        content.push({ type: 'tool_use', id: call.id, name: call.name, input: call.input });
+      }
+      // The API refuses an empty turn; an answer with neither text nor calls has nothing to repeat.
+      if (content.length > 0) turns.push({ role: 'assistant', content });
+      continue;
+    }
+    const blocks: Anthropic.ContentBlockParam[] =
+      message.role === 'tool'
+        ? message.results.map((result) => ({
+            type: 'tool_result',
+            tool_use_id: result.id,
+            content: result.content,
+            ...(result.isError === true ? { is_error: true } : {}),
+          }))
+        : [{ type: 'text', text: message.text }];
+    const last = turns.at(-1);
+    if (last?.role !== 'user') turns.push({ role: 'user', content: blocks });
+    else if (typeof last.content === 'string')
+      last.content = [{ type: 'text', text: last.content }, ...blocks];
+    else last.content.push(...blocks);
+  }
+  return turns;
 }
 
 interface StreamContext {
@@ -339,6 +398,8 @@ function toResult(message: Anthropic.Message, request: ProviderCall, context: Re
   if (costUsd === null) warnings.push(`no price for model ${modelUsed}; cost unknown`);
   if (request.schema !== undefined && request.onText !== undefined) {
     warnings.push('streaming is not used with a schema');
+  } else if (offersTools(request) && request.onText !== undefined) {
+    warnings.push('streaming is not used with tools');
   }
   if (message.stop_reason === 'max_tokens') {
     warnings.push(`the answer stopped at the maxTokens limit (${context.maxTokens}); it may be cut off`);
@@ -359,6 +420,8 @@ function toResult(message: Anthropic.Message, request: ProviderCall, context: Re
     attempts: [{ provider: spec, model: request.model, durationMs: context.durationMs }],
     warnings,
   };
+  const toolCalls = offersTools(request) ? toolCallsOf(message) : [];
+  if (toolCalls.length > 0) result.toolCalls = toolCalls;
   if (request.schema === undefined) return result;
 
   const structured = structuredValue(message, request.schema, text);
@@ -399,6 +462,24 @@ function structuredValue(message: Anthropic.Message, schema: JsonSchema, text: s
   return extracted.ok
     ? { ok: true, value: extracted.value, raw: text }
     : { ok: false, reason: extracted.reason, raw: text };
+}
+
+/** The answer's `tool_use` blocks as tool calls. */
+function toolCallsOf(message: Anthropic.Message): ToolCall[] {
+  return (message.content ?? []).flatMap((block) =>
+    block.type === 'tool_use'
+      ? [
+          {
+            id: block.id,
+            name: block.name,
+            input:
+              typeof block.input === 'object' && block.input !== null && !Array.isArray(block.input)
+                ? (block.input as Record<string, unknown>)
+                : {},
+          },
+        ]
+      : [],
+  );
 }
 
 function usageOf(usage: Anthropic.Usage | undefined): TokenUsage {

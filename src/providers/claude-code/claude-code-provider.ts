@@ -111,6 +111,13 @@ export function createClaudeCodeProvider({
         });
       }
       if (request.schema !== undefined) compileSchema(request.schema);
+      if ((request.tools?.length ?? 0) > 0 || (request.messages?.length ?? 0) > 0) {
+        throw new SwitchboardError('INVALID_INPUT', 'claude takes neither "tools" nor "messages"', {
+          provider: 'claude',
+          retryable: false,
+          hint: 'Claude Code runs its own tools: give allowedTools and mcpServers, and resume a session to continue a conversation',
+        });
+      }
       if (pool?.canServe(request) === true) return pool.call(request);
       return coldCall(launch(), request, trackExit);
     },

@@ -1,8 +1,6 @@
 import type { Options } from '@anthropic-ai/claude-agent-sdk';
 import { redactSecrets } from '../../core/secrets.js';
-
-/** How long listing one server's tools may take; Claude Code's own connection timeout is 30 s. */
-const LIST_TIMEOUT_MS = 30_000;
+import { connectMcpServer, listMcpTools } from '../mcp-client.js';
 
 /** What `limitMcpTools` did to the options. */
 export interface McpToolLimits {
@@ -79,48 +77,17 @@ async function listTools(
   options: Options,
   abortSignal: AbortSignal | undefined,
 ): Promise<string[]> {
-  const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
-  const client = new Client({ name: 'switchboard', version: '1.0.0' });
-  const signal = AbortSignal.any([
-    AbortSignal.timeout(LIST_TIMEOUT_MS),
-    ...(abortSignal === undefined ? [] : [abortSignal]),
-  ]);
-  await client.connect(await transportFor(server, options), { signal, timeout: LIST_TIMEOUT_MS });
+  // Started as Claude Code starts it: in the same folder, with Claude Code's environment plus its own.
+  const client = await connectMcpServer(
+    server,
+    { cwd: options.cwd, env: definedValues(options.env ?? {}) },
+    abortSignal,
+  );
   try {
-    const names: string[] = [];
-    let cursor: string | undefined;
-    do {
-      const page = await client.listTools(cursor === undefined ? {} : { cursor }, { signal });
-      names.push(...page.tools.map((tool) => tool.name));
-      cursor = page.nextCursor;
-    } while (cursor !== undefined);
-    return names;
+    return (await listMcpTools(client, abortSignal)).map((tool) => tool.name);
   } finally {
     await client.close().catch(() => undefined);
   }
-}
-
-async function transportFor(server: Record<string, unknown>, options: Options) {
-  const type = typeof server['type'] === 'string' ? server['type'] : 'stdio';
-  const headers = (server['headers'] ?? {}) as Record<string, string>;
-  if (type === 'http') {
-    const { StreamableHTTPClientTransport } =
-      await import('@modelcontextprotocol/sdk/client/streamableHttp.js');
-    return new StreamableHTTPClientTransport(new URL(String(server['url'])), { requestInit: { headers } });
-  }
-  if (type === 'sse') {
-    const { SSEClientTransport } = await import('@modelcontextprotocol/sdk/client/sse.js');
-    return new SSEClientTransport(new URL(String(server['url'])), { requestInit: { headers } });
-  }
-  const { StdioClientTransport } = await import('@modelcontextprotocol/sdk/client/stdio.js');
-  // Started as Claude Code starts it: in the same folder, with Claude Code's environment plus its own.
-  return new StdioClientTransport({
-    command: String(server['command']),
-    args: (server['args'] ?? []) as string[],
-    env: { ...definedValues(options.env ?? {}), ...((server['env'] ?? {}) as Record<string, string>) },
-    ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
-    stderr: 'ignore',
-  });
 }
 
 function definedValues(env: Record<string, string | undefined>): Record<string, string> {

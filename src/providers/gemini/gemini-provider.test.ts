@@ -1,6 +1,6 @@
 import { inspect } from 'node:util';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import type { Provider } from '../../core/call-types.js';
+import type { Provider, ToolDefinition } from '../../core/call-types.js';
 import { isSwitchboardError, type SwitchboardError } from '../../core/errors.js';
 import type { Scenario } from '../../sim/scenario.js';
 import { startSimulator, type Simulator } from '../../sim/server.js';
@@ -368,6 +368,100 @@ describe('gemini provider: structured output', () => {
     );
     expect(error.code).toBe('INVALID_INPUT');
     expect(sim.requests).toHaveLength(0);
+  });
+});
+
+describe('gemini provider: tools and conversations', () => {
+  const readFile: ToolDefinition = {
+    name: 'read_file',
+    description: 'Reads a file.',
+    inputSchema: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] },
+  };
+
+  it('sends function declarations and the conversation as functionCall / functionResponse parts, and returns the calls the model made', async () => {
+    const { sim, gemini } = await setUp({
+      rules: [
+        {
+          match: { turn: 2, text: 'heliotrope' },
+          reply: { text: 'One more.', tool: { name: 'read_file', input: { path: 'b.txt' } } },
+        },
+      ],
+    });
+    const result = await gemini.call({
+      model: 'gemini-2.5-flash',
+      prompt: 'What do the notes say?',
+      tools: [readFile],
+      toolChoice: 'required',
+      messages: [
+        {
+          role: 'assistant',
+          text: '',
+          toolCalls: [
+            { id: 'call_1', name: 'read_file', input: { path: 'a.txt' }, signature: 'c2lnbmF0dXJl' },
+          ],
+        },
+        { role: 'tool', results: [{ id: 'call_1', name: 'read_file', content: 'heliotrope' }] },
+      ],
+    });
+    expect(result.text).toBe('One more.');
+    // The simulator, like Gemini models before 3, gives the call no id: one is made up.
+    expect(result.toolCalls).toEqual([
+      { id: expect.stringMatching(/^call_/), name: 'read_file', input: { path: 'b.txt' } },
+    ]);
+    const body = sim.requests[0]?.body as Record<string, unknown>;
+    expect(body['tools']).toEqual([
+      {
+        functionDeclarations: [
+          { name: 'read_file', description: 'Reads a file.', parametersJsonSchema: readFile.inputSchema },
+        ],
+      },
+    ]);
+    expect(body['toolConfig']).toEqual({ functionCallingConfig: { mode: 'ANY' } });
+    expect(body['contents']).toEqual([
+      { role: 'user', parts: [{ text: 'What do the notes say?' }] },
+      {
+        role: 'model',
+        parts: [
+          {
+            functionCall: { id: 'call_1', name: 'read_file', args: { path: 'a.txt' } },
+            thoughtSignature: 'c2lnbmF0dXJl',
+          },
+        ],
+      },
+      {
+        role: 'user',
+        parts: [
+          { functionResponse: { id: 'call_1', name: 'read_file', response: { output: 'heliotrope' } } },
+        ],
+      },
+    ]);
+  });
+
+  it('a failed tool answers with {error}; a text answer has no toolCalls', async () => {
+    const { sim, gemini } = await setUp({
+      rules: [{ match: { tools: true }, reply: { text: 'It failed.' } }],
+    });
+    const result = await gemini.call({
+      model: 'gemini-2.5-flash',
+      prompt: 'Read a.txt',
+      tools: [readFile],
+      messages: [
+        {
+          role: 'assistant',
+          text: 'Reading.',
+          toolCalls: [{ id: 'c1', name: 'read_file', input: { path: 'a.txt' } }],
+        },
+        { role: 'tool', results: [{ id: 'c1', name: 'read_file', content: 'no such file', isError: true }] },
+      ],
+    });
+    expect(result.text).toBe('It failed.');
+    expect(result).not.toHaveProperty('toolCalls');
+    const body = sim.requests[0]?.body as { contents: unknown[]; toolConfig: unknown };
+    expect(body.toolConfig).toEqual({ functionCallingConfig: { mode: 'AUTO' } });
+    expect(body.contents.at(-1)).toEqual({
+      role: 'user',
+      parts: [{ functionResponse: { id: 'c1', name: 'read_file', response: { error: 'no such file' } } }],
+    });
   });
 });
 

@@ -1,18 +1,24 @@
+import { randomUUID } from 'node:crypto';
 import type * as GenAiSdk from '@google/genai';
 import type {
   GoogleGenAI,
   Candidate,
+  Content,
   FinishReason,
+  FunctionCallingConfigMode,
   GenerateContentConfig,
   GenerateContentResponse,
+  Part,
 } from '@google/genai';
 import type {
   CallAttempt,
+  CallMessage,
   CallResult,
   JsonSchema,
   Provider,
   ProviderCall,
   TokenUsage,
+  ToolCall,
 } from '../../core/call-types.js';
 import { SwitchboardError, type SwitchboardErrorOptions } from '../../core/errors.js';
 import { endpointLabel, refuseInlineBaseUrl } from '../endpoint.js';
@@ -202,9 +208,11 @@ async function callWithRotation(context: CallContext): Promise<CallResult> {
   const started = performance.now();
   const attempts: CallAttempt[] = [];
   const warnings: string[] = [];
-  const onText = request.schema === undefined ? request.onText : undefined;
+  const onText = request.schema === undefined && !offersTools(request) ? request.onText : undefined;
   if (request.onText !== undefined && request.schema !== undefined) {
     warnings.push('streaming is not used with a schema; "onText" is not called');
+  } else if (request.onText !== undefined && offersTools(request)) {
+    warnings.push('streaming is not used with tools; "onText" is not called');
   }
   const deadline = new CallDeadline(context.timeoutMs, request.abortSignal);
   try {
@@ -286,6 +294,20 @@ function requestSetup(request: ProviderCall, abortSignal: AbortSignal): RequestS
     config.responseMimeType = 'application/json';
     config.responseJsonSchema = schemaForGemini(request.schema);
   }
+  if (offersTools(request)) {
+    config.tools = [
+      {
+        functionDeclarations: (request.tools ?? []).map((tool) => ({
+          name: tool.name,
+          description: tool.description,
+          parametersJsonSchema: schemaForGemini(tool.inputSchema),
+        })),
+      },
+    ];
+    // `ANY`: the model must call one of the functions.
+    const mode = (request.toolChoice === 'required' ? 'ANY' : 'AUTO') as FunctionCallingConfigMode;
+    config.toolConfig = { functionCallingConfig: { mode } };
+  }
   let failedHeaders: Headers | undefined;
   // The SDK's ApiError keeps only the status and body, so a per-request fetch keeps the headers
   // (retry-after) of a failed answer.
@@ -309,11 +331,76 @@ async function generate(
   try {
     return await (
       await clientFor(keyIndex)
-    ).models.generateContent({ model, contents: request.prompt, config });
+    ).models.generateContent({ model, contents: contentsOf(request), config });
   } catch (error) {
     const headers = failedHeaders();
     throw headers === undefined ? error : new FailedAnswer(error, headers);
   }
+}
+
+function offersTools(request: ProviderCall): boolean {
+  return request.tools !== undefined && request.tools.length > 0;
+}
+
+/**
+ * The prompt alone, or the conversation as Gemini contents: the model's tool calls as `functionCall`
+ * parts (with the thought signature Gemini asks to get back), their results as `functionResponse`
+ * parts of a user turn (`{output}`, or `{error}` for a failed tool, as Gemini's documentation shows).
+ */
+function contentsOf(request: ProviderCall): string | Content[] {
+  const messages = request.messages ?? [];
+  if (messages.length === 0) return request.prompt;
+  const contents: Content[] = [{ role: 'user', parts: [{ text: request.prompt }] }];
+  for (const message of messages) {
+    const content = contentOf(message);
+    const last = contents.at(-1);
+    // Gemini wants turns to alternate: results followed by a user's words are one turn.
+    if (last !== undefined && last.role === content.role)
+      last.parts = [...(last.parts ?? []), ...(content.parts ?? [])];
+    else contents.push(content);
+  }
+  return contents;
+}
+
+function contentOf(message: CallMessage): Content {
+  if (message.role === 'user') return { role: 'user', parts: [{ text: message.text }] };
+  if (message.role === 'tool') {
+    return {
+      role: 'user',
+      parts: message.results.map((result) => ({
+        functionResponse: {
+          id: result.id,
+          name: result.name,
+          response: result.isError === true ? { error: result.content } : { output: result.content },
+        },
+      })),
+    };
+  }
+  const parts: Part[] = message.text === '' ? [] : [{ text: message.text }];
+  for (const call of message.toolCalls ?? []) {
+    parts.push({
+      functionCall: { id: call.id, name: call.name, args: call.input },
+      ...(call.signature === undefined ? {} : { thoughtSignature: call.signature }),
+    });
+  }
+  return { role: 'model', parts };
+}
+
+/** The answer's `functionCall` parts as tool calls; an id is made up for a call Gemini gave none. */
+function toolCallsOf(candidate: Candidate | undefined): ToolCall[] {
+  const calls: ToolCall[] = [];
+  for (const part of candidate?.content?.parts ?? []) {
+    const call = part.functionCall;
+    if (call === undefined || typeof call.name !== 'string') continue;
+    const args = call.args;
+    calls.push({
+      id: typeof call.id === 'string' && call.id !== '' ? call.id : `call_${randomUUID()}`,
+      name: call.name,
+      input: typeof args === 'object' && args !== null && !Array.isArray(args) ? args : {},
+      ...(typeof part.thoughtSignature === 'string' ? { signature: part.thoughtSignature } : {}),
+    });
+  }
+  return calls;
 }
 
 /** How far a streamed attempt got, for mapping its failure and deciding whether another key may answer. */
@@ -349,7 +436,7 @@ async function generateStreaming(
       await clientFor(keyIndex)
     ).models.generateContentStream({
       model,
-      contents: request.prompt,
+      contents: contentsOf(request),
       config,
     });
     progress.started = true;
@@ -497,9 +584,10 @@ function finish(context: CallContext, response: AnswerParts, progress: Progress)
     });
   }
   const text = textOf(candidate);
+  const toolCalls = offersTools(request) ? toolCallsOf(candidate) : [];
   const finishReason = candidate?.finishReason;
   if (finishReason === 'MAX_TOKENS') warnings.push('the answer was cut off at the output token limit');
-  else if (finishReason !== undefined && finishReason !== 'STOP' && text === '') {
+  else if (finishReason !== undefined && finishReason !== 'STOP' && text === '' && toolCalls.length === 0) {
     throw new SwitchboardError('PROVIDER_ERROR', `gemini stopped without an answer (${finishReason})`, {
       provider: PROVIDER,
       retryable: false,
@@ -530,6 +618,7 @@ function finish(context: CallContext, response: AnswerParts, progress: Progress)
     success: true,
     text,
     ...(request.schema === undefined ? {} : { structured }),
+    ...(toolCalls.length === 0 ? {} : { toolCalls }),
     provider,
     modelRequested: model,
     modelUsed: served,

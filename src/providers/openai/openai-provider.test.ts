@@ -1,5 +1,6 @@
 import { inspect } from 'node:util';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import type { ToolDefinition } from '../../core/call-types.js';
 import type { ErrorCode } from '../../core/errors.js';
 import { startSimulator, type Simulator } from '../../sim/server.js';
 import type { Scenario } from '../../sim/scenario.js';
@@ -235,6 +236,87 @@ describe('openai provider: structured output', () => {
     );
     expect(error.code).toBe('INVALID_INPUT');
     expect(completions(sim)).toHaveLength(0);
+  });
+});
+
+describe('openai provider: tools and conversations', () => {
+  const readFile: ToolDefinition = {
+    name: 'read_file',
+    description: 'Reads a file.',
+    inputSchema: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] },
+  };
+
+  it('sends function tools and the conversation as tool_calls and role: tool messages, and returns the calls the model made', async () => {
+    const sim = await simulator({
+      rules: [
+        {
+          match: { turn: 2, text: 'heliotrope' },
+          reply: { tool: { id: 'call_2', name: 'read_file', input: { path: 'b.txt' } } },
+        },
+      ],
+    });
+    const result = await providerFor(sim).call({
+      model: 'gpt-4.1-mini',
+      system: 'Be brief.',
+      prompt: 'What do the notes say?',
+      tools: [readFile],
+      toolChoice: 'required',
+      messages: [
+        {
+          role: 'assistant',
+          text: '',
+          toolCalls: [{ id: 'call_1', name: 'read_file', input: { path: 'a.txt' } }],
+        },
+        { role: 'tool', results: [{ id: 'call_1', name: 'read_file', content: 'heliotrope' }] },
+      ],
+    });
+    expect(result.toolCalls).toEqual([{ id: 'call_2', name: 'read_file', input: { path: 'b.txt' } }]);
+    const body = completions(sim)[0]?.body as Record<string, unknown>;
+    expect(body['tools']).toEqual([
+      {
+        type: 'function',
+        function: { name: 'read_file', description: 'Reads a file.', parameters: readFile.inputSchema },
+      },
+    ]);
+    expect(body['tool_choice']).toBe('required');
+    expect(body['messages']).toEqual([
+      { role: 'system', content: 'Be brief.' },
+      { role: 'user', content: 'What do the notes say?' },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [
+          { id: 'call_1', type: 'function', function: { name: 'read_file', arguments: '{"path":"a.txt"}' } },
+        ],
+      },
+      { role: 'tool', tool_call_id: 'call_1', content: 'heliotrope' },
+    ]);
+  });
+
+  it('a failed tool says so in its message; a text answer has no toolCalls', async () => {
+    const sim = await simulator({ rules: [{ match: { tools: true }, reply: { text: 'It failed.' } }] });
+    const result = await providerFor(sim).call({
+      model: 'gpt-4.1-mini',
+      prompt: 'Read a.txt',
+      tools: [readFile],
+      messages: [
+        {
+          role: 'assistant',
+          text: 'Reading.',
+          toolCalls: [{ id: 'c1', name: 'read_file', input: { path: 'a.txt' } }],
+        },
+        { role: 'tool', results: [{ id: 'c1', name: 'read_file', content: 'no such file', isError: true }] },
+      ],
+    });
+    expect(result.text).toBe('It failed.');
+    expect(result).not.toHaveProperty('toolCalls');
+    const body = completions(sim)[0]?.body as { messages: unknown[]; tool_choice: unknown };
+    expect(body.tool_choice).toBe('auto');
+    expect(body.messages.at(-1)).toEqual({
+      role: 'tool',
+      tool_call_id: 'c1',
+      content: 'Error: no such file',
+    });
   });
 });
 

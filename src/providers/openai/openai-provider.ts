@@ -6,12 +6,21 @@ import type {
   ChatCompletionCreateParamsStreaming,
   ChatCompletionMessageParam,
 } from 'openai/resources/chat/completions';
-import type { CallResult, JsonSchema, Provider, ProviderCall, TokenUsage } from '../../core/call-types.js';
+import type {
+  CallMessage,
+  CallResult,
+  JsonSchema,
+  Provider,
+  ProviderCall,
+  TokenUsage,
+  ToolCall,
+} from '../../core/call-types.js';
 import { SwitchboardError } from '../../core/errors.js';
 import { endpointLabel } from '../endpoint.js';
 import { normalizeBaseUrl, sameEndpoint, type BoundEndpoint } from '../../core/base-url.js';
 import { extractJson } from '../../core/json-extract.js';
 import { compileSchema, schemaErrors } from '../../core/json-schema.js';
+import { parseJsonOr } from '../../core/safe-json.js';
 import { costOf, DEFAULT_PRICES, type ModelPrice } from '../../core/prices.js';
 import { watchedFetch, withIdleWatch } from '../idle-watch.js';
 import {
@@ -212,8 +221,10 @@ export function createOpenAiProvider({
       const onText = typeof request.onText === 'function' ? request.onText : undefined;
       if (onText !== undefined && request.schema !== undefined) {
         warnings.push('streaming is not used with a schema');
+      } else if (onText !== undefined && offersTools(request)) {
+        warnings.push('streaming is not used with tools');
       }
-      const streaming = onText !== undefined && request.schema === undefined;
+      const streaming = onText !== undefined && request.schema === undefined && !offersTools(request);
       const errorContext = {
         baseUrl: target,
         timeoutMs: callTimeoutMs,
@@ -272,8 +283,15 @@ function buildBody(
   if (request.system !== undefined && request.system !== '') {
     messages.push({ role: 'system', content: request.system });
   }
-  messages.push({ role: 'user', content: request.prompt });
+  messages.push({ role: 'user', content: request.prompt }, ...conversation(request.messages ?? []));
   const body: ChatCompletionCreateParamsNonStreaming = { model: request.model, messages };
+  if (offersTools(request)) {
+    body.tools = (request.tools ?? []).map((tool) => ({
+      type: 'function',
+      function: { name: tool.name, description: tool.description, parameters: tool.inputSchema },
+    }));
+    body.tool_choice = request.toolChoice === 'required' ? 'required' : 'auto';
+  }
   if (request.schema === undefined) return body;
   if (structuredOutput === 'tool') {
     body.tools = [
@@ -295,6 +313,58 @@ function buildBody(
     };
   }
   return body;
+}
+
+function offersTools(request: ProviderCall): boolean {
+  return request.tools !== undefined && request.tools.length > 0;
+}
+
+/** The messages after the prompt as chat messages: `tool_calls` on the assistant's, one `role: 'tool'` per result. */
+function conversation(messages: readonly CallMessage[]): ChatCompletionMessageParam[] {
+  return messages.flatMap((message): ChatCompletionMessageParam[] => {
+    if (message.role === 'user') return [{ role: 'user', content: message.text }];
+    if (message.role === 'tool') {
+      return message.results.map((result) => ({
+        role: 'tool',
+        tool_call_id: result.id,
+        // Chat completions have no error flag for a tool result; the text says so.
+        content: result.isError === true ? `Error: ${result.content}` : result.content,
+      }));
+    }
+    const calls = message.toolCalls ?? [];
+    return [
+      {
+        role: 'assistant',
+        content: message.text === '' && calls.length > 0 ? null : message.text,
+        ...(calls.length === 0
+          ? {}
+          : {
+              tool_calls: calls.map((call) => ({
+                id: call.id,
+                type: 'function' as const,
+                function: { name: call.name, arguments: JSON.stringify(call.input) },
+              })),
+            }),
+      },
+    ];
+  });
+}
+
+/** The answer's function calls, their arguments parsed (`{}` when they are not a JSON object). */
+function toolCallsOf(message: ChatCompletion['choices'][number]['message'], warnings: string[]): ToolCall[] {
+  return (message.tool_calls ?? []).flatMap((call) => {
+    if (call.type !== 'function') return [];
+    const input = parseJsonOr(call.function.arguments, undefined);
+    const object = typeof input === 'object' && input !== null && !Array.isArray(input);
+    if (!object) warnings.push(`the arguments of the ${call.function.name} call are not a JSON object`);
+    return [
+      {
+        id: call.id,
+        name: call.function.name,
+        input: object ? (input as Record<string, unknown>) : {},
+      },
+    ];
+  });
 }
 
 function buildStreamingBody(
@@ -461,12 +531,14 @@ function toResult(response: ChatCompletion, request: OpenAiProviderCall, context
     text = JSON.stringify(structured);
   }
 
+  const toolCalls = offersTools(request) ? toolCallsOf(choice.message, warnings) : [];
   const durationMs = Math.round(performance.now() - context.started);
   const provider = `openai:${request.model}`;
   return {
     success: true,
     text,
     ...(request.schema === undefined ? {} : { structured }),
+    ...(toolCalls.length === 0 ? {} : { toolCalls }),
     provider,
     modelRequested: request.model,
     modelUsed,

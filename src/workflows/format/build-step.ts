@@ -232,6 +232,7 @@ function buildAgent(raw: RawStep, common: Common, fail: Fail): StepDefinition {
     ...(raw.effects === 'files' ? { writesFiles: true } : {}),
     ...(raw.retry == null ? {} : { retry: buildRetry(raw.retry) }),
     ...optional('timeoutSeconds', raw.timeout_seconds),
+    ...optional('maxAgentIterations', raw.max_agent_iterations),
     ...optional('workingDir', raw.working_dir),
     ...optional('outputMode', raw.output_mode),
     ...optional('mcp', raw.mcp),

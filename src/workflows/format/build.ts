@@ -125,6 +125,7 @@ function buildRuntime(
     ...(runtime.temperature == null ? {} : { temperature: runtime.temperature }),
     ...(runtime.max_tokens == null ? {} : { maxTokens: runtime.max_tokens }),
     ...(runtime.working_dir == null ? {} : { workingDir: runtime.working_dir }),
+    ...(runtime.max_agent_iterations == null ? {} : { maxAgentIterations: runtime.max_agent_iterations }),
     mcpServers,
   };
 }

@@ -57,6 +57,7 @@ describe('loadWorkflow: Conductor files and Switchboard additions', () => {
         defaultModel: 'claude-haiku-4.5',
         temperature: 0.2,
         maxTokens: 2000,
+        maxAgentIterations: 30,
         workingDir: '/tmp/every-key',
       },
       output: { title: '{{ drafter.output.title }}' },
@@ -104,6 +105,7 @@ describe('loadWorkflow: Conductor files and Switchboard additions', () => {
       },
       timeoutSeconds: 120,
       validator: { criteria: 'Every section has a heading.\n', maxRetries: 1 },
+      maxAgentIterations: 12,
       maxVisits: 3,
       onCap: 'approval',
     });
@@ -208,7 +210,6 @@ describe('loadWorkflow: Conductor files and Switchboard additions', () => {
     for (const key of [
       'context_tier',
       'max_session_seconds',
-      'max_agent_iterations',
       'session_key',
       'dialog',
       'reasoning',
@@ -230,7 +231,7 @@ describe('loadWorkflow: Conductor files and Switchboard additions', () => {
     // validator: is supported: it loads without a warning.
     expect(warnings.join('\n')).not.toContain('validator');
     expect(workflow.contextMode).toBe('explicit');
-    expect(warnings).toHaveLength(29);
+    expect(warnings).toHaveLength(27);
   });
 });
 
@@ -556,7 +557,7 @@ describe('validateWorkflow', () => {
 
   it("passes the loader's warnings on", () => {
     const report = validateWorkflow(loadWorkflow(resolve(fixtures, 'conductor-extras.yaml')));
-    expect(report.warnings.length).toBeGreaterThanOrEqual(29);
+    expect(report.warnings.length).toBeGreaterThanOrEqual(27);
     expect(report.warnings[0]?.message).toMatch(/^workflow: context\.max_tokens/);
   });
 });

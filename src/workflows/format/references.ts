@@ -9,6 +9,7 @@ import type { StepPlace } from './build-step.js';
 import { failAt, position, stepPlace, type BuildContext } from './build-context.js';
 import { workflowInvalid } from './problem.js';
 import { unknownToolProblem } from '../../agents/task.js';
+import { llmToolProblem, type DeclaredTools } from '../tool-names.js';
 import type { RawWorkflowFile } from './schema.js';
 
 /** entry_point, route targets, gate option routes, on_cap, mcp opt-ins and tool names must exist. */
@@ -37,10 +38,13 @@ export function checkReferences(
     if (target !== undefined && !known(target))
       failAt(place, field, `"${target}" is not a step, a group or ${END}`, hint);
   };
-  const workflowTools = new Set(raw.tools);
+  const declared: DeclaredTools = {
+    workflowTools: new Set(raw.tools),
+    mcpServers: definition.runtime.mcpServers,
+  };
   [...definition.steps.values()].forEach((step, index) => {
     const place = stepPlace(context, ['agents', index], `agents[${index}] "${step.name}"`);
-    checkStepReferences(step, place, check, definition, workflowTools);
+    checkStepReferences(step, place, check, definition, declared);
   });
   raw.parallel.forEach((group, index) => {
     const place = stepPlace(context, ['parallel', index], `parallel[${index}] "${group.name}"`);
@@ -58,7 +62,7 @@ export function checkReferences(
       ['for_each', index, 'agent'],
       `${place.label} agent "${built.agent.name}"`,
     );
-    checkStepReferences(built.agent, agentPlace, check, definition, workflowTools);
+    checkStepReferences(built.agent, agentPlace, check, definition, declared);
   });
 }
 
@@ -67,7 +71,7 @@ function checkStepReferences(
   place: StepPlace,
   check: (place: StepPlace, field: string, target: string | undefined) => void,
   definition: WorkflowDefinition,
-  workflowTools: Set<string>,
+  declared: DeclaredTools,
 ): void {
   step.routes.forEach((route, index) => check(place, `routes[${index}].to`, route.to));
   check(place, 'on_cap', step.onCap);
@@ -105,21 +109,22 @@ function checkStepReferences(
     }
   });
   // Conductor checks an LLM step's tools against the workflow's `tools:`; a step may also name Claude
-  // Code's own tools (Read, Bash(npm test:*)), which a git step's agent and a step on Claude Code get.
+  // Code's own tools (Read, Bash(npm test:*)), which a git step's agent and a step on Claude Code get,
+  // the file tools steps on the API providers get, and the tools of the workflow's MCP servers.
   if (step.git === undefined && step.tools !== undefined) {
     step.tools.forEach((tool, index) => {
-      const problem = unknownToolProblem(tool);
-      if (problem !== undefined && !workflowTools.has(tool) && !tool.startsWith('mcp__')) {
+      const problem = llmToolProblem(tool, declared);
+      if (problem !== undefined) {
         failAt(
           place,
           `tools[${index}]`,
           `${problem}, nor in the workflow's tools:`,
-          workflowTools.size === 0
-            ? 'name a Claude Code tool (Read, Glob, Grep, …) or list it under the top-level tools:'
-            : `name a Claude Code tool, or one of: ${[...workflowTools].join(', ')}`,
+          declared.workflowTools.size === 0
+            ? 'name a Claude Code tool (Read, Glob, Grep, …), a file tool (read_file, list_files, search_files), an MCP tool as server__tool, or list it under the top-level tools:'
+            : `name a Claude Code tool, a file tool, an MCP tool as server__tool, or one of: ${[...declared.workflowTools].join(', ')}`,
         );
       }
-      if (problem === undefined && writesFiles(tool) && step.writesFiles !== true) {
+      if (unknownToolProblem(tool) === undefined && writesFiles(tool) && step.writesFiles !== true) {
         failAt(
           place,
           `tools[${index}]`,

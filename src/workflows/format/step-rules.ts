@@ -98,6 +98,7 @@ const APPLICABLE: Record<WrittenType, string[]> = {
     ...LLM,
     'retry',
     'timeout_seconds',
+    'max_agent_iterations',
     'working_dir',
     'output_mode',
     'output',

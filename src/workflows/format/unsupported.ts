@@ -8,7 +8,6 @@ export const UNSUPPORTED_STEP_KEYS: Readonly<Record<string, string>> = {
   context_tier: 'context tiers are a Copilot/Claude model-selection feature; choose the model with "model:"',
   max_session_seconds:
     'use "timeout_seconds" for an LLM step, or "limits.wall_clock_seconds" with effects: git',
-  max_agent_iterations: 'use "limits.max_turns" with effects: git',
   session_key: 'each step is its own session in Switchboard',
   dialog: 'interactive dialog is not supported; use a human_gate step with prompt_for',
   reasoning: 'reasoning effort is not passed to providers; pick the model instead',
@@ -26,7 +25,6 @@ export const UNSUPPORTED_WORKFLOW_KEYS: Readonly<Record<string, string>> = {
   instructions: 'workspace instructions are not prepended; put them in the prompts (a !file works)',
   'runtime.timeout': 'set timeout_seconds on the steps instead',
   'runtime.max_session_seconds': 'set timeout_seconds on the steps instead',
-  'runtime.max_agent_iterations': 'set limits.max_turns on effects: git steps instead',
   'runtime.default_reasoning_effort': 'reasoning effort is not passed to providers',
   'runtime.checkpoint': 'Switchboard checkpoints every step, always',
   'runtime.tool_output': "tool output limits are Claude Code's own in Switchboard",

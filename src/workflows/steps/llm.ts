@@ -1,6 +1,6 @@
-import { isAbsolute, resolve } from 'node:path';
+import { isAbsolute, join, resolve } from 'node:path';
 import type { CallRequest, CallResult } from '../../core/call-types.js';
-import { isSwitchboardError } from '../../core/errors.js';
+import { isSwitchboardError, SwitchboardError } from '../../core/errors.js';
 import { claudeMcpConfig, type ClaudeMcpConfig, type McpServerEntry } from '../../agents/mcp-servers.js';
 import type { CallOptions } from '../../invoke/call.js';
 import type { RetryPolicy } from '../../invoke/retry-policy.js';
@@ -8,8 +8,11 @@ import type { AgentStep, RetryDefinition } from '../model.js';
 import { outputJsonSchema, validateOutput } from '../output-schema.js';
 import { usesClaudeCode } from '../providers.js';
 import type { StepContext, StepOutcome } from '../step-executor.js';
+import { CLAUDE_CODE_TOOL_FOR_FILE_TOOL, mcpToolReference, type FileToolName } from '../tool-names.js';
+import type { StepToolset } from '../tools/step-toolset.js';
 import { sessionEvents, type SessionEvents } from './session-events.js';
 import { bounded } from '../../agents/session-events.js';
+import { DEFAULT_MAX_AGENT_ITERATIONS, runToolLoop } from './tool-loop.js';
 
 /** How much of a rendered prompt the `step-prompt` event keeps. */
 const PROMPT_LIMIT = 8_000;
@@ -20,11 +23,12 @@ export interface LlmStepOptions {
 }
 
 /**
- * A `type: agent` step without `effects: git`: one `call()` with the step's provider spec. With
- * `output:` the answer goes through call()'s schema path (a tool on providers that have tools, JSON
- * extraction elsewhere, a diagnosed re-ask when it does not fit) and is validated again against the
- * field constraints; without it (or with `output_mode: raw`) the answer is `{result: <text>}`, as in
- * Conductor.
+ * A `type: agent` step without `effects: git`. On Claude Code, one `call()`: a Claude Code session
+ * with the step's tools. On the API providers, a tool loop (`runToolLoop`) when the step has tools,
+ * else one `call()`. With `output:` the answer goes through call()'s schema path (a tool on providers
+ * that have tools, JSON extraction elsewhere, a diagnosed re-ask when it does not fit), or the loop's
+ * answer tool, and is validated again against the field constraints; without it (or with
+ * `output_mode: raw`) the answer is `{result: <text>}`, as in Conductor.
  */
 export async function executeLlmStep(
   context: StepContext,
@@ -60,6 +64,9 @@ export async function executeLlmStep(
     session = sessionEvents(context);
     providerOptions['onMessage'] = session.observe;
     options.providerOptions = providerOptions;
+  } else if (step.tools === undefined || step.tools.length > 0) {
+    const looped = await toolLoopStep(context, step, { spec, request, options, structured });
+    if (looped !== undefined) return looped;
   }
 
   let result: CallResult;
@@ -70,8 +77,47 @@ export async function executeLlmStep(
     return failedCall(context, error);
   }
   await session?.flushed();
-  const costUsd = result.costUsd ?? 0;
-  const output = structured ? result.structured : { result: result.text };
+  return checkedOutput(step, structured ? result.structured : { result: result.text }, result.costUsd ?? 0);
+}
+
+/**
+ * A step on an API provider with tools: the tool loop, its tools closed when it ends (also on a
+ * failure or a cancellation). Undefined when none of the step's tools runs here (`tools: [Bash]`): the
+ * step is then one plain call.
+ */
+async function toolLoopStep(
+  context: StepContext,
+  step: AgentStep,
+  call: { spec: string; request: CallRequest; options: CallOptions; structured: boolean },
+): Promise<StepOutcome | undefined> {
+  let toolset: StepToolset;
+  try {
+    toolset = await apiStepToolset(context, step);
+  } catch (error) {
+    return failedCall(context, error);
+  }
+  try {
+    if (toolset.tools.length === 0) return undefined;
+    const { timeoutMs, schema, ...turn } = call.request;
+    const end = await runToolLoop(context, {
+      spec: call.spec,
+      request: turn,
+      options: call.options,
+      tools: toolset.tools,
+      ...(schema === undefined ? {} : { schema }),
+      maxTurns: maxAgentIterations(context, step) ?? DEFAULT_MAX_AGENT_ITERATIONS,
+      recoveries: call.options.schemaRetries ?? 2,
+      ...(timeoutMs === undefined ? {} : { timeoutMs }),
+    });
+    if (!end.ok) return failedCall(context, end.error, end.costUsd);
+    return checkedOutput(step, call.structured ? end.structured : { result: end.text }, end.costUsd);
+  } finally {
+    await toolset.close();
+  }
+}
+
+/** The step's output, checked against its `output:` fields when it has them. */
+function checkedOutput(step: AgentStep, output: unknown, costUsd: number): StepOutcome {
   if (step.output !== undefined) {
     const problem = validateOutput(step.output, output);
     if (problem !== undefined) {
@@ -86,6 +132,51 @@ export async function executeLlmStep(
     }
   }
   return { status: 'completed', output, costUsd };
+}
+
+/** `max_agent_iterations` of the step, else of the runtime. */
+function maxAgentIterations(context: StepContext, step: AgentStep): number | undefined {
+  return step.maxAgentIterations ?? context.workflow.runtime.maxAgentIterations;
+}
+
+/**
+ * The tools a step on an API provider runs (`openStepToolset`): file tools held to its working
+ * directory (else the folder the run started in), away from Switchboard's state folders, and the
+ * MCP servers the engine let through.
+ */
+async function apiStepToolset(context: StepContext, step: AgentStep): Promise<StepToolset> {
+  const { openStepToolset } = await import('../tools/step-toolset.js');
+  const cwd = workingDirectory(context, step.workingDir) ?? process.cwd();
+  const state = process.env['SWITCHBOARD_STATE_DIR'];
+  const configs = claudeMcpServers(context.mcpServers).servers;
+  const mcpServers = Object.fromEntries(
+    Object.entries(configs).map(([name, config]) => {
+      const allowed = context.mcpServers[name]?.['tools'];
+      return [name, { config, allowed: Array.isArray(allowed) ? allowed.map(String) : [] }];
+    }),
+  );
+  try {
+    return await openStepToolset({
+      names: step.tools,
+      step: step.name,
+      workingDirectory: cwd,
+      hidden: [
+        context.stateDir,
+        join(cwd, '.switchboard'),
+        ...(state === undefined || state === '' ? [] : [state]),
+      ],
+      mcpServers,
+      signal: context.signal,
+    });
+  } catch (error) {
+    if (isSwitchboardError(error)) throw error;
+    const code = (error as NodeJS.ErrnoException).code;
+    throw new SwitchboardError(
+      'WORKFLOW_INVALID',
+      `step "${step.name}": its working directory ${cwd} cannot be read${code === undefined ? '' : ` (${code})`}`,
+      { hint: 'set working_dir on the step or runtime.working_dir to a folder that exists' },
+    );
+  }
 }
 
 /**
@@ -132,7 +223,16 @@ export const CLAUDE_CODE_READ_TOOLS: readonly string[] = ['Read', 'Glob', 'Grep'
 function claudeCodeOptions(context: StepContext, step: AgentStep): Record<string, unknown> {
   const options: Record<string, unknown> = {};
   const mcp = claudeMcpServers(context.mcpServers);
-  const own = step.tools ?? CLAUDE_CODE_READ_TOOLS;
+  const servers = Object.keys(context.mcpServers);
+  // The file tools' names stand for Claude Code's own; an MCP tool as `server__tool` for `mcp__server__tool`.
+  const own = (step.tools ?? CLAUDE_CODE_READ_TOOLS).map((name) => {
+    const claude = CLAUDE_CODE_TOOL_FOR_FILE_TOOL[name as FileToolName];
+    if (claude !== undefined) return claude;
+    const reference = name.startsWith('mcp__') ? undefined : mcpToolReference(name, servers);
+    return reference?.server === undefined ? name : `mcp__${reference.server}__${reference.tool}`;
+  });
+  const iterations = maxAgentIterations(context, step);
+  if (iterations !== undefined) options['maxTurns'] = iterations;
   const tools = [...own, ...mcp.tools];
   if (mcp.tools.length > 0) options['mcpServers'] = mcp.servers;
   if (tools.length > 0) options['allowedTools'] = tools;
@@ -185,12 +285,12 @@ export function renderDirectory(context: StepContext, template: string, field: s
  * A call that failed is the step's failure, with what its attempts cost; a cancelled run and a template
  * error are the engine's to report, so they pass through.
  */
-function failedCall(context: StepContext, error: unknown): StepOutcome {
+function failedCall(context: StepContext, error: unknown, costUsd?: number): StepOutcome {
   if (context.signal.aborted || !isSwitchboardError(error) || error.code === 'WORKFLOW_TEMPLATE') throw error;
   const spent = error.details?.['spentUsd'];
   return {
     status: 'failed',
-    costUsd: typeof spent === 'number' ? spent : 0,
+    costUsd: costUsd ?? (typeof spent === 'number' ? spent : 0),
     error: { code: error.code, message: error.message },
   };
 }

@@ -1,0 +1,79 @@
+import { realpathSync } from 'node:fs';
+import { realpath } from 'node:fs/promises';
+import { isAbsolute, join, relative, resolve, sep } from 'node:path';
+
+/** `.env`, `.env.local`, `.env.production`: files that hold a project's secrets. */
+const DOT_ENV = /^\.env(\..+)?$/;
+
+/** A path the file tools may read: where it really is, and how the model names it. */
+export type ResolvedPath = { ok: true; real: string; relative: string } | { ok: false; reason: string };
+
+/**
+ * Where the file tools of a step may read: inside its working directory, where the path really leads
+ * (symlinks followed), never a `.env` file nor Switchboard's state folder, which hold secrets and the
+ * ledger. A working directory is the caller's own folder, not a worktree, so both may lie in it.
+ */
+export class FilePolicy {
+  /** The working directory, symlinks resolved. */
+  readonly root: string;
+  private readonly hidden: string[];
+
+  /** @param hidden folders never read (state folders); those that do not exist are left out */
+  constructor(workingDirectory: string, hidden: readonly string[]) {
+    this.root = realpathSync(workingDirectory);
+    this.hidden = hidden.flatMap((folder) => {
+      try {
+        return [realpathSync(resolve(workingDirectory, folder))];
+      } catch {
+        return [];
+      }
+    });
+  }
+
+  /** The path the model gave (relative to the working directory, or absolute), checked where it leads. */
+  async resolve(path: unknown): Promise<ResolvedPath> {
+    if (typeof path !== 'string' || path.trim() === '') {
+      return { ok: false, reason: 'give "path": a file or folder in the working directory' };
+    }
+    const written = resolve(this.root, path);
+    const refusal = this.refusal(written, path);
+    if (refusal !== undefined) return { ok: false, reason: refusal };
+    let real: string;
+    try {
+      real = await realpath(written);
+    } catch {
+      return { ok: false, reason: `${path}: no such file or folder in the working directory` };
+    }
+    // A symlink inside may lead anywhere: the place it leads to is checked too.
+    const leads = this.refusal(real, path);
+    if (leads !== undefined) return { ok: false, reason: leads };
+    return { ok: true, real, relative: this.relativeName(real) };
+  }
+
+  /** Whether an entry met while walking a folder (already inside) may be shown: not a secret. */
+  shows(absolute: string): boolean {
+    return this.refusal(absolute, absolute) === undefined;
+  }
+
+  /** How the model names a path inside: relative to the working directory, `.` for the directory itself. */
+  relativeName(absolute: string): string {
+    const name = relative(this.root, absolute);
+    return name === '' ? '.' : name.split(sep).join('/');
+  }
+
+  private refusal(absolute: string, asWritten: string): string | undefined {
+    const inside = relative(this.root, absolute);
+    if (inside === '..' || inside.startsWith(`..${sep}`) || isAbsolute(inside)) {
+      return `${asWritten}: outside the working directory (${this.root}); the file tools read only inside it`;
+    }
+    if (inside.split(sep).some((part) => DOT_ENV.test(part))) {
+      return `${asWritten}: .env files hold secrets; the file tools do not read them`;
+    }
+    for (const folder of this.hidden) {
+      if (absolute === folder || absolute.startsWith(join(folder, sep))) {
+        return `${asWritten}: Switchboard's state folder; the file tools do not read it`;
+      }
+    }
+    return undefined;
+  }
+}

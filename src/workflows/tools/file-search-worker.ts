@@ -1,0 +1,51 @@
+// Worker-thread entry for `search_files`: runs the model's regular expression over the files the
+// parent chose, so that a pattern that backtracks without end stalls only this thread, which the parent
+// ends at its time limit. Only Node's own modules are imported, so it also runs straight from the sources.
+import { readFileSync } from 'node:fs';
+import { parentPort, workerData } from 'node:worker_threads';
+
+export interface SearchJob {
+  files: { path: string; name: string }[];
+  pattern: string;
+  ignoreCase: boolean;
+  maxMatches: number;
+  maxLineChars: number;
+  maxFileBytes: number;
+}
+
+export type SearchAnswer =
+  { ok: true; lines: string[]; more: boolean; skipped: number } | { ok: false; error: string };
+
+function search(job: SearchJob): SearchAnswer {
+  let expression: RegExp;
+  try {
+    expression = new RegExp(job.pattern, job.ignoreCase ? 'i' : '');
+  } catch (error) {
+    return { ok: false, error: `not a regular expression: ${(error as Error).message}` };
+  }
+  const lines: string[] = [];
+  let skipped = 0;
+  for (const file of job.files) {
+    let bytes: Buffer;
+    try {
+      bytes = readFileSync(file.path);
+    } catch {
+      skipped++;
+      continue;
+    }
+    if (bytes.length > job.maxFileBytes || bytes.subarray(0, 8192).includes(0)) {
+      skipped++;
+      continue;
+    }
+    const text = bytes.toString('utf8').split('\n');
+    for (const [index, line] of text.entries()) {
+      if (!expression.test(line)) continue;
+      if (lines.length >= job.maxMatches) return { ok: true, lines, more: true, skipped };
+      const shown = line.length > job.maxLineChars ? `${line.slice(0, job.maxLineChars)}…` : line;
+      lines.push(`${file.name}:${index + 1}: ${shown}`);
+    }
+  }
+  return { ok: true, lines, more: false, skipped };
+}
+
+parentPort?.postMessage(search(workerData as SearchJob));

@@ -1,0 +1,261 @@
+import type { Dirent } from 'node:fs';
+import { open, readdir, stat } from 'node:fs/promises';
+import { join, matchesGlob } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Worker } from 'node:worker_threads';
+import type { FileToolName } from '../tool-names.js';
+import type { FilePolicy } from './file-policy.js';
+import type { SearchAnswer, SearchJob } from './file-search-worker.js';
+import { boundedResult, toolError, type StepTool, type ToolOutcome } from './step-tool.js';
+
+/** Lines `read_file` returns when the call says none. */
+const DEFAULT_READ_LINES = 2_000;
+/** A longer line is cut: minified code would otherwise fill the answer with one line. */
+const MAX_LINE_CHARS = 2_000;
+/** Files above this are read in part only (`offset`/`limit` still work within it). */
+const MAX_READ_BYTES = 5 * 1024 * 1024;
+/** Paths `list_files` returns at most. */
+const MAX_LISTED = 1_000;
+/** Entries a walk visits at most, whatever it finds: a huge tree costs a bounded time. */
+const MAX_VISITED = 50_000;
+/** Matching lines `search_files` returns at most. */
+const MAX_MATCHES = 200;
+/** Files `search_files` reads no further than. */
+const MAX_SEARCHED_BYTES = 2 * 1024 * 1024;
+/** How long a search may run before its thread is ended (a pattern that backtracks without end). */
+const SEARCH_TIMEOUT_MS = 10_000;
+/** Folders no walk enters: version control and installed dependencies, never what a question is about. */
+const SKIPPED_FOLDERS = new Set(['.git', 'node_modules']);
+
+const pathProperty = { type: 'string', description: 'Relative to the working directory.' };
+
+/**
+ * The read-only file tools a step on an API provider runs itself, held to its working directory by
+ * `policy`: `read_file`, `list_files` (glob) and `search_files` (regular expression), each with a
+ * bounded answer.
+ */
+export function fileTools(policy: FilePolicy): Record<FileToolName, StepTool> {
+  return {
+    read_file: {
+      definition: {
+        name: 'read_file',
+        description: `Reads a text file in the working directory: up to ${DEFAULT_READ_LINES} lines from "offset" (the first line is 1), or "limit" lines.`,
+        inputSchema: {
+          type: 'object',
+          properties: {
+            path: pathProperty,
+            offset: { type: 'integer', minimum: 1, description: 'The first line to read. Default 1.' },
+            limit: {
+              type: 'integer',
+              minimum: 1,
+              description: `How many lines. Default ${DEFAULT_READ_LINES}.`,
+            },
+          },
+          required: ['path'],
+        },
+      },
+      run: (input) => readFileTool(policy, input),
+    },
+    list_files: {
+      definition: {
+        name: 'list_files',
+        description: `Lists the files in the working directory (or in "path") whose path matches a glob such as "**/*.ts" or "docs/*.md", sorted, at most ${MAX_LISTED}. .git and node_modules are left out.`,
+        inputSchema: {
+          type: 'object',
+          properties: {
+            pattern: { type: 'string', description: 'A glob on paths relative to "path". Default "**/*".' },
+            path: { ...pathProperty, description: 'The folder to list. Default: the working directory.' },
+          },
+        },
+      },
+      run: (input) => listFilesTool(policy, input),
+    },
+    search_files: {
+      definition: {
+        name: 'search_files',
+        description: `Searches the text files in the working directory (or in "path") for lines matching a JavaScript regular expression; answers "file:line: text", at most ${MAX_MATCHES} lines.`,
+        inputSchema: {
+          type: 'object',
+          properties: {
+            pattern: { type: 'string', description: 'A JavaScript regular expression.' },
+            path: {
+              ...pathProperty,
+              description: 'A file or folder to search. Default: the working directory.',
+            },
+            glob: { type: 'string', description: 'Only files whose path matches this glob, e.g. "**/*.py".' },
+            ignore_case: { type: 'boolean', description: 'Match without regard to letter case.' },
+          },
+          required: ['pattern'],
+        },
+      },
+      run: (input, signal) => searchFilesTool(policy, input, signal),
+    },
+  };
+}
+
+async function readFileTool(policy: FilePolicy, input: Record<string, unknown>): Promise<ToolOutcome> {
+  const target = await policy.resolve(input['path']);
+  if (!target.ok) return toolError(target.reason);
+  const offset = positiveInteger(input['offset']) ?? 1;
+  const limit = positiveInteger(input['limit']) ?? DEFAULT_READ_LINES;
+  const info = await stat(target.real);
+  if (info.isDirectory()) return toolError(`${target.relative} is a folder; list it with list_files`);
+  if (!info.isFile()) return toolError(`${target.relative} is not a regular file`);
+  const handle = await open(target.real, 'r');
+  let bytes: Buffer;
+  try {
+    const buffer = Buffer.alloc(Math.min(info.size, MAX_READ_BYTES));
+    const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0);
+    bytes = buffer.subarray(0, bytesRead);
+  } finally {
+    await handle.close();
+  }
+  if (bytes.subarray(0, 8192).includes(0)) return toolError(`${target.relative} is a binary file`);
+  const lines = bytes.toString('utf8').split('\n');
+  if (lines.at(-1) === '') lines.pop();
+  const shown = lines
+    .slice(offset - 1, offset - 1 + limit)
+    .map((line) => (line.length > MAX_LINE_CHARS ? `${line.slice(0, MAX_LINE_CHARS)}…` : line));
+  const last = offset - 1 + shown.length;
+  const notes: string[] = [];
+  if (last < lines.length) {
+    notes.push(`[lines ${offset}–${last} of ${lines.length}; read on with offset ${last + 1}]`);
+  }
+  if (info.size > MAX_READ_BYTES)
+    notes.push(`[only the first ${MAX_READ_BYTES} bytes of ${info.size} are read]`);
+  if (shown.length === 0 && lines.length > 0) {
+    return toolError(`${target.relative} has ${lines.length} lines; offset ${offset} is past the end`);
+  }
+  return { content: boundedResult([...shown, ...notes].join('\n')) };
+}
+
+async function listFilesTool(policy: FilePolicy, input: Record<string, unknown>): Promise<ToolOutcome> {
+  const folder = await policy.resolve(input['path'] ?? '.');
+  if (!folder.ok) return toolError(folder.reason);
+  const pattern = nonEmptyString(input['pattern']) ?? '**/*';
+  const found = await walk(policy, folder.real, (name) => matchesGlob(name, pattern));
+  if (found.files.length === 0) {
+    return { content: `no file in ${folder.relative} matches ${pattern}` };
+  }
+  const names = found.files.map((file) => policy.relativeName(file));
+  if (found.more) names.push(`[more files match; the first ${MAX_LISTED} are shown: narrow the pattern]`);
+  return { content: boundedResult(names.join('\n')) };
+}
+
+async function searchFilesTool(
+  policy: FilePolicy,
+  input: Record<string, unknown>,
+  signal: AbortSignal,
+): Promise<ToolOutcome> {
+  const pattern = nonEmptyString(input['pattern']);
+  if (pattern === undefined) return toolError('give "pattern": a JavaScript regular expression');
+  const target = await policy.resolve(input['path'] ?? '.');
+  if (!target.ok) return toolError(target.reason);
+  const glob = nonEmptyString(input['glob']);
+  const filter = (name: string) => glob === undefined || matchesGlob(name, glob);
+  const found = (await stat(target.real)).isDirectory()
+    ? await walk(policy, target.real, filter, MAX_VISITED)
+    : { files: [target.real], more: false };
+  const job: SearchJob = {
+    files: found.files.map((path) => ({ path, name: policy.relativeName(path) })),
+    pattern,
+    ignoreCase: input['ignore_case'] === true,
+    maxMatches: MAX_MATCHES,
+    maxLineChars: 300,
+    maxFileBytes: MAX_SEARCHED_BYTES,
+  };
+  const answer = await searchInWorker(job, signal);
+  if (!answer.ok) return toolError(answer.error);
+  const notes: string[] = [];
+  if (answer.more) notes.push(`[more lines match; the first ${MAX_MATCHES} are shown: narrow the search]`);
+  if (found.more) notes.push('[the folder has more files than are searched: narrow "path" or "glob"]');
+  if (answer.lines.length === 0) return { content: [`no line matches ${pattern}`, ...notes].join('\n') };
+  return { content: boundedResult([...answer.lines, ...notes].join('\n')) };
+}
+
+/**
+ * The files under `folder` whose name (relative to the working directory's view of `folder`) passes
+ * `keep`, sorted; symlinked folders are not entered, secrets and `SKIPPED_FOLDERS` are left out.
+ */
+async function walk(
+  policy: FilePolicy,
+  folder: string,
+  keep: (name: string) => boolean,
+  maxFiles = MAX_LISTED,
+): Promise<{ files: string[]; more: boolean }> {
+  const files: string[] = [];
+  const pending = [folder];
+  let visited = 0;
+  let more = false;
+  while (pending.length > 0) {
+    const current = pending.shift() as string;
+    let entries: Dirent[];
+    try {
+      entries = await readdir(current, { withFileTypes: true });
+    } catch {
+      continue;
+    }
+    entries.sort((a, b) => a.name.localeCompare(b.name));
+    for (const entry of entries) {
+      if (++visited > MAX_VISITED) return { files: files.sort(), more: true };
+      const path = join(current, entry.name);
+      if (!policy.shows(path)) continue;
+      if (entry.isDirectory()) {
+        if (!SKIPPED_FOLDERS.has(entry.name)) pending.push(path);
+        continue;
+      }
+      if (!entry.isFile() && !entry.isSymbolicLink()) continue;
+      if (!keep(relativeTo(folder, path))) continue;
+      // A symlink is shown only when it leads to a file the tools may read, and read where it leads.
+      const target = entry.isSymbolicLink() ? await policy.resolve(path) : { ok: true as const, real: path };
+      if (!target.ok || (entry.isSymbolicLink() && !(await stat(target.real)).isFile())) continue;
+      if (files.length >= maxFiles) {
+        more = true;
+        break;
+      }
+      files.push(path);
+    }
+    if (more) break;
+  }
+  return { files: files.sort(), more };
+}
+
+function relativeTo(folder: string, path: string): string {
+  return path.slice(folder.length + 1);
+}
+
+/** Runs a search in a thread of its own, ended after `SEARCH_TIMEOUT_MS` or when the step is aborted. */
+async function searchInWorker(job: SearchJob, signal: AbortSignal): Promise<SearchAnswer> {
+  const { Worker: ThreadWorker } = await import('node:worker_threads');
+  const extension = import.meta.url.endsWith('.ts') ? '.ts' : '.js';
+  const file = fileURLToPath(new URL(`./file-search-worker${extension}`, import.meta.url));
+  const worker: Worker = new ThreadWorker(file, { workerData: job });
+  return new Promise<SearchAnswer>((resolve) => {
+    const finish = (answer: SearchAnswer) => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', aborted);
+      void worker.terminate();
+      resolve(answer);
+    };
+    const timer = setTimeout(
+      () =>
+        finish({
+          ok: false,
+          error: `the search took longer than ${SEARCH_TIMEOUT_MS / 1000} s and was stopped; use a simpler pattern or narrow "path"`,
+        }),
+      SEARCH_TIMEOUT_MS,
+    );
+    const aborted = () => finish({ ok: false, error: 'the step was stopped' });
+    signal.addEventListener('abort', aborted, { once: true });
+    worker.once('message', (answer: SearchAnswer) => finish(answer));
+    worker.once('error', (error) => finish({ ok: false, error: `the search failed: ${error.message}` }));
+  });
+}
+
+function positiveInteger(value: unknown): number | undefined {
+  return typeof value === 'number' && Number.isInteger(value) && value > 0 ? value : undefined;
+}
+
+function nonEmptyString(value: unknown): string | undefined {
+  return typeof value === 'string' && value.trim() !== '' ? value : undefined;
+}
