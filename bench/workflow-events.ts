@@ -4,7 +4,10 @@
 //      same step writing nothing, in alternating runs; the time per event at p50/p95 and events/s;
 //   2. a 1,000-tool-call run: its wall time beside the same run without events, and what reading its
 //      result back (`workflowStatus`, which sums each step's turns from the log) costs beside a run of
-//      the same steps with no events.
+//      the same steps with no events;
+//   3. per LLM step on an API provider (Anthropic against `switchboard sim`, zero delay): `tools: []`
+//      (one call) beside tools left out (the file tools offered, the model answers at once: one turn)
+//      and a step whose model reads one file first (two turns), in alternating runs of 20 steps each.
 // Each run has its own state folder (a SQLite ledger) under a temporary folder, removed at the end.
 //   node --experimental-strip-types --no-warnings bench/workflow-events.ts [tool calls per step] [rounds]
 // Target (issue 25): ≤ 1 ms per event at p50; a 1,000-tool-call run not slowed beyond that.
@@ -15,6 +18,9 @@ import type { StepContext } from '../src/workflows/step-executor.ts';
 import './source-hooks.ts';
 
 const { runWorkflow, workflowStatus } = await import('../src/workflows/index.js');
+const { startSimulator } = await import('../src/sim/server.js');
+const { ProviderRegistry } = await import('../src/providers/registry.js');
+const { openLedger } = await import('../src/store/ledger.js');
 const { percentile } = await import('../src/core/percentile.js');
 const { sessionObserver } = await import('../src/agents/session-events.js');
 
@@ -106,6 +112,76 @@ async function runOnce(withEvents: boolean, round: number): Promise<Sample> {
   return { wallMs, perEvent, statusMs, events };
 }
 
+/** Part 3: `steps` visits of one Anthropic step per run, three ways, interleaved; ms per step (p50 of runs). */
+async function toolSteps(steps: number, runs: number): Promise<Record<string, number[]>> {
+  const sim = await startSimulator({
+    scenario: {
+      rules: [
+        // The reading step asks for its file on its first turn, then answers; the others answer at once.
+        {
+          match: { text: '^read', tools: 'read_file', turn: 1 },
+          reply: {
+            tool: { name: 'read_file', input: { path: 'notes.txt' } },
+            usage: { input: 200, output: 10 },
+          },
+        },
+      ],
+      fallback: { text: 'pong', usage: { input: 200, output: 2 } },
+    },
+    maxLifetimeMs: 600_000,
+  });
+  const dir = join(root, 'tool-steps');
+  const registry = new ProviderRegistry({
+    anthropic: { apiKey: 'sk-bench', baseUrl: sim.url, maxTokens: 64 },
+  });
+  const ledger = openLedger({ stateDir: join(dir, '.switchboard') });
+  const files: Record<string, string> = {};
+  writeFileSync(join(root, 'notes.txt'), 'a note\n');
+  for (const [name, tools, prompt] of [
+    ['no tools (tools: [])', '    tools: []\n', 'ping'],
+    ['tools offered, answered at once', '', 'ping'],
+    ['one read_file, then the answer', '', 'read notes.txt'],
+  ] as const) {
+    const file = join(root, `${name.replace(/\W+/g, '-')}.yaml`);
+    writeFileSync(
+      file,
+      `workflow:
+  name: tool-steps
+  entry_point: ask
+  runtime: { provider: claude, default_model: claude-sonnet-4-6, working_dir: ${JSON.stringify(root)} }
+  limits: { max_iterations: 500 }
+agents:
+  - name: ask
+    prompt: "${prompt} {{ context.iteration }}"
+${tools}    max_visits: ${steps}
+    on_cap: $end
+    routes: [{ to: ask }]
+`,
+    );
+    files[name] = file;
+  }
+  const perStep: Record<string, number[]> = Object.fromEntries(Object.keys(files).map((name) => [name, []]));
+  const names = Object.keys(files);
+  for (let round = -1; round < runs; round++) {
+    for (const name of round % 2 === 0 ? names : [...names].reverse()) {
+      const started = performance.now();
+      const result = await runWorkflow({
+        file: files[name] as string,
+        stateDir: dir,
+        ledger,
+        providers: registry,
+      });
+      if (result.status !== 'completed') throw new Error(`${name}: ${result.status} ${result.error ?? ''}`);
+      if (round >= 0) perStep[name]?.push((performance.now() - started) / steps);
+    }
+    sim.clearLog();
+  }
+  await registry.close();
+  await ledger.close();
+  await sim.close();
+  return perStep;
+}
+
 try {
   const withEvents: Sample[] = [];
   const without: Sample[] = [];
@@ -142,6 +218,15 @@ try {
     `   reading the run back (workflowStatus, tokens summed from the log): ${ms(statusWith, 1)} vs ${ms(statusWithout, 1)} without events`,
   );
   console.log(`   target ≤ 1 ms per event at p50: ${percentile(perEvent, 50) <= 1 ? 'met' : 'NOT MET'}`);
+  const tools = await toolSteps(20, rounds);
+  const base = median(tools['no tools (tools: [])'] ?? []);
+  console.log('3. per LLM step on Anthropic (switchboard sim, zero delay), median of runs of 20 steps:');
+  for (const [name, values] of Object.entries(tools)) {
+    const value = median(values);
+    console.log(
+      `   ${name.padEnd(34)} ${ms(value, 2)}  (${value >= base ? '+' : ''}${ms(value - base, 2)}, ×${(value / base).toFixed(2)})`,
+    );
+  }
 } finally {
   rmSync(root, { recursive: true, force: true });
 }
