@@ -62,6 +62,28 @@ describe('conformingValue', () => {
     expect(conformingValue({ type: 'string', format: 'date-time' })).toBe('2025-01-01T00:00:00Z');
   });
 
+  it("takes the first value a string's description lists, as a model reading it would", () => {
+    const schema = {
+      type: 'object',
+      properties: {
+        approval: { type: 'string', description: 'Approval decision (approved, conditional, rejected)' },
+        verdict: { type: 'string', description: 'One of "approved" or "needs_revision".' },
+        action: { type: 'string', description: 'One of `noop`, `refresh`, or `abort`.' },
+        summary: { type: 'string', description: 'Brief executive summary (2-3 sentences)' },
+        files: { type: 'string', description: 'Details (tasks, acceptance criteria, files)' },
+        tone: { type: 'string', description: 'The tone (e.g. "informative", "casual")' },
+      },
+    };
+    expect(conformingValue(schema)).toEqual({
+      approval: 'approved',
+      verdict: 'approved',
+      action: 'noop',
+      summary: 'sample summary',
+      files: 'sample files',
+      tone: 'sample tone',
+    });
+  });
+
   it('samples simple patterns and gives up on the rest', () => {
     for (const pattern of [
       '^[a-z]+-\\d{2,}$',

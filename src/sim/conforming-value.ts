@@ -25,8 +25,8 @@ const FORMATS: Record<string, string> = {
  * `minLength`/`maxLength`, `minimum`/`maximum`, simple `pattern`s, `format`, `anyOf`/`oneOf`/`allOf`,
  * local `$ref`s; Gemini's upper-case types too). Every property is filled, not only the required
  * ones; booleans are `true` and numbers the maximum when there is one (else 100), so a loop that
- * routes on an approval or a score threshold ends; strings name their field (`"sample summary"`);
- * arrays hold one item (or `minItems`).
+ * routes on an approval or a score threshold ends; a string whose description lists its values is the
+ * first of them, any other names its field (`"sample summary"`); arrays hold one item (or `minItems`).
  */
 export function conformingValue(schema: unknown, name = 'value'): unknown {
   return valueFor(schema, name, asObject(schema), 0);
@@ -157,12 +157,28 @@ function numberValue(node: Json, integer: boolean): number {
 function stringValue(node: Json, name: string): string {
   const format = typeof node['format'] === 'string' ? FORMATS[node['format']] : undefined;
   const pattern = typeof node['pattern'] === 'string' ? node['pattern'] : undefined;
-  let value = format ?? `sample ${name}`;
+  let value = format ?? describedChoice(node['description']) ?? `sample ${name}`;
   if (pattern !== undefined) value = patternSample(pattern) ?? value;
   const minLength = numberAt(node, 'minLength') ?? 0;
   const maxLength = numberAt(node, 'maxLength') ?? Infinity;
   if (value.length < minLength) value = value.padEnd(minLength, '.');
   return value.length > maxLength ? value.slice(0, maxLength) : value;
+}
+
+/**
+ * The first of the values a string's description lists, as a model reading it would pick one:
+ * `One of "approved" or "needs_revision"`, ``one of `noop`, `refresh`, or `abort` ``, or a
+ * parenthesised list of single words, `Approval decision (approved, conditional, rejected)`.
+ */
+function describedChoice(description: unknown): string | undefined {
+  if (typeof description !== 'string') return undefined;
+  const oneOf = /\bone of:?\s+(["'`])([^"'`]+)\1/i.exec(description);
+  if (oneOf !== null) return oneOf[2];
+  for (const [, inside] of description.matchAll(/\(([^()]*)\)/g)) {
+    const words = (inside ?? '').split(/\s*(?:,|\bor\b|\/)\s*/).filter((word) => word !== '');
+    if (words.length >= 2 && words.every((word) => /^[a-z][a-z_-]*$/.test(word))) return words[0];
+  }
+  return undefined;
 }
 
 /**
