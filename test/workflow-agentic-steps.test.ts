@@ -114,6 +114,69 @@ describe('LLM steps on Claude Code get tools as in Conductor', () => {
     expect(events[1]?.data?.['id']).toBe(events[2]?.data?.['id']);
   });
 
+  it("with an output: schema, the step reads the file its prompt names and answers in the schema (Conductor's repo Q&A shape)", async () => {
+    const root = realpathSync(mkdtempSync(join(tmpdir(), 'switchboard-agentic-')));
+    temporary.push(root);
+    const motto = `motto-${randomBytes(4).toString('hex')}`;
+    writeFileSync(join(root, 'GUIDE.md'), `# Guide\n\nOur motto is ${motto}.\n`);
+    writeFileSync(
+      join(root, 'flow.yaml'),
+      `workflow:
+  name: guide-qa
+  entry_point: guide_reader
+  runtime:
+    provider: claude-agent-sdk
+    default_model: claude-sonnet-4-5
+  input:
+    question: { type: string, required: true }
+agents:
+  - name: guide_reader
+    prompt: |
+      Read the file GUIDE.md in your current working directory, then answer the question
+      from what it says, quoting it.
+      Question: {{ workflow.input.question }}
+    output:
+      answer: { type: string }
+      quote: { type: string }
+    routes:
+      - to: $end
+output:
+  answer: "{{ guide_reader.output.answer }}"
+  quote: "{{ guide_reader.output.quote }}"
+`,
+    );
+    sim = await startSimulator({
+      scenario: {
+        rules: [
+          {
+            name: 'read',
+            match: { turn: 1, text: 'Read the file GUIDE\\.md' },
+            reply: { tool: { name: 'Read', input: { file_path: join(root, 'GUIDE.md') } } },
+          },
+        ],
+        // Then the answer, as the StructuredOutput tool with a value that fits the step's schema.
+        fallback: { conform: true },
+      },
+      maxLifetimeMs: 120_000,
+    });
+    const result = await runCli(
+      ['workflow', 'run', 'flow.yaml', '-i', 'question=What is the motto?', '--json'],
+      {
+        cwd: root,
+        env: { ...process.env, ANTHROPIC_API_KEY: 'sk-ant-agentic-steps', ANTHROPIC_BASE_URL: sim.url },
+      },
+    );
+    expect(result.status, result.stderr).toBe(0);
+    const run = JSON.parse(result.stdout) as WorkflowRunResult;
+    expect(run.status).toBe('completed');
+    expect(run.output).toEqual({ answer: 'sample answer', quote: 'sample quote' });
+    const requests = sim.requests.filter((entry) => entry.outcome === 'reply');
+    expect(requests[0]?.rule).toBe('read');
+    expect(requests[0]?.tools).toEqual(expect.arrayContaining(['Read', 'Glob', 'Grep', 'StructuredOutput']));
+    // The file's content reached the model in the Read tool's result.
+    expect(requests[1]?.text).toContain(motto);
+  });
+
   it('tools: [] offers no tool at all', async () => {
     const { root } = space(`${STEP}    tools: []\n    routes:\n      - to: $end\n`);
     const result = await run(root, READS_NOTES);

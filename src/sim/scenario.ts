@@ -25,6 +25,14 @@ const replySchema = z.strictObject({
   echo: z.boolean().optional(),
   /** A JSON value sent as the answer's text (or as Gemini/OpenAI structured output). */
   json: z.unknown().optional(),
+  /**
+   * Answer a request that asks for structured output with a small value that conforms to the schema
+   * it carries: the forced tool's input (Anthropic `tool_choice`, OpenAI and Gemini forced
+   * functions, Claude Code's `StructuredOutput` tool), or JSON text for OpenAI `response_format` and
+   * Gemini `responseJsonSchema`/`responseSchema`. It replaces `text`, `json` and the tool calls; a
+   * request without a schema gets the rest of the reply (`text`, `echo`, …; `ok` when it has none).
+   */
+  conform: z.boolean().optional(),
   /** A tool call; `tools` for several in one answer. */
   tool: toolCallSchema.optional(),
   tools: z.array(toolCallSchema).optional(),

@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
-import { GoogleGenAI } from '@google/genai';
+import { FunctionCallingConfigMode, GoogleGenAI, Type } from '@google/genai';
 import OpenAI from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from './server.js';
@@ -246,6 +246,153 @@ describe('simulator: Gemini', () => {
     await expect(
       client.models.generateContent({ model: 'gemini-2.5-flash', contents: 'quota' }),
     ).rejects.toThrow(/429|RESOURCE_EXHAUSTED/);
+  });
+});
+
+describe('simulator: conforming answers (`conform: true`)', () => {
+  const verdict = {
+    type: 'object',
+    properties: {
+      verdict: { type: 'string', enum: ['approve', 'revise'] },
+      score: { type: 'number', minimum: 0, maximum: 10 },
+      approved: { type: 'boolean' },
+      findings: { type: 'array', items: { type: 'string' } },
+    },
+    required: ['verdict', 'score', 'approved', 'findings'],
+  };
+  const conforming = { verdict: 'approve', score: 10, approved: true, findings: ['sample finding'] };
+
+  it("Anthropic: the forced tool, Claude Code's StructuredOutput until it ran, the JSON output format, else text", async () => {
+    const sim = await start({ rules: [], fallback: { conform: true, text: 'plain answer' } });
+    const client = anthropic(sim);
+    const forced = {
+      ...ask,
+      tools: [
+        { name: 'lookup', input_schema: { type: 'object' as const } },
+        { name: 'emit_output', input_schema: verdict as Anthropic.Tool.InputSchema },
+      ],
+      tool_choice: { type: 'tool' as const, name: 'emit_output' },
+    };
+    const plain = await client.messages.create(forced);
+    expect(plain.stop_reason).toBe('tool_use');
+    expect(plain.content).toEqual([
+      expect.objectContaining({ type: 'tool_use', name: 'emit_output', input: conforming }),
+    ]);
+    const streamed = await client.messages.stream(forced).finalMessage();
+    expect(streamed.content).toEqual([expect.objectContaining({ name: 'emit_output', input: conforming })]);
+
+    // Claude Code offers StructuredOutput beside its own tools, without forcing it, and asks again
+    // once it has run: that turn ends with text.
+    const claudeCodeTools = [
+      { name: 'Read', input_schema: { type: 'object' as const } },
+      { name: 'StructuredOutput', input_schema: verdict as Anthropic.Tool.InputSchema },
+    ];
+    const first = await client.messages.create({ ...ask, tools: claudeCodeTools });
+    const call = first.content[0] as Anthropic.ToolUseBlock;
+    expect(call).toMatchObject({ type: 'tool_use', name: 'StructuredOutput', input: conforming });
+    const after = await client.messages.create({
+      ...ask,
+      tools: claudeCodeTools,
+      messages: [
+        ...ask.messages,
+        { role: 'assistant', content: first.content },
+        {
+          role: 'user',
+          content: [{ type: 'tool_result', tool_use_id: call.id, content: 'Structured output provided' }],
+        },
+      ],
+    });
+    expect(after.content).toEqual([{ type: 'text', text: 'plain answer' }]);
+
+    const format = await client.messages.create({
+      ...ask,
+      output_format: { type: 'json_schema', schema: verdict },
+    } as Anthropic.MessageCreateParamsNonStreaming);
+    expect(JSON.parse((format.content[0] as Anthropic.TextBlock).text)).toEqual(conforming);
+    const text = await client.messages.create({ ...ask, tools: [claudeCodeTools[0] as Anthropic.Tool] });
+    expect(text.content).toEqual([{ type: 'text', text: 'plain answer' }]);
+  });
+
+  it('OpenAI: response_format json_schema and json_object, a forced function, else text', async () => {
+    const sim = await start({ rules: [{ match: { provider: 'openai' }, reply: { conform: true } }] });
+    const client = openai(sim);
+    const messages = [{ role: 'user' as const, content: 'review this' }];
+    const json = await client.chat.completions.create({
+      model: 'gpt-4.1-mini',
+      messages,
+      response_format: { type: 'json_schema', json_schema: { name: 'output', schema: verdict } },
+    });
+    expect(JSON.parse(json.choices[0]?.message.content ?? '')).toEqual(conforming);
+    const stream = await client.chat.completions.create({
+      model: 'gpt-4.1-mini',
+      messages,
+      stream: true,
+      response_format: { type: 'json_schema', json_schema: { name: 'output', schema: verdict } },
+    });
+    let streamed = '';
+    for await (const chunk of stream) streamed += chunk.choices[0]?.delta.content ?? '';
+    expect(JSON.parse(streamed)).toEqual(conforming);
+    const object = await client.chat.completions.create({
+      model: 'gpt-4.1-mini',
+      messages,
+      response_format: { type: 'json_object' },
+    });
+    expect(JSON.parse(object.choices[0]?.message.content ?? '')).toEqual({});
+    const tool = await client.chat.completions.create({
+      model: 'gpt-4.1-mini',
+      messages,
+      tools: [{ type: 'function', function: { name: 'emit_output', parameters: verdict } }],
+      tool_choice: { type: 'function', function: { name: 'emit_output' } },
+    });
+    const toolCall = tool.choices[0]?.message.tool_calls?.[0];
+    expect(toolCall?.type === 'function' ? JSON.parse(toolCall.function.arguments) : undefined).toEqual(
+      conforming,
+    );
+    const text = await client.chat.completions.create({ model: 'gpt-4.1-mini', messages });
+    expect(text.choices[0]?.message.content).toBe('ok');
+  });
+
+  it('Gemini: responseJsonSchema, responseSchema with its upper-case types, a forced function, else text', async () => {
+    const sim = await start({ rules: [], fallback: { conform: true } });
+    const client = gemini(sim);
+    const json = await client.models.generateContent({
+      model: 'gemini-2.5-flash',
+      contents: 'review this',
+      config: { responseMimeType: 'application/json', responseJsonSchema: verdict },
+    });
+    expect(JSON.parse(json.text ?? '')).toEqual(conforming);
+    const typed = await client.models.generateContent({
+      model: 'gemini-2.5-flash',
+      contents: 'review this',
+      config: {
+        responseMimeType: 'application/json',
+        responseSchema: {
+          type: Type.OBJECT,
+          properties: {
+            ok: { type: Type.BOOLEAN },
+            count: { type: Type.INTEGER, maximum: 3 },
+            tags: { type: Type.ARRAY, items: { type: Type.STRING }, minItems: '2' },
+          },
+        },
+      },
+    });
+    expect(JSON.parse(typed.text ?? '')).toEqual({ ok: true, count: 3, tags: ['sample tag', 'sample tag'] });
+    const call = await client.models.generateContent({
+      model: 'gemini-2.5-flash',
+      contents: 'review this',
+      config: {
+        tools: [{ functionDeclarations: [{ name: 'emit_output', parametersJsonSchema: verdict }] }],
+        toolConfig: {
+          functionCallingConfig: {
+            mode: FunctionCallingConfigMode.ANY,
+            allowedFunctionNames: ['emit_output'],
+          },
+        },
+      },
+    });
+    expect(call.functionCalls).toEqual([{ name: 'emit_output', args: conforming }]);
+    const text = await client.models.generateContent({ model: 'gemini-2.5-flash', contents: 'hello' });
+    expect(text.text).toBe('ok');
   });
 });
 

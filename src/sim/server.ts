@@ -21,6 +21,8 @@ import {
   type SimProvider,
 } from './scenario.js';
 import type { SimAnswer, WireFormat } from './wire/answer.js';
+import { conformingValue } from './conforming-value.js';
+import { requestedOutput } from './requested-output.js';
 import { anthropicWire } from './wire/anthropic.js';
 import { geminiWire } from './wire/gemini.js';
 import { openAiWire } from './wire/openai.js';
@@ -244,7 +246,7 @@ export async function startSimulator({
     }
     const reply = chosen?.rule.reply ?? scenario.fallback ?? { text: 'ok' };
     record(credentials, { ...entry, outcome: 'reply', status: 200 });
-    const answer = buildAnswer(reply, view, raw.length);
+    const answer = buildAnswer(reply, view, raw.length, body);
     await wait(reply.delayMs ?? 0);
     if (closed) return;
     if (!view.stream) return sendJson(response, 200, wire.json(answer));
@@ -417,10 +419,44 @@ function ruleMatches(rule: ScenarioRule, view: SimRequestView): boolean {
   return true;
 }
 
-function buildAnswer(reply: ScenarioReply, view: SimRequestView, requestBytes: number): SimAnswer {
-  const scripted = reply.text ?? (reply.json === undefined ? '' : JSON.stringify(reply.json));
-  const text = reply.echo === true ? `${scripted}${view.text}` : scripted;
-  const calls = [...(reply.tool === undefined ? [] : [reply.tool]), ...(reply.tools ?? [])];
+interface ReplyContent {
+  text: string;
+  calls: { name: string; input: Record<string, unknown>; id?: string | undefined }[];
+}
+
+/** What the reply says, as scripted, or conforming to the schema the request carries (`conform`). */
+function replyContent(
+  reply: ScenarioReply,
+  view: SimRequestView,
+  body: Record<string, unknown>,
+): ReplyContent {
+  const output = reply.conform === true ? requestedOutput(view.provider, body) : undefined;
+  if (output?.kind === 'tool') {
+    const input = conformingValue(output.schema);
+    const record = typeof input === 'object' && input !== null && !Array.isArray(input) ? input : {};
+    return { text: '', calls: [{ name: output.name, input: record as Record<string, unknown> }] };
+  }
+  if (output?.kind === 'json') return { text: JSON.stringify(conformingValue(output.schema)), calls: [] };
+  const scripted =
+    reply.text ??
+    (reply.json === undefined
+      ? reply.conform === true && reply.echo !== true
+        ? 'ok'
+        : ''
+      : JSON.stringify(reply.json));
+  return {
+    text: reply.echo === true ? `${scripted}${view.text}` : scripted,
+    calls: [...(reply.tool === undefined ? [] : [reply.tool]), ...(reply.tools ?? [])],
+  };
+}
+
+function buildAnswer(
+  reply: ScenarioReply,
+  view: SimRequestView,
+  requestBytes: number,
+  body: Record<string, unknown> = {},
+): SimAnswer {
+  const { text, calls } = replyContent(reply, view, body);
   return {
     id: `sim_${randomBytes(8).toString('hex')}`,
     model: reply.model ?? view.model,

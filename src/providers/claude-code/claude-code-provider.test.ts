@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -226,6 +226,43 @@ describe('claude-code provider, cold calls', () => {
     controller.abort();
     await aborted;
     expect(await waitForNoNewClaudeProcesses(before)).toEqual([]);
+  });
+
+  it('returns structured output from a call with tools: the tool policy lets StructuredOutput through', async () => {
+    const workspace = mkdtempSync(join(tmpdir(), 'switchboard-workspace-'));
+    writeFileSync(join(workspace, 'NOTES.md'), 'The launch is on Tuesday.\n');
+    harness = await claudeAgainstSimulator({
+      rules: [
+        {
+          match: { turn: 1 },
+          reply: { tool: { name: 'Read', input: { file_path: join(workspace, 'NOTES.md') } } },
+        },
+        {
+          match: { turn: 2, text: 'Tuesday' },
+          reply: { tool: { name: 'StructuredOutput', input: { day: 'Tuesday' } } },
+        },
+      ],
+      fallback: { text: 'done' },
+    });
+    const schema = { type: 'object', properties: { day: { type: 'string' } }, required: ['day'] };
+    const read = await harness.provider.call({
+      model: 'haiku',
+      prompt: 'which day is the launch? read NOTES.md',
+      allowedTools: ['Read'],
+      cwd: workspace,
+      schema,
+    });
+    expect(read.structured).toEqual({ day: 'Tuesday' });
+    // The simulator's conforming answers do the same for any schema.
+    harness.sim.setScenario({ rules: [], fallback: { conform: true } });
+    const conformed = await harness.provider.call({
+      model: 'haiku',
+      prompt: 'which day?',
+      allowedTools: ['Read'],
+      cwd: workspace,
+      schema,
+    });
+    expect(conformed.structured).toEqual({ day: 'sample day' });
   });
 
   it('runs allowed tools in the working directory it is given', async () => {

@@ -232,6 +232,9 @@ async function coldCall(
   }
 }
 
+/** The tool Claude Code answers a call's `outputFormat` schema with. */
+const STRUCTURED_OUTPUT_TOOL = 'StructuredOutput';
+
 /** Whether the call lets Claude Code run anything: built-in tools or an MCP server. */
 function usesTools(request: ClaudeCallOptions): boolean {
   return (request.allowedTools?.length ?? 0) > 0 || Object.keys(request.mcpServers ?? {}).length > 0;
@@ -275,9 +278,19 @@ async function confine(
     ...confinement.settings,
     ...(hiddenPaths.length === 0 ? {} : { permissions: { deny: secretReadRules(hiddenPaths) } }),
   };
+  // With a schema, Claude Code's answer arrives as its StructuredOutput tool, which touches nothing:
+  // refusing it as an unlisted tool would leave every call with tools and a schema without output.
+  const structured = request.schema !== undefined;
   options.hooks = {
     PreToolUse: [
-      { hooks: [preToolUseGuard((_id, tool, input) => policy.check(tool, input))], onFailure: 'block' },
+      {
+        hooks: [
+          preToolUseGuard((_id, tool, input) =>
+            structured && tool === STRUCTURED_OUTPUT_TOOL ? undefined : policy.check(tool, input),
+          ),
+        ],
+        onFailure: 'block',
+      },
     ],
   };
   return confinement;
