@@ -1,5 +1,6 @@
 import type { SDKMessage } from '@anthropic-ai/claude-agent-sdk';
 import { costOf } from '../core/prices.js';
+import { redactSecrets } from '../core/secrets.js';
 
 /** How much of a tool's arguments an event keeps (characters of their JSON). */
 export const TOOL_INPUT_LIMIT = 2_000;
@@ -106,9 +107,10 @@ function resultText(content: unknown): string {
     .join('\n');
 }
 
-/** A value as text of at most `limit` characters, saying how much was cut. */
+/** A value as text of at most `limit` characters, known secrets redacted, saying how much was cut. */
 export function bounded(value: unknown, limit: number): string {
-  const text = typeof value === 'string' ? value : JSON.stringify(value ?? null);
+  // Redacted before it is cut: a cut secret would no longer be recognised where it is stored.
+  const text = redactSecrets(typeof value === 'string' ? value : JSON.stringify(value ?? null));
   return text.length <= limit ? text : `${text.slice(0, limit)}… (${text.length - limit} more characters)`;
 }
 

@@ -1,6 +1,6 @@
 import { SwitchboardError } from '../core/errors.js';
 import { afterCommittedWrite } from './write-seam.js';
-import { redactSecrets } from '../core/secrets.js';
+import { redactDeep, redactSecrets } from '../core/secrets.js';
 import { parseJsonOr } from '../core/safe-json.js';
 import { idPrefixPattern, onlyMatch } from './id-prefix.js';
 import { openDatabase, toStoreError } from './database.js';
@@ -204,9 +204,13 @@ function parseJson(text: string | null): unknown {
   return text === null ? undefined : parseJsonOr(text, text);
 }
 
-/** JSON for the ledger: no secret is ever stored, whatever a step printed. */
+/**
+ * JSON for the ledger: no secret is ever stored, whatever a step printed. Strings are redacted before
+ * they are serialised (a secret holding `"` or `\` no longer matches once JSON escapes it), and the
+ * JSON text again.
+ */
 function toJson(value: unknown): string | null {
-  return value === undefined ? null : redactSecrets(JSON.stringify(value));
+  return value === undefined ? null : redactSecrets(JSON.stringify(redactDeep(value)));
 }
 
 function runFromRow(row: RunTableRow): WorkflowRunRow {

@@ -20,6 +20,9 @@ import {
   TOOL_RESULT_LIMIT as RESULT_LIMIT,
 } from '../../agents/session-events.js';
 
+/** Tool calls one turn may have run; those past it are answered with an error, not run. */
+const MAX_CALLS_PER_TURN = 32;
+
 /** Conductor's default `max_agent_iterations` for its API (Claude) provider: model turns per step. */
 export const DEFAULT_MAX_AGENT_ITERATIONS = 50;
 
@@ -189,7 +192,18 @@ class LoopRun {
   /** Runs the turn's tool calls in order and adds the turn and their results to the conversation. */
   private async runCalls(result: CallResult, calls: readonly ToolCall[]): Promise<void> {
     const results: ToolResult[] = [];
-    for (const call of calls) results.push(await this.runCall(call));
+    for (const [index, call] of calls.entries()) {
+      results.push(
+        index < MAX_CALLS_PER_TURN
+          ? await this.runCall(call)
+          : {
+              id: call.id,
+              name: call.name,
+              isError: true,
+              content: `not run: at most ${MAX_CALLS_PER_TURN} tool calls are run per turn; ask for the rest in the next turn`,
+            },
+      );
+    }
     this.messages.push(
       { role: 'assistant', text: result.text, toolCalls: [...calls] },
       { role: 'tool', results },

@@ -2,8 +2,10 @@ import { realpathSync } from 'node:fs';
 import { realpath } from 'node:fs/promises';
 import { isAbsolute, join, relative, resolve, sep } from 'node:path';
 
-/** `.env`, `.env.local`, `.env.production`: files that hold a project's secrets. */
-const DOT_ENV = /^\.env(\..+)?$/;
+/** `.env`, `.env.local`, `.env_prod`, `.envrc`, in any case: files that hold a project's secrets. */
+const DOT_ENV = /^\.env([._-].*|rc)?$/i;
+/** Git's own folder: its config may hold a remote URL with a token, and its objects every old secret. */
+const GIT_FOLDER = '.git';
 
 /** A path the file tools may read: where it really is, and how the model names it. */
 export type ResolvedPath = { ok: true; real: string; relative: string } | { ok: false; reason: string };
@@ -50,6 +52,20 @@ export class FilePolicy {
     return { ok: true, real, relative: this.relativeName(real) };
   }
 
+  /**
+   * Why the file at `real` (the path an opened descriptor leads to, `/proc/self/fd/N`) may not be read,
+   * or undefined: the check made again on what was opened, so a folder swapped for a symlink between
+   * `resolve` and `open` leads nowhere it should not.
+   */
+  refusalOfOpened(real: string, asWritten: string): string | undefined {
+    return this.refusal(real, asWritten);
+  }
+
+  /** The working directory and the hidden folders, for a worker thread that checks what it opens. */
+  get limits(): { root: string; hidden: string[] } {
+    return { root: this.root, hidden: [...this.hidden] };
+  }
+
   /** Whether an entry met while walking a folder (already inside) may be shown: not a secret. */
   shows(absolute: string): boolean {
     return this.refusal(absolute, absolute) === undefined;
@@ -62,18 +78,32 @@ export class FilePolicy {
   }
 
   private refusal(absolute: string, asWritten: string): string | undefined {
-    const inside = relative(this.root, absolute);
-    if (inside === '..' || inside.startsWith(`..${sep}`) || isAbsolute(inside)) {
-      return `${asWritten}: outside the working directory (${this.root}); the file tools read only inside it`;
-    }
-    if (inside.split(sep).some((part) => DOT_ENV.test(part))) {
-      return `${asWritten}: .env files hold secrets; the file tools do not read them`;
-    }
-    for (const folder of this.hidden) {
-      if (absolute === folder || absolute.startsWith(join(folder, sep))) {
-        return `${asWritten}: Switchboard's state folder; the file tools do not read it`;
-      }
-    }
-    return undefined;
+    return pathRefusal(this.root, this.hidden, absolute, asWritten);
   }
+}
+
+/** Why `absolute` is not for the file tools of a step whose working directory is `root`, or undefined. */
+export function pathRefusal(
+  root: string,
+  hidden: readonly string[],
+  absolute: string,
+  asWritten: string,
+): string | undefined {
+  const inside = relative(root, absolute);
+  if (inside === '..' || inside.startsWith(`..${sep}`) || isAbsolute(inside)) {
+    return `${asWritten}: outside the working directory (${root}); the file tools read only inside it`;
+  }
+  const parts = inside.split(sep);
+  if (parts.some((part) => DOT_ENV.test(part))) {
+    return `${asWritten}: .env files hold secrets; the file tools do not read them`;
+  }
+  if (parts.includes(GIT_FOLDER)) {
+    return `${asWritten}: git's own folder (its config may hold credentials); the file tools do not read it`;
+  }
+  for (const folder of hidden) {
+    if (absolute === folder || absolute.startsWith(join(folder, sep))) {
+      return `${asWritten}: Switchboard's state folder; the file tools do not read it`;
+    }
+  }
+  return undefined;
 }

@@ -1,7 +1,7 @@
 // Worker-thread entry for `search_files`: runs the model's regular expression over the files the
 // parent chose, so that a pattern that backtracks without end stalls only this thread, which the parent
 // ends at its time limit. Only Node's own modules are imported, so it also runs straight from the sources.
-import { readFileSync } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readlinkSync, readSync, realpathSync } from 'node:fs';
 import { parentPort, workerData } from 'node:worker_threads';
 
 export interface SearchJob {
@@ -26,14 +26,8 @@ function search(job: SearchJob): SearchAnswer {
   const lines: string[] = [];
   let skipped = 0;
   for (const file of job.files) {
-    let bytes: Buffer;
-    try {
-      bytes = readFileSync(file.path);
-    } catch {
-      skipped++;
-      continue;
-    }
-    if (bytes.length > job.maxFileBytes || bytes.subarray(0, 8192).includes(0)) {
+    const bytes = readChecked(file.path, job.maxFileBytes);
+    if (bytes === undefined || bytes.subarray(0, 8192).includes(0)) {
       skipped++;
       continue;
     }
@@ -46,6 +40,38 @@ function search(job: SearchJob): SearchAnswer {
     }
   }
   return { ok: true, lines, more: false, skipped };
+}
+
+/**
+ * The file at `path` (a path the parent checked, symlinks resolved) when it still is that regular file
+ * and no larger than `maxBytes`: opened without blocking on a FIFO, its descriptor must lead to `path`
+ * itself (a folder swapped for a symlink meanwhile leads elsewhere), and its size is read before it is.
+ */
+function readChecked(path: string, maxBytes: number): Buffer | undefined {
+  let fd: number;
+  try {
+    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
+  } catch {
+    return undefined;
+  }
+  try {
+    let real: string;
+    try {
+      real = readlinkSync(`/proc/self/fd/${fd}`);
+    } catch {
+      real = realpathSync(path);
+    }
+    if (real !== path) return undefined;
+    const info = fstatSync(fd);
+    if (!info.isFile() || info.size > maxBytes) return undefined;
+    const buffer = Buffer.alloc(info.size);
+    const read = readSync(fd, buffer, 0, info.size, 0);
+    return buffer.subarray(0, read);
+  } catch {
+    return undefined;
+  } finally {
+    closeSync(fd);
+  }
 }
 
 parentPort?.postMessage(search(workerData as SearchJob));

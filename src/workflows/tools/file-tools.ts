@@ -1,5 +1,6 @@
 import type { Dirent } from 'node:fs';
-import { open, readdir, stat } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { open, readdir, readlink, realpath, stat } from 'node:fs/promises';
 import { join, matchesGlob } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Worker } from 'node:worker_threads';
@@ -24,6 +25,10 @@ const MAX_MATCHES = 200;
 const MAX_SEARCHED_BYTES = 2 * 1024 * 1024;
 /** How long a search may run before its thread is ended (a pattern that backtracks without end). */
 const SEARCH_TIMEOUT_MS = 10_000;
+/** How long a walk (`list_files`, the files `search_files` reads) may take before it stops with what it found. */
+const WALK_TIMEOUT_MS = 10_000;
+/** A glob longer than this is refused; so are brace ranges (`{1..100000}`) and more than 4 brace groups. */
+const MAX_GLOB_CHARS = 300;
 /** Folders no walk enters: version control and installed dependencies, never what a question is about. */
 const SKIPPED_FOLDERS = new Set(['.git', 'node_modules']);
 
@@ -68,7 +73,7 @@ export function fileTools(policy: FilePolicy): Record<FileToolName, StepTool> {
           },
         },
       },
-      run: (input) => listFilesTool(policy, input),
+      run: (input, signal) => listFilesTool(policy, input, signal),
     },
     search_files: {
       definition: {
@@ -98,12 +103,22 @@ async function readFileTool(policy: FilePolicy, input: Record<string, unknown>):
   if (!target.ok) return toolError(target.reason);
   const offset = positiveInteger(input['offset']) ?? 1;
   const limit = positiveInteger(input['limit']) ?? DEFAULT_READ_LINES;
-  const info = await stat(target.real);
-  if (info.isDirectory()) return toolError(`${target.relative} is a folder; list it with list_files`);
-  if (!info.isFile()) return toolError(`${target.relative} is not a regular file`);
-  const handle = await open(target.real, 'r');
-  let bytes: Buffer;
+  // Opened first (without blocking on a FIFO), then checked where the descriptor really leads: a folder
+  // swapped for a symlink after `resolve` cannot send the read outside.
+  let handle;
   try {
+    handle = await open(target.real, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
+  } catch {
+    return toolError(`${target.relative}: cannot be opened`);
+  }
+  let bytes: Buffer;
+  let info;
+  try {
+    const moved = await openedElsewhere(policy, handle.fd, target.real, String(input['path']));
+    if (moved !== undefined) return toolError(moved);
+    info = await handle.stat();
+    if (info.isDirectory()) return toolError(`${target.relative} is a folder; list it with list_files`);
+    if (!info.isFile()) return toolError(`${target.relative} is not a regular file`);
     const buffer = Buffer.alloc(Math.min(info.size, MAX_READ_BYTES));
     const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0);
     bytes = buffer.subarray(0, bytesRead);
@@ -129,15 +144,21 @@ async function readFileTool(policy: FilePolicy, input: Record<string, unknown>):
   return { content: boundedResult([...shown, ...notes].join('\n')) };
 }
 
-async function listFilesTool(policy: FilePolicy, input: Record<string, unknown>): Promise<ToolOutcome> {
+async function listFilesTool(
+  policy: FilePolicy,
+  input: Record<string, unknown>,
+  signal: AbortSignal,
+): Promise<ToolOutcome> {
   const folder = await policy.resolve(input['path'] ?? '.');
   if (!folder.ok) return toolError(folder.reason);
   const pattern = nonEmptyString(input['pattern']) ?? '**/*';
-  const found = await walk(policy, folder.real, (name) => matchesGlob(name, pattern));
+  const problem = globProblem(pattern);
+  if (problem !== undefined) return toolError(problem);
+  const found = await walk(policy, folder.real, (name) => matchesGlob(name, pattern), signal);
   if (found.files.length === 0) {
     return { content: `no file in ${folder.relative} matches ${pattern}` };
   }
-  const names = found.files.map((file) => policy.relativeName(file));
+  const names = found.files.map((file) => policy.relativeName(file.shown));
   if (found.more) names.push(`[more files match; the first ${MAX_LISTED} are shown: narrow the pattern]`);
   return { content: boundedResult(names.join('\n')) };
 }
@@ -152,12 +173,17 @@ async function searchFilesTool(
   const target = await policy.resolve(input['path'] ?? '.');
   if (!target.ok) return toolError(target.reason);
   const glob = nonEmptyString(input['glob']);
+  const problem = glob === undefined ? undefined : globProblem(glob);
+  if (problem !== undefined) return toolError(problem);
   const filter = (name: string) => glob === undefined || matchesGlob(name, glob);
-  const found = (await stat(target.real)).isDirectory()
-    ? await walk(policy, target.real, filter, MAX_VISITED)
-    : { files: [target.real], more: false };
+  const info = await stat(target.real);
+  if (!info.isDirectory() && !info.isFile()) return toolError(`${target.relative} is not a regular file`);
+  const found = info.isDirectory()
+    ? await walk(policy, target.real, filter, signal, MAX_VISITED)
+    : { files: [{ shown: target.real, real: target.real }], more: false };
   const job: SearchJob = {
-    files: found.files.map((path) => ({ path, name: policy.relativeName(path) })),
+    // The worker reads each file only where its checked path leads (see the worker).
+    files: found.files.map((file) => ({ path: file.real, name: policy.relativeName(file.shown) })),
     pattern,
     ignoreCase: input['ignore_case'] === true,
     maxMatches: MAX_MATCHES,
@@ -181,13 +207,17 @@ async function walk(
   policy: FilePolicy,
   folder: string,
   keep: (name: string) => boolean,
+  signal: AbortSignal,
   maxFiles = MAX_LISTED,
-): Promise<{ files: string[]; more: boolean }> {
-  const files: string[] = [];
+): Promise<{ files: WalkedFile[]; more: boolean }> {
+  const files: WalkedFile[] = [];
   const pending = [folder];
+  const deadline = performance.now() + WALK_TIMEOUT_MS;
   let visited = 0;
   let more = false;
+  const sorted = () => files.sort((a, b) => (a.shown < b.shown ? -1 : a.shown > b.shown ? 1 : 0));
   while (pending.length > 0) {
+    if (signal.aborted || performance.now() > deadline) return { files: sorted(), more: true };
     const current = pending.shift() as string;
     let entries: Dirent[];
     try {
@@ -197,7 +227,7 @@ async function walk(
     }
     entries.sort((a, b) => a.name.localeCompare(b.name));
     for (const entry of entries) {
-      if (++visited > MAX_VISITED) return { files: files.sort(), more: true };
+      if (++visited > MAX_VISITED) return { files: sorted(), more: true };
       const path = join(current, entry.name);
       if (!policy.shows(path)) continue;
       if (entry.isDirectory()) {
@@ -213,11 +243,51 @@ async function walk(
         more = true;
         break;
       }
-      files.push(path);
+      files.push({ shown: path, real: target.real });
     }
     if (more) break;
   }
-  return { files: files.sort(), more };
+  return { files: sorted(), more };
+}
+
+/** A file a walk found: its path as the folder shows it, and where it leads (a symlink's target). */
+interface WalkedFile {
+  shown: string;
+  real: string;
+}
+
+/**
+ * Why a glob is refused, or undefined: Node's matcher expands braces up front, so `{1..100000}` or a
+ * dozen `{a,b}` groups would hold the process for a minute on each name.
+ */
+export function globProblem(glob: string): string | undefined {
+  if (glob.length > MAX_GLOB_CHARS) return `the glob is longer than ${MAX_GLOB_CHARS} characters; shorten it`;
+  if (/\{[^}]*\.\.[^}]*\}/.test(glob))
+    return 'brace ranges such as {1..9} are not supported in globs; list the names';
+  if ((glob.match(/\{/g) ?? []).length > 4) return 'a glob may have at most 4 brace groups; narrow it';
+  return undefined;
+}
+
+/**
+ * Why an opened file may not be read although its path passed: the descriptor leads elsewhere than the
+ * path that was checked (something changed the tree in between), or undefined.
+ */
+async function openedElsewhere(
+  policy: FilePolicy,
+  fd: number,
+  checked: string,
+  asWritten: string,
+): Promise<string | undefined> {
+  let real: string;
+  try {
+    real = await readlink(`/proc/self/fd/${fd}`);
+  } catch {
+    // No /proc (not Linux): what the path leads to now must still be what was checked.
+    real = await realpath(checked).catch(() => '');
+  }
+  const refused = policy.refusalOfOpened(real, asWritten);
+  if (refused !== undefined) return refused;
+  return real === checked ? undefined : `${asWritten}: changed while it was being read; try again`;
 }
 
 function relativeTo(folder: string, path: string): string {
