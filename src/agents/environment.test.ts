@@ -19,8 +19,14 @@ describe('agentEnvironment', () => {
       REDIS_URL: 'redis://:hunter22@cache:6379',
       SWITCHBOARD_DATABASE_URL: 'postgres://me@127.0.0.1:5432/switchboard',
       API_URL: 'https://api.example.com/v1',
+      DEPLOY_PAT: 'pat-drop',
+      SENTRY_DSN: 'https://key@sentry.example/1',
+      SMTP_PASS: 'smtp-drop',
+      SSH_PRIVATE_KEY_PATH: '/keys/id',
+      PWD: '/work',
     };
     expect(agentEnvironment(parent, ['NPM_TOKEN'])).toEqual({
+      PWD: '/work',
       PATH: '/usr/bin',
       HOME: '/home/me',
       CLAUDE_CONFIG_DIR: '/tmp/claude',

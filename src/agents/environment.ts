@@ -1,7 +1,11 @@
 import { isRegisteredSecret } from '../core/secrets.js';
 
-/** Names that look like credentials: an agent's tools and the verify command do not see these. */
-const SECRET_NAME = /KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|COOKIE|SESSION/i;
+/**
+ * Names that look like credentials: an agent's tools, the verify command and a step's stdio MCP servers do
+ * not see these (`GITHUB_PAT`, `SENTRY_DSN` and `SMTP_PASS` included; `PWD` and `PATH` are not).
+ */
+const SECRET_NAME =
+  /KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE|(^|_)(PAT|DSN|PASS)($|_)/i;
 
 /** A URL carrying a password (`postgres://user:password@host/db`): a credential whatever its name. */
 const URL_WITH_PASSWORD = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^\s/?#@:]*:[^\s/?#@]+@/;
