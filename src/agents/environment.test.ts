@@ -21,12 +21,13 @@ describe('agentEnvironment', () => {
       API_URL: 'https://api.example.com/v1',
       DEPLOY_PAT: 'pat-drop',
       SENTRY_DSN: 'https://key@sentry.example/1',
-      SMTP_PASS: 'smtp-drop',
+      SWITCHBOARD_TEST_PG_PASS: '1',
       SSH_PRIVATE_KEY_PATH: '/keys/id',
       PWD: '/work',
     };
     expect(agentEnvironment(parent, ['NPM_TOKEN'])).toEqual({
       PWD: '/work',
+      SWITCHBOARD_TEST_PG_PASS: '1',
       PATH: '/usr/bin',
       HOME: '/home/me',
       CLAUDE_CONFIG_DIR: '/tmp/claude',
