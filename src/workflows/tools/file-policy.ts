@@ -52,20 +52,6 @@ export class FilePolicy {
     return { ok: true, real, relative: this.relativeName(real) };
   }
 
-  /**
-   * Why the file at `real` (the path an opened descriptor leads to, `/proc/self/fd/N`) may not be read,
-   * or undefined: the check made again on what was opened, so a folder swapped for a symlink between
-   * `resolve` and `open` leads nowhere it should not.
-   */
-  refusalOfOpened(real: string, asWritten: string): string | undefined {
-    return this.refusal(real, asWritten);
-  }
-
-  /** The working directory and the hidden folders, for a worker thread that checks what it opens. */
-  get limits(): { root: string; hidden: string[] } {
-    return { root: this.root, hidden: [...this.hidden] };
-  }
-
   /** Whether an entry met while walking a folder (already inside) may be shown: not a secret. */
   shows(absolute: string): boolean {
     return this.refusal(absolute, absolute) === undefined;
@@ -77,33 +63,28 @@ export class FilePolicy {
     return name === '' ? '.' : name.split(sep).join('/');
   }
 
-  private refusal(absolute: string, asWritten: string): string | undefined {
-    return pathRefusal(this.root, this.hidden, absolute, asWritten);
-  }
-}
-
-/** Why `absolute` is not for the file tools of a step whose working directory is `root`, or undefined. */
-export function pathRefusal(
-  root: string,
-  hidden: readonly string[],
-  absolute: string,
-  asWritten: string,
-): string | undefined {
-  const inside = relative(root, absolute);
-  if (inside === '..' || inside.startsWith(`..${sep}`) || isAbsolute(inside)) {
-    return `${asWritten}: outside the working directory (${root}); the file tools read only inside it`;
-  }
-  const parts = inside.split(sep);
-  if (parts.some((part) => DOT_ENV.test(part))) {
-    return `${asWritten}: .env files hold secrets; the file tools do not read them`;
-  }
-  if (parts.includes(GIT_FOLDER)) {
-    return `${asWritten}: git's own folder (its config may hold credentials); the file tools do not read it`;
-  }
-  for (const folder of hidden) {
-    if (absolute === folder || absolute.startsWith(join(folder, sep))) {
-      return `${asWritten}: Switchboard's state folder; the file tools do not read it`;
+  /**
+   * Why `absolute` may not be read, or undefined: outside the working directory, a `.env` file, git's
+   * folder or a state folder. Also asked of the path an opened descriptor leads to (`/proc/self/fd/N`),
+   * so a folder swapped for a symlink between `resolve` and `open` leads nowhere it should not.
+   */
+  refusal(absolute: string, asWritten: string): string | undefined {
+    const inside = relative(this.root, absolute);
+    if (inside === '..' || inside.startsWith(`..${sep}`) || isAbsolute(inside)) {
+      return `${asWritten}: outside the working directory (${this.root}); the file tools read only inside it`;
     }
+    const parts = inside.split(sep);
+    if (parts.some((part) => DOT_ENV.test(part))) {
+      return `${asWritten}: .env files hold secrets; the file tools do not read them`;
+    }
+    if (parts.includes(GIT_FOLDER)) {
+      return `${asWritten}: git's own folder (its config may hold credentials); the file tools do not read it`;
+    }
+    for (const folder of this.hidden) {
+      if (absolute === folder || absolute.startsWith(join(folder, sep))) {
+        return `${asWritten}: Switchboard's state folder; the file tools do not read it`;
+      }
+    }
+    return undefined;
   }
-  return undefined;
 }

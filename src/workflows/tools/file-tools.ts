@@ -285,7 +285,7 @@ async function openedElsewhere(
     // No /proc (not Linux): what the path leads to now must still be what was checked.
     real = await realpath(checked).catch(() => '');
   }
-  const refused = policy.refusalOfOpened(real, asWritten);
+  const refused = policy.refusal(real, asWritten);
   if (refused !== undefined) return refused;
   return real === checked ? undefined : `${asWritten}: changed while it was being read; try again`;
 }
