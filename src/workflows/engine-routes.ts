@@ -13,6 +13,16 @@ export interface RouteChoice {
   index?: number;
 }
 
+/** The route a choice took, as events show it: its index and its `when` as written. */
+export function takenRoute(
+  routes: readonly RouteDefinition[],
+  choice: RouteChoice,
+): { index: number; when?: string } | undefined {
+  if (choice.index === undefined) return undefined;
+  const when = routes[choice.index]?.when;
+  return when === undefined ? { index: choice.index } : { index: choice.index, when };
+}
+
 /**
  * Picks a step's successor, as Conductor does: routes in order, the first whose `when` holds (or that has
  * none) wins; no routes ends the run; routes of which none matches fail it (Conductor's router raises

@@ -1,5 +1,5 @@
 import { isSwitchboardError, SwitchboardError } from '../core/errors.js';
-import { chooseRoute } from './engine-routes.js';
+import { chooseRoute, takenRoute } from './engine-routes.js';
 import { completeRun, errorInfo, failRun, parkRun, refreshRun, type RunStop } from './engine-end.js';
 import { budgetLimit, iterationLimit, timeoutError, visitCap } from './engine-limits.js';
 import { executeStep, stepKey, type StepRun } from './engine-step.js';
@@ -152,14 +152,8 @@ function routeStep(
       file: exec.workflow.file,
       step: step.name,
     });
-    const taken = route.index === undefined ? undefined : step.routes[route.index];
-    return {
-      next: route.target,
-      output: route.output,
-      ...(route.index === undefined
-        ? {}
-        : { route: { index: route.index, ...(taken?.when === undefined ? {} : { when: taken.when }) } }),
-    };
+    const taken = takenRoute(step.routes, route);
+    return { next: route.target, output: route.output, ...(taken === undefined ? {} : { route: taken }) };
   } catch (error) {
     return { failure: errorInfo(error), output: outcome.output };
   }

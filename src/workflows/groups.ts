@@ -2,7 +2,7 @@ import { SwitchboardError } from '../core/errors.js';
 import { evaluateValue } from './engine-deps.js';
 import { errorInfo, failRun, refreshRun, type RunStop } from './engine-end.js';
 import { iterationLimit } from './engine-limits.js';
-import { chooseRoute } from './engine-routes.js';
+import { chooseRoute, takenRoute } from './engine-routes.js';
 import { executeStep, stepKey, type ExecutionSlot } from './engine-step.js';
 import { runMembersAsJobs } from './group-jobs.js';
 import type { RunExecution } from './engine-types.js';
@@ -290,7 +290,7 @@ async function endGroup(
 ): Promise<RunStop | undefined> {
   let output: unknown = groupOutput(group, results);
   let next: string | undefined;
-  let takenRoute: { index: number; when?: string } | undefined;
+  let taken: { index: number; when?: string } | undefined;
   if (failure === undefined) {
     try {
       const route = chooseRoute(group.routes, output, scope, {
@@ -300,9 +300,7 @@ async function endGroup(
       });
       next = route.target;
       output = route.output;
-      const taken = route.index === undefined ? undefined : group.routes[route.index];
-      if (route.index !== undefined)
-        takenRoute = { index: route.index, ...(taken?.when === undefined ? {} : { when: taken.when }) };
+      taken = takenRoute(group.routes, route);
     } catch (error) {
       failure = errorInfo(error);
     }
@@ -328,7 +326,7 @@ async function endGroup(
       data: {
         status,
         ...(next === undefined ? {} : { next }),
-        ...(takenRoute === undefined ? {} : { route: takenRoute }),
+        ...(taken === undefined ? {} : { route: taken }),
         ...(failure ?? {}),
       },
     },
