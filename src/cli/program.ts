@@ -21,6 +21,7 @@ const COMMANDS: Record<string, () => Promise<Register>> = {
   stats: async () => (await import('./stats.js')).registerStatsCommand,
   db: async () => (await import('./db.js')).registerDbCommand,
   serve: async () => (await import('./serve.js')).registerServeCommand,
+  ui: async () => (await import('./serve.js')).registerUiCommand,
   mcp: async () => (await import('./mcp.js')).registerMcpCommand,
   metrics: async () => (await import('./metrics.js')).registerMetricsCommand,
   agent: async () => (await import('./agent.js')).registerAgentCommand,

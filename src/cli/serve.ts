@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { InvalidArgumentError, type Command } from 'commander';
@@ -9,7 +10,8 @@ import type { Router } from '../route/router.js';
 import type { CommandPolicy } from '../mcp/command-policy.js';
 import { authorize, callerOf, checkListenAddress, serverToken } from '../serve/auth.js';
 import type { CallService } from '../serve/call-handler.js';
-import { methodNotAllowed, sendError, sendJson, toSwitchboardError } from '../serve/http.js';
+import { methodNotAllowed, sendError, sendJson, statusFor, toSwitchboardError } from '../serve/http.js';
+import type { Dashboard } from '../serve/ui/handler.js';
 import { checkRequest, corsFor, type GuardSettings } from '../serve/request-guard.js';
 import { routeRequest } from '../serve/route-handler.js';
 import { parseSeconds } from './parse-seconds.js';
@@ -35,6 +37,20 @@ interface ServeFlags extends RoutingFlags {
   allowCommands?: boolean;
   repoRoot: string[];
   requireToken?: boolean;
+  ui?: boolean;
+}
+
+/** `switchboard ui`'s flags: a loopback server with the dashboard and nothing else. */
+interface UiFlags extends RoutingFlags {
+  port: number;
+  allowCommands?: boolean;
+  repoRoot: string[];
+}
+
+/** How a server started: serve's endpoints, and the dashboard when asked for (`ui`: only it). */
+interface ServerMode {
+  ui: boolean;
+  uiOnly: boolean;
 }
 
 function collect(value: string, previous: string[]): string[] {
@@ -99,52 +115,120 @@ export function registerServeCommand(program: Command): void {
         'let /mcp callers run agent_run and workflows with scripts or agents, in --repo-root folders only',
       )
       .option('--repo-root <dir>', 'a folder --allow-commands may work in; repeatable', collect, [])
-      .option('--require-token', 'callers on this machine need SWITCHBOARD_SERVER_TOKEN too'),
+      .option('--require-token', 'callers on this machine need SWITCHBOARD_SERVER_TOKEN too')
+      .option('--ui', 'serve the dashboard at /ui/; its URL, with a token, is printed at start'),
   ).action(async (flags: ServeFlags, command: Command) => {
-    const token = serverToken();
     const globals = command.optsWithGlobals<GlobalFlags>();
-    const config = resolveConfig(globals, flags);
-    const access = await accessSettings(config, flags);
-    checkListenAddress(flags.host, token, access.requireToken);
-    const services = await startServices(config, flags);
-    try {
-      const { createServer } = await import('node:http');
-      const inFlight = new AbortController();
-      const mcp = await mcpContext(config, services, inFlight.signal, access.commands);
-      // Responses not yet sent. Once stopping, each says `Connection: close`, so a keep-alive client
-      // does not hold the server open after its last answer.
-      const unanswered = new Set<ServerResponse>();
-      let stopping = false;
-      const server = createServer((request, response) => {
-        if (stopping) response.setHeader('connection', 'close');
-        unanswered.add(response);
-        response.once('close', () => unanswered.delete(response));
-        if (!admit(request, response, token, access)) return;
-        handle(request, response, { ...services, mcp, abortSignal: inFlight.signal }).catch(
-          (error: unknown) => {
-            warn(`serve: ${error instanceof Error ? error.message : String(error)}`);
-            if (!response.headersSent) sendError(response, 500, toSwitchboardError(error));
-            else response.destroy();
-          },
-        );
-      });
-      const onStop = () => {
-        stopping = true;
-        for (const response of unanswered)
-          if (!response.headersSent) response.setHeader('connection', 'close');
-      };
-      await listen(server, flags.host, flags.port);
-      process.stdout.write(`switchboard: listening on ${serverUrl(server)}\n`);
-      if (flags.pool > 0) services.calls.warm();
-      await untilSignal(server, inFlight, onStop, flags.grace * 1000);
-      await finishMcpRuns(mcp, inFlight, flags.grace * 1000);
-    } finally {
-      await services.router?.close();
-      await services.calls.close();
-    }
-    // Open sockets of the LLM providers' clients must not keep a stopped server's process alive.
-    setTimeout(() => process.exit(), 2_000).unref();
+    await runServer(resolveConfig(globals, flags), flags, { ui: flags.ui === true, uiOnly: false });
   });
+}
+
+export function registerUiCommand(program: Command): void {
+  addRoutingFlags(
+    program
+      .command('ui')
+      .description(
+        'the dashboard on this machine only: prints its URL (with a token) and serves it until Ctrl-C',
+      )
+      .option('--port <port>', 'port to listen on (0 picks a free port)', parsePort, 8789)
+      .option(
+        '--allow-commands',
+        'let the dashboard go on with runs whose steps run commands or agents, in --repo-root folders only',
+      )
+      .option('--repo-root <dir>', 'a folder --allow-commands may work in; repeatable', collect, []),
+  ).action(async (flags: UiFlags, command: Command) => {
+    const globals = command.optsWithGlobals<GlobalFlags>();
+    const serveFlags: ServeFlags = {
+      ...flags,
+      host: '127.0.0.1',
+      pool: 0,
+      poolModel: 'haiku',
+      maxTimeout: 600,
+      grace: 5,
+      allowOrigin: [],
+    };
+    await runServer(resolveConfig(globals, serveFlags), serveFlags, { ui: true, uiOnly: true });
+  });
+}
+
+async function runServer(config: SwitchboardConfig, flags: ServeFlags, mode: ServerMode): Promise<void> {
+  const token = serverToken();
+  const access = await accessSettings(config, flags);
+  checkListenAddress(flags.host, token, access.requireToken);
+  const services = await startServices(config, flags);
+  let dashboard: Dashboard | undefined;
+  try {
+    const { createServer } = await import('node:http');
+    const inFlight = new AbortController();
+    const mcp = await mcpContext(config, services, inFlight.signal, access.commands);
+    if (mode.ui) dashboard = await startDashboard(mcp, token);
+    const context: HandlerContext = { ...services, mcp, abortSignal: inFlight.signal, dashboard, mode };
+    // Responses not yet sent. Once stopping, each says `Connection: close`, so a keep-alive client
+    // does not hold the server open after its last answer.
+    const unanswered = new Set<ServerResponse>();
+    let stopping = false;
+    const server = createServer((request, response) => {
+      if (stopping) response.setHeader('connection', 'close');
+      unanswered.add(response);
+      response.once('close', () => unanswered.delete(response));
+      if (!admit(request, response, token, access, dashboard)) return;
+      handle(request, response, context).catch((error: unknown) => {
+        const failure = toSwitchboardError(error);
+        if (failure.code === 'INTERNAL') warn(`serve: ${failure.message}`);
+        if (!response.headersSent) sendError(response, statusFor(failure.code), failure);
+        else response.destroy();
+      });
+    });
+    const onStop = () => {
+      stopping = true;
+      dashboard?.stopStreams();
+      for (const response of unanswered) if (!response.headersSent) response.setHeader('connection', 'close');
+    };
+    await listen(server, flags.host, flags.port);
+    const base = serverUrl(server);
+    if (dashboard !== undefined) {
+      const { uiUrl } = await import('../serve/ui/access.js');
+      dashboard.access.port = (server.address() as AddressInfo).port;
+      process.stdout.write(
+        `switchboard: dashboard at ${uiUrl(browserBase(server), dashboard.access.token)}\n`,
+      );
+    }
+    process.stdout.write(`switchboard: listening on ${base}\n`);
+    if (flags.pool > 0) services.calls.warm();
+    await untilSignal(server, inFlight, onStop, flags.grace * 1000);
+    await finishMcpRuns(mcp, inFlight, flags.grace * 1000);
+  } finally {
+    await dashboard?.close();
+    await services.router?.close();
+    await services.calls.close();
+  }
+  // Open sockets of the LLM providers' clients must not keep a stopped server's process alive.
+  setTimeout(() => process.exit(), 2_000).unref();
+}
+
+async function startDashboard(mcp: McpContext, serverToken: string | undefined): Promise<Dashboard> {
+  const [{ openDashboard }, { newUiToken }] = await Promise.all([
+    import('../serve/ui/handler.js'),
+    import('../serve/ui/access.js'),
+  ]);
+  return openDashboard({
+    access: { token: newUiToken(), port: 0, serverToken },
+    context: mcp,
+    version: packageVersion(),
+  });
+}
+
+function packageVersion(): string {
+  return (
+    JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
+  ).version;
+}
+
+/** The address a browser on this machine opens: a wildcard listen address is reached at 127.0.0.1. */
+function browserBase(server: Server): string {
+  const { address, port } = server.address() as AddressInfo;
+  if (address === '0.0.0.0' || address === '::') return `http://127.0.0.1:${port}`;
+  return `http://${address.includes(':') ? `[${address}]` : address}:${port}`;
 }
 
 /** What a running server answers with: the router, the metrics and the call service, made once. */
@@ -225,8 +309,17 @@ function admit(
   response: ServerResponse,
   token: string | undefined,
   access: AccessSettings,
+  dashboard: Dashboard | undefined,
 ): boolean {
-  const how = authorize(callerOf(request), token, access.requireToken);
+  const url = new URL(request.url ?? '/', 'http://localhost');
+  // The dashboard's routes want its token whoever calls: a page in the user's own browser is on
+  // loopback too. Holding it is what a rebinding page cannot do, so Host is not checked then.
+  const ui = dashboard !== undefined && isUiPath(url.pathname);
+  if (ui && !dashboard.admits(request, url)) {
+    dashboard.unauthorized(response);
+    return false;
+  }
+  const how = ui ? 'token' : authorize(callerOf(request), token, access.requireToken);
   if (how === undefined) {
     unauthorized(response);
     return false;
@@ -348,6 +441,13 @@ interface HandlerContext extends Services {
   /** What `/mcp`'s tools work with; its runs outlive the requests that started them. */
   mcp: McpContext;
   abortSignal: AbortSignal;
+  /** The dashboard's routes, with --ui (and `switchboard ui`). */
+  dashboard: Dashboard | undefined;
+  mode: ServerMode;
+}
+
+function isUiPath(path: string): boolean {
+  return path === '/ui' || path.startsWith('/ui/');
 }
 
 async function mcpContext(
@@ -372,10 +472,27 @@ async function finishMcpRuns(mcp: McpContext, inFlight: AbortController, graceMs
 async function handle(
   request: IncomingMessage,
   response: ServerResponse,
-  { router, metrics, calls, mcp, abortSignal }: HandlerContext,
+  { router, metrics, calls, mcp, abortSignal, dashboard, mode }: HandlerContext,
 ): Promise<void> {
-  const path = new URL(request.url ?? '/', 'http://localhost').pathname;
+  const url = new URL(request.url ?? '/', 'http://localhost');
+  const path = url.pathname;
   const method = request.method ?? 'GET';
+  if (dashboard !== undefined && isUiPath(path)) {
+    if (path === '/ui') {
+      response.writeHead(308, { location: '/ui/' }).end();
+      return;
+    }
+    return dashboard.handle(request, response, url);
+  }
+  if (mode.uiOnly && path !== '/healthz') {
+    return sendError(
+      response,
+      404,
+      new SwitchboardError('INVALID_INPUT', `no such endpoint: ${path}`, {
+        hint: 'this is `switchboard ui`: the dashboard is at /ui/; for /route, /call and /mcp start `switchboard serve`',
+      }),
+    );
+  }
   if (path === '/mcp') {
     const { handleMcpRequest } = await import('../mcp/http.js');
     return handleMcpRequest(request, response, mcp);
@@ -418,6 +535,7 @@ function notFound(path: string, router: Router | undefined): string {
 
 function notFoundHint(path: string, router: Router | undefined): string {
   if (path === '/metrics') return 'start the server with --metrics';
+  if (isUiPath(path)) return 'start the server with --ui, or run `switchboard ui`';
   if (path === '/route' && router === undefined) return 'start switchboard serve with --skills DIR';
   return 'use POST /call, POST /route, POST /mcp, or GET /healthz';
 }

@@ -35,12 +35,12 @@ export interface CallBudget {
   prices?: Readonly<Record<string, ModelPrice>>;
 }
 
-function startOfDay(now: number): number {
+export function startOfDay(now: number): number {
   const date = new Date(now);
   return Date.UTC(date.getUTCFullYear(), date.getUTCMonth(), date.getUTCDate());
 }
 
-function startOfMonth(now: number): number {
+export function startOfMonth(now: number): number {
   const date = new Date(now);
   return Date.UTC(date.getUTCFullYear(), date.getUTCMonth(), 1);
 }

@@ -123,13 +123,7 @@ async function advance(
   const recorded = new Promise<void>((resolve) => (started = resolve));
   let id = runId;
   const options: WorkflowEngineOptions = {
-    stateDir: context.config.stateDir,
-    providers: context.calls.providers,
-    callDefaults: configCallOptions(context.config),
-    roles: context.config.call.roles,
-    abortSignal: context.abortSignal,
-    checkWorkflow: (workflow) => checkWorkflow(context.commands, workflow),
-    checkRepository: (repo) => checkRepository(context.commands, repo, 'a git agent step'),
+    ...serverEngineOptions(context),
     onEvent: (event: WorkflowEventRecord) => {
       // A run_key may name an existing run: its events say which.
       id = event.runId;
@@ -150,8 +144,24 @@ async function advance(
   }
 }
 
+/**
+ * How this server advances a run: its providers and call defaults, the config's roles, and the command
+ * policy checking every workflow file and repository the run reaches.
+ */
+export function serverEngineOptions(context: McpContext): WorkflowEngineOptions {
+  return {
+    stateDir: context.config.stateDir,
+    providers: context.calls.providers,
+    callDefaults: configCallOptions(context.config),
+    roles: context.config.call.roles,
+    abortSignal: context.abortSignal,
+    checkWorkflow: (workflow) => checkWorkflow(context.commands, workflow),
+    checkRepository: (repo) => checkRepository(context.commands, repo, 'a git agent step'),
+  };
+}
+
 /** The provider settings of a run: the config's provider map and roles under the tool's arguments. */
-function engineChoices(
+export function engineChoices(
   context: McpContext,
   { provider, provider_map, skip_gates }: EngineChoices,
 ): Pick<WorkflowEngineOptions, 'provider' | 'providerMap' | 'skipGates'> {

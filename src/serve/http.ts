@@ -70,6 +70,9 @@ export function statusFor(code: ErrorCode): number {
   if (code === 'FORBIDDEN') return 403;
   if (code === 'ENDPOINT_NOT_ALLOWED') return 403;
   if (code === 'INTERNAL' || code === 'STORE_ERROR') return 500;
+  if (code === 'RUN_NOT_FOUND') return 404;
+  if (code === 'GATE_TAKEN' || code === 'WORKFLOW_LOCKED') return 409;
+  if (code === 'AUTH') return 401;
   // The rest come from the providers: an upstream failure.
   return 502;
 }

@@ -282,6 +282,15 @@ export const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE workflow_steps ADD COLUMN claimed_by TEXT;      -- "pid N on host" of the member's last runner
     `,
   },
+  {
+    version: 12,
+    description: 'runs by last change, for the dashboard',
+    sql: `
+      -- The dashboard's live list asks for the runs changed since its last look, several times a second.
+      CREATE INDEX workflow_runs_updated_at ON workflow_runs (updated_at);
+      CREATE INDEX agent_runs_updated_at ON agent_runs (updated_at);
+    `,
+  },
 ];
 
 /** The schema version this build of Switchboard writes. */

@@ -148,7 +148,7 @@ export interface RunPatch {
   ended?: boolean;
 }
 
-interface RunTableRow {
+export interface RunTableRow {
   id: string;
   workflow: string;
   file: string;
@@ -213,7 +213,7 @@ function toJson(value: unknown): string | null {
   return value === undefined ? null : redactSecrets(JSON.stringify(redactDeep(value)));
 }
 
-function runFromRow(row: RunTableRow): WorkflowRunRow {
+export function runFromRow(row: RunTableRow): WorkflowRunRow {
   const run: WorkflowRunRow = {
     id: row.id,
     workflow: row.workflow,

@@ -12,14 +12,19 @@ export interface Served {
 }
 
 /**
- * Starts the built `switchboard serve` and resolves with its URL once it prints it (or rejects with
+ * Starts the built `switchboard serve` (or `ui`) and resolves with its URL once it prints it (or rejects with
  * the exit code and stderr when it exits first). The child joins `children`, for the caller's cleanup.
  */
 export function serve(
   args: string[],
-  { cwd, env, children }: { cwd: string; env: NodeJS.ProcessEnv; children: Set<ChildProcess> },
+  {
+    cwd,
+    env,
+    children,
+    command = 'serve',
+  }: { cwd: string; env: NodeJS.ProcessEnv; children: Set<ChildProcess>; command?: 'serve' | 'ui' },
 ): Promise<Served> {
-  const child = spawn(process.execPath, [cli, 'serve', ...args], {
+  const child = spawn(process.execPath, [cli, command, ...args], {
     cwd,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,0 +1,259 @@
+import type { ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { request, type IncomingMessage, type OutgoingHttpHeaders } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { answerGate, runWorkflow } from '../src/workflows/index.js';
+import type { RunDetail, RunList } from '../src/serve/ui/api-types.js';
+import { killServers, serve, type Served } from './helpers/serve-process.js';
+
+// The dashboard's server side through the real CLI (`switchboard ui`, `serve --ui`): who gets in, what
+// a web page cannot make it do, what its API answers from a ledger other processes write, and that a
+// key the server knows never leaves it. The pages themselves are driven in Chromium by
+// test/dashboard.browser.test.ts.
+
+const planted = `sk-ant-PLANTED-${randomBytes(8).toString('hex')}`;
+const children = new Set<ChildProcess>();
+let directory: string;
+let stateDir: string;
+let ui: Served;
+let base: string;
+let cookie: string;
+const runIds: string[] = [];
+
+const GATE_WORKFLOW = `
+workflow:
+  name: ui-gate
+  entry_point: note
+  input:
+    text:
+      type: string
+agents:
+  - name: note
+    type: set
+    value: '{{ workflow.input.text }}'
+    routes: [{ to: decide }]
+  - name: decide
+    type: human_gate
+    prompt: 'Ship {{ note.output }}?'
+    options:
+      - { label: Ship it, value: ship, route: $end }
+      - { label: Drop it, value: drop, route: $end, prompt_for: reason }
+output:
+  note: '{{ note.output }}'
+`;
+
+interface Answer {
+  status: number;
+  headers: IncomingMessage['headers'];
+  text: string;
+}
+
+function send(
+  path: string,
+  {
+    method = 'GET',
+    headers = {},
+    body,
+  }: { method?: string; headers?: OutgoingHttpHeaders; body?: string } = {},
+): Promise<Answer> {
+  const url = new URL(path, base);
+  return new Promise((resolve, reject) => {
+    const outgoing = request(url, { method, headers }, (response) => {
+      let text = '';
+      response.setEncoding('utf8');
+      response.on('data', (chunk: string) => (text += chunk));
+      response.on('end', () =>
+        resolve({ status: response.statusCode ?? 0, headers: response.headers, text }),
+      );
+    });
+    outgoing.on('error', reject);
+    outgoing.end(body);
+  });
+}
+
+const withCookie = (headers: OutgoingHttpHeaders = {}): OutgoingHttpHeaders => ({ ...headers, cookie });
+
+async function getJson<T>(path: string): Promise<T> {
+  const answer = await send(path, { headers: withCookie() });
+  expect(answer.status, answer.text).toBe(200);
+  return JSON.parse(answer.text) as T;
+}
+
+beforeAll(async () => {
+  directory = realpathSync(mkdtempSync(join(tmpdir(), 'switchboard-ui-')));
+  stateDir = join(directory, '.switchboard');
+  const file = join(directory, 'gate.yaml');
+  writeFileSync(file, GATE_WORKFLOW);
+  // Written by this process, which does not know the planted key: only the server can hide it.
+  for (const text of ['first', `key ${planted}`, 'third']) {
+    const run = await runWorkflow({ file, inputs: { text }, stateDir });
+    runIds.push(run.id);
+  }
+  ui = await serve(['--port', '0'], {
+    cwd: directory,
+    env: { ...process.env, ANTHROPIC_API_KEY: planted, SWITCHBOARD_SERVER_TOKEN: '' },
+    children,
+    command: 'ui',
+  });
+  base = ui.url;
+});
+
+afterAll(() => {
+  killServers(children);
+  rmSync(directory, { recursive: true, force: true });
+});
+
+describe('switchboard ui', () => {
+  it('prints the dashboard URL with its token first, and lets in only who opened it', async () => {
+    const first = ui.stdout().split('\n')[0] ?? '';
+    const url = /^switchboard: dashboard at (http:\/\/127\.0\.0\.1:\d+\/ui\/\?token=([\w-]+))$/.exec(first);
+    expect(url, first).not.toBeNull();
+    const token = url?.[2] as string;
+    // On this machine, but without the token: a page in the user's browser is on loopback too.
+    for (const path of ['/ui/', '/ui/runs/x', '/ui/api/runs', '/ui/api/stream', '/ui/assets/index.js']) {
+      const answer = await send(path);
+      expect(answer.status, path).toBe(401);
+      expect(JSON.parse(answer.text).error.hint).toMatch(/printed/);
+    }
+    expect((await send('/ui/?token=wrong-token')).status).toBe(401);
+    expect((await send('/ui/api/runs', { headers: { authorization: 'Bearer wrong' } })).status).toBe(401);
+    const exchange = await send(`/ui/runs/${runIds[0]}?token=${token}&tab=events`);
+    expect(exchange.status).toBe(303);
+    expect(exchange.headers.location).toBe(`/ui/runs/${runIds[0]}?tab=events`);
+    const setCookie = exchange.headers['set-cookie']?.[0] ?? '';
+    expect(setCookie).toMatch(/; Path=\/ui; HttpOnly; SameSite=Strict$/);
+    cookie = setCookie.split(';')[0] as string;
+    expect((await send('/ui/api/runs', { headers: withCookie() })).status).toBe(200);
+    // A script may present the token as a bearer token instead.
+    expect((await send('/ui/api/runs', { headers: { authorization: `Bearer ${token}` } })).status).toBe(200);
+  });
+
+  it('refuses what a web page could send: a foreign Origin, a text/plain body', async () => {
+    const gate = `/ui/api/runs/${runIds[2]}/gate`;
+    const foreign = await send(gate, {
+      method: 'POST',
+      headers: withCookie({ origin: 'http://evil.example', 'content-type': 'application/json' }),
+      body: '{"choice":"ship"}',
+    });
+    expect(foreign.status).toBe(403);
+    const plain = await send(gate, {
+      method: 'POST',
+      headers: withCookie({ 'content-type': 'text/plain' }),
+      body: '{"choice":"ship"}',
+    });
+    expect(plain.status).toBe(415);
+    const run = await getJson<RunDetail>(`/ui/api/runs/${runIds[2]}`);
+    expect(run.run.status).toBe('waiting');
+    // Every answer forbids framing and foreign scripts.
+    const answer = await send('/ui/api/runs', { headers: withCookie() });
+    expect(answer.headers['content-security-policy']).toMatch(/default-src 'none'; script-src 'self'/);
+    expect(answer.headers['x-frame-options']).toBe('DENY');
+  });
+
+  it('lists runs newest first, a page at a time, with filters', async () => {
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await getJson<RunList>(
+        `/ui/api/runs?kind=workflow&limit=2${cursor === undefined ? '' : `&cursor=${cursor}`}`,
+      );
+      expect(page.runs.length).toBeLessThanOrEqual(2);
+      seen.push(...page.runs.map((run) => run.id));
+      cursor = page.next;
+    } while (cursor !== undefined);
+    expect(seen).toEqual([...runIds].reverse());
+    const waiting = await getJson<RunList>('/ui/api/runs?status=waiting');
+    expect(waiting.runs.every((run) => run.waitingGate === 'decide')).toBe(true);
+    expect((await getJson<RunList>('/ui/api/runs?name=no-such-workflow')).runs).toEqual([]);
+    const bad = await send('/ui/api/runs?kind=everything', { headers: withCookie() });
+    expect(bad.status).toBe(400);
+    expect(JSON.parse(bad.text).error.message).toMatch(/"kind" must be workflow, agent or call/);
+  });
+
+  it('answers a gate once: the first answer wins, and the run goes on to its end', async () => {
+    const gate = (choice: string) =>
+      send(`/ui/api/runs/${runIds[0]}/gate`, {
+        method: 'POST',
+        headers: withCookie({ origin: base, 'content-type': 'application/json' }),
+        body: JSON.stringify({ choice }),
+      });
+    const answered = await gate('ship');
+    expect(answered.status, answered.text).toBe(202);
+    expect(JSON.parse(answered.text).continuing).toBe(true);
+    const second = await gate('drop');
+    expect(second.status).toBe(409);
+    expect(JSON.parse(second.text).error.code).toBe('GATE_TAKEN');
+    let detail = await getJson<RunDetail>(`/ui/api/runs/${runIds[0]}`);
+    for (let tries = 0; detail.run.status !== 'completed' && tries < 200; tries++) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      detail = await getJson<RunDetail>(`/ui/api/runs/${runIds[0]}`);
+    }
+    expect(detail.run.status).toBe('completed');
+    expect(detail.run.output).toEqual({ note: 'first' });
+    expect(detail.graph?.steps.map((step) => step.name)).toEqual(['note', 'decide']);
+  });
+
+  it('streams what another process writes, and never shows a key the server knows', async () => {
+    const runId = runIds[1] as string;
+    const detail = await send(`/ui/api/runs/${runId}`, { headers: withCookie() });
+    expect(detail.text).not.toContain(planted);
+    expect(detail.text).toContain('[redacted]');
+    let streamed = '';
+    const stream = request(
+      new URL(`/ui/api/stream?run=${runId}&after=${JSON.parse(detail.text).lastSeq}`, base),
+      {
+        headers: withCookie(),
+      },
+    );
+    const ended = new Promise<void>((resolve) => {
+      stream.on('response', (response) => {
+        response.setEncoding('utf8');
+        response.on('data', (chunk: string) => {
+          streamed += chunk;
+          if (streamed.includes('"type":"run-end"')) resolve();
+        });
+      });
+    });
+    stream.end();
+    // Another process (this one) answers and finishes the run; the stream shows it.
+    await answerGate({ runId, choice: 'ship', stateDir });
+    await ended;
+    stream.destroy();
+    expect(streamed).toMatch(
+      /event: workflow-event\ndata: \{"runId":"[^"]+","seq":\d+,"at":"[^"]+","type":"gate-answer"/,
+    );
+    const events = await send(`/ui/api/runs/${runId}/events?after=0`, { headers: withCookie() });
+    const runs = await send('/ui/api/runs', { headers: withCookie() });
+    for (const text of [streamed, events.text, runs.text]) expect(text).not.toContain(planted);
+    expect(events.text).toContain('[redacted]');
+  });
+
+  it("has no /call or /route: those are serve's", async () => {
+    const answer = await send('/call', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{}',
+    });
+    expect(answer.status).toBe(404);
+    expect(JSON.parse(answer.text).error.hint).toMatch(/switchboard serve/);
+  });
+});
+
+describe('switchboard serve --ui', () => {
+  it('serves the dashboard only when asked to', async () => {
+    const env = { ...process.env, SWITCHBOARD_SERVER_TOKEN: '' };
+    const plain = await serve(['--port', '0', '--pool', '0'], { cwd: directory, env, children });
+    const answer = await fetch(`${plain.url}/ui/`);
+    expect(answer.status).toBe(404);
+    expect(((await answer.json()) as { error: { hint: string } }).error.hint).toMatch(/--ui/);
+    plain.child.kill('SIGKILL');
+    const withUi = await serve(['--port', '0', '--pool', '0', '--ui'], { cwd: directory, env, children });
+    const url = /dashboard at (\S+)/.exec(withUi.stdout())?.[1] as string;
+    const page = await fetch(url, { redirect: 'manual' });
+    expect(page.status).toBe(303);
+    withUi.child.kill('SIGKILL');
+  });
+});
