@@ -20,6 +20,7 @@ const POSTGRES_FILES = [
   'test/cli-agent-lifecycle.test.ts',
   'test/agent-verify-sandbox.test.ts',
   'test/cli-workflow-runs.test.ts',
+  'test/serve-ui.test.ts',
 ];
 
 export default defineConfig({

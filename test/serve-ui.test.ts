@@ -4,7 +4,7 @@ import { mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { request, type IncomingMessage, type OutgoingHttpHeaders } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { answerGate, runWorkflow } from '../src/workflows/index.js';
 import type { RunDetail, RunList } from '../src/serve/ui/api-types.js';
 import { killServers, serve, type Served } from './helpers/serve-process.js';
@@ -22,6 +22,8 @@ let ui: Served;
 let base: string;
 let cookie: string;
 const runIds: string[] = [];
+/** The PostgreSQL pass's database of this file (each test gets another one): where the runs and the server are. */
+let databaseUrl: string | undefined;
 
 const GATE_WORKFLOW = `
 workflow:
@@ -83,6 +85,7 @@ async function getJson<T>(path: string): Promise<T> {
 }
 
 beforeAll(async () => {
+  databaseUrl = process.env.SWITCHBOARD_DATABASE_URL;
   directory = realpathSync(mkdtempSync(join(tmpdir(), 'switchboard-ui-')));
   stateDir = join(directory, '.switchboard');
   const file = join(directory, 'gate.yaml');
@@ -219,6 +222,7 @@ describe('switchboard ui', () => {
     });
     stream.end();
     // Another process (this one) answers and finishes the run; the stream shows it.
+    if (databaseUrl !== undefined) vi.stubEnv('SWITCHBOARD_DATABASE_URL', databaseUrl);
     await answerGate({ runId, choice: 'ship', stateDir });
     await ended;
     stream.destroy();
