@@ -43,11 +43,23 @@ export function useEventStream(query: () => string | null, handlers: Handlers, e
         if (!stopped) retry = setTimeout(open, 3000);
       };
     };
+    // A page kept in the back/forward cache would hold its connection open (browsers allow six per
+    // host): close it when the page is hidden that way, and reconnect when it is shown again.
+    const onPageHide = () => {
+      if (retry !== undefined) clearTimeout(retry);
+      source?.close();
+    };
+    const onPageShow = (event: PageTransitionEvent) => {
+      if (event.persisted && !stopped) open();
+    };
+    window.addEventListener('pagehide', onPageHide);
+    window.addEventListener('pageshow', onPageShow);
     open();
     return () => {
       stopped = true;
-      if (retry !== undefined) clearTimeout(retry);
-      source?.close();
+      window.removeEventListener('pagehide', onPageHide);
+      window.removeEventListener('pageshow', onPageShow);
+      onPageHide();
     };
   }, [enabled]);
 }

@@ -59,7 +59,7 @@ export function RunsTable({ runs }: { runs: readonly RunSummary[] }) {
                 <StatusBadge status={run.status} />
                 {run.waitingGate !== undefined && (
                   <span className="gate-marker" title={`waiting at gate ${run.waitingGate}`}>
-                    ⏸ {run.waitingGate}
+                    gate: {run.waitingGate}
                   </span>
                 )}
               </td>

@@ -172,6 +172,7 @@ function sameNode(previous: NodeProps<GraphFlowNode>, next: NodeProps<GraphFlowN
 
 export const nodeTypes = {
   step: memo(StepNodeView, sameNode),
-  group: memo(GroupNodeView, sameNode),
+  // Not `group`: React Flow styles its own node type of that name.
+  stepGroup: memo(GroupNodeView, sameNode),
   terminal: memo(TerminalNodeView, sameNode),
 };

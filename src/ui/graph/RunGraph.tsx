@@ -9,8 +9,9 @@ import {
   type ColorMode,
   type Edge,
   type NodeMouseHandler,
+  type ReactFlowInstance,
 } from '@xyflow/react';
-import { useCallback, useMemo, type KeyboardEvent } from 'react';
+import { useCallback, useMemo, useRef, type KeyboardEvent } from 'react';
 import type { GraphLayout, LayoutNode } from './graph-layout.js';
 import { nodeTypes, type GraphFlowNode } from './GraphNodes.js';
 import { edgeKey, type RunState } from './run-state.js';
@@ -24,10 +25,16 @@ interface RunGraphProps {
 }
 
 function flowType(node: LayoutNode): string {
-  return node.kind === 'start' || node.kind === 'end' ? 'terminal' : node.kind;
+  return node.kind === 'start' || node.kind === 'end'
+    ? 'terminal'
+    : node.kind === 'group'
+      ? 'stepGroup'
+      : 'step';
 }
 
 const colorMode: ColorMode = 'system';
+/** Below this zoom node text is too small to read: the view starts at the top instead of fitting. */
+const MIN_FIT_ZOOM = 0.7;
 
 export function RunGraph({ layout, state, selected, onSelect }: RunGraphProps) {
   const nodes = useMemo(
@@ -99,8 +106,25 @@ export function RunGraph({ layout, state, selected, onSelect }: RunGraphProps) {
     [onSelect],
   );
 
+  // The whole graph when it fits at a readable zoom; otherwise its top (the entry point), centred.
+  const container = useRef<HTMLDivElement>(null);
+  const onInit = useCallback(
+    (flow: ReactFlowInstance<GraphFlowNode>) => {
+      const box = container.current?.getBoundingClientRect();
+      if (box === undefined || box.width === 0) return;
+      const zoom = Math.min(1, box.width / layout.width, box.height / layout.height);
+      if (zoom >= MIN_FIT_ZOOM) {
+        void flow.fitView({ maxZoom: 1, padding: 0.05 });
+        return;
+      }
+      const readable = Math.max(zoom, MIN_FIT_ZOOM);
+      void flow.setViewport({ x: (box.width - layout.width * readable) / 2, y: 0, zoom: readable });
+    },
+    [layout],
+  );
+
   return (
-    <div className="run-graph" onKeyDown={onKeyDown}>
+    <div className="run-graph" onKeyDown={onKeyDown} ref={container}>
       <ReactFlow
         nodes={nodes}
         edges={edges}
@@ -111,8 +135,7 @@ export function RunGraph({ layout, state, selected, onSelect }: RunGraphProps) {
         nodesDraggable={false}
         nodesConnectable={false}
         edgesFocusable={false}
-        fitView
-        fitViewOptions={{ maxZoom: 1, minZoom: 0.4, padding: 0.1 }}
+        onInit={onInit}
         minZoom={0.1}
         colorMode={colorMode}
       >

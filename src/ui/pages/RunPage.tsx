@@ -112,6 +112,10 @@ export function RunPage({ id }: { id: string }) {
   const graph = useStableGraph(data?.graph);
   // Layout is the expensive part (dagre): once per graph, never per event.
   const layout = useMemo(() => (graph === undefined ? undefined : layoutGraph(graph)), [graph]);
+  const totalSteps = useMemo(
+    () => layout?.nodes.filter((node) => node.kind === 'step' || node.kind === 'group').length,
+    [layout],
+  );
   const selectedNode = layout?.nodes.find((node) => node.id === selected);
   const { reload } = detail;
   const onAction = useCallback(
@@ -134,7 +138,7 @@ export function RunPage({ id }: { id: string }) {
   return (
     <div className="run-page">
       <RunHeader detail={detailWithSummary} status={status} />
-      <RunStatusBar detail={detailWithSummary} state={state} status={status} />
+      <RunStatusBar detail={detailWithSummary} state={state} status={status} totalSteps={totalSteps} />
       {data.run.error !== undefined && <ErrorText code={data.run.errorCode} message={data.run.error} />}
       {actionsAllowed && data.run.gate !== undefined && (
         <GatePanel key={data.run.gate.step} runId={id} gate={data.run.gate} onAnswered={onAction} />

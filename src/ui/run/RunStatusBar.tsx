@@ -6,21 +6,21 @@ import { formatDuration, formatMoney, formatTokens } from '../format.js';
 import type { RunState } from '../graph/run-state.js';
 import { useNow } from '../use-now.js';
 
-export function RunStatusBar({
-  detail,
-  state,
-  status,
-}: {
+interface RunStatusBarProps {
   detail: RunDetail;
   state: RunState;
   status: string;
-}) {
+  /** Steps and groups of the graph; without a graph, those that ran. */
+  totalSteps: number | undefined;
+}
+
+export function RunStatusBar({ detail, state, status, totalSteps }: RunStatusBarProps) {
   const { summary, budgetUsd } = detail;
   const live = status === 'running';
   const now = useNow(live);
   const started = Date.parse(summary.startedAt);
   const elapsed = summary.durationMs ?? (live || status === 'waiting' ? now - started : undefined);
-  const total = state.nodes.size;
+  const total = totalSteps ?? state.nodes.size;
   const done = [...state.nodes.values()].filter((node) => node.status === 'completed').length;
   const tokens = [...state.visits.values()].reduce((sum, visit) => sum + visit.tokens, 0);
   const cost = Math.max(summary.costUsd, detail.run.costUsd);
