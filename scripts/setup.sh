@@ -38,12 +38,13 @@ if [ ! -f "$stamp_file" ] || [ "$(cat "$stamp_file")" != "$want_stamp" ]; then
   echo "$want_stamp" >"$stamp_file"
 fi
 
-# Rebuild when any source file is newer than the last build. scripts/test skips this: the check it runs
+# Rebuild (the library and the web app, dist/ui) when any source file is newer than the last build. scripts/test skips this: the check it runs
 # builds anyway, before its typecheck (the tests import types from dist).
 build_stamp="$root/dist/.build-stamp"
 if [ "${SWITCHBOARD_SETUP_BUILD:-1}" = 0 ]; then
   :
-elif [ ! -f "$build_stamp" ] || [ -n "$(find "$root/src" "$root/tsconfig.json" "$root/tsconfig.build.json" -newer "$build_stamp" -print -quit)" ]; then
+elif [ ! -f "$build_stamp" ] || [ ! -f "$root/dist/ui/index.html" ] ||
+  [ -n "$(find "$root/src" "$root/tsconfig.json" "$root/tsconfig.build.json" -newer "$build_stamp" -print -quit)" ]; then
   echo "switchboard setup: building" >&2
   (cd "$root" && npm run --silent build >&2)
   touch "$build_stamp"

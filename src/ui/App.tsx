@@ -1,0 +1,110 @@
+// The dashboard's frame: the top nav, the 401 screen, and one route per page under /ui/.
+
+import { Link, Route, Router, Switch, useLocation } from 'wouter';
+import type { SessionInfo } from '../serve/ui/api-types.js';
+import { useApi, useUnauthorized } from './api.js';
+import { AgentPage } from './pages/AgentPage.js';
+import { CallPage } from './pages/CallPage.js';
+import { CostsPage } from './pages/CostsPage.js';
+import { RoutingPage } from './pages/RoutingPage.js';
+import { RunPage } from './pages/RunPage.js';
+import { RunsPage } from './pages/RunsPage.js';
+import { SessionContext } from './session.js';
+
+const NAV: Array<[string, string]> = [
+  ['/', 'Runs'],
+  ['/costs', 'Costs'],
+  ['/routing', 'Routing'],
+];
+
+function isActive(href: string, location: string): boolean {
+  if (href === '/') return location === '/' || /^\/(runs|agents|calls)\//.test(location);
+  return location.startsWith(href);
+}
+
+function TopNav({ session }: { session: SessionInfo | undefined }) {
+  const [location] = useLocation();
+  return (
+    <header className="top-nav">
+      <Link href="/" className="brand">
+        Switchboard
+      </Link>
+      <nav aria-label="Main">
+        {NAV.map(([href, label]) => (
+          <Link
+            key={href}
+            href={href}
+            className={isActive(href, location) ? 'active' : ''}
+            aria-current={isActive(href, location) ? 'page' : undefined}
+          >
+            {label}
+          </Link>
+        ))}
+      </nav>
+      {session !== undefined && (
+        <span className="session muted" title={session.location}>
+          {session.host} · {session.database}
+          {!session.actions && ' · read-only'} · v{session.version}
+        </span>
+      )}
+    </header>
+  );
+}
+
+function Unauthorized() {
+  return (
+    <main className="page unauthorized">
+      <h1>Sign-in needed</h1>
+      <p>
+        This page has no valid token. Open the URL that <code>switchboard ui</code> printed; it carries the
+        token.
+      </p>
+    </main>
+  );
+}
+
+function NotFound() {
+  return (
+    <div>
+      <h1>Not found</h1>
+      <p>
+        No page here. <Link href="/">Back to the runs</Link>.
+      </p>
+    </div>
+  );
+}
+
+export function App() {
+  const unauthorized = useUnauthorized();
+  const session = useApi<SessionInfo>('/session');
+  if (unauthorized) return <Unauthorized />;
+  return (
+    <SessionContext value={session.data}>
+      <Router base="/ui">
+        <a href="#main" className="skip-link">
+          Skip to content
+        </a>
+        <TopNav session={session.data} />
+        <main id="main" className="page">
+          <Switch>
+            <Route path="/">
+              <RunsPage />
+            </Route>
+            <Route path="/runs/:id">{(params) => <RunPage key={params.id} id={params.id} />}</Route>
+            <Route path="/agents/:id">{(params) => <AgentPage key={params.id} id={params.id} />}</Route>
+            <Route path="/calls/:id">{(params) => <CallPage key={params.id} id={params.id} />}</Route>
+            <Route path="/costs">
+              <CostsPage />
+            </Route>
+            <Route path="/routing">
+              <RoutingPage />
+            </Route>
+            <Route>
+              <NotFound />
+            </Route>
+          </Switch>
+        </main>
+      </Router>
+    </SessionContext>
+  );
+}

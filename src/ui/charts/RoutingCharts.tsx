@@ -1,0 +1,62 @@
+// The routing report's charts: the tier mix, and decisions per day by method.
+
+import { useCallback } from 'react';
+import type { ChartConfiguration } from 'chart.js';
+import type { RoutingReport } from '../../serve/ui/api-types.js';
+import { ChartCanvas, seriesColors, themeColor } from './ChartCanvas.js';
+
+export function TierMixChart({ tierMix }: { tierMix: RoutingReport['tierMix'] }) {
+  const config = useCallback((): ChartConfiguration => {
+    const methods = Object.keys(tierMix);
+    return {
+      type: 'doughnut',
+      data: {
+        labels: methods,
+        datasets: [
+          {
+            data: methods.map((method) => tierMix[method] ?? 0),
+            backgroundColor: seriesColors(methods.length),
+            borderColor: themeColor('--surface'),
+          },
+        ],
+      },
+      options: {
+        maintainAspectRatio: false,
+        animation: false,
+        plugins: { legend: { position: 'right', labels: { color: themeColor('--text-muted') } } },
+      },
+    };
+  }, [tierMix]);
+  return <ChartCanvas config={config} label="Decisions by method" height={240} />;
+}
+
+export function DecisionsChart({ byDay }: { byDay: RoutingReport['byDay'] }) {
+  const config = useCallback((): ChartConfiguration => {
+    const methods = [...new Set(byDay.flatMap((day) => Object.keys(day.byMethod)))].sort();
+    const colors = seriesColors(methods.length);
+    const grid = themeColor('--border');
+    const text = themeColor('--text-muted');
+    return {
+      type: 'bar',
+      data: {
+        labels: byDay.map((day) => day.day),
+        datasets: methods.map((method, index) => ({
+          label: method,
+          data: byDay.map((day) => day.byMethod[method] ?? 0),
+          backgroundColor: colors[index] ?? '#888',
+          stack: 'decisions',
+        })),
+      },
+      options: {
+        maintainAspectRatio: false,
+        animation: false,
+        plugins: { legend: { labels: { color: text } } },
+        scales: {
+          x: { stacked: true, ticks: { color: text }, grid: { color: grid } },
+          y: { stacked: true, ticks: { color: text, precision: 0 }, grid: { color: grid } },
+        },
+      },
+    };
+  }, [byDay]);
+  return <ChartCanvas config={config} label="Routing decisions per day by method" />;
+}

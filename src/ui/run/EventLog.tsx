@@ -1,0 +1,78 @@
+// Every event of the run, filterable by type.
+
+import { useMemo, useState } from 'react';
+import type { WorkflowEventRecord } from '../../serve/ui/api-types.js';
+import { formatClock, formatJson } from '../format.js';
+
+const SHOWN = 2000;
+
+export function EventLog({ events }: { events: readonly WorkflowEventRecord[] }) {
+  const [type, setType] = useState('');
+  const [step, setStep] = useState('');
+  const types = useMemo(() => [...new Set(events.map((event) => event.type))].sort(), [events]);
+  const filtered = useMemo(
+    () =>
+      events.filter(
+        (event) => (type === '' || event.type === type) && (step === '' || (event.step ?? '').includes(step)),
+      ),
+    [events, type, step],
+  );
+  const shown = filtered.slice(-SHOWN);
+  return (
+    <section className="event-log">
+      <div className="filters">
+        <label className="field inline">
+          <span>Type</span>
+          <select value={type} onChange={(event) => setType(event.target.value)}>
+            <option value="">all ({events.length})</option>
+            {types.map((name) => (
+              <option key={name} value={name}>
+                {name}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label className="field inline">
+          <span>Step</span>
+          <input type="search" value={step} onChange={(event) => setStep(event.target.value)} />
+        </label>
+        {filtered.length > SHOWN && (
+          <span className="muted">
+            showing the latest {SHOWN} of {filtered.length}
+          </span>
+        )}
+      </div>
+      <div className="table-wrap">
+        <table className="data-table events-table">
+          <thead>
+            <tr>
+              <th scope="col">#</th>
+              <th scope="col">Time</th>
+              <th scope="col">Type</th>
+              <th scope="col">Step</th>
+              <th scope="col">Data</th>
+            </tr>
+          </thead>
+          <tbody>
+            {shown.map((event) => (
+              <tr key={event.seq}>
+                <td className="num">{event.seq}</td>
+                <td className="mono">{formatClock(event.at)}</td>
+                <td className="mono">{event.type}</td>
+                <td className="mono">{event.step ?? ''}</td>
+                <td>
+                  {event.data !== undefined && Object.keys(event.data).length > 0 && (
+                    <details>
+                      <summary className="mono truncate">{JSON.stringify(event.data).slice(0, 120)}</summary>
+                      <pre>{formatJson(event.data)}</pre>
+                    </details>
+                  )}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+    </section>
+  );
+}
