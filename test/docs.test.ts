@@ -21,6 +21,7 @@ const pages: Record<string, string> = {
   call: 'docs/call.md',
   sim: 'docs/call.md',
   serve: 'docs/serve.md',
+  ui: 'docs/dashboard.md',
   mcp: 'docs/mcp.md',
   metrics: 'docs/serve.md',
   stats: 'docs/serve.md',

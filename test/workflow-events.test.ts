@@ -225,6 +225,9 @@ describe('a run’s events show each step’s work', () => {
       durationMs: expect.any(Number),
     });
     expect(first('group-start', 'shout')).toBeLessThan(events.indexOf(itemStarts[0] as LoggedEvent));
+    // How many items there are, before the first one starts: what `n/N` counts to.
+    expect(only('group-members', 'shout').data).toMatchObject({ count: itemStarts.length });
+    expect(first('group-members', 'shout')).toBeLessThan(events.indexOf(itemStarts[0] as LoggedEvent));
     const groupEnd = only('group-end', 'shout');
     // The first route's condition did not hold: the second one, without one, was taken.
     expect(groupEnd.data).toMatchObject({ status: 'completed', next: 'approve', route: { index: 1 } });

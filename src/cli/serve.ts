@@ -41,7 +41,7 @@ interface ServeFlags extends RoutingFlags {
 }
 
 /** `switchboard ui`'s flags: a loopback server with the dashboard and nothing else. */
-interface UiFlags extends RoutingFlags {
+interface UiFlags {
   port: number;
   allowCommands?: boolean;
   repoRoot: string[];
@@ -124,38 +124,37 @@ export function registerServeCommand(program: Command): void {
 }
 
 export function registerUiCommand(program: Command): void {
-  addRoutingFlags(
-    program
-      .command('ui')
-      .description(
-        'the dashboard on this machine only: prints its URL (with a token) and serves it until Ctrl-C',
-      )
-      .option('--port <port>', 'port to listen on (0 picks a free port)', parsePort, 8789)
-      .option(
-        '--allow-commands',
-        'let the dashboard go on with runs whose steps run commands or agents, in --repo-root folders only',
-      )
-      .option('--repo-root <dir>', 'a folder --allow-commands may work in; repeatable', collect, []),
-  ).action(async (flags: UiFlags, command: Command) => {
-    const globals = command.optsWithGlobals<GlobalFlags>();
-    const serveFlags: ServeFlags = {
-      ...flags,
-      host: '127.0.0.1',
-      pool: 0,
-      poolModel: 'haiku',
-      maxTimeout: 600,
-      grace: 5,
-      allowOrigin: [],
-    };
-    await runServer(resolveConfig(globals, serveFlags), serveFlags, { ui: true, uiOnly: true });
-  });
+  program
+    .command('ui')
+    .description(
+      'the dashboard on this machine only: prints its URL (with a token) and serves it until Ctrl-C',
+    )
+    .option('--port <port>', 'port to listen on (0 picks a free port)', parsePort, 8789)
+    .option(
+      '--allow-commands',
+      'let the dashboard go on with runs whose steps run commands or agents, in --repo-root folders only',
+    )
+    .option('--repo-root <dir>', 'a folder --allow-commands may work in; repeatable', collect, [])
+    .action(async (flags: UiFlags, command: Command) => {
+      const globals = command.optsWithGlobals<GlobalFlags>();
+      const serveFlags: ServeFlags = {
+        ...flags,
+        host: '127.0.0.1',
+        pool: 0,
+        poolModel: 'haiku',
+        maxTimeout: 600,
+        grace: 5,
+        allowOrigin: [],
+      };
+      await runServer(resolveConfig(globals, serveFlags), serveFlags, { ui: true, uiOnly: true });
+    });
 }
 
 async function runServer(config: SwitchboardConfig, flags: ServeFlags, mode: ServerMode): Promise<void> {
   const token = serverToken();
   const access = await accessSettings(config, flags);
   checkListenAddress(flags.host, token, access.requireToken);
-  const services = await startServices(config, flags);
+  const services = await startServices(config, flags, !mode.uiOnly);
   let dashboard: Dashboard | undefined;
   try {
     const { createServer } = await import('node:http');
@@ -242,8 +241,12 @@ export interface Services {
 /** The settings `startServices` reads: serve's flags, and `switchboard mcp`'s. */
 export type ServiceFlags = Pick<ServeFlags, 'pool' | 'poolModel' | 'maxTimeout' | 'metrics'>;
 
-/** Starts the router (when there are skills), the metrics (with --metrics) and the call service. */
-export async function startServices(config: SwitchboardConfig, flags: ServiceFlags): Promise<Services> {
+/** Starts the router (when there are skills and `routing`), the metrics (with --metrics) and the call service. */
+export async function startServices(
+  config: SwitchboardConfig,
+  flags: ServiceFlags,
+  routing = true,
+): Promise<Services> {
   const { CallService } = await import('../serve/call-handler.js');
   const calls = new CallService({
     config,
@@ -253,7 +256,7 @@ export async function startServices(config: SwitchboardConfig, flags: ServiceFla
     onWarning: (message) => warn(`serve: ${message}`),
   });
   let router: Router | undefined;
-  if (config.route.skills !== undefined || config.route.examples.length > 0) {
+  if (routing && (config.route.skills !== undefined || config.route.examples.length > 0)) {
     const { createRouter } = await import('../route/router.js');
     const options = await routerOptions(config);
     // One registry for the whole server: the LLM tier's calls share the API clients and the warm pool.

@@ -1,8 +1,3 @@
-// Names for parts of the API contract (src/serve/ui/api-types.ts) that it does not export by name.
+// The API contract's names the app uses (src/serve/ui/api-types.ts), in one place.
 
-import type { WorkflowGraph, WorkflowRunResult } from '../serve/ui/api-types.js';
-
-export type StepView = WorkflowRunResult['steps'][number];
-export type PendingGate = NonNullable<WorkflowRunResult['gate']>;
-export type GraphStep = WorkflowGraph['steps'][number];
-export type GraphGroup = WorkflowGraph['groups'][number];
+export type { GraphGroup, GraphStep, PendingGate, StepView } from '../serve/ui/api-types.js';

@@ -57,6 +57,14 @@ export async function runGroup(exec: RunExecution, group: GroupDefinition): Prom
   } catch (error) {
     return await endGroup(exec, group, groupKey, scope, [], errorInfo(error));
   }
+  // The dashboard shows `n/N` of a group from the first item on: N is known only now (for_each items
+  // come from a template).
+  await exec.emit({
+    type: 'group-members',
+    step: group.name,
+    key: groupKey,
+    data: { count: members.length, members: members.slice(0, 200).map((member) => member.name) },
+  });
   const limit = iterationLimit(exec, group.name, await membersToRun(exec, groupKey, members));
   if (limit !== undefined) return await endGroup(exec, group, groupKey, scope, [], errorInfo(limit));
   // On workers each member is a job of its own, so the members spread over the machines.

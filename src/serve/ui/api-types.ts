@@ -2,10 +2,28 @@
 // app (src/ui) reads. Types only, so the web app imports them without pulling server code into its
 // bundle. Every field is optional to a reader unless marked otherwise; adding one never breaks a reader.
 
-import type { WorkflowGraph } from '../../workflows/graph.js';
-import type { WorkflowEventRecord, WorkflowRunResult } from '../../workflows/api-types.js';
+import type { GraphGroup, GraphRoute, GraphStep, WorkflowGraph } from '../../workflows/graph.js';
+import type {
+  PendingGate,
+  StepTokens,
+  StepView,
+  WorkflowEventRecord,
+  WorkflowRunResult,
+} from '../../workflows/api-types.js';
+import type { PutQuestion } from '../../workflows/questions.js';
 
-export type { WorkflowGraph, WorkflowEventRecord, WorkflowRunResult };
+export type {
+  GraphGroup,
+  GraphRoute,
+  GraphStep,
+  PendingGate,
+  PutQuestion,
+  StepTokens,
+  StepView,
+  WorkflowEventRecord,
+  WorkflowGraph,
+  WorkflowRunResult,
+};
 
 /** What the runs list holds: workflow runs, agent runs and single calls. */
 export type RunKind = 'workflow' | 'agent' | 'call';
@@ -33,6 +51,8 @@ export interface RunSummary {
   tags?: Record<string, string>;
   /** A sub-workflow's parent run; a call made by a workflow run or agent run: that run. */
   parentRunId?: string;
+  /** What `parentRunId` is. */
+  parentKind?: 'workflow' | 'agent';
   /** Workflows: the current or last step. Agent runs: the phase. */
   step?: string;
 }

@@ -114,7 +114,7 @@ class DashboardApi {
       if (method !== 'POST') return methodNotAllowed(response, 'POST');
       const { status, body } = await runAction(
         action[2] as ActionName,
-        decodeURIComponent(action[1] as string),
+        decodedId(action[1] as string),
         request,
         this.parts.context,
       );
@@ -148,7 +148,7 @@ class DashboardApi {
     }
     const match = /^\/(runs|agents|calls)\/([^/]+)(\/events)?$/.exec(path);
     if (match === null) return undefined;
-    const id = decodeURIComponent(match[2] as string);
+    const id = decodedId(match[2] as string);
     if (match[1] === 'runs' && match[3] !== undefined) return this.events(id, query);
     if (match[3] !== undefined) return undefined;
     if (match[1] === 'runs') return this.run(id);
@@ -262,6 +262,15 @@ async function agentDiff(
     '--',
   ]).catch(() => undefined);
   return result?.exitCode === 0 ? result.stdout : undefined;
+}
+
+/** A run id from the path; a malformed escape is the caller's mistake, not the server's. */
+function decodedId(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    throw new SwitchboardError('INVALID_INPUT', 'the run id in the path is not valid percent-encoding');
+  }
 }
 
 function count(text: string | null, min: number, max: number, name: string): number | undefined {

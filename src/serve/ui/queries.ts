@@ -87,7 +87,10 @@ export function workflowSummary(row: RunTableRow, now = Date.now()): RunSummary 
   if (run.endedAt !== undefined) summary.endedAt = iso(run.endedAt);
   if (run.status === 'waiting' && run.currentStep !== undefined) summary.waitingGate = run.currentStep;
   if (row.owner_host !== null) summary.host = row.owner_host;
-  if (run.parentRunId !== undefined) summary.parentRunId = run.parentRunId;
+  if (run.parentRunId !== undefined) {
+    summary.parentRunId = run.parentRunId;
+    summary.parentKind = 'workflow';
+  }
   if (run.currentStep !== undefined && run.currentStep !== '$end') summary.step = run.currentStep;
   return summary;
 }
@@ -164,8 +167,13 @@ function callSummary(attempts: readonly AttemptRow[]): RunSummary {
     costUsd: attempts.reduce((sum, attempt) => sum + (attempt.cost_usd ?? 0), 0),
     tags,
   };
-  const parent = tags.workflow_run ?? tags.agent_run;
-  if (parent !== undefined) summary.parentRunId = parent;
+  if (tags.workflow_run !== undefined) {
+    summary.parentRunId = tags.workflow_run;
+    summary.parentKind = 'workflow';
+  } else if (tags.agent_run !== undefined) {
+    summary.parentRunId = tags.agent_run;
+    summary.parentKind = 'agent';
+  }
   return summary;
 }
 

@@ -93,7 +93,9 @@ function GroupNodeView({ data, selected }: NodeProps<GraphFlowNode>) {
   const group = layout.group;
   const status = statusOf(state);
   const members = state?.members ?? [];
-  const total = group?.kind === 'parallel' ? (group.agents?.length ?? members.length) : members.length;
+  const total =
+    state?.memberCount ??
+    (group?.kind === 'parallel' ? (group.agents?.length ?? members.length) : members.length);
   const done = members.filter((member) => member.status === 'completed').length;
   const shown = members.slice(0, 40);
   return (
@@ -156,6 +158,7 @@ function sameState(a: NodeState | undefined, b: NodeState | undefined): boolean 
     a.costUsd === b.costUsd &&
     a.provider === b.provider &&
     a.childRunId === b.childRunId &&
+    a.memberCount === b.memberCount &&
     (a.members ?? []).map((member) => member.status).join() ===
       (b.members ?? []).map((member) => member.status).join()
   );

@@ -27,6 +27,8 @@ export interface VisitState {
   childRunId?: string;
   errorCode?: string;
   error?: string;
+  /** A group's: how many members it has (its `group-members` event). */
+  memberCount?: number;
 }
 
 export interface MemberState {
@@ -48,6 +50,8 @@ export interface NodeState {
   childRunId?: string;
   /** Groups: the members of the latest visit. */
   members?: MemberState[];
+  /** Groups: how many members the latest visit has, once known. */
+  memberCount?: number;
 }
 
 export interface RunState {
@@ -149,6 +153,11 @@ function applyEvent(state: RunState, runId: string, event: WorkflowEventRecord):
     case 'gate-taken':
       visit.status = 'running';
       break;
+    case 'group-members': {
+      const count = data['count'];
+      if (typeof count === 'number') visit.memberCount = count;
+      break;
+    }
     case 'child-run': {
       const child = text(data['runId']);
       if (child !== undefined) visit.childRunId = child;
@@ -221,6 +230,7 @@ function aggregate(visits: Map<string, VisitState>): Map<string, NodeState> {
       if (top.endedAt !== undefined) node.endedAt = top.endedAt;
       if (top.durationMs !== undefined) node.durationMs = top.durationMs;
       if (top.provider !== undefined) node.provider = top.provider;
+      if (top.memberCount !== undefined) node.memberCount = top.memberCount;
       nodes.set(visit.node, node);
     }
     node.tokens += visit.tokens;

@@ -24,7 +24,9 @@ export function CallPage({ id }: { id: string }) {
             {summary.parentRunId !== undefined && (
               <>
                 {' / '}
-                <Link href={runHref({ kind: 'workflow', id: summary.parentRunId })}>parent run</Link>
+                <Link href={runHref({ kind: summary.parentKind ?? 'workflow', id: summary.parentRunId })}>
+                  parent run
+                </Link>
               </>
             )}
           </div>
