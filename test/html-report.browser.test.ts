@@ -1,15 +1,16 @@
 // The HTML report opened in a real browser: headless Chromium driven by puppeteer-core (which downloads
 // no browser of its own). Skipped, saying how to get one, when no Chromium is installed; under CI it
 // fails instead (`.ci/run` installs Chromium).
-import { accessSync, constants, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { delimiter, join } from 'node:path';
+import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compareModes, type ModeComparison } from '../src/route/compare.js';
 import { loadDataset } from '../src/route/datasets.js';
 import { renderHtmlReport } from '../src/observe/html-report.js';
+import { findChromium } from './helpers/chromium.js';
 import { IN_CI } from './helpers/ci.js';
 
 const root = join(import.meta.dirname, '..');
@@ -22,25 +23,6 @@ const chromium = findChromium();
 /** Any one browser step longer than this is a hung browser, not a slow one. */
 const BROWSER_TIMEOUT_MS = 30_000;
 const HOSTILE = '<img src=x onerror="alert(1)"><script>alert(2)</script> my app keeps crashing & "freezing"';
-
-/** `SWITCHBOARD_CHROMIUM`, else the first Chromium or Chrome on PATH. */
-function findChromium(): string | undefined {
-  const configured = process.env.SWITCHBOARD_CHROMIUM;
-  if (configured !== undefined && configured !== '') return configured;
-  for (const name of ['chromium', 'chromium-browser', 'google-chrome']) {
-    for (const directory of (process.env.PATH ?? '').split(delimiter)) {
-      if (directory === '') continue;
-      const candidate = join(directory, name);
-      try {
-        accessSync(candidate, constants.X_OK);
-        return candidate;
-      } catch {
-        // Not here; keep looking.
-      }
-    }
-  }
-  return undefined;
-}
 
 /** The page's answer to a script; a string because this project's types leave the DOM out. */
 async function inPage<T>(page: Page, expression: string): Promise<T> {
