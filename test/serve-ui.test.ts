@@ -1,12 +1,14 @@
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { request, type IncomingMessage, type OutgoingHttpHeaders } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { answerGate, runWorkflow } from '../src/workflows/index.js';
-import type { RunDetail, RunList } from '../src/serve/ui/api-types.js';
+import type { AgentDetail, RunDetail, RunList } from '../src/serve/ui/api-types.js';
+import { AgentRunStore } from '../src/agents/run-store.js';
+import { createRepository, git } from './helpers/git-repo.js';
 import { killServers, serve, type Served } from './helpers/serve-process.js';
 
 // The dashboard's server side through the real CLI (`switchboard ui`, `serve --ui`): who gets in, what
@@ -15,6 +17,8 @@ import { killServers, serve, type Served } from './helpers/serve-process.js';
 // test/dashboard.browser.test.ts.
 
 const planted = `sk-ant-PLANTED-${randomBytes(8).toString('hex')}`;
+/** A password with the characters JSON escapes: redacted after escaping, it would slip through. */
+const quoted = `Quo"te\\Back-PLANTED-${randomBytes(6).toString('hex')}`;
 const children = new Set<ChildProcess>();
 let directory: string;
 let stateDir: string;
@@ -91,13 +95,13 @@ beforeAll(async () => {
   const file = join(directory, 'gate.yaml');
   writeFileSync(file, GATE_WORKFLOW);
   // Written by this process, which does not know the planted key: only the server can hide it.
-  for (const text of ['first', `key ${planted}`, 'third']) {
+  for (const text of ['first', `key ${planted} password ${quoted}`, 'third']) {
     const run = await runWorkflow({ file, inputs: { text }, stateDir });
     runIds.push(run.id);
   }
   ui = await serve(['--port', '0'], {
     cwd: directory,
-    env: { ...process.env, ANTHROPIC_API_KEY: planted, SWITCHBOARD_SERVER_TOKEN: '' },
+    env: { ...process.env, ANTHROPIC_API_KEY: planted, DB_PASSWORD: quoted, SWITCHBOARD_SERVER_TOKEN: '' },
     children,
     command: 'ui',
   });
@@ -231,8 +235,74 @@ describe('switchboard ui', () => {
     );
     const events = await send(`/ui/api/runs/${runId}/events?after=0`, { headers: withCookie() });
     const runs = await send('/ui/api/runs', { headers: withCookie() });
-    for (const text of [streamed, events.text, runs.text]) expect(text).not.toContain(planted);
+    for (const text of [detail.text, streamed, events.text, runs.text]) {
+      expect(text).not.toContain(planted);
+      expect(text).not.toContain(JSON.stringify(quoted).slice(1, -1));
+      expect(text).not.toContain(quoted);
+    }
     expect(events.text).toContain('[redacted]');
+  });
+
+  it('keeps at most 64 streams open, however many are asked for at once', async () => {
+    const opened = await Promise.all(
+      Array.from(
+        { length: 70 },
+        () =>
+          new Promise<{ status: number; close: () => void }>((resolve, reject) => {
+            const outgoing = request(new URL(`/ui/api/stream?run=${runIds[2]}`, base), {
+              headers: withCookie(),
+            });
+            outgoing.on('response', (response) =>
+              resolve({ status: response.statusCode ?? 0, close: () => outgoing.destroy() }),
+            );
+            outgoing.on('error', reject);
+            outgoing.end();
+          }),
+      ),
+    );
+    for (const stream of opened) stream.close();
+    expect(opened.filter((stream) => stream.status === 200).length).toBe(64);
+    expect(opened.filter((stream) => stream.status === 503).length).toBe(6);
+  });
+
+  it('acts only on a whole run id, and says which times it cannot read', async () => {
+    const prefix = await send(`/ui/api/runs/${(runIds[2] as string).slice(0, 8)}/cancel`, {
+      method: 'POST',
+      headers: withCookie({ 'content-type': 'application/json' }),
+      body: '{}',
+    });
+    expect(prefix.status).toBe(404);
+    expect((await getJson<RunDetail>(`/ui/api/runs/${runIds[2]}`)).run.status).toBe('waiting');
+    const far = await send('/ui/api/costs?until=99999999999999999999', { headers: withCookie() });
+    expect(far.status).toBe(400);
+    expect(JSON.parse(far.text).error.message).toBe('"until" is not a time');
+  });
+
+  it("shows an agent run's diff without letting its repository's git config run a command", async () => {
+    // A partial clone missing the object the diff needs: git would fetch it through the ssh command
+    // its config names. The folder comes from the ledger, which other machines and processes write.
+    const repo = createRepository(join(directory, 'partial'));
+    writeFileSync(join(repo, 'f'), 'a\n');
+    git(repo, 'add', 'f');
+    git(repo, 'commit', '-qm', 'a');
+    const base = git(repo, 'rev-parse', 'HEAD');
+    writeFileSync(join(repo, 'f'), 'b\n');
+    git(repo, 'commit', '-qam', 'b');
+    const commit = git(repo, 'rev-parse', 'HEAD');
+    const blob = git(repo, 'rev-parse', 'HEAD:f');
+    rmSync(join(repo, '.git/objects', blob.slice(0, 2), blob.slice(2)));
+    const marker = join(directory, 'ran-from-git-config');
+    git(repo, 'config', 'core.repositoryformatversion', '1');
+    git(repo, 'config', 'extensions.partialClone', 'origin');
+    git(repo, 'config', 'remote.origin.promisor', 'true');
+    git(repo, 'config', 'remote.origin.url', 'ssh://nohost.invalid/x');
+    git(repo, 'config', 'core.sshCommand', `touch ${marker}; false`);
+    if (databaseUrl !== undefined) vi.stubEnv('SWITCHBOARD_DATABASE_URL', databaseUrl);
+    const id = await recordAgentRun(stateDir, repo, base, commit);
+    const answer = await getJson<AgentDetail>(`/ui/api/agents/${id}`);
+    expect(answer.commit).toBe(commit);
+    expect(answer.diff).toBeUndefined();
+    expect(existsSync(marker)).toBe(false);
   });
 
   it("has no /call or /route: those are serve's", async () => {
@@ -261,3 +331,46 @@ describe('switchboard serve --ui', () => {
     withUi.child.kill('SIGKILL');
   });
 });
+
+/** An agent run as the runner records it, ended with a commit on `repo`. */
+async function recordAgentRun(stateDir: string, repo: string, base: string, commit: string): Promise<string> {
+  const store = await AgentRunStore.open(stateDir);
+  const id = `ar-${randomBytes(4).toString('hex')}`;
+  await store.insert({
+    id,
+    taskId: 'change-f',
+    title: 'Change f',
+    repo,
+    baseBranch: 'main',
+    baseCommit: base,
+    branch: 'switchboard/change-f',
+    worktree: join(repo, '..', 'worktree'),
+    phase: 'done',
+    status: 'running',
+    attempt: 1,
+    costUsd: 0,
+    turns: 0,
+    task: {
+      id: 'change-f',
+      title: 'Change f',
+      description: 'Change f.',
+      acceptance: [],
+      tools: [],
+      passEnvironment: [],
+      limits: {
+        maxTurns: 30,
+        maxCostUsd: 5,
+        idleTimeoutMs: 300_000,
+        wallClockMs: 1_800_000,
+        maxAttempts: 3,
+        verifyTimeoutMs: 600_000,
+      },
+    },
+    options: { merge: 'no-ff', retryDelayMs: 1000 },
+    createdAt: new Date().toISOString(),
+    updatedAt: new Date().toISOString(),
+  });
+  await store.update(id, { status: 'succeeded', commitSha: commit, ended: true });
+  await store.close();
+  return id;
+}

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isSwitchboardError, SwitchboardError, type ErrorCode } from '../core/errors.js';
 import { isPlainObject } from '../core/plain-object.js';
-import { redactSecrets } from '../core/secrets.js';
+import { redactDeep, redactSecrets } from '../core/secrets.js';
 
 /** Largest request body accepted: a route request or a call's prompt (and schema) fit well within it. */
 export const MAX_BODY_BYTES = 1024 * 1024;
@@ -72,7 +72,6 @@ export function statusFor(code: ErrorCode): number {
   if (code === 'INTERNAL' || code === 'STORE_ERROR') return 500;
   if (code === 'RUN_NOT_FOUND') return 404;
   if (code === 'GATE_TAKEN' || code === 'WORKFLOW_LOCKED') return 409;
-  if (code === 'AUTH') return 401;
   // The rest come from the providers: an upstream failure.
   return 502;
 }
@@ -91,8 +90,17 @@ export function sendError(response: ServerResponse, status: number, error: Switc
   sendJson(response, status, { error: fields });
 }
 
-/** Every answer passes through `redactSecrets`: a model or a server that echoes a key cannot leak it here. */
+/**
+ * Every answer passes through the secret redaction: a model or a server that echoes a key cannot leak it
+ * here. Each string is redacted before JSON escapes it (a key holding `"` or `\\` would no longer match
+ * once escaped), and the text again after.
+ */
 export function sendJson(response: ServerResponse, status: number, value: unknown): void {
   response.writeHead(status, { 'content-type': 'application/json; charset=utf-8' });
-  response.end(`${redactSecrets(JSON.stringify(value))}\n`);
+  response.end(`${redactedJson(value)}\n`);
+}
+
+/** `value` as JSON with every known secret redacted, also those JSON would escape. */
+export function redactedJson(value: unknown): string {
+  return redactSecrets(JSON.stringify(redactDeep(value)));
 }

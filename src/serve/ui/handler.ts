@@ -112,12 +112,18 @@ class DashboardApi {
     const action = /^\/runs\/([^/]+)\/(gate|cancel|resume)$/.exec(path);
     if (action !== null) {
       if (method !== 'POST') return methodNotAllowed(response, 'POST');
-      const { status, body } = await runAction(
-        action[2] as ActionName,
-        decodedId(action[1] as string),
-        request,
-        this.parts.context,
-      );
+      const runId = decodedId(action[1] as string);
+      // The run's whole id: a prefix, as the CLI takes, could act on a run the page did not show.
+      if ((await this.parts.queries.workflowRow(runId)) === undefined) {
+        return sendError(
+          response,
+          404,
+          new SwitchboardError('RUN_NOT_FOUND', `there is no workflow run ${runId}`, {
+            hint: 'list runs at /ui/',
+          }),
+        );
+      }
+      const { status, body } = await runAction(action[2] as ActionName, runId, request, this.parts.context);
       return sendJson(response, status, body);
     }
     if (method !== 'GET' && method !== 'HEAD') return methodNotAllowed(response, 'GET');
@@ -232,7 +238,11 @@ class DashboardApi {
         ...(typeof prData.url === 'string' && /^https?:\/\//.test(prData.url) ? { url: prData.url } : {}),
       };
     }
-    const diff = await agentDiff(record.repo, record.baseCommit, record.mergedCommit ?? record.commitSha);
+    // A run recorded on another machine names a folder of that machine.
+    const here = record.runnerHost === undefined || record.runnerHost === hostname();
+    const diff = here
+      ? await agentDiff(record.repo, record.baseCommit, record.mergedCommit ?? record.commitSha)
+      : undefined;
     if (diff !== undefined) {
       detail.diff = diff.slice(0, MAX_DIFF_CHARS);
       if (diff.length > MAX_DIFF_CHARS) detail.diffTruncated = true;
@@ -241,7 +251,12 @@ class DashboardApi {
   }
 }
 
-/** `git diff base commit` in the run's repository, or `undefined` when it cannot be had. */
+/**
+ * `git diff base commit` in the run's repository, or `undefined` when it cannot be had. The folder comes
+ * from the ledger, so its git config is not trusted: no external diff or textconv command, no
+ * fsmonitor, and no transport at all (a partial clone's lazy fetch would run the `core.sshCommand` or
+ * upload-pack its config names): a missing object makes the diff fail instead.
+ */
 async function agentDiff(
   repo: string,
   base: string,
@@ -250,17 +265,9 @@ async function agentDiff(
   const sha = /^[0-9a-f]{7,64}$/;
   if (commit === undefined || !sha.test(base) || !sha.test(commit)) return undefined;
   const { git } = await import('../../agents/git.js');
-  const result = await git(repo, [
-    '-c',
-    'core.fsmonitor=false',
-    'diff',
-    '--no-ext-diff',
-    '--no-textconv',
-    '--no-color',
-    base,
-    commit,
-    '--',
-  ]).catch(() => undefined);
+  const args = ['-c', 'core.fsmonitor=false', '-c', 'protocol.allow=never', 'diff'];
+  args.push('--no-ext-diff', '--no-textconv', '--no-color', base, commit, '--');
+  const result = await git(repo, args, { GIT_NO_LAZY_FETCH: '1' }).catch(() => undefined);
   return result?.exitCode === 0 ? result.stdout : undefined;
 }
 
@@ -286,7 +293,8 @@ function count(text: string | null, min: number, max: number, name: string): num
 function time(text: string | null, name: string): number | undefined {
   if (text === null || text === '') return undefined;
   const value = /^\d+$/.test(text) ? Number(text) : Date.parse(text);
-  if (!Number.isFinite(value)) {
+  // Beyond ±8.64e15 ms a Date is invalid.
+  if (!Number.isFinite(value) || Math.abs(value) > 8.64e15) {
     throw new SwitchboardError('INVALID_INPUT', `"${name}" is not a time`, {
       hint: 'give an ISO time (2026-11-27T10:00:00Z) or epoch milliseconds',
     });

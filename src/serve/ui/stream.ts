@@ -1,8 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { SwitchboardError } from '../../core/errors.js';
-import { redactSecrets } from '../../core/secrets.js';
 import type { WorkflowStore } from '../../store/workflow-records.js';
-import { sendError } from '../http.js';
+import { redactedJson, sendError } from '../http.js';
 import type { RunSummary, StreamEventName } from './api-types.js';
 import { agentSummary, workflowSummary, type DashboardQueries } from './queries.js';
 import { SECURITY_HEADERS } from './static.js';
@@ -16,6 +15,8 @@ export const STREAM_POLL_MS = 250;
 /** Streams one server keeps open at once; more get 503 and EventSource retries. */
 export const MAX_STREAMS = 64;
 const PING_MS = 15_000;
+/** Bytes a stream may have waiting for a slow reader before it is ended. */
+const MAX_BUFFERED_BYTES = 4 * 1024 * 1024;
 /** Rows of the run list changed within this much before the last poll are looked at again (clock skew). */
 const SKEW_MS = 5_000;
 
@@ -51,7 +52,14 @@ export class StreamHub {
         }),
       );
     }
-    const poll = await this.pollFor(request, response, url);
+    // The slot is taken before the first await: streams opened at once cannot all pass the check.
+    this.open.add(response);
+    let poll: Poll | undefined;
+    try {
+      poll = await this.pollFor(request, response, url);
+    } finally {
+      if (poll === undefined) this.open.delete(response);
+    }
     if (poll === undefined) return;
     response.writeHead(200, {
       ...SECURITY_HEADERS,
@@ -60,7 +68,6 @@ export class StreamHub {
       'x-accel-buffering': 'no',
     });
     response.write('retry: 2000\n\n');
-    this.open.add(response);
     let closed = false;
     let timer: NodeJS.Timeout | undefined;
     const ping = setInterval(() => response.write(': ping\n\n'), PING_MS);
@@ -73,7 +80,10 @@ export class StreamHub {
     response.once('close', stop);
     const send = (event: StreamEventName, data: unknown, id?: number) => {
       const idLine = id === undefined ? '' : `id: ${id}\n`;
-      response.write(`${idLine}event: ${event}\ndata: ${redactSecrets(JSON.stringify(data))}\n\n`);
+      response.write(`${idLine}event: ${event}\ndata: ${redactedJson(data)}\n\n`);
+      // A reader that does not keep up is let go rather than buffered for: its EventSource reconnects
+      // and continues from the last id it read.
+      if (response.writableLength > MAX_BUFFERED_BYTES) response.end();
     };
     const tick = async () => {
       try {
