@@ -10,10 +10,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AgentRunStore } from '../src/agents/run-store.js';
 import { openLedger } from '../src/store/ledger.js';
 import { runWorkflow } from '../src/workflows/index.js';
 import { findChromium } from './helpers/chromium.js';
+import { GATE_WORKFLOW, recordAgentRun } from './helpers/dashboard-fixtures.js';
 import { IN_CI } from './helpers/ci.js';
 import { createRepository, git } from './helpers/git-repo.js';
 import { killServers, serve, type Served } from './helpers/serve-process.js';
@@ -25,28 +25,6 @@ const keptArtifacts = process.env.SWITCHBOARD_TEST_ARTIFACTS;
 const BROWSER_TIMEOUT_MS = 30_000;
 const HOSTILE = '<img src=x onerror="alert(1)"><script>alert(2)</script>';
 const planted = `sk-ant-PLANTED-${randomBytes(8).toString('hex')}`;
-
-const GATE_WORKFLOW = `
-workflow:
-  name: ui-gate
-  entry_point: note
-  input:
-    text:
-      type: string
-agents:
-  - name: note
-    type: set
-    value: '{{ workflow.input.text }}'
-    routes: [{ to: decide }]
-  - name: decide
-    type: human_gate
-    prompt: 'Ship {{ note.output }}?'
-    options:
-      - { label: Ship it, value: ship, route: $end }
-      - { label: Drop it, value: drop, route: $end, prompt_for: reason }
-output:
-  note: '{{ note.output }}'
-`;
 
 /** A run a second process advances while the page watches: its wait is the step seen running. */
 const WAIT_WORKFLOW = `
@@ -166,7 +144,7 @@ suite(suiteName, () => {
       runIds.push((await runWorkflow({ file, inputs: { text }, stateDir })).id);
     }
     await recordSpendAndRouting(stateDir);
-    agentRunId = await recordAgentRun(directory, stateDir);
+    agentRunId = await recordFixedSave(directory, stateDir);
     ui = await serve(['--port', '0'], {
       cwd: directory,
       env: { ...process.env, ANTHROPIC_API_KEY: planted, SWITCHBOARD_SERVER_TOKEN: '' },
@@ -421,61 +399,25 @@ async function recordSpendAndRouting(stateDir: string): Promise<void> {
   await ledger.close();
 }
 
-/** An agent run as the runner records it, on a real repository whose commit the page diffs. */
-async function recordAgentRun(directory: string, stateDir: string): Promise<string> {
+/** An agent run on a real repository whose commit the page diffs. */
+async function recordFixedSave(directory: string, stateDir: string): Promise<string> {
   const repo = createRepository(join(directory, 'repo'));
   const base = git(repo, 'rev-parse', 'HEAD');
   writeFileSync(join(repo, 'README.md'), 'hello\nsave works <b>now</b>\n');
   git(repo, 'commit', '-qam', 'Fix the save button');
-  const commit = git(repo, 'rev-parse', 'HEAD');
-  const store = await AgentRunStore.open(stateDir);
-  const id = 'ar-dashboard-test';
-  await store.insert({
-    id,
-    taskId: 'fix-save',
-    title: 'Fix the save button',
+  return recordAgentRun(stateDir, {
     repo,
-    baseBranch: 'main',
-    baseCommit: base,
-    branch: 'switchboard/fix-save',
-    worktree: join(directory, 'worktree'),
-    phase: 'done',
-    status: 'running',
-    attempt: 1,
-    costUsd: 0,
-    turns: 0,
-    task: {
-      id: 'fix-save',
-      title: 'Fix the save button',
-      description: 'The app crashes when I click save.',
-      acceptance: ['saving works'],
-      tools: ['Read', 'Edit'],
-      passEnvironment: [],
-      limits: {
-        maxTurns: 30,
-        maxCostUsd: 5,
-        idleTimeoutMs: 300_000,
-        wallClockMs: 1_800_000,
-        maxAttempts: 3,
-        verifyTimeoutMs: 600_000,
-      },
-    },
-    options: { merge: 'no-ff', retryDelayMs: 1000 },
-    createdAt: new Date().toISOString(),
-    updatedAt: new Date().toISOString(),
+    base,
+    commit: git(repo, 'rev-parse', 'HEAD'),
+    title: 'Fix the save button',
+    description: 'The app crashes when I click save.',
+    events: [
+      [
+        'agent',
+        'tool-call',
+        'Read README.md',
+        { id: 'toolu_1', tool: 'Read', input: '{"file_path":"README.md"}' },
+      ],
+    ],
   });
-  await store.addEvent(id, 'agent', 'tool-call', 'Read README.md', {
-    id: 'toolu_1',
-    tool: 'Read',
-    input: '{"file_path":"README.md"}',
-  });
-  await store.update(id, {
-    status: 'succeeded',
-    phase: 'done',
-    commitSha: commit,
-    costUsd: 0.03,
-    ended: true,
-  });
-  await store.close();
-  return id;
 }

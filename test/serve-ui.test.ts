@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { answerGate, runWorkflow } from '../src/workflows/index.js';
 import type { AgentDetail, RunDetail, RunList } from '../src/serve/ui/api-types.js';
-import { AgentRunStore } from '../src/agents/run-store.js';
+import { GATE_WORKFLOW, recordAgentRun } from './helpers/dashboard-fixtures.js';
 import { createRepository, git } from './helpers/git-repo.js';
 import { killServers, serve, type Served } from './helpers/serve-process.js';
 
@@ -28,28 +28,6 @@ let cookie: string;
 const runIds: string[] = [];
 /** The PostgreSQL pass's database of this file (each test gets another one): where the runs and the server are. */
 let databaseUrl: string | undefined;
-
-const GATE_WORKFLOW = `
-workflow:
-  name: ui-gate
-  entry_point: note
-  input:
-    text:
-      type: string
-agents:
-  - name: note
-    type: set
-    value: '{{ workflow.input.text }}'
-    routes: [{ to: decide }]
-  - name: decide
-    type: human_gate
-    prompt: 'Ship {{ note.output }}?'
-    options:
-      - { label: Ship it, value: ship, route: $end }
-      - { label: Drop it, value: drop, route: $end, prompt_for: reason }
-output:
-  note: '{{ note.output }}'
-`;
 
 interface Answer {
   status: number;
@@ -298,7 +276,13 @@ describe('switchboard ui', () => {
     git(repo, 'config', 'remote.origin.url', 'ssh://nohost.invalid/x');
     git(repo, 'config', 'core.sshCommand', `touch ${marker}; false`);
     if (databaseUrl !== undefined) vi.stubEnv('SWITCHBOARD_DATABASE_URL', databaseUrl);
-    const id = await recordAgentRun(stateDir, repo, base, commit);
+    const id = await recordAgentRun(stateDir, {
+      repo,
+      base,
+      commit,
+      title: 'Change f',
+      description: 'Change f.',
+    });
     const answer = await getJson<AgentDetail>(`/ui/api/agents/${id}`);
     expect(answer.commit).toBe(commit);
     expect(answer.diff).toBeUndefined();
@@ -331,46 +315,3 @@ describe('switchboard serve --ui', () => {
     withUi.child.kill('SIGKILL');
   });
 });
-
-/** An agent run as the runner records it, ended with a commit on `repo`. */
-async function recordAgentRun(stateDir: string, repo: string, base: string, commit: string): Promise<string> {
-  const store = await AgentRunStore.open(stateDir);
-  const id = `ar-${randomBytes(4).toString('hex')}`;
-  await store.insert({
-    id,
-    taskId: 'change-f',
-    title: 'Change f',
-    repo,
-    baseBranch: 'main',
-    baseCommit: base,
-    branch: 'switchboard/change-f',
-    worktree: join(repo, '..', 'worktree'),
-    phase: 'done',
-    status: 'running',
-    attempt: 1,
-    costUsd: 0,
-    turns: 0,
-    task: {
-      id: 'change-f',
-      title: 'Change f',
-      description: 'Change f.',
-      acceptance: [],
-      tools: [],
-      passEnvironment: [],
-      limits: {
-        maxTurns: 30,
-        maxCostUsd: 5,
-        idleTimeoutMs: 300_000,
-        wallClockMs: 1_800_000,
-        maxAttempts: 3,
-        verifyTimeoutMs: 600_000,
-      },
-    },
-    options: { merge: 'no-ff', retryDelayMs: 1000 },
-    createdAt: new Date().toISOString(),
-    updatedAt: new Date().toISOString(),
-  });
-  await store.update(id, { status: 'succeeded', commitSha: commit, ended: true });
-  await store.close();
-  return id;
-}
