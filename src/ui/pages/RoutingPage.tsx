@@ -1,10 +1,8 @@
 // Routing: decisions, abstain rate, tier mix, decisions per day, low-confidence decisions, feedback.
 
 import type { RoutingReport } from '../../serve/ui/api-types.js';
-import { queryString, useApi } from '../api.js';
 import { DecisionsChart, TierMixChart } from '../charts/RoutingCharts.js';
-import { ErrorText } from '../components/ActivityStream.js';
-import { RangePicker, useRange } from '../components/RangePicker.js';
+import { RangeReport, Stat } from '../components/RangeReport.js';
 import { formatCount, formatPercent, formatTime } from '../format.js';
 
 function LowConfidenceTable({ report }: { report: RoutingReport }) {
@@ -82,33 +80,15 @@ function FeedbackTable({ feedback }: { feedback: RoutingReport['feedback'] }) {
 }
 
 export function RoutingPage() {
-  const { days, since, setDays } = useRange();
-  const { data, error, loading } = useApi<RoutingReport>(`/routing${queryString({ since })}`);
   return (
-    <div>
-      <header className="page-head">
-        <h1>Routing</h1>
-        <RangePicker days={days} onChange={setDays} />
-      </header>
-      {error !== undefined && <ErrorText code={error.code} message={error.message} hint={error.hint} />}
-      {data === undefined ? (
-        loading && <p className="muted">Loading…</p>
-      ) : (
+    <RangeReport<RoutingReport> title="Routing" path="/routing">
+      {(data) => (
         <>
           <div className="stats">
-            <div className="stat">
-              <div className="stat-value">{formatCount(data.decisions)}</div>
-              <div className="stat-label">decisions</div>
-            </div>
-            <div className="stat">
-              <div className="stat-value">{formatPercent(data.abstainRate)}</div>
-              <div className="stat-label">abstained</div>
-            </div>
+            <Stat value={formatCount(data.decisions)} label="decisions" />
+            <Stat value={formatPercent(data.abstainRate)} label="abstained" />
             {data.bySkill.slice(0, 3).map((skill) => (
-              <div className="stat" key={skill.skill}>
-                <div className="stat-value">{formatCount(skill.decisions)}</div>
-                <div className="stat-label mono">{skill.skill}</div>
-              </div>
+              <Stat key={skill.skill} value={formatCount(skill.decisions)} label={skill.skill} mono />
             ))}
           </div>
           <div className="grid-2 wide-right">
@@ -125,6 +105,6 @@ export function RoutingPage() {
           <FeedbackTable feedback={data.feedback} />
         </>
       )}
-    </div>
+    </RangeReport>
   );
 }
