@@ -2,80 +2,46 @@
 
 import type { RoutingReport } from '../../serve/ui/api-types.js';
 import { DecisionsChart, TierMixChart } from '../charts/RoutingCharts.js';
+import { TableCard } from '../components/DataTable.js';
 import { RangeReport, Stat } from '../components/RangeReport.js';
 import { formatCount, formatPercent, formatTime } from '../format.js';
 
 function LowConfidenceTable({ report }: { report: RoutingReport }) {
   return (
-    <section className="card">
-      <h2>Low confidence (below {formatPercent(report.lowConfidenceBelow)})</h2>
-      {report.lowConfidence.length === 0 ? (
-        <p className="muted">None in this range.</p>
-      ) : (
-        <div className="table-wrap">
-          <table className="data-table compact">
-            <thead>
-              <tr>
-                <th scope="col">Time</th>
-                <th scope="col">Skill</th>
-                <th scope="col" className="num">
-                  Confidence
-                </th>
-                <th scope="col">Method</th>
-                <th scope="col">Request</th>
-              </tr>
-            </thead>
-            <tbody>
-              {report.lowConfidence.map((decision) => (
-                <tr key={decision.id}>
-                  <td>{formatTime(decision.at)}</td>
-                  <td className="mono">{decision.skill}</td>
-                  <td className="num">{formatPercent(decision.confidence)}</td>
-                  <td>{decision.method}</td>
-                  <td className="wrap">
-                    {decision.text ?? <span className="muted">(text not stored)</span>}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      )}
-    </section>
+    <TableCard
+      title={<>Low confidence (below {formatPercent(report.lowConfidenceBelow)})</>}
+      empty={report.lowConfidence.length === 0 ? 'None in this range.' : undefined}
+      columns={['Time', 'Skill', { num: 'Confidence' }, 'Method', 'Request']}
+    >
+      {report.lowConfidence.map((decision) => (
+        <tr key={decision.id}>
+          <td>{formatTime(decision.at)}</td>
+          <td className="mono">{decision.skill}</td>
+          <td className="num">{formatPercent(decision.confidence)}</td>
+          <td>{decision.method}</td>
+          <td className="wrap">{decision.text ?? <span className="muted">(text not stored)</span>}</td>
+        </tr>
+      ))}
+    </TableCard>
   );
 }
 
 function FeedbackTable({ feedback }: { feedback: RoutingReport['feedback'] }) {
   return (
-    <section className="card">
-      <h2>Feedback</h2>
-      {feedback.length === 0 ? (
-        <p className="muted">No corrections recorded.</p>
-      ) : (
-        <div className="table-wrap">
-          <table className="data-table compact">
-            <thead>
-              <tr>
-                <th scope="col">Time</th>
-                <th scope="col">Decision</th>
-                <th scope="col">Chosen</th>
-                <th scope="col">Corrected to</th>
-              </tr>
-            </thead>
-            <tbody>
-              {feedback.map((row) => (
-                <tr key={`${row.decisionId}:${row.at}`}>
-                  <td>{formatTime(row.at)}</td>
-                  <td className="mono">{row.decisionId}</td>
-                  <td className="mono">{row.chosen ?? '—'}</td>
-                  <td className="mono">{row.corrected}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      )}
-    </section>
+    <TableCard
+      title="Feedback"
+      empty={feedback.length === 0 ? 'No corrections recorded.' : undefined}
+      columns={['Time', 'Decision', 'Chosen', 'Corrected to']}
+    >
+      {feedback.map((row) => (
+        <tr key={`${row.decisionId}:${row.at}`}>
+          <td>{formatTime(row.at)}</td>
+          <td className="mono">{row.decisionId}</td>
+          <td className="mono">{row.chosen ?? '—'}</td>
+          <td className="mono">{row.corrected}</td>
+        </tr>
+      ))}
+    </TableCard>
   );
 }
 

@@ -5,6 +5,7 @@ import { Link } from 'wouter';
 import type { ActionResult, RunDetail, WorkflowGraph } from '../../serve/ui/api-types.js';
 import type { StepView } from '../types.js';
 import { ErrorText } from '../components/ActivityStream.js';
+import { DataTable } from '../components/DataTable.js';
 import { JsonView } from '../components/JsonView.js';
 import { StatusBadge } from '../components/StatusBadge.js';
 import { formatDuration, formatMoney, formatTime } from '../format.js';
@@ -29,34 +30,20 @@ const TABS: Array<[Tab, string]> = [
 
 function StepsTable({ steps }: { steps: readonly StepView[] }) {
   return (
-    <div className="table-wrap">
-      <table className="data-table">
-        <thead>
-          <tr>
-            <th scope="col">Step</th>
-            <th scope="col">Type</th>
-            <th scope="col">Status</th>
-            <th scope="col">Attempts</th>
-            <th scope="col">Duration</th>
-            <th scope="col">Cost</th>
-          </tr>
-        </thead>
-        <tbody>
-          {steps.map((step) => (
-            <tr key={step.key}>
-              <td className="mono">{step.key.split('/').slice(1).join('/')}</td>
-              <td>{step.type}</td>
-              <td>
-                <StatusBadge status={step.status} />
-              </td>
-              <td className="num">{step.attempts}</td>
-              <td className="num">{formatDuration(step.durationMs)}</td>
-              <td className="num">{formatMoney(step.costUsd)}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </div>
+    <DataTable columns={['Step', 'Type', 'Status', 'Attempts', 'Duration', 'Cost']}>
+      {steps.map((step) => (
+        <tr key={step.key}>
+          <td className="mono">{step.key.split('/').slice(1).join('/')}</td>
+          <td>{step.type}</td>
+          <td>
+            <StatusBadge status={step.status} />
+          </td>
+          <td className="num">{step.attempts}</td>
+          <td className="num">{formatDuration(step.durationMs)}</td>
+          <td className="num">{formatMoney(step.costUsd)}</td>
+        </tr>
+      ))}
+    </DataTable>
   );
 }
 
