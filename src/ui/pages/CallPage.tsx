@@ -1,45 +1,31 @@
 // One call and each of its attempts.
 
-import { Link } from 'wouter';
 import type { CallDetail } from '../../serve/ui/api-types.js';
 import { useApi } from '../api.js';
-import { ErrorText } from '../components/ActivityStream.js';
 import { DataTable } from '../components/DataTable.js';
+import { RunHeader, RunNotLoaded } from '../components/RunHeader.js';
 import { runHref } from '../components/RunsTable.js';
 import { StatusBadge } from '../components/StatusBadge.js';
 import { formatDuration, formatMoney, formatTime, formatTokens } from '../format.js';
 
 export function CallPage({ id }: { id: string }) {
   const { data, error } = useApi<CallDetail>(`/calls/${encodeURIComponent(id)}`);
-  if (data === undefined) {
-    if (error !== undefined) return <ErrorText code={error.code} message={error.message} hint={error.hint} />;
-    return <p className="muted">Loading call…</p>;
-  }
+  if (data === undefined) return <RunNotLoaded error={error} what="call" />;
   const { summary } = data;
   return (
     <div>
-      <header className="page-head">
-        <div>
-          <div className="crumbs">
-            <Link href="/">Runs</Link>
-            {summary.parentRunId !== undefined && (
-              <>
-                {' / '}
-                <Link href={runHref({ kind: summary.parentKind ?? 'workflow', id: summary.parentRunId })}>
-                  parent run
-                </Link>
-              </>
-            )}
-          </div>
-          <h1>
-            {summary.name} <span className="mono muted id">{id}</span>
-          </h1>
-          <div className="muted">
-            {formatTime(summary.startedAt)} · {formatDuration(summary.durationMs)} ·{' '}
-            {formatMoney(summary.costUsd)} <StatusBadge status={summary.status} />
-          </div>
-        </div>
-      </header>
+      <RunHeader
+        title={summary.name}
+        id={id}
+        parentHref={
+          summary.parentRunId === undefined
+            ? undefined
+            : runHref({ kind: summary.parentKind ?? 'workflow', id: summary.parentRunId })
+        }
+      >
+        {formatTime(summary.startedAt)} · {formatDuration(summary.durationMs)} ·{' '}
+        {formatMoney(summary.costUsd)} <StatusBadge status={summary.status} />
+      </RunHeader>
       <DataTable
         columns={[
           '#',

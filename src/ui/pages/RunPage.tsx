@@ -2,11 +2,12 @@
 
 import { useCallback, useMemo, useRef, useState } from 'react';
 import { Link } from 'wouter';
-import type { ActionResult, RunDetail, WorkflowGraph } from '../../serve/ui/api-types.js';
+import type { ActionResult, WorkflowGraph } from '../../serve/ui/api-types.js';
 import type { StepView } from '../types.js';
 import { ErrorText } from '../components/ActivityStream.js';
 import { DataTable } from '../components/DataTable.js';
 import { JsonView } from '../components/JsonView.js';
+import { RunHeader, RunNotLoaded } from '../components/RunHeader.js';
 import { StatusBadge } from '../components/StatusBadge.js';
 import { formatDuration, formatMoney, formatTime } from '../format.js';
 import { layoutGraph } from '../graph/graph-layout.js';
@@ -57,31 +58,6 @@ function useStableGraph(graph: WorkflowGraph | undefined): WorkflowGraph | undef
   return kept.current.graph;
 }
 
-function RunHeader({ detail, status }: { detail: RunDetail; status: string }) {
-  const { summary } = detail;
-  return (
-    <header className="page-head">
-      <div>
-        <div className="crumbs">
-          <Link href="/">Runs</Link>
-          {summary.parentRunId !== undefined && (
-            <>
-              {' / '}
-              <Link href={`/runs/${encodeURIComponent(summary.parentRunId)}`}>parent run</Link>
-            </>
-          )}
-        </div>
-        <h1>
-          {detail.run.workflow} <span className="mono muted id">{detail.run.id}</span>
-        </h1>
-        <div className="muted">
-          started {formatTime(summary.startedAt)} <StatusBadge status={status} />
-        </div>
-      </div>
-    </header>
-  );
-}
-
 export function RunPage({ id }: { id: string }) {
   const { detail, events, eventsLoaded, eventsError, summary } = useRunLive(id);
   const actionsAllowed = useActionsAllowed();
@@ -113,18 +89,24 @@ export function RunPage({ id }: { id: string }) {
     [reload],
   );
 
-  if (data === undefined) {
-    if (detail.error !== undefined)
-      return <ErrorText code={detail.error.code} message={detail.error.message} hint={detail.error.hint} />;
-    return <p className="muted">Loading run…</p>;
-  }
+  if (data === undefined) return <RunNotLoaded error={detail.error} what="run" />;
   const status = summary?.status ?? data.summary.status;
   const finished = !['running', 'waiting'].includes(status);
   const detailWithSummary = summary === undefined ? data : { ...data, summary };
 
   return (
     <div className="run-page">
-      <RunHeader detail={detailWithSummary} status={status} />
+      <RunHeader
+        title={data.run.workflow}
+        id={data.run.id}
+        parentHref={
+          detailWithSummary.summary.parentRunId === undefined
+            ? undefined
+            : `/runs/${encodeURIComponent(detailWithSummary.summary.parentRunId)}`
+        }
+      >
+        started {formatTime(detailWithSummary.summary.startedAt)} <StatusBadge status={status} />
+      </RunHeader>
       <RunStatusBar detail={detailWithSummary} state={state} status={status} totalSteps={totalSteps} />
       {data.run.error !== undefined && <ErrorText code={data.run.errorCode} message={data.run.error} />}
       {actionsAllowed && data.run.gate !== undefined && (
