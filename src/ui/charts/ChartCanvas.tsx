@@ -48,3 +48,54 @@ export function ChartCanvas({ config, label, height = 280 }: ChartCanvasProps) {
     </div>
   );
 }
+
+/**
+ * Bars per day, one stacked series per key found in the days, in the stylesheet's colours. With
+ * `valueText` the axis and tooltips show values through it; without, the axis counts whole numbers.
+ */
+export function stackedPerDay<Day extends { day: string }>(
+  byDay: readonly Day[],
+  seriesOf: (day: Day) => Record<string, number>,
+  stack: string,
+  valueText?: (value: number) => string,
+): ChartConfiguration {
+  const series = [...new Set(byDay.flatMap((day) => Object.keys(seriesOf(day))))].sort();
+  const colors = seriesColors(series.length);
+  const grid = themeColor('--border');
+  const text = themeColor('--text-muted');
+  return {
+    type: 'bar',
+    data: {
+      labels: byDay.map((day) => day.day),
+      datasets: series.map((name, index) => ({
+        label: name,
+        data: byDay.map((day) => seriesOf(day)[name] ?? 0),
+        backgroundColor: colors[index] ?? '#888',
+        stack,
+      })),
+    },
+    options: {
+      maintainAspectRatio: false,
+      animation: false,
+      plugins: {
+        legend: { labels: { color: text } },
+        ...(valueText !== undefined && {
+          tooltip: {
+            callbacks: { label: (item) => `${item.dataset.label ?? ''}: ${valueText(Number(item.raw))}` },
+          },
+        }),
+      },
+      scales: {
+        x: { stacked: true, ticks: { color: text }, grid: { color: grid } },
+        y: {
+          stacked: true,
+          ticks:
+            valueText === undefined
+              ? { color: text, precision: 0 }
+              : { color: text, callback: (value) => valueText(Number(value)) },
+          grid: { color: grid },
+        },
+      },
+    },
+  };
+}

@@ -3,7 +3,7 @@
 import { useCallback } from 'react';
 import type { ChartConfiguration } from 'chart.js';
 import type { RoutingReport } from '../../serve/ui/api-types.js';
-import { ChartCanvas, seriesColors, themeColor } from './ChartCanvas.js';
+import { ChartCanvas, seriesColors, stackedPerDay, themeColor } from './ChartCanvas.js';
 
 export function TierMixChart({ tierMix }: { tierMix: RoutingReport['tierMix'] }) {
   const config = useCallback((): ChartConfiguration => {
@@ -31,32 +31,6 @@ export function TierMixChart({ tierMix }: { tierMix: RoutingReport['tierMix'] })
 }
 
 export function DecisionsChart({ byDay }: { byDay: RoutingReport['byDay'] }) {
-  const config = useCallback((): ChartConfiguration => {
-    const methods = [...new Set(byDay.flatMap((day) => Object.keys(day.byMethod)))].sort();
-    const colors = seriesColors(methods.length);
-    const grid = themeColor('--border');
-    const text = themeColor('--text-muted');
-    return {
-      type: 'bar',
-      data: {
-        labels: byDay.map((day) => day.day),
-        datasets: methods.map((method, index) => ({
-          label: method,
-          data: byDay.map((day) => day.byMethod[method] ?? 0),
-          backgroundColor: colors[index] ?? '#888',
-          stack: 'decisions',
-        })),
-      },
-      options: {
-        maintainAspectRatio: false,
-        animation: false,
-        plugins: { legend: { labels: { color: text } } },
-        scales: {
-          x: { stacked: true, ticks: { color: text }, grid: { color: grid } },
-          y: { stacked: true, ticks: { color: text, precision: 0 }, grid: { color: grid } },
-        },
-      },
-    };
-  }, [byDay]);
+  const config = useCallback(() => stackedPerDay(byDay, (day) => day.byMethod, 'decisions'), [byDay]);
   return <ChartCanvas config={config} label="Routing decisions per day by method" />;
 }

@@ -4,6 +4,7 @@ import { Link } from 'wouter';
 import type { RunSummary } from '../../serve/ui/api-types.js';
 import { formatAgo, formatDuration, formatMoney, formatTime } from '../format.js';
 import { useNow } from '../use-now.js';
+import { DataTable } from './DataTable.js';
 import { StatusBadge } from './StatusBadge.js';
 
 const PAGES = { workflow: 'runs', agent: 'agents', call: 'calls' } as const;
@@ -25,54 +26,38 @@ export function RunsTable({ runs }: { runs: readonly RunSummary[] }) {
   const now = useNow(runs.some((run) => run.status === 'running'));
   if (runs.length === 0) return <p className="muted empty">No runs match.</p>;
   return (
-    <div className="table-wrap">
-      <table className="data-table runs-table">
-        <thead>
-          <tr>
-            <th scope="col">Kind</th>
-            <th scope="col">Name</th>
-            <th scope="col">Status</th>
-            <th scope="col">Started</th>
-            <th scope="col" className="num">
-              Duration
-            </th>
-            <th scope="col" className="num">
-              Cost
-            </th>
-            <th scope="col">Host</th>
-          </tr>
-        </thead>
-        <tbody>
-          {runs.map((run) => (
-            <tr key={`${run.kind}:${run.id}`}>
-              <td>
-                <span className={`kind kind-${run.kind}`}>{run.kind}</span>
-              </td>
-              <td className="name-cell">
-                <Link href={runHref(run)}>{run.name || run.id}</Link>
-                <div className="mono muted small">
-                  {run.id}
-                  {run.step !== undefined && ` · ${run.step}`}
-                </div>
-              </td>
-              <td>
-                <StatusBadge status={run.status} />
-                {run.waitingGate !== undefined && (
-                  <span className="gate-marker" title={`waiting at gate ${run.waitingGate}`}>
-                    gate: {run.waitingGate}
-                  </span>
-                )}
-              </td>
-              <td title={formatTime(run.startedAt)}>{formatAgo(run.startedAt, now)}</td>
-              <td className="num">
-                <Duration run={run} now={now} />
-              </td>
-              <td className="num">{formatMoney(run.costUsd)}</td>
-              <td className="muted">{run.host ?? ''}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </div>
+    <DataTable
+      className="runs-table"
+      columns={['Kind', 'Name', 'Status', 'Started', { num: 'Duration' }, { num: 'Cost' }, 'Host']}
+    >
+      {runs.map((run) => (
+        <tr key={`${run.kind}:${run.id}`}>
+          <td>
+            <span className={`kind kind-${run.kind}`}>{run.kind}</span>
+          </td>
+          <td className="name-cell">
+            <Link href={runHref(run)}>{run.name || run.id}</Link>
+            <div className="mono muted small">
+              {run.id}
+              {run.step !== undefined && ` · ${run.step}`}
+            </div>
+          </td>
+          <td>
+            <StatusBadge status={run.status} />
+            {run.waitingGate !== undefined && (
+              <span className="gate-marker" title={`waiting at gate ${run.waitingGate}`}>
+                gate: {run.waitingGate}
+              </span>
+            )}
+          </td>
+          <td title={formatTime(run.startedAt)}>{formatAgo(run.startedAt, now)}</td>
+          <td className="num">
+            <Duration run={run} now={now} />
+          </td>
+          <td className="num">{formatMoney(run.costUsd)}</td>
+          <td className="muted">{run.host ?? ''}</td>
+        </tr>
+      ))}
+    </DataTable>
   );
 }

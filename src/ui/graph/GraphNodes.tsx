@@ -1,7 +1,7 @@
 // The run graph's node components: a step, a group (parallel / for_each) and the start and end pills.
 
 import { Handle, Position, type Node, type NodeProps } from '@xyflow/react';
-import { memo } from 'react';
+import { memo, type ReactNode } from 'react';
 import { Link } from 'wouter';
 import { formatDuration, formatMoney, formatTokens } from '../format.js';
 import { useNow } from '../use-now.js';
@@ -54,14 +54,26 @@ function statusOf(state: NodeState | undefined): NodeStatus {
   return state?.status ?? 'pending';
 }
 
-function StepNodeView({ data, selected }: NodeProps<GraphFlowNode>) {
-  const { layout, state } = data;
-  const step = layout.step;
-  const status = statusOf(state);
-  const model = state?.provider ?? [step?.provider, step?.model].filter(Boolean).join(':');
+/** A step's or group's box: its status, handles in and out, and a head with its type and name. */
+function NodeBox({
+  layout,
+  status,
+  selected,
+  className,
+  headEnd,
+  children,
+}: {
+  layout: LayoutNode;
+  status: NodeStatus;
+  selected: boolean;
+  className: string;
+  /** What the head shows after the name. */
+  headEnd: ReactNode;
+  children: ReactNode;
+}) {
   return (
     <div
-      className={`flow-node status-${status}${selected ? ' selected' : ''}`}
+      className={`${className} status-${status}${selected ? ' selected' : ''}`}
       aria-label={`${layout.id}: ${status}`}
     >
       <Handle type="target" position={Position.Top} />
@@ -70,8 +82,27 @@ function StepNodeView({ data, selected }: NodeProps<GraphFlowNode>) {
         <span className="node-name" title={layout.id}>
           {layout.id}
         </span>
-        <span className="status-dot" title={status} />
+        {headEnd}
       </div>
+      {children}
+      <Handle type="source" position={Position.Bottom} />
+    </div>
+  );
+}
+
+function StepNodeView({ data, selected }: NodeProps<GraphFlowNode>) {
+  const { layout, state } = data;
+  const step = layout.step;
+  const status = statusOf(state);
+  const model = state?.provider ?? [step?.provider, step?.model].filter(Boolean).join(':');
+  return (
+    <NodeBox
+      layout={layout}
+      status={status}
+      selected={selected}
+      className="flow-node"
+      headEnd={<span className="status-dot" title={status} />}
+    >
       {model !== '' && (
         <div className="node-model" title={model}>
           {model}
@@ -83,8 +114,7 @@ function StepNodeView({ data, selected }: NodeProps<GraphFlowNode>) {
           child run →
         </Link>
       )}
-      <Handle type="source" position={Position.Bottom} />
-    </div>
+    </NodeBox>
   );
 }
 
@@ -99,20 +129,17 @@ function GroupNodeView({ data, selected }: NodeProps<GraphFlowNode>) {
   const done = members.filter((member) => member.status === 'completed').length;
   const shown = members.slice(0, 40);
   return (
-    <div
-      className={`flow-node flow-group status-${status}${selected ? ' selected' : ''}`}
-      aria-label={`${layout.id}: ${status}`}
-    >
-      <Handle type="target" position={Position.Top} />
-      <div className="node-head">
-        <span className={`node-type type-${layout.type}`}>{TYPE_LABELS[layout.type] ?? layout.type}</span>
-        <span className="node-name" title={layout.id}>
-          {layout.id}
-        </span>
+    <NodeBox
+      layout={layout}
+      status={status}
+      selected={selected}
+      className="flow-node flow-group"
+      headEnd={
         <span className="node-progress" title="members done">
           {done}/{total}
         </span>
-      </div>
+      }
+    >
       <div className="node-model" title={group?.source ?? group?.agents?.join(', ')}>
         {group?.kind === 'for_each'
           ? `${group.as ?? 'item'} in ${group.source ?? '…'}`
@@ -129,8 +156,7 @@ function GroupNodeView({ data, selected }: NodeProps<GraphFlowNode>) {
         {members.length > shown.length && <span className="muted">+{members.length - shown.length}</span>}
       </div>
       <Metrics state={state} />
-      <Handle type="source" position={Position.Bottom} />
-    </div>
+    </NodeBox>
   );
 }
 

@@ -1,11 +1,11 @@
 // An agent run: its task, phase and attempts, what it did, verify output, the diff and its merge.
 
 import { useEffect, useRef, useState } from 'react';
-import { Link } from 'wouter';
 import type { AgentDetail, AgentEvent, RunSummary } from '../../serve/ui/api-types.js';
 import { useApi } from '../api.js';
 import { ActivityStream, ErrorText, SafeLink } from '../components/ActivityStream.js';
 import { DiffView } from '../components/DiffView.js';
+import { RunHeader, RunNotLoaded } from '../components/RunHeader.js';
 import { StatusBadge } from '../components/StatusBadge.js';
 import { formatDuration, formatMoney, formatTime } from '../format.js';
 import { useEventStream } from '../stream.js';
@@ -37,24 +37,13 @@ export function AgentPage({ id }: { id: string }) {
     data !== undefined,
   );
 
-  if (data === undefined) {
-    if (error !== undefined) return <ErrorText code={error.code} message={error.message} hint={error.hint} />;
-    return <p className="muted">Loading agent run…</p>;
-  }
+  if (data === undefined) return <RunNotLoaded error={error} what="agent run" />;
   const current = summary ?? data.summary;
   return (
     <div>
-      <header className="page-head">
-        <div>
-          <div className="crumbs">
-            <Link href="/">Runs</Link>
-          </div>
-          <h1>
-            {data.title} <span className="mono muted id">{id}</span>
-          </h1>
-          <div className="muted">started {formatTime(current.startedAt)}</div>
-        </div>
-      </header>
+      <RunHeader title={data.title} id={id}>
+        started {formatTime(current.startedAt)}
+      </RunHeader>
       <div className="status-bar" role="status">
         <StatusBadge status={current.status} />
         <span>

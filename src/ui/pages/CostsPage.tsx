@@ -1,10 +1,8 @@
 // Spend: totals, by provider/model/tag/workflow, budgets, and per day by provider.
 
 import type { CostReport } from '../../serve/ui/api-types.js';
-import { queryString, useApi } from '../api.js';
 import { CostChart } from '../charts/CostChart.js';
-import { ErrorText } from '../components/ActivityStream.js';
-import { RangePicker, useRange } from '../components/RangePicker.js';
+import { RangeReport, Stat } from '../components/RangeReport.js';
 import { SpendTable } from '../components/SpendTable.js';
 import { formatCount, formatMoney, formatPercent, formatTime } from '../format.js';
 
@@ -46,34 +44,14 @@ function BudgetBars({ budgets }: { budgets: CostReport['budgets'] }) {
 }
 
 export function CostsPage() {
-  const { days, since, setDays } = useRange();
-  const { data, error, loading } = useApi<CostReport>(`/costs${queryString({ since })}`);
   return (
-    <div>
-      <header className="page-head">
-        <h1>Costs</h1>
-        <RangePicker days={days} onChange={setDays} />
-      </header>
-      {error !== undefined && <ErrorText code={error.code} message={error.message} hint={error.hint} />}
-      {data === undefined ? (
-        loading && <p className="muted">Loading…</p>
-      ) : (
+    <RangeReport<CostReport> title="Costs" path="/costs">
+      {(data) => (
         <>
           <div className="stats">
-            <div className="stat">
-              <div className="stat-value">{formatMoney(data.totalUsd)}</div>
-              <div className="stat-label">spent</div>
-            </div>
-            <div className="stat">
-              <div className="stat-value">{formatCount(data.calls)}</div>
-              <div className="stat-label">calls</div>
-            </div>
-            <div className="stat">
-              <div className="stat-value">
-                {formatMoney(data.calls === 0 ? 0 : data.totalUsd / data.calls)}
-              </div>
-              <div className="stat-label">per call</div>
-            </div>
+            <Stat value={formatMoney(data.totalUsd)} label="spent" />
+            <Stat value={formatCount(data.calls)} label="calls" />
+            <Stat value={formatMoney(data.calls === 0 ? 0 : data.totalUsd / data.calls)} label="per call" />
             <div className="stat muted small">
               {formatTime(data.since)} → {formatTime(data.until)}
             </div>
@@ -91,6 +69,6 @@ export function CostsPage() {
           </div>
         </>
       )}
-    </div>
+    </RangeReport>
   );
 }

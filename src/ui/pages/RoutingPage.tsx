@@ -1,114 +1,60 @@
 // Routing: decisions, abstain rate, tier mix, decisions per day, low-confidence decisions, feedback.
 
 import type { RoutingReport } from '../../serve/ui/api-types.js';
-import { queryString, useApi } from '../api.js';
 import { DecisionsChart, TierMixChart } from '../charts/RoutingCharts.js';
-import { ErrorText } from '../components/ActivityStream.js';
-import { RangePicker, useRange } from '../components/RangePicker.js';
+import { TableCard } from '../components/DataTable.js';
+import { RangeReport, Stat } from '../components/RangeReport.js';
 import { formatCount, formatPercent, formatTime } from '../format.js';
 
 function LowConfidenceTable({ report }: { report: RoutingReport }) {
   return (
-    <section className="card">
-      <h2>Low confidence (below {formatPercent(report.lowConfidenceBelow)})</h2>
-      {report.lowConfidence.length === 0 ? (
-        <p className="muted">None in this range.</p>
-      ) : (
-        <div className="table-wrap">
-          <table className="data-table compact">
-            <thead>
-              <tr>
-                <th scope="col">Time</th>
-                <th scope="col">Skill</th>
-                <th scope="col" className="num">
-                  Confidence
-                </th>
-                <th scope="col">Method</th>
-                <th scope="col">Request</th>
-              </tr>
-            </thead>
-            <tbody>
-              {report.lowConfidence.map((decision) => (
-                <tr key={decision.id}>
-                  <td>{formatTime(decision.at)}</td>
-                  <td className="mono">{decision.skill}</td>
-                  <td className="num">{formatPercent(decision.confidence)}</td>
-                  <td>{decision.method}</td>
-                  <td className="wrap">
-                    {decision.text ?? <span className="muted">(text not stored)</span>}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      )}
-    </section>
+    <TableCard
+      title={<>Low confidence (below {formatPercent(report.lowConfidenceBelow)})</>}
+      empty={report.lowConfidence.length === 0 ? 'None in this range.' : undefined}
+      columns={['Time', 'Skill', { num: 'Confidence' }, 'Method', 'Request']}
+    >
+      {report.lowConfidence.map((decision) => (
+        <tr key={decision.id}>
+          <td>{formatTime(decision.at)}</td>
+          <td className="mono">{decision.skill}</td>
+          <td className="num">{formatPercent(decision.confidence)}</td>
+          <td>{decision.method}</td>
+          <td className="wrap">{decision.text ?? <span className="muted">(text not stored)</span>}</td>
+        </tr>
+      ))}
+    </TableCard>
   );
 }
 
 function FeedbackTable({ feedback }: { feedback: RoutingReport['feedback'] }) {
   return (
-    <section className="card">
-      <h2>Feedback</h2>
-      {feedback.length === 0 ? (
-        <p className="muted">No corrections recorded.</p>
-      ) : (
-        <div className="table-wrap">
-          <table className="data-table compact">
-            <thead>
-              <tr>
-                <th scope="col">Time</th>
-                <th scope="col">Decision</th>
-                <th scope="col">Chosen</th>
-                <th scope="col">Corrected to</th>
-              </tr>
-            </thead>
-            <tbody>
-              {feedback.map((row) => (
-                <tr key={`${row.decisionId}:${row.at}`}>
-                  <td>{formatTime(row.at)}</td>
-                  <td className="mono">{row.decisionId}</td>
-                  <td className="mono">{row.chosen ?? '—'}</td>
-                  <td className="mono">{row.corrected}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      )}
-    </section>
+    <TableCard
+      title="Feedback"
+      empty={feedback.length === 0 ? 'No corrections recorded.' : undefined}
+      columns={['Time', 'Decision', 'Chosen', 'Corrected to']}
+    >
+      {feedback.map((row) => (
+        <tr key={`${row.decisionId}:${row.at}`}>
+          <td>{formatTime(row.at)}</td>
+          <td className="mono">{row.decisionId}</td>
+          <td className="mono">{row.chosen ?? '—'}</td>
+          <td className="mono">{row.corrected}</td>
+        </tr>
+      ))}
+    </TableCard>
   );
 }
 
 export function RoutingPage() {
-  const { days, since, setDays } = useRange();
-  const { data, error, loading } = useApi<RoutingReport>(`/routing${queryString({ since })}`);
   return (
-    <div>
-      <header className="page-head">
-        <h1>Routing</h1>
-        <RangePicker days={days} onChange={setDays} />
-      </header>
-      {error !== undefined && <ErrorText code={error.code} message={error.message} hint={error.hint} />}
-      {data === undefined ? (
-        loading && <p className="muted">Loading…</p>
-      ) : (
+    <RangeReport<RoutingReport> title="Routing" path="/routing">
+      {(data) => (
         <>
           <div className="stats">
-            <div className="stat">
-              <div className="stat-value">{formatCount(data.decisions)}</div>
-              <div className="stat-label">decisions</div>
-            </div>
-            <div className="stat">
-              <div className="stat-value">{formatPercent(data.abstainRate)}</div>
-              <div className="stat-label">abstained</div>
-            </div>
+            <Stat value={formatCount(data.decisions)} label="decisions" />
+            <Stat value={formatPercent(data.abstainRate)} label="abstained" />
             {data.bySkill.slice(0, 3).map((skill) => (
-              <div className="stat" key={skill.skill}>
-                <div className="stat-value">{formatCount(skill.decisions)}</div>
-                <div className="stat-label mono">{skill.skill}</div>
-              </div>
+              <Stat key={skill.skill} value={formatCount(skill.decisions)} label={skill.skill} mono />
             ))}
           </div>
           <div className="grid-2 wide-right">
@@ -125,6 +71,6 @@ export function RoutingPage() {
           <FeedbackTable feedback={data.feedback} />
         </>
       )}
-    </div>
+    </RangeReport>
   );
 }

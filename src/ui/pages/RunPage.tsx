@@ -2,10 +2,12 @@
 
 import { useCallback, useMemo, useRef, useState } from 'react';
 import { Link } from 'wouter';
-import type { ActionResult, RunDetail, WorkflowGraph } from '../../serve/ui/api-types.js';
+import type { ActionResult, WorkflowGraph } from '../../serve/ui/api-types.js';
 import type { StepView } from '../types.js';
 import { ErrorText } from '../components/ActivityStream.js';
+import { DataTable } from '../components/DataTable.js';
 import { JsonView } from '../components/JsonView.js';
+import { RunHeader, RunNotLoaded } from '../components/RunHeader.js';
 import { StatusBadge } from '../components/StatusBadge.js';
 import { formatDuration, formatMoney, formatTime } from '../format.js';
 import { layoutGraph } from '../graph/graph-layout.js';
@@ -29,34 +31,20 @@ const TABS: Array<[Tab, string]> = [
 
 function StepsTable({ steps }: { steps: readonly StepView[] }) {
   return (
-    <div className="table-wrap">
-      <table className="data-table">
-        <thead>
-          <tr>
-            <th scope="col">Step</th>
-            <th scope="col">Type</th>
-            <th scope="col">Status</th>
-            <th scope="col">Attempts</th>
-            <th scope="col">Duration</th>
-            <th scope="col">Cost</th>
-          </tr>
-        </thead>
-        <tbody>
-          {steps.map((step) => (
-            <tr key={step.key}>
-              <td className="mono">{step.key.split('/').slice(1).join('/')}</td>
-              <td>{step.type}</td>
-              <td>
-                <StatusBadge status={step.status} />
-              </td>
-              <td className="num">{step.attempts}</td>
-              <td className="num">{formatDuration(step.durationMs)}</td>
-              <td className="num">{formatMoney(step.costUsd)}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </div>
+    <DataTable columns={['Step', 'Type', 'Status', 'Attempts', 'Duration', 'Cost']}>
+      {steps.map((step) => (
+        <tr key={step.key}>
+          <td className="mono">{step.key.split('/').slice(1).join('/')}</td>
+          <td>{step.type}</td>
+          <td>
+            <StatusBadge status={step.status} />
+          </td>
+          <td className="num">{step.attempts}</td>
+          <td className="num">{formatDuration(step.durationMs)}</td>
+          <td className="num">{formatMoney(step.costUsd)}</td>
+        </tr>
+      ))}
+    </DataTable>
   );
 }
 
@@ -68,31 +56,6 @@ function useStableGraph(graph: WorkflowGraph | undefined): WorkflowGraph | undef
   const text = JSON.stringify(graph);
   if (kept.current?.text !== text) kept.current = { text, graph };
   return kept.current.graph;
-}
-
-function RunHeader({ detail, status }: { detail: RunDetail; status: string }) {
-  const { summary } = detail;
-  return (
-    <header className="page-head">
-      <div>
-        <div className="crumbs">
-          <Link href="/">Runs</Link>
-          {summary.parentRunId !== undefined && (
-            <>
-              {' / '}
-              <Link href={`/runs/${encodeURIComponent(summary.parentRunId)}`}>parent run</Link>
-            </>
-          )}
-        </div>
-        <h1>
-          {detail.run.workflow} <span className="mono muted id">{detail.run.id}</span>
-        </h1>
-        <div className="muted">
-          started {formatTime(summary.startedAt)} <StatusBadge status={status} />
-        </div>
-      </div>
-    </header>
-  );
 }
 
 export function RunPage({ id }: { id: string }) {
@@ -126,18 +89,24 @@ export function RunPage({ id }: { id: string }) {
     [reload],
   );
 
-  if (data === undefined) {
-    if (detail.error !== undefined)
-      return <ErrorText code={detail.error.code} message={detail.error.message} hint={detail.error.hint} />;
-    return <p className="muted">Loading run…</p>;
-  }
+  if (data === undefined) return <RunNotLoaded error={detail.error} what="run" />;
   const status = summary?.status ?? data.summary.status;
   const finished = !['running', 'waiting'].includes(status);
   const detailWithSummary = summary === undefined ? data : { ...data, summary };
 
   return (
     <div className="run-page">
-      <RunHeader detail={detailWithSummary} status={status} />
+      <RunHeader
+        title={data.run.workflow}
+        id={data.run.id}
+        parentHref={
+          detailWithSummary.summary.parentRunId === undefined
+            ? undefined
+            : `/runs/${encodeURIComponent(detailWithSummary.summary.parentRunId)}`
+        }
+      >
+        started {formatTime(detailWithSummary.summary.startedAt)} <StatusBadge status={status} />
+      </RunHeader>
       <RunStatusBar detail={detailWithSummary} state={state} status={status} totalSteps={totalSteps} />
       {data.run.error !== undefined && <ErrorText code={data.run.errorCode} message={data.run.error} />}
       {actionsAllowed && data.run.gate !== undefined && (

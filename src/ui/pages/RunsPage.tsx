@@ -9,6 +9,7 @@ import { useEventStream } from '../stream.js';
 import { useUrlQuery } from '../url-query.js';
 
 const FILTERS = ['kind', 'status', 'name', 'tag', 'host', 'since', 'until'] as const;
+const KINDS = ['workflow', 'agent', 'call'];
 const STATUSES = [
   'running',
   'waiting',
@@ -29,6 +30,61 @@ const toLocalInput = (iso: string | undefined) => {
 };
 const fromLocalInput = (value: string) => (value === '' ? undefined : new Date(value).toISOString());
 
+interface FilterProps<Value> {
+  label: string;
+  value: Value;
+  onChange: (value: Value) => void;
+}
+
+function ChoiceFilter({
+  label,
+  value,
+  choices,
+  onChange,
+}: FilterProps<string> & { choices: readonly string[] }) {
+  return (
+    <label className="field">
+      <span>{label}</span>
+      <select value={value} onChange={(event) => onChange(event.target.value)}>
+        <option value="">all</option>
+        {choices.map((choice) => (
+          <option key={choice} value={choice}>
+            {choice}
+          </option>
+        ))}
+      </select>
+    </label>
+  );
+}
+
+function TextFilter({ label, value, placeholder, onChange }: FilterProps<string> & { placeholder?: string }) {
+  return (
+    <label className="field">
+      <span>{label}</span>
+      <input
+        type="search"
+        placeholder={placeholder}
+        value={value}
+        onChange={(event) => onChange(event.target.value)}
+      />
+    </label>
+  );
+}
+
+/** A time kept as ISO in the URL, picked in local time. */
+function TimeFilter({ label, value, onChange }: FilterProps<string | undefined>) {
+  return (
+    <label className="field">
+      <span>{label}</span>
+      <input
+        type="datetime-local"
+        value={toLocalInput(value)}
+        onChange={(event) => onChange(fromLocalInput(event.target.value))}
+      />
+    </label>
+  );
+}
+
 function RunFilters({
   query,
   onChange,
@@ -45,67 +101,28 @@ function RunFilters({
   const set = (key: string, value: string | undefined) => setDraft({ ...draft, [key]: value ?? '' });
   return (
     <form className="filters" onSubmit={submit} aria-label="Filter runs">
-      <label className="field">
-        <span>Kind</span>
-        <select value={draft['kind'] ?? ''} onChange={(event) => set('kind', event.target.value)}>
-          <option value="">all</option>
-          <option value="workflow">workflow</option>
-          <option value="agent">agent</option>
-          <option value="call">call</option>
-        </select>
-      </label>
-      <label className="field">
-        <span>Status</span>
-        <select value={draft['status'] ?? ''} onChange={(event) => set('status', event.target.value)}>
-          <option value="">all</option>
-          {STATUSES.map((status) => (
-            <option key={status} value={status}>
-              {status}
-            </option>
-          ))}
-        </select>
-      </label>
-      <label className="field">
-        <span>Name</span>
-        <input
-          type="search"
-          value={draft['name'] ?? ''}
-          onChange={(event) => set('name', event.target.value)}
-        />
-      </label>
-      <label className="field">
-        <span>Tag</span>
-        <input
-          type="search"
-          placeholder="key=value"
-          value={draft['tag'] ?? ''}
-          onChange={(event) => set('tag', event.target.value)}
-        />
-      </label>
-      <label className="field">
-        <span>Host</span>
-        <input
-          type="search"
-          value={draft['host'] ?? ''}
-          onChange={(event) => set('host', event.target.value)}
-        />
-      </label>
-      <label className="field">
-        <span>Since</span>
-        <input
-          type="datetime-local"
-          value={toLocalInput(draft['since'])}
-          onChange={(event) => set('since', fromLocalInput(event.target.value))}
-        />
-      </label>
-      <label className="field">
-        <span>Until</span>
-        <input
-          type="datetime-local"
-          value={toLocalInput(draft['until'])}
-          onChange={(event) => set('until', fromLocalInput(event.target.value))}
-        />
-      </label>
+      <ChoiceFilter
+        label="Kind"
+        value={draft['kind'] ?? ''}
+        choices={KINDS}
+        onChange={(value) => set('kind', value)}
+      />
+      <ChoiceFilter
+        label="Status"
+        value={draft['status'] ?? ''}
+        choices={STATUSES}
+        onChange={(value) => set('status', value)}
+      />
+      <TextFilter label="Name" value={draft['name'] ?? ''} onChange={(value) => set('name', value)} />
+      <TextFilter
+        label="Tag"
+        placeholder="key=value"
+        value={draft['tag'] ?? ''}
+        onChange={(value) => set('tag', value)}
+      />
+      <TextFilter label="Host" value={draft['host'] ?? ''} onChange={(value) => set('host', value)} />
+      <TimeFilter label="Since" value={draft['since']} onChange={(value) => set('since', value)} />
+      <TimeFilter label="Until" value={draft['until']} onChange={(value) => set('until', value)} />
       <div className="button-row">
         <button type="submit" className="primary">
           Apply

@@ -2,6 +2,7 @@
 
 import { useMemo, useState } from 'react';
 import type { WorkflowEventRecord } from '../../serve/ui/api-types.js';
+import { DataTable } from '../components/DataTable.js';
 import { formatClock, formatJson } from '../format.js';
 
 const SHOWN = 2000;
@@ -42,37 +43,24 @@ export function EventLog({ events }: { events: readonly WorkflowEventRecord[] })
           </span>
         )}
       </div>
-      <div className="table-wrap">
-        <table className="data-table events-table">
-          <thead>
-            <tr>
-              <th scope="col">#</th>
-              <th scope="col">Time</th>
-              <th scope="col">Type</th>
-              <th scope="col">Step</th>
-              <th scope="col">Data</th>
-            </tr>
-          </thead>
-          <tbody>
-            {shown.map((event) => (
-              <tr key={event.seq}>
-                <td className="num">{event.seq}</td>
-                <td className="mono">{formatClock(event.at)}</td>
-                <td className="mono">{event.type}</td>
-                <td className="mono">{event.step ?? ''}</td>
-                <td>
-                  {event.data !== undefined && Object.keys(event.data).length > 0 && (
-                    <details>
-                      <summary className="mono truncate">{JSON.stringify(event.data).slice(0, 120)}</summary>
-                      <pre>{formatJson(event.data)}</pre>
-                    </details>
-                  )}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
+      <DataTable className="events-table" columns={['#', 'Time', 'Type', 'Step', 'Data']}>
+        {shown.map((event) => (
+          <tr key={event.seq}>
+            <td className="num">{event.seq}</td>
+            <td className="mono">{formatClock(event.at)}</td>
+            <td className="mono">{event.type}</td>
+            <td className="mono">{event.step ?? ''}</td>
+            <td>
+              {event.data !== undefined && Object.keys(event.data).length > 0 && (
+                <details>
+                  <summary className="mono truncate">{JSON.stringify(event.data).slice(0, 120)}</summary>
+                  <pre>{formatJson(event.data)}</pre>
+                </details>
+              )}
+            </td>
+          </tr>
+        ))}
+      </DataTable>
     </section>
   );
 }

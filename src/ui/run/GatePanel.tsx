@@ -31,15 +31,14 @@ function useAnswer(runId: string, onAnswered: (result: ActionResult) => void) {
   return { busy, error, send };
 }
 
-function QuestionsForm({
-  gate,
-  busy,
-  send,
-}: {
+/** What a gate's form needs: the gate, whether an answer is on its way, and how to send one. */
+interface GateFormProps {
   gate: PendingGate;
   busy: boolean;
   send: (body: GateAnswerBody) => void;
-}) {
+}
+
+function QuestionsForm({ gate, busy, send }: GateFormProps) {
   const questions = gate.questions ?? [];
   const [answers, setAnswers] = useState<Record<string, string>>(() =>
     Object.fromEntries(questions.map((question) => [question.id, question.default ?? ''])),
@@ -108,15 +107,7 @@ function QuestionsForm({
   );
 }
 
-function GateOptions({
-  gate,
-  busy,
-  send,
-}: {
-  gate: PendingGate;
-  busy: boolean;
-  send: (body: GateAnswerBody) => void;
-}) {
+function GateOptions({ gate, busy, send }: GateFormProps) {
   const [asking, setAsking] = useState<PendingGate['options'][number]>();
   const [text, setText] = useState('');
   if (asking !== undefined) {
