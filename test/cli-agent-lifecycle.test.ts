@@ -93,14 +93,16 @@ describe('switchboard agent lifecycle', () => {
       ],
       fallback: { text: 'done' },
     });
-    // The slow run starts while the quick one runs and merges: it waits on its answer all the same.
-    const quickRunning = f.run([
+    const quick = await f.run([
       'agent',
       'run',
       '--task',
       f.task('quick', { id: 'quick', title: 'Quick' }),
       '--json',
     ]);
+    expect(quick.status, quick.stderr).toBe(0);
+    const quickRun = JSON.parse(quick.stdout) as RunJson;
+
     const runner = spawn(
       process.execPath,
       [cli, 'agent', 'run', '--task', f.task('slow', { id: 'slow', title: 'Slow' }), '--base-url', simUrl()],
@@ -108,9 +110,6 @@ describe('switchboard agent lifecycle', () => {
     );
     children.push(runner.pid ?? 0);
     const runnerExit = new Promise<number | null>((resolve) => runner.once('exit', (code) => resolve(code)));
-    const quick = await quickRunning;
-    expect(quick.status, quick.stderr).toBe(0);
-    const quickRun = JSON.parse(quick.stdout) as RunJson;
     await waitUntil(() => simLog().some((entry) => entry.text?.includes('Task slow:') === true));
     const live = (
       await f.json<{ id: string; taskId: string; childPid?: number; worktree: string }[]>(['agent', 'ls'])
@@ -203,23 +202,20 @@ describe('switchboard agent failures that are not the agent', () => {
         ['limited', 'RATE_LIMITED', 20],
         ['drop', 'PROVIDER_UNAVAILABLE', 28],
       ] as const;
-      // The three runs go side by side (as run-all's would): each has its own task, rule and run.
-      await Promise.all(
-        cases.map(async ([id, code, exit]) => {
-          const task = f.task(id, { id, title: `Fail ${id}`, limits: { max_attempts: 3 } });
-          const result = await f.run(['agent', 'run', '--task', task, '--retry-delay', '0.05', '--json']);
-          expect(result.status, `${id}: ${result.stderr}`).toBe(exit);
-          const run = JSON.parse(result.stdout) as RunJson;
-          expect(run).toMatchObject({ status: 'failed', errorCode: code, attempts: 1 });
-          // The runner did not try again. Claude Code sends one request, except on a 401: it then asks
-          // its apiKeyHelper for the key again and resends, twice, in case the key was rotated.
-          expect(simLog().filter((entry) => entry.rule === id)).toHaveLength(id === 'auth' ? 3 : 1);
-          const show = await f.run(['agent', 'show', run.id]);
-          expect(show.stdout).toMatch(new RegExp(`^error {5}${code}: the API failed, not the agent`, 'm'));
-          expect(show.stdout).not.toContain('agent_error');
-          expect(show.stdout).not.toContain('sk-ant-agent-cli-test');
-        }),
-      );
+      for (const [id, code, exit] of cases) {
+        const task = f.task(id, { id, title: `Fail ${id}`, limits: { max_attempts: 3 } });
+        const result = await f.run(['agent', 'run', '--task', task, '--retry-delay', '0.05', '--json']);
+        expect(result.status, `${id}: ${result.stderr}`).toBe(exit);
+        const run = JSON.parse(result.stdout) as RunJson;
+        expect(run).toMatchObject({ status: 'failed', errorCode: code, attempts: 1 });
+        // The runner did not try again. Claude Code sends one request, except on a 401: it then asks its
+        // apiKeyHelper for the key again and resends, twice, in case the key was rotated.
+        expect(simLog().filter((entry) => entry.rule === id)).toHaveLength(id === 'auth' ? 3 : 1);
+        const show = await f.run(['agent', 'show', run.id]);
+        expect(show.stdout).toMatch(new RegExp(`^error {5}${code}: the API failed, not the agent`, 'm'));
+        expect(show.stdout).not.toContain('agent_error');
+        expect(show.stdout).not.toContain('sk-ant-agent-cli-test');
+      }
     },
   );
 

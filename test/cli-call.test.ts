@@ -95,9 +95,6 @@ describe('switchboard call', () => {
       expect(result.stderr.trim().split('\n')).toHaveLength(1);
       expect(result.stderr).toMatch(pattern);
     };
-    // The idle timeout spends its three attempts waiting on a silent API: the other cases run meanwhile.
-    // It is the only claude:sonnet call, so the cooldown its failures earn touches none of them.
-    const idle = run(['call', 'claude:sonnet', 'hang', '--base-url', sim.url, '--idle-timeout', '1.5']);
     oneLine(
       await run(['call', 'claude:haiku', 'auth now', '--base-url', sim.url]),
       22,
@@ -108,7 +105,11 @@ describe('switchboard call', () => {
     oneLine(await run(['call', 'nonsense', 'hi']), 2, /neither a provider spec nor a role/);
     writeFileSync(join(cwd, 'bad.json'), '{ not json');
     oneLine(await run(['call', 'claude:haiku', 'hi', '--schema', 'bad.json']), 2, /not a JSON object/);
-    oneLine(await idle, 24, /sent nothing for 1500 ms/);
+    oneLine(
+      await run(['call', 'claude:sonnet', 'hang', '--base-url', sim.url, '--idle-timeout', '1.5']),
+      24,
+      /sent nothing for 1500 ms/,
+    );
   });
 
   it('--timeout limits the whole call: a stalled chain is not retried past it', async () => {
@@ -201,13 +202,11 @@ describe('switchboard stats', () => {
     // A folder of its own, so the figures are these calls alone, whatever ran before.
     const own = mkdtempSync(join(tmpdir(), 'switchboard-call-stats-'));
     const inOwn = (args: string[]) => run(args, '', own);
-    // The idle timeout waits out its attempts while the other calls run; it is the only claude:sonnet
-    // call, so its cooldown blocks none of them.
-    const idle = inOwn(['call', 'claude:sonnet', 'hang', '--base-url', sim.url, '--idle-timeout', '1.5']);
     expect((await inOwn(['call', 'claude:haiku', 'ping', '--base-url', sim.url])).status).toBe(0);
     expect((await inOwn(['call', 'claude:haiku', 'auth now', '--base-url', sim.url])).status).toBe(22);
     expect((await inOwn(['call', 'claude:haiku', 'hi', '--claude-path', '/no/such/claude'])).status).toBe(28);
-    expect((await idle).status).toBe(24);
+    const idle = ['call', 'claude:sonnet', 'hang', '--base-url', sim.url, '--idle-timeout', '1.5'];
+    expect((await inOwn(idle)).status).toBe(24);
     const result = await inOwn(['stats', '--json']);
     expect(result.status).toBe(0);
     const { calls } = JSON.parse(result.stdout) as {

@@ -2,7 +2,7 @@ import { execFileSync, type ChildProcess } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it, type TestContext } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type SimLogEntry } from '../src/sim/server.js';
 import { claudeProcessIds, waitForNoNewClaudeProcesses } from './helpers/claude.js';
 import { createRepository, git } from './helpers/git-repo.js';
@@ -210,50 +210,26 @@ describe.skipIf(POSTGRES_SKIP !== undefined)('workers with a remote repository',
     };
   });
 
-  /** Submitting and workers on the database at `url()`; the workers also go into `own`. */
-  function onDatabase(url: () => string, own = new Set<ChildProcess>()) {
-    /** Enqueues tasks on `remote` from a submitter machine with no clone of it; returns the run ids. */
-    function enqueue(
-      root: string,
-      remote: string,
-      ids: string[],
-      verify = (id: string) => `test -f ${id}.txt`,
-      baseUrl = simUrl,
-    ): Promise<string[]> {
-      const submitter = workerMachine(root, 'submitter', url());
-      return enqueueAgentTasks(submitter, { root, ids, repo: remote, baseUrl, verify });
-    }
-
-    const worker = async (root: string, name: string) => {
-      const m = workerMachine(root, name, url());
-      const started = await startWorker(['--config', m.config, 'worker', '--concurrency', '2'], {
-        cwd: m.cwd,
-        env: m.env,
-        children,
-      });
-      own.add(started.child);
-      return started;
-    };
-
-    return { enqueue, worker };
+  /** Enqueues tasks on `remote` from a submitter machine with no clone of it; returns the run ids. */
+  function enqueue(
+    root: string,
+    remote: string,
+    ids: string[],
+    verify = (id: string) => `test -f ${id}.txt`,
+    baseUrl = simUrl,
+  ): Promise<string[]> {
+    const submitter = workerMachine(root, 'submitter', database.url);
+    return enqueueAgentTasks(submitter, { root, ids, repo: remote, baseUrl, verify });
   }
 
-  const { enqueue, worker } = onDatabase(() => database.url);
-
-  /**
-   * A database of its own, for the kill tests: they run side by side (each mostly waits for its killed
-   * worker's heartbeat to lapse), and their workers must not take each other's jobs. Dropped, its
-   * workers killed, when the test ends.
-   */
-  async function ownDatabase(onTestFinished: TestContext['onTestFinished']) {
-    const own = await createTestDatabase();
-    const started = new Set<ChildProcess>();
-    onTestFinished(async () => {
-      killWorkers(started);
-      await own.drop();
+  const worker = (root: string, name: string) => {
+    const m = workerMachine(root, name, database.url);
+    return startWorker(['--config', m.config, 'worker', '--concurrency', '2'], {
+      cwd: m.cwd,
+      env: m.env,
+      children,
     });
-    return { url: own.url, ...onDatabase(() => own.url, started) };
-  }
+  };
 
   const subjectsOn = (remote: string): string[] => git(remote, 'log', '--format=%s', 'main').split('\n');
 
@@ -288,132 +264,124 @@ describe.skipIf(POSTGRES_SKIP !== undefined)('workers with a remote repository',
     for (const w of workers) expect((await w.exited).code).toBe(0);
   }, 240_000);
 
-  it.concurrent(
-    'kill -9 of the worker merging a pushed run: another worker merges it, the agent is not called again',
-    async ({ onTestFinished }) => {
-      const { url, enqueue, worker } = await ownDatabase(onTestFinished);
-      const root = workspace();
-      const remote = bareRemote(root);
-      // The remote holds the first push to main until told to refuse it: the merging worker dies meanwhile.
-      const marks = join(root, 'marks');
-      mkdirSync(marks);
-      const hook = join(remote, 'hooks', 'pre-receive');
-      writeFileSync(
-        hook,
-        [
-          '#!/bin/sh',
-          'while read old new ref; do',
-          `  if [ "$ref" = refs/heads/main ] && [ ! -f ${marks}/held ]; then`,
-          `    touch ${marks}/held`,
-          `    while [ ! -f ${marks}/refuse ]; do sleep 0.1; done`,
-          '    exit 1',
-          '  fi',
-          'done',
-          'exit 0',
-          '',
-        ].join('\n'),
-      );
-      chmodSync(hook, 0o755);
-      const [runId] = await enqueue(root, remote, ['held']);
-      const first = await worker(root, 'first');
-      await waitFor(() => existsSync(join(marks, 'held')), {
-        withinMs: 120_000,
-        what: 'the merge push to be held',
-      });
-      const agentRequests = requests().filter((entry) => entry.rule === 'held').length;
-      expect(agentRequests).toBe(1);
-      // The run's branch is on the remote (the effect point) before the merge.
-      expect(git(remote, 'branch', '--list', `agent/${runId}`)).toContain(`agent/${runId}`);
-      first.child.kill('SIGKILL');
-      await first.exited;
-      writeFileSync(join(marks, 'refuse'), '');
+  it('kill -9 of the worker merging a pushed run: another worker merges it, the agent is not called again', async () => {
+    const root = workspace();
+    const remote = bareRemote(root);
+    // The remote holds the first push to main until told to refuse it: the merging worker dies meanwhile.
+    const marks = join(root, 'marks');
+    mkdirSync(marks);
+    const hook = join(remote, 'hooks', 'pre-receive');
+    writeFileSync(
+      hook,
+      [
+        '#!/bin/sh',
+        'while read old new ref; do',
+        `  if [ "$ref" = refs/heads/main ] && [ ! -f ${marks}/held ]; then`,
+        `    touch ${marks}/held`,
+        `    while [ ! -f ${marks}/refuse ]; do sleep 0.1; done`,
+        '    exit 1',
+        '  fi',
+        'done',
+        'exit 0',
+        '',
+      ].join('\n'),
+    );
+    chmodSync(hook, 0o755);
+    const [runId] = await enqueue(root, remote, ['held']);
+    const first = await worker(root, 'first');
+    await waitFor(() => existsSync(join(marks, 'held')), {
+      withinMs: 120_000,
+      what: 'the merge push to be held',
+    });
+    const agentRequests = requests().filter((entry) => entry.rule === 'held').length;
+    expect(agentRequests).toBe(1);
+    // The run's branch is on the remote (the effect point) before the merge.
+    expect(git(remote, 'branch', '--list', `agent/${runId}`)).toContain(`agent/${runId}`);
+    first.child.kill('SIGKILL');
+    await first.exited;
+    writeFileSync(join(marks, 'refuse'), '');
 
-      const second = await worker(root, 'second');
-      await waitFor(() => second.jobLines().some((line) => line.startsWith('job switchboard.merges')), {
+    const second = await worker(root, 'second');
+    await waitFor(() => second.jobLines().some((line) => line.startsWith('job switchboard.merges')), {
+      withinMs: 60_000,
+      what: 'the other worker to take the merge',
+    });
+    expect(second.jobLines()).toEqual([
+      expect.stringMatching(new RegExp(`^job switchboard\\.merges ${runId} succeeded `)),
+    ]);
+    expect(subjectsOn(remote).filter((subject) => subject === 'feat(held): Add held')).toHaveLength(1);
+    expect(requests().filter((entry) => entry.rule === 'held').length).toBe(agentRequests);
+    await waitForJobs(database.url, (jobs) =>
+      jobs.some((job) => job.runId === runId && job.state === 'completed'),
+    );
+    second.child.kill('SIGTERM');
+    expect((await second.exited).code).toBe(0);
+  }, 240_000);
+
+  it('kill -9 of a worker in the agent step: another worker, with its own clone, redoes the attempt in a new worktree and merges once', async () => {
+    const root = workspace();
+    const remote = bareRemote(root);
+    // Turn 1 writes a file and turn 2 hangs; the attempt redone on another machine (told it was
+    // interrupted elsewhere) writes the file the verify command checks.
+    const sim = await startSimulator({
+      maxLifetimeMs: 300_000,
+      scenario: {
+        rules: [
+          {
+            name: 'moved',
+            match: { text: 'another machine' },
+            times: 1,
+            reply: { tool: { name: 'Write', input: { file_path: 'part2.txt', content: 'two\n' } } },
+          },
+          {
+            name: 'stuck-1',
+            match: { turn: 1 },
+            times: 1,
+            reply: { tool: { name: 'Write', input: { file_path: 'part1.txt', content: 'one\n' } } },
+          },
+          { name: 'stuck-2', match: { turn: 2 }, times: 1, reply: { text: 'late', delayMs: 120_000 } },
+        ],
+        fallback: { text: 'done' },
+      },
+    });
+    const requests = (): readonly SimLogEntry[] => sim.requests;
+    try {
+      const [runId] = await enqueue(root, remote, ['stuck'], () => 'test -f part2.txt', sim.url);
+      const workers = await Promise.all([worker(root, 'a'), worker(root, 'b')]);
+      await waitFor(() => requests().some((entry) => entry.rule === 'stuck-2'), {
         withinMs: 60_000,
-        what: 'the other worker to take the merge',
+        what: 'the hanging agent turn',
       });
-      expect(second.jobLines()).toEqual([
-        expect.stringMatching(new RegExp(`^job switchboard\\.merges ${runId} succeeded `)),
-      ]);
-      expect(subjectsOn(remote).filter((subject) => subject === 'feat(held): Add held')).toHaveLength(1);
-      expect(requests().filter((entry) => entry.rule === 'held').length).toBe(agentRequests);
-      await waitForJobs(url, (jobs) => jobs.some((job) => job.runId === runId && job.state === 'completed'));
-      second.child.kill('SIGTERM');
-      expect((await second.exited).code).toBe(0);
-    },
-    240_000,
-  );
-
-  it.concurrent(
-    'kill -9 of a worker in the agent step: another worker, with its own clone, redoes the attempt in a new worktree and merges once',
-    async ({ onTestFinished }) => {
-      const { url, enqueue, worker } = await ownDatabase(onTestFinished);
-      const root = workspace();
-      const remote = bareRemote(root);
-      // Turn 1 writes a file and turn 2 hangs; the attempt redone on another machine (told it was
-      // interrupted elsewhere) writes the file the verify command checks.
-      const sim = await startSimulator({
-        maxLifetimeMs: 300_000,
-        scenario: {
-          rules: [
-            {
-              name: 'moved',
-              match: { text: 'another machine' },
-              times: 1,
-              reply: { tool: { name: 'Write', input: { file_path: 'part2.txt', content: 'two\n' } } },
-            },
-            {
-              name: 'stuck-1',
-              match: { turn: 1 },
-              times: 1,
-              reply: { tool: { name: 'Write', input: { file_path: 'part1.txt', content: 'one\n' } } },
-            },
-            { name: 'stuck-2', match: { turn: 2 }, times: 1, reply: { text: 'late', delayMs: 120_000 } },
-          ],
-          fallback: { text: 'done' },
-        },
+      const observer = workerMachine(root, 'observer', database.url);
+      const show = async () =>
+        JSON.parse(
+          (await runCli(['agent', 'show', runId!, '--json'], { cwd: observer.cwd, env: observer.env }))
+            .stdout,
+        ) as {
+          runnerPid: number;
+          status: string;
+          worktree: string;
+        };
+      const holderPid = (await show()).runnerPid;
+      const holder = workers.find((w) => w.pid === holderPid)!;
+      const other = workers.find((w) => w !== holder)!;
+      holder.child.kill('SIGKILL');
+      await holder.exited;
+      await waitFor(() => other.jobLines().some((line) => line.startsWith('job switchboard.merges')), {
+        withinMs: 90_000,
+        what: 'the other worker to finish the run',
       });
-      const requests = (): readonly SimLogEntry[] => sim.requests;
-      try {
-        const [runId] = await enqueue(root, remote, ['stuck'], () => 'test -f part2.txt', sim.url);
-        const workers = await Promise.all([worker(root, 'a'), worker(root, 'b')]);
-        await waitFor(() => requests().some((entry) => entry.rule === 'stuck-2'), {
-          withinMs: 60_000,
-          what: 'the hanging agent turn',
-        });
-        const observer = workerMachine(root, 'observer', url);
-        const show = async () =>
-          JSON.parse(
-            (await runCli(['agent', 'show', runId!, '--json'], { cwd: observer.cwd, env: observer.env }))
-              .stdout,
-          ) as {
-            runnerPid: number;
-            status: string;
-            worktree: string;
-          };
-        const holderPid = (await show()).runnerPid;
-        const holder = workers.find((w) => w.pid === holderPid)!;
-        const other = workers.find((w) => w !== holder)!;
-        holder.child.kill('SIGKILL');
-        await holder.exited;
-        await waitFor(() => other.jobLines().some((line) => line.startsWith('job switchboard.merges')), {
-          withinMs: 90_000,
-          what: 'the other worker to finish the run',
-        });
-        const run = await show();
-        expect(run.status).toBe('succeeded');
-        // The run moved to the other machine's clone; the dead machine's unpushed file did not come along.
-        expect(run.worktree.startsWith(join(root, other === workers[0] ? 'a' : 'b'))).toBe(true);
-        expect(requests().filter((entry) => entry.rule === 'moved')).toHaveLength(1);
-        expect(subjectsOn(remote).filter((subject) => subject === 'feat(stuck): Add stuck')).toHaveLength(1);
-        expect(git(remote, 'show', 'main:part2.txt')).toBe('two');
-        other.child.kill('SIGTERM');
-        expect((await other.exited).code).toBe(0);
-      } finally {
-        await sim.close();
-      }
-    },
-    240_000,
-  );
+      const run = await show();
+      expect(run.status).toBe('succeeded');
+      // The run moved to the other machine's clone; the dead machine's unpushed file did not come along.
+      expect(run.worktree.startsWith(join(root, other === workers[0] ? 'a' : 'b'))).toBe(true);
+      expect(requests().filter((entry) => entry.rule === 'moved')).toHaveLength(1);
+      expect(subjectsOn(remote).filter((subject) => subject === 'feat(stuck): Add stuck')).toHaveLength(1);
+      expect(git(remote, 'show', 'main:part2.txt')).toBe('two');
+      other.child.kill('SIGTERM');
+      expect((await other.exited).code).toBe(0);
+    } finally {
+      await sim.close();
+    }
+  }, 240_000);
 });

@@ -2,7 +2,7 @@ import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it, type TestContext } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { WorkflowRunResult } from '../src/workflows/api-types.js';
 import { adminQuery, createTestDatabase, POSTGRES_SKIP, type TestDatabase } from './helpers/postgres.js';
 import { runCli } from './helpers/run-cli.js';
@@ -38,16 +38,6 @@ function lines(file: string): string[] {
     return readFileSync(file, 'utf8').trim().split('\n').filter(Boolean);
   } catch {
     return [];
-  }
-}
-
-/** SIGTERMs the workers still running and waits for them to exit. */
-async function stopWorkers(workers: readonly WorkerProcess[]): Promise<void> {
-  for (const worker of workers) {
-    if (worker.child.exitCode === null && worker.child.signalCode === null) {
-      worker.child.kill('SIGTERM');
-      await worker.exited;
-    }
   }
 }
 
@@ -163,51 +153,25 @@ describe.skipIf(POSTGRES_SKIP !== undefined)('for_each and parallel members as j
   });
 
   afterEach(async () => {
-    await stopWorkers(workers.splice(0));
+    for (const worker of workers.splice(0)) {
+      if (worker.child.exitCode === null && worker.child.signalCode === null) {
+        worker.child.kill('SIGTERM');
+        await worker.exited;
+      }
+    }
   });
 
-  /** Machines on the database at `url()`, and workers on them that go into `own` (to be stopped). */
-  function onDatabase(url: () => string, own: WorkerProcess[]) {
-    const machine = (root: string, name: string): WorkerMachine => workerMachine(root, name, url());
+  const machine = (root: string, name: string): WorkerMachine => workerMachine(root, name, database.url);
 
-    async function worker(root: string, name: string): Promise<WorkerProcess> {
-      const m = machine(root, name);
-      const started = await startWorker(['--config', m.config, 'worker', '--queues', 'workflows'], {
-        cwd: m.cwd,
-        env: m.env,
-        children,
-      });
-      own.push(started);
-      return started;
-    }
-
-    async function memberRows(runId: string): Promise<MemberRow[]> {
-      const result = await adminQuery(
-        `SELECT key, status, attempt::int AS attempt, claimed_by FROM workflow_steps
-           WHERE run_id = '${runId}' AND group_key IS NOT NULL ORDER BY item_index, key`,
-        url(),
-      );
-      return result.rows as MemberRow[];
-    }
-
-    return { machine, worker, memberRows };
-  }
-
-  const { machine, worker, memberRows } = onDatabase(() => database.url, workers);
-
-  /**
-   * A database of its own and workers on it, stopped when the test ends: for the kill tests, which run
-   * side by side (each mostly waits for its killed worker's heartbeat to lapse) and must not take each
-   * other's jobs.
-   */
-  async function ownDatabase(onTestFinished: TestContext['onTestFinished']) {
-    const own = await createTestDatabase();
-    const started: WorkerProcess[] = [];
-    onTestFinished(async () => {
-      await stopWorkers(started);
-      await own.drop();
+  async function worker(root: string, name: string): Promise<WorkerProcess> {
+    const m = machine(root, name);
+    const started = await startWorker(['--config', m.config, 'worker', '--queues', 'workflows'], {
+      cwd: m.cwd,
+      env: m.env,
+      children,
     });
-    return { url: own.url, ...onDatabase(() => own.url, started) };
+    workers.push(started);
+    return started;
   }
 
   async function enqueue(m: WorkerMachine, file: string): Promise<string> {
@@ -225,6 +189,15 @@ describe.skipIf(POSTGRES_SKIP !== undefined)('for_each and parallel members as j
     const run = await untilWorkflowStatus(m, runId, (status) => status !== 'running', deadline);
     if (run.status !== 'completed') throw new Error(`run ${runId} is ${run.status}: ${JSON.stringify(run)}`);
     return run;
+  }
+
+  async function memberRows(runId: string): Promise<MemberRow[]> {
+    const result = await adminQuery(
+      `SELECT key, status, attempt::int AS attempt, claimed_by FROM workflow_steps
+         WHERE run_id = '${runId}' AND group_key IS NOT NULL ORDER BY item_index, key`,
+      database.url,
+    );
+    return result.rows as MemberRow[];
   }
 
   it('six items with max_concurrent 2 on three workers: spread over workers, never more than two at once, each once', async () => {
@@ -267,103 +240,98 @@ describe.skipIf(POSTGRES_SKIP !== undefined)('for_each and parallel members as j
     expect(memberLines.filter((line) => line.includes(`${runId} completed each/`))).toHaveLength(6);
   });
 
-  it.concurrent(
-    'kill -9 of the worker running an item: another worker runs it again, the run completes, no other item runs twice',
-    async ({ onTestFinished }) => {
-      const { machine, worker, memberRows } = await ownDatabase(onTestFinished);
-      const root = workspace();
-      writeFileSync(join(root, 'item.yaml'), ITEM);
-      writeFileSync(join(root, 'held.yaml'), forEach(3, 3, true));
-      const submitter = machine(root, 'submitter');
-      const runId = await enqueue(submitter, join(root, 'held.yaml'));
-      const started = await Promise.all([worker(root, 'w1'), worker(root, 'w2'), worker(root, 'w3')]);
-      try {
-        const deadline = Date.now() + 60_000;
-        let holder: WorkerProcess | undefined;
-        while (holder === undefined) {
-          if (Date.now() > deadline) throw new Error('item 2 never started');
-          const row = (await memberRows(runId)).find((candidate) => candidate.key.endsWith('/1'));
-          if (starts(root, 2) === 1 && row?.claimed_by != null)
-            holder = started.find((w) => row.claimed_by?.startsWith(`pid ${w.pid} on`));
-          else await new Promise((resolve) => setTimeout(resolve, 50));
-        }
-        holder.child.kill('SIGKILL');
-        await holder.exited;
-        const again = Date.now() + 90_000;
-        while (starts(root, 2) < 2) {
-          if (Date.now() > again) throw new Error('no worker ran item 2 again');
-          await new Promise((resolve) => setTimeout(resolve, 100));
-        }
-      } finally {
-        writeFileSync(join(root, 'go'), '');
+  it('kill -9 of the worker running an item: another worker runs it again, the run completes, no other item runs twice', async () => {
+    const root = workspace();
+    writeFileSync(join(root, 'item.yaml'), ITEM);
+    writeFileSync(join(root, 'held.yaml'), forEach(3, 3, true));
+    const submitter = machine(root, 'submitter');
+    const runId = await enqueue(submitter, join(root, 'held.yaml'));
+    const started = await Promise.all([worker(root, 'w1'), worker(root, 'w2'), worker(root, 'w3')]);
+    try {
+      const deadline = Date.now() + 60_000;
+      let holder: WorkerProcess | undefined;
+      while (holder === undefined) {
+        if (Date.now() > deadline) throw new Error('item 2 never started');
+        const row = (await memberRows(runId)).find((candidate) => candidate.key.endsWith('/1'));
+        if (starts(root, 2) === 1 && row?.claimed_by != null)
+          holder = started.find((w) => row.claimed_by?.startsWith(`pid ${w.pid} on`));
+        else await new Promise((resolve) => setTimeout(resolve, 50));
       }
-      const done = await untilCompleted(machine(root, 'observer'), runId);
-      expect(done.output).toEqual({ done: '1,2,3' });
-      expect(lines(join(root, 'item-2.log')).filter((line) => line.startsWith('start'))).toHaveLength(2);
-      const rows = await memberRows(runId);
-      expect(rows.map((row) => [row.key.split('/').at(-1), row.status])).toEqual([
-        ['0', 'completed'],
-        ['1', 'completed'],
-        ['2', 'completed'],
-      ]);
-      expect(rows[1]?.attempt).toBe(2);
-      // Items 1 and 3 ran once, unless they were on the killed worker and had not ended yet.
-      for (const n of [1, 3]) expect(rows[n - 1]?.attempt, `item ${n}`).toBe(starts(root, n));
-    },
-  );
+      holder.child.kill('SIGKILL');
+      await holder.exited;
+      const again = Date.now() + 90_000;
+      while (starts(root, 2) < 2) {
+        if (Date.now() > again) throw new Error('no worker ran item 2 again');
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    } finally {
+      writeFileSync(join(root, 'go'), '');
+    }
+    const done = await untilCompleted(machine(root, 'observer'), runId);
+    expect(done.output).toEqual({ done: '1,2,3' });
+    expect(lines(join(root, 'item-2.log')).filter((line) => line.startsWith('start'))).toHaveLength(2);
+    const rows = await memberRows(runId);
+    expect(rows.map((row) => [row.key.split('/').at(-1), row.status])).toEqual([
+      ['0', 'completed'],
+      ['1', 'completed'],
+      ['2', 'completed'],
+    ]);
+    expect(rows[1]?.attempt).toBe(2);
+    // Items 1 and 3 ran once, unless they were on the killed worker and had not ended yet.
+    for (const n of [1, 3]) expect(rows[n - 1]?.attempt, `item ${n}`).toBe(starts(root, n));
+  });
 
-  it.concurrent(
-    'kill -9 of the coordinating worker: the next one waits for the item still running elsewhere instead of sending it again',
-    async ({ onTestFinished }) => {
-      const { url, machine, worker, memberRows } = await ownDatabase(onTestFinished);
-      const root = workspace();
-      writeFileSync(join(root, 'item.yaml'), ITEM);
-      writeFileSync(join(root, 'held.yaml'), forEach(3, 3, true));
-      const submitter = machine(root, 'submitter');
-      const runId = await enqueue(submitter, join(root, 'held.yaml'));
-      const started = await Promise.all([worker(root, 'w1'), worker(root, 'w2'), worker(root, 'w3')]);
-      const ownerPid = async (): Promise<number | null> => {
-        const result = await adminQuery(`SELECT owner_pid FROM workflow_runs WHERE id = '${runId}'`, url);
-        const pid = (result.rows[0] as { owner_pid: number | string | null } | undefined)?.owner_pid;
-        return pid == null ? null : Number(pid);
-      };
-      let holderPid: string | undefined;
-      let coordinator: number | null = null;
-      try {
-        const deadline = Date.now() + 60_000;
-        while (holderPid === undefined || coordinator === null) {
-          if (Date.now() > deadline) throw new Error('item 2 never started');
-          const row = (await memberRows(runId)).find((candidate) => candidate.key.endsWith('/1'));
-          if (starts(root, 2) === 1 && row?.claimed_by != null) {
-            holderPid = row.claimed_by;
-            coordinator = await ownerPid();
-          } else await new Promise((resolve) => setTimeout(resolve, 50));
-        }
-        const killed = started.find((w) => w.pid === coordinator);
-        if (killed === undefined) throw new Error(`the coordinator ${coordinator} is no worker`);
-        killed.child.kill('SIGKILL');
-        await killed.exited;
-        // Another worker takes the run over (its job comes back after the heartbeat) while item 2 still runs.
-        const takeover = Date.now() + 90_000;
-        for (;;) {
-          const pid = await ownerPid();
-          if (pid !== null && pid !== coordinator) break;
-          if (Date.now() > takeover) throw new Error('no worker took the run over');
-          await new Promise((resolve) => setTimeout(resolve, 100));
-        }
-      } finally {
-        writeFileSync(join(root, 'go'), '');
+  it('kill -9 of the coordinating worker: the next one waits for the item still running elsewhere instead of sending it again', async () => {
+    const root = workspace();
+    writeFileSync(join(root, 'item.yaml'), ITEM);
+    writeFileSync(join(root, 'held.yaml'), forEach(3, 3, true));
+    const submitter = machine(root, 'submitter');
+    const runId = await enqueue(submitter, join(root, 'held.yaml'));
+    const started = await Promise.all([worker(root, 'w1'), worker(root, 'w2'), worker(root, 'w3')]);
+    const ownerPid = async (): Promise<number | null> => {
+      const result = await adminQuery(
+        `SELECT owner_pid FROM workflow_runs WHERE id = '${runId}'`,
+        database.url,
+      );
+      const pid = (result.rows[0] as { owner_pid: number | string | null } | undefined)?.owner_pid;
+      return pid == null ? null : Number(pid);
+    };
+    let holderPid: string | undefined;
+    let coordinator: number | null = null;
+    try {
+      const deadline = Date.now() + 60_000;
+      while (holderPid === undefined || coordinator === null) {
+        if (Date.now() > deadline) throw new Error('item 2 never started');
+        const row = (await memberRows(runId)).find((candidate) => candidate.key.endsWith('/1'));
+        if (starts(root, 2) === 1 && row?.claimed_by != null) {
+          holderPid = row.claimed_by;
+          coordinator = await ownerPid();
+        } else await new Promise((resolve) => setTimeout(resolve, 50));
       }
-      const done = await untilCompleted(machine(root, 'observer'), runId);
-      expect(done.output).toEqual({ done: '1,2,3' });
-      // Item 2 ran once, unless it ran on the killed coordinator's own worker (then it ran again there).
-      const sameWorker = holderPid.startsWith(`pid ${coordinator} on`);
-      expect(starts(root, 2)).toBe(sameWorker ? 2 : 1);
-      const rows = await memberRows(runId);
-      expect(rows.map((row) => row.status)).toEqual(['completed', 'completed', 'completed']);
-      expect(rows[1]?.attempt).toBe(sameWorker ? 2 : 1);
-    },
-  );
+      const killed = started.find((w) => w.pid === coordinator);
+      if (killed === undefined) throw new Error(`the coordinator ${coordinator} is no worker`);
+      killed.child.kill('SIGKILL');
+      await killed.exited;
+      // Another worker takes the run over (its job comes back after the heartbeat) while item 2 still runs.
+      const takeover = Date.now() + 90_000;
+      for (;;) {
+        const pid = await ownerPid();
+        if (pid !== null && pid !== coordinator) break;
+        if (Date.now() > takeover) throw new Error('no worker took the run over');
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    } finally {
+      writeFileSync(join(root, 'go'), '');
+    }
+    const done = await untilCompleted(machine(root, 'observer'), runId);
+    expect(done.output).toEqual({ done: '1,2,3' });
+    // Item 2 ran once, unless it ran on the killed coordinator's own worker (then it ran again there).
+    const sameWorker = holderPid.startsWith(`pid ${coordinator} on`);
+    expect(starts(root, 2)).toBe(sameWorker ? 2 : 1);
+    const rows = await memberRows(runId);
+    expect(rows.map((row) => row.status)).toEqual(['completed', 'completed', 'completed']);
+    expect(rows[1]?.attempt).toBe(sameWorker ? 2 : 1);
+  });
 
   it('fail_fast: the first failed item stops the one running on another worker (ABORTED) and the run fails', async () => {
     const root = workspace();

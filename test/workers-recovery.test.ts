@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it, type TestContext } from 'vitest';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../src/sim/server.js';
 import type { Scenario } from '../src/sim/scenario.js';
 import { claudeProcessIds, waitForNoNewClaudeProcesses } from './helpers/claude.js';
@@ -24,10 +24,14 @@ import {
 
 const folders: string[] = [];
 const children = new Set<ChildProcess>();
+const cleanups: (() => Promise<void>)[] = [];
 const claudeBefore = claudeProcessIds();
 
-afterAll(async () => {
+afterEach(async () => {
   killWorkers(children);
+  for (const cleanup of cleanups.splice(0)) await cleanup();
+});
+afterAll(async () => {
   expect(await waitForNoNewClaudeProcesses(claudeBefore)).toEqual([]);
   for (const folder of folders) rmSync(folder, { recursive: true, force: true });
 });
@@ -39,21 +43,11 @@ interface RunView {
   runnerPid?: number;
 }
 
-/**
- * A repository, a database, a simulator and one enqueued task whose first agent turn is slow; the
- * test's workers are killed, its simulator closed and its database dropped when it ends. Nothing is
- * shared with another test, so some of them run side by side.
- */
-async function slowRun(
-  onTestFinished: TestContext['onTestFinished'],
-  scenario: Scenario,
-  task: Record<string, unknown>,
-) {
+/** A repository, a database, a simulator and one enqueued task whose first agent turn is slow. */
+async function slowRun(scenario: Scenario, task: Record<string, unknown>) {
   const database: TestDatabase = await createTestDatabase();
   const sim: Simulator = await startSimulator({ scenario, maxLifetimeMs: 300_000 });
-  const own = new Set<ChildProcess>();
-  onTestFinished(async () => {
-    killWorkers(own);
+  cleanups.push(async () => {
     await sim.close();
     await database.drop();
   });
@@ -73,15 +67,9 @@ async function slowRun(
     const result = await runCli(['agent', 'show', runId, '--json'], submitter);
     return JSON.parse(result.stdout) as RunView;
   };
-  const worker = async (name: string, args: string[] = []): Promise<WorkerProcess> => {
+  const worker = (name: string, args: string[] = []): Promise<WorkerProcess> => {
     const m = workerMachine(root, name, database.url);
-    const started = await startWorker(['--config', m.config, 'worker', ...args], {
-      cwd: m.cwd,
-      env: m.env,
-      children,
-    });
-    own.add(started.child);
-    return started;
+    return startWorker(['--config', m.config, 'worker', ...args], { cwd: m.cwd, env: m.env, children });
   };
   return { sim, repo, runId, show, worker, submitter, database };
 }
@@ -119,12 +107,8 @@ function mergedOnce(repo: string, subject: string): void {
 }
 
 describe.skipIf(POSTGRES_SKIP !== undefined)('a worker that dies or stops mid-run', () => {
-  // The two tests that race a clock (the pickup bound; the drain seen while a 4 s answer is pending) run
-  // alone; the others, each on a database, simulator and repository of its own, side by side after them.
-  it('kill -9 of the worker in a long agent step: the other worker resumes the run within the bound', async ({
-    onTestFinished,
-  }) => {
-    const f = await slowRun(onTestFinished, interruptedScenario, interruptedTask);
+  it('kill -9 of the worker in a long agent step: the other worker resumes the run within the bound', async () => {
+    const f = await slowRun(interruptedScenario, interruptedTask);
     const workers = await Promise.all([f.worker('a'), f.worker('b')]);
     await waitFor(() => f.sim.requests.some((entry) => entry.rule === 'slow'), {
       withinMs: 60_000,
@@ -158,11 +142,39 @@ describe.skipIf(POSTGRES_SKIP !== undefined)('a worker that dies or stops mid-ru
     expect((await other!.exited).code).toBe(0);
   }, 180_000);
 
-  it('SIGTERM lets a running job finish, answers 503 on /healthz meanwhile, then exits 0', async ({
-    onTestFinished,
-  }) => {
+  it("taking over a run from another machine's worker leaves this machine's process with the recorded child pid alone", async () => {
     const f = await slowRun(
-      onTestFinished,
+      {
+        rules: [
+          {
+            match: { turn: 1 },
+            reply: { tool: { name: 'Write', input: { file_path: 'done.txt', content: 'ok\n' } } },
+          },
+        ],
+        fallback: { text: 'done' },
+      },
+      { id: 'elsewhere', title: 'Elsewhere', verify: 'test -f done.txt' },
+    );
+    // As if a worker on another machine (pid 999999 there) had started the run and died, its agent's
+    // pid being, on this machine, an unrelated process.
+    const bystander = spawn('sleep', ['120'], { stdio: 'ignore', detached: true });
+    children.add(bystander);
+    await adminQuery(
+      `UPDATE agent_runs SET runner_pid = 999999, child_pid = ${bystander.pid}, phase = 'worktree' WHERE id = '${f.runId}'`,
+      f.database.url,
+    );
+    const worker = await f.worker('a');
+    await waitFor(() => worker.jobLines().length > 0, { withinMs: 60_000, what: 'the job to end' });
+    expect(worker.jobLines()).toEqual([expect.stringMatching(/ succeeded /)]);
+    expect(bystander.exitCode).toBeNull();
+    expect(bystander.signalCode).toBeNull();
+    bystander.kill('SIGKILL');
+    worker.child.kill('SIGTERM');
+    expect((await worker.exited).code).toBe(0);
+  }, 120_000);
+
+  it('SIGTERM lets a running job finish, answers 503 on /healthz meanwhile, then exits 0', async () => {
+    const f = await slowRun(
       {
         rules: [
           {
@@ -197,96 +209,52 @@ describe.skipIf(POSTGRES_SKIP !== undefined)('a worker that dies or stops mid-ru
     ]);
   }, 120_000);
 
-  it.concurrent(
-    "taking over a run from another machine's worker leaves this machine's process with the recorded child pid alone",
-    async ({ onTestFinished }) => {
-      const f = await slowRun(
-        onTestFinished,
-        {
-          rules: [
-            {
-              match: { turn: 1 },
-              reply: { tool: { name: 'Write', input: { file_path: 'done.txt', content: 'ok\n' } } },
-            },
-          ],
-          fallback: { text: 'done' },
-        },
-        { id: 'elsewhere', title: 'Elsewhere', verify: 'test -f done.txt' },
-      );
-      // As if a worker on another machine (pid 999999 there) had started the run and died, its agent's
-      // pid being, on this machine, an unrelated process.
-      const bystander = spawn('sleep', ['120'], { stdio: 'ignore', detached: true });
-      children.add(bystander);
-      await adminQuery(
-        `UPDATE agent_runs SET runner_pid = 999999, child_pid = ${bystander.pid}, phase = 'worktree' WHERE id = '${f.runId}'`,
-        f.database.url,
-      );
-      const worker = await f.worker('a');
-      await waitFor(() => worker.jobLines().length > 0, { withinMs: 60_000, what: 'the job to end' });
-      expect(worker.jobLines()).toEqual([expect.stringMatching(/ succeeded /)]);
-      expect(bystander.exitCode).toBeNull();
-      expect(bystander.signalCode).toBeNull();
-      bystander.kill('SIGKILL');
-      worker.child.kill('SIGTERM');
-      expect((await worker.exited).code).toBe(0);
-    },
-    120_000,
-  );
+  it('a second SIGTERM releases the running job at once, whatever the grace', async () => {
+    const f = await slowRun(interruptedScenario, interruptedTask);
+    const worker = await f.worker('a', ['--grace', '600']);
+    await waitFor(() => f.sim.requests.some((entry) => entry.rule === 'slow'), {
+      withinMs: 60_000,
+      what: 'the slow agent step',
+    });
+    worker.child.kill('SIGTERM');
+    await waitFor(() => /draining/.test(worker.stderr()), { what: 'the worker to start draining' });
+    worker.child.kill('SIGTERM');
+    expect((await worker.exited).code).toBe(0);
+    expect(worker.jobLines()).toEqual([expect.stringMatching(/ released /)]);
+    expect(await f.show()).toMatchObject({ status: 'running', phase: 'agent' });
+    // Handed back at once: the job is ready for the next worker.
+    expect(await waitForJobs(f.database.url, (jobs) => jobs[0]?.state === 'retry')).toMatchObject([
+      { state: 'retry', retryCount: 0 },
+    ]);
+  }, 120_000);
 
-  it.concurrent(
-    'a second SIGTERM releases the running job at once, whatever the grace',
-    async ({ onTestFinished }) => {
-      const f = await slowRun(onTestFinished, interruptedScenario, interruptedTask);
-      const worker = await f.worker('a', ['--grace', '600']);
-      await waitFor(() => f.sim.requests.some((entry) => entry.rule === 'slow'), {
-        withinMs: 60_000,
-        what: 'the slow agent step',
-      });
-      worker.child.kill('SIGTERM');
-      await waitFor(() => /draining/.test(worker.stderr()), { what: 'the worker to start draining' });
-      worker.child.kill('SIGTERM');
-      expect((await worker.exited).code).toBe(0);
-      expect(worker.jobLines()).toEqual([expect.stringMatching(/ released /)]);
-      expect(await f.show()).toMatchObject({ status: 'running', phase: 'agent' });
-      // Handed back at once: the job is ready for the next worker.
-      expect(await waitForJobs(f.database.url, (jobs) => jobs[0]?.state === 'retry')).toMatchObject([
-        { state: 'retry', retryCount: 0 },
-      ]);
-    },
-    120_000,
-  );
+  it('SIGTERM past the grace deadline releases the run; another worker finishes it', async () => {
+    const f = await slowRun(interruptedScenario, interruptedTask);
+    const first = await f.worker('a', ['--grace', '1']);
+    await waitFor(() => f.sim.requests.some((entry) => entry.rule === 'slow'), {
+      withinMs: 60_000,
+      what: 'the slow agent step',
+    });
+    first.child.kill('SIGTERM');
+    expect((await first.exited).code).toBe(0);
+    expect(first.jobLines()).toEqual([
+      expect.stringMatching(new RegExp(`^job switchboard\\.agents ${f.runId} released `)),
+    ]);
+    // Released, not ended: the run waits in its phase for the next worker.
+    expect(await f.show()).toMatchObject({ status: 'running', phase: 'agent' });
 
-  it.concurrent(
-    'SIGTERM past the grace deadline releases the run; another worker finishes it',
-    async ({ onTestFinished }) => {
-      const f = await slowRun(onTestFinished, interruptedScenario, interruptedTask);
-      const first = await f.worker('a', ['--grace', '1']);
-      await waitFor(() => f.sim.requests.some((entry) => entry.rule === 'slow'), {
-        withinMs: 60_000,
-        what: 'the slow agent step',
-      });
-      first.child.kill('SIGTERM');
-      expect((await first.exited).code).toBe(0);
-      expect(first.jobLines()).toEqual([
-        expect.stringMatching(new RegExp(`^job switchboard\\.agents ${f.runId} released `)),
-      ]);
-      // Released, not ended: the run waits in its phase for the next worker.
-      expect(await f.show()).toMatchObject({ status: 'running', phase: 'agent' });
-
-      const second = await f.worker('b');
-      await waitFor(() => second.jobLines().length > 0, {
-        withinMs: 60_000,
-        what: 'the second worker to finish',
-      });
-      expect(second.jobLines()).toEqual([expect.stringMatching(/ succeeded /)]);
-      mergedOnce(f.repo, 'feat(survive): Survive');
-      // The released attempt was redone, not spent: the run succeeded in its first attempt.
-      const events = (await runCli(['agent', 'logs', f.runId], f.submitter)).stdout;
-      expect(events).toMatch(/release +released in phase agent/);
-      expect(events).not.toContain('attempt 2');
-      second.child.kill('SIGTERM');
-      expect((await second.exited).code).toBe(0);
-    },
-    180_000,
-  );
+    const second = await f.worker('b');
+    await waitFor(() => second.jobLines().length > 0, {
+      withinMs: 60_000,
+      what: 'the second worker to finish',
+    });
+    expect(second.jobLines()).toEqual([expect.stringMatching(/ succeeded /)]);
+    mergedOnce(f.repo, 'feat(survive): Survive');
+    // The released attempt was redone, not spent: the run succeeded in its first attempt.
+    const events = (await runCli(['agent', 'logs', f.runId], f.submitter)).stdout;
+    expect(events).toMatch(/release +released in phase agent/);
+    expect(events).not.toContain('attempt 2');
+    second.child.kill('SIGTERM');
+    expect((await second.exited).code).toBe(0);
+  }, 180_000);
 });

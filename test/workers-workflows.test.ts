@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from '
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it, type TestContext } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { WorkflowRunResult } from '../src/workflows/api-types.js';
 import { adminQuery, createTestDatabase, POSTGRES_SKIP, type TestDatabase } from './helpers/postgres.js';
 import { runCli, type CliRun } from './helpers/run-cli.js';
@@ -40,16 +40,6 @@ function workspace(): string {
 function expectOneLine(result: CliRun): void {
   expect(result.stderr, 'no stack trace').not.toMatch(/\n\s+at /);
   expect(result.stderr.trimEnd().split('\n')).toHaveLength(1);
-}
-
-/** SIGTERMs the workers still running and waits for them to exit. */
-async function stopWorkers(workers: readonly WorkerProcess[]): Promise<void> {
-  for (const worker of workers) {
-    if (worker.child.exitCode === null && worker.child.signalCode === null) {
-      worker.child.kill('SIGTERM');
-      await worker.exited;
-    }
-  }
 }
 
 /** A set step, then a script step that counts its executions in `<dir>/ran-<name>.log`. */
@@ -225,106 +215,67 @@ describe.skipIf(POSTGRES_SKIP !== undefined)('workflows on workers sharing Postg
   });
 
   afterEach(async () => {
-    await stopWorkers(workers.splice(0));
+    for (const worker of workers.splice(0)) {
+      if (worker.child.exitCode === null && worker.child.signalCode === null) {
+        worker.child.kill('SIGTERM');
+        await worker.exited;
+      }
+    }
   });
 
-  /** Machines on the database at `url()`, and workers on them that go into `own` (to be stopped). */
-  function onDatabase(url: () => string, own: WorkerProcess[]) {
-    const machine = (root: string, name: string): WorkerMachine => workerMachine(root, name, url());
+  const machine = (root: string, name: string): WorkerMachine => workerMachine(root, name, database.url);
 
-    async function worker(root: string, name: string, args: string[] = []): Promise<WorkerProcess> {
-      const m = machine(root, name);
-      const started = await startWorker(['--config', m.config, 'worker', '--queues', 'workflows', ...args], {
-        cwd: m.cwd,
-        env: m.env,
-        children,
-      });
-      own.push(started);
-      return started;
-    }
-
-    async function status(m: WorkerMachine, runId: string): Promise<WorkflowRunResult> {
-      const result = await runCli(['--config', m.config, 'workflow', 'status', runId, '--json'], m);
-      expect(result.status, result.stderr).toBe(0);
-      return JSON.parse(result.stdout) as WorkflowRunResult;
-    }
-
-    function untilStatus(
-      m: WorkerMachine,
-      runId: string,
-      wanted: WorkflowRunResult['status'],
-      withinMs = 60_000,
-    ): Promise<WorkflowRunResult> {
-      return untilWorkflowStatus(m, runId, (status) => status === wanted, Date.now() + withinMs);
-    }
-
-    async function enqueue(m: WorkerMachine, args: string[]): Promise<string> {
-      const result = await runCli(['--config', m.config, 'workflow', 'run', ...args, '--enqueue'], m);
-      expect(result.status, result.stderr).toBe(0);
-      return result.stdout.trim();
-    }
-
-    async function stepRows(runId: string): Promise<{ key: string; status: string; attempt: number }[]> {
-      const result = await adminQuery(
-        `SELECT key, status, attempt::int AS attempt FROM workflow_steps WHERE run_id = '${runId}' ORDER BY seq, key`,
-        url(),
-      );
-      return result.rows as { key: string; status: string; attempt: number }[];
-    }
-
-    /** Polls the run's jobs in the workflow queue until their states satisfy `condition`. */
-    async function waitForJob(runId: string, condition: (states: string[]) => boolean): Promise<void> {
-      const deadline = Date.now() + 30_000;
-      for (;;) {
-        const states = (await queueJobs(url(), WORKFLOW_QUEUE))
-          .filter((job) => job.runId === runId)
-          .map((job) => job.state);
-        if (condition(states)) return;
-        if (Date.now() > deadline) throw new Error(`jobs of ${runId}: ${JSON.stringify(states)}`);
-        await new Promise((resolve) => setTimeout(resolve, 100));
-      }
-    }
-
-    /** Enqueues LONG and starts two workers; resolves once one of them runs the slow step. */
-    async function longRunOnTwoWorkers(root: string, args: string[] = []) {
-      writeFileSync(join(root, 'long.yaml'), LONG);
-      const submitter = machine(root, 'submitter');
-      const runId = await enqueue(submitter, [join(root, 'long.yaml')]);
-      const started = await Promise.all([worker(root, 'w1', args), worker(root, 'w2', args)]);
-      const deadline = Date.now() + 30_000;
-      while (lines(join(root, 'slow.log')).length === 0) {
-        if (Date.now() > deadline) throw new Error('the slow step never started');
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
-      const owner = await adminQuery(`SELECT owner_pid FROM workflow_runs WHERE id = '${runId}'`, url());
-      const ownerPid = Number((owner.rows[0] as { owner_pid: number | string }).owner_pid);
-      const advancing = started.find((w) => w.pid === ownerPid);
-      const other = started.find((w) => w.pid !== ownerPid);
-      if (advancing === undefined || other === undefined) throw new Error(`owner ${ownerPid} is no worker`);
-      return { runId, advancing, other, observer: machine(root, 'observer') };
-    }
-
-    return { machine, worker, status, untilStatus, enqueue, stepRows, waitForJob, longRunOnTwoWorkers };
+  async function worker(root: string, name: string, args: string[] = []): Promise<WorkerProcess> {
+    const m = machine(root, name);
+    const started = await startWorker(['--config', m.config, 'worker', '--queues', 'workflows', ...args], {
+      cwd: m.cwd,
+      env: m.env,
+      children,
+    });
+    workers.push(started);
+    return started;
   }
 
-  const { machine, worker, status, untilStatus, enqueue, stepRows, waitForJob } = onDatabase(
-    () => database.url,
-    workers,
-  );
+  async function status(m: WorkerMachine, runId: string): Promise<WorkflowRunResult> {
+    const result = await runCli(['--config', m.config, 'workflow', 'status', runId, '--json'], m);
+    expect(result.status, result.stderr).toBe(0);
+    return JSON.parse(result.stdout) as WorkflowRunResult;
+  }
 
-  /**
-   * A database of its own and workers on it, stopped when the test ends: for the tests that run side by
-   * side (each mostly waits on a worker: a killed one's heartbeat to lapse, a grace period, a lock), whose
-   * workers must not take each other's jobs.
-   */
-  async function ownDatabase(onTestFinished: TestContext['onTestFinished']) {
-    const own = await createTestDatabase();
-    const started: WorkerProcess[] = [];
-    onTestFinished(async () => {
-      await stopWorkers(started);
-      await own.drop();
-    });
-    return { url: own.url, ...onDatabase(() => own.url, started) };
+  function untilStatus(
+    m: WorkerMachine,
+    runId: string,
+    wanted: WorkflowRunResult['status'],
+    withinMs = 60_000,
+  ): Promise<WorkflowRunResult> {
+    return untilWorkflowStatus(m, runId, (status) => status === wanted, Date.now() + withinMs);
+  }
+
+  async function enqueue(m: WorkerMachine, args: string[]): Promise<string> {
+    const result = await runCli(['--config', m.config, 'workflow', 'run', ...args, '--enqueue'], m);
+    expect(result.status, result.stderr).toBe(0);
+    return result.stdout.trim();
+  }
+
+  async function stepRows(runId: string): Promise<{ key: string; status: string; attempt: number }[]> {
+    const result = await adminQuery(
+      `SELECT key, status, attempt::int AS attempt FROM workflow_steps WHERE run_id = '${runId}' ORDER BY seq, key`,
+      database.url,
+    );
+    return result.rows as { key: string; status: string; attempt: number }[];
+  }
+
+  /** Polls the run's jobs in the workflow queue until their states satisfy `condition`. */
+  async function waitForJob(runId: string, condition: (states: string[]) => boolean): Promise<void> {
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      const states = (await queueJobs(database.url, WORKFLOW_QUEUE))
+        .filter((job) => job.runId === runId)
+        .map((job) => job.state);
+      if (condition(states)) return;
+      if (Date.now() > deadline) throw new Error(`jobs of ${runId}: ${JSON.stringify(states)}`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
   }
 
   it('two workers advance five enqueued workflows (one with a for_each); each step runs once; a third machine sees them', async () => {
@@ -485,6 +436,25 @@ describe.skipIf(POSTGRES_SKIP !== undefined)('workflows on workers sharing Postg
     );
   });
 
+  /** Enqueues LONG and starts two workers; resolves once one of them runs the slow step. */
+  async function longRunOnTwoWorkers(root: string, args: string[] = []) {
+    writeFileSync(join(root, 'long.yaml'), LONG);
+    const submitter = machine(root, 'submitter');
+    const runId = await enqueue(submitter, [join(root, 'long.yaml')]);
+    const started = await Promise.all([worker(root, 'w1', args), worker(root, 'w2', args)]);
+    const deadline = Date.now() + 30_000;
+    while (lines(join(root, 'slow.log')).length === 0) {
+      if (Date.now() > deadline) throw new Error('the slow step never started');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    const owner = await adminQuery(`SELECT owner_pid FROM workflow_runs WHERE id = '${runId}'`, database.url);
+    const ownerPid = Number((owner.rows[0] as { owner_pid: number | string }).owner_pid);
+    const advancing = started.find((w) => w.pid === ownerPid);
+    const other = started.find((w) => w.pid !== ownerPid);
+    if (advancing === undefined || other === undefined) throw new Error(`owner ${ownerPid} is no worker`);
+    return { runId, advancing, other, observer: machine(root, 'observer') };
+  }
+
   /** Lets the slow step's second execution finish once it started (the first one may still be waiting). */
   async function releaseSecondSlowStep(root: string): Promise<void> {
     const deadline = Date.now() + 60_000;
@@ -504,107 +474,94 @@ describe.skipIf(POSTGRES_SKIP !== undefined)('workflows on workers sharing Postg
     }
   }
 
-  it.concurrent(
-    'kill -9 of the worker in a long step: the other worker resumes the run, no completed step runs again',
-    async ({ onTestFinished }) => {
-      const { stepRows, waitForJob, longRunOnTwoWorkers, untilStatus } = await ownDatabase(onTestFinished);
-      const root = workspace();
-      const { runId, advancing, other, observer } = await longRunOnTwoWorkers(root);
-      advancing.child.kill('SIGKILL');
-      await advancing.exited;
-      try {
-        await releaseSecondSlowStep(root);
-        const done = await untilStatus(observer, runId, 'completed');
-        expect(done.status).toBe('completed');
-      } finally {
-        // The killed worker's script, if it outlived it, waits for the file: let it end.
-        writeFileSync(join(root, 'go'), '');
-      }
-      expect(lines(join(root, 'first.log'))).toEqual(['ran']);
-      expect(lines(join(root, 'slow.log'))).toHaveLength(2);
-      expect(lines(join(root, 'last.log'))).toEqual(['ran']);
-      const rows = await stepRows(runId);
-      expect(rows.map((row) => [row.key.split('/')[1], row.status, row.attempt])).toEqual([
-        ['first', 'completed', 1],
-        ['slow', 'completed', 2],
-        ['last', 'completed', 1],
-      ]);
-      await waitForJob(runId, (states) => states.length === 1 && states[0] === 'completed');
-      expect(other.jobLines().join('\n')).toContain(`job ${WORKFLOW_QUEUE} ${runId} completed`);
-    },
-  );
-
-  it.concurrent(
-    'SIGTERM drain: the running workflow job is released at the grace deadline and another worker finishes the run',
-    async ({ onTestFinished }) => {
-      const { stepRows, longRunOnTwoWorkers, untilStatus, status } = await ownDatabase(onTestFinished);
-      const root = workspace();
-      const { runId, advancing, other, observer } = await longRunOnTwoWorkers(root, ['--grace', '1']);
-      const firstScript = Number(lines(join(root, 'slow.log'))[0]);
-      advancing.child.kill('SIGTERM');
-      const exit = await advancing.exited;
-      expect(exit.code).toBe(0);
-      expect(advancing.jobLines().join('\n')).toContain(`job ${WORKFLOW_QUEUE} ${runId} released`);
-      // The released step's process tree is gone; the run was not marked failed.
-      const gone = Date.now() + 10_000;
-      while (alive(firstScript) && Date.now() < gone) await new Promise((resolve) => setTimeout(resolve, 50));
-      expect(alive(firstScript)).toBe(false);
-      expect((await status(observer, runId)).status).toBe('running');
+  it('kill -9 of the worker in a long step: the other worker resumes the run, no completed step runs again', async () => {
+    const root = workspace();
+    const { runId, advancing, other, observer } = await longRunOnTwoWorkers(root);
+    advancing.child.kill('SIGKILL');
+    await advancing.exited;
+    try {
       await releaseSecondSlowStep(root);
       const done = await untilStatus(observer, runId, 'completed');
-      expect(done.errorCode).toBeUndefined();
-      expect(lines(join(root, 'first.log'))).toEqual(['ran']);
-      expect(lines(join(root, 'last.log'))).toEqual(['ran']);
-      const rows = await stepRows(runId);
-      expect(rows.map((row) => [row.key.split('/')[1], row.status, row.attempt])).toEqual([
-        ['first', 'completed', 1],
-        ['slow', 'completed', 2],
-        ['last', 'completed', 1],
-      ]);
-      expect(other.jobLines().join('\n')).toContain(`job ${WORKFLOW_QUEUE} ${runId} completed`);
-    },
-  );
-
-  it.concurrent(
-    'a job for a run another live process advances waits for it (WORKFLOW_LOCKED) instead of failing or running it twice',
-    async ({ onTestFinished }) => {
-      const { url, machine, worker, waitForJob } = await ownDatabase(onTestFinished);
-      const root = workspace();
-      writeFileSync(join(root, 'long.yaml'), LONG);
-      const submitter = machine(root, 'submitter');
-      const runId = 'wf-held-by-a-terminal';
-      // `workflow run` in a terminal advances the run itself.
-      const inTerminal = runCli(
-        ['--config', submitter.config, 'workflow', 'run', join(root, 'long.yaml'), '--run-id', runId],
-        submitter,
-      );
-      const deadline = Date.now() + 30_000;
-      while (lines(join(root, 'slow.log')).length === 0) {
-        if (Date.now() > deadline) throw new Error('the slow step never started');
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
-      const other = machine(root, 'other');
-      const queued = await runCli(
-        ['--config', other.config, 'workflow', 'resume', runId, '--enqueue'],
-        other,
-      );
-      expect(queued.status, queued.stderr).toBe(0);
-      expect(queued.stdout.trim()).toBe(runId);
-      const w1 = await worker(root, 'w1');
-      await waitForJob(runId, (states) => states.length === 1 && states[0] === 'active');
-      // The worker was refused the run lock (the terminal's process holds it) and waits rather than failing.
-      const refused = Date.now() + 30_000;
-      while (!/workflow run \S+ is being advanced by pid \d+ .*the job waits for it/.test(w1.stderr())) {
-        if (Date.now() > refused) throw new Error(`the worker never met the lock: ${w1.stderr()}`);
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
+      expect(done.status).toBe('completed');
+    } finally {
+      // The killed worker's script, if it outlived it, waits for the file: let it end.
       writeFileSync(join(root, 'go'), '');
-      expect((await inTerminal).status).toBe(0);
-      await waitForJob(runId, (states) => states.length === 1 && states[0] === 'completed');
-      expect((await queueJobs(url, WORKFLOW_QUEUE)).find((job) => job.runId === runId)?.retryCount).toBe(0);
-      expect(lines(join(root, 'slow.log'))).toHaveLength(1);
-      expect(lines(join(root, 'last.log'))).toEqual(['ran']);
-      expect(w1.jobLines().join('\n')).toContain(`job ${WORKFLOW_QUEUE} ${runId} completed`);
-    },
-  );
+    }
+    expect(lines(join(root, 'first.log'))).toEqual(['ran']);
+    expect(lines(join(root, 'slow.log'))).toHaveLength(2);
+    expect(lines(join(root, 'last.log'))).toEqual(['ran']);
+    const rows = await stepRows(runId);
+    expect(rows.map((row) => [row.key.split('/')[1], row.status, row.attempt])).toEqual([
+      ['first', 'completed', 1],
+      ['slow', 'completed', 2],
+      ['last', 'completed', 1],
+    ]);
+    await waitForJob(runId, (states) => states.length === 1 && states[0] === 'completed');
+    expect(other.jobLines().join('\n')).toContain(`job ${WORKFLOW_QUEUE} ${runId} completed`);
+  });
+
+  it('SIGTERM drain: the running workflow job is released at the grace deadline and another worker finishes the run', async () => {
+    const root = workspace();
+    const { runId, advancing, other, observer } = await longRunOnTwoWorkers(root, ['--grace', '1']);
+    const firstScript = Number(lines(join(root, 'slow.log'))[0]);
+    advancing.child.kill('SIGTERM');
+    const exit = await advancing.exited;
+    expect(exit.code).toBe(0);
+    expect(advancing.jobLines().join('\n')).toContain(`job ${WORKFLOW_QUEUE} ${runId} released`);
+    // The released step's process tree is gone; the run was not marked failed.
+    const gone = Date.now() + 10_000;
+    while (alive(firstScript) && Date.now() < gone) await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(alive(firstScript)).toBe(false);
+    expect((await status(observer, runId)).status).toBe('running');
+    await releaseSecondSlowStep(root);
+    const done = await untilStatus(observer, runId, 'completed');
+    expect(done.errorCode).toBeUndefined();
+    expect(lines(join(root, 'first.log'))).toEqual(['ran']);
+    expect(lines(join(root, 'last.log'))).toEqual(['ran']);
+    const rows = await stepRows(runId);
+    expect(rows.map((row) => [row.key.split('/')[1], row.status, row.attempt])).toEqual([
+      ['first', 'completed', 1],
+      ['slow', 'completed', 2],
+      ['last', 'completed', 1],
+    ]);
+    expect(other.jobLines().join('\n')).toContain(`job ${WORKFLOW_QUEUE} ${runId} completed`);
+  });
+
+  it('a job for a run another live process advances waits for it (WORKFLOW_LOCKED) instead of failing or running it twice', async () => {
+    const root = workspace();
+    writeFileSync(join(root, 'long.yaml'), LONG);
+    const submitter = machine(root, 'submitter');
+    const runId = 'wf-held-by-a-terminal';
+    // `workflow run` in a terminal advances the run itself.
+    const inTerminal = runCli(
+      ['--config', submitter.config, 'workflow', 'run', join(root, 'long.yaml'), '--run-id', runId],
+      submitter,
+    );
+    const deadline = Date.now() + 30_000;
+    while (lines(join(root, 'slow.log')).length === 0) {
+      if (Date.now() > deadline) throw new Error('the slow step never started');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    const other = machine(root, 'other');
+    const queued = await runCli(['--config', other.config, 'workflow', 'resume', runId, '--enqueue'], other);
+    expect(queued.status, queued.stderr).toBe(0);
+    expect(queued.stdout.trim()).toBe(runId);
+    const w1 = await worker(root, 'w1');
+    await waitForJob(runId, (states) => states.length === 1 && states[0] === 'active');
+    // The worker was refused the run lock (the terminal's process holds it) and waits rather than failing.
+    const refused = Date.now() + 30_000;
+    while (!/workflow run \S+ is being advanced by pid \d+ .*the job waits for it/.test(w1.stderr())) {
+      if (Date.now() > refused) throw new Error(`the worker never met the lock: ${w1.stderr()}`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    writeFileSync(join(root, 'go'), '');
+    expect((await inTerminal).status).toBe(0);
+    await waitForJob(runId, (states) => states.length === 1 && states[0] === 'completed');
+    expect(
+      (await queueJobs(database.url, WORKFLOW_QUEUE)).find((job) => job.runId === runId)?.retryCount,
+    ).toBe(0);
+    expect(lines(join(root, 'slow.log'))).toHaveLength(1);
+    expect(lines(join(root, 'last.log'))).toEqual(['ran']);
+    expect(w1.jobLines().join('\n')).toContain(`job ${WORKFLOW_QUEUE} ${runId} completed`);
+  });
 });

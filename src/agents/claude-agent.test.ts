@@ -360,14 +360,8 @@ describe('runAgent with the real Claude Code binary', () => {
       ['busy', 'OVERLOADED'],
       ['drop', 'PROVIDER_UNAVAILABLE'],
     ] as const;
-    // Side by side, each with a transcript of its own: nothing else of a run is shared.
-    const outcomes = await Promise.all(
-      cases.map(([prompt]) =>
-        harness.run({ prompt: `${prompt} please`, transcriptPath: `${harness.transcriptPath}.${prompt}` }),
-      ),
-    );
-    for (const [index, [, code]] of cases.entries()) {
-      const outcome = outcomes[index];
+    for (const [prompt, code] of cases) {
+      const outcome = await harness.run({ prompt: `${prompt} please` });
       expect(outcome, JSON.stringify(outcome)).toMatchObject({ status: 'api_error', errorCode: code });
     }
     // Claude Code's own retries are off: one request each, except that a 401 makes it ask its
