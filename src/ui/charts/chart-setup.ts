@@ -9,9 +9,6 @@ import {
   DoughnutController,
   Legend,
   LinearScale,
-  LineController,
-  LineElement,
-  PointElement,
   Tooltip,
 } from 'chart.js';
 
@@ -23,9 +20,6 @@ Chart.register(
   DoughnutController,
   Legend,
   LinearScale,
-  LineController,
-  LineElement,
-  PointElement,
   Tooltip,
 );
 
