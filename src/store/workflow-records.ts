@@ -797,7 +797,8 @@ export class WorkflowStore {
     await this.write(runId, 'record a workflow event', (tx) => this.insertEvent(tx, runId, event));
   }
 
-  async events(runId: string, afterSeq = 0): Promise<StoredWorkflowEvent[]> {
+  /** The run's events after `afterSeq`, oldest first; at most `limit` of them when given. */
+  async events(runId: string, afterSeq = 0, limit?: number): Promise<StoredWorkflowEvent[]> {
     const rows = await this.read('read workflow events', () =>
       this.database.all<{
         run_id: string;
@@ -807,7 +808,10 @@ export class WorkflowStore {
         step: string | null;
         key: string | null;
         data: string | null;
-      }>('SELECT * FROM workflow_events WHERE run_id = ? AND seq > ? ORDER BY seq', [runId, afterSeq]),
+      }>(
+        `SELECT * FROM workflow_events WHERE run_id = ? AND seq > ? ORDER BY seq${limit === undefined ? '' : ' LIMIT ?'}`,
+        limit === undefined ? [runId, afterSeq] : [runId, afterSeq, limit],
+      ),
     );
     return rows.map((row) => {
       const event: StoredWorkflowEvent = { runId: row.run_id, seq: row.seq, at: row.at, type: row.type };

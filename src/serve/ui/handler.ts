@@ -199,8 +199,8 @@ class DashboardApi {
     if ((await queries.workflowRow(id)) === undefined) return undefined;
     const after = count(query.get('after'), 0, Number.MAX_SAFE_INTEGER, 'after') ?? 0;
     const limit = count(query.get('limit'), 1, 5_000, 'limit') ?? 1_000;
-    const events = await queries.workflowEvents(id, after, limit + 1);
-    const page = events.slice(0, limit);
+    const events = await this.parts.workflows.events(id, after, limit + 1);
+    const page = events.slice(0, limit).map((event) => ({ ...event, at: new Date(event.at).toISOString() }));
     return { events: page, lastSeq: page.at(-1)?.seq ?? after, more: events.length > limit };
   }
 

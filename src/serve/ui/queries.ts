@@ -1,5 +1,6 @@
 import { parseJsonOr } from '../../core/safe-json.js';
 import { startOfDay, startOfMonth } from '../../invoke/budget.js';
+import type { AttemptRow as StatsAttemptRow } from '../../store/call-records.js';
 import type { SqlClient } from '../../store/sql/sql-database.js';
 import { runFromRow, type RunTableRow } from '../../store/workflow-records.js';
 import { runOwner } from '../../workflows/run-lock.js';
@@ -11,7 +12,6 @@ import type {
   RunList,
   RunSummary,
   SpendRow,
-  WorkflowEventRecord,
 } from './api-types.js';
 
 // The dashboard's reads of the ledger: one SQL text for SQLite and PostgreSQL each, every list bounded
@@ -123,22 +123,11 @@ export function agentSummary(row: AgentRow, now = Date.now()): RunSummary {
   return summary;
 }
 
-interface AttemptRow {
-  call_id: string;
+/** A call attempt's row with what the dashboard reads beyond what the stats read. */
+interface AttemptRow extends StatsAttemptRow {
   attempt: number;
   created_at: number;
-  provider: string;
-  spec: string;
-  model_requested: string;
   model_used: string | null;
-  success: number;
-  error_code: string | null;
-  duration_ms: number;
-  input_tokens: number;
-  output_tokens: number;
-  cache_read_tokens: number;
-  cache_write_tokens: number;
-  cost_usd: number | null;
   tags: string;
 }
 
@@ -352,28 +341,6 @@ export class DashboardQueries {
     );
     const data = row?.data == null ? undefined : parseJsonOr(row.data, undefined);
     return typeof data === 'object' && data !== null ? (data as Record<string, unknown>) : undefined;
-  }
-
-  /** The run's events after `after`, oldest first, at most `limit`. */
-  async workflowEvents(id: string, after: number, limit: number): Promise<WorkflowEventRecord[]> {
-    const rows = await this.db.all<{
-      seq: number;
-      at: number;
-      type: string;
-      step: string | null;
-      key: string | null;
-      data: string | null;
-    }>(
-      'SELECT seq, at, type, step, key, data FROM workflow_events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?',
-      [id, after, limit],
-    );
-    return rows.map((row) => {
-      const event: WorkflowEventRecord = { runId: id, seq: row.seq, at: iso(row.at), type: row.type };
-      if (row.step !== null) event.step = row.step;
-      if (row.key !== null) event.key = row.key;
-      if (row.data !== null) event.data = parseJsonOr(row.data, undefined) as Record<string, unknown>;
-      return event;
-    });
   }
 
   async childRuns(id: string): Promise<RunSummary[]> {
