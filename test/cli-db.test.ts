@@ -262,3 +262,64 @@ describe.skipIf(POSTGRES_SKIP !== undefined)('with a PostgreSQL server', () => {
     ).toMatchObject({ rows: [{ count: '1' }] });
   });
 });
+
+describe('db prune', () => {
+  async function ledgerWithDecisions(cwd: string, ages: number[]): Promise<void> {
+    const ledger = openLedger({ stateDir: join(cwd, 'state') });
+    for (const [index, ageMs] of ages.entries()) {
+      await ledger.recordRouteDecision(
+        {
+          id: `d${index}`,
+          skill: 'fix-bug',
+          confidence: 0.9,
+          reasoning: 'matched /fix/',
+          method: 'rules',
+          candidates: [{ skill: 'fix-bug', score: 0.9 }],
+          costUsd: 0,
+          durationMs: 1,
+          timings: { rules: 1 },
+          warnings: [],
+        },
+        { requestText: `text ${index}`, mode: 'local', createdAt: new Date(Date.now() - ageMs) },
+      );
+    }
+    await ledger.close();
+  }
+  const DAY = 86_400_000;
+
+  it('deletes the route decisions older than --older-than and says how many', async () => {
+    const cwd = workspace();
+    await ledgerWithDecisions(cwd, [40 * DAY, 31 * DAY, 2 * DAY]);
+    const result = await runCli(['--state-dir', 'state', 'db', 'prune', '--older-than', '30d'], {
+      cwd,
+      env: environment(),
+    });
+    expect(result.status, result.stderr).toBe(0);
+    expect(result.stdout).toMatch(
+      /^pruned 2 route decisions, 0 feedback and 0 cached decisions from before \S+Z in \S+ledger\.db\n$/,
+    );
+    const stats = await runCli(['--state-dir', 'state', 'stats', '--json'], { cwd, env: environment() });
+    expect(JSON.parse(stats.stdout)).toMatchObject({ routeDecisions: 1 });
+  });
+
+  it('takes ledger.retention from switchboard.yaml, and without either says what to pass (exit 2)', async () => {
+    const cwd = workspace();
+    await ledgerWithDecisions(cwd, [3 * DAY, 1 * DAY]);
+    const missing = await runCli(['--state-dir', 'state', 'db', 'prune'], { cwd, env: environment() });
+    expect(missing.status).toBe(2);
+    expect(missing.stderr).toMatch(
+      /db prune needs to know how long to keep route decisions.*--older-than 90d/,
+    );
+    expectOneLine(missing);
+    const bad = await runCli(['--state-dir', 'state', 'db', 'prune', '--older-than', 'soon'], {
+      cwd,
+      env: environment(),
+    });
+    expect(bad.status).toBe(2);
+    expectOneLine(bad);
+    writeFileSync(join(cwd, 'switchboard.yaml'), 'ledger:\n  retention: 2d\n');
+    const pruned = await runCli(['--state-dir', 'state', 'db', 'prune'], { cwd, env: environment() });
+    expect(pruned.status, pruned.stderr).toBe(0);
+    expect(pruned.stdout).toMatch(/^pruned 1 route decisions/);
+  });
+});

@@ -44,6 +44,8 @@ export function registerDbCommand(program: Command): void {
       );
     });
 
+  registerDbPruneCommand(db);
+
   db.command('copy')
     .description('copy every table of a SQLite ledger into an empty PostgreSQL database, keeping row order')
     .option('--from <file>', 'the SQLite ledger to copy (default: ledger.db in the state directory)')
@@ -80,6 +82,46 @@ export function registerDbCommand(program: Command): void {
         process.stdout.write(`copied ${result.tables.length} tables from ${result.from} to ${result.to}\n`);
       } finally {
         progress.stop();
+      }
+    });
+}
+
+/** `db prune`: route decisions older than `--older-than`, else `ledger.retention`. */
+export function registerDbPruneCommand(db: Command): void {
+  db.command('prune')
+    .description(
+      'delete route decisions (with their feedback) and decision-cache entries older than a duration; spending and workflow runs are kept',
+    )
+    .option('--older-than <duration>', 'e.g. 90d, 24h or 30m (default: ledger.retention in switchboard.yaml)')
+    .action(async (flags: { olderThan?: string }, command: Command) => {
+      const config = commandConfig(command.optsWithGlobals<GlobalFlags>());
+      const { durationMs } = await import('../core/config.js');
+      const given = flags.olderThan;
+      const keepMs = given === undefined ? config.ledger.retentionMs : durationMs(given);
+      if (keepMs === undefined) {
+        throw new SwitchboardError(
+          'INVALID_INPUT',
+          'db prune needs to know how long to keep route decisions',
+          {
+            hint: 'pass --older-than 90d (or 24h, 30m), or set ledger.retention: 90d in switchboard.yaml',
+          },
+        );
+      }
+      if (!Number.isFinite(keepMs) || keepMs <= 0) {
+        throw new SwitchboardError('INVALID_INPUT', `--older-than ${String(given)} is not a duration`, {
+          hint: 'pass a duration such as 90d, 24h or 30m',
+        });
+      }
+      const { connectLedger } = await import('../store/ledger.js');
+      const ledger = await connectLedger({ stateDir: config.stateDir });
+      try {
+        const before = Date.now() - keepMs;
+        const pruned = await ledger.pruneRouteDecisions(before);
+        process.stdout.write(
+          `pruned ${pruned.decisions} route decisions, ${pruned.feedback} feedback and ${pruned.cached} cached decisions from before ${new Date(before).toISOString()} in ${ledger.path}\n`,
+        );
+      } finally {
+        await ledger.close();
       }
     });
 }

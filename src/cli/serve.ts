@@ -156,6 +156,7 @@ async function runServer(config: SwitchboardConfig, flags: ServeFlags, mode: Ser
   checkListenAddress(flags.host, token, access.requireToken);
   const services = await startServices(config, flags, !mode.uiOnly);
   let dashboard: Dashboard | undefined;
+  let retention: NodeJS.Timeout | undefined;
   try {
     const { createServer } = await import('node:http');
     const inFlight = new AbortController();
@@ -194,15 +195,45 @@ async function runServer(config: SwitchboardConfig, flags: ServeFlags, mode: Ser
     }
     process.stdout.write(`switchboard: listening on ${base}\n`);
     if (flags.pool > 0) services.calls.warm();
+    retention = keepWithin(config);
     await untilSignal(server, inFlight, onStop, flags.grace * 1000);
     await finishMcpRuns(mcp, inFlight, flags.grace * 1000);
   } finally {
+    clearInterval(retention);
     await dashboard?.close();
     await services.router?.close();
     await services.calls.close();
   }
   // Open sockets of the LLM providers' clients must not keep a stopped server's process alive.
   setTimeout(() => process.exit(), 2_000).unref();
+}
+
+/** How often a running serve prunes route decisions past `ledger.retention`. */
+const PRUNE_EVERY_MS = 3_600_000;
+
+/**
+ * With `ledger.retention`, prunes the ledger's route decisions past it now and every hour, in a ledger
+ * of its own; a failure is a warning, never the server's end.
+ */
+function keepWithin(config: SwitchboardConfig): NodeJS.Timeout | undefined {
+  const keepMs = config.ledger.retentionMs;
+  if (keepMs === undefined || !config.ledger.enabled) return undefined;
+  const prune = async () => {
+    const { openLedger } = await import('../store/ledger.js');
+    const ledger = openLedger({ stateDir: config.stateDir });
+    try {
+      await ledger.pruneRouteDecisions(Date.now() - keepMs);
+    } finally {
+      await ledger.close();
+    }
+  };
+  const run = () => {
+    prune().catch((error: unknown) => warn(`serve: ${toSwitchboardError(error).message}`));
+  };
+  run();
+  const timer = setInterval(run, PRUNE_EVERY_MS);
+  timer.unref();
+  return timer;
 }
 
 async function startDashboard(mcp: McpContext, serverToken: string | undefined): Promise<Dashboard> {

@@ -77,10 +77,7 @@ export async function readStats(
   try {
     const range = since === undefined ? {} : { since };
     const calls = await ledger.callStats(range);
-    const routeDecisions =
-      since === undefined
-        ? await ledger.countRouteDecisions()
-        : (await ledger.listRouteDecisions({ limit: 1_000_000, ...range })).length;
+    const routeDecisions = await ledger.countRouteDecisions(range);
     const now = Date.now();
     const cooldowns = (await ledger.activeCooldowns(now)).map((cooldown) => ({
       ...cooldown,

@@ -28,6 +28,11 @@ function configFileSchema(z: ReturnType<typeof loadZod>) {
       .strictObject({
         enabled: z.boolean().optional(),
         store_text: z.boolean().optional(),
+        /** Route decisions older than this (30m, 24h, 90d) are pruned by `db prune` and by a running serve. */
+        retention: z
+          .string()
+          .regex(/^\d+(\.\d+)?[mhd]$/, 'a duration such as 90d, 24h or 30m')
+          .optional(),
       })
       .optional(),
     claude: z
@@ -251,7 +256,12 @@ export interface SwitchboardConfig {
   stateDir: string;
   /** A PostgreSQL URL for every store (`SWITCHBOARD_DATABASE_URL`, else `database_url`); the SQLite file when absent. */
   databaseUrl?: string;
-  ledger: { enabled: boolean; storeText: boolean };
+  ledger: {
+    enabled: boolean;
+    storeText: boolean;
+    /** How long route decisions are kept (`ledger.retention`), in milliseconds; kept forever without it. */
+    retentionMs?: number;
+  };
   route: RouteSettings;
   claude: ClaudeSettings;
   call: CallSettings;
@@ -425,6 +435,7 @@ export function loadConfig({
     ledger: {
       enabled: overrides.ledger ?? environment.ledger ?? file.ledger?.enabled ?? true,
       storeText: overrides.storeText ?? environment.storeText ?? file.ledger?.store_text ?? false,
+      ...(file.ledger?.retention === undefined ? {} : { retentionMs: durationMs(file.ledger.retention) }),
     },
     route,
     claude: claudeSettings(file.claude, fromFile, environment.claudeExecutable),
@@ -627,4 +638,12 @@ export function parseRouteMode(value: string, source: string): RouteMode {
   throw new SwitchboardError('INVALID_INPUT', `${source} "${value}" is not a routing mode`, {
     hint: `use one of: ${ROUTE_MODES.join(', ')}`,
   });
+}
+
+const DURATION_UNITS: Record<string, number> = { m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** Milliseconds of a duration such as `90d`, `24h` or `30m` (the form `--since` and `ledger.retention` take); NaN otherwise. */
+export function durationMs(value: string): number {
+  const match = /^(\d+(?:\.\d+)?)([mhd])$/.exec(value.trim());
+  return match === null ? Number.NaN : Number(match[1]) * (DURATION_UNITS[match[2] as string] as number);
 }

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { SwitchboardError } from './errors.js';
-import { resetSecrets, redactDeep, redactSecrets, registerSecret } from './secrets.js';
+import { resetSecrets, redactDeep, redactSecrets, redactedJsonText, registerSecret } from './secrets.js';
 
 const planted: string[] = [];
 function plant(name: string, value: string): void {
@@ -57,5 +57,37 @@ describe('redactSecrets', () => {
       details: { body: 'x-secret-value-9' },
     });
     expect(JSON.stringify(error.toJSON())).not.toContain('x-secret-value-9');
+  });
+});
+
+describe('redactedJsonText', () => {
+  it('redacts a secret as JSON escapes it, in keys and values, and keeps the JSON valid', () => {
+    plant('QUOTED_TOKEN', 'tok"en\\value-42');
+    registerSecret('plain-secret-value-7');
+    const text = redactedJsonText({
+      'tok"en\\value-42': ['plain-secret-value-7', 'said tok"en\\value-42'],
+      key: 'sk-ant-abcdefghijklmnopqrstuvwxyz',
+    });
+    expect(text).not.toContain('en\\\\value-42');
+    expect(text).not.toContain('plain-secret-value-7');
+    expect(text).not.toContain('sk-ant-abcdefghijklmnop');
+    expect(JSON.parse(text)).toEqual({
+      '[redacted]': ['[redacted]', 'said [redacted]'],
+      key: '[redacted]',
+    });
+  });
+
+  it("redacts a URL's password, escapes and all, without running into the next string", () => {
+    const text = redactedJsonText({
+      proxy: 'http://user:pa"ss\\word@proxy.example',
+      a: 'http://host:8080',
+      b: 'mail me@example.com',
+    });
+    expect(text).not.toContain('word@');
+    expect(JSON.parse(text)).toEqual({
+      proxy: 'http://user:[redacted]@proxy.example',
+      a: 'http://host:8080',
+      b: 'mail me@example.com',
+    });
   });
 });

@@ -93,6 +93,41 @@ function pattern(): RegExp {
   return cachedPattern;
 }
 
+/**
+ * The same key shapes inside JSON text: a URL's password may hold escapes (`\\"`) but never a bare `"`,
+ * so a match cannot run from one JSON string into the next.
+ */
+const KEY_SHAPES_IN_JSON =
+  String.raw`\b(?:sk-[A-Za-z0-9_-]{20,}|AIza[0-9A-Za-z_-]{30,})` +
+  String.raw`|(?<=\b[A-Za-z][A-Za-z0-9+.-]*:\/\/[^\s/?#@:"]*:)(?:[^\s/?#@"\\]|\\.)+(?=@)`;
+
+let jsonSignature: string | undefined;
+let jsonPattern = new RegExp(KEY_SHAPES_IN_JSON, 'g');
+
+function patternInJson(): RegExp {
+  pattern();
+  if (cachedSignature !== jsonSignature) {
+    const values = (cachedSignature ?? '').split('\0').filter((value) => value !== '');
+    // Each value as it is and as JSON escapes it (a value holding `"`, `\\` or a control character).
+    const forms = new Set(values.flatMap((value) => [value, JSON.stringify(value).slice(1, -1)]));
+    const escaped = [...forms]
+      .sort((a, b) => b.length - a.length)
+      .map((value) => value.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
+    jsonPattern = new RegExp([...escaped, KEY_SHAPES_IN_JSON].join('|'), 'g');
+    jsonSignature = cachedSignature;
+  }
+  return jsonPattern;
+}
+
+/**
+ * `JSON.stringify(value)` with every known secret and key shape redacted, in one pass over the text:
+ * the JSON-escaped form of each secret is matched too, so a key holding `"` or `\\` cannot slip through
+ * its escaping. What every HTTP answer and event stream of `serve` goes through.
+ */
+export function redactedJsonText(value: unknown): string {
+  return JSON.stringify(value).replace(patternInJson(), REDACTED);
+}
+
 /** `text` with every known secret, and anything shaped like an API key, replaced by `[redacted]`. */
 export function redactSecrets(text: string): string {
   return text.replace(pattern(), REDACTED);

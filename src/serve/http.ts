@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isSwitchboardError, SwitchboardError, type ErrorCode } from '../core/errors.js';
 import { isPlainObject } from '../core/plain-object.js';
-import { redactDeep, redactSecrets } from '../core/secrets.js';
+import { redactedJsonText } from '../core/secrets.js';
 
 /** Largest request body accepted: a route request or a call's prompt (and schema) fit well within it. */
 export const MAX_BODY_BYTES = 1024 * 1024;
@@ -96,11 +96,16 @@ export function sendError(response: ServerResponse, status: number, error: Switc
  * once escaped), and the text again after.
  */
 export function sendJson(response: ServerResponse, status: number, value: unknown): void {
-  response.writeHead(status, { 'content-type': 'application/json; charset=utf-8' });
-  response.end(`${redactedJson(value)}\n`);
+  const body = `${redactedJson(value)}\n`;
+  // A known length: one write, no chunked framing.
+  response.writeHead(status, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(body),
+  });
+  response.end(body);
 }
 
 /** `value` as JSON with every known secret redacted, also those JSON would escape. */
 export function redactedJson(value: unknown): string {
-  return redactSecrets(JSON.stringify(redactDeep(value)));
+  return redactedJsonText(value);
 }

@@ -254,7 +254,7 @@ describe.skipIf(POSTGRES_SKIP !== undefined)('copyLedger', () => {
     expect(isSwitchboardError(error) && error.code, String(error)).toBe('STORE_ERROR');
     const message = (error as Error).message;
     expect(message).toMatch(/cannot copy table workflow_events/);
-    expect(message).toMatch(/workflow_events was rolled back, copied before it: route_decisions \(5 rows\)/);
+    expect(message).toMatch(/workflow_events was rolled back, copied before it: call_attempts \(7 rows\)/);
     expect(message).not.toContain('\n');
     expect(message).not.toContain(new URL(database.url).password);
     const counts = await adminQuery(

@@ -235,6 +235,18 @@ async function copyTable(
   if (done > 0) {
     // Rows inserted later get the next rowid after the copied ones, as they would have in the file.
     await client.get("SELECT setval(pg_get_serial_sequence(?, 'rowid'), ?)", [table.name, lastRowid]);
+    // So do the ids of a table numbered by a sequence of its own (route_names).
+    for (const column of table.columns) {
+      const sequence = await client.get<{ name: string | null }>(
+        'SELECT pg_get_serial_sequence(?, ?) AS name',
+        [table.name, column],
+      );
+      if (sequence?.name != null) {
+        await client.get(`SELECT setval(?, (SELECT max(${quote(column)}) FROM ${quote(table.name)}))`, [
+          sequence.name,
+        ]);
+      }
+    }
   }
   return counted;
 }

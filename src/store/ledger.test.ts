@@ -167,9 +167,7 @@ describe('openLedger', () => {
         .prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'route_decisions'")
         .all()
         .map((row) => (row as { name: string }).name);
-      expect(indexes).toEqual(
-        expect.arrayContaining(['route_decisions_created_at', 'route_decisions_skill']),
-      );
+      expect(indexes).toEqual(expect.arrayContaining(['route_decisions_created_at']));
     } finally {
       raw.close();
     }
@@ -324,14 +322,16 @@ describe('route decisions', () => {
       expect((await second.getRouteDecision('d2'))?.requestHash).toBe(hashText('two'));
     });
 
-    it('reports a duplicate id as STORE_ERROR', async () => {
+    it('keeps the first of two decisions with one id', async () => {
       const ledger = open();
       await ledger.recordRouteDecision(decision('d1'), { requestText: 'x', mode: 'local' });
-      await expectStoreError(
-        () => ledger.recordRouteDecision(decision('d1'), { requestText: 'x', mode: 'local' }),
-        ledger.path,
+      await ledger.recordRouteDecision(
+        { ...decision('d1'), skill: 'other' },
+        { requestText: 'y', mode: 'local' },
       );
       expect(await ledger.countRouteDecisions()).toBe(1);
+      expect((await ledger.getRouteDecision('d1'))?.skill).toBe(decision('d1').skill);
+      await ledger.close();
     });
 
     it('reports use after close as STORE_ERROR, and closing twice is harmless', async () => {
@@ -360,7 +360,7 @@ describe('request text privacy', () => {
     for (const needle of needles) expect(ledgerBytes(ledger.path).includes(needle)).toBe(false);
     await ledger.close();
     for (const needle of needles) expect(ledgerBytes(ledger.path).includes(needle)).toBe(false);
-    expect(ledgerBytes(ledger.path).includes(Buffer.from(hashText(secret.toLowerCase())))).toBe(true);
+    expect(ledgerBytes(ledger.path).includes(Buffer.from(hashText(secret.toLowerCase()), 'hex'))).toBe(true);
   });
 
   it('stores the text when storeText is true', async () => {
@@ -476,6 +476,157 @@ describe('batched call attempts', () => {
     await writer.recordCallAttempt(callAttempt('a', 0.25));
     await writer.flush();
     expect(await reader.spendSince(0, { provider: 'openai' })).toBe(0.25);
+  });
+});
+
+describe('route decisions and cache entries written behind', () => {
+  it('lose on kill -9 only what was still queued, never what a flush wrote', async () => {
+    const file = join(directory, 'crash', LEDGER_FILE_NAME);
+    mkdirSync(join(directory, 'crash'));
+    const script = fileURLToPath(new URL('./__fixtures__/kill-after-queue.mjs', import.meta.url));
+    const child = spawnSync(
+      process.execPath,
+      ['--experimental-strip-types', '--no-warnings', script, file, '40'],
+      {
+        encoding: 'utf8',
+      },
+    );
+    expect(child.signal, child.stderr).toBe('SIGKILL');
+    const ledger = open({ path: file });
+    const ids = (await ledger.listRouteDecisions({ limit: 100 })).map((row) => row.id).sort();
+    expect(ids).toEqual(Array.from({ length: 20 }, (_, index) => `decision-${index}`).sort());
+    expect(await ledger.getCachedDecision('key-19', 0)).toMatchObject({ id: 'decision-19' });
+    expect(await ledger.getCachedDecision('key-20', 0)).toBeUndefined();
+  });
+
+  it('are written at a normal exit without close, and read back whole', async () => {
+    const file = join(directory, 'exit', LEDGER_FILE_NAME);
+    mkdirSync(join(directory, 'exit'));
+    const script = fileURLToPath(new URL('./__fixtures__/exit-without-close.mjs', import.meta.url));
+    const child = spawnSync(
+      process.execPath,
+      ['--experimental-strip-types', '--no-warnings', script, file, '6'],
+      {
+        encoding: 'utf8',
+      },
+    );
+    expect(child.status, child.stderr).toBe(0);
+    const ledger = open({ path: file });
+    expect(await ledger.countRouteDecisions()).toBe(6);
+    expect(await ledger.getRouteDecision('decision-5')).toMatchObject({
+      skill: 'fix-bug',
+      reasoning: 'matched /fix/ (rule)',
+      candidates: [
+        { skill: 'fix-bug', score: 0.9 },
+        { skill: 'none', score: 0.1235 },
+      ],
+      timings: { rules: 0.012 },
+      durationMs: 1.5,
+      tags: { caller: 'ci' },
+    });
+  });
+
+  it('brings decisions of schema 12 into the compact rows, reading back the same', async () => {
+    const file = join(directory, 'old.db');
+    const old = new Database(file);
+    for (const step of MIGRATIONS.filter(({ version }) => version <= 12)) old.exec(step.sql);
+    old.pragma(`application_id = ${LEDGER_APPLICATION_ID}`);
+    old.pragma('user_version = 12');
+    const insert = old.prepare(
+      'INSERT INTO route_decisions (id, created_at, request_hash, request_text, skill, confidence, method, reasoning, ' +
+        'candidates, duration_ms, cost_usd, timings, mode, skills_hash, tags) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+    );
+    insert.run(
+      'old-1',
+      1_000,
+      hashText('one'),
+      null,
+      'fix-bug',
+      0.9,
+      'rules',
+      'matched /fix/',
+      '[{"skill":"fix-bug","score":0.9}]',
+      2.5,
+      0,
+      '{"rules":0.1}',
+      'local',
+      'abc',
+      '{}',
+    );
+    insert.run(
+      'old-2',
+      2_000,
+      hashText('two'),
+      'two',
+      'none',
+      0.2,
+      'llm',
+      'llm (anthropic): unsure',
+      '[]',
+      800.25,
+      0.0012,
+      '{"llm":800}',
+      'hybrid',
+      null,
+      '{"caller":"ci"}',
+    );
+    old
+      .prepare(
+        "INSERT INTO route_feedback (decision_id, skill, created_at) VALUES ('old-2', 'fix-bug', 3000)",
+      )
+      .run();
+    old.close();
+
+    const ledger = open({ path: file });
+    const [second, first] = await ledger.listRouteDecisions();
+    expect(first).toEqual({
+      id: 'old-1',
+      createdAt: new Date(1_000).toISOString(),
+      requestHash: hashText('one'),
+      skill: 'fix-bug',
+      confidence: 0.9,
+      method: 'rules',
+      reasoning: 'matched /fix/',
+      candidates: [{ skill: 'fix-bug', score: 0.9 }],
+      durationMs: 2.5,
+      costUsd: 0,
+      timings: { rules: 0.1 },
+      mode: 'local',
+      skillsHash: 'abc',
+      tags: {},
+    });
+    expect(second).toMatchObject({
+      id: 'old-2',
+      requestText: 'two',
+      skill: 'none',
+      costUsd: 0.0012,
+      tags: { caller: 'ci' },
+    });
+    expect(await ledger.listFeedback()).toEqual([{ decisionId: 'old-2', skill: 'fix-bug' }]);
+  });
+
+  it('prunes decisions, their feedback and old cache entries before a time, and counts since a time', async () => {
+    const ledger = open({ path: join(directory, 'prune.db') });
+    for (const [id, at] of [
+      ['a', 1_000],
+      ['b', 2_000],
+      ['c', 3_000],
+    ] as const) {
+      await ledger.recordRouteDecision(decision(id), {
+        requestText: id,
+        mode: 'local',
+        createdAt: new Date(at),
+      });
+      await ledger.cacheDecision(`key-${id}`, decision(id), { storedAt: at, ttlMs: 1e9, maxEntries: 100 });
+    }
+    await ledger.recordFeedback('a', 'none');
+    await ledger.recordFeedback('c', 'none');
+    expect(await ledger.countRouteDecisions({ since: 2_000 })).toBe(2);
+    expect(await ledger.pruneRouteDecisions(2_500)).toEqual({ decisions: 2, feedback: 1, cached: 2 });
+    expect((await ledger.listRouteDecisions()).map((row) => row.id)).toEqual(['c']);
+    expect(await ledger.listFeedback()).toEqual([{ decisionId: 'c', skill: 'none' }]);
+    expect(await ledger.getCachedDecision('key-b', 0)).toBeUndefined();
+    expect(await ledger.getCachedDecision('key-c', 0)).toMatchObject({ id: 'c' });
   });
 });
 
@@ -599,16 +750,19 @@ describe('spending, reservations, cooldowns, the decision cache and feedback', (
     it('caches decisions with a TTL and a size bound, and keeps the latest feedback', async () => {
       const ledger = backend.open();
       const stored = decision('c');
-      for (let index = 0; index < 5; index += 1) {
+      // The table is trimmed about once per thousand writes, not on each: after a thousand, the oldest
+      // entries beyond the limit are gone, and an expired one is never read.
+      for (let index = 0; index < 1_001; index += 1) {
         await ledger.cacheDecision(`k${index}`, stored, {
           storedAt: 1000 + index,
           ttlMs: 10_000,
           maxEntries: 3,
         });
       }
-      expect(await ledger.getCachedDecision('k4', 0)).toMatchObject({ skill: 'summarise' });
+      await ledger.flush();
+      expect(await ledger.getCachedDecision('k1000', 0)).toMatchObject({ skill: 'summarise' });
       expect(await ledger.getCachedDecision('k1', 0)).toBeUndefined();
-      expect(await ledger.getCachedDecision('k4', 2000)).toBeUndefined();
+      expect(await ledger.getCachedDecision('k1000', 3000)).toBeUndefined();
       await ledger.recordRouteDecision(decision('d1'), { requestText: 'x', mode: 'local' });
       await ledger.recordFeedback('d1', 'translate');
       await ledger.recordFeedback('d1', 'none');

@@ -19,9 +19,21 @@ import {
 } from './budget-reservations.js';
 import { SwitchboardError } from '../core/errors.js';
 import { afterCommittedWrite } from './write-seam.js';
-import type { RouteCandidate, RouteDecision, RouteMethod } from '../core/route-types.js';
-import { readCachedDecision, writeCachedDecision } from './route-cache-records.js';
-import { redactSecrets } from '../core/secrets.js';
+import type { RouteDecision } from '../core/route-types.js';
+import { CACHE_SQL, parseCachedDecision, shouldTrimCache, type CacheWrite } from './route-cache-records.js';
+import {
+  DECISION_SQL,
+  RouteNames,
+  decisionRow,
+  fromDecisionRow,
+  namesOf,
+  queueDecision,
+  type DecisionRow,
+  type QueuedDecision,
+  type RouteDecisionContext,
+  type StoredRouteDecision,
+} from './route-decision-records.js';
+import { WriteBehind } from './write-behind.js';
 import {
   connectPostgresDatabase,
   locateDatabase,
@@ -30,7 +42,8 @@ import {
   toStoreError,
   type DatabaseTarget,
 } from './database.js';
-import type { SqlDatabase, SqlDialect } from './sql/sql-database.js';
+import type { SqlClient, SqlDatabase, SqlDialect } from './sql/sql-database.js';
+import type { SyncSqlClient } from './sql/sqlite-database.js';
 import { describePostgresUrl } from './sql/postgres-database.js';
 
 export { BUSY_TIMEOUT_MS, DATABASE_URL_VARIABLE, DEFAULT_STATE_DIR, LEDGER_FILE_NAME } from './database.js';
@@ -46,37 +59,7 @@ export interface OpenLedgerOptions extends DatabaseTarget {
   storeText?: boolean;
 }
 
-/** What the caller knows about a routed request beyond the decision itself. */
-export interface RouteDecisionContext {
-  /** The request as the user sent it. Stored only when the ledger was opened with `storeText`. */
-  requestText: string;
-  /** The text the router actually matched on; hashed instead of `requestText` when given. */
-  normalizedText?: string;
-  /** The routing mode that produced the decision. */
-  mode: string;
-  /** Identifies the skill set the router chose from. */
-  skillsHash?: string;
-  /** Free labels (e.g. caller, experiment). */
-  tags?: Record<string, string>;
-  /**
-   * When the decision was made.
-   * @default now
-   */
-  createdAt?: Date;
-}
-
-/** A route decision as read back from the ledger. */
-export interface StoredRouteDecision extends Omit<RouteDecision, 'warnings'> {
-  /** ISO 8601 timestamp, UTC. */
-  createdAt: string;
-  /** sha256 hex of the normalized request text. */
-  requestHash: string;
-  /** Present only when the ledger stored text. */
-  requestText?: string;
-  mode: string;
-  skillsHash?: string;
-  tags: Record<string, string>;
-}
+export type { RouteDecisionContext, StoredRouteDecision };
 
 export interface ListRouteDecisionsOptions {
   /**
@@ -107,7 +90,12 @@ export interface Ledger {
   ready(): Promise<void>;
   /** Whether request text is stored next to its hash. */
   readonly storeText: boolean;
-  /** Appends one decision. Rejects with `STORE_ERROR` if the write fails (for example a duplicate id). */
+  /**
+   * Queues one decision; resolves once it is queued, not written (see `recordCallAttempt`): decisions
+   * are written in batches, and every read of this ledger, `flush()`, `close()` and process exit write
+   * them first. A decision whose id is already recorded is ignored. Rejects with `INVALID_INPUT` for an
+   * invalid `createdAt`.
+   */
   recordRouteDecision(decision: RouteDecision, context: RouteDecisionContext): Promise<void>;
   /** Decisions, newest first. */
   listRouteDecisions(options?: ListRouteDecisionsOptions): Promise<StoredRouteDecision[]>;
@@ -121,13 +109,23 @@ export interface Ledger {
   ): Promise<number>;
   /** One decision by id, or `undefined`. */
   getRouteDecision(id: string): Promise<StoredRouteDecision | undefined>;
-  countRouteDecisions(): Promise<number>;
+  /** Decisions recorded (since a time, when given). */
+  countRouteDecisions(options?: { since?: Date | number | string }): Promise<number>;
+  /**
+   * Deletes the route decisions made before `before` (epoch ms), the feedback on them, and decision-cache
+   * entries stored before it; resolves to how many rows of each went. Spending and workflow rows are
+   * never pruned.
+   */
+  pruneRouteDecisions(before: number): Promise<{ decisions: number; feedback: number; cached: number }>;
   /**
    * The decision cached under `key` at or after `notBefore` (epoch ms), or undefined. The router's
    * decision cache lives here so that it outlives a process (each CLI call is one).
    */
   getCachedDecision(key: string, notBefore: number): Promise<RouteDecision | undefined>;
-  /** Caches a decision under `key`, dropping entries older than `ttlMs` and beyond `maxEntries`. */
+  /**
+   * Caches a decision under `key` (queued and written with the next batch). Entries older than `ttlMs`
+   * and beyond `maxEntries` are dropped about once every thousand writes, not on each.
+   */
   cacheDecision(
     key: string,
     decision: RouteDecision,
@@ -194,8 +192,10 @@ process.on('beforeExit', () => {
   for (const flush of flushBeforeExit) void flush().catch(() => undefined);
 });
 
-/** How long call attempts wait to be written together. */
-const ATTEMPT_FLUSH_MS = 20;
+/** How long queued rows (call attempts, route decisions, cache entries) wait to be written together. */
+const FLUSH_MS = 20;
+/** A queue this long is written without waiting for the timer. */
+const FLUSH_ROWS = 500;
 /** Rows `eachRouteDecision` reads at a time. */
 const PAGE_SIZE = 500;
 
@@ -260,63 +260,124 @@ export async function connectLedger(options: OpenLedgerOptions = {}): Promise<Le
   return ledger;
 }
 
-interface RouteDecisionRow {
-  id: string;
-  created_at: number;
-  request_hash: string;
-  request_text: string | null;
-  skill: string;
-  confidence: number;
-  method: string;
-  reasoning: string;
-  candidates: string;
-  duration_ms: number;
-  cost_usd: number;
-  timings: string;
-  mode: string;
-  skills_hash: string | null;
-  tags: string;
-}
-
-const ROUTE_DECISION_COLUMNS =
-  'id, created_at, request_hash, request_text, skill, confidence, method, reasoning, candidates, ' +
-  'duration_ms, cost_usd, timings, mode, skills_hash, tags';
-
 function buildSql(dialect: SqlDialect) {
   return {
     ...callSql(dialect),
     ...reservationSql(dialect),
-    insertRouteDecision:
-      `INSERT INTO route_decisions (${ROUTE_DECISION_COLUMNS}) VALUES (` +
-      '@id, @created_at, @request_hash, @request_text, @skill, @confidence, @method, @reasoning, ' +
-      '@candidates, @duration_ms, @cost_usd, @timings, @mode, @skills_hash, @tags)',
-    listRouteDecisions:
-      `SELECT ${ROUTE_DECISION_COLUMNS} FROM route_decisions WHERE created_at >= @since ` +
-      'ORDER BY created_at DESC, rowid DESC LIMIT @limit',
-    // Keyset pages in (created_at, rowid) order: a large ledger is never held in memory at once.
-    pageRouteDecisions:
-      `SELECT rowid AS row_number, ${ROUTE_DECISION_COLUMNS} FROM route_decisions ` +
-      'WHERE created_at >= @since AND (created_at > @after_time OR (created_at = @after_time AND rowid > @after_row)) ' +
-      'ORDER BY created_at, rowid LIMIT @limit',
-    getRouteDecision: `SELECT ${ROUTE_DECISION_COLUMNS} FROM route_decisions WHERE id = ?`,
-    countRouteDecisions: 'SELECT count(*) AS count FROM route_decisions',
+    ...DECISION_SQL,
+    ...CACHE_SQL[dialect],
     upsertFeedback:
       'INSERT INTO route_feedback (decision_id, skill, created_at) VALUES (@decision_id, @skill, @created_at) ' +
       'ON CONFLICT (decision_id) DO UPDATE SET skill = excluded.skill, created_at = excluded.created_at',
     listFeedback: 'SELECT decision_id, skill FROM route_feedback ORDER BY created_at',
+    insertDecisionsBatch:
+      'INSERT INTO route_decisions (' +
+      DECISION_COLUMNS.map(([column]) => column).join(', ') +
+      ') SELECT * FROM unnest(' +
+      DECISION_COLUMNS.map(([column, type]) => `CAST(@${column} AS ${type}[])`).join(', ') +
+      ') ON CONFLICT (id) DO NOTHING',
   };
 }
 
-const SQL = { sqlite: buildSql('sqlite'), postgres: buildSql('postgres') };
+/** The route_decisions columns with their PostgreSQL types, for a batch insert of arrays. */
+const DECISION_COLUMNS = [
+  ['id', 'TEXT'],
+  ['created_at', 'BIGINT'],
+  ['request_hash', 'BYTEA'],
+  ['request_text', 'TEXT'],
+  ['skill', 'BIGINT'],
+  ['confidence', 'DOUBLE PRECISION'],
+  ['method', 'BIGINT'],
+  ['reasoning', 'TEXT'],
+  ['reasoning_name', 'BIGINT'],
+  ['candidates', 'TEXT'],
+  ['duration_ms', 'DOUBLE PRECISION'],
+  ['cost_usd', 'DOUBLE PRECISION'],
+  ['timings', 'TEXT'],
+  ['mode', 'BIGINT'],
+  ['skills_hash', 'BIGINT'],
+  ['tags', 'TEXT'],
+] as const;
 
+const SQL = { sqlite: buildSql('sqlite'), postgres: buildSql('postgres') };
+type Statements = (typeof SQL)['sqlite'];
+
+/** What the write-behind queue holds between two writes. */
+interface Batch {
+  attempts: CallAttemptRecord[];
+  decisions: QueuedDecision[];
+  /** Cache entries by key: a key written twice is written once, with the later entry. */
+  cache: Map<string, CacheWrite>;
+}
+
+/** The open database, shared by the ledger's stages: its connection, the guard every call goes through. */
+interface Connection {
+  readonly location: string;
+  readonly dialect: SqlDialect;
+  readonly sql: Statements;
+  readonly storeText: boolean;
+  readonly names: RouteNames;
+  /** Runs `action` on the database, turning any failure into `STORE_ERROR`; rejects once closed. */
+  guarded<T>(what: string, action: (db: SqlDatabase) => Promise<T>): Promise<T>;
+  /** `guarded` without the closed check: the queue's last write runs while the ledger closes. */
+  use<T>(what: string, action: (db: SqlDatabase) => Promise<T>): Promise<T>;
+  /** The database once connected (a SQLite one at once), else undefined. */
+  current(): SqlDatabase | undefined;
+  readonly ready: Promise<SqlDatabase>;
+  closed: boolean;
+}
+
+/**
+ * The ledger, as a sequence of stages over one connection: connect; the write-behind queue; then the
+ * methods by subject (route decisions, the decision cache, call attempts and breakers, budgets); close.
+ */
 function createLedger(
   opened: SqlDatabase | Promise<SqlDatabase>,
   location: string,
   dialect: SqlDialect,
   storeText: boolean,
 ): Ledger {
-  const sql = SQL[dialect];
-  let closed = false;
+  const connection = connect(opened, location, dialect, storeText);
+  const queue = writeBehind(connection);
+  return {
+    path: location,
+    dialect,
+    storeText,
+    async ready() {
+      await connection.guarded('cannot open the ledger', () => Promise.resolve());
+    },
+    ...routeDecisionMethods(connection, queue),
+    ...decisionCacheMethods(connection, queue),
+    ...callMethods(connection, queue),
+    ...budgetMethods(connection, queue),
+    async flush() {
+      await queue.flush();
+    },
+    async close() {
+      if (connection.closed) return;
+      const flushed = queue.stop();
+      connection.closed = true;
+      try {
+        await flushed;
+      } finally {
+        try {
+          await (connection.current() ?? (await connection.ready.catch(() => undefined)))?.close();
+        } catch (error) {
+          // eslint-disable-next-line no-unsafe-finally
+          throw toStoreError(error, location, 'cannot close the ledger');
+        }
+      }
+    },
+  };
+}
+
+/** Stage 1: the connection (a SQLite file at once, PostgreSQL in the background) and its guard. */
+function connect(
+  opened: SqlDatabase | Promise<SqlDatabase>,
+  location: string,
+  dialect: SqlDialect,
+  storeText: boolean,
+): Connection {
   let database: SqlDatabase | undefined = opened instanceof Promise ? undefined : opened;
   const ready: Promise<SqlDatabase> = opened instanceof Promise ? opened : Promise.resolve(opened);
   if (database === undefined) {
@@ -327,129 +388,253 @@ function createLedger(
       () => undefined,
     );
   }
-
-  // Call attempts are written in batches, one transaction every few milliseconds: a transaction per
-  // row costs about 60 µs of synchronous work on the event loop, on every call's path; batched rows
-  // cost a fraction of that. Reads, close() and process exit flush first, so nothing recorded is ever
-  // missing from a read or lost on a normal exit; a process killed outright loses at most the last
-  // 20 milliseconds of attempts.
-  const pendingAttempts: CallAttemptRecord[] = [];
-  /** The write of the batch taken last, which the next flush (and every read) waits for. */
-  let writing: Promise<void> = Promise.resolve();
-
-  function flushAttempts(): Promise<void> {
-    if (closed || pendingAttempts.length === 0) return writing;
-    const rows = pendingAttempts.splice(0).map((record) => callAttemptRow(record, storeText));
-    const previous = writing;
-    writing = guarded('cannot record call attempts in', async (db) => {
-      await previous.catch(() => undefined);
-      if (db.dialect === 'postgres') {
-        await db.run(sql.insertCallAttemptsBatch, attemptColumns(rows));
-        return;
-      }
-      await db.transaction(async (client) => {
-        for (const row of rows) await client.run(sql.insertCallAttempt, row);
-      });
-    }).then(afterCommittedWrite);
-    return writing;
-  }
-  function flushAttemptsNow(): void {
-    const sqlite = database === undefined ? undefined : sqliteBehind(database);
-    if (closed || pendingAttempts.length === 0 || sqlite === undefined) return;
-    const rows = pendingAttempts.splice(0).map((record) => callAttemptRow(record, storeText));
-    try {
-      sqlite.runBatchNow(sql.insertCallAttempt, rows);
-    } catch {
-      // The process is exiting; there is no one left to tell.
-    }
-  }
-  const flushLater = () => {
-    flushAttempts().catch(() => undefined);
-  };
-  const flushBeforeLeaving = () => flushAttempts();
-  if (dialect === 'sqlite') flushOnExit.add(flushAttemptsNow);
-  else flushBeforeExit.add(flushBeforeLeaving);
-
-  // Every public call goes through here so callers only ever see STORE_ERROR (or a database error of
-  // our own), never a raw driver error.
-  async function guarded<T>(what: string, action: (db: SqlDatabase) => Promise<T>): Promise<T> {
-    if (closed) {
-      throw new SwitchboardError('STORE_ERROR', `${what} ${location}: the ledger is closed`, {
-        hint: 'open the ledger again with openLedger()',
-        details: { file: location },
-      });
-    }
-    try {
-      return await action(database ?? (await ready));
-    } catch (error) {
-      throw toStoreError(error, location, what);
-    }
-  }
-
-  async function reserve(db: SqlDatabase, reservation: SpendReservation): Promise<ReservationOutcome> {
-    return db.transaction(
-      async (client) => {
-        const now = reservation.createdAt;
-        await client.run(sql.deleteExpiredReservations, [now]);
-        const standings: CapStanding[] = [];
-        for (const cap of reservation.caps) {
-          const filter = { provider: cap.provider ?? null, ...tagParams(cap.tag) };
-          const spent = await client.get<{ total: number | null }>(sql.spendSince, {
-            since: cap.since,
-            ...filter,
-          });
-          const held = await client.get<{ total: number | null }>(sql.reservedFor, { now, ...filter });
-          standings.push({ spentUsd: spent?.total ?? 0, reservedUsd: held?.total ?? 0 });
-        }
-        const verdict = judgeReservation(
-          reservation.caps,
-          standings,
-          reservation.amountUsd,
-          reservation.shrinkToFit,
-        );
-        if (!verdict.reserved) {
-          return {
-            reserved: false,
-            capIndex: verdict.capIndex,
-            ...(reservation.amountUsd === undefined ? {} : { amountUsd: reservation.amountUsd }),
-            standings,
-          };
-        }
-        await client.run(sql.insertReservation, {
-          id: reservation.id,
-          created_at: now,
-          expires_at: reservation.expiresAt,
-          provider: reservation.provider,
-          tags: JSON.stringify(reservation.tags),
-          amount_usd: verdict.amountUsd,
-        });
-        return { reserved: true, amountUsd: verdict.amountUsd, standings };
-      },
-      // Every process reserving against this ledger takes turns: spending is read and held in one step.
-      { lockKey: 'switchboard:budget' },
-    );
-  }
-
-  return {
-    path: location,
+  const connection: Connection = {
+    location,
     dialect,
+    sql: SQL[dialect],
     storeText,
+    names: new RouteNames(),
+    ready,
+    closed: false,
+    current: () => database,
+    // Every public call goes through here so callers only ever see STORE_ERROR (or a database error of
+    // our own), never a raw driver error.
+    async guarded(what, action) {
+      if (connection.closed) {
+        throw new SwitchboardError('STORE_ERROR', `${what} ${location}: the ledger is closed`, {
+          hint: 'open the ledger again with openLedger()',
+          details: { file: location },
+        });
+      }
+      return connection.use(what, action);
+    },
+    async use(what, action) {
+      try {
+        return await action(database ?? (await ready));
+      } catch (error) {
+        throw toStoreError(error, location, what);
+      }
+    },
+  };
+  return connection;
+}
 
-    async ready() {
-      await guarded('cannot open the ledger', () => Promise.resolve());
+/**
+ * Stage 2: the write-behind queue (see write-behind.ts) for call attempts, route decisions and cache
+ * entries, written in one transaction per batch; at process exit, a SQLite ledger writes what is left
+ * synchronously, a PostgreSQL one on `beforeExit`.
+ */
+function writeBehind(connection: Connection): WriteBehind<Batch> {
+  const { sql, names, storeText } = connection;
+  let cacheWritesSinceTrim = 0;
+  /** The trims a batch's cache writes call for, decided once per batch. */
+  function trimsFor(cache: Map<string, CacheWrite>): { before: number; keep: number } | undefined {
+    if (cache.size === 0 || !shouldTrimCache(cacheWritesSinceTrim, cache.size)) {
+      cacheWritesSinceTrim += cache.size;
+      return undefined;
+    }
+    cacheWritesSinceTrim = 0;
+    const last = [...cache.values()].at(-1) as CacheWrite;
+    return { before: last.storedAt - last.ttlMs, keep: last.maxEntries };
+  }
+
+  function writeNow(client: SyncSqlClient, batch: Batch): void {
+    for (const record of batch.attempts) client.run(sql.insertCallAttempt, callAttemptRow(record, storeText));
+    for (const decision of batch.decisions) {
+      names.ensureNow(client, namesOf(decision));
+      client.run(sql.insertDecision, decisionRow(decision, names.idOf));
+    }
+    for (const [key, entry] of batch.cache) {
+      client.run(sql.putCached, { key, decision: entry.decision, stored_at: entry.storedAt });
+    }
+    const trim = trimsFor(batch.cache);
+    if (trim !== undefined) {
+      client.run(sql.dropExpiredCache, { before: trim.before });
+      client.run(sql.dropOldestCache, { keep: trim.keep });
+    }
+  }
+
+  async function writePostgres(db: SqlDatabase, batch: Batch): Promise<void> {
+    if (batch.attempts.length > 0) {
+      await db.run(
+        sql.insertCallAttemptsBatch,
+        attemptColumns(batch.attempts.map((record) => callAttemptRow(record, storeText))),
+      );
+    }
+    if (batch.decisions.length > 0) {
+      await names.ensure(db, new Set(batch.decisions.flatMap(namesOf)));
+      const rows = batch.decisions.map((decision) => decisionRow(decision, names.idOf));
+      await db.run(
+        sql.insertDecisionsBatch,
+        Object.fromEntries(
+          DECISION_COLUMNS.map(([column]) => [column, rows.map((row) => row[column] ?? null)]),
+        ),
+      );
+    }
+    if (batch.cache.size > 0) {
+      const entries = [...batch.cache];
+      await db.run(sql.putCachedBatch, {
+        keys: entries.map(([key]) => key),
+        decisions: entries.map(([, entry]) => entry.decision),
+        stored_at: entries.map(([, entry]) => entry.storedAt),
+      });
+      const trim = trimsFor(batch.cache);
+      if (trim !== undefined) {
+        await db.transaction(
+          async (client) => {
+            await client.run(sql.dropExpiredCache, { before: trim.before });
+            await client.run(sql.dropOldestCache, { keep: trim.keep });
+          },
+          { lockKey: 'switchboard:route-cache' },
+        );
+      }
+    }
+  }
+
+  const queue = new WriteBehind<Batch>({
+    flushMs: FLUSH_MS,
+    maxRows: FLUSH_ROWS,
+    empty: () => ({ attempts: [], decisions: [], cache: new Map() }),
+    size: (batch) => batch.attempts.length + batch.decisions.length + batch.cache.size,
+    write: (batch) =>
+      connection
+        .use('cannot write call attempts and route decisions to', async (db) => {
+          const sqlite = sqliteBehind(db);
+          if (sqlite !== undefined) await sqlite.writeBatch((client) => writeNow(client, batch));
+          else await writePostgres(db, batch);
+        })
+        .then(afterCommittedWrite),
+  });
+
+  if (connection.dialect === 'sqlite') {
+    const flushNow = () => {
+      const database = connection.current();
+      const sqlite = database === undefined ? undefined : sqliteBehind(database);
+      if (connection.closed || sqlite === undefined) return;
+      const batch = queue.take();
+      try {
+        sqlite.writeBatchNow((client) => writeNow(client, batch));
+      } catch {
+        // The process is exiting; there is no one left to tell.
+      }
+    };
+    flushOnExit.add(flushNow);
+    const stop = queue.stop.bind(queue);
+    queue.stop = () => {
+      flushOnExit.delete(flushNow);
+      return stop();
+    };
+  } else {
+    const flushBeforeLeaving = () => queue.flush();
+    flushBeforeExit.add(flushBeforeLeaving);
+    const stop = queue.stop.bind(queue);
+    queue.stop = () => {
+      flushBeforeExit.delete(flushBeforeLeaving);
+      return stop();
+    };
+  }
+  return queue;
+}
+
+type RouteDecisionMethods = Pick<
+  Ledger,
+  | 'recordRouteDecision'
+  | 'listRouteDecisions'
+  | 'eachRouteDecision'
+  | 'getRouteDecision'
+  | 'countRouteDecisions'
+  | 'pruneRouteDecisions'
+  | 'recordFeedback'
+  | 'listFeedback'
+>;
+
+/** Stage 3: route decisions (queued, read after a flush) and the feedback on them. */
+function routeDecisionMethods(connection: Connection, queue: WriteBehind<Batch>): RouteDecisionMethods {
+  const { sql, names, guarded, location } = connection;
+  /** Rows read back as decisions, their names loaded first. */
+  async function decisions(db: SqlClient, rows: DecisionRow[]): Promise<StoredRouteDecision[]> {
+    await names.load(db, rows);
+    return rows.map((row) => fromDecisionRow(row, names));
+  }
+  return {
+    async recordRouteDecision(decision, context) {
+      if (connection.closed) await guarded('cannot record a route decision in', () => Promise.resolve());
+      const queued = queueDecision(decision, context, connection.storeText);
+      await queue.enqueue((batch) => batch.decisions.push(queued));
     },
 
-    async recordCallAttempt(record) {
-      if (closed) await guarded('cannot record a call attempt in', () => Promise.resolve());
-      // A copy, turned into a row (and its prompt hashed) at flush time, off the call's path; the
-      // caller may reuse or change its own record object afterwards.
-      pendingAttempts.push({ ...record, ...(record.tags === undefined ? {} : { tags: { ...record.tags } }) });
-      if (pendingAttempts.length === 1) setTimeout(flushLater, ATTEMPT_FLUSH_MS).unref();
+    async listRouteDecisions(options = {}) {
+      const limit = options.limit ?? DEFAULT_LIST_LIMIT;
+      if (!Number.isSafeInteger(limit) || limit < 1) {
+        throw new SwitchboardError('INVALID_INPUT', `limit must be a positive integer, got ${limit}`, {
+          hint: 'pass a limit of 1 or more',
+        });
+      }
+      const since = options.since === undefined ? Number.MIN_SAFE_INTEGER : toEpochMs(options.since);
+      await queue.flush();
+      return guarded('cannot read route decisions from', async (db) =>
+        decisions(db, await db.all<DecisionRow>(sql.listDecisions, { since, limit })),
+      );
+    },
+
+    async eachRouteDecision(options, visit) {
+      const since = options.since === undefined ? Number.MIN_SAFE_INTEGER : toEpochMs(options.since);
+      await queue.flush();
+      return guarded('cannot read route decisions from', async (db) => {
+        let count = 0;
+        let after = { after_time: Number.MIN_SAFE_INTEGER, after_row: Number.MIN_SAFE_INTEGER };
+        for (;;) {
+          const page = await db.all<DecisionRow & { row_number: number }>(sql.pageDecisions, {
+            since,
+            ...after,
+            limit: PAGE_SIZE,
+          });
+          for (const decision of await decisions(db, page)) {
+            visit(decision);
+            count++;
+          }
+          const last = page.at(-1);
+          if (last === undefined || page.length < PAGE_SIZE) return count;
+          after = { after_time: Number(last.created_at), after_row: Number(last.row_number) };
+        }
+      });
+    },
+
+    async getRouteDecision(id) {
+      await queue.flush();
+      return guarded('cannot read a route decision from', async (db) => {
+        const row = await db.get<DecisionRow>(sql.getDecision, [id]);
+        return row === undefined ? undefined : (await decisions(db, [row]))[0];
+      });
+    },
+
+    async countRouteDecisions(options = {}) {
+      await queue.flush();
+      return guarded('cannot count route decisions in', async (db) => {
+        const row =
+          options.since === undefined
+            ? await db.get<{ count: number }>(sql.countDecisions)
+            : await db.get<{ count: number }>(sql.countDecisionsSince, [toEpochMs(options.since)]);
+        return Number(row?.count ?? 0);
+      });
+    },
+
+    async pruneRouteDecisions(before) {
+      await queue.flush();
+      return guarded('cannot prune route decisions in', (db) =>
+        db.transaction(async (client) => {
+          const decisions = (await client.run(sql.pruneDecisions, [before])).changes;
+          const feedback = (await client.run(sql.pruneFeedback)).changes;
+          const cached = (await client.run(sql.dropExpiredCache, { before })).changes;
+          return { decisions, feedback, cached };
+        }),
+      );
     },
 
     async recordFeedback(decisionId, skill) {
+      await queue.flush();
       await guarded('cannot record feedback in', async (db) => {
-        if ((await db.get(sql.getRouteDecision, [decisionId])) === undefined) {
+        if ((await db.get(sql.decisionExists, [decisionId])) === undefined) {
           throw new SwitchboardError(
             'INVALID_INPUT',
             `there is no route decision ${decisionId} in ${location}`,
@@ -470,40 +655,79 @@ function createLedger(
         })),
       );
     },
+  };
+}
 
-    async spendSince(since, filter = {}) {
-      await flushAttempts();
-      return guarded('cannot read spending from', async (db) => {
-        const row = await db.get<{ total: number | null }>(sql.spendSince, {
-          since,
-          provider: filter.provider ?? null,
-          ...tagParams(filter.tag),
-        });
-        return row?.total ?? 0;
+/**
+ * Stage 4: the router's decision cache. A read looks at the queue first and never waits for a write: a
+ * serve reads the cache on every request.
+ */
+function decisionCacheMethods(
+  connection: Connection,
+  queue: WriteBehind<Batch>,
+): Pick<Ledger, 'getCachedDecision' | 'cacheDecision'> {
+  const { sql, guarded } = connection;
+  return {
+    async getCachedDecision(key, notBefore) {
+      const queued = queue.pending.cache.get(key);
+      if (queued !== undefined) {
+        return queued.storedAt >= notBefore ? parseCachedDecision(queued.decision) : undefined;
+      }
+      return guarded('cannot read the decision cache in', async (db) =>
+        parseCachedDecision(
+          (await db.get<{ decision: string }>(sql.getCached, { key, not_before: notBefore }))?.decision,
+        ),
+      );
+    },
+
+    async cacheDecision(key, decision, { storedAt, ttlMs, maxEntries }) {
+      if (connection.closed) await guarded('cannot write the decision cache in', () => Promise.resolve());
+      const entry = { decision: JSON.stringify(decision), storedAt, ttlMs, maxEntries };
+      await queue.enqueue((batch) => {
+        batch.cache.delete(key);
+        batch.cache.set(key, entry);
       });
     },
+  };
+}
 
-    async reserveSpend(reservation) {
-      // Our own recorded attempts must be in the database before the spending is read.
-      await flushAttempts();
-      return guarded('cannot reserve budget in', (db) => reserve(db, reservation));
+/** Stage 5: call attempts (queued), what is read from them, and the circuit breakers' cooldowns. */
+function callMethods(
+  connection: Connection,
+  queue: WriteBehind<Batch>,
+): Pick<
+  Ledger,
+  'recordCallAttempt' | 'callStats' | 'recentOutcomes' | 'setCooldown' | 'getCooldown' | 'activeCooldowns'
+> {
+  const { sql, guarded } = connection;
+  return {
+    async recordCallAttempt(record) {
+      if (connection.closed) await guarded('cannot record a call attempt in', () => Promise.resolve());
+      // A copy, turned into a row (and its prompt hashed) at flush time, off the call's path; the
+      // caller may reuse or change its own record object afterwards.
+      const copy = { ...record, ...(record.tags === undefined ? {} : { tags: { ...record.tags } }) };
+      await queue.enqueue((batch) => batch.attempts.push(copy));
     },
 
-    async releaseReservation(id) {
-      // The attempt goes in before its reservation goes out, so no reader sees neither.
-      await flushAttempts();
-      await guarded('cannot release a budget reservation in', (db) => db.run(sql.deleteReservation, [id]));
+    async callStats(options = {}) {
+      await queue.flush();
+      const since = options.since === undefined ? Number.MIN_SAFE_INTEGER : toEpochMs(options.since);
+      return guarded('cannot read call attempts from', async (db) =>
+        summariseCalls(await db.all<AttemptRow>(sql.selectAttemptsSince, [since])),
+      );
     },
 
-    async reservedAt(now, filter = {}) {
-      return guarded('cannot read budget reservations from', async (db) => {
-        const row = await db.get<{ total: number | null }>(sql.reservedFor, {
-          now,
-          provider: filter.provider ?? null,
-          ...tagParams(filter.tag),
-        });
-        return row?.total ?? 0;
-      });
+    async recentOutcomes(spec, since, limit) {
+      await queue.flush();
+      return guarded('cannot read call attempts from', async (db) =>
+        (
+          await db.all<{ success: number; error_code: string | null }>(sql.selectRecentOutcomes, {
+            spec,
+            since,
+            limit,
+          })
+        ).map((row) => (row.success === 1 ? undefined : (row.error_code ?? 'PROVIDER_ERROR'))),
+      );
     },
 
     async setCooldown(record) {
@@ -523,114 +747,102 @@ function createLedger(
         db.get<CooldownRecord>(sql.selectCooldown, [spec]),
       );
     },
+  };
+}
 
-    async recentOutcomes(spec, since, limit) {
-      await flushAttempts();
-      return guarded('cannot read call attempts from', async (db) =>
-        (
-          await db.all<{ success: number; error_code: string | null }>(sql.selectRecentOutcomes, {
-            spec,
-            since,
-            limit,
-          })
-        ).map((row) => (row.success === 1 ? undefined : (row.error_code ?? 'PROVIDER_ERROR'))),
-      );
-    },
-
-    async callStats(options = {}) {
-      await flushAttempts();
-      const since = options.since === undefined ? Number.MIN_SAFE_INTEGER : toEpochMs(options.since);
-      return guarded('cannot read call attempts from', async (db) =>
-        summariseCalls(await db.all<AttemptRow>(sql.selectAttemptsSince, [since])),
-      );
-    },
-
-    async recordRouteDecision(decision, context) {
-      const row = toRow(decision, context, storeText);
-      await guarded('cannot record a route decision in', (db) => db.run(sql.insertRouteDecision, { ...row }));
-    },
-
-    async listRouteDecisions(options = {}) {
-      const limit = options.limit ?? DEFAULT_LIST_LIMIT;
-      if (!Number.isSafeInteger(limit) || limit < 1) {
-        throw new SwitchboardError('INVALID_INPUT', `limit must be a positive integer, got ${limit}`, {
-          hint: 'pass a limit of 1 or more',
+/**
+ * Stage 6: budgets. Spending is read after the queue is written (our own attempts count), and a
+ * reservation is read and held in one transaction, never queued.
+ */
+function budgetMethods(
+  connection: Connection,
+  queue: WriteBehind<Batch>,
+): Pick<Ledger, 'spendSince' | 'reserveSpend' | 'releaseReservation' | 'reservedAt'> {
+  const { sql, guarded } = connection;
+  return {
+    async spendSince(since, filter = {}) {
+      await queue.flush();
+      return guarded('cannot read spending from', async (db) => {
+        const row = await db.get<{ total: number | null }>(sql.spendSince, {
+          since,
+          provider: filter.provider ?? null,
+          ...tagParams(filter.tag),
         });
-      }
-      const since = options.since === undefined ? Number.MIN_SAFE_INTEGER : toEpochMs(options.since);
-      return guarded('cannot read route decisions from', async (db) =>
-        (await db.all<RouteDecisionRow>(sql.listRouteDecisions, { since, limit })).map(fromRow),
-      );
-    },
-
-    async eachRouteDecision(options, visit) {
-      const since = options.since === undefined ? Number.MIN_SAFE_INTEGER : toEpochMs(options.since);
-      return guarded('cannot read route decisions from', async (db) => {
-        let count = 0;
-        let after = { after_time: Number.MIN_SAFE_INTEGER, after_row: Number.MIN_SAFE_INTEGER };
-        for (;;) {
-          const page = await db.all<RouteDecisionRow & { row_number: number }>(sql.pageRouteDecisions, {
-            since,
-            ...after,
-            limit: PAGE_SIZE,
-          });
-          for (const row of page) {
-            visit(fromRow(row));
-            count++;
-          }
-          const last = page.at(-1);
-          if (last === undefined || page.length < PAGE_SIZE) return count;
-          after = { after_time: last.created_at, after_row: last.row_number };
-        }
+        return row?.total ?? 0;
       });
     },
 
-    async getRouteDecision(id) {
-      const row = await guarded('cannot read a route decision from', (db) =>
-        db.get<RouteDecisionRow>(sql.getRouteDecision, [id]),
-      );
-      return row === undefined ? undefined : fromRow(row);
+    async reserveSpend(reservation) {
+      // Our own recorded attempts must be in the database before the spending is read.
+      await queue.flush();
+      return guarded('cannot reserve budget in', (db) => reserve(db, sql, reservation));
     },
 
-    async getCachedDecision(key, notBefore) {
-      return guarded('cannot read the decision cache in', (db) => readCachedDecision(db, key, notBefore));
+    async releaseReservation(id) {
+      // The attempt goes in before its reservation goes out, so no reader sees neither.
+      await queue.flush();
+      await guarded('cannot release a budget reservation in', (db) => db.run(sql.deleteReservation, [id]));
     },
 
-    async cacheDecision(key, decision, options) {
-      await guarded('cannot write the decision cache in', (db) =>
-        writeCachedDecision(db, key, decision, options),
-      );
-    },
-
-    async countRouteDecisions() {
-      return guarded(
-        'cannot count route decisions in',
-        async (db) => (await db.get<{ count: number }>(sql.countRouteDecisions))?.count ?? 0,
-      );
-    },
-
-    async flush() {
-      await flushAttempts();
-    },
-
-    async close() {
-      if (closed) return;
-      const flushed = flushAttempts();
-      flushOnExit.delete(flushAttemptsNow);
-      flushBeforeExit.delete(flushBeforeLeaving);
-      closed = true;
-      try {
-        await flushed;
-      } finally {
-        try {
-          await (database ?? (await ready.catch(() => undefined)))?.close();
-        } catch (error) {
-          // eslint-disable-next-line no-unsafe-finally
-          throw toStoreError(error, location, 'cannot close the ledger');
-        }
-      }
+    async reservedAt(now, filter = {}) {
+      return guarded('cannot read budget reservations from', async (db) => {
+        const row = await db.get<{ total: number | null }>(sql.reservedFor, {
+          now,
+          provider: filter.provider ?? null,
+          ...tagParams(filter.tag),
+        });
+        return row?.total ?? 0;
+      });
     },
   };
+}
+
+async function reserve(
+  db: SqlDatabase,
+  sql: Statements,
+  reservation: SpendReservation,
+): Promise<ReservationOutcome> {
+  return db.transaction(
+    async (client) => {
+      const now = reservation.createdAt;
+      await client.run(sql.deleteExpiredReservations, [now]);
+      const standings: CapStanding[] = [];
+      for (const cap of reservation.caps) {
+        const filter = { provider: cap.provider ?? null, ...tagParams(cap.tag) };
+        const spent = await client.get<{ total: number | null }>(sql.spendSince, {
+          since: cap.since,
+          ...filter,
+        });
+        const held = await client.get<{ total: number | null }>(sql.reservedFor, { now, ...filter });
+        standings.push({ spentUsd: spent?.total ?? 0, reservedUsd: held?.total ?? 0 });
+      }
+      const verdict = judgeReservation(
+        reservation.caps,
+        standings,
+        reservation.amountUsd,
+        reservation.shrinkToFit,
+      );
+      if (!verdict.reserved) {
+        return {
+          reserved: false,
+          capIndex: verdict.capIndex,
+          ...(reservation.amountUsd === undefined ? {} : { amountUsd: reservation.amountUsd }),
+          standings,
+        };
+      }
+      await client.run(sql.insertReservation, {
+        id: reservation.id,
+        created_at: now,
+        expires_at: reservation.expiresAt,
+        provider: reservation.provider,
+        tags: JSON.stringify(reservation.tags),
+        amount_usd: verdict.amountUsd,
+      });
+      return { reserved: true, amountUsd: verdict.amountUsd, standings };
+    },
+    // Every process reserving against this ledger takes turns: spending is read and held in one step.
+    { lockKey: 'switchboard:budget' },
+  );
 }
 
 function toEpochMs(value: Date | number | string): number {
@@ -642,52 +854,4 @@ function toEpochMs(value: Date | number | string): number {
     });
   }
   return epochMs;
-}
-
-function toRow(decision: RouteDecision, context: RouteDecisionContext, storeText: boolean): RouteDecisionRow {
-  const createdAt = context.createdAt ?? new Date();
-  if (!Number.isFinite(createdAt.getTime())) {
-    throw new SwitchboardError('INVALID_INPUT', `createdAt is an invalid date for decision ${decision.id}`, {
-      hint: 'pass a valid Date, or leave createdAt out to use the current time',
-    });
-  }
-  return {
-    id: decision.id,
-    created_at: createdAt.getTime(),
-    request_hash: hashText(context.normalizedText ?? context.requestText),
-    request_text: storeText ? redactSecrets(context.requestText) : null,
-    skill: decision.skill,
-    confidence: decision.confidence,
-    method: decision.method,
-    // An LLM tier's failure is quoted here; the ledger never stores a secret.
-    reasoning: redactSecrets(decision.reasoning),
-    candidates: JSON.stringify(decision.candidates),
-    duration_ms: decision.durationMs,
-    cost_usd: decision.costUsd,
-    timings: JSON.stringify(decision.timings),
-    mode: context.mode,
-    skills_hash: context.skillsHash ?? null,
-    tags: JSON.stringify(context.tags ?? {}),
-  };
-}
-
-function fromRow(row: RouteDecisionRow): StoredRouteDecision {
-  const stored: StoredRouteDecision = {
-    id: row.id,
-    createdAt: new Date(row.created_at).toISOString(),
-    requestHash: row.request_hash,
-    skill: row.skill,
-    confidence: row.confidence,
-    method: row.method as RouteMethod,
-    reasoning: row.reasoning,
-    candidates: JSON.parse(row.candidates) as RouteCandidate[],
-    durationMs: row.duration_ms,
-    costUsd: row.cost_usd,
-    timings: JSON.parse(row.timings) as Record<string, number>,
-    mode: row.mode,
-    tags: JSON.parse(row.tags) as Record<string, string>,
-  };
-  if (row.request_text !== null) stored.requestText = row.request_text;
-  if (row.skills_hash !== null) stored.skillsHash = row.skills_hash;
-  return stored;
 }

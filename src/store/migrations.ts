@@ -15,7 +15,57 @@ export interface Migration {
   description: string;
   /** SQL run inside the migration transaction. Statements only; no `BEGIN`/`COMMIT`. */
   sql: string;
+  /** PostgreSQL's own SQL for the step, where the SQLite SQL's mechanical translation will not do. */
+  postgres?: string;
 }
+
+/** Schema 13: route decisions as compact rows (see src/store/route-decision-records.ts). */
+const COMPACT_DECISIONS = `
+      -- A serve keeps every decision, thousands a second: names that repeat from row to row (skills,
+      -- methods, modes, skill-set hashes, a rule's reasoning) are stored once here and referred to by id.
+      CREATE TABLE route_names (
+        id    INTEGER PRIMARY KEY,
+        name  TEXT NOT NULL UNIQUE
+      );
+      ALTER TABLE route_decisions RENAME TO route_decisions_12;
+      DROP INDEX route_decisions_created_at;
+      DROP INDEX route_decisions_skill;
+      CREATE TABLE route_decisions (
+        id              TEXT PRIMARY KEY NOT NULL,
+        created_at      INTEGER NOT NULL,    -- epoch milliseconds, UTC
+        request_hash    BLOB NOT NULL,       -- sha256 (32 bytes) of the normalized request text
+        request_text    TEXT,                -- NULL unless the user opted in to storing text
+        skill           INTEGER NOT NULL,    -- route_names.id
+        confidence      REAL NOT NULL,
+        method          INTEGER NOT NULL,    -- route_names.id
+        reasoning       TEXT,                -- NULL when reasoning_name holds it
+        reasoning_name  INTEGER,             -- route_names.id of a reasoning that repeats (a rule's)
+        candidates      TEXT NOT NULL,       -- JSON [[route_names.id, score], ...]; before 13 [{skill, score}]
+        duration_ms     REAL NOT NULL,
+        cost_usd        REAL NOT NULL,
+        timings         TEXT NOT NULL,       -- JSON object, tier name -> milliseconds
+        mode            INTEGER NOT NULL,    -- route_names.id
+        skills_hash     INTEGER,             -- route_names.id of the skill set's hash
+        tags            TEXT                 -- JSON object of free string tags; NULL for none
+      );
+      INSERT INTO route_names (name)
+        SELECT skill FROM route_decisions_12 UNION SELECT method FROM route_decisions_12
+        UNION SELECT mode FROM route_decisions_12
+        UNION SELECT skills_hash FROM route_decisions_12 WHERE skills_hash IS NOT NULL;
+      INSERT INTO route_decisions (id, created_at, request_hash, request_text, skill, confidence, method,
+          reasoning, reasoning_name, candidates, duration_ms, cost_usd, timings, mode, skills_hash, tags)
+        SELECT d.id, d.created_at, unhex(d.request_hash), d.request_text, s.id, d.confidence, m.id, d.reasoning,
+          NULL, d.candidates, d.duration_ms, d.cost_usd, d.timings, o.id, h.id,
+          NULLIF(d.tags, '{}')
+        FROM route_decisions_12 d
+          JOIN route_names s ON s.name = d.skill
+          JOIN route_names m ON m.name = d.method
+          JOIN route_names o ON o.name = d.mode
+          LEFT JOIN route_names h ON h.name = d.skills_hash
+        ORDER BY d.rowid;
+      DROP TABLE route_decisions_12;
+      CREATE INDEX route_decisions_created_at ON route_decisions (created_at);
+    `;
 
 /**
  * Every schema step, oldest first. Never edit or reorder a released entry: existing ledgers have
@@ -291,6 +341,18 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX agent_runs_updated_at ON agent_runs (updated_at);
     `,
   },
+  {
+    version: 13,
+    description: 'compact route decisions',
+    sql: COMPACT_DECISIONS,
+    postgres: COMPACT_DECISIONS.replace(
+      'INTEGER PRIMARY KEY',
+      // A sequence, not an identity: the translation gives every table an identity rowid already.
+      'BIGSERIAL PRIMARY KEY',
+    )
+      .replace(/\bBLOB\b/g, 'BYTEA')
+      .replace('unhex(d.request_hash)', "decode(d.request_hash, 'hex')"),
+  },
 ];
 
 /** The schema version this build of Switchboard writes. */
@@ -369,7 +431,7 @@ export const POSTGRES_SCHEMA_TABLE = 'switchboard_schema';
  * stores use to keep insertion order.
  */
 export function postgresSql(migration: Migration): string {
-  return migration.sql
+  return (migration.postgres ?? migration.sql)
     .replace(/\bINTEGER\b/g, 'BIGINT')
     .replace(/\bREAL\b/g, 'DOUBLE PRECISION')
     .replace(

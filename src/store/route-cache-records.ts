@@ -1,37 +1,41 @@
 import type { RouteDecision } from '../core/route-types.js';
-import type { SqlClient, SqlDatabase, SqlDialect } from './sql/sql-database.js';
+import type { SqlDialect } from './sql/sql-database.js';
+
+/** A decision-cache entry waiting in the write-behind queue. */
+export interface CacheWrite {
+  decision: string;
+  storedAt: number;
+  ttlMs: number;
+  maxEntries: number;
+}
 
 /** The decision cache's rows: one decision per key (a hash of the request and the router's settings). */
 function buildSql(dialect: SqlDialect) {
   return {
-    getCachedDecision: 'SELECT decision FROM route_cache WHERE key = @key AND stored_at >= @not_before',
-    putCachedDecision:
+    getCached: 'SELECT decision FROM route_cache WHERE key = @key AND stored_at >= @not_before',
+    putCached:
       'INSERT INTO route_cache (key, decision, stored_at) VALUES (@key, @decision, @stored_at) ' +
       'ON CONFLICT (key) DO UPDATE SET decision = excluded.decision, stored_at = excluded.stored_at',
-    dropExpiredDecisions: 'DELETE FROM route_cache WHERE stored_at < @before',
+    // PostgreSQL takes a batch as arrays (one round trip); the keys of one batch are distinct.
+    putCachedBatch:
+      'INSERT INTO route_cache (key, decision, stored_at) ' +
+      'SELECT * FROM unnest(CAST(@keys AS TEXT[]), CAST(@decisions AS TEXT[]), CAST(@stored_at AS BIGINT[])) ' +
+      'ON CONFLICT (key) DO UPDATE SET decision = excluded.decision, stored_at = excluded.stored_at',
+    dropExpiredCache: 'DELETE FROM route_cache WHERE stored_at < @before',
     // SQLite needs a LIMIT before an OFFSET (-1: no limit); PostgreSQL takes an OFFSET alone.
-    dropOldestDecisions:
+    dropOldestCache:
       'DELETE FROM route_cache WHERE key IN (SELECT key FROM route_cache ORDER BY stored_at DESC ' +
       (dialect === 'sqlite' ? 'LIMIT -1 OFFSET @keep)' : 'OFFSET @keep)'),
   };
 }
 
-const SQL = { sqlite: buildSql('sqlite'), postgres: buildSql('postgres') };
+export const CACHE_SQL = { sqlite: buildSql('sqlite'), postgres: buildSql('postgres') };
 
-/** A stored decision, or undefined when the row is missing, expired or unreadable. */
-export async function readCachedDecision(
-  database: SqlClient,
-  key: string,
-  notBefore: number,
-): Promise<RouteDecision | undefined> {
-  const row = await database.get<{ decision: string }>(SQL[database.dialect].getCachedDecision, {
-    key,
-    not_before: notBefore,
-  });
-  if (row === undefined) return undefined;
-  // A row another version wrote in a shape we cannot read is a miss, not a failure.
+/** A stored decision, or undefined when it is unreadable (another version's shape is a miss, not a failure). */
+export function parseCachedDecision(text: string | undefined): RouteDecision | undefined {
+  if (text === undefined) return undefined;
   try {
-    const parsed: unknown = JSON.parse(row.decision);
+    const parsed: unknown = JSON.parse(text);
     return typeof parsed === 'object' && parsed !== null && 'skill' in parsed
       ? (parsed as RouteDecision)
       : undefined;
@@ -40,24 +44,16 @@ export async function readCachedDecision(
   }
 }
 
-/** Stores a decision and trims the table to its TTL and size in the same transaction. */
-export async function writeCachedDecision(
-  database: SqlDatabase,
-  key: string,
-  decision: RouteDecision,
-  { storedAt, ttlMs, maxEntries }: { storedAt: number; ttlMs: number; maxEntries: number },
-): Promise<void> {
-  const sql = SQL[database.dialect];
-  await database.transaction(
-    async (client) => {
-      await client.run(sql.putCachedDecision, {
-        key,
-        decision: JSON.stringify(decision),
-        stored_at: storedAt,
-      });
-      await client.run(sql.dropExpiredDecisions, { before: storedAt - ttlMs });
-      await client.run(sql.dropOldestDecisions, { keep: maxEntries });
-    },
-    { lockKey: 'switchboard:route-cache' },
-  );
+/** Cache writes between two trims, on average. */
+const TRIM_EVERY = 1_000;
+
+/**
+ * Whether a batch of `written` cache writes also trims the table to its TTL and size. Trimming walks the
+ * whole table (about 0.7 ms at 10,000 entries), so it runs about once per `TRIM_EVERY` writes, counted
+ * in this process, and by chance in proportion to the batch, so that short CLI processes, each writing
+ * one entry, trim too. Between trims the table may hold up to about `TRIM_EVERY` entries more than its
+ * limit; expired entries are never read.
+ */
+export function shouldTrimCache(writtenSinceTrim: number, written: number, random = Math.random): boolean {
+  return writtenSinceTrim >= TRIM_EVERY || random() < written / TRIM_EVERY;
 }

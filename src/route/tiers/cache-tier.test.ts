@@ -57,17 +57,18 @@ describe('DecisionCache', () => {
     await second.close();
   });
 
-  it('keeps at most maxEntries in the ledger, dropping the oldest', async () => {
+  it('keeps about maxEntries in the ledger, dropping the oldest at the trim every thousand writes', async () => {
     const ledger = openLedger({ stateDir: mkdtempSync(join(tmpdir(), 'switchboard-cache-')) });
     let now = 0;
     const cache = new DecisionCache({ maxEntries: 2, now: () => ++now }, ledger);
-    for (const key of ['a', 'b', 'c']) await cache.set(key, decision(key));
+    const keys = Array.from({ length: 1_001 }, (_, index) => `k${index}`);
+    for (const key of keys) await cache.set(key, decision(key));
+    await ledger.flush();
     const fresh = new DecisionCache({ now: () => now }, ledger);
-    expect(await Promise.all(['a', 'b', 'c'].map(async (key) => (await fresh.get(key))?.skill))).toEqual([
-      undefined,
-      'b',
-      'c',
-    ]);
+    // Trimmed at least once by the thousandth write (by chance sooner too): the first are gone.
+    expect(
+      await Promise.all(['k0', 'k1', 'k999', 'k1000'].map(async (key) => (await fresh.get(key))?.skill)),
+    ).toEqual([undefined, undefined, 'k999', 'k1000']);
     await ledger.close();
   });
 });

@@ -168,6 +168,9 @@ function callSummary(attempts: readonly AttemptRow[]): RunSummary {
 
 const AGENT_COLUMNS = 'id, title, phase, status, cost_usd, runner_host, created_at, updated_at, ended_at';
 
+/** A route decision's skill (`s.name`) and method (`m.name`): the rows hold ids into route_names. */
+const NAMED = 'JOIN route_names s ON s.id = d.skill JOIN route_names m ON m.id = d.method';
+
 export class DashboardQueries {
   private readonly db: SqlClient;
 
@@ -543,20 +546,20 @@ export class DashboardQueries {
     const range = [since, until];
     const [totals, days, skills, low, feedback] = await Promise.all([
       this.db.all<{ method: string; decisions: number; abstained: number }>(
-        `SELECT method, count(*) AS decisions, sum(CASE WHEN skill = 'none' THEN 1 ELSE 0 END) AS abstained
-          FROM route_decisions WHERE created_at >= ? AND created_at < ? GROUP BY method`,
+        `SELECT m.name AS method, count(*) AS decisions, sum(CASE WHEN s.name = 'none' THEN 1 ELSE 0 END) AS abstained
+          FROM route_decisions d ${NAMED} WHERE d.created_at >= ? AND d.created_at < ? GROUP BY m.name`,
         range,
       ),
       this.db.all<{ day: number; method: string; decisions: number; abstained: number }>(
-        `SELECT (created_at / ${DAY_MS}) AS day, method, count(*) AS decisions,
-            sum(CASE WHEN skill = 'none' THEN 1 ELSE 0 END) AS abstained
-          FROM route_decisions WHERE created_at >= ? AND created_at < ?
-          GROUP BY (created_at / ${DAY_MS}), method`,
+        `SELECT (d.created_at / ${DAY_MS}) AS day, m.name AS method, count(*) AS decisions,
+            sum(CASE WHEN s.name = 'none' THEN 1 ELSE 0 END) AS abstained
+          FROM route_decisions d ${NAMED} WHERE d.created_at >= ? AND d.created_at < ?
+          GROUP BY (d.created_at / ${DAY_MS}), m.name`,
         range,
       ),
       this.db.all<{ skill: string; decisions: number }>(
-        `SELECT skill, count(*) AS decisions FROM route_decisions WHERE created_at >= ? AND created_at < ?
-          GROUP BY skill ORDER BY count(*) DESC LIMIT 50`,
+        `SELECT s.name AS skill, count(*) AS decisions FROM route_decisions d ${NAMED}
+          WHERE d.created_at >= ? AND d.created_at < ? GROUP BY s.name ORDER BY count(*) DESC LIMIT 50`,
         range,
       ),
       this.db.all<{
@@ -567,13 +570,14 @@ export class DashboardQueries {
         method: string;
         request_text: string | null;
       }>(
-        `SELECT id, created_at, skill, confidence, method, request_text FROM route_decisions
-          WHERE created_at >= ? AND created_at < ? AND confidence < ? ORDER BY created_at DESC LIMIT 50`,
+        `SELECT d.id, d.created_at, s.name AS skill, d.confidence, m.name AS method, d.request_text
+          FROM route_decisions d ${NAMED}
+          WHERE d.created_at >= ? AND d.created_at < ? AND d.confidence < ? ORDER BY d.created_at DESC LIMIT 50`,
         [...range, lowConfidenceBelow],
       ),
       this.db.all<{ decision_id: string; skill: string; created_at: number; chosen: string | null }>(
-        `SELECT f.decision_id, f.skill, f.created_at, d.skill AS chosen FROM route_feedback f
-          LEFT JOIN route_decisions d ON d.id = f.decision_id
+        `SELECT f.decision_id, f.skill, f.created_at, s.name AS chosen FROM route_feedback f
+          LEFT JOIN route_decisions d ON d.id = f.decision_id LEFT JOIN route_names s ON s.id = d.skill
           WHERE f.created_at >= ? AND f.created_at < ? ORDER BY f.created_at DESC LIMIT 50`,
         range,
       ),

@@ -1,4 +1,4 @@
-// Child process for the ledger test: records call attempts through the real `openLedger` and exits
+// Child process for the ledger test: records call attempts and route decisions through the real `openLedger` and exits
 // without closing the ledger, before the batch timer fires. The rows must still be on disk.
 // Usage: node --experimental-strip-types exit-without-close.mjs <db> <rows>
 import process from 'node:process';
@@ -21,5 +21,25 @@ for (let index = 0; index < Number(rowCount); index++) {
     costUsd: 0.001,
     promptHash: 'hash',
   });
+}
+for (let index = 0; index < Number(rowCount); index++) {
+  await ledger.recordRouteDecision(
+    {
+      id: `decision-${index}`,
+      skill: 'fix-bug',
+      confidence: 0.9,
+      reasoning: 'matched /fix/ (rule)',
+      method: 'rules',
+      candidates: [
+        { skill: 'fix-bug', score: 0.9 },
+        { skill: 'none', score: 0.12345 },
+      ],
+      costUsd: 0,
+      durationMs: 1.5,
+      timings: { rules: 0.0123 },
+      warnings: [],
+    },
+    { requestText: `text ${index}`, mode: 'local', tags: { caller: 'ci' } },
+  );
 }
 process.exit(0);

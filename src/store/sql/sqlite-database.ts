@@ -1,6 +1,12 @@
 import type Database from 'better-sqlite3';
 import type { SqlClient, SqlDatabase, SqlParams, SqlRunResult } from './sql-database.js';
 
+/** Statements that run at once, inside a batch's transaction. */
+export interface SyncSqlClient {
+  run(sql: string, params?: SqlParams): void;
+  get<Row>(sql: string, params?: SqlParams): Row | undefined;
+}
+
 /**
  * `SqlDatabase` over one better-sqlite3 connection. Statements run synchronously when called and return
  * settled Promises, so the order of calls is the order of writes and a call costs what it did before the
@@ -40,17 +46,29 @@ export class SqliteDatabase implements SqlDatabase {
   }
 
   /**
-   * Runs writes in one transaction synchronously, for the one place that cannot wait for a Promise: the
-   * process's `exit` event. Skipped (returns false) while an asynchronous transaction is open.
+   * Runs `work`'s statements in one transaction, synchronously as soon as no asynchronous transaction is
+   * open (at once, usually): the write-behind queue's batches.
    */
-  runBatchNow(sql: string, rows: readonly SqlParams[]): boolean {
+  writeBatch(work: (client: SyncSqlClient) => void): Promise<void> {
+    return this.whenFree(() => this.connection.transaction(() => work(this.syncClient))());
+  }
+
+  /**
+   * `writeBatch` for the one place that cannot wait for a Promise: the process's `exit` event. Skipped
+   * (returns false) while an asynchronous transaction is open.
+   */
+  writeBatchNow(work: (client: SyncSqlClient) => void): boolean {
     if (this.inTransaction || this.closed) return false;
-    const statement = this.prepare(sql);
-    this.connection.transaction(() => {
-      for (const row of rows) bind(statement, row).run();
-    })();
+    this.connection.transaction(() => work(this.syncClient))();
     return true;
   }
+
+  private readonly syncClient: SyncSqlClient = {
+    run: (sql, params) => {
+      this.runNow(sql, params);
+    },
+    get: <Row>(sql: string, params?: SqlParams) => this.getNow<Row>(sql, params),
+  };
 
   async transaction<T>(action: (client: SqlClient) => Promise<T>): Promise<T> {
     if (this.inTransaction || this.queued > 0) {

@@ -1,0 +1,223 @@
+// `serve`'s POST /route under load, side by side in one run with a trivial Node HTTP server that
+// answers the same JSON: requests per second and latency percentiles from wrk (Debian's `wrk`, one
+// thread, 32 connections, a new text in every request so that no decision is a cache hit). Rows:
+//   - serve as a user starts it (local tiers, decision cache and ledger on, a SQLite file);
+//   - serve --no-cache --no-ledger (the routing and HTTP alone);
+//   - the trivial server (node:http, the body read, a fixed JSON answer).
+// Rounds rotate the order so all rows see the same machine. It runs the BUILT dist/:
+//   npm run build && node --experimental-strip-types --no-warnings bench/serve-route.ts [seconds] [rounds]
+// Everything binds 127.0.0.1 and lives in a temporary folder removed at the end.
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { assertFreshBuild } from './fresh-build.ts';
+
+const root = join(import.meta.dirname, '..');
+const cli = join(root, 'dist/cli/main.js');
+const skills = join(root, 'examples/skills');
+assertFreshBuild(cli, 'this bench runs the built CLI');
+try {
+  execFileSync('wrk', ['--version'], { stdio: 'ignore' });
+} catch (error) {
+  // wrk prints its version and exits 1.
+  if ((error as { code?: string }).code === 'ENOENT') {
+    console.log('skipped: wrk is not installed (apt-get install wrk)');
+    process.exit(0);
+  }
+}
+
+const seconds = Number(process.argv[2] ?? 5);
+const rounds = Number(process.argv[3] ?? 3);
+const connections = 32;
+const base = mkdtempSync(join(tmpdir(), 'switchboard-bench-serve-route-'));
+const environment: NodeJS.ProcessEnv = Object.fromEntries(
+  Object.entries(process.env).filter(([name]) => !name.startsWith('SWITCHBOARD_')),
+);
+
+interface Server {
+  name: string;
+  url: string;
+  child: ChildProcess;
+  stateDir?: string;
+}
+
+function waitForUrl(child: ChildProcess, pattern: RegExp): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let out = '';
+    child.stdout?.on('data', (chunk: Buffer) => {
+      out += chunk.toString('utf8');
+      const url = pattern.exec(out)?.[1];
+      if (url !== undefined) resolve(url);
+    });
+    child.once('exit', (code) => reject(new Error(`server exited ${code}: ${out}`)));
+  });
+}
+
+async function startServe(name: string, flags: string[]): Promise<Server> {
+  const stateDir = join(base, name.replace(/\W+/g, '-'));
+  mkdirSync(stateDir);
+  const child = spawn(
+    process.execPath,
+    [cli, 'serve', '--port', '0', '--pool', '0', '--skills', skills, ...flags],
+    {
+      cwd: base,
+      env: { ...environment, SWITCHBOARD_STATE_DIR: stateDir },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
+  return { name, child, stateDir, url: await waitForUrl(child, /listening on (http:\/\/\S+)/) };
+}
+
+async function startTrivial(answer: string): Promise<Server> {
+  const script = `
+    const http = require('node:http');
+    const answer = ${JSON.stringify(answer)};
+    const server = http.createServer((request, response) => {
+      const chunks = [];
+      request.on('data', (chunk) => chunks.push(chunk));
+      request.on('end', () => {
+        JSON.parse(Buffer.concat(chunks).toString('utf8'));
+        response.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(answer) });
+        response.end(answer);
+      });
+    });
+    server.listen(0, '127.0.0.1', () => console.log('listening on http://127.0.0.1:' + server.address().port));
+  `;
+  const child = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+  return {
+    name: 'trivial node:http server, same JSON',
+    child,
+    url: await waitForUrl(child, /listening on (http:\/\/\S+)/),
+  };
+}
+
+// A new text per request: the thread's counter goes into the body, so no two requests share a text.
+const wrkScript = join(base, 'new-text.lua');
+writeFileSync(
+  wrkScript,
+  `
+counter = 0
+words = {"review", "the", "pull", "request", "fix", "a", "bug", "in", "login", "release", "docs", "refactor", "module", "speed", "up", "query"}
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+request = function()
+  counter = counter + 1
+  local n = counter
+  local text = {}
+  for i = 1, 8 do
+    text[i] = words[(n * 7 + i * 13) % #words + 1]
+  end
+  return wrk.format(nil, "/route", nil, '{"text":"' .. table.concat(text, " ") .. ' item ' .. n .. '"}')
+end
+`,
+);
+
+interface Result {
+  rps: number;
+  p50: number;
+  p99: number;
+  errors: number;
+}
+
+function toMs(value: string): number {
+  const match = /^([\d.]+)(us|ms|s)$/.exec(value.trim());
+  if (match === null) return Number.NaN;
+  const amount = Number(match[1]);
+  return match[2] === 'us' ? amount / 1000 : match[2] === 's' ? amount * 1000 : amount;
+}
+
+function runWrk(url: string): Result {
+  const output = execFileSync(
+    'wrk',
+    ['-t1', `-c${connections}`, `-d${seconds}s`, '--latency', '-s', wrkScript, url],
+    { encoding: 'utf8' },
+  );
+  const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(output)?.[1]);
+  const p50 = toMs(/^\s+50%\s+(\S+)/m.exec(output)?.[1] ?? '');
+  const p99 = toMs(/^\s+99%\s+(\S+)/m.exec(output)?.[1] ?? '');
+  const errors =
+    Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(output)?.[1] ?? 0) +
+    [...output.matchAll(/(connect|read|write|timeout) (\d+)/g)].reduce((sum, m) => sum + Number(m[2]), 0);
+  return { rps, p50, p99, errors };
+}
+
+const servers: Server[] = [];
+try {
+  servers.push(await startServe('serve (cache and ledger on)', []));
+  servers.push(await startServe('serve --no-cache --no-ledger', ['--no-cache', '--no-ledger']));
+  const sample = await fetch(`${servers[1]!.url}/route`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ text: 'review the pull request' }),
+  });
+  servers.push(await startTrivial(await sample.text()));
+
+  // Warm up each (JIT, SQLite pages) for a second.
+  for (const server of servers) {
+    execFileSync('wrk', ['-t1', `-c${connections}`, '-d1s', '-s', wrkScript, server.url], {
+      stdio: 'ignore',
+    });
+  }
+  const results = new Map<string, Result[]>(servers.map((server) => [server.name, []]));
+  const loads: number[] = [];
+  for (let round = 0; round < rounds; round++) {
+    const order = servers.map((_, index) => servers[(index + round) % servers.length]!);
+    for (const server of order) {
+      loads.push(loadavg()[0]!);
+      results.get(server.name)!.push(runWrk(server.url));
+    }
+  }
+
+  const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+  const reference = median(results.get(servers[2]!.name)!.map((r) => r.rps));
+  console.log(
+    `POST /route, wrk 1 thread, ${connections} connections, ${seconds} s × ${rounds} rounds, a new text each request; load ${Math.min(...loads).toFixed(2)}–${Math.max(...loads).toFixed(2)}`,
+  );
+  console.log(
+    'row                                   req/s (median)   p50 ms   p99 ms   ratio to trivial   errors',
+  );
+  for (const server of servers) {
+    const rows = results.get(server.name)!;
+    const rps = median(rows.map((r) => r.rps));
+    console.log(
+      [
+        server.name.padEnd(36),
+        rps.toFixed(0).padStart(15),
+        median(rows.map((r) => r.p50))
+          .toFixed(2)
+          .padStart(8),
+        median(rows.map((r) => r.p99))
+          .toFixed(2)
+          .padStart(8),
+        `×${(rps / reference).toFixed(3)}`.padStart(18),
+        String(rows.reduce((sum, r) => sum + r.errors, 0)).padStart(8),
+      ].join(' '),
+    );
+  }
+  const full = results.get(servers[0]!.name)!;
+  const ratio = median(full.map((r) => r.rps)) / reference;
+  const p99 = median(full.map((r) => r.p99));
+  console.log(
+    `verdict: serve (cache and ledger on) ${ratio >= 0.25 ? 'meets' : 'misses'} ≥ ×0.25 of the trivial server (×${ratio.toFixed(3)}); p99 ${p99.toFixed(1)} ms ${p99 <= 10 ? 'meets' : 'misses'} ≤ 10 ms`,
+  );
+  // What the ledger kept: every request's decision, after serve's orderly stop.
+  const first = servers[0]!;
+  first.child.kill('SIGTERM');
+  await new Promise((resolve) => first.child.once('exit', resolve));
+  const ledgerFile = join(first.stateDir!, 'ledger.db');
+  const count = Number(
+    execFileSync(process.execPath, [cli, 'stats', '--json'], {
+      env: { ...environment, SWITCHBOARD_STATE_DIR: first.stateDir },
+      encoding: 'utf8',
+    }).match(/"routeDecisions":(\d+)/)?.[1],
+  );
+  const answered = full.reduce((sum, r) => sum + r.rps * seconds, 0);
+  console.log(
+    `ledger after the run: ${count} route decisions recorded (about ${answered.toFixed(0)} answered in the timed rounds, plus warm-up), ${(statSync(ledgerFile).size / 1024 / 1024).toFixed(1)} MB`,
+  );
+} finally {
+  for (const server of servers) server.child.kill('SIGTERM');
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  rmSync(base, { recursive: true, force: true });
+}
