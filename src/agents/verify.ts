@@ -1,5 +1,5 @@
 import { agentEnvironment } from './environment.js';
-import { parentWatchedCommand } from '../providers/claude-code/process-group.js';
+import { startParentWatch, watchProcessGroup } from '../providers/claude-code/parent-watch.js';
 import { redactSecrets } from '../core/secrets.js';
 import { confinedCommand, type ConfinedInvocation } from './sandbox.js';
 
@@ -56,9 +56,9 @@ export async function runVerify({
   const shell = ['/bin/sh', '-c', command];
   const confined = confine === undefined ? undefined : confinedCommand({ cwd, argv: shell, ...confine });
   const [program = '/bin/sh', ...programArgs] = confined?.argv ?? shell;
-  const [file, args] =
-    process.platform === 'win32' ? [command, []] : parentWatchedCommand(program, programArgs, 'verify-watch');
+  const [file, args] = process.platform === 'win32' ? [command, []] : [program, programArgs];
   const { execa } = await import('execa');
+  startParentWatch();
   const subprocess = execa(file, args, {
     cwd,
     shell: process.platform === 'win32',
@@ -70,6 +70,7 @@ export async function runVerify({
     env: { ...env, CI: '1' },
   });
   const pid = subprocess.pid;
+  const unwatch = pid === undefined ? () => undefined : watchProcessGroup(pid);
   const killTree = (): void => {
     if (pid === undefined) return;
     try {
@@ -90,6 +91,7 @@ export async function runVerify({
     const result = await subprocess;
     // Whatever the shell left running in its group (a backgrounded server) goes too.
     killTree();
+    unwatch();
     // The tail goes to the ledger and into the agent's next prompt: no known secret in it.
     const output = redactSecrets(String(result.all ?? ''));
     const tail = output.length > tailLength ? `…${output.slice(-tailLength)}` : output;
@@ -105,6 +107,7 @@ export async function runVerify({
     if (confined !== undefined) verify.sandbox = confined.note;
     return verify;
   } finally {
+    unwatch();
     clearTimeout(timer);
     abortSignal?.removeEventListener('abort', onAbort);
   }

@@ -1,4 +1,3 @@
-import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -66,8 +65,7 @@ describe('claude-code provider, cold calls', () => {
     harness = await claudeAgainstSimulator({ rules: [{ reply: { text: 'pong' } }] }, { configDir });
     await harness.provider.call({ model: 'claude-haiku-4-5', prompt: 'ping' });
     await harness.provider.close();
-    // Found by the variable the provider gives it: this call's Claude Code only, not another test's (nor
-    // the parent watch beside it, a `sleep` loop that ends within a second of its parent).
+    // Found by the variable the provider gives it: this call's Claude Code only, not another test's.
     const claudeLeft = taggedProcesses({ name: 'CLAUDE_CONFIG_DIR', value: configDir }).filter((pid) =>
       commandOf(pid).endsWith('/claude'),
     );
@@ -529,13 +527,10 @@ describe('claude-code provider, warm pool', () => {
     await waitFor(() => pool.pids.length === 2 && !pool.pids.includes(killed), {
       what: 'a replacement for the killed process',
     });
-    // Exited: Claude Code ends by itself (SIGTERM to the binary alone); the pool notices with no call.
-    const binary = execFileSync('pgrep', ['-P', String(other)], { encoding: 'utf8' })
-      .trim()
-      .split('\n')
-      .map(Number)
-      .find((pid) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')[0]?.endsWith('/claude'));
-    process.kill(binary!, 'SIGTERM');
+    // Exited: Claude Code ends by itself (SIGTERM to the binary alone, which leads its group); the pool
+    // notices with no call.
+    expect(readFileSync(`/proc/${other}/cmdline`, 'utf8').split('\0')[0]).toMatch(/\/claude$/);
+    process.kill(other, 'SIGTERM');
     await waitFor(() => pool.pids.length === 2 && !pool.pids.includes(other), {
       what: 'a replacement for the exited process',
     });

@@ -1,6 +1,7 @@
 import { execFileSync, spawn, type ChildProcessByStdio } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import type { Readable, Writable } from 'node:stream';
+import { startParentWatch, watchChild } from './parent-watch.js';
 
 /** The part of the Agent SDK's spawn options we use (see `spawnClaudeCodeProcess`). */
 export interface SpawnRequest {
@@ -12,65 +13,36 @@ export interface SpawnRequest {
 
 /**
  * A path (a file or folder) the parent watch deletes when the parent dies, such as the API key file of
- * an `apiKeyHelper`: the parent's own cleanup never runs after a SIGKILL. The command does not see it.
+ * an `apiKeyHelper`: the parent's own cleanup never runs after a SIGKILL. Given in a `SpawnRequest`'s
+ * environment, it is registered with the watcher (see `watchChild`); the command does not see it.
  */
 export const REMOVE_ON_PARENT_DEATH_VARIABLE = 'SWITCHBOARD_REMOVE_ON_PARENT_DEATH';
 
 /**
- * Runs the CLI under a small shell that also watches its parent: if the Node process that started it
- * dies (even by SIGKILL, which runs no cleanup), the watcher deletes `REMOVE_ON_PARENT_DEATH_VARIABLE`'s
- * path and kills the whole group within a second. Claude Code blocked on an API request does not notice
- * its input closing, so without this it would outlive its parent.
- */
-const PARENT_WATCH = [
-  'parent=$PPID',
-  `leftover=\${${REMOVE_ON_PARENT_DEATH_VARIABLE}:-}`,
-  `unset ${REMOVE_ON_PARENT_DEATH_VARIABLE}`,
-  // Away from the command's pipes: a reader waiting for their end must not wait for the watcher's sleep.
-  '( while kill -0 "$parent" 2>/dev/null; do sleep 1; done; if [ -n "$leftover" ]; then rm -rf -- "$leftover"; fi; kill -KILL 0 ) </dev/null >/dev/null 2>&1 &',
-  'watcher=$!',
-  'unset leftover',
-  '"$@"',
-  'status=$?',
-  'kill "$watcher" 2>/dev/null',
-  'exit $status',
-].join('\n');
-
-/**
- * The file and arguments that run `command args…` under the parent watch (see `PARENT_WATCH`), for a
- * process spawned with `detached: true` so that it leads a group of its own: if the spawning process
- * dies, even by SIGKILL, everything left in that group is killed within about a second. Windows has no
- * such shell; there the command runs as given.
- */
-export function parentWatchedCommand(
-  command: string,
-  args: readonly string[],
-  label: string,
-): [string, string[]] {
-  if (process.platform === 'win32') return [command, [...args]];
-  return ['/bin/sh', ['-c', PARENT_WATCH, label, command, ...args]];
-}
-
-/**
  * A Claude Code process started in its own process group, so that killing the group takes the CLI and
  * every tool process it started (Bash commands, subagents) with it. The SDK's own abort path waits
- * about two seconds and then signals only the CLI; a timeout must not leave anything behind.
+ * about two seconds and then signals only the CLI; a timeout must not leave anything behind. Claude
+ * Code blocked on an API request does not notice its input closing, so the group is registered with
+ * the parent watch (see `watchChild`), which ends it if this process dies first.
  */
 export class ClaudeProcess {
   readonly child: ChildProcessByStdio<Writable, Readable, Readable>;
   private stderrTail = '';
 
   constructor({ command, args, cwd, env }: SpawnRequest) {
+    const { [REMOVE_ON_PARENT_DEATH_VARIABLE]: leftover, ...rest } = env;
     const cleanEnvironment = Object.fromEntries(
-      Object.entries(env).filter((entry): entry is [string, string] => entry[1] !== undefined),
+      Object.entries(rest).filter((entry): entry is [string, string] => entry[1] !== undefined),
     );
-    const [file, argv] = parentWatchedCommand(command, args, 'claude-watch');
-    this.child = spawn(file, argv, {
+    startParentWatch();
+    this.child = spawn(command, args, {
       cwd,
       env: cleanEnvironment,
       stdio: ['pipe', 'pipe', 'pipe'],
       detached: true,
     });
+    // If we die, even by SIGKILL, the parent watch ends the group and deletes the leftover.
+    watchChild(this.child, leftover === undefined ? {} : { removeOnParentDeath: leftover });
     this.child.stderr.on('data', (chunk: Buffer) => {
       this.stderrTail = (this.stderrTail + chunk.toString('utf8')).slice(-4000);
     });

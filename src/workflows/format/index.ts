@@ -4,6 +4,7 @@ import { resolve } from 'node:path';
 import type { z } from 'zod';
 import type { WorkflowDefinition } from '../model.js';
 import { buildWorkflow } from './build.js';
+import { cachedDefinition, recordingEnvironment, rememberDefinition } from './definition-cache.js';
 import { writtenAt } from './build-context.js';
 import { dotted, substituteEnv } from './env-vars.js';
 import { workflowInvalid, type ProblemPlace } from './problem.js';
@@ -50,7 +51,24 @@ export function parseWorkflow(
 
 function parseWorkflowBytes(bytes: Buffer, file: string, options: ParseWorkflowOptions): WorkflowDefinition {
   const hash = createHash('sha256').update(bytes).digest('hex');
-  const source = parseYamlSource(bytes.toString('utf8'), file);
+  const text = bytes.toString('utf8');
+  const env = options.env ?? process.env;
+  const keep = !text.includes('!file');
+  const cached = keep ? cachedDefinition(file, hash, env) : undefined;
+  if (cached !== undefined) return cached;
+  const recording = recordingEnvironment(env);
+  const definition = buildDefinition(text, file, hash, recording.env);
+  if (keep) rememberDefinition(file, hash, recording.read, definition);
+  return definition;
+}
+
+function buildDefinition(
+  text: string,
+  file: string,
+  hash: string,
+  env: NodeJS.ProcessEnv,
+): WorkflowDefinition {
+  const source = parseYamlSource(text, file);
   if (typeof source.data !== 'object' || source.data === null || Array.isArray(source.data)) {
     throw workflowInvalid(
       { file },
@@ -68,7 +86,7 @@ function parseWorkflowBytes(bytes: Buffer, file: string, options: ParseWorkflowO
       ...(position === undefined ? {} : { position }),
     };
   };
-  const written = substituteEnv(source.data, placeOf, options.env) as Record<string, unknown>;
+  const written = substituteEnv(source.data, placeOf, env) as Record<string, unknown>;
   const parsed = workflowFileSchema.safeParse(written);
   if (!parsed.success) throw schemaError(parsed.error, written, source, file);
   return buildWorkflow(parsed.data, { file, hash, written, positionOf: source.positionOf });

@@ -1,7 +1,9 @@
 import { accessSync, constants as fsConstants, statSync } from 'node:fs';
 import { constants as osConstants } from 'node:os';
 import { delimiter, isAbsolute, join, resolve, sep } from 'node:path';
-import { killProcessTree, parentWatchedCommand } from '../../providers/claude-code/process-group.js';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { killProcessTree } from '../../providers/claude-code/process-group.js';
+import { startParentWatch, watchChild } from '../../providers/claude-code/parent-watch.js';
 import { redactDeep, redactSecrets } from '../../core/secrets.js';
 import { validateOutput } from '../output-schema.js';
 import type { ScriptStep } from '../model.js';
@@ -214,27 +216,31 @@ interface ProcessOptions {
 }
 
 /**
- * Runs the child in a group of its own under the parent watch (see `parentWatchedCommand`), so a
+ * Runs the child in a group of its own, registered with the parent watch (see `watchChild`), so a
  * timeout, an abort, or our own death takes every process the script started with it, and whatever
- * it left running in the background is killed once it exits.
+ * it left running in the background is killed once it exits. Like execa, it resolves once the child
+ * has exited and its output pipes have closed.
  */
 async function runScriptProcess(
   context: StepContext,
   { executable, args, cwd, env, stdin, timeoutMs, maxOutputBytes }: ProcessOptions,
 ): Promise<ScriptProcessResult> {
-  const [file, argv] = parentWatchedCommand(executable, args, 'script-watch');
-  const { execa } = await import('execa');
-  const subprocess = execa(file, argv, {
+  startParentWatch();
+  const subprocess = spawn(executable, args, {
     cwd,
     env,
-    extendEnv: false,
     detached: process.platform !== 'win32',
-    reject: false,
-    // Captured here, capped (execa's own buffer keeps the head and ends the child as if it finished).
-    buffer: false,
     // Never the terminal: a script waiting for keyboard input would hang the run.
-    ...(stdin === undefined ? { stdin: 'ignore' as const } : { input: stdin }),
+    stdio: [stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+    windowsHide: true,
   });
+  const ended = processEnd(subprocess);
+  watchChild(subprocess);
+  if (stdin !== undefined && subprocess.stdin !== null) {
+    // A script that exits without reading its input is no error of ours.
+    subprocess.stdin.on('error', () => undefined);
+    subprocess.stdin.end(stdin);
+  }
   const pid = subprocess.pid;
   const killGroup = (): void => {
     if (pid === undefined) return;
@@ -251,11 +257,11 @@ async function runScriptProcess(
   let timedOut = false;
   let aborted = false;
   let overflow: ScriptProcessResult['overflow'];
-  // Listen before anything is awaited: with execa's buffer off, what a quick script prints while the
-  // process-start event is being written (a round trip to PostgreSQL) would otherwise be lost.
+  // Listen before anything is awaited: what a quick script prints while the process-start event is
+  // being written (a round trip to PostgreSQL) would otherwise be lost.
   const streams = { stdout: new CappedStream(maxOutputBytes), stderr: new CappedStream(maxOutputBytes) };
   for (const name of ['stdout', 'stderr'] as const) {
-    subprocess[name]?.on('data', (chunk: Buffer | string) => {
+    subprocess[name]?.on('data', (chunk: Buffer) => {
       if (!streams[name].add(chunk) || overflow !== undefined) return;
       overflow = name;
       killTree();
@@ -277,33 +283,47 @@ async function runScriptProcess(
   if (context.signal.aborted) onAbort();
   else context.signal.addEventListener('abort', onAbort, { once: true });
   try {
-    const result = await subprocess;
+    const end = await ended;
     // Whatever the script left running in its group (a backgrounded server) goes too.
     killGroup();
     const processResult: ScriptProcessResult = {
       stdout: streams.stdout.text(),
       stderr: streams.stderr.text(),
-      exitCode: exitCodeOf(result.exitCode, result.signal),
+      exitCode: exitCodeOf(end.exitCode, end.signal),
       timedOut,
       aborted,
       ...(overflow === undefined ? {} : { overflow }),
-      ...(result.signal === undefined ? {} : { signal: result.signal }),
+      ...(end.signal === undefined ? {} : { signal: end.signal }),
     };
-    if (
-      result.failed &&
-      result.exitCode === undefined &&
-      result.signal === undefined &&
-      !timedOut &&
-      !aborted &&
-      overflow === undefined
-    ) {
-      processResult.startError = result.shortMessage ?? 'the process did not start';
-    }
+    if (end.startError !== undefined) processResult.startError = end.startError;
     return processResult;
   } finally {
     if (timer !== undefined) clearTimeout(timer);
     context.signal.removeEventListener('abort', onAbort);
   }
+}
+
+/** How a child ended: its exit code or signal, or why it could not start. */
+interface ProcessEnd {
+  exitCode?: number;
+  signal?: string;
+  startError?: string;
+}
+
+/** Resolves when the child has exited and its pipes have closed, or when it could not be started. */
+function processEnd(subprocess: ChildProcess): Promise<ProcessEnd> {
+  return new Promise((resolveEnd) => {
+    subprocess.once('error', (error: NodeJS.ErrnoException) => {
+      // An error after the start (a failed kill) leaves 'close' to report the end.
+      if (subprocess.pid === undefined) resolveEnd({ startError: error.message });
+    });
+    subprocess.once('close', (code: number | null, signal: NodeJS.Signals | null) => {
+      resolveEnd({
+        ...(code === null ? {} : { exitCode: code }),
+        ...(signal === null ? {} : { signal }),
+      });
+    });
+  });
 }
 
 /** A process killed by a signal reports `128 + n`, as a shell would. */
