@@ -112,8 +112,16 @@ export function checkRequest(
   return undefined;
 }
 
+/** The names each listen address answers to, made once: every request checks its Host against them. */
+const hostNamesByListenHost = new Map<string, Set<string>>();
+
 function checkHost(host: string | undefined, listenHost: string): Refusal | undefined {
-  if (host !== undefined && allowedHostNames(listenHost).has(hostNameOf(host))) return undefined;
+  let names = hostNamesByListenHost.get(listenHost);
+  if (names === undefined) {
+    names = allowedHostNames(listenHost);
+    hostNamesByListenHost.set(listenHost, names);
+  }
+  if (host !== undefined && names.has(hostNameOf(host))) return undefined;
   return forbidden(
     host === undefined
       ? 'the request has no Host header'
