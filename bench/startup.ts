@@ -1,16 +1,20 @@
 // Start-up cost of what a shell caller or a routing-only program runs, side by side in one run: wall time
 // (spawn to exit) and peak RSS, min / median / max of N runs per row, rows interleaved (each run does every
 // row once, in a rotated order) so all see the same machine state. It runs the BUILT dist/, so build first:
-//   npm run build && node --experimental-strip-types --no-warnings bench/startup.ts [runs]
-// Targets (issue 14): `switchboard route` with a cached model ≤ 0.15 s and ≤ 80 MB; importing the library
-// for routing ≤ 60 ms; `switchboard call claude:haiku` through a running `serve` ≥ 5× faster than raw
-// `claude -p` at p50. Peak RSS comes from GNU time (`/usr/bin/time -f %M`; `apt-get install time`).
+//   npm run build && node --experimental-strip-types --no-warnings bench/startup.ts [runs] [--baseline DIR]
+// Targets (issue 27; issue 14's in brackets): `switchboard route` with a cached model ≤ 4× `node -e 0`
+// in the same run and ≤ 0.10 s (≤ 0.15 s), ≤ 80 MB; importing the library for routing ≤ 60 ms;
+// `switchboard call claude:haiku` through a running `serve` ≥ 8× (5×) faster than raw `claude -p` at
+// p50. `--baseline DIR`: another built checkout (e.g. a worktree of main) whose `bin/switchboard` runs
+// the cached route and the call through serve in rows of their own, interleaved with these, so a change
+// is measured side by side. The launcher runs with /usr/bin first on PATH, as a user with Debian's
+// Node 20 has it. Peak RSS comes from GNU time (`/usr/bin/time -f %M`; `apt-get install time`).
 // Everything it writes lives in one temporary folder (children run there, never in the repository),
 // removed at the end; the simulator and the server bind 127.0.0.1 only.
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type * as SimModule from '../src/sim/server.js';
 import type * as ExecutableModule from '../src/providers/claude-code/executable.js';
@@ -40,12 +44,22 @@ const { resolveClaudeExecutable } = (await import(
   pathToFileURL(join(dist, 'providers/claude-code/executable.js')).href
 )) as typeof ExecutableModule;
 
-const runs = Number(process.argv[2] ?? 10);
+const baselineAt = process.argv.indexOf('--baseline');
+const baselineRoot = baselineAt === -1 ? undefined : resolve(process.argv[baselineAt + 1] ?? '.');
+if (baselineRoot !== undefined && !existsSync(join(baselineRoot, 'dist/cli/launch.js'))) {
+  console.error(`--baseline ${baselineRoot}: no dist/cli/launch.js there; run \`npm run build\` in it first`);
+  process.exit(1);
+}
+const runs = Number(
+  process.argv.slice(2).find((arg, index) => /^\d+$/.test(arg) && index + 2 !== baselineAt + 1) ?? 10,
+);
 const base = mkdtempSync(join(tmpdir(), 'switchboard-bench-startup-'));
 const workDirectory = join(base, 'work'); // an empty cwd: no switchboard.yaml, no .switchboard/ anywhere real
 const warmState = join(base, 'state-warm');
+// The baseline's own pre-trained state: its model file may be in another layout.
+const baselineState = join(base, 'state-baseline');
 const claudeConfig = join(base, 'claude-config');
-for (const folder of [workDirectory, warmState, claudeConfig]) mkdirSync(folder);
+for (const folder of [workDirectory, warmState, baselineState, claudeConfig]) mkdirSync(folder);
 const sim = await startSimulator({
   scenario: { rules: [{ match: {}, reply: { text: 'pong: ', echo: true } }] },
   maxLifetimeMs: 900_000,
@@ -56,6 +70,8 @@ const environment: NodeJS.ProcessEnv = Object.fromEntries(
   Object.entries(process.env).filter(([name]) => !name.startsWith('SWITCHBOARD_')),
 );
 Object.assign(environment, {
+  // As a user with Debian's Node 20 has it: bin/switchboard must still run the provisioned Node 22.
+  PATH: `/usr/bin:${process.env.PATH ?? '/bin'}`,
   SWITCHBOARD_STATE_DIR: warmState,
   ANTHROPIC_BASE_URL: sim.url,
   ANTHROPIC_API_KEY: 'sk-ant-bench',
@@ -185,12 +201,23 @@ const rows: Row[] = [
   },
 ];
 
+const baselineLauncher = baselineRoot === undefined ? undefined : join(baselineRoot, 'bin/switchboard');
+if (baselineLauncher !== undefined) {
+  rows.push({
+    label: 'baseline: switchboard route (model cached)',
+    once: (index) =>
+      run(baselineLauncher, ['route', '--skills', skills, requestText(index)], {
+        SWITCHBOARD_STATE_DIR: baselineState,
+      }),
+    check: routed,
+  });
+}
 const serve = await startServe();
 if (serve.url !== undefined) {
   const url = serve.url;
-  rows.push({
-    label: 'switchboard call claude:haiku via serve',
-    once: (index) => run(launcher, ['call', 'claude:haiku', `serve ${index}`, '--server', url]),
+  const viaServe = (label: string, command: string): Row => ({
+    label,
+    once: (index) => run(command, ['call', 'claude:haiku', `serve ${index}`, '--server', url]),
     settleMs: 500,
     check: (sample, index) =>
       sample.stderr.includes('did not answer')
@@ -199,6 +226,9 @@ if (serve.url !== undefined) {
           ? null
           : `exit ${sample.code}: ${(sample.stdout + sample.stderr).trim().split('\n')[0]}`,
   });
+  rows.push(viaServe('switchboard call claude:haiku via serve', launcher));
+  if (baselineLauncher !== undefined)
+    rows.push(viaServe('baseline: switchboard call claude:haiku via serve', baselineLauncher));
 }
 
 // Pre-warm: the shared state dir gets its trained model; every row runs once unmeasured (page cache, JIT
@@ -261,8 +291,10 @@ console.log(
     `Node ${process.version}, ${runs} runs per row, interleaved; wall = spawn to exit` +
     (existsSync(gnuTime) ? ' (through /usr/bin/time, about 1 ms of its own)' : ''),
 );
+const nodeRow = rows[0] as Row;
+const ratioToNode = (row: Row) => median(walls(row)) / median(walls(nodeRow));
 console.log(
-  `${'row'.padEnd(width)}  ${'wall ms min / median / max'.padEnd(28)}  peak RSS MB min / median / max`,
+  `${'row'.padEnd(width)}  ${'wall ms min / median / max'.padEnd(28)}  ${'× node -e 0'.padEnd(12)}  peak RSS MB min / median / max`,
 );
 for (const row of rows) {
   const problem = problems.get(row);
@@ -270,7 +302,10 @@ for (const row of rows) {
     console.log(`${row.label.padEnd(width)}  FAILED: ${problem}`);
     continue;
   }
-  console.log(`${row.label.padEnd(width)}  ${spread(walls(row), 0).padEnd(28)}  ${spread(rss(row), 0)}`);
+  const ratio = `×${ratioToNode(row).toFixed(2)}`;
+  console.log(
+    `${row.label.padEnd(width)}  ${spread(walls(row), 0).padEnd(28)}  ${ratio.padEnd(12)}  ${spread(rss(row), 0)}`,
+  );
   if (row.inner !== undefined) {
     const inner = (samples.get(row) ?? []).map((sample) => row.inner?.(sample) ?? {});
     const figure = (name: string) =>
@@ -290,12 +325,15 @@ if (!existsSync(gnuTime)) console.log(`peak RSS: skipped: ${gnuTime} not found (
 
 const verdict = (met: boolean) => (met ? 'met' : 'NOT MET');
 const byLabel = (prefix: string) => rows.find((row) => row.label.startsWith(prefix) && !problems.has(row));
-const cached = byLabel('switchboard route (model cached)');
-if (cached !== undefined) {
+for (const prefix of ['switchboard route (model cached)', 'baseline: switchboard route (model cached)']) {
+  const cached = byLabel(prefix);
+  if (cached === undefined || problems.has(nodeRow)) continue;
   const wall = median(walls(cached)) / 1000;
+  const ratio = ratioToNode(cached);
   const memory = median(rss(cached));
   console.log(
-    `route, model cached: median ${wall.toFixed(3)} s (target ≤ 0.15 s) ${verdict(wall <= 0.15)}; ` +
+    `${prefix.replace('switchboard ', '')}: median ${wall.toFixed(3)} s (target ≤ 0.10 s) ${verdict(wall <= 0.1)}; ` +
+      `×${ratio.toFixed(2)} node -e 0 (target ≤ 4) ${verdict(ratio <= 4)}; ` +
       `median peak RSS ${Number.isNaN(memory) ? 'n/a' : `${memory.toFixed(0)} MB`} (target ≤ 80 MB) ${verdict(memory <= 80)}`,
   );
 }
@@ -309,14 +347,19 @@ if (library !== undefined) {
   );
 }
 const raw = byLabel('claude -p');
-const viaServe = byLabel('switchboard call claude:haiku via serve');
-if (raw !== undefined && viaServe !== undefined) {
-  const times = median(walls(raw)) / median(walls(viaServe));
-  console.log(
-    `call via serve vs raw claude -p: ×${times.toFixed(1)} faster at the median (target ≥ 5) ${verdict(times >= 5)}`,
-  );
-} else {
-  console.log(`call via serve vs raw claude -p (target ≥ 5×): skipped: ${serve.skipped ?? 'a row failed'}`);
+for (const prefix of [
+  'switchboard call claude:haiku via serve',
+  'baseline: switchboard call claude:haiku via serve',
+]) {
+  const viaServe = byLabel(prefix);
+  if (raw !== undefined && viaServe !== undefined) {
+    const times = median(walls(raw)) / median(walls(viaServe));
+    console.log(
+      `${prefix.replace('switchboard call claude:haiku ', 'call ')} vs raw claude -p: ×${times.toFixed(1)} faster at the median (target ≥ 8) ${verdict(times >= 8)}`,
+    );
+  } else if (!prefix.startsWith('baseline') || baselineRoot !== undefined) {
+    console.log(`${prefix} vs raw claude -p (target ≥ 8×): skipped: ${serve.skipped ?? 'a row failed'}`);
+  }
 }
 
 /**

@@ -1,5 +1,14 @@
 import { spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync } from 'node:fs';
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -81,4 +90,30 @@ describe('bin/switchboard', () => {
     );
     expect(result.status).toBe(78);
   });
+
+  it.skipIf(!existsSync(provisioned))(
+    "keeps Node's compile cache in the user's cache folder, and starts without one it cannot write",
+    () => {
+      const launcher = join(root, 'bin/switchboard');
+      const cwd = mkdtempSync(join(tmpdir(), 'switchboard-launcher-cwd-'));
+      const cache = mkdtempSync(join(tmpdir(), 'switchboard-launcher-cache-'));
+      const run = (xdgCacheHome: string) =>
+        spawnSync(launcher, ['--version'], {
+          cwd,
+          encoding: 'utf8',
+          env: { PATH: '/usr/bin:/bin', HOME: cwd, XDG_CACHE_HOME: xdgCacheHome },
+        });
+      const cached = run(cache);
+      expect(cached.stdout.trim()).toBe(version);
+      expect(readdirSync(join(cache, 'switchboard/node-compile-cache')).length).toBeGreaterThan(0);
+      // A cache folder under a regular file cannot be made: the command still runs, and says nothing.
+      const blocker = join(cache, 'not-a-folder');
+      writeFileSync(blocker, '');
+      const uncached = run(blocker);
+      expect(uncached).toMatchObject({ status: 0, stderr: '' });
+      expect(uncached.stdout.trim()).toBe(version);
+      // Nothing lands in the working directory (the home folder here, which XDG_CACHE_HOME overrides).
+      expect(readdirSync(cwd)).toEqual([]);
+    },
+  );
 });

@@ -1,10 +1,9 @@
 import { InvalidArgumentError } from 'commander';
+import { secondsOf } from './option-values.js';
 
 /** A `--timeout`-style option: a positive number of seconds (fractions allowed). */
 export function parseSeconds(value: string): number {
-  const seconds = Number(value);
-  if (value.trim() === '' || !Number.isFinite(seconds) || seconds <= 0) {
-    throw new InvalidArgumentError('expected a positive number of seconds');
-  }
+  const seconds = secondsOf(value);
+  if (seconds === undefined) throw new InvalidArgumentError('expected a positive number of seconds');
   return seconds;
 }

@@ -1,7 +1,7 @@
 import { relative } from 'node:path';
 import { InvalidArgumentError, type Command } from 'commander';
 import { loadConfig, parseRouteMode, type ConfigOverrides, type SwitchboardConfig } from '../core/config.js';
-import { EXIT_CODES, exitCodeFor, isSwitchboardError, SwitchboardError } from '../core/errors.js';
+import { EXIT_CODES, SwitchboardError } from '../core/errors.js';
 import type { Router, RouterOptions } from '../route/router.js';
 
 /** Options every routing command accepts; parsed by commander from the flags below. */
@@ -210,25 +210,7 @@ export function requireRoutes(config: SwitchboardConfig): void {
   }
 }
 
-/**
- * Reports an error as one line (message, then what to do) on stderr, and as JSON on stdout when the
- * caller asked for JSON; returns the exit code.
- */
-export function reportError(error: unknown, json: boolean): number {
-  const known = isSwitchboardError(error)
-    ? error
-    : new SwitchboardError('INTERNAL', error instanceof Error ? error.message : String(error), {
-        hint: 'this is a bug in switchboard; please report it with the command you ran',
-        cause: error,
-      });
-  const line = known.hint === undefined ? known.message : `${known.message} (${known.hint})`;
-  process.stderr.write(`switchboard: ${line}\n`);
-  if (json) process.stdout.write(`${JSON.stringify({ error: known.toJSON() })}\n`);
-  if (process.env['SWITCHBOARD_DEBUG'] && !isSwitchboardError(error) && error instanceof Error) {
-    process.stderr.write(`${error.stack ?? ''}\n`);
-  }
-  return exitCodeFor(known.code);
-}
+export { reportError } from './report-error.js';
 
 export function warn(message: string): void {
   process.stderr.write(`switchboard: warning: ${message}\n`);

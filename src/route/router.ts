@@ -20,7 +20,6 @@ import { loadDataset } from './datasets.js';
 import { hasLearnedExamples, learnedFilePath, usableLearned } from './learn.js';
 import { examplesFromSkills } from './model/skill-examples.js';
 import { primedTraining } from './prime/primed-training.js';
-import type { TrainingExample } from './model/text-classifier.js';
 import { MAX_ROUTED_CHARACTERS, normalizeRequest } from './normalize.js';
 import { hashSkills, loadSkills, type SkillProblem } from './skills.js';
 import type { RouteTier, TierVerdict } from './tier.js';
@@ -150,7 +149,12 @@ export interface Router {
   close(): Promise<void>;
 }
 
-/** Builds a router: loads skills, compiles rules, loads or trains the local model, opens the ledger. */
+/**
+ * Builds a router, one named stage after another: check the options, load the routes (skills or the
+ * labels of training data), gather the extra training (`route learn`, `route prime`), build the tiers
+ * (rules, the local model, the LLM), open the ledger, and key the decision cache. `route` then runs its
+ * own stages: look the request up in the cache, ask the tiers in turn, record the decision.
+ */
 export function createRouter({
   skills: skillsSource,
   mode = 'local',
@@ -172,76 +176,29 @@ export function createRouter({
   onTrainProgress,
   _internal = {},
 }: RouterOptions = {}): Router {
-  if (!(ROUTE_MODES as readonly string[]).includes(mode)) {
-    throw new SwitchboardError(
-      'INVALID_INPUT',
-      `"mode" must be one of ${ROUTE_MODES.join(', ')}, got "${mode}"`,
-    );
-  }
-  checkFraction('confidenceThreshold', confidenceThreshold);
-  checkFraction('marginThreshold', marginThreshold);
-  if (!Number.isInteger(topCandidates) || topCandidates < 1) {
-    throw new SwitchboardError('INVALID_INPUT', 'Expected "topCandidates" to be a positive integer');
-  }
-
-  const labelled = training.flatMap((item) => (typeof item === 'string' ? loadDataset(item) : [item]));
-  let skills: Skill[];
-  let problems: SkillProblem[] = [];
+  checkOptions({ mode, confidenceThreshold, marginThreshold, topCandidates });
   const modelDir = modelCache && stateDir !== undefined ? join(stateDir, 'models') : undefined;
-  if (typeof skillsSource === 'string') {
-    ({ skills, problems } = loadSkills(skillsSource, {
-      strict,
-      ...(modelDir === undefined ? {} : { cacheDir: modelDir }),
-    }));
-  } else if (skillsSource !== undefined) {
-    skills = [...skillsSource];
-  } else {
-    skills = skillsFromLabels(labelled);
-  }
-  if (skills.length === 0) {
-    throw new SwitchboardError(
-      'SKILLS_INVALID',
-      'no routes: give a skills folder or labelled training examples',
-      {
-        hint: 'pass --skills DIR, or --train FILE with {text, expected} rows',
-      },
-    );
-  }
-  checkLabels(labelled, skills);
-  // What `switchboard route learn` taught from earlier LLM decisions and corrections.
-  let learnedUsed: Router['learned'];
-  if (
-    learned &&
-    stateDir !== undefined &&
-    (mode === 'local' || mode === 'hybrid') &&
-    hasLearnedExamples(stateDir)
-  ) {
-    const names = new Set(skills.map((skill) => skill.name));
-    const file = learnedFilePath(stateDir);
-    const rows = usableLearned(readFileSync(file, 'utf8').trim() === '' ? [] : loadDataset(file), names);
-    labelled.push(...rows);
-    if (rows.length > 0) learnedUsed = { file, examples: rows.length };
-  }
-  // What `switchboard route prime` wrote beside the skills, for the skills as they are now.
-  const primed =
-    typeof skillsSource === 'string' && (mode === 'local' || mode === 'hybrid')
-      ? primedTraining(skillsSource, skills, mode)
-      : undefined;
-  labelled.push(...(primed?.examples ?? []));
-
-  const routerWarnings: string[] = [...(primed?.warnings ?? [])];
+  const { skills, problems, labelled } = loadRoutes(skillsSource, training, { strict, modelDir });
+  const extra = extraTraining({ skillsSource, skills, mode, stateDir, learned });
+  labelled.push(...extra.examples);
+  const routerWarnings: string[] = [...extra.warnings];
   const skillThresholds = resolveSkillThresholds(skills, configuredThresholds, routerWarnings);
 
   const allRules = [...(rulesFile === undefined ? [] : loadRulesFile(rulesFile)), ...rules];
   const rulesTier = new RulesTier(skills, allRules, rulesFile ?? 'rules');
   const tiers: RouteTier[] = [rulesTier];
-  let model: LocalModel | undefined;
-  if (mode === 'local' || mode === 'hybrid') {
-    const examples: TrainingExample[] = [
-      ...examplesFromSkills(skills),
-      ...labelled.map((row) => ({ text: row.text, label: row.expected })),
-    ];
-    model = loadOrTrainModel(examples, modelDir, onTrainProgress);
+  const model =
+    mode === 'local' || mode === 'hybrid'
+      ? loadOrTrainModel(
+          [
+            ...examplesFromSkills(skills),
+            ...labelled.map((row) => ({ text: row.text, label: row.expected })),
+          ],
+          modelDir,
+          onTrainProgress,
+        )
+      : undefined;
+  if (model !== undefined) {
     tiers.push(
       new LocalTier(model.classifier, {
         confidenceThreshold,
@@ -256,53 +213,24 @@ export function createRouter({
       ? undefined
       : (ledgerOption ?? (stateDir === undefined ? undefined : openLedger({ stateDir, storeText })));
   const ownsLedger = ledgerOption === undefined;
-  let llmTier: LlmTier | undefined;
-  const raceLlm = mode === 'hybrid' && llm?.race === true;
-  if (mode === 'hybrid' || mode === 'llm-only') {
-    if (llm === undefined) {
-      if (mode === 'llm-only') {
-        throw new SwitchboardError('CONFIG_INVALID', 'llm-only routing needs a provider', {
-          hint: 'pass --provider (e.g. claude:haiku) or set route.provider in switchboard.yaml',
-        });
-      }
-      routerWarnings.push('no LLM provider configured: hybrid routing runs as local');
-    } else {
-      // llm-only asks the model about every request: no rules, no local model in front of it.
-      if (mode === 'llm-only') tiers.length = 0;
-      // The LLM's call attempts go to the router's ledger too (cost, errors, cooldowns shared by processes).
-      const callOptions = { ...(ledger === undefined ? {} : { ledger }), ...llm.callOptions };
-      llmTier = new LlmTier({
-        ...llm,
-        callOptions,
-        skills,
-        topK: topCandidates,
-        required: mode === 'llm-only',
-      });
-      tiers.push(llmTier);
-    }
-  }
+  const llmTier = addLlmTier(tiers, { mode, llm, ledger, skills, topCandidates, warnings: routerWarnings });
+  const raceLlm = mode === 'hybrid' && llm?.race === true && llmTier !== undefined;
 
   const skillsHash = hashSkills(skills);
   // Decisions persist in the ledger, keyed by everything that shapes them, so a later process (or a
   // router with other settings) never reuses a decision these settings would not make.
   const cache = cacheOptions === false ? undefined : new DecisionCache(cacheOptions, ledger);
-  const cacheScope = createHash('sha256')
-    .update(
-      JSON.stringify({
-        mode,
-        confidenceThreshold,
-        marginThreshold,
-        skillThresholds,
-        topCandidates,
-        skillsHash,
-        model: model?.key,
-        rules: allRules,
-        llm: llm === undefined ? undefined : [llm.provider, llm.confidenceThreshold],
-      }),
-    )
-    .digest('hex');
-  const cacheKey = (normalized: string): string =>
-    createHash('sha256').update(cacheScope).update('\n').update(normalized).digest('hex');
+  const cacheKey = decisionCacheKeys({
+    mode,
+    confidenceThreshold,
+    marginThreshold,
+    skillThresholds,
+    topCandidates,
+    skillsHash,
+    model: model?.key,
+    rules: allRules,
+    llm: llm === undefined ? undefined : [llm.provider, llm.confidenceThreshold],
+  });
   const now = _internal.now ?? (() => performance.now());
   const generateId = _internal.generateId ?? randomUUID;
 
@@ -310,119 +238,29 @@ export function createRouter({
     text: string,
     { abortSignal, tags }: { abortSignal?: AbortSignal; tags?: Record<string, string> } = {},
   ): Promise<RouteDecision> {
-    if (typeof text !== 'string') {
-      throw new SwitchboardError('INVALID_INPUT', 'Expected the request to be a string');
-    }
-    if (text.trim() === '') {
-      throw new SwitchboardError('INVALID_INPUT', 'the request is empty', {
-        hint: 'pass the request text as an argument or on standard input',
-      });
-    }
+    checkRequest(text);
     abortSignal?.throwIfAborted();
     const started = now();
-    const warnings: string[] = [];
-    if (text.length > MAX_ROUTED_CHARACTERS) {
-      warnings.push(
-        `request cut to its first ${MAX_ROUTED_CHARACTERS} of ${text.length} characters for routing`,
-      );
-    }
-    const routedText = text.slice(0, MAX_ROUTED_CHARACTERS);
-    const normalized = normalizeRequest(routedText);
+    const request = prepareRequest(text);
     const timings: Record<string, number> = {};
-
-    let decision: RouteDecision | undefined;
-    const key = cache === undefined ? undefined : cacheKey(normalized);
-    if (cache !== undefined && key !== undefined) {
-      const cacheStarted = now();
-      const hit = await cache.get(key);
-      timings['cache'] = now() - cacheStarted;
-      if (hit !== undefined) {
-        decision = {
-          ...hit,
-          id: generateId(),
-          method: 'cache',
-          reasoning: `cached (${hit.method}): ${hit.reasoning}`,
-          costUsd: 0,
-          timings,
-          warnings,
-          durationMs: 0,
-        };
-      }
-    }
-
+    const key = cache === undefined ? undefined : cacheKey(request.normalized);
+    const context = { ...request, timings, now, generateId };
+    let decision =
+      cache === undefined || key === undefined ? undefined : await fromCache(cache, key, context);
     if (decision === undefined) {
-      let verdict: TierVerdict | undefined;
-      let method: RouteMethod = 'default';
-      let candidates: readonly RouteCandidate[] = [];
-      let ranking: readonly RouteCandidate[] = [];
-      let fallbackReason: string | undefined;
-      let fallbackCost = 0;
-      let llmFailures: ProviderFailure[] | undefined;
-      // Racing: the LLM starts at once, beside the local tiers, and is cancelled when they are confident.
-      const race = raceLlm && llmTier !== undefined ? new AbortController() : undefined;
-      const raceStarted = now();
-      const raced =
-        race === undefined || llmTier === undefined
-          ? undefined
-          : llmTier.decide({
-              text: routedText,
-              normalized,
-              candidates: [],
-              abortSignal:
-                abortSignal === undefined ? race.signal : AbortSignal.any([race.signal, abortSignal]),
-            });
-      // A cancelled race must not surface as an unhandled rejection.
-      raced?.catch(() => undefined);
-      for (const tier of tiers) {
-        abortSignal?.throwIfAborted();
-        const tierStarted = now();
-        const input =
-          abortSignal === undefined
-            ? { text: routedText, normalized, candidates, ranking }
-            : { text: routedText, normalized, candidates, ranking, abortSignal };
-        const result = tier === llmTier && raced !== undefined ? await raced : await tier.decide(input);
-        timings[tier.method] = now() - (tier === llmTier && raced !== undefined ? raceStarted : tierStarted);
-        if (result === undefined) continue;
-        // The model's own time, so reports can tell what routing adds around it.
-        if (result.providerMs !== undefined) timings.provider = result.providerMs;
-        if (result.fallbackReason !== undefined) {
-          fallbackReason = result.fallbackReason;
-          fallbackCost += result.costUsd ?? 0;
-          if (result.failures !== undefined) llmFailures = result.failures;
-          continue;
-        }
-        verdict = result;
-        method = tier.method;
-        if (result.candidates.length > 0) candidates = result.candidates;
-        if (result.candidates.length > 0) ranking = result.ranking ?? result.candidates;
-        if (result.skill !== NONE || result.final === true) break;
-      }
-      if (race !== undefined && method !== 'llm') race.abort();
-      const reasoning = verdict?.reasoning ?? 'no rule matched';
-      decision = {
-        id: generateId(),
-        skill: verdict?.skill ?? NONE,
-        confidence: verdict?.confidence ?? 0,
-        // The LLM could not decide: the earlier tiers' decision stands, marked as a fallback.
-        reasoning:
-          fallbackReason === undefined
-            ? reasoning
-            : `${reasoning}; ${fallbackReason}, so the local decision stands`,
-        method: fallbackReason === undefined ? method : 'fallback',
-        candidates: [...(verdict?.candidates ?? candidates)],
-        costUsd: (verdict?.costUsd ?? 0) + fallbackCost,
-        durationMs: 0,
-        timings,
-        warnings,
-        ...(llmFailures === undefined ? {} : { llmFailures }),
-      };
+      decision = await throughTiers(tiers, {
+        ...context,
+        llmTier,
+        raceLlm,
+        ...(abortSignal === undefined ? {} : { abortSignal }),
+      });
       // A decision made while the LLM failed is not worth repeating once it is back.
       if (decision.method !== 'fallback' && key !== undefined) await cache?.set(key, decision);
     }
     decision.durationMs = now() - started;
     await ledger?.recordRouteDecision(decision, {
       requestText: text,
-      normalizedText: normalized,
+      normalizedText: request.normalized,
       mode,
       skillsHash,
       ...(tags === undefined ? {} : { tags }),
@@ -451,11 +289,8 @@ export function createRouter({
     problems,
     warnings: routerWarnings,
     model,
-    learned: learnedUsed,
-    primed:
-      primed === undefined || primed.examples.length === 0
-        ? undefined
-        : { file: primed.file, examples: primed.examples.length },
+    learned: extra.learned,
+    primed: extra.primed,
     skillThresholds,
     skillsHash,
     route,
@@ -464,6 +299,300 @@ export function createRouter({
       if (ownsLedger) await ledger?.close();
       cache?.clear();
     },
+  };
+}
+
+function checkOptions({
+  mode,
+  confidenceThreshold,
+  marginThreshold,
+  topCandidates,
+}: {
+  mode: string;
+  confidenceThreshold: number;
+  marginThreshold: number;
+  topCandidates: number;
+}): void {
+  if (!(ROUTE_MODES as readonly string[]).includes(mode)) {
+    throw new SwitchboardError(
+      'INVALID_INPUT',
+      `"mode" must be one of ${ROUTE_MODES.join(', ')}, got "${mode}"`,
+    );
+  }
+  checkFraction('confidenceThreshold', confidenceThreshold);
+  checkFraction('marginThreshold', marginThreshold);
+  if (!Number.isInteger(topCandidates) || topCandidates < 1) {
+    throw new SwitchboardError('INVALID_INPUT', 'Expected "topCandidates" to be a positive integer');
+  }
+}
+
+/** The routes: a skills folder, skills given, or the labels of the training data; and that data. */
+function loadRoutes(
+  skillsSource: RouterOptions['skills'],
+  training: readonly (string | LabelledExample)[],
+  { strict, modelDir }: { strict: boolean; modelDir: string | undefined },
+): { skills: Skill[]; problems: SkillProblem[]; labelled: LabelledExample[] } {
+  const labelled = training.flatMap((item) => (typeof item === 'string' ? loadDataset(item) : [item]));
+  let skills: Skill[];
+  let problems: SkillProblem[] = [];
+  if (typeof skillsSource === 'string') {
+    ({ skills, problems } = loadSkills(skillsSource, {
+      strict,
+      ...(modelDir === undefined ? {} : { cacheDir: modelDir }),
+    }));
+  } else if (skillsSource !== undefined) {
+    skills = [...skillsSource];
+  } else {
+    skills = skillsFromLabels(labelled);
+  }
+  if (skills.length === 0) {
+    throw new SwitchboardError(
+      'SKILLS_INVALID',
+      'no routes: give a skills folder or labelled training examples',
+      {
+        hint: 'pass --skills DIR, or --train FILE with {text, expected} rows',
+      },
+    );
+  }
+  checkLabels(labelled, skills);
+  return { skills, problems, labelled };
+}
+
+/**
+ * Training beyond the given data, for the modes with a local model: what `switchboard route learn`
+ * taught from earlier LLM decisions and corrections, and what `switchboard route prime` wrote beside
+ * the skills, for the skills as they are now.
+ */
+function extraTraining({
+  skillsSource,
+  skills,
+  mode,
+  stateDir,
+  learned,
+}: {
+  skillsSource: RouterOptions['skills'];
+  skills: readonly Skill[];
+  mode: RouteMode;
+  stateDir: string | undefined;
+  learned: boolean;
+}): {
+  examples: LabelledExample[];
+  warnings: string[];
+  learned: Router['learned'];
+  primed: Router['primed'];
+} {
+  const local = mode === 'local' || mode === 'hybrid';
+  const examples: LabelledExample[] = [];
+  let learnedUsed: Router['learned'];
+  if (learned && stateDir !== undefined && local && hasLearnedExamples(stateDir)) {
+    const names = new Set(skills.map((skill) => skill.name));
+    const file = learnedFilePath(stateDir);
+    const rows = usableLearned(readFileSync(file, 'utf8').trim() === '' ? [] : loadDataset(file), names);
+    examples.push(...rows);
+    if (rows.length > 0) learnedUsed = { file, examples: rows.length };
+  }
+  const primed =
+    typeof skillsSource === 'string' && local ? primedTraining(skillsSource, skills, mode) : undefined;
+  examples.push(...(primed?.examples ?? []));
+  return {
+    examples,
+    warnings: [...(primed?.warnings ?? [])],
+    learned: learnedUsed,
+    primed:
+      primed === undefined || primed.examples.length === 0
+        ? undefined
+        : { file: primed.file, examples: primed.examples.length },
+  };
+}
+
+/**
+ * Adds the LLM tier for `hybrid` and `llm-only` (which asks the model about every request: no rules,
+ * no local model in front of it). Without a provider, hybrid routes as local and says so.
+ */
+function addLlmTier(
+  tiers: RouteTier[],
+  {
+    mode,
+    llm,
+    ledger,
+    skills,
+    topCandidates,
+    warnings,
+  }: {
+    mode: RouteMode;
+    llm: RouterOptions['llm'];
+    ledger: Ledger | undefined;
+    skills: Skill[];
+    topCandidates: number;
+    warnings: string[];
+  },
+): LlmTier | undefined {
+  if (mode !== 'hybrid' && mode !== 'llm-only') return undefined;
+  if (llm === undefined) {
+    if (mode === 'llm-only') {
+      throw new SwitchboardError('CONFIG_INVALID', 'llm-only routing needs a provider', {
+        hint: 'pass --provider (e.g. claude:haiku) or set route.provider in switchboard.yaml',
+      });
+    }
+    warnings.push('no LLM provider configured: hybrid routing runs as local');
+    return undefined;
+  }
+  if (mode === 'llm-only') tiers.length = 0;
+  // The LLM's call attempts go to the router's ledger too (cost, errors, cooldowns shared by processes).
+  const callOptions = { ...(ledger === undefined ? {} : { ledger }), ...llm.callOptions };
+  const llmTier = new LlmTier({
+    ...llm,
+    callOptions,
+    skills,
+    topK: topCandidates,
+    required: mode === 'llm-only',
+  });
+  tiers.push(llmTier);
+  return llmTier;
+}
+
+/** The decision cache's key of a normalised request under these settings (everything that shapes it). */
+function decisionCacheKeys(scope: Record<string, unknown>): (normalized: string) => string {
+  const cacheScope = createHash('sha256').update(JSON.stringify(scope)).digest('hex');
+  return (normalized) =>
+    createHash('sha256').update(cacheScope).update('\n').update(normalized).digest('hex');
+}
+
+function checkRequest(text: string): void {
+  if (typeof text !== 'string') {
+    throw new SwitchboardError('INVALID_INPUT', 'Expected the request to be a string');
+  }
+  if (text.trim() === '') {
+    throw new SwitchboardError('INVALID_INPUT', 'the request is empty', {
+      hint: 'pass the request text as an argument or on standard input',
+    });
+  }
+}
+
+/** A request as the tiers see it: cut to the routed length (with a warning), normalised. */
+function prepareRequest(text: string): { routedText: string; normalized: string; warnings: string[] } {
+  const warnings: string[] = [];
+  if (text.length > MAX_ROUTED_CHARACTERS) {
+    warnings.push(
+      `request cut to its first ${MAX_ROUTED_CHARACTERS} of ${text.length} characters for routing`,
+    );
+  }
+  const routedText = text.slice(0, MAX_ROUTED_CHARACTERS);
+  return { routedText, normalized: normalizeRequest(routedText), warnings };
+}
+
+/** What every stage of one `route` call shares. */
+interface RouteContext {
+  routedText: string;
+  normalized: string;
+  warnings: string[];
+  timings: Record<string, number>;
+  now: () => number;
+  generateId: () => string;
+}
+
+/** A decision cached for this key (by this process or another), as a new decision of method `cache`. */
+async function fromCache(
+  cache: DecisionCache,
+  key: string,
+  { timings, warnings, now, generateId }: RouteContext,
+): Promise<RouteDecision | undefined> {
+  const cacheStarted = now();
+  const hit = await cache.get(key);
+  timings['cache'] = now() - cacheStarted;
+  if (hit === undefined) return undefined;
+  return {
+    ...hit,
+    id: generateId(),
+    method: 'cache',
+    reasoning: `cached (${hit.method}): ${hit.reasoning}`,
+    costUsd: 0,
+    timings,
+    warnings,
+    durationMs: 0,
+  };
+}
+
+/**
+ * Asks the tiers in turn until one names a skill or refuses for good. An LLM that cannot decide leaves
+ * the earlier tiers' decision standing, marked as a fallback. Racing, the LLM starts at once beside the
+ * local tiers and is cancelled when they are confident.
+ */
+async function throughTiers(
+  tiers: readonly RouteTier[],
+  {
+    routedText,
+    normalized,
+    warnings,
+    timings,
+    now,
+    generateId,
+    llmTier,
+    raceLlm,
+    abortSignal,
+  }: RouteContext & { llmTier: LlmTier | undefined; raceLlm: boolean; abortSignal?: AbortSignal },
+): Promise<RouteDecision> {
+  let verdict: TierVerdict | undefined;
+  let method: RouteMethod = 'default';
+  let candidates: readonly RouteCandidate[] = [];
+  let ranking: readonly RouteCandidate[] = [];
+  let fallbackReason: string | undefined;
+  let fallbackCost = 0;
+  let llmFailures: ProviderFailure[] | undefined;
+  const race = raceLlm && llmTier !== undefined ? new AbortController() : undefined;
+  const raceStarted = now();
+  const raced =
+    race === undefined || llmTier === undefined
+      ? undefined
+      : llmTier.decide({
+          text: routedText,
+          normalized,
+          candidates: [],
+          abortSignal: abortSignal === undefined ? race.signal : AbortSignal.any([race.signal, abortSignal]),
+        });
+  // A cancelled race must not surface as an unhandled rejection.
+  raced?.catch(() => undefined);
+  for (const tier of tiers) {
+    abortSignal?.throwIfAborted();
+    const tierStarted = now();
+    const input =
+      abortSignal === undefined
+        ? { text: routedText, normalized, candidates, ranking }
+        : { text: routedText, normalized, candidates, ranking, abortSignal };
+    const result = tier === llmTier && raced !== undefined ? await raced : await tier.decide(input);
+    timings[tier.method] = now() - (tier === llmTier && raced !== undefined ? raceStarted : tierStarted);
+    if (result === undefined) continue;
+    // The model's own time, so reports can tell what routing adds around it.
+    if (result.providerMs !== undefined) timings.provider = result.providerMs;
+    if (result.fallbackReason !== undefined) {
+      fallbackReason = result.fallbackReason;
+      fallbackCost += result.costUsd ?? 0;
+      if (result.failures !== undefined) llmFailures = result.failures;
+      continue;
+    }
+    verdict = result;
+    method = tier.method;
+    if (result.candidates.length > 0) candidates = result.candidates;
+    if (result.candidates.length > 0) ranking = result.ranking ?? result.candidates;
+    if (result.skill !== NONE || result.final === true) break;
+  }
+  if (race !== undefined && method !== 'llm') race.abort();
+  const reasoning = verdict?.reasoning ?? 'no rule matched';
+  return {
+    id: generateId(),
+    skill: verdict?.skill ?? NONE,
+    confidence: verdict?.confidence ?? 0,
+    reasoning:
+      fallbackReason === undefined
+        ? reasoning
+        : `${reasoning}; ${fallbackReason}, so the local decision stands`,
+    method: fallbackReason === undefined ? method : 'fallback',
+    candidates: [...(verdict?.candidates ?? candidates)],
+    costUsd: (verdict?.costUsd ?? 0) + fallbackCost,
+    durationMs: 0,
+    timings,
+    warnings,
+    ...(llmFailures === undefined ? {} : { llmFailures }),
   };
 }
 

@@ -1,6 +1,7 @@
 // `.ts` imports (rewritten to `.js` by the build) so that network-worker.ts runs from the sources too.
 import { seededRandom } from '../../core/seeded-random.ts';
 import { quantizeRows } from './int8-rows.ts';
+import { readLittleEndian, writeLittleEndian } from './little-endian.ts';
 
 /**
  * A feed-forward network with one hidden layer of rectified units over sparse TF-IDF vectors: the
@@ -179,12 +180,8 @@ export class HiddenLayerNetwork {
 
   /** Writes the network little-endian at `offset`; returns the offset after it. */
   writeTo(bytes: Uint8Array, offset: number): number {
-    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
     for (const floats of [this.inputScales, this.hiddenBias, this.outputScales, this.outputBias]) {
-      for (const value of floats) {
-        view.setFloat32(offset, value, true);
-        offset += 4;
-      }
+      offset = writeLittleEndian(bytes, offset, floats);
     }
     for (const int8 of [this.inputWeights, this.outputWeights]) {
       bytes.set(new Uint8Array(int8.buffer, int8.byteOffset, int8.length), offset);
@@ -201,17 +198,13 @@ export class HiddenLayerNetwork {
     hiddenUnits: number,
     classCount: number,
   ): { network: HiddenLayerNetwork; end: number } {
-    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
     const floats = [featureCount, hiddenUnits, hiddenUnits, classCount].map((length) => {
       const array = new Float32Array(length);
-      for (let index = 0; index < length; index++) {
-        array[index] = view.getFloat32(offset, true);
-        offset += 4;
-      }
+      offset = readLittleEndian(bytes, offset, array);
       return array;
     });
     const int8s = [featureCount * hiddenUnits, hiddenUnits * classCount].map((length) => {
-      const array = Int8Array.from(new Int8Array(bytes.buffer, bytes.byteOffset + offset, length));
+      const array = new Int8Array(bytes.buffer, bytes.byteOffset + offset, length).slice();
       offset += align4(length);
       return array;
     });

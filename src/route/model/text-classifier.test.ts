@@ -1,3 +1,4 @@
+import { crc32 } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { NONE } from '../../core/route-types.js';
 import { DEFAULT_CONFIDENCE_THRESHOLD, DEFAULT_MARGIN_THRESHOLD } from '../../core/config.js';
@@ -100,9 +101,14 @@ describe('TextClassifier', () => {
     const headerLength = new DataView(bytes.buffer, bytes.byteOffset).getUint32(8, true);
     const header = JSON.parse(new TextDecoder().decode(bytes.subarray(12, 12 + headerLength))) as {
       featureCount: number;
+      phrases: string[];
+      phrasePostings: number;
     };
-    // The body (after the JSON header) against what float32 weights alone would take.
-    const bodyBytes = bytes.length - 12 - headerLength;
+    // The body (after the JSON header, without the stored phrase index: row offsets, then a phrase
+    // number and a value per posting, then a norm per phrase) against what float32 weights would take.
+    const phraseIndexBytes =
+      4 * (header.featureCount + 1) + 8 * header.phrasePostings + 8 * header.phrases.length;
+    const bodyBytes = bytes.length - 12 - headerLength - phraseIndexBytes;
     expect(bodyBytes).toBeLessThan(header.featureCount * 40 * 4 * 0.35);
     const restored = TextClassifier.deserialize(bytes);
     for (const text of ['alpha task item3', 'gamma request for topic70', 'nothing known here']) {
@@ -138,6 +144,21 @@ describe('TextClassifier', () => {
     const otherFormat = bytes.slice();
     new DataView(otherFormat.buffer).setUint32(4, 999, true);
     expect(() => TextClassifier.deserialize(otherFormat)).toThrow(/binary format 999/);
+    // A phrase index whose offsets run past its entries, with a checksum that matches: refused, not read.
+    const header = new TextDecoder().decode(
+      bytes.subarray(12, 12 + new DataView(bytes.buffer).getUint32(8, true)),
+    );
+    const { phrases, phrasePostings } = JSON.parse(header) as { phrases: string[]; phrasePostings: number };
+    const outOfRange = bytes.slice();
+    // Layout from the end: checksum, a norm per phrase, a value and a phrase number per entry, offsets.
+    const lastOffset = outOfRange.length - 4 - 8 * phrases.length - 8 * phrasePostings - 4;
+    new DataView(outOfRange.buffer).setUint32(lastOffset, phrasePostings + 1, true);
+    new DataView(outOfRange.buffer).setUint32(
+      outOfRange.length - 4,
+      crc32(outOfRange.subarray(0, outOfRange.length - 4)),
+      true,
+    );
+    expect(() => TextClassifier.deserialize(outOfRange)).toThrow(/phrase index out of range/);
     expect(MODEL_VERSION).toMatch(/\S/);
   });
 

@@ -16,11 +16,14 @@ import {
   type SparseVector,
 } from './hidden-layer.js';
 import { quantizeRows } from './int8-rows.js';
+import { readLittleEndian, writeLittleEndian } from './little-endian.js';
 import { packTrainingSet, trainNetworks } from './network-training.js';
 
 /**
- * Identifies the feature extraction, training algorithm and binary layout. Part of the router's cache
- * key: bump it whenever any of them changes so stale cached models are retrained, never misread.
+ * Identifies the feature extraction and training algorithm. Part of the router's cache key: bump it
+ * whenever either changes so stale cached models are retrained, never misread. A change of the binary
+ * layout alone bumps `FORMAT_VERSION` instead: the old file, under the same name, then reads as a cache
+ * miss and is overwritten, and decisions cached for the same model stay valid.
  */
 export const MODEL_VERSION = 'tfidf-4';
 
@@ -126,8 +129,12 @@ type FeatureBlock = [Map<number, number>, number];
 
 /** Magic bytes "SWTC" (Switchboard text classifier) at the start of every serialized model. */
 const MAGIC = 0x43545753;
-/** Version of the binary layout below; independent of MODEL_VERSION so layout errors read clearly. */
-const FORMAT_VERSION = 4;
+/**
+ * Version of the binary layout below; independent of MODEL_VERSION so layout errors read clearly.
+ * 5: the phrase index (postings and norms) is stored, so loading a model no longer re-vectorises its
+ * training phrases.
+ */
+const FORMAT_VERSION = 5;
 
 /** What the JSON header of a serialized model holds. */
 interface SerializedHeader {
@@ -140,6 +147,24 @@ interface SerializedHeader {
   model: 'linear' | 'network';
   hiddenUnits: number;
   networkCount: number;
+  /** Entries of the stored phrase index (0 without phrases). */
+  phrasePostings: number;
+}
+
+/**
+ * A few-shot model's training phrases as an inverted index for the best-match cosine at prediction
+ * time, in compressed-row form: the postings of feature row `r` are entries `starts[r]` up to
+ * `starts[r + 1]` of `phraseNumbers` and `values`. A request then costs its own features' postings
+ * rather than a pass over every phrase, which matters for a folder of a hundred skills. Computed once
+ * when training and stored with the model: re-vectorising every phrase took most of loading a cached one.
+ */
+interface PhraseIndex {
+  /** featureCount + 1 offsets; empty when the model has no phrases. */
+  starts: Uint32Array;
+  phraseNumbers: Uint32Array;
+  values: Float32Array;
+  /** L2 norm of each phrase's vector (below 1 when a block is missing from it). */
+  norms: Float64Array;
 }
 
 /**
@@ -156,23 +181,24 @@ export class TextClassifier {
   private readonly featureOptions: FeatureOptions;
   /**
    * Whether the word blocks and the character block form two separate models (see
-   * `TrainOptions.ensemble`). Their features are disjoint, so both live in the one `weights` array.
+   * `TrainOptions.ensemble`). Their features are disjoint, so both live in the one `weightSteps` array.
    */
   private readonly ensemble: boolean;
-  /** Feature hash → row in `weights`. */
+  /** Feature hash → row in `weightSteps`. */
   private readonly vocabulary: Map<number, number>;
   private readonly featureHashes: Uint32Array;
   private readonly inverseDocumentFrequency: Float32Array;
   /**
-   * Row-major: one row of `labels.length` weights per feature. There is no bias term: a request
-   * with no known feature then scores every label alike (a flat, refusable prediction) instead of
-   * going to whichever label had the most training phrases.
+   * The linear model's weights as int8 steps, row-major: one row of `labels.length` per feature. There
+   * is no bias term: a request with no known feature then scores every label alike (a flat, refusable
+   * prediction) instead of going to whichever label had the most training phrases.
    */
-  private readonly weights: Float32Array;
+  private readonly weightSteps: Int8Array;
   /**
-   * Per-feature scale of the int8 weights: row `f` of `weights` holds `int8 × rowScales[f]`, rounded
-   * to float32. Weights are quantised when training ends, not when saving, so a trained model and
-   * the same model read back from disk predict bit for bit alike.
+   * Per-feature scale of the int8 weights: the weight of row `f` is `step × rowScales[f]`, rounded to
+   * float32 where it is used. Weights are quantised when training ends, not when saving, so a trained
+   * model and the same model read back from disk predict bit for bit alike; kept as int8, a model read
+   * from disk is used as the file holds it, with no pass over every weight first.
    */
   private readonly rowScales: Float32Array;
   /**
@@ -186,15 +212,9 @@ export class TextClassifier {
    * empty for a model trained on many examples per label.
    */
   private readonly phrases: readonly string[];
-  /**
-   * `phrases` as an inverted index for the best-match cosine at prediction time: feature row →
-   * flattened (phrase number, value) pairs. A request then costs its own features' postings rather
-   * than a pass over every phrase, which matters for a folder of a hundred skills.
-   */
-  private readonly phrasePostings: Map<number, number[]>;
-  /** L2 norm of each phrase's vector (below 1 when a block is missing from it). */
-  private readonly phraseNorms: Float64Array;
-  /** The averaged networks of a `network` model; empty for a linear one (whose `weights` score instead). */
+  /** `phrases` as an inverted index (see `PhraseIndex`). */
+  private readonly phraseIndex: PhraseIndex;
+  /** The averaged networks of a `network` model; empty for a linear one (whose `weightSteps` score instead). */
   private readonly networks: readonly HiddenLayerNetwork[];
 
   private constructor(
@@ -203,10 +223,11 @@ export class TextClassifier {
     ensemble: boolean,
     featureHashes: Uint32Array,
     inverseDocumentFrequency: Float32Array,
-    weights: Float32Array,
+    weightSteps: Int8Array,
     rowScales: Float32Array,
     phrases: readonly string[],
     networks: readonly HiddenLayerNetwork[] = [],
+    phraseIndex?: PhraseIndex,
   ) {
     this.networks = networks;
     this.labels = Object.freeze([...labels]);
@@ -214,31 +235,24 @@ export class TextClassifier {
     this.ensemble = ensemble;
     this.featureHashes = featureHashes;
     this.inverseDocumentFrequency = inverseDocumentFrequency;
-    this.weights = weights;
+    this.weightSteps = weightSteps;
     this.rowScales = rowScales;
     let maxIdf = 1;
-    for (const idf of inverseDocumentFrequency) if (idf > maxIdf) maxIdf = idf;
+    for (let index = 0; index < inverseDocumentFrequency.length; index++) {
+      maxIdf = Math.max(maxIdf, inverseDocumentFrequency[index] as number);
+    }
     this.unseenFeatureWeight = maxIdf;
     this.vocabulary = new Map();
     for (let index = 0; index < featureHashes.length; index++) {
       this.vocabulary.set(featureHashes[index] as number, index);
     }
     this.phrases = Object.freeze([...phrases]);
-    this.phrasePostings = new Map();
-    this.phraseNorms = new Float64Array(this.phrases.length);
-    this.phrases.forEach((phrase, phraseNumber) => {
-      const { indices, values } = this.vectorizeAll(extractFeatures(phrase, this.featureOptions));
-      let squared = 0;
-      for (let position = 0; position < indices.length; position++) {
-        const value = values[position] as number;
-        squared += value * value;
-        const row = indices[position] as number;
-        const postings = this.phrasePostings.get(row);
-        if (postings === undefined) this.phrasePostings.set(row, [phraseNumber, value]);
-        else postings.push(phraseNumber, value);
-      }
-      this.phraseNorms[phraseNumber] = Math.sqrt(squared);
-    });
+    this.phraseIndex =
+      phraseIndex ??
+      buildPhraseIndex(
+        this.phrases.map((phrase) => this.vectorizeAll(extractFeatures(phrase, this.featureOptions))),
+        featureHashes.length,
+      );
   }
 
   /** Trains a classifier. Deterministic: the same examples (in the same order) and options give the same model. */
@@ -283,7 +297,7 @@ export class TextClassifier {
       resolved.ensemble,
       featureHashes,
       inverseDocumentFrequency,
-      weights,
+      new Int8Array(weights.length),
       rowScales,
       resolved.matchPhrases ? [...new Set(examples.map((example) => example.text))] : [],
     );
@@ -302,8 +316,18 @@ export class TextClassifier {
         onProgress?.(member * resolved.epochs + epoch, passes),
       );
     }
-    quantizeInPlace(weights, classCount, rowScales);
-    return model;
+    return new TextClassifier(
+      labels,
+      resolved.features,
+      resolved.ensemble,
+      featureHashes,
+      inverseDocumentFrequency,
+      quantizeRows(weights, classCount, rowScales),
+      rowScales,
+      model.phrases,
+      [],
+      model.phraseIndex,
+    );
   }
 
   /** Trains `resolved.networks` networks on this model's vocabulary and returns the model holding them. */
@@ -339,7 +363,7 @@ export class TextClassifier {
       false,
       this.featureHashes,
       this.inverseDocumentFrequency,
-      this.weights,
+      this.weightSteps,
       this.rowScales,
       [],
       networks,
@@ -366,7 +390,7 @@ export class TextClassifier {
     const probabilities = new Float64Array(this.labels.length);
     const scores = members.length === 1 ? probabilities : new Float64Array(this.labels.length);
     for (const vector of members) {
-      scoreInto(vector, this.weights, scores);
+      scoreStepsInto(vector, this.weightSteps, this.rowScales, scores);
       softmaxInPlace(scores);
       if (scores === probabilities) break;
       for (let label = 0; label < scores.length; label++) {
@@ -406,6 +430,7 @@ export class TextClassifier {
 
   /** A compact binary form for an on-disk cache; `deserialize` reads it back. */
   serialize(): Uint8Array {
+    const { starts, phraseNumbers, values, norms } = this.phraseIndex;
     const header: SerializedHeader = {
       modelVersion: MODEL_VERSION,
       labels: [...this.labels],
@@ -416,30 +441,36 @@ export class TextClassifier {
       model: this.networks.length > 0 ? 'network' : 'linear',
       hiddenUnits: this.networks[0]?.hiddenUnits ?? 0,
       networkCount: this.networks.length,
+      phrasePostings: phraseNumbers.length,
     };
     const headerBytes = new TextEncoder().encode(JSON.stringify(header));
     const headerEnd = align4(12 + headerBytes.length);
     const arrays = [this.featureHashes, this.inverseDocumentFrequency, this.rowScales];
-    const arraysLength = arrays.reduce((total, array) => total + array.byteLength, 0);
+    const phraseArrays = [starts, phraseNumbers, values, norms];
+    const byteLength = (total: number, array: { byteLength: number }) => total + array.byteLength;
     const networksLength = this.networks.reduce((total, network) => total + network.byteLength(), 0);
-    const bytes = new Uint8Array(headerEnd + arraysLength + align4(this.weights.length) + networksLength + 4);
+    const bytes = new Uint8Array(
+      headerEnd +
+        arrays.reduce(byteLength, 0) +
+        align4(this.weightSteps.length) +
+        networksLength +
+        phraseArrays.reduce(byteLength, 0) +
+        4,
+    );
     const view = new DataView(bytes.buffer);
     view.setUint32(0, MAGIC, true);
     view.setUint32(4, FORMAT_VERSION, true);
     view.setUint32(8, headerBytes.length, true);
     bytes.set(headerBytes, 12);
     let offset = headerEnd;
-    for (const array of arrays) {
-      writeLittleEndian32(view, offset, array);
-      offset += array.byteLength;
-    }
-    writeQuantizedRows(
-      this.weights,
-      this.rowScales,
-      new Int8Array(bytes.buffer, offset, this.weights.length),
+    for (const array of arrays) offset = writeLittleEndian(bytes, offset, array);
+    bytes.set(
+      new Uint8Array(this.weightSteps.buffer, this.weightSteps.byteOffset, this.weightSteps.length),
+      offset,
     );
-    offset += align4(this.weights.length);
+    offset += align4(this.weightSteps.length);
     for (const network of this.networks) offset = network.writeTo(bytes, offset);
+    for (const array of phraseArrays) offset = writeLittleEndian(bytes, offset, array);
     view.setUint32(offset, crc32(bytes.subarray(0, offset)), true);
     return bytes;
   }
@@ -480,44 +511,69 @@ export class TextClassifier {
     if (network && !(Number.isInteger(hiddenUnits) && hiddenUnits > 0 && Number.isInteger(networkCount))) {
       fail('bad network shape');
     }
+    const phrases = Array.isArray(header.phrases)
+      ? header.phrases.filter((phrase) => typeof phrase === 'string')
+      : [];
+    const postingCount = header.phrasePostings;
+    if (!Number.isInteger(postingCount) || postingCount < 0 || (phrases.length === 0 && postingCount > 0)) {
+      fail('bad phrase index size');
+    }
     const linearRows = network ? 0 : featureCount;
+    const startCount = phrases.length === 0 ? 0 : featureCount + 1;
     let offset = align4(12 + headerLength);
     const expectedEnd =
       offset +
       4 * featureCount * 2 +
       4 * linearRows +
       align4(linearRows * classCount) +
-      networkCount * HiddenLayerNetwork.byteLengthFor(featureCount, hiddenUnits, classCount);
+      networkCount * HiddenLayerNetwork.byteLengthFor(featureCount, hiddenUnits, classCount) +
+      4 * startCount +
+      8 * postingCount +
+      8 * phrases.length;
     if (expectedEnd !== checksumOffset) fail('body length does not match the header');
     const featureHashes = new Uint32Array(featureCount);
-    offset = readLittleEndian32(view, offset, featureHashes);
+    offset = readLittleEndian(bytes, offset, featureHashes);
     const inverseDocumentFrequency = new Float32Array(featureCount);
-    offset = readLittleEndian32(view, offset, inverseDocumentFrequency);
+    offset = readLittleEndian(bytes, offset, inverseDocumentFrequency);
     const rowScales = new Float32Array(linearRows);
-    offset = readLittleEndian32(view, offset, rowScales);
-    const weights = new Float32Array(linearRows * classCount);
-    readQuantizedRows(
-      new Int8Array(bytes.buffer, bytes.byteOffset + offset, weights.length),
-      rowScales,
-      weights,
-    );
-    offset += align4(weights.length);
+    offset = readLittleEndian(bytes, offset, rowScales);
+    const weightSteps = new Int8Array(
+      bytes.buffer,
+      bytes.byteOffset + offset,
+      linearRows * classCount,
+    ).slice();
+    offset += align4(weightSteps.length);
     const networks: HiddenLayerNetwork[] = [];
     for (let member = 0; member < networkCount; member++) {
       const read = HiddenLayerNetwork.readFrom(bytes, offset, featureCount, hiddenUnits, classCount);
       networks.push(read.network);
       offset = read.end;
     }
+    const phraseIndex: PhraseIndex = {
+      starts: new Uint32Array(startCount),
+      phraseNumbers: new Uint32Array(postingCount),
+      values: new Float32Array(postingCount),
+      norms: new Float64Array(phrases.length),
+    };
+    for (const array of [
+      phraseIndex.starts,
+      phraseIndex.phraseNumbers,
+      phraseIndex.values,
+      phraseIndex.norms,
+    ])
+      offset = readLittleEndian(bytes, offset, array);
+    if (!isWellFormed(phraseIndex)) fail('phrase index out of range');
     return new TextClassifier(
       header.labels,
       { ...DEFAULT_FEATURE_OPTIONS, ...header.features },
       header.ensemble === true,
       featureHashes,
       inverseDocumentFrequency,
-      weights,
+      weightSteps,
       rowScales,
-      Array.isArray(header.phrases) ? header.phrases.filter((phrase) => typeof phrase === 'string') : [],
+      phrases,
       networks,
+      phraseIndex,
     );
   }
 
@@ -547,19 +603,20 @@ export class TextClassifier {
    * part matches weakly.
    */
   private bestPhraseMatch(request: SparseVector): number {
+    const { starts, phraseNumbers, values, norms } = this.phraseIndex;
     const dots = new Float64Array(this.phrases.length);
     for (let position = 0; position < request.indices.length; position++) {
-      const postings = this.phrasePostings.get(request.indices[position] as number);
-      if (postings === undefined) continue;
+      const row = request.indices[position] as number;
+      const end = starts[row + 1] as number;
       const value = request.values[position] as number;
-      for (let pair = 0; pair < postings.length; pair += 2) {
-        const phraseNumber = postings[pair] as number;
-        dots[phraseNumber] = (dots[phraseNumber] as number) + value * (postings[pair + 1] as number);
+      for (let entry = starts[row] as number; entry < end; entry++) {
+        const phraseNumber = phraseNumbers[entry] as number;
+        dots[phraseNumber] = (dots[phraseNumber] as number) + value * (values[entry] as number);
       }
     }
     let best = 0;
     for (let phraseNumber = 0; phraseNumber < dots.length; phraseNumber++) {
-      const norm = this.phraseNorms[phraseNumber] as number;
+      const norm = norms[phraseNumber] as number;
       if (norm > 0) best = Math.max(best, (dots[phraseNumber] as number) / norm);
     }
     return best;
@@ -646,6 +703,28 @@ function scoreInto(vector: SparseVector, weights: Float32Array, scores: Float64A
   }
 }
 
+/** `scoreInto` over int8 steps: each weight is `step × scale` rounded to float32, as it was trained. */
+function scoreStepsInto(
+  vector: SparseVector,
+  steps: Int8Array,
+  rowScales: Float32Array,
+  scores: Float64Array,
+): void {
+  const classCount = scores.length;
+  scores.fill(0);
+  const { indices, values } = vector;
+  for (let position = 0; position < indices.length; position++) {
+    const feature = indices[position] as number;
+    const row = feature * classCount;
+    const scale = rowScales[feature] as number;
+    const value = values[position] as number;
+    for (let label = 0; label < classCount; label++) {
+      const weight = Math.fround((steps[row + label] as number) * scale);
+      scores[label] = (scores[label] as number) + value * weight;
+    }
+  }
+}
+
 /**
  * Plain SGD on the class-balanced softmax cross-entropy with a linearly decaying step; optional L2
  * decay once per epoch.
@@ -710,50 +789,54 @@ function trainSoftmax(
 }
 
 /**
- * Rounds the weights in place to int8 steps of a per-feature scale (see `quantizeRows`), recording
- * the scales: a trained model and the same model read back from disk then predict bit for bit alike.
+ * The phrase index of phrase vectors over `featureCount` rows: a counting sort by row that keeps each
+ * row's postings in phrase order, so the cosine sums run in the same order whether the index was
+ * built now or read from disk.
  */
-function quantizeInPlace(weights: Float32Array, classCount: number, rowScales: Float32Array): void {
-  const steps = quantizeRows(weights, classCount, rowScales);
-  for (let index = 0; index < weights.length; index++) {
-    weights[index] = (steps[index] as number) * (rowScales[Math.floor(index / classCount)] as number);
+function buildPhraseIndex(vectors: readonly SparseVector[], featureCount: number): PhraseIndex {
+  const norms = new Float64Array(vectors.length);
+  if (vectors.length === 0) {
+    return {
+      starts: new Uint32Array(0),
+      phraseNumbers: new Uint32Array(0),
+      values: new Float32Array(0),
+      norms,
+    };
   }
+  const starts = new Uint32Array(featureCount + 1);
+  for (const { indices } of vectors)
+    for (const row of indices) starts[row + 1] = (starts[row + 1] as number) + 1;
+  for (let row = 0; row < featureCount; row++)
+    starts[row + 1] = (starts[row + 1] as number) + (starts[row] as number);
+  const postingCount = starts[featureCount] as number;
+  const phraseNumbers = new Uint32Array(postingCount);
+  const values = new Float32Array(postingCount);
+  const next = starts.slice(0, featureCount);
+  vectors.forEach(({ indices, values: phraseValues }, phraseNumber) => {
+    let squared = 0;
+    for (let position = 0; position < indices.length; position++) {
+      const value = phraseValues[position] as number;
+      squared += value * value;
+      const row = indices[position] as number;
+      const entry = next[row] as number;
+      next[row] = entry + 1;
+      phraseNumbers[entry] = phraseNumber;
+      values[entry] = value;
+    }
+    norms[phraseNumber] = Math.sqrt(squared);
+  });
+  return { starts, phraseNumbers, values, norms };
 }
 
-/** Writes quantised weights as int8; exact because every weight is already an int8 multiple of its scale. */
-function writeQuantizedRows(weights: Float32Array, rowScales: Float32Array, into: Int8Array): void {
-  const classCount = rowScales.length === 0 ? 0 : weights.length / rowScales.length;
-  for (let index = 0; index < weights.length; index++) {
-    const scale = rowScales[Math.floor(index / classCount)] as number;
-    into[index] = scale === 0 ? 0 : Math.round((weights[index] as number) / scale);
-  }
-}
-
-/** The inverse of `writeQuantizedRows`, with the same float32 rounding as `quantizeRows`. */
-function readQuantizedRows(from: Int8Array, rowScales: Float32Array, weights: Float32Array): void {
-  const classCount = rowScales.length === 0 ? 0 : weights.length / rowScales.length;
-  for (let index = 0; index < weights.length; index++) {
-    weights[index] = (from[index] as number) * (rowScales[Math.floor(index / classCount)] as number);
-  }
-}
-
-/** Little-endian on every platform, so a cache written on one machine reads on another. */
-function writeLittleEndian32(view: DataView, offset: number, array: Uint32Array | Float32Array): void {
-  const isFloat = array instanceof Float32Array;
-  for (let index = 0; index < array.length; index++) {
-    if (isFloat) view.setFloat32(offset + index * 4, array[index] as number, true);
-    else view.setUint32(offset + index * 4, array[index] as number, true);
-  }
-}
-
-function readLittleEndian32(view: DataView, offset: number, into: Uint32Array | Float32Array): number {
-  const isFloat = into instanceof Float32Array;
-  for (let index = 0; index < into.length; index++) {
-    into[index] = isFloat
-      ? view.getFloat32(offset + index * 4, true)
-      : view.getUint32(offset + index * 4, true);
-  }
-  return offset + into.length * 4;
+/**
+ * Whether a phrase index read from disk is whole: its offsets start at 0 and end at its size. Entries
+ * are not checked one by one (a pass over them cost more than the rest of loading): the checksum has
+ * already caught a damaged file, and a stray entry in a crafted one only skews a prediction, since
+ * typed arrays ignore writes out of range.
+ */
+function isWellFormed({ starts, phraseNumbers }: PhraseIndex): boolean {
+  if (starts.length === 0) return phraseNumbers.length === 0;
+  return starts[0] === 0 && starts[starts.length - 1] === phraseNumbers.length;
 }
 
 /** Re-exported so callers can test a prediction against the out-of-scope label without a second import. */

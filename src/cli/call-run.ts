@@ -1,0 +1,191 @@
+import { readFileSync } from 'node:fs';
+import type { CallResult, JsonSchema } from '../core/call-types.js';
+import type { ConfigOverrides } from '../core/config.js';
+import { SwitchboardError } from '../core/errors.js';
+import type { CallBody } from '../serve/call-body.js';
+import { printCallResult } from './call-output.js';
+import { askServer, serverAddress } from './server-client.js';
+import { textFromArguments } from './stdin.js';
+
+// What `switchboard call` does once its arguments are parsed, whichever parser read them: commander
+// (call.ts) or the fast path of a plain call (call-fast-path.ts). No commander here, and the library
+// loads only when the call runs in process, so a call sent to a server starts in a few modules.
+
+/** `switchboard call`'s options as commander hands them over. */
+export interface CallFlags {
+  stream?: boolean;
+  tag: Record<string, string>;
+  schemaRetries?: number;
+  maxCost?: number;
+  system?: string;
+  schema?: string;
+  json?: boolean;
+  timeout?: number;
+  stageTimeout?: number;
+  idleTimeout?: number;
+  resume?: string;
+  allowedTools?: string;
+  cwd?: string;
+  claudePath?: string;
+  baseUrl?: string;
+  storeText?: boolean;
+  ledger?: boolean;
+  ignoreCooldown?: boolean;
+  print?: 'text';
+  server?: string;
+}
+
+/** The global options `call` reads when it runs in process. */
+export interface CallGlobals {
+  config?: string;
+  stateDir?: string;
+  quiet?: boolean;
+}
+
+/** Runs `switchboard call SPEC WORDS…`: on the server when one is set and answers, else in process. */
+export async function runCall(
+  spec: string,
+  words: readonly string[],
+  flags: CallFlags,
+  globals: () => CallGlobals,
+): Promise<void> {
+  const prompt = await textFromArguments(words, 'prompt');
+  const schema = flags.schema === undefined ? undefined : readSchema(flags.schema);
+  const body = callBody(spec, prompt, schema, flags);
+  const server = serverAddress(flags.server);
+  if (server !== undefined) {
+    const reasons = inProcessOnly(flags);
+    if (reasons.length === 0) {
+      const answer = await askServer(server, '/call', body);
+      if (answer !== undefined) {
+        printCallResult(answer as CallResult, { json: flags.json === true, streamed: false });
+        return;
+      }
+    } else if (flags.server !== undefined) {
+      const verb = reasons.length === 1 ? 'needs' : 'need';
+      process.stderr.write(
+        `switchboard: warning: ${reasons.join(', ')} ${verb} this process: running in process, not on the server\n`,
+      );
+    }
+  }
+  await callInProcess(body, flags, globals());
+}
+
+/** The call as `POST /call` takes it: the flags' explicit values only (the config fills the rest). */
+function callBody(spec: string, prompt: string, schema: JsonSchema | undefined, flags: CallFlags): CallBody {
+  const seconds = (value: number | undefined) => (value === undefined ? undefined : value * 1000);
+  const optional: Omit<CallBody, 'spec' | 'prompt'> = {};
+  const entries: [keyof typeof optional, unknown][] = [
+    ['system', flags.system],
+    ['schema', schema],
+    ['timeoutMs', seconds(flags.timeout)],
+    ['stageTimeoutMs', seconds(flags.stageTimeout)],
+    ['idleTimeoutMs', seconds(flags.idleTimeout)],
+    ['tags', Object.keys(flags.tag).length === 0 ? undefined : flags.tag],
+    ['maxCostUsd', flags.maxCost],
+    ['schemaRetries', flags.schemaRetries],
+    ['ignoreCooldown', flags.ignoreCooldown === true ? true : undefined],
+    ['storeText', flags.storeText === true ? true : undefined],
+  ];
+  for (const [key, value] of entries)
+    if (value !== undefined) (optional as Record<string, unknown>)[key] = value;
+  return { spec, prompt, ...optional };
+}
+
+/** The flags a server cannot honour: they need this process (its terminal, files or own providers). */
+function inProcessOnly(flags: CallFlags): string[] {
+  const reasons: [boolean, string][] = [
+    [flags.stream === true, '--stream'],
+    [flags.resume !== undefined, '--resume'],
+    [flags.allowedTools !== undefined, '--allowed-tools'],
+    [flags.cwd !== undefined, '--cwd'],
+    [flags.claudePath !== undefined, '--claude-path'],
+    [flags.baseUrl !== undefined, '--base-url'],
+    [flags.ledger === false, '--no-ledger'],
+  ];
+  return reasons.filter(([given]) => given).map(([, flag]) => flag);
+}
+
+async function callInProcess(body: CallBody, flags: CallFlags, globals: CallGlobals): Promise<void> {
+  const { call } = await import('../invoke/call.js');
+  const { openLedger } = await import('../store/ledger.js');
+  const { callOptions, callRequest, providerRegistry, resolveRole } = await import('./call-setup.js');
+  const { commandConfig } = await import('./shared.js');
+  const { createProgress, retryWaitProgress } = await import('./progress.js');
+  const overrides: ConfigOverrides = {};
+  if (flags.ledger === false) overrides.ledger = false;
+  if (flags.storeText === true) overrides.storeText = true;
+  const config = commandConfig(globals, overrides);
+  const chain = resolveRole(body.spec, config.call.roles);
+  const providers = providerRegistry(config, {
+    ...(flags.claudePath === undefined ? {} : { executable: flags.claudePath }),
+    ...(flags.baseUrl === undefined ? {} : { baseUrl: flags.baseUrl }),
+  });
+  let streamedAny = false;
+  const onText =
+    flags.stream === true && flags.json !== true && body.schema === undefined
+      ? (delta: string) => {
+          streamedAny = true;
+          process.stdout.write(delta);
+        }
+      : undefined;
+  const ledger = config.ledger.enabled
+    ? openLedger({ stateDir: config.stateDir, storeText: config.ledger.storeText })
+    : undefined;
+  const progress = await createProgress(globals.quiet);
+  try {
+    const result = await call(
+      chain,
+      callRequest(body, onText === undefined ? {} : { onText }),
+      callOptions(config, body, {
+        providers,
+        ledger,
+        providerOptions: claudeCallOptions(flags),
+        onRetryWait: retryWaitProgress(progress),
+      }),
+    );
+    progress.stop();
+    printCallResult(result, { json: flags.json === true, streamed: streamedAny });
+  } finally {
+    progress.stop();
+    await ledger?.close();
+    await providers.close();
+  }
+}
+
+/** Per-call Claude Code options (`--resume`, `--allowed-tools`, `--cwd`). */
+function claudeCallOptions(flags: CallFlags): Record<string, unknown> {
+  const options: Record<string, unknown> = {};
+  if (flags.resume !== undefined) options['resume'] = flags.resume;
+  if (flags.allowedTools !== undefined)
+    options['allowedTools'] = flags.allowedTools
+      .split(',')
+      .map((tool) => tool.trim())
+      .filter(Boolean);
+  if (flags.cwd !== undefined) options['cwd'] = flags.cwd;
+  return options;
+}
+
+function readSchema(file: string): JsonSchema {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch {
+    throw new SwitchboardError('INVALID_INPUT', `schema file ${file} cannot be read`, {
+      hint: 'check the --schema path',
+    });
+  }
+  try {
+    const value = JSON.parse(text) as unknown;
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new Error('not an object');
+    return value as JsonSchema;
+  } catch (error) {
+    throw new SwitchboardError(
+      'INVALID_INPUT',
+      `schema file ${file} is not a JSON object: ${error instanceof Error ? error.message : String(error)}`,
+      {
+        hint: 'write a JSON Schema such as {"type": "object", "properties": {...}}',
+      },
+    );
+  }
+}
