@@ -1,4 +1,5 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash } from 'node:crypto';
+import { timeOrderedId } from '../core/time-ordered-id.js';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DEFAULT_CONFIDENCE_THRESHOLD, DEFAULT_MARGIN_THRESHOLD } from '../core/config.js';
@@ -232,7 +233,7 @@ export function createRouter({
     llm: llm === undefined ? undefined : [llm.provider, llm.confidenceThreshold],
   });
   const now = _internal.now ?? (() => performance.now());
-  const generateId = _internal.generateId ?? randomUUID;
+  const generateId = _internal.generateId ?? timeOrderedId;
 
   async function route(
     text: string,
