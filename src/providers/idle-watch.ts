@@ -82,6 +82,7 @@ export class IdleWatch {
 }
 
 const current = new AsyncLocalStorage<IdleWatch>();
+let watching = false;
 
 /**
  * A fetch for SDK clients shared by many calls: it watches the traffic of the call it runs in (see
@@ -89,7 +90,8 @@ const current = new AsyncLocalStorage<IdleWatch>();
  * (see `patientFetch`).
  */
 export function watchedFetch(input: string | URL | Request, init?: RequestInit): Promise<Response> {
-  const watch = current.getStore();
+  // Until some call has an idle limit, no call runs under a watch: the store need not be asked.
+  const watch = watching ? current.getStore() : undefined;
   return watch === undefined ? patientFetch(input, init) : watch.fetch(input, init);
 }
 
@@ -110,6 +112,7 @@ export async function withIdleWatch<T>(
     );
   }
   const watch = new IdleWatch(idleMs);
+  watching = true;
   try {
     return await current.run(watch, run);
   } catch (error) {
