@@ -14,7 +14,13 @@ import { isErrorCode, isSwitchboardError, SwitchboardError, type ErrorCode } fro
 import { MAX_TIMER_MS } from '../core/timer-limit.js';
 import { ProviderRegistry } from '../providers/registry.js';
 import type { Ledger } from '../store/ledger.js';
-import { estimateCost, reserveBudget, type BudgetReservation, type CallBudget } from './budget.js';
+import {
+  estimateCost,
+  reserveBudget,
+  type BudgetReservation,
+  type BudgetRule,
+  type CallBudget,
+} from './budget.js';
 import { CircuitBreaker, type CircuitBreakerOptions } from './circuit-breaker.js';
 import { coolingError, coolingWarning, targetKeys, type TargetKeys } from './cooldown.js';
 import { CallDeadline } from './deadline.js';
@@ -218,7 +224,8 @@ export async function call(
   } catch (error) {
     throw withAttemptsOnce(error, state);
   } finally {
-    await endCall(state);
+    const ending = endCall(state);
+    if (ending !== undefined) await ending;
   }
 }
 
@@ -292,7 +299,10 @@ async function openTarget(state: CallState, target: ProviderSpec): Promise<Targe
     state.warnings.push(`${target.text} skipped: its credentials were refused earlier in this call`);
     return undefined;
   }
-  const cooling = state.options.ignoreCooldown === true ? 0 : await state.breaker.coolingFor(keys.cooldown);
+  const cooling =
+    state.options.ignoreCooldown === true
+      ? 0
+      : (state.breaker.knownCoolingFor(keys.cooldown) ?? (await state.breaker.coolingFor(keys.cooldown)));
   if (cooling > 0) {
     state.warnings.push(coolingWarning(target, cooling));
     state.lastError = coolingError(target, keys.cooldown, cooling);
@@ -329,7 +339,14 @@ async function runTarget(state: CallState, run: TargetRun): Promise<CallResult |
     const estimate = estimateAttempt(state, run);
     if (estimate === false) return undefined;
     const timeoutMs = state.deadline.attemptTimeoutMs();
-    if (!(await reserveAttempt(state, run, estimate, timeoutMs))) return undefined;
+    // Without budget rules nothing is held: no reservation to make or release.
+    const rules = state.options.budget?.rules;
+    if (
+      rules !== undefined &&
+      rules.length > 0 &&
+      !(await reserveAttempt(state, run, rules, estimate, timeoutMs))
+    )
+      return undefined;
     const started = performance.now();
     try {
       const result = await run.provider.call(providerRequest(state, run, timeoutMs));
@@ -374,12 +391,10 @@ function estimateAttempt(state: CallState, { target, prompt }: TargetRun): numbe
 async function reserveAttempt(
   state: CallState,
   { target }: TargetRun,
+  rules: readonly BudgetRule[],
   estimate: number | undefined,
   timeoutMs: number | undefined,
 ): Promise<boolean> {
-  const rules = state.options.budget?.rules ?? [];
-  // Without rules nothing is held: no reservation to make or release.
-  if (rules.length === 0) return true;
   try {
     state.held = await reserveBudget(state.ledger, rules, {
       id: state.generateId(),
@@ -564,8 +579,9 @@ async function recordAttempt(
     ...(keys.cooldown === target.text ? {} : { cooldownKey: keys.cooldown }),
   });
   const reservation = state.held;
+  if (reservation === undefined) return;
   state.held = undefined;
-  await reservation?.release();
+  await reservation.release();
 }
 
 /** The error a call ends with when no entry answered. */
@@ -588,9 +604,17 @@ function withAttemptsOnce(error: unknown, state: CallState): unknown {
   return error;
 }
 
-/** Releases what the call still holds: a reservation, the deadline's timer, a private registry. */
-async function endCall(state: CallState): Promise<void> {
-  await state.held?.release();
+/**
+ * Releases what the call still holds: a reservation, the deadline's timer, a private registry. Returns
+ * nothing to wait for when there is none of the first and last, the usual case.
+ */
+function endCall(state: CallState): Promise<void> | undefined {
   state.deadline.dispose();
-  if (state.options.providers === undefined) await state.registry.close();
+  const held = state.held;
+  const privateRegistry = state.options.providers === undefined;
+  if (held === undefined && !privateRegistry) return undefined;
+  return (async () => {
+    await held?.release();
+    if (privateRegistry) await state.registry.close();
+  })();
 }

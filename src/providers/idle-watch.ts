@@ -99,12 +99,20 @@ export function watchedFetch(input: string | URL | Request, init?: RequestInit):
  * Runs one provider call under an idle watch when `idleMs` is given; a failure caused by the silence
  * becomes `IDLE_TIMEOUT`, whatever the SDK turned the abort into.
  */
-export async function withIdleWatch<T>(
+export function withIdleWatch<T>(
   idleMs: number | undefined,
   silent: (watch: IdleWatch) => SwitchboardError,
   run: () => Promise<T>,
 ): Promise<T> {
-  if (idleMs === undefined) return run();
+  // Without a limit the call runs as it is: no watch, and no promise of our own around it.
+  return idleMs === undefined ? run() : watched(idleMs, silent, run);
+}
+
+async function watched<T>(
+  idleMs: number,
+  silent: (watch: IdleWatch) => SwitchboardError,
+  run: () => Promise<T>,
+): Promise<T> {
   if (!(typeof idleMs === 'number' && Number.isFinite(idleMs) && idleMs > 0)) {
     throw new SwitchboardError(
       'INVALID_INPUT',
