@@ -38,12 +38,28 @@ export function findPrice(
 ): ModelPrice | undefined {
   const exact = prices[model];
   if (exact !== undefined) return exact;
+  // A model that only a prefix matches (`claude-sonnet-4-6`) is looked up on every call: the answer
+  // is kept per table, which callers build once and do not change.
+  let found = prefixMatches.get(prices);
+  if (found === undefined) {
+    found = new Map();
+    prefixMatches.set(prices, found);
+  }
+  if (found.has(model)) return found.get(model);
   let best: string | undefined;
   for (const key of Object.keys(prices)) {
     if (model.startsWith(key) && (best === undefined || key.length > best.length)) best = key;
   }
-  return best === undefined ? undefined : prices[best];
+  const price = best === undefined ? undefined : prices[best];
+  if (found.size < PREFIX_MATCHES_KEPT) found.set(model, price);
+  return price;
 }
+
+const prefixMatches = new WeakMap<
+  Readonly<Record<string, ModelPrice>>,
+  Map<string, ModelPrice | undefined>
+>();
+const PREFIX_MATCHES_KEPT = 256;
 
 /** Cost of a call in USD, or null when the model has no known price. */
 export function costOf(

@@ -4,6 +4,8 @@ import {
   type CallAttempt,
   type CallRequest,
   type CallResult,
+  type Provider,
+  type ProviderCall,
   type ProviderSpec,
 } from '../core/call-types.js';
 import { checkConversation, conversationText } from '../core/conversation.js';
@@ -12,9 +14,15 @@ import { isErrorCode, isSwitchboardError, SwitchboardError, type ErrorCode } fro
 import { MAX_TIMER_MS } from '../core/timer-limit.js';
 import { ProviderRegistry } from '../providers/registry.js';
 import type { Ledger } from '../store/ledger.js';
-import { estimateCost, reserveBudget, type BudgetReservation, type CallBudget } from './budget.js';
+import {
+  estimateCost,
+  reserveBudget,
+  type BudgetReservation,
+  type BudgetRule,
+  type CallBudget,
+} from './budget.js';
 import { CircuitBreaker, type CircuitBreakerOptions } from './circuit-breaker.js';
-import { cooldownKey, coolingError, coolingWarning, credentialsKey } from './cooldown.js';
+import { coolingError, coolingWarning, targetKeys, type TargetKeys } from './cooldown.js';
 import { CallDeadline } from './deadline.js';
 import { droppedAfterSending } from './dropped-connection.js';
 import { actionFor, backoffDelay, DEFAULT_RETRY_POLICY, type RetryPolicy } from './retry-policy.js';
@@ -127,6 +135,69 @@ function withAttempts(
   });
 }
 
+/** Chains parsed before, by spec: a long-lived caller sends the same few specs again and again. */
+const parsedChains = new Map<string, readonly ProviderSpec[]>();
+const PARSED_CHAINS_KEPT = 256;
+
+function chainOf(spec: string): readonly ProviderSpec[] {
+  let chain = parsedChains.get(spec);
+  if (chain === undefined) {
+    chain = Object.freeze(parseProviderChain(spec).map((target) => Object.freeze(target)));
+    if (parsedChains.size >= PARSED_CHAINS_KEPT) parsedChains.clear();
+    parsedChains.set(spec, chain);
+  }
+  return chain;
+}
+
+/** Everything one call keeps while it goes down its chain: settings, clocks, and what happened so far. */
+interface CallState {
+  readonly request: CallRequest;
+  readonly options: CallOptions;
+  readonly chain: readonly ProviderSpec[];
+  readonly policy: RetryPolicy;
+  readonly schemaRetries: number;
+  /** What the conversation adds to each request (history, tool definitions), for the cost estimate. */
+  readonly conversation: string;
+  readonly registry: ProviderRegistry;
+  readonly ledger: Ledger | undefined;
+  readonly now: () => number;
+  readonly wait: (milliseconds: number, signal?: AbortSignal) => Promise<void>;
+  readonly generateId: () => string;
+  readonly breaker: CircuitBreaker;
+  readonly deadline: CallDeadline;
+  readonly callId: string;
+  readonly tags: Record<string, string>;
+  readonly attempts: CallAttempt[];
+  readonly warnings: string[];
+  spent: number;
+  lastError: SwitchboardError | undefined;
+  /** The budget reservation of the attempt in flight, released once its attempt (and cost) is recorded. */
+  held: BudgetReservation | undefined;
+  /** Credentials refused with AUTH in this call: later entries using them are skipped. */
+  readonly refused: Set<string>;
+}
+
+/** One chain entry being tried: its provider, its keys, and its retries so far. */
+interface TargetRun {
+  readonly target: ProviderSpec;
+  readonly provider: Provider;
+  readonly keys: TargetKeys;
+  retries: number;
+  resentAfterDrop: boolean;
+  /**
+   * Streamed text already handed to the caller cannot be taken back: after the first piece, a failure
+   * ends the call instead of retrying or falling back.
+   */
+  delivered: boolean;
+  reasks: number;
+  /** The prompt of the next attempt: the request's, or a re-ask after an answer failed the schema. */
+  prompt: string;
+  readonly onText: ((delta: string) => void) | undefined;
+}
+
+/** What the attempt loop does after a failure. */
+type NextStep = 'again' | 'next-provider';
+
 /**
  * Calls a provider spec or a fallback chain (`claude:sonnet,anthropic:claude-sonnet-4-5`): retries
  * transient failures with backoff that honours `retry-after`, moves down the chain when a provider
@@ -138,8 +209,31 @@ export async function call(
   request: CallRequest,
   options: CallOptions = {},
 ): Promise<CallResult> {
-  const chain = parseProviderChain(spec);
-  const policy: RetryPolicy = { ...DEFAULT_RETRY_POLICY, ...options.retry };
+  const state = prepareCall(spec, request, options);
+  try {
+    checkChainEndpoints(state);
+    for (const target of state.chain) {
+      if (state.deadline.expired()) throw state.deadline.timeoutError(state.lastError);
+      const run = await openTarget(state, target);
+      if (run === undefined) continue;
+      const result = await runTarget(state, run);
+      if (result !== undefined) return result;
+      if (state.attempts.length >= state.policy.maxAttempts) break;
+    }
+    throw chainFailure(state);
+  } catch (error) {
+    throw withAttemptsOnce(error, state);
+  } finally {
+    const ending = endCall(state);
+    if (ending !== undefined) await ending;
+  }
+}
+
+/** Checks the options and sets up the call's state: nothing is sent or recorded yet. */
+function prepareCall(spec: string, request: CallRequest, options: CallOptions): CallState {
+  const chain = chainOf(spec);
+  const policy: RetryPolicy =
+    options.retry === undefined ? DEFAULT_RETRY_POLICY : { ...DEFAULT_RETRY_POLICY, ...options.retry };
   const schemaRetries = options.schemaRetries ?? 2;
   if (!Number.isInteger(schemaRetries) || schemaRetries < 0 || schemaRetries > 10) {
     throw new SwitchboardError(
@@ -148,12 +242,10 @@ export async function call(
     );
   }
   checkConversation(request);
-  // What the conversation adds to each request (history, tool definitions), for the cost estimate.
   const conversation = conversationText(request);
   const registry = options.providers ?? new ProviderRegistry();
   const ledger = options.ledger === false ? undefined : options.ledger;
   const now = options._internal?.now ?? Date.now;
-  const wait = options._internal?.sleep ?? sleep;
   const generateId = options._internal?.generateId ?? randomUUID;
   const breaker =
     options.breaker ??
@@ -164,255 +256,365 @@ export async function call(
     abortSignal: request.abortSignal,
     now,
   });
-  const callId = generateId();
-  const tags = request.tags ?? {};
-  const attempts: CallAttempt[] = [];
-  const warnings: string[] = [];
-  let spent = 0;
-  let lastError: SwitchboardError | undefined;
-  // The budget reservation of the attempt in flight, released once its attempt (and cost) is recorded.
-  let held: BudgetReservation | undefined;
-  /** Credentials refused with AUTH in this call: later entries using them are skipped. */
-  const refused = new Set<string>();
-
-  const record = async (
-    target: ProviderSpec,
-    attempt: CallAttempt,
-    extra: { result?: CallResult; prompt: string; failure?: SwitchboardError; key: string },
-  ) => {
-    attempts.push(attempt);
-    const result = extra.result;
-    // A failure after an answer (schema, downgrade) was still billed: keep what the provider reported.
-    const billedCost = extra.failure?.details?.['costUsd'];
-    const billedUsage = extra.failure?.details?.['usage'] as CallResult['usage'] | undefined;
-    await ledger?.recordCallAttempt({
-      id: generateId(),
-      callId,
-      attempt: attempts.length,
-      createdAt: now(),
-      provider: target.provider,
-      spec: target.text,
-      modelRequested: target.model,
-      success: attempt.errorCode === undefined,
-      durationMs: attempt.durationMs,
-      costUsd: result?.costUsd ?? (typeof billedCost === 'number' ? billedCost : null),
-      promptText: extra.prompt,
-      ...(billedUsage === undefined ? {} : { usage: billedUsage }),
-      tags,
-      ...(attempt.errorCode === undefined ? {} : { errorCode: attempt.errorCode }),
-      ...(result === undefined ? {} : { modelUsed: result.modelUsed, usage: result.usage }),
-      ...(result?.sessionId === undefined ? {} : { sessionId: result.sessionId }),
-      ...(extra.key === target.text ? {} : { cooldownKey: extra.key }),
-    });
-    const reservation = held;
-    held = undefined;
-    await reservation?.release();
+  return {
+    request,
+    options,
+    chain,
+    policy,
+    schemaRetries,
+    conversation,
+    registry,
+    ledger,
+    now,
+    wait: options._internal?.sleep ?? sleep,
+    generateId,
+    breaker,
+    deadline,
+    callId: generateId(),
+    tags: request.tags ?? {},
+    attempts: [],
+    warnings: [],
+    spent: 0,
+    lastError: undefined,
+    held: undefined,
+    refused: new Set(),
   };
+}
 
-  try {
-    // A base URL named in the spec is checked for every entry first: a refused one anywhere in the
-    // chain refuses the call before anything is sent or spent.
-    for (const { provider, model, baseUrl } of chain) {
-      if (baseUrl !== undefined) registry.get(provider).checkEndpoint?.({ model, baseUrl });
-    }
-    for (const target of chain) {
-      if (deadline.expired()) throw deadline.timeoutError(lastError);
-      const provider = registry.get(target.provider);
-      const key = cooldownKey(target, provider);
-      if (refused.has(credentialsKey(target, provider))) {
-        warnings.push(`${target.text} skipped: its credentials were refused earlier in this call`);
-        continue;
-      }
-      const cooling = options.ignoreCooldown === true ? 0 : await breaker.coolingFor(key);
-      if (cooling > 0) {
-        warnings.push(coolingWarning(target, cooling));
-        lastError = coolingError(target, key, cooling);
-        continue;
-      }
-      let retries = 0;
-      let resentAfterDrop = false;
-      // Streamed text already handed to the caller cannot be taken back: after the first piece, a
-      // failure ends the call instead of retrying or falling back.
-      let delivered = false;
-      const onText = request.onText;
-      const streaming =
-        onText === undefined
-          ? {}
-          : {
-              onText: (delta: string) => {
-                delivered = true;
-                onText(delta);
-              },
-            };
-      let reasks = 0;
-      let prompt = request.prompt;
-      while (attempts.length < policy.maxAttempts) {
-        if (deadline.expired()) throw deadline.timeoutError(lastError);
-        const maxCost = options.budget?.maxCostUsd;
-        const estimate = estimateCost(
-          target.model,
-          prompt + conversation,
-          request.system,
-          options.budget?.prices,
-        );
-        if (maxCost !== undefined) {
-          if (spent + (estimate ?? 0) > maxCost) {
-            lastError = new SwitchboardError(
-              'BUDGET_EXCEEDED',
-              `${target.text} would cost about ${formatUsd(estimate ?? 0)}, over the $${maxCost} left for this call`,
-              {
-                hint: 'raise the per-call budget or use a cheaper model',
-                retryable: false,
-              },
-            );
-            break;
-          }
-        }
-        const timeoutMs = deadline.attemptTimeoutMs();
-        try {
-          held = await reserveBudget(ledger, options.budget?.rules ?? [], {
-            id: generateId(),
-            provider: target.provider,
-            model: target.model,
-            tags,
-            estimateUsd: estimate,
-            now: now(),
-            ...(timeoutMs === undefined ? {} : { timeoutMs }),
-          });
-        } catch (error) {
-          // A tag cap applies whatever the provider; a provider cap lets the next provider try.
-          const scope = isSwitchboardError(error) ? String(error.details?.['scope'] ?? '') : '';
-          if (!isSwitchboardError(error) || error.code !== 'BUDGET_EXCEEDED' || chain.length === 1)
-            throw error;
-          if (scope.includes('tag')) throw error;
-          lastError = error;
-          break;
-        }
-        for (const warning of held.warnings) if (!warnings.includes(warning)) warnings.push(warning);
-        const started = performance.now();
-        try {
-          const result = await provider.call({
-            ...options.providerOptions,
-            ...request,
-            ...streaming,
-            prompt,
-            model: target.model,
-            abortSignal: deadline.signal,
-            ...(timeoutMs === undefined ? {} : { timeoutMs }),
-            // A longer idle limit (one meant as "never") would make the providers' timers fire at once.
-            ...(request.idleTimeoutMs === undefined
-              ? {}
-              : { idleTimeoutMs: Math.min(request.idleTimeoutMs, MAX_TIMER_MS) }),
-            ...(target.baseUrl === undefined ? {} : { baseUrl: target.baseUrl }),
-          });
-          const attempt: CallAttempt = {
-            provider: target.text,
-            model: target.model,
-            durationMs: result.durationMs,
-          };
-          await record(target, attempt, { result, prompt, key });
-          breaker.recordSuccess(key);
-          spent += result.costUsd ?? 0;
-          if (maxCost !== undefined && spent > maxCost)
-            warnings.push(`this call cost ${formatUsd(spent)}, over its budget of $${maxCost}`);
-          result.provider = target.text;
-          result.attempts = attempts;
-          result.warnings.push(...warnings);
-          return result;
-        } catch (error) {
-          let failure = isSwitchboardError(error)
-            ? error
-            : new SwitchboardError('PROVIDER_ERROR', error instanceof Error ? error.message : String(error), {
-                cause: error,
-              });
-          // The call's own deadline ended the attempt: recorded as the timeout it is, not as the caller's abort.
-          if (failure.code === 'ABORTED' && deadline.expired()) failure = deadline.timeoutError(failure);
-          lastError = failure;
-          await record(
-            target,
-            {
-              provider: target.text,
-              model: target.model,
-              durationMs: performance.now() - started,
-              errorCode: failure.code,
-              errorMessage: failure.message,
-            },
-            { prompt, failure, key },
-          );
-          // Failures after an answer (schema, downgrade) were still billed.
-          const failedCost = failure.details?.['costUsd'];
-          if (typeof failedCost === 'number') spent += failedCost;
-          const raw = failure.details?.['raw'];
-          if (failure.code === 'SCHEMA' && typeof raw === 'string' && reasks < schemaRetries) {
-            reasks++;
-            const errors = Array.isArray(failure.details?.['errors'])
-              ? (failure.details['errors'] as string[])
-              : [];
-            prompt = reaskPrompt(request.prompt, raw, errors);
-            continue;
-          }
-          if (delivered) {
-            throw new SwitchboardError(
-              failure.code,
-              `${failure.message} (after part of the answer was streamed; not retried)`,
-              {
-                retryable: false,
-                ...(failure.hint === undefined ? {} : { hint: failure.hint }),
-                ...(failure.provider === undefined ? {} : { provider: failure.provider }),
-                details: { ...failure.details, streamed: true },
-                cause: failure,
-              },
-            );
-          }
-          const action = actionFor(failure.code);
-          if (action === 'stop') throw failure;
-          if (failure.code === 'AUTH') {
-            refused.add(credentialsKey(target, provider));
-            break;
-          }
-          if (failure.code !== 'SCHEMA') await breaker.recordFailure(key, failure.code, countsForBreaker);
-          if (deadline.expired()) throw deadline.timeoutError(failure);
-          // A connection dropped after sending got no answer: sending once more is safe, and cheaper than moving on.
-          const resend = action === 'next' && !resentAfterDrop && droppedAfterSending(failure);
-          if (resend || (action === 'retry' && retries < policy.retriesPerProvider)) {
-            const delay = backoffDelay(retries, policy, failure.retryAfterMs);
-            // A wait that would outlive the call's deadline is not worth starting: the next provider may still answer.
-            if (delay <= policy.maxDelayMs && deadline.allowsWait(delay)) {
-              if (resend) resentAfterDrop = true;
-              else retries++;
-              options.onRetryWait?.({
-                spec: target.text,
-                errorCode: failure.code,
-                retry: retries + (resend ? 1 : 0),
-                delayMs: delay,
-              });
-              await wait(delay, deadline.signal).catch((error: unknown) => {
-                throw deadline.expired() ? deadline.timeoutError(failure) : error;
-              });
-              continue;
-            }
-          }
-          break;
-        }
-      }
-      if (attempts.length >= policy.maxAttempts) break;
-    }
-    const final = lastError ?? new SwitchboardError('PROVIDER_UNAVAILABLE', 'no provider could be tried');
-    throw withAttempts(
-      final,
-      chain.length > 1 ? `every provider failed; last: ${final.message}` : final.message,
-      attempts,
-      warnings,
-      spent,
-    );
-  } catch (error) {
-    if (isSwitchboardError(error) && error.details?.['attempts'] === undefined) {
-      throw withAttempts(error, error.message, attempts, warnings, spent);
-    }
-    throw error;
-  } finally {
-    await held?.release();
-    deadline.dispose();
-    if (options.providers === undefined) await registry.close();
+/**
+ * A base URL named in the spec is checked for every entry first: a refused one anywhere in the chain
+ * refuses the call before anything is sent or spent.
+ */
+function checkChainEndpoints(state: CallState): void {
+  for (const { provider, model, baseUrl } of state.chain) {
+    if (baseUrl !== undefined) state.registry.get(provider).checkEndpoint?.({ model, baseUrl });
   }
+}
+
+/** The entry's provider and keys, unless its credentials were refused earlier or it cools down. */
+async function openTarget(state: CallState, target: ProviderSpec): Promise<TargetRun | undefined> {
+  const provider = state.registry.get(target.provider);
+  const keys = targetKeys(target, provider);
+  if (state.refused.has(keys.credentials)) {
+    state.warnings.push(`${target.text} skipped: its credentials were refused earlier in this call`);
+    return undefined;
+  }
+  const cooling =
+    state.options.ignoreCooldown === true
+      ? 0
+      : (state.breaker.knownCoolingFor(keys.cooldown) ?? (await state.breaker.coolingFor(keys.cooldown)));
+  if (cooling > 0) {
+    state.warnings.push(coolingWarning(target, cooling));
+    state.lastError = coolingError(target, keys.cooldown, cooling);
+    return undefined;
+  }
+  const onText = state.request.onText;
+  const run: TargetRun = {
+    target,
+    provider,
+    keys,
+    retries: 0,
+    resentAfterDrop: false,
+    delivered: false,
+    reasks: 0,
+    prompt: state.request.prompt,
+    onText:
+      onText === undefined
+        ? undefined
+        : (delta) => {
+            run.delivered = true;
+            onText(delta);
+          },
+  };
+  return run;
+}
+
+/**
+ * Attempts at one chain entry until one answers, or the entry is given up (the result is then
+ * undefined and `state.lastError` says why). Throws when the whole call must end.
+ */
+async function runTarget(state: CallState, run: TargetRun): Promise<CallResult | undefined> {
+  while (state.attempts.length < state.policy.maxAttempts) {
+    if (state.deadline.expired()) throw state.deadline.timeoutError(state.lastError);
+    const estimate = estimateAttempt(state, run);
+    if (estimate === false) return undefined;
+    const timeoutMs = state.deadline.attemptTimeoutMs();
+    // Without budget rules nothing is held: no reservation to make or release.
+    const rules = state.options.budget?.rules;
+    if (
+      rules !== undefined &&
+      rules.length > 0 &&
+      !(await reserveAttempt(state, run, rules, estimate, timeoutMs))
+    )
+      return undefined;
+    const started = performance.now();
+    try {
+      const result = await run.provider.call(providerRequest(state, run, timeoutMs));
+      return await acceptResult(state, run, result);
+    } catch (error) {
+      const failure = await recordFailure(state, run, error, performance.now() - started);
+      if ((await nextStep(state, run, failure)) === 'next-provider') return undefined;
+    }
+  }
+  return undefined;
+}
+
+/**
+ * The attempt's cost estimate, or false when it would go over the call's `maxCostUsd` (the entry is
+ * then given up with `BUDGET_EXCEEDED`).
+ */
+function estimateAttempt(state: CallState, { target, prompt }: TargetRun): number | undefined | false {
+  const budget = state.options.budget;
+  const estimate = estimateCost(
+    target.model,
+    prompt + state.conversation,
+    state.request.system,
+    budget?.prices,
+  );
+  const maxCost = budget?.maxCostUsd;
+  if (maxCost === undefined || state.spent + (estimate ?? 0) <= maxCost) return estimate;
+  state.lastError = new SwitchboardError(
+    'BUDGET_EXCEEDED',
+    `${target.text} would cost about ${formatUsd(estimate ?? 0)}, over the $${maxCost} left for this call`,
+    {
+      hint: 'raise the per-call budget or use a cheaper model',
+      retryable: false,
+    },
+  );
+  return false;
+}
+
+/**
+ * Holds the attempt's estimate against the ledger's budget rules. False when a provider cap refuses it
+ * and another provider may try; a tag cap, or a cap on a call without fallbacks, ends the call.
+ */
+async function reserveAttempt(
+  state: CallState,
+  { target }: TargetRun,
+  rules: readonly BudgetRule[],
+  estimate: number | undefined,
+  timeoutMs: number | undefined,
+): Promise<boolean> {
+  try {
+    state.held = await reserveBudget(state.ledger, rules, {
+      id: state.generateId(),
+      provider: target.provider,
+      model: target.model,
+      tags: state.tags,
+      estimateUsd: estimate,
+      now: state.now(),
+      ...(timeoutMs === undefined ? {} : { timeoutMs }),
+    });
+  } catch (error) {
+    // A tag cap applies whatever the provider; a provider cap lets the next provider try.
+    const scope = isSwitchboardError(error) ? String(error.details?.['scope'] ?? '') : '';
+    if (!isSwitchboardError(error) || error.code !== 'BUDGET_EXCEEDED' || state.chain.length === 1)
+      throw error;
+    if (scope.includes('tag')) throw error;
+    state.lastError = error;
+    return false;
+  }
+  for (const warning of state.held.warnings) {
+    if (!state.warnings.includes(warning)) state.warnings.push(warning);
+  }
+  return true;
+}
+
+/** What the provider is asked: the request with the attempt's prompt, model, limits and signal. */
+function providerRequest(state: CallState, run: TargetRun, timeoutMs: number | undefined): ProviderCall {
+  const { request, deadline } = state;
+  const signal = deadline.signal;
+  return {
+    ...state.options.providerOptions,
+    ...request,
+    ...(run.onText === undefined ? {} : { onText: run.onText }),
+    prompt: run.prompt,
+    model: run.target.model,
+    // No signal when nothing can end the call early (see CallDeadline.signal).
+    ...(signal === undefined ? {} : { abortSignal: signal }),
+    ...(timeoutMs === undefined ? {} : { timeoutMs }),
+    // A longer idle limit (one meant as "never") would make the providers' timers fire at once.
+    ...(request.idleTimeoutMs === undefined
+      ? {}
+      : { idleTimeoutMs: Math.min(request.idleTimeoutMs, MAX_TIMER_MS) }),
+    ...(run.target.baseUrl === undefined ? {} : { baseUrl: run.target.baseUrl }),
+  };
+}
+
+/** Records the answered attempt and hands the result back with the call's attempts and warnings. */
+async function acceptResult(state: CallState, run: TargetRun, result: CallResult): Promise<CallResult> {
+  const { target } = run;
+  const attempt: CallAttempt = { provider: target.text, model: target.model, durationMs: result.durationMs };
+  await recordAttempt(state, run, attempt, result);
+  state.breaker.recordSuccess(run.keys.cooldown);
+  state.spent += result.costUsd ?? 0;
+  const maxCost = state.options.budget?.maxCostUsd;
+  if (maxCost !== undefined && state.spent > maxCost)
+    state.warnings.push(`this call cost ${formatUsd(state.spent)}, over its budget of $${maxCost}`);
+  result.provider = target.text;
+  result.attempts = state.attempts;
+  result.warnings.push(...state.warnings);
+  return result;
+}
+
+/** The failed attempt as a coded error, recorded in the ledger with what it was billed. */
+async function recordFailure(
+  state: CallState,
+  run: TargetRun,
+  error: unknown,
+  durationMs: number,
+): Promise<SwitchboardError> {
+  let failure = isSwitchboardError(error)
+    ? error
+    : new SwitchboardError('PROVIDER_ERROR', error instanceof Error ? error.message : String(error), {
+        cause: error,
+      });
+  // The call's own deadline ended the attempt: recorded as the timeout it is, not as the caller's abort.
+  if (failure.code === 'ABORTED' && state.deadline.expired()) failure = state.deadline.timeoutError(failure);
+  state.lastError = failure;
+  await recordAttempt(
+    state,
+    run,
+    {
+      provider: run.target.text,
+      model: run.target.model,
+      durationMs,
+      errorCode: failure.code,
+      errorMessage: failure.message,
+    },
+    undefined,
+    failure,
+  );
+  // Failures after an answer (schema, downgrade) were still billed.
+  const failedCost = failure.details?.['costUsd'];
+  if (typeof failedCost === 'number') state.spent += failedCost;
+  return failure;
+}
+
+/**
+ * After a failed attempt: re-ask with the schema's errors, wait and retry, resend a dropped request, or
+ * give the entry up. Throws when the failure ends the call (streamed text, a stop error, the deadline).
+ */
+async function nextStep(state: CallState, run: TargetRun, failure: SwitchboardError): Promise<NextStep> {
+  const raw = failure.details?.['raw'];
+  if (failure.code === 'SCHEMA' && typeof raw === 'string' && run.reasks < state.schemaRetries) {
+    run.reasks++;
+    const errors = Array.isArray(failure.details?.['errors']) ? (failure.details['errors'] as string[]) : [];
+    run.prompt = reaskPrompt(state.request.prompt, raw, errors);
+    return 'again';
+  }
+  if (run.delivered) {
+    throw new SwitchboardError(
+      failure.code,
+      `${failure.message} (after part of the answer was streamed; not retried)`,
+      {
+        retryable: false,
+        ...(failure.hint === undefined ? {} : { hint: failure.hint }),
+        ...(failure.provider === undefined ? {} : { provider: failure.provider }),
+        details: { ...failure.details, streamed: true },
+        cause: failure,
+      },
+    );
+  }
+  const action = actionFor(failure.code);
+  if (action === 'stop') throw failure;
+  if (failure.code === 'AUTH') {
+    state.refused.add(run.keys.credentials);
+    return 'next-provider';
+  }
+  if (failure.code !== 'SCHEMA')
+    await state.breaker.recordFailure(run.keys.cooldown, failure.code, countsForBreaker);
+  const { deadline, policy } = state;
+  if (deadline.expired()) throw deadline.timeoutError(failure);
+  // A connection dropped after sending got no answer: sending once more is safe, and cheaper than moving on.
+  const resend = action === 'next' && !run.resentAfterDrop && droppedAfterSending(failure);
+  if (!resend && !(action === 'retry' && run.retries < policy.retriesPerProvider)) return 'next-provider';
+  const delay = backoffDelay(run.retries, policy, failure.retryAfterMs);
+  // A wait that would outlive the call's deadline is not worth starting: the next provider may still answer.
+  if (delay > policy.maxDelayMs || !deadline.allowsWait(delay)) return 'next-provider';
+  if (resend) run.resentAfterDrop = true;
+  else run.retries++;
+  state.options.onRetryWait?.({
+    spec: run.target.text,
+    errorCode: failure.code,
+    retry: run.retries + (resend ? 1 : 0),
+    delayMs: delay,
+  });
+  await state.wait(delay, deadline.signal).catch((error: unknown) => {
+    throw deadline.expired() ? deadline.timeoutError(failure) : error;
+  });
+  return 'again';
+}
+
+/** Adds an attempt to the call's list and the ledger, then lets go of its budget reservation. */
+async function recordAttempt(
+  state: CallState,
+  { target, prompt, keys }: TargetRun,
+  attempt: CallAttempt,
+  result: CallResult | undefined,
+  failure?: SwitchboardError,
+): Promise<void> {
+  const { attempts, ledger } = state;
+  attempts.push(attempt);
+  // A failure after an answer (schema, downgrade) was still billed: keep what the provider reported.
+  const billedCost = failure?.details?.['costUsd'];
+  const billedUsage = failure?.details?.['usage'] as CallResult['usage'] | undefined;
+  await ledger?.recordCallAttempt({
+    id: state.generateId(),
+    callId: state.callId,
+    attempt: attempts.length,
+    createdAt: state.now(),
+    provider: target.provider,
+    spec: target.text,
+    modelRequested: target.model,
+    success: attempt.errorCode === undefined,
+    durationMs: attempt.durationMs,
+    costUsd: result?.costUsd ?? (typeof billedCost === 'number' ? billedCost : null),
+    promptText: prompt,
+    ...(billedUsage === undefined ? {} : { usage: billedUsage }),
+    tags: state.tags,
+    ...(attempt.errorCode === undefined ? {} : { errorCode: attempt.errorCode }),
+    ...(result === undefined ? {} : { modelUsed: result.modelUsed, usage: result.usage }),
+    ...(result?.sessionId === undefined ? {} : { sessionId: result.sessionId }),
+    ...(keys.cooldown === target.text ? {} : { cooldownKey: keys.cooldown }),
+  });
+  const reservation = state.held;
+  if (reservation === undefined) return;
+  state.held = undefined;
+  await reservation.release();
+}
+
+/** The error a call ends with when no entry answered. */
+function chainFailure(state: CallState): SwitchboardError {
+  const final = state.lastError ?? new SwitchboardError('PROVIDER_UNAVAILABLE', 'no provider could be tried');
+  return withAttempts(
+    final,
+    state.chain.length > 1 ? `every provider failed; last: ${final.message}` : final.message,
+    state.attempts,
+    state.warnings,
+    state.spent,
+  );
+}
+
+/** A Switchboard error leaving the call carries its attempts, warnings and spend (once). */
+function withAttemptsOnce(error: unknown, state: CallState): unknown {
+  if (isSwitchboardError(error) && error.details?.['attempts'] === undefined) {
+    return withAttempts(error, error.message, state.attempts, state.warnings, state.spent);
+  }
+  return error;
+}
+
+/**
+ * Releases what the call still holds: a reservation, the deadline's timer, a private registry. Returns
+ * nothing to wait for when there is none of the first and last, the usual case.
+ */
+function endCall(state: CallState): Promise<void> | undefined {
+  state.deadline.dispose();
+  const held = state.held;
+  const privateRegistry = state.options.providers === undefined;
+  if (held === undefined && !privateRegistry) return undefined;
+  return (async () => {
+    await held?.release();
+    if (privateRegistry) await state.registry.close();
+  })();
 }

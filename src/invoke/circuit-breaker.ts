@@ -34,14 +34,28 @@ export class CircuitBreaker {
 
   /** Milliseconds until the spec may be called again (0 when it may be called now). */
   async coolingFor(spec: string): Promise<number> {
-    const local = this.cooldowns.get(spec) ?? 0;
+    const known = this.knownCoolingFor(spec);
+    if (known !== undefined || this.ledger === undefined) return known ?? 0;
     const now = this.now();
-    let shared = this.shared.get(spec);
+    this.shared.set(spec, { until: (await this.ledger.getCooldown(spec))?.until ?? 0, readAt: now });
+    return this.cooling(spec, now);
+  }
+
+  /**
+   * `coolingFor` without waiting, when it needs no ledger read (this process's state, and the ledger's
+   * read within the last second); undefined when it does.
+   */
+  knownCoolingFor(spec: string): number | undefined {
+    const now = this.now();
+    const shared = this.shared.get(spec);
     if (this.ledger !== undefined && (shared === undefined || now - shared.readAt >= SHARED_REFRESH_MS)) {
-      shared = { until: (await this.ledger.getCooldown(spec))?.until ?? 0, readAt: now };
-      this.shared.set(spec, shared);
+      return undefined;
     }
-    return Math.max(0, Math.max(local, shared?.until ?? 0) - now);
+    return this.cooling(spec, now);
+  }
+
+  private cooling(spec: string, now: number): number {
+    return Math.max(0, Math.max(this.cooldowns.get(spec) ?? 0, this.shared.get(spec)?.until ?? 0) - now);
   }
 
   recordSuccess(spec: string): void {

@@ -18,6 +18,22 @@ export function credentialsKey(target: ProviderSpec, provider: Provider): string
   return `${target.provider} ${endpointOf(target, provider) ?? ''}`;
 }
 
+/** Both keys of a chain entry, from one look at its provider's endpoint. */
+export interface TargetKeys {
+  /** See `cooldownKey`. */
+  cooldown: string;
+  /** See `credentialsKey`. */
+  credentials: string;
+}
+
+export function targetKeys(target: ProviderSpec, provider: Provider): TargetKeys {
+  const endpoint = endpointOf(target, provider);
+  return {
+    cooldown: endpoint === undefined ? target.text : `${target.text} at ${endpoint}`,
+    credentials: `${target.provider} ${endpoint ?? ''}`,
+  };
+}
+
 function endpointOf(target: ProviderSpec, provider: Provider): string | undefined {
   return provider.endpoint?.({
     model: target.model,

@@ -21,10 +21,14 @@ export class CallDeadline {
   readonly #stageTimeoutMs: number | undefined;
   readonly #endsAt: number;
   readonly #now: () => number;
-  readonly #controller = new AbortController();
+  /**
+   * Made only when something can end the call early (a time limit, the caller's signal): a provider given
+   * a signal pays for it on every request (listeners in the SDK and in fetch), even when it never fires.
+   */
+  readonly #controller: AbortController | undefined;
   readonly #callerSignal: AbortSignal | undefined;
   #timer: NodeJS.Timeout | undefined;
-  readonly #onCallerAbort = (): void => this.#controller.abort();
+  readonly #onCallerAbort = (): void => this.#controller?.abort();
 
   constructor({ timeoutMs, stageTimeoutMs, abortSignal, now = Date.now }: CallDeadlineOptions) {
     for (const [name, value] of [
@@ -43,14 +47,16 @@ export class CallDeadline {
     this.#now = now;
     this.#endsAt = timeoutMs === undefined ? Number.POSITIVE_INFINITY : now() + timeoutMs;
     this.#callerSignal = abortSignal;
+    if (timeoutMs === undefined && abortSignal === undefined) return;
+    this.#controller = new AbortController();
     if (timeoutMs !== undefined) this.#arm(timeoutMs);
     if (abortSignal?.aborted === true) this.#controller.abort();
     else abortSignal?.addEventListener('abort', this.#onCallerAbort, { once: true });
   }
 
-  /** Fires when the caller aborts or the call's time is up. */
-  get signal(): AbortSignal {
-    return this.#controller.signal;
+  /** Fires when the caller aborts or the call's time is up; undefined when neither can happen. */
+  get signal(): AbortSignal | undefined {
+    return this.#controller?.signal;
   }
 
   /** Milliseconds left (Infinity without a limit). */
@@ -61,7 +67,7 @@ export class CallDeadline {
   /** True once the call's time is up (not when the caller aborted). */
   expired(): boolean {
     if (this.#callerSignal?.aborted === true) return false;
-    return this.remainingMs() <= 0 || this.#controller.signal.aborted;
+    return this.remainingMs() <= 0 || this.#controller?.signal.aborted === true;
   }
 
   /** The limit for the next attempt: the stage limit or what is left, whichever is shorter. */
@@ -92,7 +98,7 @@ export class CallDeadline {
     const step = Math.min(milliseconds, MAX_TIMER_MS);
     this.#timer = setTimeout(() => {
       if (step < milliseconds) this.#arm(milliseconds - step);
-      else this.#controller.abort();
+      else this.#controller?.abort();
     }, step);
     this.#timer.unref();
   }

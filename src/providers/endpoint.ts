@@ -6,11 +6,28 @@ import { SwitchboardError } from '../core/errors.js';
  */
 export function endpointLabel(url: string | undefined, fallback: string): string {
   if (url === undefined || url === '') return fallback;
+  let label = labels.get(url);
+  if (label === undefined) {
+    label = parsedLabel(url);
+    if (labels.size >= LABELS_KEPT) labels.clear();
+    labels.set(url, label);
+  }
+  return label ?? fallback;
+}
+
+/**
+ * Labels made before, by URL (null: not a URL). Every call asks for its provider's endpoint (its
+ * cooldown key), and parsing the same configured URL each time was a visible share of a call's own time.
+ */
+const labels = new Map<string, string | null>();
+const LABELS_KEPT = 64;
+
+function parsedLabel(url: string): string | null {
   try {
     const parsed = new URL(url);
     return `${parsed.protocol}//${parsed.host}${parsed.pathname.replace(/\/+$/, '')}`;
   } catch {
-    return fallback;
+    return null;
   }
 }
 

@@ -16,6 +16,8 @@ type DispatcherClass = new (options: { headersTimeout: number; bodyTimeout: numb
 const GLOBAL_DISPATCHER = Symbol.for('undici.globalDispatcher.1');
 
 let patient: Promise<Dispatcher | undefined> | undefined;
+/** The patient dispatcher once made (null: there is none to use), so that requests after the first need no await. */
+let made: Dispatcher | null | undefined;
 
 /**
  * An `Agent` of Node's bundled undici without header or body timeouts, made once per process. Node
@@ -30,6 +32,7 @@ export function patientDispatcher(): Promise<Dispatcher | undefined> {
     if (current?.constructor.name !== 'Agent') return undefined;
     return new (current.constructor as DispatcherClass)({ headersTimeout: 0, bodyTimeout: 0 });
   })();
+  void patient.then((dispatcher) => (made = dispatcher ?? null));
   return patient;
 }
 
@@ -45,10 +48,9 @@ function globalDispatcher(): object | undefined {
  * API redirects; one that does fails instead of handing its key on.
  */
 export async function patientFetch(input: string | URL | Request, init?: RequestInit): Promise<Response> {
-  const guarded: RequestInit = { ...init, redirect: 'error' };
-  if (init !== undefined && 'dispatcher' in init) return fetch(input, guarded);
-  const dispatcher = await patientDispatcher();
-  if (dispatcher === undefined) return fetch(input, guarded);
+  if (init !== undefined && 'dispatcher' in init) return fetch(input, { ...init, redirect: 'error' });
+  const dispatcher = made === undefined ? await patientDispatcher() : made;
+  if (dispatcher === undefined || dispatcher === null) return fetch(input, { ...init, redirect: 'error' });
   // `dispatcher` is Node's own extension of RequestInit.
-  return fetch(input, { ...guarded, dispatcher } as RequestInit);
+  return fetch(input, { ...init, redirect: 'error', dispatcher } as RequestInit);
 }

@@ -82,6 +82,7 @@ export class IdleWatch {
 }
 
 const current = new AsyncLocalStorage<IdleWatch>();
+let watching = false;
 
 /**
  * A fetch for SDK clients shared by many calls: it watches the traffic of the call it runs in (see
@@ -89,7 +90,8 @@ const current = new AsyncLocalStorage<IdleWatch>();
  * (see `patientFetch`).
  */
 export function watchedFetch(input: string | URL | Request, init?: RequestInit): Promise<Response> {
-  const watch = current.getStore();
+  // Until some call has an idle limit, no call runs under a watch: the store need not be asked.
+  const watch = watching ? current.getStore() : undefined;
   return watch === undefined ? patientFetch(input, init) : watch.fetch(input, init);
 }
 
@@ -97,12 +99,20 @@ export function watchedFetch(input: string | URL | Request, init?: RequestInit):
  * Runs one provider call under an idle watch when `idleMs` is given; a failure caused by the silence
  * becomes `IDLE_TIMEOUT`, whatever the SDK turned the abort into.
  */
-export async function withIdleWatch<T>(
+export function withIdleWatch<T>(
   idleMs: number | undefined,
   silent: (watch: IdleWatch) => SwitchboardError,
   run: () => Promise<T>,
 ): Promise<T> {
-  if (idleMs === undefined) return run();
+  // Without a limit the call runs as it is: no watch, and no promise of our own around it.
+  return idleMs === undefined ? run() : watched(idleMs, silent, run);
+}
+
+async function watched<T>(
+  idleMs: number,
+  silent: (watch: IdleWatch) => SwitchboardError,
+  run: () => Promise<T>,
+): Promise<T> {
   if (!(typeof idleMs === 'number' && Number.isFinite(idleMs) && idleMs > 0)) {
     throw new SwitchboardError(
       'INVALID_INPUT',
@@ -110,6 +120,7 @@ export async function withIdleWatch<T>(
     );
   }
   const watch = new IdleWatch(idleMs);
+  watching = true;
   try {
     return await current.run(watch, run);
   } catch (error) {

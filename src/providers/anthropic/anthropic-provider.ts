@@ -132,7 +132,8 @@ export function createAnthropicProvider({
           retryable: false,
         });
       }
-      const anthropic = await connect();
+      // Once made, the client is used at once: awaiting the SDK's import again costs every call a turn.
+      const anthropic = client ?? (await connect());
       const callTimeoutMs = request.timeoutMs ?? timeoutMs;
       const errorContext: AnthropicErrorContext = {
         apiKey: key,

@@ -164,6 +164,11 @@ export class WarmPool {
   /** Calls waiting for a process; woken, oldest first, whenever one may have become available. */
   private readonly waiters: (() => void)[] = [];
   private readonly launch: () => ClaudeLaunch;
+  /**
+   * The provider's time limits, taken from its first launch: they never change, while each launch
+   * copies the whole environment, which a warm call does not need.
+   */
+  private limits: Pick<ClaudeLaunch, 'timeoutMs' | 'idleTimeoutMs' | 'endAtApiRetry'> | undefined;
   private readonly options: Required<Omit<WarmPoolOptions, 'system'>> & { system?: string };
   /** Starts still loading the Agent SDK, not yet in `processes`. */
   private loading = 0;
@@ -218,7 +223,7 @@ export class WarmPool {
     // never began the turn, nothing reached the API, and the call goes to another process.
     for (let attempt = 0; ; attempt++) {
       const process = await this.acquire();
-      const launch = this.launch();
+      const launch = this.timeLimits();
       const watch = new CallWatch({
         timeoutMs: request.timeoutMs ?? launch.timeoutMs,
         idleTimeoutMs: request.idleTimeoutMs ?? launch.idleTimeoutMs,
@@ -232,7 +237,8 @@ export class WarmPool {
         if (watch.failure !== undefined) throw watch.failure;
         const result = finishCall(found, request, performance.now() - started, process.child?.stderr ?? '');
         result.warm = true;
-        void this.reset(process);
+        // The caller gets its answer first; the process stays busy (never handed out) until cleared.
+        setImmediate(() => void this.reset(process));
         return result;
       } catch (error) {
         if (found?.result !== undefined && watch.failure === undefined && process.usable) {
@@ -307,7 +313,7 @@ export class WarmPool {
    * process up and empties a used one's conversation.
    */
   private async clear(process: PooledProcess): Promise<void> {
-    const launch = this.launch();
+    const launch = this.timeLimits();
     const watch = new CallWatch({
       timeoutMs: launch.timeoutMs,
       idleTimeoutMs: launch.idleTimeoutMs,
@@ -384,6 +390,14 @@ export class WarmPool {
   /** Wakes every waiting call to look again (a process ended, a start failed, the pool closed). */
   private wake(): void {
     for (const waiter of this.waiters.splice(0)) waiter();
+  }
+
+  private timeLimits(): NonNullable<WarmPool['limits']> {
+    if (this.limits === undefined) {
+      const { timeoutMs, idleTimeoutMs, endAtApiRetry } = this.launch();
+      this.limits = { timeoutMs, idleTimeoutMs, endAtApiRetry };
+    }
+    return this.limits;
   }
 
   private checkOpen(): void {
