@@ -512,7 +512,8 @@ describe('route decisions and cache entries written behind', () => {
     );
     expect(child.status, child.stderr).toBe(0);
     const ledger = open({ path: file });
-    expect(await ledger.countRouteDecisions()).toBe(6);
+    expect(await ledger.countRouteDecisions()).toBe(7);
+    expect(await ledger.getRouteDecision('decision-late')).toMatchObject({ skill: 'none' });
     expect(await ledger.getRouteDecision('decision-5')).toMatchObject({
       skill: 'fix-bug',
       reasoning: 'matched /fix/ (rule)',

@@ -511,9 +511,11 @@ function writeBehind(connection: Connection): WriteBehind<Batch> {
       const database = connection.current();
       const sqlite = database === undefined ? undefined : sqliteBehind(database);
       if (connection.closed || sqlite === undefined) return;
-      const batch = queue.take();
+      const batches = queue.takeAll();
       try {
-        sqlite.writeBatchNow((client) => writeNow(client, batch));
+        sqlite.writeBatchNow((client) => {
+          for (const batch of batches) writeNow(client, batch);
+        });
       } catch {
         // The process is exiting; there is no one left to tell.
       }

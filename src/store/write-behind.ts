@@ -28,6 +28,8 @@ export class WriteBehind<Batch> {
   /** The write of the batch taken last, which the next flush (and every read) waits for. */
   private writing: Promise<void> = Promise.resolve();
   private stopped = false;
+  /** Batches taken by a flush whose write has not started (it waits for the one before). */
+  private readonly waiting = new Set<Batch>();
   private readonly options: WriteBehindOptions<Batch>;
 
   constructor(options: WriteBehindOptions<Batch>) {
@@ -67,12 +69,19 @@ export class WriteBehind<Batch> {
   flush(): Promise<void> {
     if (this.stopped || this.options.size(this.queued) === 0) return this.writing;
     const batch = this.take();
+    this.waiting.add(batch);
     const previous = this.writing;
-    this.writing = previous.catch(() => undefined).then(() => this.options.write(batch));
+    this.writing = previous
+      .catch(() => undefined)
+      .then(() => {
+        // Taken by `takeAll` at process exit meanwhile: written there.
+        if (!this.waiting.delete(batch)) return undefined;
+        return this.options.write(batch);
+      });
     return this.writing;
   }
 
-  /** Empties the queue and hands its rows over (for a synchronous write at process exit). */
+  /** Empties the queue and hands its rows over. */
   take(): Batch {
     if (this.timer !== undefined) {
       clearTimeout(this.timer);
@@ -81,6 +90,16 @@ export class WriteBehind<Batch> {
     const batch = this.queued;
     this.queued = this.options.empty();
     return batch;
+  }
+
+  /**
+   * Every row not written yet, in order: batches a flush took whose write has not started, then the
+   * queue. For the synchronous write at process exit, when no Promise will ever settle again.
+   */
+  takeAll(): Batch[] {
+    const batches = [...this.waiting, this.take()];
+    this.waiting.clear();
+    return batches;
   }
 
   /** Writes what is queued and accepts no more flushes. */

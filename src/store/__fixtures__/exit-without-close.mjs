@@ -42,4 +42,22 @@ for (let index = 0; index < Number(rowCount); index++) {
     { requestText: `text ${index}`, mode: 'local', tags: { caller: 'ci' } },
   );
 }
+// One more row, then a flush whose write has not started yet (it waits a turn) and at once a synchronous
+// exit: the exit handler must write what that flush took.
+void ledger.recordRouteDecision(
+  {
+    id: 'decision-late',
+    skill: 'none',
+    confidence: 0,
+    reasoning: 'no rule matched',
+    method: 'default',
+    candidates: [],
+    costUsd: 0,
+    durationMs: 0.1,
+    timings: {},
+    warnings: [],
+  },
+  { requestText: 'late', mode: 'local' },
+);
+void ledger.flush();
 process.exit(0);
