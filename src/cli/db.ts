@@ -115,7 +115,8 @@ export function registerDbPruneCommand(db: Command): void {
       const { connectLedger } = await import('../store/ledger.js');
       const ledger = await connectLedger({ stateDir: config.stateDir });
       try {
-        const before = Date.now() - keepMs;
+        // Not before the earliest time a Date holds: a huge --older-than prunes nothing, and says so.
+        const before = Math.max(Date.now() - keepMs, -8.64e15);
         const pruned = await ledger.pruneRouteDecisions(before);
         process.stdout.write(
           `pruned ${pruned.decisions} route decisions, ${pruned.feedback} feedback and ${pruned.cached} cached decisions from before ${new Date(before).toISOString()} in ${ledger.path}\n`,

@@ -19,6 +19,15 @@ describe('loadConfig', () => {
     expect(config.ledger).toEqual({ enabled: true, storeText: false });
   });
 
+  it('refuses a ledger retention of 0, which would prune every route decision', () => {
+    expect(() => loadConfig({ cwd: directoryWith('ledger:\n  retention: 0d\n'), env: {} })).toThrow(
+      /longer than 0/,
+    );
+    expect(
+      loadConfig({ cwd: directoryWith('ledger:\n  retention: 90d\n'), env: {} }).ledger.retentionMs,
+    ).toBe(90 * 86_400_000);
+  });
+
   it('layers file < environment < overrides and resolves paths against the file', () => {
     const cwd = directoryWith(
       'route:\n  skills: skills\n  mode: rules-only\n  confidence_threshold: 0.4\n  margin_threshold: 0.2\n',

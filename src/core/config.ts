@@ -32,6 +32,8 @@ function configFileSchema(z: ReturnType<typeof loadZod>) {
         retention: z
           .string()
           .regex(/^\d+(\.\d+)?[mhd]$/, 'a duration such as 90d, 24h or 30m')
+          // 0d would have a running serve prune every route decision (and the whole cache) every hour.
+          .refine((value) => durationMs(value) > 0, 'a duration longer than 0, such as 90d')
           .optional(),
       })
       .optional(),

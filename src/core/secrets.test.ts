@@ -90,4 +90,20 @@ describe('redactedJsonText', () => {
       b: 'mail me@example.com',
     });
   });
+
+  it('redacts every value the two-pass redaction did: keys after an escape, users with escapes', () => {
+    const key = `sk-ant-api03-${'A'.repeat(40)}`;
+    const google = `AIza${'B'.repeat(35)}`;
+    const value = {
+      lines: `bad key:\n${key}`,
+      tab: `\t${key}`,
+      control: `\u001b${google}`,
+      proxy: 'http://us"er\\x:hunter2hunter2@proxy.example',
+    };
+    const text = redactedJsonText(value);
+    expect(text).not.toContain('AAAAAAAAAA');
+    expect(text).not.toContain('BBBBBBBBBB');
+    expect(text).not.toContain('hunter2');
+    expect(JSON.parse(text)).toEqual(JSON.parse(redactSecrets(JSON.stringify(redactDeep(value)))));
+  });
 });

@@ -94,12 +94,14 @@ function pattern(): RegExp {
 }
 
 /**
- * The same key shapes inside JSON text: a URL's password may hold escapes (`\\"`) but never a bare `"`,
- * so a match cannot run from one JSON string into the next.
+ * The same key shapes inside JSON text: a URL's user and password may hold escapes (`\\"`) but never a
+ * bare `"`, so a match cannot run from one JSON string into the next. A key right after an escape
+ * (`\\n`, `\\t`, `\\u001b`) starts a word in the text but not in its JSON (`\\nsk-…`), so an escape
+ * counts as a word boundary there.
  */
 const KEY_SHAPES_IN_JSON =
-  String.raw`\b(?:sk-[A-Za-z0-9_-]{20,}|AIza[0-9A-Za-z_-]{30,})` +
-  String.raw`|(?<=\b[A-Za-z][A-Za-z0-9+.-]*:\/\/[^\s/?#@:"]*:)(?:[^\s/?#@"\\]|\\.)+(?=@)`;
+  String.raw`(?:\b|(?<=\\(?:[bfnrt]|u[0-9A-Fa-f]{4})))(?:sk-[A-Za-z0-9_-]{20,}|AIza[0-9A-Za-z_-]{30,})` +
+  String.raw`|(?<=\b[A-Za-z][A-Za-z0-9+.-]*:\/\/(?:[^\s/?#@:"\\]|\\.)*:)(?:[^\s/?#@"\\]|\\.)+(?=@)`;
 
 let jsonSignature: string | undefined;
 let jsonPattern = new RegExp(KEY_SHAPES_IN_JSON, 'g');

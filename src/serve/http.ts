@@ -12,6 +12,12 @@ export function readBody(request: IncomingMessage): Promise<string | undefined> 
   // than a small body's parsing. Read to the end even when too large: stopping early destroys the
   // socket, and the client would get a reset instead of the 413.
   return new Promise((resolve, reject) => {
+    // A client that hung up before the handler got here (an await in between) has already had its
+    // 'close': no event would come, and the request would wait forever.
+    if (request.destroyed && !request.readableEnded) {
+      reject(new Error('the client closed the connection before sending its body'));
+      return;
+    }
     const chunks: Buffer[] = [];
     let size = 0;
     request.on('data', (chunk: Buffer) => {

@@ -140,12 +140,13 @@ export function callSql(dialect: SqlDialect) {
       '@model_requested, @model_used, @success, @error_code, @duration_ms, @input_tokens, @output_tokens, ' +
       '@cache_read_tokens, @cache_write_tokens, @cost_usd, @session_id, @prompt_hash, @prompt_text, @tags, @cooldown_key)',
     // PostgreSQL takes a whole batch as one statement, a column per array (one round trip, not one per row).
+    // A batch written again after a later statement of its write failed finds its attempts there already.
     insertCallAttemptsBatch:
       'INSERT INTO call_attempts (' +
       ATTEMPT_COLUMNS.map(([column]) => column).join(', ') +
       ') SELECT * FROM unnest(' +
       ATTEMPT_COLUMNS.map(([column, type]) => `CAST(@${column} AS ${type}[])`).join(', ') +
-      ')',
+      ') ON CONFLICT (id) DO NOTHING',
     selectAttemptsSince:
       'SELECT call_id, spec, provider, model_requested, success, error_code, duration_ms, input_tokens, output_tokens, ' +
       'cache_read_tokens, cache_write_tokens, cost_usd FROM call_attempts WHERE created_at >= ? ORDER BY created_at, rowid',

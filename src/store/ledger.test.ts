@@ -469,6 +469,21 @@ describe('batched call attempts', () => {
     await ledger.close();
   });
 
+  it('are kept while another process holds the write lock past the busy timeout, and written after', async () => {
+    const file = join(directory, 'locked.db');
+    const ledger = open({ path: file });
+    await ledger.recordCallAttempt(callAttempt('a', 1));
+    await ledger.flush();
+    const other = new Database(file);
+    other.exec('BEGIN IMMEDIATE');
+    await ledger.recordCallAttempt(callAttempt('b', 2));
+    // The batch's write waits for the lock (the busy timeout) and fails.
+    await expect(ledger.flush()).rejects.toThrow(/locked/);
+    other.exec('COMMIT');
+    other.close();
+    expect(await ledger.spendSince(0, { provider: 'openai' })).toBe(3);
+  }, 60_000);
+
   it('reach other connections once flushed, without a read or a close', async () => {
     const file = join(directory, 'flush.db');
     const writer = open({ path: file });

@@ -496,6 +496,21 @@ function writeBehind(connection: Connection): WriteBehind<Batch> {
     maxRows: FLUSH_ROWS,
     empty: () => ({ attempts: [], decisions: [], cache: new Map() }),
     size: (batch) => batch.attempts.length + batch.decisions.length + batch.cache.size,
+    merge: (earlier, later) => ({
+      attempts: [...earlier.attempts, ...later.attempts],
+      decisions: [...earlier.decisions, ...later.decisions],
+      // A key queued again since keeps its later entry.
+      cache: new Map([...earlier.cache, ...later.cache]),
+    }),
+    dropped: (batch, error) => {
+      const rows = batch.attempts.length + batch.decisions.length + batch.cache.size;
+      process.emitWarning(
+        `${rows} call attempts, route decisions and cache entries were not written to ${connection.location}: ${
+          error instanceof Error ? error.message : String(error)
+        }`,
+        { code: 'SWITCHBOARD_LEDGER_ROWS_DROPPED' },
+      );
+    },
     write: (batch) =>
       connection
         .use('cannot write call attempts and route decisions to', async (db) => {
