@@ -635,10 +635,21 @@ describe('route decisions and cache entries written behind', () => {
       });
       await ledger.cacheDecision(`key-${id}`, decision(id), { storedAt: at, ttlMs: 1e9, maxEntries: 100 });
     }
+    await ledger.recordRouteDecision(
+      decision('llm-1', { method: 'llm', reasoning: 'llm (anthropic): asks about PRIVATE-thing' }),
+      { requestText: 'x', mode: 'hybrid', createdAt: new Date(1_500) },
+    );
     await ledger.recordFeedback('a', 'none');
     await ledger.recordFeedback('c', 'none');
     expect(await ledger.countRouteDecisions({ since: 2_000 })).toBe(2);
-    expect(await ledger.pruneRouteDecisions(2_500)).toEqual({ decisions: 2, feedback: 1, cached: 2 });
+    expect(await ledger.countRouteDecisions({ since: 1_500 })).toBe(3);
+    expect(await ledger.pruneRouteDecisions(2_500)).toEqual({ decisions: 3, feedback: 1, cached: 2 });
+    // An LLM's reasoning lives in its row, never in route_names, so it goes with the decision.
+    const names = new Database(join(directory, 'prune.db'), { readonly: true });
+    expect(names.prepare("SELECT count(*) AS n FROM route_names WHERE name LIKE '%PRIVATE%'").get()).toEqual({
+      n: 0,
+    });
+    names.close();
     expect((await ledger.listRouteDecisions()).map((row) => row.id)).toEqual(['c']);
     expect(await ledger.listFeedback()).toEqual([{ decisionId: 'c', skill: 'none' }]);
     expect(await ledger.getCachedDecision('key-b', 0)).toBeUndefined();

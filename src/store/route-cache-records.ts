@@ -15,12 +15,16 @@ function buildSql(dialect: SqlDialect) {
     getCached: 'SELECT decision FROM route_cache WHERE key = @key AND stored_at >= @not_before',
     putCached:
       'INSERT INTO route_cache (key, decision, stored_at) VALUES (@key, @decision, @stored_at) ' +
-      'ON CONFLICT (key) DO UPDATE SET decision = excluded.decision, stored_at = excluded.stored_at',
+      'ON CONFLICT (key) DO UPDATE SET decision = excluded.decision, stored_at = excluded.stored_at ' +
+      // A retried batch (or another process's older entry) never overwrites a newer one.
+      'WHERE excluded.stored_at >= route_cache.stored_at',
     // PostgreSQL takes a batch as arrays (one round trip); the keys of one batch are distinct.
     putCachedBatch:
       'INSERT INTO route_cache (key, decision, stored_at) ' +
       'SELECT * FROM unnest(CAST(@keys AS TEXT[]), CAST(@decisions AS TEXT[]), CAST(@stored_at AS BIGINT[])) ' +
-      'ON CONFLICT (key) DO UPDATE SET decision = excluded.decision, stored_at = excluded.stored_at',
+      'ON CONFLICT (key) DO UPDATE SET decision = excluded.decision, stored_at = excluded.stored_at ' +
+      // A retried batch (or another process's older entry) never overwrites a newer one.
+      'WHERE excluded.stored_at >= route_cache.stored_at',
     dropExpiredCache: 'DELETE FROM route_cache WHERE stored_at < @before',
     // SQLite needs a LIMIT before an OFFSET (-1: no limit); PostgreSQL takes an OFFSET alone.
     dropOldestCache:

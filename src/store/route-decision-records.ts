@@ -152,11 +152,18 @@ export function queueDecision(
 }
 
 /**
- * A reasoning stored once in `route_names` and referred to by id: the text a rule or a cache hit gives
- * repeats from row to row; a model's reasoning carries its scores and would only fill the table.
+ * A reasoning stored once in `route_names` and referred to by id: a rule's (`matched /…/ (origin)`),
+ * the default's and a cache hit on a rule repeat from row to row and quote no request. A model's or an
+ * LLM's reasoning carries scores or free text: it stays in its row, so that `db prune` removes it with
+ * the decision.
  */
-function repeatsAcrossRows(reasoning: string): boolean {
-  return reasoning.length <= 300 && !/\d\.\d/.test(reasoning);
+function repeatsAcrossRows(queued: QueuedDecision): boolean {
+  if (queued.reasoning.length > 300) return false;
+  return (
+    queued.method === 'rules' ||
+    queued.method === 'default' ||
+    (queued.method === 'cache' && queued.reasoning.startsWith('cached (rules): '))
+  );
 }
 
 const round = (value: number, places: number) => {
@@ -240,7 +247,7 @@ function candidateIds(candidates: string): number[] {
 
 /** The row of a queued decision; `id` resolves each name to its id. */
 export function decisionRow(queued: QueuedDecision, id: (name: string) => number): Record<string, unknown> {
-  const interned = repeatsAcrossRows(queued.reasoning);
+  const interned = repeatsAcrossRows(queued);
   return {
     id: queued.id,
     created_at: queued.createdAt,
@@ -267,7 +274,7 @@ export function decisionRow(queued: QueuedDecision, id: (name: string) => number
 export function namesOf(queued: QueuedDecision): string[] {
   const names = [queued.skill, queued.method, queued.mode, ...queued.candidates.map((c) => c.skill)];
   if (queued.skillsHash !== null) names.push(queued.skillsHash);
-  if (repeatsAcrossRows(queued.reasoning)) names.push(queued.reasoning);
+  if (repeatsAcrossRows(queued)) names.push(queued.reasoning);
   return names;
 }
 
