@@ -53,11 +53,11 @@ const TRIM_EVERY = 1_000;
 
 /**
  * Whether a batch of `written` cache writes also trims the table to its TTL and size. Trimming walks the
- * whole table (about 0.7 ms at 10,000 entries), so it runs about once per `TRIM_EVERY` writes, counted
- * in this process, and by chance in proportion to the batch, so that short CLI processes, each writing
- * one entry, trim too. Between trims the table may hold up to about `TRIM_EVERY` entries more than its
+ * whole table (about 0.7 ms at 10,000 entries), so it runs in the batch that brings this process's writes
+ * since the last trim to `TRIM_EVERY`, and by chance in proportion to the batch, so that short CLI
+ * processes, each writing one entry, trim too. Between trims the table may hold up to about `TRIM_EVERY` entries more than its
  * limit; expired entries are never read.
  */
 export function shouldTrimCache(writtenSinceTrim: number, written: number, random = Math.random): boolean {
-  return writtenSinceTrim >= TRIM_EVERY || random() < written / TRIM_EVERY;
+  return writtenSinceTrim + written >= TRIM_EVERY || random() < written / TRIM_EVERY;
 }
