@@ -1,3 +1,4 @@
+import { columnArrays, unnestInsert } from './sql/unnest-batch.js';
 import { createHash } from 'node:crypto';
 import type { TokenUsage } from '../core/call-types.js';
 import { percentile } from '../core/percentile.js';
@@ -125,9 +126,7 @@ const ATTEMPT_COLUMNS: readonly (readonly [string, string])[] = [
 
 /** Rows as `insertCallAttemptsBatch` takes them: one array of values per column. */
 export function attemptColumns(rows: readonly Record<string, unknown>[]): Record<string, unknown[]> {
-  return Object.fromEntries(
-    ATTEMPT_COLUMNS.map(([column]) => [column, rows.map((row) => row[column] ?? null)]),
-  );
+  return columnArrays(ATTEMPT_COLUMNS, rows);
 }
 
 /** The call-attempt and cooldown statements, in the SQL both backends share but for the tag filter. */
@@ -141,12 +140,7 @@ export function callSql(dialect: SqlDialect) {
       '@cache_read_tokens, @cache_write_tokens, @cost_usd, @session_id, @prompt_hash, @prompt_text, @tags, @cooldown_key)',
     // PostgreSQL takes a whole batch as one statement, a column per array (one round trip, not one per row).
     // A batch written again after a later statement of its write failed finds its attempts there already.
-    insertCallAttemptsBatch:
-      'INSERT INTO call_attempts (' +
-      ATTEMPT_COLUMNS.map(([column]) => column).join(', ') +
-      ') SELECT * FROM unnest(' +
-      ATTEMPT_COLUMNS.map(([column, type]) => `CAST(@${column} AS ${type}[])`).join(', ') +
-      ') ON CONFLICT (id) DO NOTHING',
+    insertCallAttemptsBatch: unnestInsert('call_attempts', ATTEMPT_COLUMNS, 'ON CONFLICT (id) DO NOTHING'),
     selectAttemptsSince:
       'SELECT call_id, spec, provider, model_requested, success, error_code, duration_ms, input_tokens, output_tokens, ' +
       'cache_read_tokens, cache_write_tokens, cost_usd FROM call_attempts WHERE created_at >= ? ORDER BY created_at, rowid',

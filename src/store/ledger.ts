@@ -22,6 +22,7 @@ import { afterCommittedWrite } from './write-seam.js';
 import type { RouteDecision } from '../core/route-types.js';
 import { CACHE_SQL, parseCachedDecision, shouldTrimCache, type CacheWrite } from './route-cache-records.js';
 import {
+  DECISION_COLUMNS,
   DECISION_SQL,
   RouteNames,
   decisionRow,
@@ -34,6 +35,7 @@ import {
   type StoredRouteDecision,
 } from './route-decision-records.js';
 import { WriteBehind } from './write-behind.js';
+import { columnArrays, unnestInsert } from './sql/unnest-batch.js';
 import {
   connectPostgresDatabase,
   locateDatabase,
@@ -270,34 +272,9 @@ function buildSql(dialect: SqlDialect) {
       'INSERT INTO route_feedback (decision_id, skill, created_at) VALUES (@decision_id, @skill, @created_at) ' +
       'ON CONFLICT (decision_id) DO UPDATE SET skill = excluded.skill, created_at = excluded.created_at',
     listFeedback: 'SELECT decision_id, skill FROM route_feedback ORDER BY created_at',
-    insertDecisionsBatch:
-      'INSERT INTO route_decisions (' +
-      DECISION_COLUMNS.map(([column]) => column).join(', ') +
-      ') SELECT * FROM unnest(' +
-      DECISION_COLUMNS.map(([column, type]) => `CAST(@${column} AS ${type}[])`).join(', ') +
-      ') ON CONFLICT (id) DO NOTHING',
+    insertDecisionsBatch: unnestInsert('route_decisions', DECISION_COLUMNS, 'ON CONFLICT (id) DO NOTHING'),
   };
 }
-
-/** The route_decisions columns with their PostgreSQL types, for a batch insert of arrays. */
-const DECISION_COLUMNS = [
-  ['id', 'TEXT'],
-  ['created_at', 'BIGINT'],
-  ['request_hash', 'BYTEA'],
-  ['request_text', 'TEXT'],
-  ['skill', 'BIGINT'],
-  ['confidence', 'DOUBLE PRECISION'],
-  ['method', 'BIGINT'],
-  ['reasoning', 'TEXT'],
-  ['reasoning_name', 'BIGINT'],
-  ['candidates', 'TEXT'],
-  ['duration_ms', 'DOUBLE PRECISION'],
-  ['cost_usd', 'DOUBLE PRECISION'],
-  ['timings', 'TEXT'],
-  ['mode', 'BIGINT'],
-  ['skills_hash', 'BIGINT'],
-  ['tags', 'TEXT'],
-] as const;
 
 const SQL = { sqlite: buildSql('sqlite'), postgres: buildSql('postgres') };
 type Statements = (typeof SQL)['sqlite'];
@@ -308,6 +285,10 @@ interface Batch {
   decisions: QueuedDecision[];
   /** Cache entries by key: a key written twice is written once, with the later entry. */
   cache: Map<string, CacheWrite>;
+}
+
+function rowsOf(batch: Batch): number {
+  return batch.attempts.length + batch.decisions.length + batch.cache.size;
 }
 
 /** The open database, shared by the ledger's stages: its connection, the guard every call goes through. */
@@ -338,7 +319,7 @@ function createLedger(
   storeText: boolean,
 ): Ledger {
   const connection = connect(opened, location, dialect, storeText);
-  const queue = writeBehind(connection);
+  const { queue, detach } = writeBehind(connection);
   return {
     path: location,
     dialect,
@@ -355,6 +336,7 @@ function createLedger(
     },
     async close() {
       if (connection.closed) return;
+      detach();
       const flushed = queue.stop();
       connection.closed = true;
       try {
@@ -424,7 +406,7 @@ function connect(
  * entries, written in one transaction per batch; at process exit, a SQLite ledger writes what is left
  * synchronously, a PostgreSQL one on `beforeExit`.
  */
-function writeBehind(connection: Connection): WriteBehind<Batch> {
+function writeBehind(connection: Connection): { queue: WriteBehind<Batch>; detach: () => void } {
   const { sql, names, storeText } = connection;
   let cacheWritesSinceTrim = 0;
   /** The trims a batch's cache writes call for, decided once per batch. */
@@ -464,12 +446,7 @@ function writeBehind(connection: Connection): WriteBehind<Batch> {
     if (batch.decisions.length > 0) {
       await names.ensure(db, new Set(batch.decisions.flatMap(namesOf)));
       const rows = batch.decisions.map((decision) => decisionRow(decision, names.idOf));
-      await db.run(
-        sql.insertDecisionsBatch,
-        Object.fromEntries(
-          DECISION_COLUMNS.map(([column]) => [column, rows.map((row) => row[column] ?? null)]),
-        ),
-      );
+      await db.run(sql.insertDecisionsBatch, columnArrays(DECISION_COLUMNS, rows));
     }
     if (batch.cache.size > 0) {
       const entries = [...batch.cache];
@@ -495,7 +472,7 @@ function writeBehind(connection: Connection): WriteBehind<Batch> {
     flushMs: FLUSH_MS,
     maxRows: FLUSH_ROWS,
     empty: () => ({ attempts: [], decisions: [], cache: new Map() }),
-    size: (batch) => batch.attempts.length + batch.decisions.length + batch.cache.size,
+    size: rowsOf,
     merge: (earlier, later) => ({
       attempts: [...earlier.attempts, ...later.attempts],
       decisions: [...earlier.decisions, ...later.decisions],
@@ -503,9 +480,8 @@ function writeBehind(connection: Connection): WriteBehind<Batch> {
       cache: new Map([...earlier.cache, ...later.cache]),
     }),
     dropped: (batch, error) => {
-      const rows = batch.attempts.length + batch.decisions.length + batch.cache.size;
       process.emitWarning(
-        `${rows} call attempts, route decisions and cache entries were not written to ${connection.location}: ${
+        `${rowsOf(batch)} call attempts, route decisions and cache entries were not written to ${connection.location}: ${
           error instanceof Error ? error.message : String(error)
         }`,
         { code: 'SWITCHBOARD_LEDGER_ROWS_DROPPED' },
@@ -521,6 +497,9 @@ function writeBehind(connection: Connection): WriteBehind<Batch> {
         .then(afterCommittedWrite),
   });
 
+  // At process exit: a SQLite ledger writes what is left synchronously ('exit' cannot wait for a
+  // Promise), a PostgreSQL one flushes on 'beforeExit'. `close()` takes the hook away.
+  let detach: () => void;
   if (connection.dialect === 'sqlite') {
     const flushNow = () => {
       const database = connection.current();
@@ -536,21 +515,13 @@ function writeBehind(connection: Connection): WriteBehind<Batch> {
       }
     };
     flushOnExit.add(flushNow);
-    const stop = queue.stop.bind(queue);
-    queue.stop = () => {
-      flushOnExit.delete(flushNow);
-      return stop();
-    };
+    detach = () => flushOnExit.delete(flushNow);
   } else {
     const flushBeforeLeaving = () => queue.flush();
     flushBeforeExit.add(flushBeforeLeaving);
-    const stop = queue.stop.bind(queue);
-    queue.stop = () => {
-      flushBeforeExit.delete(flushBeforeLeaving);
-      return stop();
-    };
+    detach = () => flushBeforeExit.delete(flushBeforeLeaving);
   }
-  return queue;
+  return { queue, detach };
 }
 
 type RouteDecisionMethods = Pick<

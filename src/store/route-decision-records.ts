@@ -87,15 +87,32 @@ interface DecisionRow {
   tags: string | null;
 }
 
-const COLUMNS =
-  'id, created_at, request_hash, request_text, skill, confidence, method, reasoning, reasoning_name, ' +
-  'candidates, duration_ms, cost_usd, timings, mode, skills_hash, tags';
+/** The route_decisions columns with their PostgreSQL types, for a batch insert of arrays. */
+export const DECISION_COLUMNS = [
+  ['id', 'TEXT'],
+  ['created_at', 'BIGINT'],
+  ['request_hash', 'BYTEA'],
+  ['request_text', 'TEXT'],
+  ['skill', 'BIGINT'],
+  ['confidence', 'DOUBLE PRECISION'],
+  ['method', 'BIGINT'],
+  ['reasoning', 'TEXT'],
+  ['reasoning_name', 'BIGINT'],
+  ['candidates', 'TEXT'],
+  ['duration_ms', 'DOUBLE PRECISION'],
+  ['cost_usd', 'DOUBLE PRECISION'],
+  ['timings', 'TEXT'],
+  ['mode', 'BIGINT'],
+  ['skills_hash', 'BIGINT'],
+  ['tags', 'TEXT'],
+] as const;
+
+const COLUMNS = DECISION_COLUMNS.map(([column]) => column).join(', ');
 
 export const DECISION_SQL = {
   insertDecision:
-    `INSERT INTO route_decisions (${COLUMNS}) VALUES (@id, @created_at, @request_hash, @request_text, @skill, ` +
-    '@confidence, @method, @reasoning, @reasoning_name, @candidates, @duration_ms, @cost_usd, @timings, @mode, ' +
-    '@skills_hash, @tags) ON CONFLICT (id) DO NOTHING',
+    `INSERT INTO route_decisions (${COLUMNS}) ` +
+    `VALUES (${DECISION_COLUMNS.map(([column]) => `@${column}`).join(', ')}) ON CONFLICT (id) DO NOTHING`,
   listDecisions:
     `SELECT ${COLUMNS} FROM route_decisions WHERE created_at >= @since ` +
     'ORDER BY created_at DESC, rowid DESC LIMIT @limit',
