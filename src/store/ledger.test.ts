@@ -127,6 +127,22 @@ function openLedgerAsOrdinaryUser(stateDir: string): OpenOutcome {
   return JSON.parse(child.stdout) as OpenOutcome;
 }
 
+/**
+ * Runs a writer fixture (`__fixtures__/<fixture>`) on a ledger of its own under `directory/<folder>`,
+ * with `count` rows, to its end (an exit or a kill); the file and how the child ended.
+ */
+function runWriter(fixture: string, folder: string, count: number) {
+  const file = join(directory, folder, LEDGER_FILE_NAME);
+  mkdirSync(join(directory, folder));
+  const script = fileURLToPath(new URL(`./__fixtures__/${fixture}`, import.meta.url));
+  const child = spawnSync(
+    process.execPath,
+    ['--experimental-strip-types', '--no-warnings', script, file, String(count)],
+    { encoding: 'utf8' },
+  );
+  return { file, child };
+}
+
 /** Every byte the ledger has on disk: the database and any WAL or shared-memory side files. */
 function ledgerBytes(file: string): Buffer {
   return Buffer.concat(
@@ -446,16 +462,7 @@ describe('bad paths', () => {
 
 describe('batched call attempts', () => {
   it('are on disk after the process exits without closing the ledger', async () => {
-    const file = join(directory, 'exit', LEDGER_FILE_NAME);
-    mkdirSync(join(directory, 'exit'));
-    const script = fileURLToPath(new URL('./__fixtures__/exit-without-close.mjs', import.meta.url));
-    const child = spawnSync(
-      process.execPath,
-      ['--experimental-strip-types', '--no-warnings', script, file, '25'],
-      {
-        encoding: 'utf8',
-      },
-    );
+    const { file, child } = runWriter('exit-without-close.mjs', 'exit', 25);
     expect(child.status).toBe(0);
     const ledger = openLedger({ path: file });
     expect((await ledger.callStats()).attempts).toBe(25);
@@ -496,16 +503,7 @@ describe('batched call attempts', () => {
 
 describe('route decisions and cache entries written behind', () => {
   it('lose on kill -9 only what was still queued, never what a flush wrote', async () => {
-    const file = join(directory, 'crash', LEDGER_FILE_NAME);
-    mkdirSync(join(directory, 'crash'));
-    const script = fileURLToPath(new URL('./__fixtures__/kill-after-queue.mjs', import.meta.url));
-    const child = spawnSync(
-      process.execPath,
-      ['--experimental-strip-types', '--no-warnings', script, file, '40'],
-      {
-        encoding: 'utf8',
-      },
-    );
+    const { file, child } = runWriter('kill-after-queue.mjs', 'crash', 40);
     expect(child.signal, child.stderr).toBe('SIGKILL');
     const ledger = open({ path: file });
     const ids = (await ledger.listRouteDecisions({ limit: 100 })).map((row) => row.id).sort();
@@ -515,16 +513,7 @@ describe('route decisions and cache entries written behind', () => {
   });
 
   it('are written at a normal exit without close, and read back whole', async () => {
-    const file = join(directory, 'exit', LEDGER_FILE_NAME);
-    mkdirSync(join(directory, 'exit'));
-    const script = fileURLToPath(new URL('./__fixtures__/exit-without-close.mjs', import.meta.url));
-    const child = spawnSync(
-      process.execPath,
-      ['--experimental-strip-types', '--no-warnings', script, file, '6'],
-      {
-        encoding: 'utf8',
-      },
-    );
+    const { file, child } = runWriter('exit-without-close.mjs', 'exit', 6);
     expect(child.status, child.stderr).toBe(0);
     const ledger = open({ path: file });
     expect(await ledger.countRouteDecisions()).toBe(7);
