@@ -156,8 +156,3 @@ export function watchProcessGroup(pid: number, { removeOnParentDeath }: WatchOpt
     if (watcher?.alive === true) write(watcher, done);
   };
 }
-
-/** The watcher's pid, once one runs (for tests and benches). */
-export function parentWatcherPid(): number | undefined {
-  return watcher?.alive === true ? watcher.child.pid : undefined;
-}
