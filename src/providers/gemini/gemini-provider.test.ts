@@ -640,6 +640,29 @@ describe('gemini provider: streaming', () => {
     expect(deltas).toHaveLength(1);
   });
 
+  it('hands no text to onText after the deadline, even when the rest of the stream is read before its timer runs', async () => {
+    // The whole answer arrives at once; the first piece's callback then holds the event loop past the
+    // deadline, as a starved worker would. The rest is read from the buffer before any timer can run.
+    const { gemini } = await setUp({ rules: [{ reply: { text: longText, chunkDelayMs: 0 } }] });
+    const deltas: string[] = [];
+    const late = await failure(
+      gemini.call({
+        model: '2.5-flash',
+        prompt: 'all at once',
+        timeoutMs: 1_000,
+        onText: (delta) => {
+          deltas.push(delta);
+          if (deltas.length === 1) {
+            const until = performance.now() + 1_100;
+            while (performance.now() < until);
+          }
+        },
+      }),
+    );
+    expect(late).toMatchObject({ code: 'TIMEOUT' });
+    expect(deltas).toHaveLength(1);
+  });
+
   it('does not stream with a schema, and says so', async () => {
     const { sim, gemini } = await setUp({ rules: [{ reply: { json: { answer: 42 } } }] });
     const deltas: string[] = [];

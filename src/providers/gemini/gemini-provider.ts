@@ -241,7 +241,10 @@ async function callWithRotation(context: CallContext): Promise<CallResult> {
         response =
           onText === undefined
             ? await generate(context, choice.index, deadline.signal)
-            : await generateStreaming(context, choice.index, deadline.signal, onText, stream);
+            : await generateStreaming(context, choice.index, deadline, onText, stream);
+        // An answer that arrives after the deadline is still a timeout: on a starved event loop the
+        // whole response can be read before the deadline's timer gets its turn.
+        if (deadline.expired()) throw new DeadlinePassed();
       } catch (error) {
         // The caller's own callback threw: its error, not a provider failure.
         if (error instanceof CallbackFailure) throw error.error;
@@ -419,11 +422,11 @@ interface StreamProgress {
 async function generateStreaming(
   { request, model, clientFor }: CallContext,
   keyIndex: number,
-  abortSignal: AbortSignal,
+  deadline: CallDeadline,
   onText: (delta: string) => void,
   progress: StreamProgress,
 ): Promise<AnswerParts> {
-  const { config, failedHeaders } = requestSetup(request, abortSignal);
+  const { config, failedHeaders } = requestSetup(request, deadline.signal);
   let text = '';
   let last: GenerateContentResponse | undefined;
   let usageMetadata: GenerateContentResponse['usageMetadata'];
@@ -452,6 +455,8 @@ async function generateStreaming(
       if (candidate.finishReason !== undefined) finishReason = candidate.finishReason;
       const delta = textOf(candidate);
       if (delta === '') continue;
+      // No text reaches the caller past the deadline, however late its timer fires.
+      if (deadline.expired()) throw new DeadlinePassed();
       text += delta;
       progress.delivered++;
       try {
@@ -461,7 +466,7 @@ async function generateStreaming(
       }
     }
   } catch (error) {
-    if (error instanceof CallbackFailure) throw error;
+    if (error instanceof CallbackFailure || error instanceof DeadlinePassed) throw error;
     const headers = failedHeaders();
     throw headers === undefined ? error : new FailedAnswer(error, headers);
   }
@@ -643,6 +648,9 @@ function usageOf(response: AnswerParts): TokenUsage {
   };
 }
 
+/** Thrown where a call finds its deadline passed; `CallDeadline.failure` then says TIMEOUT. */
+class DeadlinePassed extends Error {}
+
 /**
  * One wall-clock limit for the whole call (every key tried) plus the caller's abort signal, keeping
  * track of which one fired: the SDK turns both into the same anonymous AbortError.
@@ -650,6 +658,7 @@ function usageOf(response: AnswerParts): TokenUsage {
 class CallDeadline {
   readonly #controller = new AbortController();
   readonly #timer: NodeJS.Timeout;
+  readonly #endsAt: number;
   readonly #callerSignal: AbortSignal | undefined;
   readonly #onCallerAbort = (): void => this.#controller.abort();
   readonly #timeoutMs: number;
@@ -658,6 +667,7 @@ class CallDeadline {
   constructor(timeoutMs: number, callerSignal: AbortSignal | undefined) {
     this.#timeoutMs = timeoutMs;
     this.#callerSignal = callerSignal;
+    this.#endsAt = performance.now() + timeoutMs;
     this.#timer = setTimeout(() => {
       this.#timedOut = true;
       this.#controller.abort();
@@ -668,6 +678,18 @@ class CallDeadline {
 
   get signal(): AbortSignal {
     return this.#controller.signal;
+  }
+
+  /**
+   * Whether the limit has passed by the monotonic clock, whether or not its timer has run yet (a timer
+   * is only a request to be called back; I/O that is ready first is handled first). Aborts when it has.
+   */
+  expired(): boolean {
+    if (!this.#timedOut && performance.now() >= this.#endsAt) {
+      this.#timedOut = true;
+      this.#controller.abort();
+    }
+    return this.#timedOut;
   }
 
   /** The abort or timeout error when one of them ended the call. */
