@@ -310,6 +310,15 @@ async function streamMessage(
     timedOut = true;
     timer.abort();
   }, errorContext.timeoutMs);
+  // By the monotonic clock too: on a starved event loop a whole buffered stream is read before the
+  // timer runs, and no text may reach the caller past the deadline.
+  const endsAt = performance.now() + errorContext.timeoutMs;
+  const checkDeadline = (): void => {
+    if (timedOut || performance.now() < endsAt) return;
+    timedOut = true;
+    timer.abort();
+    throw timeoutError(errorContext);
+  };
   const signal =
     request.abortSignal === undefined ? timer.signal : AbortSignal.any([request.abortSignal, timer.signal]);
   // The SDK ends a stream quietly when its signal aborts, so how the stream ended is checked here.
@@ -338,7 +347,9 @@ async function streamMessage(
           if (event.delta.type !== 'text_delta') break;
           const block = message?.content[event.index];
           if (block?.type === 'text') block.text += event.delta.text;
-          if (event.delta.text !== '') onText(event.delta.text);
+          if (event.delta.text === '') break;
+          checkDeadline();
+          onText(event.delta.text);
           break;
         }
         case 'message_delta':
@@ -360,6 +371,7 @@ async function streamMessage(
   } finally {
     clearTimeout(timeout);
   }
+  if (!timedOut && performance.now() >= endsAt) timedOut = true;
   const stop = stopped();
   if (stop !== undefined) throw stop;
   if (!finished || message === undefined) throw cutOffError();

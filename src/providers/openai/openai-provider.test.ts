@@ -503,6 +503,27 @@ describe('openai provider: streaming with onText', () => {
     });
   });
 
+  it('hands no text to onText after the deadline, even when the rest of the stream is read before its timer runs', async () => {
+    // The whole answer arrives at once; the first piece's callback holds the event loop past the
+    // deadline, as a starved worker would, so the rest is read from the buffer before any timer runs.
+    const sim = await simulator({ rules: [{ reply: { text: longText, chunkDelayMs: 0 } }] });
+    const deltas: string[] = [];
+    const error = await failure(
+      providerFor(sim, { timeoutMs: 1_000 }).call({
+        model: 'gpt-4.1-mini',
+        prompt: 'hello',
+        onText: (delta) => {
+          deltas.push(delta);
+          if (deltas.length > 1) return;
+          const until = performance.now() + 1_100;
+          while (performance.now() < until);
+        },
+      }),
+    );
+    expect(error.code).toBe('TIMEOUT');
+    expect(deltas).toHaveLength(1);
+  });
+
   it('calls onText while the answer is still arriving, not all at the end', async () => {
     const sim = await simulator({ rules: [{ reply: { text: longText, chunkDelayMs: 40 } }] });
     const arrivals: number[] = [];

@@ -407,6 +407,13 @@ async function streamCompletion(
     local.abort();
   };
   const deadline = setTimeout(() => stop(timeoutError(where, timeoutMs)), timeoutMs);
+  // By the monotonic clock too: on a starved event loop a whole buffered stream is read before the
+  // timer runs, and no text may reach the caller past the deadline.
+  const endsAt = performance.now() + timeoutMs;
+  const passed = (): boolean => {
+    if (stopped === undefined && performance.now() >= endsAt) stop(timeoutError(where, timeoutMs));
+    return stopped !== undefined;
+  };
   const idleMs = request.idleTimeoutMs;
   let idle: ReturnType<typeof setTimeout> | undefined;
   const touch = () => {
@@ -445,6 +452,7 @@ async function streamCompletion(
         }
         const delta = choice.delta?.content;
         if (typeof delta === 'string' && delta !== '') {
+          if (passed()) throw stopped;
           text += delta;
           deliver(onText, delta, local);
         }
@@ -458,7 +466,7 @@ async function streamCompletion(
     clearTimeout(idle);
   }
   // The SDK ends the iteration quietly when the request is aborted, so a stop is noticed here.
-  if (stopped !== undefined) throw stopped;
+  if (passed()) throw stopped;
   if (request.abortSignal?.aborted === true) throw openAiError(request.abortSignal.reason, errorContext);
   if (finishReason === undefined) throw streamCutError(where);
   return {
