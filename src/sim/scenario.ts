@@ -53,9 +53,12 @@ const faultSchema = z.strictObject({
    * `status`: an HTTP error (give `status`); `overload`: the provider's overload answer (Anthropic 529,
    * others 503); `drop-before`: the connection closes before any response; `drop-during`: it closes in
    * the middle of the body or stream; `stall`: headers are never sent; `malformed`: 200 with a body
-   * that is not valid JSON (or SSE whose data is not).
+   * that is not valid JSON (or SSE whose data is not); `page`: 200 with an HTML page, as a proxy or
+   * captive portal in the way answers (`body` sets the page).
    */
-  kind: z.enum(['status', 'overload', 'drop-before', 'drop-during', 'stall', 'malformed']).default('status'),
+  kind: z
+    .enum(['status', 'overload', 'drop-before', 'drop-during', 'stall', 'malformed', 'page'])
+    .default('status'),
   status: z.number().int().min(100).max(599).optional(),
   /** Response body; default: the provider's own error shape. */
   body: z.unknown().optional(),

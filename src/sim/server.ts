@@ -290,6 +290,14 @@ export async function startSimulator({
           response.end('{"id": "broken", "content": [');
         }
         return;
+      case 'page':
+        response.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
+        response.end(
+          typeof fault.body === 'string'
+            ? fault.body
+            : '<!doctype html><html><head><title>Sign in</title></head><body><h1>Proxy sign-in required</h1></body></html>',
+        );
+        return;
       case 'drop-during': {
         const answer = buildAnswer({ text: 'this answer is cut off in the middle' }, view, 0);
         if (view.stream) {

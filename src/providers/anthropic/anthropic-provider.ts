@@ -402,7 +402,31 @@ interface ResultContext {
   streamed: boolean;
 }
 
+/**
+ * A 200 whose body is not a Messages answer (a proxy's HTML page, which the SDK hands over as a string,
+ * or unrelated JSON) is a provider failure, retried and then fallen back from: never an empty success
+ * that costs nothing.
+ */
+function checkMessageShape(message: unknown): asserts message is Anthropic.Message {
+  const body = message as Partial<Anthropic.Message> | null;
+  const shaped =
+    typeof body === 'object' &&
+    body !== null &&
+    body.type === 'message' &&
+    Array.isArray(body.content) &&
+    typeof body.usage === 'object' &&
+    body.usage !== null;
+  if (shaped) return;
+  const seen = typeof message === 'string' ? 'a text or HTML page' : 'JSON that is not a message';
+  throw new SwitchboardError('PROVIDER_ERROR', `anthropic answered 200 with ${seen}, not a message`, {
+    provider: PROVIDER,
+    retryable: true,
+    hint: 'check ANTHROPIC_BASE_URL: a proxy or portal in the way answers in its place',
+  });
+}
+
 function toResult(message: Anthropic.Message, request: ProviderCall, context: ResultContext): CallResult {
+  checkMessageShape(message);
   const spec = `${PROVIDER}:${request.model}`;
   const usage = usageOf(message.usage);
   const modelUsed = typeof message.model === 'string' && message.model !== '' ? message.model : request.model;

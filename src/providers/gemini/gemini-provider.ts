@@ -20,7 +20,7 @@ import type {
   TokenUsage,
   ToolCall,
 } from '../../core/call-types.js';
-import { SwitchboardError, type SwitchboardErrorOptions } from '../../core/errors.js';
+import { isSwitchboardError, SwitchboardError, type SwitchboardErrorOptions } from '../../core/errors.js';
 import { endpointLabel, refuseInlineBaseUrl } from '../endpoint.js';
 import { extractJson } from '../../core/json-extract.js';
 import { compileSchema, schemaErrors } from '../../core/json-schema.js';
@@ -245,6 +245,7 @@ async function callWithRotation(context: CallContext): Promise<CallResult> {
         // An answer that arrives after the deadline is still a timeout: on a starved event loop the
         // whole response can be read before the deadline's timer gets its turn.
         if (deadline.expired()) throw new DeadlinePassed();
+        checkAnswerShape(response);
       } catch (error) {
         // The caller's own callback threw: its error, not a provider failure.
         if (error instanceof CallbackFailure) throw error.error;
@@ -715,8 +716,22 @@ class CallDeadline {
   }
 }
 
+/**
+ * A 200 whose body is no Gemini answer (unrelated JSON from a proxy in the way: neither candidates nor
+ * a prompt's block reason) is a provider failure, retried and fallen back from, never an empty success.
+ */
+function checkAnswerShape(response: AnswerParts): void {
+  if (Array.isArray(response.candidates) || response.promptFeedback !== undefined) return;
+  throw new SwitchboardError('PROVIDER_ERROR', 'gemini answered 200 with JSON that is not an answer', {
+    provider: PROVIDER,
+    retryable: true,
+    hint: 'check GEMINI_BASE_URL: a proxy or portal in the way answers in its place',
+  });
+}
+
 /** Maps what the SDK threw to a coded error whose message names the key by label, never by value. */
 function errorFromGemini(thrown: unknown, pool: KeyPool, label: string): SwitchboardError {
+  if (isSwitchboardError(thrown)) return thrown;
   const headers = thrown instanceof FailedAnswer ? thrown.headers : undefined;
   const error = thrown instanceof FailedAnswer ? thrown.error : thrown;
   const redact = (text: string): string => redactKeys(text, pool);

@@ -516,8 +516,10 @@ function toResult(response: ChatCompletion, request: OpenAiProviderCall, context
   const { warnings } = context;
   const choice = Array.isArray(response.choices) ? response.choices[0] : undefined;
   if (choice === undefined) {
-    throw new SwitchboardError('PARSE', `${context.where} answered without any choice`, {
+    // A 200 that is not an answer (a proxy's JSON): a provider failure, retried, then fallen back from.
+    throw new SwitchboardError('PROVIDER_ERROR', `${context.where} answered 200 without any choice`, {
       provider: 'openai',
+      retryable: true,
       hint: 'check that the base URL points at an OpenAI-compatible /v1 endpoint',
     });
   }
