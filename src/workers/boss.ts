@@ -35,7 +35,7 @@ export async function startBoss({ url, settings, supervise, onError }: StartBoss
   });
   // Without a listener an `error` event would end the process; pg-boss retries on its own.
   boss.on('error', (error: unknown) => {
-    onError?.(redactSecrets(error instanceof Error ? error.message : String(error)));
+    onError?.(redactSecrets(bossErrorText(error)));
   });
   try {
     await boss.start();
@@ -77,4 +77,20 @@ export async function startBoss({ url, settings, supervise, onError }: StartBoss
     );
   }
   return boss;
+}
+
+/**
+ * One line for an error pg-boss emits: its worker loops emit plain copies of the error (`{...error,
+ * message, queue}`), not `Error`s, which `String()` turns into `[object Object]`. The PostgreSQL code
+ * (`57P01`) and the queue come first, then the first line of the message.
+ */
+export function bossErrorText(error: unknown): string {
+  if (typeof error !== 'object' || error === null) return String(error);
+  const fields = error as { code?: unknown; message?: unknown; queue?: unknown };
+  const message = typeof fields.message === 'string' ? (fields.message.split('\n', 1)[0] ?? '') : '';
+  const code = typeof fields.code === 'string' && fields.code !== '' ? `${fields.code} ` : '';
+  const queue = typeof fields.queue === 'string' ? ` (queue ${fields.queue})` : '';
+  if (message === '' && code === '')
+    return error instanceof Error ? error.name : 'an error without a message';
+  return `${code}${message}${queue}`;
 }
