@@ -113,6 +113,13 @@ export class PostgresDatabase implements SqlDatabase {
       throw connectionError(error, this.location);
     });
     let broken = false;
+    // The pool listens for errors on idle connections only. One the server ends while it is checked out
+    // (a restart's 57P01 in the middle of a transaction) emits 'error' as well as failing its query:
+    // without a listener that event would end the process. The query's failure is what reaches the caller.
+    const onError = (): void => {
+      broken = true;
+    };
+    connection.on('error', onError);
     try {
       await connection.query('BEGIN');
       if (options.lockKey !== undefined) {
@@ -134,7 +141,10 @@ export class PostgresDatabase implements SqlDatabase {
       });
       throw error;
     } finally {
-      // A connection whose rollback failed may still hold the transaction: drop it rather than reuse it.
+      // A dead connection keeps the listener: its socket may still report the end after this.
+      if (!broken) connection.off('error', onError);
+      // A connection whose rollback failed may still hold the transaction, and one that errored is dead:
+      // drop it rather than reuse it.
       connection.release(broken);
     }
   }
