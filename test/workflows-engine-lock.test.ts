@@ -62,6 +62,21 @@ describe('workflow run lock', () => {
     await lock.release();
   });
 
+  it('frees a run recorded as this process’s when no lock of this process holds it (its release never reached the store)', async () => {
+    const store = await storeWithRun();
+    const lock = await acquireRunLock(store, 'run-1');
+    // The database was away when the lock let go: the row still names this live process.
+    const releaseRun = store.releaseRun.bind(store);
+    store.releaseRun = () => Promise.reject(new Error('the database is away'));
+    await expect(lock.release()).rejects.toThrow('the database is away');
+    store.releaseRun = releaseRun;
+    expect((await store.getRun('run-1'))?.owner).toMatchObject({ pid: process.pid, token: lock.token });
+    // A job's retry in the same worker takes it instead of waiting for itself to let go.
+    const again = await acquireRunLock(store, 'run-1');
+    expect((await store.getRun('run-1'))?.owner?.token).toBe(again.token);
+    await again.release();
+  });
+
   it('aborts the holder’s signal when another process takes the run over', async () => {
     const store = await storeWithRun();
     const lock = await acquireRunLock(store, 'run-1', { pollMs: 10 });

@@ -347,7 +347,10 @@ export function toStoreError(error: unknown, location: string, what: string): Sw
     });
   }
   const state = sqlState(error);
-  if (state === undefined && (error as { code?: unknown } | null)?.code !== undefined) {
+  if (
+    serverWentAway(error, state) ||
+    (state === undefined && (error as { code?: unknown } | null)?.code !== undefined)
+  ) {
     // A network error (ECONNRESET, ECONNREFUSED) after connecting: the server went away.
     return new SwitchboardError('DATABASE_UNREACHABLE', `${what} ${location}: ${reason}`, {
       hint: 'check that PostgreSQL is running and reachable, then retry',
@@ -361,6 +364,18 @@ export function toStoreError(error: unknown, location: string, what: string): Sw
     cause: error,
     details: state === undefined ? { database: location } : { database: location, sqlState: state },
   });
+}
+
+/**
+ * Whether PostgreSQL ended the connection rather than refusing the statement: a connection exception
+ * (class 08), an administrator's or a crash's shutdown and a server still starting (57P01–57P03), or the
+ * driver's own word for a socket that closed under it. Such a write may succeed once the server is back.
+ */
+function serverWentAway(error: unknown, state: string | undefined): boolean {
+  // Five capital letters may also be a socket's errno (EPIPE): no SQLSTATE class starts with E.
+  if (state !== undefined)
+    return state.startsWith('08') || /^57P0[1-3]$/.test(state) || state.startsWith('E');
+  return error instanceof Error && /^Connection terminated/.test(error.message);
 }
 
 /**

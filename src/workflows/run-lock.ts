@@ -28,11 +28,19 @@ export interface RunLock {
   release(): Promise<void>;
 }
 
+/**
+ * The owner tokens of the run locks this process holds now. A run recorded as this process's whose token
+ * is not here is held by nothing: the lock that took it ended without its release reaching the store (a
+ * database away at that moment), and waiting for this live process to let go would wait forever.
+ */
+const heldHere = new Set<string>();
+
 /** Why the recorded owner still holds the run, or undefined when it is gone. */
 function liveOwner(run: WorkflowRunRow, host: string, staleAfterMs: number, now: number): string | undefined {
   const owner = run.owner;
   if (owner === undefined) return undefined;
   const age = run.heartbeatAt === undefined ? Number.POSITIVE_INFINITY : now - run.heartbeatAt;
+  if (owner.host === host && owner.pid === process.pid && !heldHere.has(owner.token)) return undefined;
   if (owner.host === host) {
     // On this machine the pid answers at once: a process killed with SIGKILL frees the run immediately.
     if (!isRecordedProcessAlive(owner.pid, owner.started)) return undefined;
@@ -94,6 +102,7 @@ function startHeartbeat(
 ): RunLock {
   const controller = new AbortController();
   let held = true;
+  heldHere.add(owner.token);
   const lost = (reason: SwitchboardError) => {
     // A beat that answers after `release` says nothing about the run any more.
     if (held) controller.abort(reason);
@@ -136,6 +145,8 @@ function startHeartbeat(
       if (!held) return;
       held = false;
       clearInterval(timer);
+      // Not held from here on, whether or not the store hears of it: see `heldHere`.
+      heldHere.delete(owner.token);
       await beating;
       await store.releaseRun(runId, owner.token);
     },
