@@ -92,7 +92,7 @@ export async function holdAgentAttempt(
   start: AgentAttemptStart,
 ): Promise<AgentAttemptHold> {
   const reservation: BudgetReservation = await reserveBudget(spending.ledger, spending.rules, {
-    id: randomUUID(),
+    id: holdId(spending, start.attempt),
     provider: AGENT_PROVIDER,
     model: start.model ?? 'default',
     tags: spending.tags,
@@ -171,11 +171,23 @@ export async function recordUnrecordedSpend(
   const recorded = await spending.ledger.spendSince(spending.since, { tag: spending.runTag });
   const missing = spentUsd - recorded;
   // Below a millionth of a dollar is rounding, not an attempt.
-  if (missing < 1e-6) return;
-  await recordAgentAttempt(spending, attempt, model, {
-    costUsd: missing,
-    durationMs: 0,
-    success: false,
-    errorCode: 'INTERRUPTED',
-  });
+  if (missing >= 1e-6) {
+    await recordAgentAttempt(spending, attempt, model, {
+      costUsd: missing,
+      durationMs: 0,
+      success: false,
+      errorCode: 'INTERRUPTED',
+    });
+  }
+  // The dead runner's hold counts as spent until something settles it (see `reservationSql`): its
+  // attempt's spend is recorded now, so the hold goes, or the attempt would count twice.
+  await spending.ledger.releaseReservation(holdId(spending, attempt));
+}
+
+/**
+ * The id of an attempt's hold, the same in every process: a runner resuming a run whose runner died
+ * finds that runner's hold by it and lets it go once it recorded the attempt's spend.
+ */
+function holdId(spending: AgentSpending, attempt: number): string {
+  return `${spending.callId}:attempt-${attempt}`;
 }

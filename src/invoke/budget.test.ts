@@ -133,13 +133,13 @@ describe('budgets under concurrency', () => {
     expect(completions(sim)).toHaveLength(0);
   });
 
-  it('stops counting a reservation at its expiry, so a killed process cannot block the budget for good', async () => {
+  it('counts the reservation of a process killed in flight as spent in its period after it expires, not as freed', async () => {
     const ledger = openLedger({ stateDir: mkdtempSync(join(tmpdir(), 'switchboard-budget-')) });
     cleanups.push(() => ledger.close());
     const now = Date.now();
     const caps = [{ since: startOfToday(), capUsd: 1 }];
     const reservation = { provider: 'openai', tags: {}, amountUsd: 0.8, caps };
-    // Taken by a process that then died without releasing it.
+    // Taken by a process that then died without releasing it: the provider may have charged the call.
     expect(
       await ledger.reserveSpend({ ...reservation, id: 'dead', createdAt: now, expiresAt: now + 60_000 }),
     ).toMatchObject({
@@ -153,12 +153,24 @@ describe('budgets under concurrency', () => {
         expiresAt: now + 70_000,
       }),
     ).toMatchObject({ reserved: false, standings: [{ spentUsd: 0, reservedUsd: 0.8 }] });
+    // Past its expiry it still counts against today's cap: forgetting it let $0.041 be spent under $0.025.
     expect(
       await ledger.reserveSpend({
         ...reservation,
         id: 'later',
         createdAt: now + 60_000,
         expiresAt: now + 120_000,
+      }),
+    ).toMatchObject({ reserved: false, standings: [{ spentUsd: 0, reservedUsd: 0.8 }] });
+    // The next period starts clean: the dead call counted in the period it was made in.
+    const tomorrow = now + 60_000;
+    expect(
+      await ledger.reserveSpend({
+        ...reservation,
+        caps: [{ since: tomorrow, capUsd: 1 }],
+        id: 'next-day',
+        createdAt: tomorrow + 1,
+        expiresAt: tomorrow + 60_000,
       }),
     ).toMatchObject({ reserved: true, standings: [{ spentUsd: 0, reservedUsd: 0 }] });
   });

@@ -44,11 +44,23 @@ export type ReservationOutcome =
   | { reserved: true; amountUsd: number; standings: CapStanding[] }
   | { reserved: false; capIndex: number; amountUsd?: number; standings: CapStanding[] };
 
-/** The reservation statements; `reservedFor` takes the same provider and tag filter as `spendSince`. */
+/**
+ * How long a reservation is kept after it expired: longer than any cap's period (a month), so the call of
+ * a process that died in flight counts for as long as its period does.
+ */
+export const EXPIRED_RESERVATION_KEPT_MS = 32 * 24 * 60 * 60 * 1000;
+
+/**
+ * The reservation statements; `reservedFor` takes the same provider and tag filter as `spendSince`.
+ * A reservation counts while it is open, and after it expired too, as spending made when it was taken
+ * (`@since` is the cap's period start): only its own call's end releases it, and a process killed in
+ * flight never gets there, although the provider may have charged for the call. Forgetting it at expiry
+ * let a cap be passed.
+ */
 export function reservationSql(dialect: SqlDialect) {
   return {
     reservedFor:
-      'SELECT sum(amount_usd) AS total FROM budget_reservations WHERE expires_at > @now ' +
+      'SELECT sum(amount_usd) AS total FROM budget_reservations WHERE (expires_at > @now OR created_at >= @since) ' +
       `AND (CAST(@provider AS TEXT) IS NULL OR provider = @provider) AND ${tagFilter(dialect)}`,
     insertReservation:
       'INSERT INTO budget_reservations (id, created_at, expires_at, provider, tags, amount_usd) ' +

@@ -11,6 +11,7 @@ import {
   type CooldownRecord,
 } from './call-records.js';
 import {
+  EXPIRED_RESERVATION_KEPT_MS,
   judgeReservation,
   reservationSql,
   type CapStanding,
@@ -776,6 +777,7 @@ function budgetMethods(
       return guarded('cannot read budget reservations from', async (db) => {
         const row = await db.get<{ total: number | null }>(sql.reservedFor, {
           now,
+          since: now,
           provider: filter.provider ?? null,
           ...tagParams(filter.tag),
         });
@@ -793,7 +795,7 @@ async function reserve(
   return db.transaction(
     async (client) => {
       const now = reservation.createdAt;
-      await client.run(sql.deleteExpiredReservations, [now]);
+      await client.run(sql.deleteExpiredReservations, [now - EXPIRED_RESERVATION_KEPT_MS]);
       const standings: CapStanding[] = [];
       for (const cap of reservation.caps) {
         const filter = { provider: cap.provider ?? null, ...tagParams(cap.tag) };
@@ -801,7 +803,11 @@ async function reserve(
           since: cap.since,
           ...filter,
         });
-        const held = await client.get<{ total: number | null }>(sql.reservedFor, { now, ...filter });
+        const held = await client.get<{ total: number | null }>(sql.reservedFor, {
+          now,
+          since: cap.since,
+          ...filter,
+        });
         standings.push({ spentUsd: spent?.total ?? 0, reservedUsd: held?.total ?? 0 });
       }
       const verdict = judgeReservation(
