@@ -2,7 +2,7 @@ import type { ClientRequest, IncomingMessage } from 'node:http';
 import { resolve } from 'node:path';
 import { isErrorCode, SwitchboardError } from '../core/errors.js';
 import { isPlainObject } from '../core/plain-object.js';
-import { findServerToken, TOKEN_VARIABLE, type FoundToken } from '../serve/token-file.js';
+import { findServerToken, namesLoopback, TOKEN_VARIABLE, type FoundToken } from '../serve/token-file.js';
 
 // The `--server` side of `switchboard call` and `switchboard route`: one HTTP request to a running
 // `switchboard serve`. Kept to node:http and the error type, so a command that goes to a server starts
@@ -103,6 +103,11 @@ function answerOf(status: number, text: string, server: URL, token: FoundToken |
 
 /** The one-line refusal, naming where the token sent came from, or where it could be found. */
 function refused(server: URL, token: FoundToken | undefined): SwitchboardError {
+  if (token === undefined && !namesLoopback(server)) {
+    return new SwitchboardError('SERVER_AUTH', `server ${server.origin} wants its token`, {
+      hint: `set ${TOKEN_VARIABLE} to the token ${server.origin} was started with (a token file is sent only to a loopback address)`,
+    });
+  }
   if (token === undefined) {
     return new SwitchboardError('SERVER_AUTH', `server ${server.origin} wants its token and none was found`, {
       hint: `set ${TOKEN_VARIABLE}, or run from the folder serve was started in (its token is in .switchboard/serve-${server.port || 80}.token) or pass its --state-dir`,

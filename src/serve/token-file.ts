@@ -101,7 +101,7 @@ function alive(record: TokenRecord): boolean {
 }
 
 /** Whether a URL names this machine's loopback: only then may a local file's token go to it. */
-function namesLoopback(url: URL): boolean {
+export function namesLoopback(url: URL): boolean {
   const host = url.hostname.replace(/^\[|\]$/g, '').toLowerCase();
   return host === 'localhost' || /^127\.\d+\.\d+\.\d+$/.test(host) || host === '::1';
 }
