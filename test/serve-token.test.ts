@@ -126,7 +126,8 @@ describe('the clients find the token themselves', () => {
       cwd,
       env: { ...clientEnv, SWITCHBOARD_SERVER_TOKEN: 'not-the-token-of-this-server' },
     });
-    expect(wrong.status).toBe(EXIT_CODES.SERVER_AUTH);
+    expect(wrong.status).toBe(67);
+    expect(EXIT_CODES.SERVER_AUTH).toBe(67);
     expect(wrong.stdout).toBe('');
     expect(wrong.stderr.trimEnd()).toBe(
       `switchboard: server ${server.url} refused the token from SWITCHBOARD_SERVER_TOKEN (set SWITCHBOARD_SERVER_TOKEN to the token ${server.url} was started with, or unset it to use the server's token file)`,
