@@ -66,15 +66,24 @@ writeFileSync('result.txt', lines.join('\\n') + '\\n');
 }
 
 describe('an agent cannot reach serve (issue 35)', () => {
-  sandboxed(
-    "an agent's verify command gets no token and no connection to serve: no workflow of its runs, nothing read from HOME reaches a commit",
-    async () => {
+  // With the network kept (SWITCHBOARD_VERIFY_NETWORK=on) serve is reachable, and the hidden token
+  // file is what keeps it shut: 401 on every route.
+  sandboxed.each([
+    { network: 'off', answer: 'unreachable' },
+    { network: 'on', answer: '401' },
+  ])(
+    "an agent's verify command (network $network) gets no token and $answer from serve: no workflow of its runs, nothing read from HOME reaches a commit",
+    async ({ network, answer }) => {
       const f = await fixture({ fallback: { text: 'no scenario yet' } });
       const canary = `PLANTED-SSH-${randomBytes(6).toString('hex')}-private`;
       const home = join(f.root, 'home');
       mkdirSync(join(home, '.ssh'), { recursive: true });
       writeFileSync(join(home, '.ssh', 'id_rsa'), `-----BEGIN KEY-----\n${canary}\n`);
-      Object.assign(f.env, { HOME: home, SWITCHBOARD_SERVER_TOKEN: '' });
+      Object.assign(f.env, {
+        HOME: home,
+        SWITCHBOARD_SERVER_TOKEN: '',
+        SWITCHBOARD_VERIFY_NETWORK: network,
+      });
       // serve shares the runner's HOME and state folder, and may run commands in the runner's folders.
       const server = await serve(
         ['--port', '0', '--pool', '0', '--skills', skills, '--allow-commands', '--repo-root', f.root],
@@ -118,11 +127,11 @@ describe('an agent cannot reach serve (issue 35)', () => {
       const run = JSON.parse(result.stdout) as RunJson;
       expect(run).toMatchObject({ ok: true, status: 'succeeded', mergedCommit: expect.any(String) });
 
-      // What check.sh got, as the run committed it: no token, no connection.
+      // What check.sh got, as the run committed it: no token, and no connection or a 401.
       const got = git(f.repo, 'show', `${run.mergedCommit ?? 'HEAD'}:result.txt`);
       expect(got).toContain('tokens found: 0');
       for (const path of ['/mcp', '/route', '/call'])
-        expect(got).toMatch(new RegExp(`^${path} unreachable`, 'm'));
+        expect(got).toMatch(new RegExp(`^${path} ${answer}`, 'm'));
       expect(got).not.toMatch(/ 200 /);
       // No workflow ran on serve, and the canary is in no commit, file, output or log.
       const workflows = await runCli(['workflow', 'ls', '--json'], { cwd: f.repo, env: f.env });
