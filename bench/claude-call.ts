@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 // Claude Code calls through Switchboard beside direct `claude -p --output-format json`, in one run, against
 // `switchboard sim` answering with zero delay. Run from the repository root under Node >= 22:
 //   node --experimental-strip-types --no-warnings bench/claude-call.ts [rounds] [--compare <checkout>] [--cli <launch.js or main.js>]
@@ -118,13 +119,17 @@ function viaCli(prompt: string, server?: string): Promise<number> {
   return timedRun(process.execPath, args, (output) => output.trim() === `pong: ${prompt}`);
 }
 
+/** serve's token, fixed for the run: every route but /healthz wants it (loopback included). */
+const serverToken = randomBytes(24).toString('hex');
+const authorization = `Bearer ${serverToken}`;
+
 /** Starts `switchboard serve` on a free port; its Claude Code processes reach the simulator through the environment. */
 function startServe(): Promise<{ url: string; stop: () => void } | string> {
   return new Promise((resolvePromise) => {
     // serve needs skills for POST /route, whatever the bench calls.
     const skills = join(import.meta.dirname, '../examples/skills');
     const child = spawn(process.execPath, [builtCli, 'serve', '--port', '0', '--skills', skills], {
-      env: environment,
+      env: { ...environment, SWITCHBOARD_SERVER_TOKEN: serverToken },
       cwd: stateDir,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -146,7 +151,7 @@ async function serveForBench(): Promise<{ url: string; stop: () => void } | stri
   if (typeof serve === 'string') return serve;
   const probe = await fetch(`${serve.url}/call`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json' },
+    headers: { 'content-type': 'application/json', authorization },
     body: JSON.stringify({ spec: 'claude:haiku', prompt: 'warm-up' }),
   });
   await probe.text();

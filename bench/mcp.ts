@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 // The MCP `route` round trip, side by side in one run: the MCP SDK client to `switchboard mcp` over
 // stdio, the same client to `serve`'s /mcp over Streamable HTTP, and `POST /route` on the same serve
 // as the reference (what a non-MCP caller pays). Each round does the three in a rotated order, each
@@ -29,8 +30,12 @@ const environment: NodeJS.ProcessEnv = Object.fromEntries(
 function stateFor(name: string): NodeJS.ProcessEnv {
   const stateDir = join(base, name);
   mkdirSync(stateDir);
-  return { ...environment, SWITCHBOARD_STATE_DIR: stateDir };
+  return { ...environment, SWITCHBOARD_STATE_DIR: stateDir, SWITCHBOARD_SERVER_TOKEN: serverToken };
 }
+
+/** serve's token, fixed for the run: every route but /healthz wants it (loopback included). */
+const serverToken = randomBytes(24).toString('hex');
+const authorization = `Bearer ${serverToken}`;
 
 /** Starts `switchboard serve` and resolves with its URL once it prints it. */
 function startServe(): Promise<{ url: string; child: ChildProcess }> {
@@ -61,7 +66,11 @@ await stdio.connect(
   }),
 );
 const http = new Client({ name: 'bench-http', version: '1' });
-await http.connect(new StreamableHTTPClientTransport(new URL('/mcp', serve.url)));
+await http.connect(
+  new StreamableHTTPClientTransport(new URL('/mcp', serve.url), {
+    requestInit: { headers: { authorization } },
+  }),
+);
 
 type Row = { name: string; route: (text: string) => Promise<string> };
 
@@ -79,7 +88,7 @@ const rows: Row[] = [
     async route(text) {
       const response = await fetch(`${serve.url}/route`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json' },
+        headers: { 'content-type': 'application/json', authorization },
         body: JSON.stringify({ text }),
       });
       return ((await response.json()) as { skill: string }).skill;

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 // `serve`'s POST /route under load, side by side in one run with a trivial Node HTTP server that
 // answers the same JSON: requests per second and latency percentiles from wrk (Debian's `wrk`, one
 // thread, 32 connections, a new text in every request so that no decision is a cache hit). Rows:
@@ -54,6 +55,10 @@ function waitForUrl(child: ChildProcess, pattern: RegExp): Promise<string> {
   });
 }
 
+/** serve's token, fixed for the run: every route but /healthz wants it (loopback included). */
+const serverToken = randomBytes(24).toString('hex');
+const authorization = `Bearer ${serverToken}`;
+
 async function startServe(name: string, flags: string[]): Promise<Server> {
   const stateDir = join(base, name.replace(/\W+/g, '-'));
   mkdirSync(stateDir);
@@ -62,7 +67,7 @@ async function startServe(name: string, flags: string[]): Promise<Server> {
     [cli, 'serve', '--port', '0', '--pool', '0', '--skills', skills, ...flags],
     {
       cwd: base,
-      env: { ...environment, SWITCHBOARD_STATE_DIR: stateDir },
+      env: { ...environment, SWITCHBOARD_STATE_DIR: stateDir, SWITCHBOARD_SERVER_TOKEN: serverToken },
       stdio: ['ignore', 'pipe', 'inherit'],
     },
   );
@@ -101,6 +106,7 @@ counter = 0
 words = {"review", "the", "pull", "request", "fix", "a", "bug", "in", "login", "release", "docs", "refactor", "module", "speed", "up", "query"}
 wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
+wrk.headers["Authorization"] = "${authorization}"
 request = function()
   counter = counter + 1
   local n = counter
@@ -148,7 +154,7 @@ try {
   servers.push(await startServe('serve --no-cache --no-ledger', ['--no-cache', '--no-ledger']));
   const sample = await fetch(`${servers[1]!.url}/route`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json' },
+    headers: { 'content-type': 'application/json', authorization },
     body: JSON.stringify({ text: 'review the pull request' }),
   });
   servers.push(await startTrivial(await sample.text()));

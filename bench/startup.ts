@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 // Start-up cost of what a shell caller or a routing-only program runs, side by side in one run: wall time
 // (spawn to exit) and peak RSS, min / median / max of N runs per row, rows interleaved (each run does every
 // row once, in a rotated order) so all see the same machine state. It runs the BUILT dist/, so build first:
@@ -362,6 +363,10 @@ for (const prefix of [
   }
 }
 
+/** serve's token, fixed for the run: every route but /healthz wants it (loopback included). */
+const serverToken = randomBytes(24).toString('hex');
+const authorization = `Bearer ${serverToken}`;
+
 /**
  * Starts `switchboard serve` (the built one) on a free port against the simulator, and probes POST /call.
  * Gives its URL, or why the row is skipped (today's serve answers only /route).
@@ -373,7 +378,11 @@ async function startServe(): Promise<{ url?: string; skipped?: string; stop(): P
   }
   const child = spawn(process.execPath, [cliMain, 'serve', '--port', '0', '--skills', skills], {
     cwd: workDirectory,
-    env: { ...environment, SWITCHBOARD_STATE_DIR: mkdtempSync(join(base, 'state-serve-')) },
+    env: {
+      ...environment,
+      SWITCHBOARD_STATE_DIR: mkdtempSync(join(base, 'state-serve-')),
+      SWITCHBOARD_SERVER_TOKEN: serverToken,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
@@ -401,7 +410,7 @@ async function startServe(): Promise<{ url?: string; skipped?: string; stop(): P
   }
   const probe = await fetch(`${url}/call`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json' },
+    headers: { 'content-type': 'application/json', authorization },
     body: JSON.stringify({ spec: 'claude:haiku', prompt: 'probe' }),
   }).catch((error: unknown) => error as Error);
   const answer = probe instanceof Error ? probe.message : `${probe.status} ${await probe.text()}`;

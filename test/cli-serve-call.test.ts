@@ -8,7 +8,7 @@ import { startSimulator, type Simulator } from '../src/sim/server.js';
 import { openLedger } from '../src/store/ledger.js';
 import { claudeProcessIds, waitForNoNewClaudeProcesses } from './helpers/claude.js';
 import { runCli, type CliRun } from './helpers/run-cli.js';
-import { killServers, serve } from './helpers/serve-process.js';
+import { killServers, serve as startServe, type Served } from './helpers/serve-process.js';
 import { waitFor } from './helpers/wait-for.js';
 
 // `switchboard serve`'s POST /call and the `--server` client of `call` and `route`, as a user runs them:
@@ -65,10 +65,24 @@ function run(args: string[], cwd: string, extra: NodeJS.ProcessEnv = {}, input =
   return runCli(args, { cwd, env: { ...env, ...extra }, input });
 }
 
-async function postCall(url: string, body: unknown): Promise<{ status: number; text: string }> {
+/** Each running server's `Authorization` header, by the URL it printed: /call wants the token. */
+const auth = new Map<string, { authorization: string }>();
+
+async function serve(args: string[], options: Parameters<typeof startServe>[1]): Promise<Served> {
+  const server = await startServe(args, options);
+  auth.set(server.url, server.auth);
+  return server;
+}
+
+/** POST /call, with the server's token when `url` is the address it printed. */
+async function postCall(
+  url: string,
+  body: unknown,
+  headers: Record<string, string> | undefined = auth.get(url),
+): Promise<{ status: number; text: string }> {
   const response = await fetch(`${url}/call`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json' },
+    headers: { 'content-type': 'application/json', ...headers },
     body: typeof body === 'string' ? body : JSON.stringify(body),
   });
   return { status: response.status, text: await response.text() };
@@ -254,7 +268,7 @@ describe('switchboard serve: safety', () => {
     });
     expect(weak.status).toBe(2);
     expect(weak.stderr).toMatch(/shorter than 16 characters/);
-    // 127.0.0.2 is loopback too: no token needed.
+    // 127.0.0.2 is loopback too: no token needed to listen there.
     const second = await serve(['--host', '127.0.0.2', '--port', '0', '--pool', '0'], { cwd, env, children });
     expect((await fetch(`${second.url}/healthz`)).status).toBe(200);
     second.child.kill('SIGTERM');
@@ -264,7 +278,7 @@ describe('switchboard serve: safety', () => {
   // A caller on another machine is simulated by this machine's own non-loopback address: the server
   // then sees that address, not 127.0.0.1, as the peer, exactly as for a remote caller.
   it.skipIf(externalAddress() === undefined)(
-    'answers a non-loopback caller 401 without the bearer token and serves it with the token',
+    'refuses a non-loopback caller without the bearer token and serves it with the token',
     async () => {
       const cwd = temporaryDirectory();
       const withToken = { ...env, SWITCHBOARD_SERVER_TOKEN: token };
@@ -276,19 +290,25 @@ describe('switchboard serve: safety', () => {
       const port = new URL(server.url).port;
       const remote = `http://${externalAddress() as string}:${port}`;
       const body = { spec: 'anthropic:claude-haiku-4-5', prompt: 'ping' };
+      // Without the token the name it is called by is checked first (as for a rebinding page): 403,
+      // whose hint names the token.
       const denied = await postCall(remote, body);
-      expect(denied.status).toBe(401);
-      expect(JSON.parse(denied.text)).toMatchObject({ error: { code: 'AUTH' } });
-      const wrong = await fetch(`${remote}/healthz`, {
-        headers: { authorization: 'Bearer not-the-token-at-all' },
+      expect(denied.status).toBe(403);
+      expect(JSON.parse(denied.text)).toMatchObject({
+        error: { code: 'FORBIDDEN', hint: expect.stringContaining('Authorization: Bearer <token>') },
       });
-      expect(wrong.status).toBe(401);
-      expect((await postCall(`http://127.0.0.1:${port}`, body)).status).toBe(200);
+      const wrong = await postCall(remote, body, { authorization: 'Bearer not-the-token-at-all' });
+      expect(wrong.status).toBe(403);
+      // Loopback is no pass either (issue 35): the token, from anywhere.
+      expect((await postCall(`http://127.0.0.1:${port}`, body, {})).status).toBe(401);
+      expect((await postCall(`http://127.0.0.1:${port}`, body, server.auth)).status).toBe(200);
+      expect((await postCall(remote, body, server.auth)).status).toBe(200);
 
+      // The server's token file is in this cwd, but it is never sent to an address beyond loopback.
       const api = ['call', '--server', remote, 'anthropic:claude-haiku-4-5', 'ping'];
       const noToken = await run(api, cwd);
-      expect(noToken.status).toBe(22);
-      expect(noToken.stderr).toMatch(/set SWITCHBOARD_SERVER_TOKEN to the token/);
+      expect(noToken.status).toBe(64);
+      expect(noToken.stderr).toMatch(/send "Authorization: Bearer <token>"/);
       expect(await run(api, cwd, { SWITCHBOARD_SERVER_TOKEN: token })).toEqual({
         status: 0,
         stdout: 'pong\n',

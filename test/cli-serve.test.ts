@@ -53,15 +53,20 @@ function temporaryDirectory(): string {
   return directory;
 }
 
-function serve(args: string[], cwd: string): Promise<Served> {
+/** Each running server's `Authorization` header, by URL: every route but /healthz wants the token. */
+const auth = new Map<string, { authorization: string }>();
+
+async function serve(args: string[], cwd: string): Promise<Served> {
   // These servers only route: no warm Claude Code processes.
-  return startServe(['--pool', '0', ...args], { cwd, env, children });
+  const server = await startServe(['--pool', '0', ...args], { cwd, env, children });
+  auth.set(server.url, server.auth);
+  return server;
 }
 
 async function post(url: string, body: string): Promise<{ status: number; json: Record<string, unknown> }> {
   const response = await fetch(`${url}/route`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json' },
+    headers: { 'content-type': 'application/json', ...auth.get(url) },
     body,
   });
   return { status: response.status, json: (await response.json()) as Record<string, unknown> };
@@ -135,7 +140,7 @@ describe('switchboard serve --metrics', () => {
     ] as const) {
       const response = await fetch(`${server.url}/route`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json' },
+        headers: { 'content-type': 'application/json', ...server.auth },
         body,
       });
       expect(response.status).toBe(400);
@@ -145,10 +150,10 @@ describe('switchboard serve --metrics', () => {
         error: { code: 'INVALID_INPUT', message: expect.stringMatching(message) },
       });
     }
-    expect((await fetch(`${server.url}/route`)).status).toBe(405);
-    expect((await fetch(`${server.url}/nowhere`)).status).toBe(404);
+    expect((await fetch(`${server.url}/route`, { headers: server.auth })).status).toBe(405);
+    expect((await fetch(`${server.url}/nowhere`, { headers: server.auth })).status).toBe(404);
 
-    const scraped = await fetch(`${server.url}/metrics`);
+    const scraped = await fetch(`${server.url}/metrics`, { headers: server.auth });
     expect(scraped.status).toBe(200);
     expect(scraped.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
     const samples = parsePrometheus(await scraped.text());
@@ -228,7 +233,7 @@ describe('switchboard serve', () => {
   it('has no /metrics without --metrics, and a busy port fails with exit 7 naming the port', async () => {
     const cwd = temporaryDirectory();
     const first = await serve(['--port', '0', '--skills', skills], cwd);
-    const metrics = await fetch(`${first.url}/metrics`);
+    const metrics = await fetch(`${first.url}/metrics`, { headers: first.auth });
     expect(metrics.status).toBe(404);
     expect(await metrics.json()).toMatchObject({ error: { hint: expect.stringMatching(/--metrics/) } });
 

@@ -247,7 +247,7 @@ describe('a server calls only the endpoints its config allows', () => {
     const post = async (spec: string) => {
       const response = await fetch(`${server.url}/call`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', host: new URL(server.url).host },
+        headers: { 'content-type': 'application/json', host: new URL(server.url).host, ...server.auth },
         body: JSON.stringify({ spec, prompt: 'hello' }),
       });
       const text = await response.text();
@@ -282,7 +282,11 @@ describe('a server calls only the endpoints its config allows', () => {
 
     // The MCP call tool over the server's HTTP endpoint.
     const client = new Client({ name: 'endpoint-keys-test', version: '1.0.0' });
-    await client.connect(new StreamableHTTPClientTransport(new URL('/mcp', server.url)));
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL('/mcp', server.url), {
+        requestInit: { headers: server.auth },
+      }),
+    );
     try {
       await expectMcpRefusal(sessionOf(client));
     } finally {

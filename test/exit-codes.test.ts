@@ -411,6 +411,12 @@ const cases: Record<keyof typeof EXIT_CODES, Case> = {
     );
     return run(['workflow', 'run', 'flow.yaml'], cwd);
   },
+  SERVER_AUTH: {
+    coveredBy: {
+      file: 'test/serve-token.test.ts',
+      test: 'call and route --server find the token file themselves; a wrong token is one line and exit 67',
+    },
+  },
   ABORTED: {
     coveredBy: {
       file: 'test/cli-agent-lifecycle.test.ts',

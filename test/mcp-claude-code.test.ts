@@ -183,7 +183,19 @@ describe('Claude Code with switchboard mcp', () => {
     });
     const added = await run(
       claude,
-      ['mcp', 'add', '--scope', 'user', '--transport', 'http', 'switchboard', `${served.url}/mcp`],
+      [
+        'mcp',
+        'add',
+        '--scope',
+        'user',
+        '--transport',
+        'http',
+        'switchboard',
+        `${served.url}/mcp`,
+        // Loopback is no pass: the client sends the server's token, as docs/mcp.md says.
+        '--header',
+        `Authorization: Bearer ${served.token}`,
+      ],
       { cwd, env },
     );
     expect(added.status, added.stderr).toBe(0);

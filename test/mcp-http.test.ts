@@ -51,7 +51,11 @@ afterAll(async () => {
   for (const directory of directories) rmSync(directory, { recursive: true, force: true });
 });
 
-async function connect(base: string, headers: Record<string, string> = {}): Promise<McpSession> {
+/** A session with the server's token unless `headers` say otherwise: /mcp wants it, loopback included. */
+async function connect(
+  base: string,
+  headers: Record<string, string> = { authorization: `Bearer ${token}` },
+): Promise<McpSession> {
   const client = new Client({ name: 'switchboard-http-test', version: '1.0.0' });
   await client.connect(
     new StreamableHTTPClientTransport(new URL('/mcp', base), { requestInit: { headers } }),
@@ -118,12 +122,16 @@ describe('switchboard serve: /mcp', () => {
 
     const notJson = await fetch(`${loopback()}/mcp`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        authorization: `Bearer ${token}`,
+      },
       body: '{"jsonrpc": "2.0",',
     });
     expect(notJson.status).toBe(400);
     expect(await notJson.json()).toMatchObject({ error: { code: -32700 } });
-    const get = await fetch(`${loopback()}/mcp`);
+    const get = await fetch(`${loopback()}/mcp`, { headers: { authorization: `Bearer ${token}` } });
     expect(get.status).toBe(405);
     expect(get.headers.get('allow')).toBe('POST');
     const still = await session.call('route', { text: 'the app crashes whenever I save' });
@@ -132,10 +140,12 @@ describe('switchboard serve: /mcp', () => {
 
   // Another machine is simulated by this machine's own non-loopback address, as in cli-serve-call.
   it.skipIf(externalAddress() === undefined)(
-    'a caller beyond loopback needs the bearer token, as on the other routes',
+    'a caller needs the bearer token, beyond loopback as on it, as on the other routes',
     async () => {
       const remote = `http://${externalAddress() as string}:${new URL(server.url).port}`;
-      await expect(connect(remote)).rejects.toThrow(/"code":"AUTH"/);
+      // Without it, the name it calls the server by is refused first; on loopback, the token is.
+      await expect(connect(remote, {})).rejects.toThrow(/"code":"FORBIDDEN"/);
+      await expect(connect(loopback(), {})).rejects.toThrow(/"code":"SERVER_AUTH"/);
       const session = await connect(remote, { authorization: `Bearer ${token}` });
       const routed = await session.call('route', { text: 'please add a dark mode setting' });
       expect(routed.structuredContent).toMatchObject({ skill: 'add-feature' });

@@ -290,9 +290,10 @@ describe('switchboard ui', () => {
   });
 
   it("has no /call or /route: those are serve's", async () => {
+    // Without the server's token it is 401, as every route but /healthz.
     const answer = await send('/call', {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', ...ui.auth },
       body: '{}',
     });
     expect(answer.status).toBe(404);
@@ -304,7 +305,8 @@ describe('switchboard serve --ui', () => {
   it('serves the dashboard only when asked to', async () => {
     const env = { ...process.env, SWITCHBOARD_SERVER_TOKEN: '' };
     const plain = await serve(['--port', '0', '--pool', '0'], { cwd: directory, env, children });
-    const answer = await fetch(`${plain.url}/ui/`);
+    // The server's token: without it, the answer is 401 (nothing but /healthz is open).
+    const answer = await fetch(`${plain.url}/ui/`, { headers: plain.auth });
     expect(answer.status).toBe(404);
     expect(((await answer.json()) as { error: { hint: string } }).error.hint).toMatch(/--ui/);
     plain.child.kill('SIGKILL');

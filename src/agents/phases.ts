@@ -15,6 +15,7 @@ import {
 } from './git.js';
 import type { RepositoryInfo } from './git.js';
 import { withRepoLock } from './repo-lock.js';
+import { VERIFY_NETWORK_VARIABLE } from './sandbox.js';
 import { runVerify, type CommandSandbox, type VerifyResult } from './verify.js';
 
 // The phases of an agent run as functions of their inputs: the runner (`runner.ts`) drives them from
@@ -124,8 +125,9 @@ export async function runSetup(options: SetupOptions): Promise<SetupResult> {
     timeoutMs: options.timeoutMs,
     env: options.env,
     // It runs the repository's code (install scripts), and a worktree made anew for a resumed run holds
-    // the run's branch, the agent's commits included: confined as verify is.
-    confine: options.sandbox,
+    // the run's branch, the agent's commits included: confined as verify is, but with the network
+    // (it installs packages).
+    confine: { ...options.sandbox, network: true },
     ...(options.abortSignal === undefined ? {} : { abortSignal: options.abortSignal }),
     ...(options.onSpawn === undefined ? {} : { onSpawn: options.onSpawn }),
   });
@@ -268,8 +270,9 @@ export async function verifyChange(options: VerifyChangeOptions): Promise<Verify
     cwd: options.worktree,
     timeoutMs: options.timeoutMs,
     env: options.env,
-    // It runs what the agent may have changed (a test file, an npm script): confined as the agent is.
-    confine: options.sandbox,
+    // It runs what the agent may have changed (a test file, an npm script): confined as the agent is,
+    // and off the network unless the user said otherwise: on loopback it could call `serve`.
+    confine: { ...options.sandbox, network: process.env[VERIFY_NETWORK_VARIABLE] === 'on' },
     ...(options.abortSignal === undefined ? {} : { abortSignal: options.abortSignal }),
     ...(options.onSpawn === undefined ? {} : { onSpawn: options.onSpawn }),
   });

@@ -1,6 +1,10 @@
 import { accessSync, constants, existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { delimiter, dirname, isAbsolute, join, relative, resolve } from 'node:path';
+import { registryFolder, serverStateFolders } from '../serve/token-file.js';
+
+/** `SWITCHBOARD_VERIFY_NETWORK=on`: the verify command keeps the machine's network (a database, a registry). */
+export const VERIFY_NETWORK_VARIABLE = 'SWITCHBOARD_VERIFY_NETWORK';
 
 /** `SWITCHBOARD_AGENT_SANDBOX`: `auto` (the default), `required` or `off`. */
 export const SANDBOX_VARIABLE = 'SWITCHBOARD_AGENT_SANDBOX';
@@ -60,6 +64,7 @@ export function sandboxSettings(invocation: {
           '/tmp',
           tmpdir(),
           ...runFolders(),
+          ...serverTokenFolders(),
           ...(invocation.hiddenDirectories ?? []),
         ]),
         allowRead: unique([
@@ -139,6 +144,12 @@ export interface ConfinedInvocation {
    * from the worktree's `.git` file: the agent can rewrite that to name any folder, `HOME` included.
    */
   gitDirectory?: string | undefined;
+  /**
+   * Keep the machine's network. Without it the command gets a network namespace of its own, a
+   * loopback with nothing on it: no local server (`serve`, a database) and nothing beyond.
+   * @default false
+   */
+  network?: boolean | undefined;
 }
 
 export interface ConfinedCommand {
@@ -155,7 +166,8 @@ export interface ConfinedCommand {
  * into the user's terminal); the system read-only; empty, throwaway `HOME`, `/tmp` and
  * `hiddenDirectories`; the repository's git folder readable; the worktree writable. The node that runs
  * Switchboard and the `PATH` folders stay readable where they lie in a hidden folder, so `npm test`
- * still finds its tools. The network is not confined: setup commands install packages.
+ * still finds its tools. No network unless `network` (setup keeps it, to install packages): a command
+ * the agent wrote must not reach a server on this machine.
  *
  * `off` runs `argv` as it is; so does `auto` on a platform other than Linux or when `bwrap` is not on
  * `PATH`, saying why in `note`; `required` runs bubblewrap all the same, on every platform, so a
@@ -166,6 +178,7 @@ export function confinedCommand({
   argv,
   hiddenDirectories = [],
   gitDirectory,
+  network = false,
 }: ConfinedInvocation): ConfinedCommand {
   const mode = process.env[SANDBOX_VARIABLE] ?? 'auto';
   if (mode === 'off') return { argv: [...argv], note: { enabled: false, reason: `${SANDBOX_VARIABLE}=off` } };
@@ -178,9 +191,14 @@ export function confinedCommand({
   const dotGit = join(worktree, '.git');
   // `/run` holds the machine's service sockets (Docker's, PostgreSQL's, the user's session bus): none
   // is the command's to use; nor is `/var/run` where it is a folder of its own rather than a link to it.
-  const hidden = outermost([homedir(), '/tmp', tmpdir(), ...runFolders(), ...hiddenDirectories]).filter(
-    (path) => path !== '/' && existsSync(path),
-  );
+  const hidden = outermost([
+    homedir(),
+    '/tmp',
+    tmpdir(),
+    ...runFolders(),
+    ...serverTokenFolders(),
+    ...hiddenDirectories,
+  ]).filter((path) => path !== '/' && existsSync(path));
   // Inside a hidden folder, never the folder itself: a PATH entry of `HOME` must not bring it back.
   const readable = toolDirectories().filter((path) =>
     hidden.some((folder) => path !== folder && within(path, folder)),
@@ -195,6 +213,7 @@ export function confinedCommand({
       '--die-with-parent',
       '--new-session',
       '--unshare-pid',
+      ...(network ? [] : ['--unshare-net']),
       ...['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc'],
       ...hidden.flatMap((path) => ['--tmpfs', path]),
       ...readable.flatMap((path) => ['--ro-bind', path, path]),
@@ -207,6 +226,14 @@ export function confinedCommand({
     ],
     note: { enabled: true },
   };
+}
+
+/**
+ * Where running servers keep their tokens: the per-user registry and each server's state folder,
+ * wherever it lies (a token there would let a command the agent wrote call `serve`).
+ */
+function serverTokenFolders(): string[] {
+  return [registryFolder(), ...serverStateFolders()];
 }
 
 /** The install folder of the node running Switchboard and the folders on `PATH`, as they exist. */

@@ -33,7 +33,7 @@ export interface RunVerifyOptions {
    * Run it in a sandbox as the agent's Bash runs (see `confinedCommand`), hiding `hiddenDirectories`
    * too: a command that runs code the agent may have changed must. @default unconfined
    */
-  confine?: CommandSandbox;
+  confine?: CommandSandbox & Pick<ConfinedInvocation, 'network'>;
 }
 
 /**

@@ -4,7 +4,7 @@ import type { ConfigOverrides } from '../core/config.js';
 import { SwitchboardError } from '../core/errors.js';
 import type { CallBody } from '../serve/call-body.js';
 import { printCallResult } from './call-output.js';
-import { askServer, serverAddress } from './server-client.js';
+import { askServer, clientStateDir, serverAddress } from './server-client.js';
 import { textFromArguments } from './stdin.js';
 
 // What `switchboard call` does once its arguments are parsed, whichever parser read them: commander
@@ -56,7 +56,7 @@ export async function runCall(
   if (server !== undefined) {
     const reasons = inProcessOnly(flags);
     if (reasons.length === 0) {
-      const answer = await askServer(server, '/call', body);
+      const answer = await askServer(server, '/call', body, { stateDir: clientStateDir(globals().stateDir) });
       if (answer !== undefined) {
         printCallResult(answer as CallResult, { json: flags.json === true, streamed: false });
         return;

@@ -228,6 +228,7 @@ async function hookOutputFor(
     input,
     router,
     server,
+    stateDir: config.stateDir,
     minConfidence: lenientNumber(
       flags.minConfidence,
       DEFAULT_MIN_CONFIDENCE,

@@ -15,7 +15,7 @@ import {
   type RoutingFlags,
 } from './shared.js';
 import { createProgress, trainingProgress } from './progress.js';
-import { askServer, serverAddress } from './server-client.js';
+import { askServer, clientStateDir, serverAddress } from './server-client.js';
 import { registerRoutePrimeCommand } from './route-prime.js';
 import { textFromArguments } from './stdin.js';
 
@@ -63,7 +63,12 @@ export function registerRouteCommand(program: Command): void {
     const server = serverAddress(flags.server);
     if (server !== undefined) {
       const text = await textFromArguments(words, 'request');
-      const decision = await askServer(server, '/route', { text });
+      const decision = await askServer(
+        server,
+        '/route',
+        { text },
+        { stateDir: clientStateDir(globals.stateDir) },
+      );
       if (decision !== undefined) return printDecision(decision as RouteDecision, flags);
       const config = resolveConfig(globals, flags);
       requireRoutes(config);

@@ -8,8 +8,9 @@ import type { RouteMetrics } from '../observe/prometheus.js';
 import type { McpContext } from '../mcp/context.js';
 import type { Router } from '../route/router.js';
 import type { CommandPolicy } from '../mcp/command-policy.js';
-import { authorize, callerOf, checkListenAddress, serverToken } from '../serve/auth.js';
+import { authorize, callerOf, checkListenAddress, serverToken, serverTokenOrNew } from '../serve/auth.js';
 import type { CallService } from '../serve/call-handler.js';
+import { removeTokenFiles, writeTokenFiles } from '../serve/token-file.js';
 import { methodNotAllowed, sendError, sendJson, statusFor, toSwitchboardError } from '../serve/http.js';
 import type { Dashboard } from '../serve/ui/handler.js';
 import { checkRequest, corsFor, type GuardSettings } from '../serve/request-guard.js';
@@ -115,7 +116,8 @@ export function registerServeCommand(program: Command): void {
         'let /mcp callers run agent_run and workflows with scripts or agents, in --repo-root folders only',
       )
       .option('--repo-root <dir>', 'a folder --allow-commands may work in; repeatable', collect, [])
-      .option('--require-token', 'callers on this machine need SWITCHBOARD_SERVER_TOKEN too')
+      // Kept so scripts that pass it still start: every caller needs the token now, loopback included.
+      .option('--require-token', 'no effect: every caller needs the token now (kept for old scripts)')
       .option('--ui', 'serve the dashboard at /ui/; its URL, with a token, is printed at start'),
   ).action(async (flags: ServeFlags, command: Command) => {
     const globals = command.optsWithGlobals<GlobalFlags>();
@@ -151,12 +153,14 @@ export function registerUiCommand(program: Command): void {
 }
 
 async function runServer(config: SwitchboardConfig, flags: ServeFlags, mode: ServerMode): Promise<void> {
-  const token = serverToken();
+  // Beyond loopback only a token the user chose will do: a remote caller cannot read the token file.
+  checkListenAddress(flags.host, serverToken());
+  const token = serverTokenOrNew();
   const access = await accessSettings(config, flags);
-  checkListenAddress(flags.host, token, access.requireToken);
   const services = await startServices(config, flags, !mode.uiOnly);
   let dashboard: Dashboard | undefined;
   let retention: NodeJS.Timeout | undefined;
+  let tokenFiles: string[] = [];
   try {
     const { createServer } = await import('node:http');
     const inFlight = new AbortController();
@@ -185,7 +189,11 @@ async function runServer(config: SwitchboardConfig, flags: ServeFlags, mode: Ser
       for (const response of unanswered) if (!response.headersSent) response.setHeader('connection', 'close');
     };
     await listen(server, flags.host, flags.port);
+    // Listening for SIGTERM before saying so: a supervisor that stops the server as soon as it reads
+    // the line must still get a clean stop (and the token files removed), not Node's default death.
+    const stopped = untilSignal(server, inFlight, onStop, flags.grace * 1000);
     const base = serverUrl(server);
+    tokenFiles = await publishToken(config, server, base, token);
     if (dashboard !== undefined) {
       const { uiUrl } = await import('../serve/ui/access.js');
       dashboard.access.port = (server.address() as AddressInfo).port;
@@ -196,9 +204,11 @@ async function runServer(config: SwitchboardConfig, flags: ServeFlags, mode: Ser
     process.stdout.write(`switchboard: listening on ${base}\n`);
     if (flags.pool > 0) services.calls.warm();
     retention = keepWithin(config);
-    await untilSignal(server, inFlight, onStop, flags.grace * 1000);
+    await stopped;
     await finishMcpRuns(mcp, inFlight, flags.grace * 1000);
   } finally {
+    // First: a client must not find the token of a server that no longer answers.
+    removeTokenFiles(tokenFiles, token);
     clearInterval(retention);
     await dashboard?.close();
     await services.router?.close();
@@ -236,7 +246,35 @@ function keepWithin(config: SwitchboardConfig): NodeJS.Timeout | undefined {
   return timer;
 }
 
-async function startDashboard(mcp: McpContext, serverToken: string | undefined): Promise<Dashboard> {
+/** Writes the token files local clients read (see `serve/token-file.ts`); the files to remove at exit. */
+async function publishToken(
+  config: SwitchboardConfig,
+  server: Server,
+  url: string,
+  token: string,
+): Promise<string[]> {
+  const { port } = server.address() as AddressInfo;
+  try {
+    const { files, warnings } = await writeTokenFiles(
+      { url, token, pid: process.pid, stateDir: config.stateDir },
+      port,
+    );
+    for (const warning of warnings) warn(`serve: ${warning}`);
+    return files;
+  } catch (error) {
+    server.close();
+    throw new SwitchboardError(
+      'STORE_ERROR',
+      `cannot write the server's token file in ${config.stateDir}: ${(error as Error).message}`,
+      {
+        hint: 'make the state folder writable, or pass another --state-dir',
+        cause: error,
+      },
+    );
+  }
+}
+
+async function startDashboard(mcp: McpContext, serverToken: string): Promise<Dashboard> {
   const [{ openDashboard }, { newUiToken }] = await Promise.all([
     import('../serve/ui/handler.js'),
     import('../serve/ui/access.js'),
@@ -309,7 +347,6 @@ export async function startServices(
 /** Who may call the server and what `/mcp`'s command-running tools may do: flags over switchboard.yaml. */
 interface AccessSettings {
   guard: GuardSettings;
-  requireToken: boolean;
   commands: CommandPolicy;
 }
 
@@ -328,7 +365,6 @@ async function accessSettings(config: SwitchboardConfig, flags: ServeFlags): Pro
       listenHost: flags.host,
       allowedOrigins: parseAllowedOrigins([...config.serve.allowedOrigins, ...flags.allowOrigin]),
     },
-    requireToken: flags.requireToken === true || config.serve.requireToken,
     commands: { allowCommands, repoRoots },
   };
 }
@@ -341,7 +377,7 @@ async function accessSettings(config: SwitchboardConfig, flags: ServeFlags): Pro
 function admit(
   request: IncomingMessage,
   response: ServerResponse,
-  token: string | undefined,
+  token: string,
   access: AccessSettings,
   dashboard: Dashboard | undefined,
 ): boolean {
@@ -353,12 +389,12 @@ function admit(
     dashboard.unauthorized(response);
     return false;
   }
-  const how = ui ? 'token' : authorize(callerOf(request), token, access.requireToken);
-  if (how === undefined) {
-    unauthorized(response);
-    return false;
-  }
-  const refusal = checkRequest(request, access.guard, how === 'token');
+  // Health is all a caller without the token learns: whether the server is up.
+  const open = !ui && url.pathname === '/healthz';
+  const holdsToken = ui || authorize(callerOf(request), token);
+  // A web page's request (foreign Host or Origin, a body not sent as JSON) is told so first: it is
+  // refused either way, and 403 says why better than 401.
+  const refusal = checkRequest(request, access.guard, holdsToken);
   if (refusal !== undefined) {
     // The body is left unread, as for a 401.
     response.setHeader('connection', 'close');
@@ -367,8 +403,13 @@ function admit(
   }
   const cors = corsFor(request, access.guard.allowedOrigins);
   for (const [name, value] of Object.entries(cors.headers)) response.setHeader(name, value);
+  // A browser's preflight never carries credentials; answering it acts on nothing and reveals nothing.
   if (cors.preflight) {
     response.writeHead(204).end();
+    return false;
+  }
+  if (!holdsToken && !open) {
+    unauthorized(response);
     return false;
   }
   return true;
@@ -381,8 +422,8 @@ function unauthorized(response: ServerResponse): void {
   sendError(
     response,
     401,
-    new SwitchboardError('AUTH', 'this server answers callers on other machines only with its token', {
-      hint: 'send "Authorization: Bearer <token>" (switchboard call/route send SWITCHBOARD_SERVER_TOKEN)',
+    new SwitchboardError('SERVER_AUTH', 'this server answers only callers that send its token', {
+      hint: 'send "Authorization: Bearer <token>": the token is SWITCHBOARD_SERVER_TOKEN, or the serve-<port>.token file in the state folder serve was started with (switchboard call/route --server find it)',
     }),
   );
 }

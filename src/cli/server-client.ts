@@ -1,6 +1,8 @@
 import type { ClientRequest, IncomingMessage } from 'node:http';
+import { resolve } from 'node:path';
 import { isErrorCode, SwitchboardError } from '../core/errors.js';
 import { isPlainObject } from '../core/plain-object.js';
+import { findServerToken, namesLoopback, TOKEN_VARIABLE, type FoundToken } from '../serve/token-file.js';
 
 // The `--server` side of `switchboard call` and `switchboard route`: one HTTP request to a running
 // `switchboard serve`. Kept to node:http and the error type, so a command that goes to a server starts
@@ -8,8 +10,6 @@ import { isPlainObject } from '../core/plain-object.js';
 
 /** The environment variable naming a server, like `--server`. */
 export const SERVER_VARIABLE = 'SWITCHBOARD_SERVER';
-/** Sent as `Authorization: Bearer …` when set: what a server listening beyond loopback asks for. */
-const TOKEN_VARIABLE = 'SWITCHBOARD_SERVER_TOKEN';
 /** A server that has not accepted the connection by then counts as not answering. */
 export const CONNECT_TIMEOUT_MS = 1_000;
 
@@ -32,6 +32,16 @@ export function serverAddress(flag: string | undefined, environment = process.en
   return url;
 }
 
+/**
+ * The state folder whose token file a client reads first: `--state-dir`, else `SWITCHBOARD_STATE_DIR`,
+ * else `./.switchboard` (a `state_dir` in switchboard.yaml is not read, to keep this path quick; the
+ * per-user registry finds such a server).
+ */
+export function clientStateDir(flag: string | undefined, environment = process.env): string {
+  const given = flag ?? environment['SWITCHBOARD_STATE_DIR'];
+  return resolve(given === undefined || given.trim() === '' ? '.switchboard' : given.trim());
+}
+
 /** The request could not be delivered; the command runs in process instead. */
 class NotAnswered extends Error {}
 
@@ -44,12 +54,20 @@ export async function askServer(
   server: URL,
   path: '/call' | '/route',
   body: unknown,
-  { connectTimeoutMs = CONNECT_TIMEOUT_MS }: { connectTimeoutMs?: number } = {},
+  {
+    connectTimeoutMs = CONNECT_TIMEOUT_MS,
+    stateDir,
+  }: {
+    connectTimeoutMs?: number;
+    /** The state folder whose token file to read first (`--state-dir`, `SWITCHBOARD_STATE_DIR`). */
+    stateDir?: string | undefined;
+  } = {},
 ): Promise<unknown> {
   const target = new URL(path, server);
+  const token = findServerToken(server, { stateDir: stateDir ?? clientStateDir(undefined) });
   try {
-    const { status, text } = await post(target, JSON.stringify(body), connectTimeoutMs);
-    return answerOf(status, text, server);
+    const { status, text } = await post(target, JSON.stringify(body), connectTimeoutMs, token?.token);
+    return answerOf(status, text, server, token);
   } catch (error) {
     if (!(error instanceof NotAnswered)) throw error;
     process.stderr.write(
@@ -59,7 +77,7 @@ export async function askServer(
   }
 }
 
-function answerOf(status: number, text: string, server: URL): unknown {
+function answerOf(status: number, text: string, server: URL, token: FoundToken | undefined): unknown {
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -71,13 +89,9 @@ function answerOf(status: number, text: string, server: URL): unknown {
   if (!isPlainObject(error)) throw new NotAnswered(`status ${status} without a switchboard answer`);
   // An older server, or one that routes nothing: the command can still run here.
   if (status === 404) throw new NotAnswered(String(error['message']));
+  if (status === 401) throw refused(server, token);
   const code = isErrorCode(error['code']) ? error['code'] : 'INTERNAL';
-  const hint =
-    status === 401
-      ? `set ${TOKEN_VARIABLE} to the token ${server.origin} was started with`
-      : typeof error['hint'] === 'string'
-        ? error['hint']
-        : undefined;
+  const hint = typeof error['hint'] === 'string' ? error['hint'] : undefined;
   throw new SwitchboardError(code, String(error['message'] ?? `the server answered ${status}`), {
     ...(hint === undefined ? {} : { hint }),
     ...(typeof error['retryable'] === 'boolean' ? { retryable: error['retryable'] } : {}),
@@ -87,15 +101,39 @@ function answerOf(status: number, text: string, server: URL): unknown {
   });
 }
 
+/** The one-line refusal, naming where the token sent came from, or where it could be found. */
+function refused(server: URL, token: FoundToken | undefined): SwitchboardError {
+  if (token === undefined && !namesLoopback(server)) {
+    return new SwitchboardError('SERVER_AUTH', `server ${server.origin} wants its token`, {
+      hint: `set ${TOKEN_VARIABLE} to the token ${server.origin} was started with (a token file is sent only to a loopback address)`,
+    });
+  }
+  if (token === undefined) {
+    return new SwitchboardError('SERVER_AUTH', `server ${server.origin} wants its token and none was found`, {
+      hint: `set ${TOKEN_VARIABLE}, or run from the folder serve was started in (its token is in .switchboard/serve-${server.port || 80}.token) or pass its --state-dir`,
+    });
+  }
+  return new SwitchboardError(
+    'SERVER_AUTH',
+    `server ${server.origin} refused the token from ${token.source}`,
+    {
+      hint:
+        token.source === TOKEN_VARIABLE
+          ? `set ${TOKEN_VARIABLE} to the token ${server.origin} was started with, or unset it to use the server's token file`
+          : `that file belongs to another server: set ${TOKEN_VARIABLE} to the token ${server.origin} was started with`,
+    },
+  );
+}
+
 async function post(
   target: URL,
   payload: string,
   connectTimeoutMs: number,
+  token: string | undefined,
 ): Promise<{ status: number; text: string }> {
   // Not `import('node:http')`: the ES module view of node:http reads every export, which loads Node's
   // bundled undici (fetch, WebSocket) for nothing, about 30 ms of a command that should take 100.
   const { request } = process.getBuiltinModule(target.protocol === 'https:' ? 'node:https' : 'node:http');
-  const token = process.env[TOKEN_VARIABLE]?.trim();
   return new Promise((resolve, reject) => {
     let connected = false;
     const outgoing: ClientRequest = request(target, {
@@ -104,7 +142,7 @@ async function post(
       headers: {
         'content-type': 'application/json',
         'content-length': Buffer.byteLength(payload),
-        ...(token === undefined || token === '' ? {} : { authorization: `Bearer ${token}` }),
+        ...(token === undefined ? {} : { authorization: `Bearer ${token}` }),
       },
     });
     const timer = setTimeout(

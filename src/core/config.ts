@@ -182,6 +182,7 @@ function configFileSchema(z: ReturnType<typeof loadZod>) {
         allow_commands: z.boolean().optional(),
         repo_roots: z.array(z.string().min(1)).optional(),
         /** Ask loopback callers for the token too (a machine shared with other users). */
+        // No effect since every caller needs the token; accepted so older files still load.
         require_token: z.boolean().optional(),
       })
       .optional(),
@@ -282,8 +283,6 @@ export interface ServeSettings {
   allowCommands: boolean;
   /** Absolute folders those tools may work in. */
   repoRoots: string[];
-  /** Loopback callers need the token too. @default false */
-  requireToken: boolean;
 }
 
 /**
@@ -453,7 +452,6 @@ export function loadConfig({
       allowedOrigins: [...(file.serve?.allowed_origins ?? [])],
       allowCommands: file.serve?.allow_commands ?? false,
       repoRoots: (file.serve?.repo_roots ?? []).map((root) => resolve(fileDirectory, root)),
-      requireToken: file.serve?.require_token ?? false,
     },
   };
   if (exists) config.configFile = path;

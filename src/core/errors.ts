@@ -56,6 +56,7 @@ export const ERROR_CODES = [
   'SECRET_IN_CHANGE',
   'GATE_TAKEN',
   'OUTPUT_LIMIT',
+  'SERVER_AUTH',
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
@@ -216,6 +217,8 @@ export const EXIT_CODES = {
   ENDPOINT_NOT_ALLOWED: 65,
   /** `switchboard workflow`: a script step printed more than its `max_output_bytes` on stdout or stderr; it was killed. */
   OUTPUT_LIMIT: 66,
+  /** `--server`, `SWITCHBOARD_SERVER`: the server refused the token (none found, or not its own). */
+  SERVER_AUTH: 67,
   ABORTED: 130,
 } as const satisfies Record<string, number>;
 

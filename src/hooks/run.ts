@@ -15,6 +15,8 @@ export interface PromptHookOptions {
   /** The server to ask first (named, or the default address to try), or none. */
   server: URL | undefined;
   minConfidence: number;
+  /** The state folder whose token file for the server to read first (the registry is read after). */
+  stateDir?: string;
   /** Fires at the deadline: whatever is under way is abandoned. */
   abortSignal: AbortSignal;
   /** Hears why the hook stays silent (for SWITCHBOARD_DEBUG). */
@@ -43,7 +45,12 @@ export async function promptHookOutput(options: PromptHookOptions): Promise<stri
   if (input.sessionId !== undefined) tags['session'] = input.sessionId;
 
   if (options.server !== undefined) {
-    const decision = await routeOnServer(options.server, { text: input.prompt, tags }, options.abortSignal);
+    const decision = await routeOnServer(
+      options.server,
+      { text: input.prompt, tags },
+      options.abortSignal,
+      options.stateDir,
+    );
     if (decision !== undefined) return named(decision, await describe(decision, options.router?.options));
     if (options.abortSignal.aborted) return silent('past the deadline');
   }

@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { RouteDecision } from '../core/route-types.js';
 import { isPlainObject } from '../core/plain-object.js';
+import { findServerToken } from '../serve/token-file.js';
 
 /** Where `switchboard serve` listens unless told otherwise. */
 export const DEFAULT_SERVER = 'http://127.0.0.1:8787';
@@ -14,12 +15,15 @@ export function routeOnServer(
   server: URL,
   body: { text: string; tags: Record<string, string> },
   abortSignal: AbortSignal,
+  stateDir?: string,
 ): Promise<RouteDecision | undefined> {
   const target = new URL('/route', server);
   // node:http from the built-ins table: its ES module view would load Node's bundled undici for nothing.
   const { request } = process.getBuiltinModule(target.protocol === 'https:' ? 'node:https' : 'node:http');
   const payload = JSON.stringify(body);
-  const token = process.env['SWITCHBOARD_SERVER_TOKEN']?.trim();
+  // The server's token file (or SWITCHBOARD_SERVER_TOKEN): without it serve answers 401 and the hook
+  // routes in process.
+  const token = findServerToken(server, { stateDir })?.token;
   return new Promise((resolve) => {
     const outgoing = request(target, {
       method: 'POST',
@@ -28,7 +32,7 @@ export function routeOnServer(
       headers: {
         'content-type': 'application/json',
         'content-length': Buffer.byteLength(payload),
-        ...(token === undefined || token === '' ? {} : { authorization: `Bearer ${token}` }),
+        ...(token === undefined ? {} : { authorization: `Bearer ${token}` }),
       },
     });
     outgoing.once('error', () => resolve(undefined));

@@ -1,10 +1,11 @@
-import { timingSafeEqual } from 'node:crypto';
+import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { isIP } from 'node:net';
 import { SwitchboardError } from '../core/errors.js';
 
-/** The environment variable holding the bearer token non-loopback callers must present. */
-export const TOKEN_VARIABLE = 'SWITCHBOARD_SERVER_TOKEN';
+import { TOKEN_VARIABLE } from './token-file.js';
+
+export { TOKEN_VARIABLE };
 
 /** Whether a peer or listening address is this machine's loopback (127.0.0.0/8, ::1, IPv4-mapped). */
 export function isLoopbackAddress(address: string | undefined): boolean {
@@ -18,12 +19,7 @@ export function isLoopbackAddress(address: string | undefined): boolean {
  * Refuses to listen beyond loopback without a token: a server that calls paid models with this
  * machine's keys must not answer the network unauthenticated. `localhost` counts as loopback.
  */
-export function checkListenAddress(host: string, token: string | undefined, requireToken = false): void {
-  if (requireToken && token === undefined) {
-    throw new SwitchboardError('INVALID_INPUT', `--require-token needs ${TOKEN_VARIABLE}`, {
-      hint: `set ${TOKEN_VARIABLE} to a long random value (e.g. \`openssl rand -hex 32\`), or leave --require-token off`,
-    });
-  }
+export function checkListenAddress(host: string, token: string | undefined): void {
   if (host === 'localhost' || isLoopbackAddress(host)) return;
   if (token !== undefined) return;
   throw new SwitchboardError('INVALID_INPUT', `refusing to listen on ${host} without a token`, {
@@ -46,44 +42,39 @@ export function serverToken(environment: NodeJS.ProcessEnv = process.env): strin
   return token;
 }
 
-/** What `authorize` looks at: the peer's address and its `Authorization` header. */
-export interface Caller {
-  remoteAddress: string | undefined;
-  authorization: string | undefined;
-  /** The request names a client behind a proxy (`Forwarded`, `X-Forwarded-For`, `X-Real-IP`). */
-  forwarded?: boolean;
+/**
+ * The token the server answers to: `SWITCHBOARD_SERVER_TOKEN`, else a new random one (256 bits) that
+ * local clients read from the server's token file.
+ */
+export function serverTokenOrNew(environment: NodeJS.ProcessEnv = process.env): string {
+  return serverToken(environment) ?? randomBytes(32).toString('base64url');
 }
 
-/** Headers a reverse proxy or tunnel adds: their caller is wherever the proxy's clients are. */
-const FORWARDING_HEADERS = ['forwarded', 'x-forwarded-for', 'x-real-ip', 'x-forwarded-host'];
+/** What `authorize` looks at: the `Authorization` header of the request. */
+export interface Caller {
+  authorization: string | undefined;
+}
 
 /**
- * How a caller is let in: `token` when it presented the server's token, `loopback` when it is on
- * this machine (and `requireToken` is off, and no proxy header says it forwards another caller's
- * request), `undefined` when it may not go ahead. The token is
- * compared in constant time; one of another length is wrong before any byte is compared.
+ * Whether the caller presented the server's token as `Authorization: Bearer <token>`: the one rule of
+ * every route that acts or reveals, loopback included. A program on this machine is not trusted for
+ * being here (an agent's verify command is one); holding the token, which lies in files only the
+ * user's own programs outside a sandbox read, is what lets it in. The token is compared in constant
+ * time; one of another length is wrong before any byte is compared.
  */
-export function authorize(
-  { remoteAddress, authorization, forwarded = false }: Caller,
-  token: string | undefined,
-  requireToken = false,
-): 'token' | 'loopback' | undefined {
-  if (token !== undefined) {
-    const presented = /^Bearer\s+(.+)$/i.exec(authorization ?? '')?.[1]?.trim() ?? '';
-    const expected = Buffer.from(token, 'utf8');
-    const given = Buffer.from(presented, 'utf8');
-    if (given.length === expected.length && timingSafeEqual(given, expected)) return 'token';
-  }
-  // A proxy on this machine makes every caller look local; one that says it forwards gets no pass.
-  if (!requireToken && !forwarded && isLoopbackAddress(remoteAddress)) return 'loopback';
-  return undefined;
+export function authorize({ authorization }: Caller, token: string): boolean {
+  return presentsToken(authorization, token);
+}
+
+/** Whether an `Authorization` header carries `token` as its bearer token (constant time). */
+export function presentsToken(authorization: string | undefined, token: string): boolean {
+  const presented = /^Bearer\s+(.+)$/i.exec(authorization ?? '')?.[1]?.trim() ?? '';
+  const expected = Buffer.from(token, 'utf8');
+  const given = Buffer.from(presented, 'utf8');
+  return given.length === expected.length && timingSafeEqual(given, expected);
 }
 
 /** The caller of a request, for `authorize`. */
 export function callerOf(request: IncomingMessage): Caller {
-  return {
-    remoteAddress: request.socket.remoteAddress,
-    authorization: request.headers.authorization,
-    forwarded: FORWARDING_HEADERS.some((name) => request.headers[name] !== undefined),
-  };
+  return { authorization: request.headers.authorization };
 }

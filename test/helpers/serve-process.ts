@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 
 const cli = join(import.meta.dirname, '../../dist/cli/main.js');
 
@@ -9,6 +10,23 @@ export interface Served {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   stdout: () => string;
   stderr: () => string;
+  /** The server's token, from the token file it wrote in its state folder. */
+  token: string;
+  /** `{ authorization: 'Bearer <token>' }`, for a request's headers. */
+  auth: { authorization: string };
+}
+
+/** The state folder a server started with `args` in `cwd` uses (as config.ts resolves it, less the yaml). */
+export function stateFolderOf(args: readonly string[], cwd: string, env: NodeJS.ProcessEnv): string {
+  const flag = args.indexOf('--state-dir');
+  const given = flag === -1 ? env['SWITCHBOARD_STATE_DIR'] : args[flag + 1];
+  return resolve(cwd, given === undefined || given === '' ? '.switchboard' : given);
+}
+
+/** The token a running server wrote to `<stateDir>/serve-<port>.token`. */
+export function tokenOf(url: string, stateDir: string): string {
+  const port = new URL(url).port;
+  return (JSON.parse(readFileSync(join(stateDir, `serve-${port}.token`), 'utf8')) as { token: string }).token;
 }
 
 /**
@@ -40,7 +58,15 @@ export function serve(
       stdout += chunk.toString('utf8');
       const url = /listening on (http:\/\/\S+)/.exec(stdout)?.[1];
       if (url !== undefined) {
-        resolve({ url, child, exited, stdout: () => stdout, stderr: () => stderr });
+        let token: string;
+        try {
+          token = tokenOf(url, stateFolderOf(args, cwd, env));
+        } catch (error) {
+          reject(error as Error);
+          return;
+        }
+        const auth = { authorization: `Bearer ${token}` };
+        resolve({ url, child, exited, stdout: () => stdout, stderr: () => stderr, token, auth });
       }
     });
     child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));

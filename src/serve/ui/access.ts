@@ -1,5 +1,6 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { presentsToken } from '../auth.js';
 
 // Who may see the dashboard: whoever holds this server's UI token. The server prints a URL carrying it
 // (as Jupyter does); the first visit trades it for a cookie and drops it from the address bar, so deep
@@ -41,20 +42,17 @@ function cookieValue(request: IncomingMessage, name: string): string | undefined
 export interface UiAccess {
   token: string;
   port: number;
-  /** `SWITCHBOARD_SERVER_TOKEN`, which scripts may present instead (as `Authorization: Bearer`). */
-  serverToken?: string | undefined;
+  /** The server's token, which scripts may present instead (as `Authorization: Bearer`). */
+  serverToken: string;
 }
 
 /** Whether the request carries the UI cookie, or the UI or server token as a bearer token. */
 export function holdsUiToken(request: IncomingMessage, access: UiAccess): boolean {
   const cookie = cookieValue(request, cookieName(access.port));
   if (cookie !== undefined && sameToken(cookie, access.token)) return true;
-  const bearer = /^Bearer\s+(.+)$/i.exec(request.headers.authorization ?? '')?.[1]?.trim();
-  if (bearer === undefined) return false;
-  return (
-    sameToken(bearer, access.token) ||
-    (access.serverToken !== undefined && sameToken(bearer, access.serverToken))
-  );
+  // The server's own rule (`authorize`), and the same rule for the UI's token: nothing looser.
+  const authorization = request.headers.authorization;
+  return presentsToken(authorization, access.token) || presentsToken(authorization, access.serverToken);
 }
 
 /**

@@ -1,0 +1,163 @@
+import { mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+
+// Where a running `serve` keeps its token for the programs of its user, as Jupyter keeps its server's:
+// a 0600 file in its state folder, and one in a per-user registry under HOME keyed by port, so a client
+// started in another folder (the prompt hook, run from Claude Code's project) finds it too. Both lie
+// where an agent's sandbox sees nothing: HOME is always hidden, and `serverStateFolders` names the state
+// folders of running servers for the sandbox to hide. Kept to node built-ins: `call --server` reads it
+// on its fast path.
+
+/** The environment variable holding the server's token; set, it wins over the files. */
+export const TOKEN_VARIABLE = 'SWITCHBOARD_SERVER_TOKEN';
+
+/** What a token file holds. */
+export interface TokenRecord {
+  url: string;
+  token: string;
+  pid: number;
+  /** The server's state folder: hidden from agents' sandboxes while the server runs. */
+  stateDir: string;
+}
+
+/** The per-user registry: one file per port of a running server. */
+export function registryFolder(home = homedir()): string {
+  return join(home, '.switchboard', 'servers');
+}
+
+/** The token file in a state folder for a server on `port`. */
+export function stateTokenFile(stateDir: string, port: number): string {
+  return join(stateDir, `serve-${port}.token`);
+}
+
+function registryTokenFile(port: number, home?: string): string {
+  return join(registryFolder(home), `${port}.token`);
+}
+
+/**
+ * Writes the token files of a server that listens on `port`, each 0600, whole or not at all. The state
+ * folder's must be written (the server fails to start without it); the registry's is a convenience,
+ * so a failure there only comes back in `warnings`. Returns the files to remove at exit.
+ */
+export async function writeTokenFiles(
+  record: TokenRecord,
+  port: number,
+): Promise<{ files: string[]; warnings: string[] }> {
+  const { writeFileAtomically } = await import('../store/atomic-file.js');
+  const text = `${JSON.stringify(record)}\n`;
+  const write = (folder: string, file: string) => {
+    mkdirSync(folder, { recursive: true, mode: 0o700 });
+    // An older file keeps its own mode through the atomic rename: removed first, the new one is 0600.
+    rmSync(file, { force: true });
+    writeFileAtomically(file, text, { redact: false, mode: 0o600 });
+  };
+  const stateFile = stateTokenFile(record.stateDir, port);
+  write(record.stateDir, stateFile);
+  const files = [stateFile];
+  const warnings: string[] = [];
+  const registered = registryTokenFile(port);
+  try {
+    write(registryFolder(), registered);
+    files.push(registered);
+  } catch (error) {
+    warnings.push(
+      `could not write ${registered} (${(error as NodeJS.ErrnoException).code ?? 'error'}): clients in other folders need ${TOKEN_VARIABLE}`,
+    );
+  }
+  return { files, warnings };
+}
+
+/** Removes the token files that still hold `token` (a newer server on the port may have replaced one). */
+export function removeTokenFiles(files: readonly string[], token: string): void {
+  for (const file of files) {
+    if (readRecord(file)?.token === token) rmSync(file, { force: true });
+  }
+}
+
+function readRecord(file: string): TokenRecord | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(readFileSync(file, 'utf8'));
+  } catch {
+    return undefined;
+  }
+  if (typeof value !== 'object' || value === null) return undefined;
+  const record = value as Partial<TokenRecord>;
+  if (typeof record.token !== 'string' || typeof record.pid !== 'number') return undefined;
+  if (typeof record.stateDir !== 'string' || typeof record.url !== 'string') return undefined;
+  return record as TokenRecord;
+}
+
+/** A record whose server is gone (killed before it could remove its file) is no one's token. */
+function alive(record: TokenRecord): boolean {
+  try {
+    process.kill(record.pid, 0);
+    return true;
+  } catch {
+    // ESRCH, or EPERM: another user's process has the pid now, so the server that wrote it is gone.
+    return false;
+  }
+}
+
+/** Whether a URL names this machine's loopback: only then may a local file's token go to it. */
+export function namesLoopback(url: URL): boolean {
+  const host = url.hostname.replace(/^\[|\]$/g, '').toLowerCase();
+  return host === 'localhost' || /^127\.\d+\.\d+\.\d+$/.test(host) || host === '::1';
+}
+
+/** Where a client's token came from, for the hint of a refusal. */
+export interface FoundToken {
+  token: string;
+  /** `SWITCHBOARD_SERVER_TOKEN`, or the file it was read from. */
+  source: string;
+}
+
+/**
+ * The token to send to `server`: `SWITCHBOARD_SERVER_TOKEN` when set; else, for a server on loopback
+ * only (a local file's token must never go to another machine), the token file of a live server on
+ * its port in `stateDir`, then in the per-user registry. `undefined` when there is none.
+ */
+export function findServerToken(
+  server: URL,
+  {
+    stateDir,
+    environment = process.env,
+    home,
+  }: { stateDir?: string | undefined; environment?: NodeJS.ProcessEnv; home?: string } = {},
+): FoundToken | undefined {
+  const given = environment[TOKEN_VARIABLE]?.trim();
+  if (given !== undefined && given !== '') return { token: given, source: TOKEN_VARIABLE };
+  if (!namesLoopback(server)) return undefined;
+  const port = Number(server.port === '' ? (server.protocol === 'https:' ? 443 : 80) : server.port);
+  const files = [
+    ...(stateDir === undefined ? [] : [stateTokenFile(stateDir, port)]),
+    registryTokenFile(port, home),
+  ];
+  for (const file of files) {
+    const record = readRecord(file);
+    if (record !== undefined && alive(record)) return { token: record.token, source: file };
+  }
+  return undefined;
+}
+
+/**
+ * The state folders of the servers in the registry that are running: an agent's sandbox hides them,
+ * wherever they lie, so no command it runs reads a server's token from one.
+ */
+export function serverStateFolders(home?: string): string[] {
+  const folder = registryFolder(home);
+  let names: string[];
+  try {
+    names = readdirSync(folder);
+  } catch {
+    return [];
+  }
+  const folders: string[] = [];
+  for (const name of names) {
+    if (!name.endsWith('.token')) continue;
+    const record = readRecord(join(folder, name));
+    if (record !== undefined && alive(record)) folders.push(record.stateDir);
+  }
+  return folders;
+}
