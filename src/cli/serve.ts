@@ -1,3 +1,4 @@
+import { LISTENER_OPTIONS } from '../core/http-listener.js';
 import { readFileSync } from 'node:fs';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -171,7 +172,7 @@ async function runServer(config: SwitchboardConfig, flags: ServeFlags, mode: Ser
     // does not hold the server open after its last answer.
     const unanswered = new Set<ServerResponse>();
     let stopping = false;
-    const server = createServer((request, response) => {
+    const server = createServer(LISTENER_OPTIONS, (request, response) => {
       if (stopping) response.setHeader('connection', 'close');
       unanswered.add(response);
       response.once('close', () => unanswered.delete(response));

@@ -1,3 +1,4 @@
+import { LISTENER_OPTIONS } from '../core/http-listener.js';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { SwitchboardError } from '../core/errors.js';
@@ -13,7 +14,7 @@ export async function startHealthServer(
   { host, port }: { host: string; port: number },
 ): Promise<Server> {
   const { createServer } = await import('node:http');
-  const server = createServer((request, response) => {
+  const server = createServer(LISTENER_OPTIONS, (request, response) => {
     const path = (request.url ?? '/').split('?', 1)[0];
     if (request.method !== 'GET' && request.method !== 'HEAD') {
       response.writeHead(405, { allow: 'GET, HEAD' }).end();
