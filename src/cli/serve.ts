@@ -10,7 +10,14 @@ import type { Router } from '../route/router.js';
 import type { CommandPolicy } from '../mcp/command-policy.js';
 import { authorize, callerOf, checkListenAddress, serverToken } from '../serve/auth.js';
 import type { CallService } from '../serve/call-handler.js';
-import { methodNotAllowed, sendError, sendJson, statusFor, toSwitchboardError } from '../serve/http.js';
+import {
+  absorbConnectionErrors,
+  methodNotAllowed,
+  sendError,
+  sendJson,
+  statusFor,
+  toSwitchboardError,
+} from '../serve/http.js';
 import type { Dashboard } from '../serve/ui/handler.js';
 import { checkRequest, corsFor, type GuardSettings } from '../serve/request-guard.js';
 import { routeRequest } from '../serve/route-handler.js';
@@ -179,6 +186,7 @@ async function runServer(config: SwitchboardConfig, flags: ServeFlags, mode: Ser
         else response.destroy();
       });
     });
+    absorbConnectionErrors(server);
     const onStop = () => {
       stopping = true;
       dashboard?.stopStreams();
