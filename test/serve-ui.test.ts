@@ -186,31 +186,32 @@ describe('switchboard ui', () => {
     const detail = await send(`/ui/api/runs/${runId}`, { headers: withCookie() });
     expect(detail.text).not.toContain(planted);
     expect(detail.text).toContain('[redacted]');
+    // From the first event: the run's start (its inputs) and, written while this reader is connected,
+    // the step's end with the answer's reason: both hold the key.
     let streamed = '';
-    const stream = request(
-      new URL(`/ui/api/stream?run=${runId}&after=${JSON.parse(detail.text).lastSeq}`, base),
-      {
-        headers: withCookie(),
-      },
-    );
-    const ended = new Promise<void>((resolve) => {
+    const stream = request(new URL(`/ui/api/stream?run=${runId}`, base), { headers: withCookie() });
+    const connected = new Promise<void>((resolve) => {
       stream.on('response', (response) => {
         response.setEncoding('utf8');
         response.on('data', (chunk: string) => {
           streamed += chunk;
-          if (streamed.includes('"type":"run-end"')) resolve();
+          if (streamed.includes('"type":"gate-presented"')) resolve();
         });
       });
     });
     stream.end();
+    await connected;
     // Another process (this one) answers and finishes the run; the stream shows it.
     if (databaseUrl !== undefined) vi.stubEnv('SWITCHBOARD_DATABASE_URL', databaseUrl);
-    await answerGate({ runId, choice: 'ship', stateDir });
-    await ended;
+    await answerGate({ runId, choice: 'drop', text: `because ${planted} ${quoted}`, stateDir });
+    await vi.waitUntil(() => streamed.includes('"type":"run-end"'), { timeout: 20_000, interval: 50 });
     stream.destroy();
     expect(streamed).toMatch(
-      /event: workflow-event\ndata: \{"runId":"[^"]+","seq":\d+,"at":"[^"]+","type":"gate-answer"/,
+      /event: workflow-event\ndata: \{"runId":"[^"]+","seq":1,"at":"[^"]+","type":"run-start"/,
     );
+    expect(streamed).toMatch(/"type":"run-start"[^\n]*"text":"key \[redacted\] password \[redacted\]"/);
+    const live = streamed.slice(streamed.indexOf('"type":"gate-answer"'));
+    expect(live).toMatch(/"type":"step-end"[^\n]*"because \[redacted\] \[redacted\]"/);
     const events = await send(`/ui/api/runs/${runId}/events?after=0`, { headers: withCookie() });
     const runs = await send('/ui/api/runs', { headers: withCookie() });
     for (const text of [detail.text, streamed, events.text, runs.text]) {
