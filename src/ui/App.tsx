@@ -1,7 +1,10 @@
 // The dashboard's frame: the top nav, the 401 screen, and one route per page under /ui/.
 
+import type { ReactNode } from 'react';
 import { Link, Route, Router, Switch, useLocation } from 'wouter';
+import { usePathname } from 'wouter/use-browser-location';
 import type { SessionInfo } from '../serve/ui/api-types.js';
+import { idFromSegment } from '../serve/ui/id-codec.js';
 import { useApi, useUnauthorized } from './api.js';
 import { AgentPage } from './pages/AgentPage.js';
 import { CallPage } from './pages/CallPage.js';
@@ -74,6 +77,17 @@ function NotFound() {
   );
 }
 
+/**
+ * A run's, agent run's or call's page, for the id in the address bar. Read from the raw path, not from
+ * the route's params: wouter applies decodeURI to the path, which decodes `%20` but not `%2F`, so
+ * `team%2Fdeploy` would reach the page both for the run `team/deploy` and the run `team%2Fdeploy`.
+ */
+function IdPage({ page }: { page: (id: string) => ReactNode }) {
+  const segment = /^\/ui\/(?:runs|agents|calls)\/([^/]+)$/.exec(usePathname())?.[1];
+  const id = segment === undefined ? undefined : idFromSegment(segment);
+  return id === undefined ? <NotFound /> : page(id);
+}
+
 export function App() {
   const unauthorized = useUnauthorized();
   const session = useApi<SessionInfo>('/session');
@@ -90,9 +104,15 @@ export function App() {
             <Route path="/">
               <RunsPage />
             </Route>
-            <Route path="/runs/:id">{(params) => <RunPage key={params.id} id={params.id} />}</Route>
-            <Route path="/agents/:id">{(params) => <AgentPage key={params.id} id={params.id} />}</Route>
-            <Route path="/calls/:id">{(params) => <CallPage key={params.id} id={params.id} />}</Route>
+            <Route path="/runs/:id">
+              <IdPage page={(id) => <RunPage key={id} id={id} />} />
+            </Route>
+            <Route path="/agents/:id">
+              <IdPage page={(id) => <AgentPage key={id} id={id} />} />
+            </Route>
+            <Route path="/calls/:id">
+              <IdPage page={(id) => <CallPage key={id} id={id} />} />
+            </Route>
             <Route path="/costs">
               <CostsPage />
             </Route>

@@ -9,6 +9,7 @@ import { methodNotAllowed, sendError, sendJson } from '../http.js';
 import type { AgentDetail, EventPage, RunDetail, SessionInfo, WorkflowGraph } from './api-types.js';
 import { exchangeToken, holdsUiToken, type UiAccess } from './access.js';
 import { runAction, type ActionName } from './actions.js';
+import { idFromSegment } from './id-codec.js';
 import { DashboardQueries, workflowSummary, type RunFilter } from './queries.js';
 import { SECURITY_HEADERS, UiFiles } from './static.js';
 import { StreamHub } from './stream.js';
@@ -272,12 +273,12 @@ async function agentDiff(
 }
 
 /** A run id from the path; a malformed escape is the caller's mistake, not the server's. */
-function decodedId(text: string): string {
-  try {
-    return decodeURIComponent(text);
-  } catch {
+function decodedId(segment: string): string {
+  const id = idFromSegment(segment);
+  if (id === undefined) {
     throw new SwitchboardError('INVALID_INPUT', 'the run id in the path is not valid percent-encoding');
   }
+  return id;
 }
 
 function count(text: string | null, min: number, max: number, name: string): number | undefined {
