@@ -59,8 +59,9 @@ function Unauthorized() {
     <main className="page unauthorized">
       <h1>Sign-in needed</h1>
       <p>
-        This page has no valid token. Open the URL that <code>switchboard ui</code> printed; it carries the
-        token.
+        This browser is not signed in to this server. Open the URL that <code>switchboard ui</code> (or{' '}
+        <code>serve --ui</code>) printed; each one signs a browser in once, and opening a used one makes it
+        print a new one.
       </p>
     </main>
   );
