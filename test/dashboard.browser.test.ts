@@ -300,6 +300,24 @@ suite(suiteName, () => {
   it('shows an agent run with its activity and diff, a call, the costs and the routing pages', async () => {
     await page.goto(`${ui.url}/ui/agents/${agentRunId}`);
     await page.waitForSelector('.diff');
+    // Only the https pull-request URL is a link; javascript: and data: ones are text, whatever the CSP.
+    await page.waitForSelector('xpath/.//*[normalize-space()="PR #3"]');
+    const links = await inPage<Array<{ text: string; href: string | null }>>(
+      page,
+      `[...document.querySelectorAll('a')].filter((a) => /^(PR )?#\\d$/.test(a.textContent.trim()) || !/^(https?:|\\/|#)/.test(a.getAttribute('href') ?? '/'))
+        .map((a) => ({ text: a.textContent.trim(), href: a.getAttribute('href') }))`,
+    );
+    // The header's pull request (the last one recorded) and the activity's.
+    const pr4 = 'https://github.com/acme/app/pull/4';
+    expect(links).toEqual([
+      { text: '#4', href: pr4 },
+      { text: 'PR #4', href: pr4 },
+    ]);
+    const body = await inPage<string>(page, 'document.body.innerText');
+    for (const number of [1, 2, 3]) expect(body).toContain(`PR #${number}`);
+    const [notLink] = await page.$$('xpath/.//*[normalize-space()="PR #1"]');
+    await notLink?.click();
+    expect(page.url()).toBe(`${ui.url}/ui/agents/${agentRunId}`);
     const agent = await inPage<string>(page, 'document.body.innerText');
     expect(agent).toContain('Fix the save button');
     expect(agent).toContain('+save works <b>now</b>');
@@ -449,6 +467,17 @@ async function recordFixedSave(directory: string, stateDir: string): Promise<str
         'Read README.md',
         { id: 'toolu_1', tool: 'Read', input: '{"file_path":"README.md"}' },
       ],
+      // Pull-request links as a ledger another machine wrote could hold them: only the https one may
+      // become a link.
+      ['merge', 'pull-request', 'Opened a link', { number: 1, url: 'javascript:alert(document.domain)' }],
+      ['merge', 'pull-request', 'Opened a link', { number: 2, url: ' JavaScript:alert(2)' }],
+      [
+        'merge',
+        'pull-request',
+        'Opened a link',
+        { number: 3, url: 'data:text/html,<script>alert(3)</script>' },
+      ],
+      ['merge', 'pull-request', 'Opened a link', { number: 4, url: 'https://github.com/acme/app/pull/4' }],
     ],
   });
 }
