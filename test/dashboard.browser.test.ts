@@ -8,6 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openLedger } from '../src/store/ledger.js';
@@ -116,6 +117,8 @@ suite(suiteName, () => {
   let artifacts: string;
   let ui: Served;
   let tokenUrl: string;
+  /** The UI token, as the cookie holds it: it must never be in a URL the browser visited. */
+  let uiToken = '';
   let browser: Browser | undefined;
   let page: Page;
   const runIds: string[] = [];
@@ -155,6 +158,8 @@ suite(suiteName, () => {
     browser = await puppeteer.launch({
       executablePath: chromium,
       headless: true,
+      // A profile of our own: the last test reads the History file Chromium keeps in it.
+      userDataDir: join(directory, 'profile'),
       args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--no-default-browser-check'],
     });
     page = await browser.newPage();
@@ -191,15 +196,30 @@ suite(suiteName, () => {
     return inPage<string>(page, `document.querySelector('.status-bar .badge')?.textContent ?? ''`);
   }
 
-  it('opens from the printed URL, keeps the token out of the address bar, and lists the runs', async () => {
-    await page.goto(tokenUrl);
+  it('opens from the printed URL, keeps the token out of every URL, and lists the runs', async () => {
+    expect(tokenUrl).toMatch(/\/ui\/\?code=[\w-]+$/);
+    const opened = await page.goto(tokenUrl);
     expect(page.url()).toBe(`${ui.url}/ui/`);
+    const visited = [
+      ...(opened?.request().redirectChain() ?? []).map((request) => request.url()),
+      page.url(),
+    ];
+    expect(visited).toEqual([tokenUrl, `${ui.url}/ui/`]);
+    uiToken = (await page.cookies()).find((cookie) => cookie.name.startsWith('switchboard_ui_'))?.value ?? '';
+    expect(uiToken).toMatch(/^[\w-]{32}$/);
     await page.waitForSelector('.runs-table');
     const rows = await inPage<string>(page, `document.querySelector('.runs-table tbody').innerText`);
     expect(rows).toContain('ui-gate');
     expect(rows).toContain('gate: decide');
     expect(rows).toContain('agent');
     await shot('runs');
+    // The printed link works once: another browser profile that opens it gets the page saying what to do.
+    const other = await browser?.createBrowserContext();
+    const stranger = await other?.newPage();
+    const refused = await stranger?.goto(tokenUrl);
+    expect(refused?.status()).toBe(410);
+    expect(await stranger?.evaluate('document.body.innerText')).toContain('This sign-in link has been used');
+    await other?.close();
   });
 
   it('answers a gate by clicking its option; the run completes; hostile text stays text', async () => {
@@ -280,6 +300,24 @@ suite(suiteName, () => {
   it('shows an agent run with its activity and diff, a call, the costs and the routing pages', async () => {
     await page.goto(`${ui.url}/ui/agents/${agentRunId}`);
     await page.waitForSelector('.diff');
+    // Only the https pull-request URL is a link; javascript: and data: ones are text, whatever the CSP.
+    await page.waitForSelector('xpath/.//*[normalize-space()="PR #3"]');
+    const links = await inPage<Array<{ text: string; href: string | null }>>(
+      page,
+      `[...document.querySelectorAll('a')].filter((a) => /^(PR )?#\\d$/.test(a.textContent.trim()) || !/^(https?:|\\/|#)/.test(a.getAttribute('href') ?? '/'))
+        .map((a) => ({ text: a.textContent.trim(), href: a.getAttribute('href') }))`,
+    );
+    // The header's pull request (the last one recorded) and the activity's.
+    const pr4 = 'https://github.com/acme/app/pull/4';
+    expect(links).toEqual([
+      { text: '#4', href: pr4 },
+      { text: 'PR #4', href: pr4 },
+    ]);
+    const body = await inPage<string>(page, 'document.body.innerText');
+    for (const number of [1, 2, 3]) expect(body).toContain(`PR #${number}`);
+    const [notLink] = await page.$$('xpath/.//*[normalize-space()="PR #1"]');
+    await notLink?.click();
+    expect(page.url()).toBe(`${ui.url}/ui/agents/${agentRunId}`);
     const agent = await inPage<string>(page, 'document.body.innerText');
     expect(agent).toContain('Fix the save button');
     expect(agent).toContain('+save works <b>now</b>');
@@ -355,6 +393,17 @@ suite(suiteName, () => {
     expect(consoleErrors.filter((text) => !/401|409/.test(text))).toEqual([]);
     expect(otherRequests).toEqual([]);
   });
+
+  it("left the token nowhere in the browser's History, only the dead sign-in link", async () => {
+    await browser?.close();
+    browser = undefined;
+    const history = new Database(join(directory, 'profile', 'Default', 'History'), { readonly: true });
+    const urls = history.prepare('SELECT url FROM urls').all() as Array<{ url: string }>;
+    history.close();
+    expect(urls.map((row) => row.url)).toContain(tokenUrl);
+    expect(urls.length).toBeGreaterThan(5);
+    expect(urls.filter((row) => row.url.includes(uiToken))).toEqual([]);
+  });
 });
 
 /** Call attempts and route decisions as `call()` and the router record them, one tag hostile. */
@@ -418,6 +467,17 @@ async function recordFixedSave(directory: string, stateDir: string): Promise<str
         'Read README.md',
         { id: 'toolu_1', tool: 'Read', input: '{"file_path":"README.md"}' },
       ],
+      // Pull-request links as a ledger another machine wrote could hold them: only the https one may
+      // become a link.
+      ['merge', 'pull-request', 'Opened a link', { number: 1, url: 'javascript:alert(document.domain)' }],
+      ['merge', 'pull-request', 'Opened a link', { number: 2, url: ' JavaScript:alert(2)' }],
+      [
+        'merge',
+        'pull-request',
+        'Opened a link',
+        { number: 3, url: 'data:text/html,<script>alert(3)</script>' },
+      ],
+      ['merge', 'pull-request', 'Opened a link', { number: 4, url: 'https://github.com/acme/app/pull/4' }],
     ],
   });
 }

@@ -92,28 +92,60 @@ afterAll(() => {
 });
 
 describe('switchboard ui', () => {
-  it('prints the dashboard URL with its token first, and lets in only who opened it', async () => {
+  it('prints a sign-in URL first whose code works once, and lets in only who opened it', async () => {
     const first = ui.stdout().split('\n')[0] ?? '';
-    const url = /^switchboard: dashboard at (http:\/\/127\.0\.0\.1:\d+\/ui\/\?token=([\w-]+))$/.exec(first);
+    const url = /^switchboard: dashboard at (http:\/\/127\.0\.0\.1:\d+\/ui\/\?code=([\w-]+))$/.exec(first);
     expect(url, first).not.toBeNull();
-    const token = url?.[2] as string;
-    // On this machine, but without the token: a page in the user's browser is on loopback too.
+    const code = url?.[2] as string;
+    // On this machine, but without the cookie: a page in the user's browser is on loopback too.
     for (const path of ['/ui/', '/ui/runs/x', '/ui/api/runs', '/ui/api/stream', '/ui/assets/index.js']) {
       const answer = await send(path);
       expect(answer.status, path).toBe(401);
       expect(JSON.parse(answer.text).error.hint).toMatch(/printed/);
     }
-    expect((await send('/ui/?token=wrong-token')).status).toBe(401);
+    expect((await send('/ui/?code=wrong-code')).status).toBe(410);
     expect((await send('/ui/api/runs', { headers: { authorization: 'Bearer wrong' } })).status).toBe(401);
-    const exchange = await send(`/ui/runs/${runIds[0]}?token=${token}&tab=events`);
+    const exchange = await send(`/ui/runs/${runIds[0]}?code=${code}&tab=events`);
     expect(exchange.status).toBe(303);
     expect(exchange.headers.location).toBe(`/ui/runs/${runIds[0]}?tab=events`);
     const setCookie = exchange.headers['set-cookie']?.[0] ?? '';
     expect(setCookie).toMatch(/; Path=\/ui; HttpOnly; SameSite=Strict$/);
     cookie = setCookie.split(';')[0] as string;
+    const token = cookie.slice(cookie.indexOf('=') + 1);
+    expect(token).not.toBe(code);
     expect((await send('/ui/api/runs', { headers: withCookie() })).status).toBe(200);
-    // A script may present the token as a bearer token instead.
+    // The code is dead once used: a copy in a browser's history opens nothing, and says what to do.
+    const again = await send(`/ui/?code=${code}`);
+    expect(again.status).toBe(410);
+    expect(again.headers['set-cookie']).toBeUndefined();
+    expect(again.text).toContain('it prints a new one when the last was used');
+    await vi.waitUntil(
+      () =>
+        ui
+          .stdout()
+          .split('\n')
+          .filter((line) => line.includes('?code=')).length > 1,
+    );
+    const fresh = /\?code=([\w-]+)\n$/.exec(ui.stdout())?.[1] as string;
+    expect(fresh).not.toBe(code);
+    expect((await send(`/ui/?code=${fresh}`)).status).toBe(303);
+    expect((await send(`/ui/?code=${fresh}`)).status).toBe(410);
+    // A wrong code while an unused link is out does not replace it: a page cannot kill the user's link.
+    const links = () => ui.stdout().match(/\?code=[\w-]+/g) ?? [];
+    await vi.waitUntil(() => links().length === 3);
+    const unused = links()[2]?.slice('?code='.length) as string;
+    expect((await send('/ui/?code=wrong-code')).status).toBe(410);
+    expect((await send('/ui/?code=wrong-again')).status).toBe(410);
+    expect((await send(`/ui/?code=${unused}`)).status).toBe(303);
+    expect(links().length).toBe(3);
+    // A browser holding the cookie that opens a used link (from its history) just goes to the page.
+    expect((await send(`/ui/costs?code=${code}`, { headers: withCookie() })).headers.location).toBe(
+      '/ui/costs',
+    );
+    // The long-lived token is never taken from a URL; a script may present it as a bearer token.
+    expect((await send(`/ui/?token=${token}`)).status).toBe(401);
     expect((await send('/ui/api/runs', { headers: { authorization: `Bearer ${token}` } })).status).toBe(200);
+    expect(ui.stdout()).not.toContain(token);
   });
 
   it('refuses what a web page could send: a foreign Origin, a text/plain body', async () => {
@@ -186,31 +218,32 @@ describe('switchboard ui', () => {
     const detail = await send(`/ui/api/runs/${runId}`, { headers: withCookie() });
     expect(detail.text).not.toContain(planted);
     expect(detail.text).toContain('[redacted]');
+    // From the first event: the run's start (its inputs) and, written while this reader is connected,
+    // the step's end with the answer's reason: both hold the key.
     let streamed = '';
-    const stream = request(
-      new URL(`/ui/api/stream?run=${runId}&after=${JSON.parse(detail.text).lastSeq}`, base),
-      {
-        headers: withCookie(),
-      },
-    );
-    const ended = new Promise<void>((resolve) => {
+    const stream = request(new URL(`/ui/api/stream?run=${runId}`, base), { headers: withCookie() });
+    const connected = new Promise<void>((resolve) => {
       stream.on('response', (response) => {
         response.setEncoding('utf8');
         response.on('data', (chunk: string) => {
           streamed += chunk;
-          if (streamed.includes('"type":"run-end"')) resolve();
+          if (streamed.includes('"type":"gate-presented"')) resolve();
         });
       });
     });
     stream.end();
+    await connected;
     // Another process (this one) answers and finishes the run; the stream shows it.
     if (databaseUrl !== undefined) vi.stubEnv('SWITCHBOARD_DATABASE_URL', databaseUrl);
-    await answerGate({ runId, choice: 'ship', stateDir });
-    await ended;
+    await answerGate({ runId, choice: 'drop', text: `because ${planted} ${quoted}`, stateDir });
+    await vi.waitUntil(() => streamed.includes('"type":"run-end"'), { timeout: 20_000, interval: 50 });
     stream.destroy();
     expect(streamed).toMatch(
-      /event: workflow-event\ndata: \{"runId":"[^"]+","seq":\d+,"at":"[^"]+","type":"gate-answer"/,
+      /event: workflow-event\ndata: \{"runId":"[^"]+","seq":1,"at":"[^"]+","type":"run-start"/,
     );
+    expect(streamed).toMatch(/"type":"run-start"[^\n]*"text":"key \[redacted\] password \[redacted\]"/);
+    const live = streamed.slice(streamed.indexOf('"type":"gate-answer"'));
+    expect(live).toMatch(/"type":"step-end"[^\n]*"because \[redacted\] \[redacted\]"/);
     const events = await send(`/ui/api/runs/${runId}/events?after=0`, { headers: withCookie() });
     const runs = await send('/ui/api/runs', { headers: withCookie() });
     for (const text of [detail.text, streamed, events.text, runs.text]) {
@@ -314,6 +347,8 @@ describe('switchboard serve --ui', () => {
     const url = /dashboard at (\S+)/.exec(withUi.stdout())?.[1] as string;
     const page = await fetch(url, { redirect: 'manual' });
     expect(page.status).toBe(303);
+    expect(page.headers.get('set-cookie')).toMatch(/HttpOnly/);
+    expect((await fetch(url, { redirect: 'manual' })).status).toBe(410);
     withUi.child.kill('SIGKILL');
   });
 });

@@ -12,7 +12,14 @@ import type { CommandPolicy } from '../mcp/command-policy.js';
 import { authorize, callerOf, checkListenAddress, serverToken, serverTokenOrNew } from '../serve/auth.js';
 import type { CallService } from '../serve/call-handler.js';
 import { removeTokenFiles, writeTokenFiles } from '../serve/token-file.js';
-import { methodNotAllowed, sendError, sendJson, statusFor, toSwitchboardError } from '../serve/http.js';
+import {
+  absorbConnectionErrors,
+  methodNotAllowed,
+  sendError,
+  sendJson,
+  statusFor,
+  toSwitchboardError,
+} from '../serve/http.js';
 import type { Dashboard } from '../serve/ui/handler.js';
 import { checkRequest, corsFor, type GuardSettings } from '../serve/request-guard.js';
 import { routeRequest } from '../serve/route-handler.js';
@@ -184,6 +191,7 @@ async function runServer(config: SwitchboardConfig, flags: ServeFlags, mode: Ser
         else response.destroy();
       });
     });
+    absorbConnectionErrors(server);
     const onStop = () => {
       stopping = true;
       dashboard?.stopStreams();
@@ -195,13 +203,7 @@ async function runServer(config: SwitchboardConfig, flags: ServeFlags, mode: Ser
     const stopped = untilSignal(server, inFlight, onStop, flags.grace * 1000);
     const base = serverUrl(server);
     tokenFiles = await publishToken(config, server, base, token);
-    if (dashboard !== undefined) {
-      const { uiUrl } = await import('../serve/ui/access.js');
-      dashboard.access.port = (server.address() as AddressInfo).port;
-      process.stdout.write(
-        `switchboard: dashboard at ${uiUrl(browserBase(server), dashboard.access.token)}\n`,
-      );
-    }
+    if (dashboard !== undefined) await printSignInLinks(dashboard, browserBase(server), server);
     process.stdout.write(`switchboard: listening on ${base}\n`);
     if (flags.pool > 0) services.calls.warm();
     retention = keepWithin(config);
@@ -217,6 +219,23 @@ async function runServer(config: SwitchboardConfig, flags: ServeFlags, mode: Ser
   }
   // Open sockets of the LLM providers' clients must not keep a stopped server's process alive.
   setTimeout(() => process.exit(), 2_000).unref();
+}
+
+/**
+ * Prints the dashboard's URL with a one-time sign-in code; when a used link is opened (a second
+ * browser, a lost cookie) and no unused one is out, a new one. A page cannot make it replace a link
+ * the user has not opened yet.
+ */
+async function printSignInLinks(dashboard: Dashboard, base: string, server: Server): Promise<void> {
+  const { newSignInCode, uiUrl } = await import('../serve/ui/access.js');
+  const { access } = dashboard;
+  access.port = (server.address() as AddressInfo).port;
+  const print = () =>
+    process.stdout.write(`switchboard: dashboard at ${uiUrl(base, newSignInCode(access))}\n`);
+  access.onCodeRefused = () => {
+    if (access.code === undefined) print();
+  };
+  print();
 }
 
 /** How often a running serve prunes route decisions past `ledger.retention`. */

@@ -1,4 +1,4 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { isSwitchboardError, SwitchboardError, type ErrorCode } from '../core/errors.js';
 import { isPlainObject } from '../core/plain-object.js';
 import { redactedJsonText } from '../core/secrets.js';
@@ -123,4 +123,17 @@ export function sendJson(response: ServerResponse, status: number, value: unknow
 /** `value` as JSON with every known secret redacted, also those JSON would escape. */
 export function redactedJson(value: unknown): string {
   return redactedJsonText(value);
+}
+
+/**
+ * Gives every socket, request and response of `server` an 'error' listener. A write after a client
+ * left, or a reset connection, is emitted as 'error'; with no one listening Node ends the process,
+ * and every other caller's request with it. The connection is let go instead.
+ */
+export function absorbConnectionErrors(server: Server): void {
+  server.on('connection', (socket) => socket.on('error', () => socket.destroy()));
+  server.on('request', (request: IncomingMessage, response: ServerResponse) => {
+    request.on('error', () => response.destroy());
+    response.on('error', () => response.destroy());
+  });
 }

@@ -1,7 +1,10 @@
 // The dashboard's frame: the top nav, the 401 screen, and one route per page under /ui/.
 
+import type { ReactNode } from 'react';
 import { Link, Route, Router, Switch, useLocation } from 'wouter';
+import { usePathname } from 'wouter/use-browser-location';
 import type { SessionInfo } from '../serve/ui/api-types.js';
+import { idFromSegment } from '../serve/ui/id-codec.js';
 import { useApi, useUnauthorized } from './api.js';
 import { AgentPage } from './pages/AgentPage.js';
 import { CallPage } from './pages/CallPage.js';
@@ -56,8 +59,9 @@ function Unauthorized() {
     <main className="page unauthorized">
       <h1>Sign-in needed</h1>
       <p>
-        This page has no valid token. Open the URL that <code>switchboard ui</code> printed; it carries the
-        token.
+        This browser is not signed in to this server. Open the URL that <code>switchboard ui</code> (or{' '}
+        <code>serve --ui</code>) printed; each one signs a browser in once, and opening a used one makes it
+        print a new one.
       </p>
     </main>
   );
@@ -72,6 +76,17 @@ function NotFound() {
       </p>
     </div>
   );
+}
+
+/**
+ * A run's, agent run's or call's page, for the id in the address bar. Read from the raw path, not from
+ * the route's params: wouter applies decodeURI to the path, which decodes `%20` but not `%2F`, so
+ * `team%2Fdeploy` would reach the page both for the run `team/deploy` and the run `team%2Fdeploy`.
+ */
+function IdPage({ page }: { page: (id: string) => ReactNode }) {
+  const segment = /^\/ui\/(?:runs|agents|calls)\/([^/]+)$/.exec(usePathname())?.[1];
+  const id = segment === undefined ? undefined : idFromSegment(segment);
+  return id === undefined ? <NotFound /> : page(id);
 }
 
 export function App() {
@@ -90,9 +105,15 @@ export function App() {
             <Route path="/">
               <RunsPage />
             </Route>
-            <Route path="/runs/:id">{(params) => <RunPage key={params.id} id={params.id} />}</Route>
-            <Route path="/agents/:id">{(params) => <AgentPage key={params.id} id={params.id} />}</Route>
-            <Route path="/calls/:id">{(params) => <CallPage key={params.id} id={params.id} />}</Route>
+            <Route path="/runs/:id">
+              <IdPage page={(id) => <RunPage key={id} id={id} />} />
+            </Route>
+            <Route path="/agents/:id">
+              <IdPage page={(id) => <AgentPage key={id} id={id} />} />
+            </Route>
+            <Route path="/calls/:id">
+              <IdPage page={(id) => <CallPage key={id} id={id} />} />
+            </Route>
             <Route path="/costs">
               <CostsPage />
             </Route>

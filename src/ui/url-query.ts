@@ -1,5 +1,8 @@
 import { useCallback, useMemo } from 'react';
-import { useLocation, useSearch } from 'wouter';
+import { useLocation } from 'wouter';
+// The raw query: wouter's own useSearch applies decodeURI first, and URLSearchParams would then decode
+// a second time (a filter of `50%25` would read `50%`, `%41` would read `A`).
+import { useSearch } from 'wouter/use-browser-location';
 
 /** The page's query parameters, and a setter that keeps them in the URL (so a link reproduces the view). */
 export function useUrlQuery(): [

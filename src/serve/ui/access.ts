@@ -1,12 +1,14 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { presentsToken } from '../auth.js';
+import { SECURITY_HEADERS } from './static.js';
 
-// Who may see the dashboard: whoever holds this server's UI token. The server prints a URL carrying it
-// (as Jupyter does); the first visit trades it for a cookie and drops it from the address bar, so deep
-// links work afterwards. The cookie is HttpOnly (no script reads it), SameSite=Strict (no other site's
-// page or link sends it) and scoped to /ui. Being on loopback is not enough: any page in the user's
-// browser is on loopback too.
+// Who may see the dashboard: whoever holds this server's UI token. The token itself never goes in a
+// URL (a browser keeps every URL it visited in its history and session files, where the token would
+// stay valid until the server restarts). The server prints a URL with a one-time sign-in code instead;
+// the first visit trades the code for a cookie holding the token, and the code is dead from then on.
+// The cookie is HttpOnly (no script reads it), SameSite=Strict (no other site's page or link sends it)
+// and scoped to /ui. Being on loopback is not enough: any page in the user's browser is on loopback too.
 
 /** A new random token: 192 bits, URL-safe. */
 export function newUiToken(): string {
@@ -44,6 +46,10 @@ export interface UiAccess {
   port: number;
   /** The server's token, which scripts may present instead (as `Authorization: Bearer`). */
   serverToken: string;
+  /** The sign-in code the printed URL carries, until it is used; one at a time. */
+  code?: string | undefined;
+  /** Called when a used or unknown code is presented: the server prints a new URL if none is unused. */
+  onCodeRefused?: () => void;
 }
 
 /** Whether the request carries the UI cookie, or the UI or server token as a bearer token. */
@@ -55,32 +61,62 @@ export function holdsUiToken(request: IncomingMessage, access: UiAccess): boolea
   return presentsToken(authorization, access.token) || presentsToken(authorization, access.serverToken);
 }
 
+/** A new one-time sign-in code for `access`, replacing any unused one; the URL to print carries it. */
+export function newSignInCode(access: UiAccess): string {
+  access.code = randomBytes(16).toString('base64url');
+  return access.code;
+}
+
 /**
- * A GET of a page with `?token=` right for this server: sets the cookie and redirects to the same path
- * without the token (so it stays out of history, bookmarks and screenshots). Answers and returns true
- * when it did; a wrong token is left to the caller's 401.
+ * A GET of a page with `?code=`: the printed code sets the cookie (once: the code dies here) and
+ * redirects to the same path without it; so does any code when the cookie is already held (a link
+ * opened again from history). Any other code gets the page saying how to get a new link. Answers and
+ * returns true when the request had a code.
  */
-export function exchangeToken(
+export function exchangeCode(
   request: IncomingMessage,
   response: ServerResponse,
   url: URL,
   access: UiAccess,
 ): boolean {
-  const given = url.searchParams.get('token');
-  if (request.method !== 'GET' || given === null || !sameToken(given, access.token)) return false;
-  url.searchParams.delete('token');
+  const given = url.searchParams.get('code');
+  if (request.method !== 'GET' || given === null) return false;
+  url.searchParams.delete('code');
   const rest = url.searchParams.toString();
-  response.writeHead(303, {
+  const headers: Record<string, string> = {
     location: `${url.pathname}${rest === '' ? '' : `?${rest}`}`,
-    'set-cookie': `${cookieName(access.port)}=${access.token}; Path=/ui; HttpOnly; SameSite=Strict`,
     'cache-control': 'no-store',
     'referrer-policy': 'no-referrer',
-  });
+  };
+  if (access.code !== undefined && sameToken(given, access.code)) {
+    access.code = undefined;
+    headers['set-cookie'] = `${cookieName(access.port)}=${access.token}; Path=/ui; HttpOnly; SameSite=Strict`;
+  } else if (!holdsUiToken(request, access)) {
+    access.onCodeRefused?.();
+    response.writeHead(410, {
+      ...SECURITY_HEADERS,
+      'content-type': 'text/html; charset=utf-8',
+      'cache-control': 'no-store',
+    });
+    response.end(USED_LINK_PAGE);
+    return true;
+  }
+  response.writeHead(303, headers);
   response.end();
   return true;
 }
 
-/** The URL a user opens: the server's address and the token. */
-export function uiUrl(base: string, token: string): string {
-  return `${base}/ui/?token=${token}`;
+/** What a used sign-in link shows: fixed text, nothing from the request. */
+const USED_LINK_PAGE = `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Sign-in link used - Switchboard</title></head>
+<body><h1>This sign-in link has been used</h1>
+<p>Each dashboard link works once, so a copy left in a browser's history cannot open it again.</p>
+<p>Open the newest link in the terminal running <code>switchboard ui</code> (or
+<code>switchboard serve --ui</code>): it prints a new one when the last was used.
+Restarting the command prints one too.</p></body></html>
+`;
+
+/** The URL a user opens: the server's address and a one-time sign-in code. */
+export function uiUrl(base: string, code: string): string {
+  return `${base}/ui/?code=${code}`;
 }

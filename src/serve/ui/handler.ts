@@ -7,8 +7,9 @@ import type { SqlDatabase } from '../../store/sql/sql-database.js';
 import type { WorkflowStore } from '../../store/workflow-records.js';
 import { methodNotAllowed, sendError, sendJson } from '../http.js';
 import type { AgentDetail, EventPage, RunDetail, SessionInfo, WorkflowGraph } from './api-types.js';
-import { exchangeToken, holdsUiToken, type UiAccess } from './access.js';
+import { exchangeCode, holdsUiToken, type UiAccess } from './access.js';
 import { runAction, type ActionName } from './actions.js';
+import { idFromSegment } from './id-codec.js';
 import { DashboardQueries, workflowSummary, type RunFilter } from './queries.js';
 import { SECURITY_HEADERS, UiFiles } from './static.js';
 import { StreamHub } from './stream.js';
@@ -21,7 +22,7 @@ const MAX_DIFF_CHARS = 200_000;
 
 export interface Dashboard {
   access: UiAccess;
-  /** Whether the request may see the UI: the cookie, a bearer token, or `?token=` on a page's GET. */
+  /** Whether the request may see the UI: the cookie, a bearer token, or `?code=` on a page's GET. */
   admits(request: IncomingMessage, url: URL): boolean;
   handle(request: IncomingMessage, response: ServerResponse, url: URL): Promise<void>;
   /** The 401 of a request without the token. */
@@ -55,9 +56,9 @@ export async function openDashboard({ access, context, version }: DashboardOptio
     access,
     admits: (request, url) =>
       holdsUiToken(request, access) ||
-      (request.method === 'GET' && !url.pathname.startsWith('/ui/api/') && url.searchParams.has('token')),
+      (request.method === 'GET' && !url.pathname.startsWith('/ui/api/') && url.searchParams.has('code')),
     async handle(request, response, url) {
-      if (exchangeToken(request, response, url, access)) return;
+      if (exchangeCode(request, response, url, access)) return;
       if (!holdsUiToken(request, access)) return unauthorized(response);
       if (url.pathname === '/ui/api' || url.pathname.startsWith('/ui/api/'))
         return api.handle(request, response, url);
@@ -74,7 +75,7 @@ export async function openDashboard({ access, context, version }: DashboardOptio
   };
 }
 
-/** 401 for a wrong `?token=` or none: what to open instead. */
+/** 401 without the cookie or a bearer token: what to open instead. */
 function unauthorized(response: ServerResponse): void {
   for (const [name, value] of Object.entries(SECURITY_HEADERS)) response.setHeader(name, value);
   response.setHeader('cache-control', 'no-store');
@@ -82,7 +83,7 @@ function unauthorized(response: ServerResponse): void {
     response,
     401,
     new SwitchboardError('AUTH', 'the dashboard needs its token', {
-      hint: 'open the URL that `switchboard ui` (or `serve --ui`) printed when it started; it carries the token',
+      hint: 'open the URL that `switchboard ui` (or `serve --ui`) printed; it signs this browser in once',
     }),
   );
 }
@@ -272,12 +273,12 @@ async function agentDiff(
 }
 
 /** A run id from the path; a malformed escape is the caller's mistake, not the server's. */
-function decodedId(text: string): string {
-  try {
-    return decodeURIComponent(text);
-  } catch {
+function decodedId(segment: string): string {
+  const id = idFromSegment(segment);
+  if (id === undefined) {
     throw new SwitchboardError('INVALID_INPUT', 'the run id in the path is not valid percent-encoding');
   }
+  return id;
 }
 
 function count(text: string | null, min: number, max: number, name: string): number | undefined {

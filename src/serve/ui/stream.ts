@@ -9,14 +9,22 @@ import { SECURITY_HEADERS } from './static.js';
 // Live updates as Server-Sent Events, read from the ledger's rows: whichever process or machine wrote
 // an event, the page sees it at the next poll. Each stream polls on its own timer, one query after the
 // other finished; the number of streams is capped, so pages cannot multiply the database's load.
+// A stream writes at its reader's pace: each write that fills the socket's buffer waits for it to
+// drain before the next row is read, so a slow reader costs a buffer's worth of memory, not a run's.
 
 /** How often a stream looks for new rows (ms): a step's end reaches an open page within this. */
 export const STREAM_POLL_MS = 250;
 /** Streams one server keeps open at once; more get 503 and EventSource retries. */
 export const MAX_STREAMS = 64;
 const PING_MS = 15_000;
-/** Bytes a stream may have waiting for a slow reader before it is ended. */
-const MAX_BUFFERED_BYTES = 4 * 1024 * 1024;
+/**
+ * How long a write may wait for the reader to take what is buffered (ms) before the stream is cut: a
+ * reader that stopped reading (a frozen tab, a stuck proxy) frees its slot. Its EventSource reconnects
+ * and continues from the last id it read.
+ */
+export const STALL_MS = 10_000;
+/** Rows read from the ledger at a time: a long run is streamed in batches, never loaded whole. */
+const BATCH_ROWS = 200;
 /** Rows of the run list changed within this much before the last poll are looked at again (clock skew). */
 const SKEW_MS = 5_000;
 
@@ -24,9 +32,13 @@ export interface StreamSources {
   queries: DashboardQueries;
   workflows: WorkflowStore;
   pollMs?: number;
+  /** @default STALL_MS */
+  stallMs?: number;
 }
 
-type Poll = (send: (event: StreamEventName, data: unknown, id?: number) => void) => Promise<void>;
+/** Writes one event; resolves false when the stream has ended (the poll stops there). */
+type Send = (event: StreamEventName, data: unknown, id?: number) => Promise<boolean>;
+type Poll = (send: Send) => Promise<void>;
 
 export class StreamHub {
   private readonly open = new Set<ServerResponse>();
@@ -67,10 +79,14 @@ export class StreamHub {
       'cache-control': 'no-store',
       'x-accel-buffering': 'no',
     });
-    response.write('retry: 2000\n\n');
+    const writer = new EventWriter(response, this.sources.stallMs ?? STALL_MS);
+    void writer.write('retry: 2000\n\n');
     let closed = false;
     let timer: NodeJS.Timeout | undefined;
-    const ping = setInterval(() => response.write(': ping\n\n'), PING_MS);
+    // A ping only when nothing is waiting: it keeps proxies from timing out an idle stream.
+    const ping = setInterval(() => {
+      if (!response.writableNeedDrain) void writer.write(': ping\n\n');
+    }, PING_MS);
     const stop = () => {
       closed = true;
       clearTimeout(timer);
@@ -78,12 +94,9 @@ export class StreamHub {
       this.open.delete(response);
     };
     response.once('close', stop);
-    const send = (event: StreamEventName, data: unknown, id?: number) => {
+    const send: Send = (event, data, id) => {
       const idLine = id === undefined ? '' : `id: ${id}\n`;
-      response.write(`${idLine}event: ${event}\ndata: ${redactedJson(data)}\n\n`);
-      // A reader that does not keep up is let go rather than buffered for: its EventSource reconnects
-      // and continues from the last id it read.
-      if (response.writableLength > MAX_BUFFERED_BYTES) response.end();
+      return writer.write(`${idLine}event: ${event}\ndata: ${redactedJson(data)}\n\n`);
     };
     const tick = async () => {
       try {
@@ -120,14 +133,19 @@ export class StreamHub {
       let seq = after;
       let updatedAt = row.updated_at;
       return async (send) => {
-        for (const event of await workflows.events(runId, seq)) {
-          seq = event.seq;
-          send('workflow-event', { ...event, at: new Date(event.at).toISOString() }, event.seq);
+        for (;;) {
+          const events = await workflows.events(runId, seq, BATCH_ROWS);
+          for (const event of events) {
+            const at = new Date(event.at).toISOString();
+            if (!(await send('workflow-event', { ...event, at }, event.seq))) return;
+            seq = event.seq;
+          }
+          if (events.length < BATCH_ROWS) break;
         }
         row = await queries.workflowRow(runId);
         if (row !== undefined && row.updated_at !== updatedAt) {
           updatedAt = row.updated_at;
-          send('run', workflowSummary(row));
+          await send('run', workflowSummary(row));
         }
       };
     }
@@ -137,24 +155,25 @@ export class StreamHub {
       let seen = after;
       let updatedAt = row.updated_at;
       return async (send) => {
-        for (const event of await queries.agentEvents(agentId, seen, 500)) {
-          seen += 1;
-          send(
-            'agent-event',
-            {
+        for (;;) {
+          const events = await queries.agentEvents(agentId, seen, BATCH_ROWS);
+          for (const event of events) {
+            const data = {
               at: new Date(event.at).toISOString(),
               phase: event.phase,
               kind: event.kind,
               message: event.message,
               ...(event.data === null ? {} : { data: safeParse(event.data) }),
-            },
-            seen,
-          );
+            };
+            if (!(await send('agent-event', data, seen + 1))) return;
+            seen += 1;
+          }
+          if (events.length < BATCH_ROWS) break;
         }
         row = await queries.agentRow(agentId);
         if (row !== undefined && row.updated_at !== updatedAt) {
           updatedAt = row.updated_at;
-          send('run', agentSummary(row));
+          await send('run', agentSummary(row));
         }
       };
     }
@@ -165,10 +184,56 @@ export class StreamHub {
       const { runs, updatedAt } = await queries.changedRuns(since - SKEW_MS);
       const changed: RunSummary[] = runs.filter((run) => sent.get(run.id) !== updatedAt.get(run.id));
       for (const run of changed) sent.set(run.id, updatedAt.get(run.id) ?? 0);
-      if (changed.length > 0) send('runs', changed);
+      if (changed.length > 0) await send('runs', changed);
       since = Math.max(since, ...updatedAt.values());
       for (const [id, at] of sent) if (at < since - 2 * SKEW_MS) sent.delete(id);
     };
+  }
+}
+
+/**
+ * One stream's writes. Each waits, when the socket's buffer is full, for the reader to drain it; a
+ * reader that takes nothing for `stallMs` is cut off. Write errors (a reset connection) end the
+ * stream instead of reaching the process.
+ */
+class EventWriter {
+  private readonly response: ServerResponse;
+
+  private readonly stallMs: number;
+
+  constructor(response: ServerResponse, stallMs: number) {
+    this.response = response;
+    this.stallMs = stallMs;
+    response.on('error', () => response.destroy());
+  }
+
+  /** Resolves true once `text` is on its way, false when the stream has ended instead. */
+  async write(text: string): Promise<boolean> {
+    const { response } = this;
+    if (response.writableEnded || response.destroyed) return false;
+    if (response.write(text)) return true;
+    return this.drained();
+  }
+
+  private drained(): Promise<boolean> {
+    const { response } = this;
+    return new Promise((resolve) => {
+      const finish = (taken: boolean) => {
+        clearTimeout(timer);
+        response.off('drain', onDrain);
+        response.off('close', onClose);
+        resolve(taken);
+      };
+      const onDrain = () => finish(true);
+      const onClose = () => finish(false);
+      const timer = setTimeout(() => {
+        finish(false);
+        // Not end(): it would wait to flush what the reader does not read.
+        response.destroy();
+      }, this.stallMs);
+      response.on('drain', onDrain);
+      response.on('close', onClose);
+    });
   }
 }
 

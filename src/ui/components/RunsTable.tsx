@@ -2,6 +2,7 @@
 
 import { Link } from 'wouter';
 import type { RunSummary } from '../../serve/ui/api-types.js';
+import { idSegment } from '../../serve/ui/id-codec.js';
 import { formatAgo, formatDuration, formatMoney, formatTime } from '../format.js';
 import { useNow } from '../use-now.js';
 import { DataTable } from './DataTable.js';
@@ -10,7 +11,7 @@ import { StatusBadge } from './StatusBadge.js';
 const PAGES = { workflow: 'runs', agent: 'agents', call: 'calls' } as const;
 
 export function runHref(run: Pick<RunSummary, 'kind' | 'id'>): string {
-  return `/${PAGES[run.kind] ?? 'runs'}/${encodeURIComponent(run.id)}`;
+  return `/${PAGES[run.kind] ?? 'runs'}/${idSegment(run.id)}`;
 }
 
 function Duration({ run, now }: { run: RunSummary; now: number }) {

@@ -3,6 +3,7 @@
 import { Handle, Position, type Node, type NodeProps } from '@xyflow/react';
 import { memo, type ReactNode } from 'react';
 import { Link } from 'wouter';
+import { idSegment } from '../../serve/ui/id-codec.js';
 import { formatDuration, formatMoney, formatTokens } from '../format.js';
 import { useNow } from '../use-now.js';
 import type { LayoutNode } from './graph-layout.js';
@@ -110,7 +111,7 @@ function StepNodeView({ data, selected }: NodeProps<GraphFlowNode>) {
       )}
       <Metrics state={state} />
       {state?.childRunId !== undefined && (
-        <Link className="node-link nodrag" href={`/runs/${encodeURIComponent(state.childRunId)}`}>
+        <Link className="node-link nodrag" href={`/runs/${idSegment(state.childRunId)}`}>
           child run →
         </Link>
       )}

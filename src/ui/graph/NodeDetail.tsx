@@ -4,6 +4,7 @@
 import { useMemo, useState } from 'react';
 import { Link } from 'wouter';
 import type { WorkflowEventRecord } from '../../serve/ui/api-types.js';
+import { idSegment } from '../../serve/ui/id-codec.js';
 import type { StepView } from '../types.js';
 import { ActivityStream, ErrorText, type ActivityItem } from '../components/ActivityStream.js';
 import { JsonView } from '../components/JsonView.js';
@@ -121,7 +122,7 @@ export function NodeDetail({ node, state, events, steps, onClose }: NodeDetailPr
                 <>
                   <dt>Child run</dt>
                   <dd>
-                    <Link href={`/runs/${encodeURIComponent(visit.childRunId)}`}>{visit.childRunId}</Link>
+                    <Link href={`/runs/${idSegment(visit.childRunId)}`}>{visit.childRunId}</Link>
                   </dd>
                 </>
               )}

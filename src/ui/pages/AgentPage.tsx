@@ -2,7 +2,8 @@
 
 import { useEffect, useRef, useState } from 'react';
 import type { AgentDetail, AgentEvent, RunSummary } from '../../serve/ui/api-types.js';
-import { useApi } from '../api.js';
+import { idSegment } from '../../serve/ui/id-codec.js';
+import { queryString, useApi } from '../api.js';
 import { ActivityStream, ErrorText, SafeLink } from '../components/ActivityStream.js';
 import { DiffView } from '../components/DiffView.js';
 import { RunHeader, RunNotLoaded } from '../components/RunHeader.js';
@@ -11,7 +12,7 @@ import { formatDuration, formatMoney, formatTime } from '../format.js';
 import { useEventStream } from '../stream.js';
 
 export function AgentPage({ id }: { id: string }) {
-  const { data, error, reload } = useApi<AgentDetail>(`/agents/${encodeURIComponent(id)}`);
+  const { data, error, reload } = useApi<AgentDetail>(`/agents/${idSegment(id)}`);
   const [events, setEvents] = useState<AgentEvent[]>([]);
   const [summary, setSummary] = useState<RunSummary>();
   const shown = useRef(0);
@@ -22,7 +23,7 @@ export function AgentPage({ id }: { id: string }) {
   }, [data]);
 
   useEventStream(
-    () => `?agent=${encodeURIComponent(id)}&after=${shown.current}`,
+    () => queryString({ agent: id, after: shown.current }),
     {
       'agent-event': (event) => {
         shown.current += 1;

@@ -1,6 +1,7 @@
 // One call and each of its attempts.
 
 import type { CallDetail } from '../../serve/ui/api-types.js';
+import { idSegment } from '../../serve/ui/id-codec.js';
 import { useApi } from '../api.js';
 import { DataTable } from '../components/DataTable.js';
 import { RunHeader, RunNotLoaded } from '../components/RunHeader.js';
@@ -9,7 +10,7 @@ import { StatusBadge } from '../components/StatusBadge.js';
 import { formatDuration, formatMoney, formatTime, formatTokens } from '../format.js';
 
 export function CallPage({ id }: { id: string }) {
-  const { data, error } = useApi<CallDetail>(`/calls/${encodeURIComponent(id)}`);
+  const { data, error } = useApi<CallDetail>(`/calls/${idSegment(id)}`);
   if (data === undefined) return <RunNotLoaded error={error} what="call" />;
   const { summary } = data;
   return (

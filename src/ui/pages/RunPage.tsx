@@ -3,6 +3,7 @@
 import { useCallback, useMemo, useRef, useState } from 'react';
 import { Link } from 'wouter';
 import type { ActionResult, WorkflowGraph } from '../../serve/ui/api-types.js';
+import { idSegment } from '../../serve/ui/id-codec.js';
 import type { StepView } from '../types.js';
 import { ErrorText } from '../components/ActivityStream.js';
 import { DataTable } from '../components/DataTable.js';
@@ -102,7 +103,7 @@ export function RunPage({ id }: { id: string }) {
         parentHref={
           detailWithSummary.summary.parentRunId === undefined
             ? undefined
-            : `/runs/${encodeURIComponent(detailWithSummary.summary.parentRunId)}`
+            : `/runs/${idSegment(detailWithSummary.summary.parentRunId)}`
         }
       >
         started {formatTime(detailWithSummary.summary.startedAt)} <StatusBadge status={status} />
@@ -118,7 +119,7 @@ export function RunPage({ id }: { id: string }) {
         <p className="children">
           Sub-workflow runs:{' '}
           {data.children.map((child) => (
-            <Link key={child.id} href={`/runs/${encodeURIComponent(child.id)}`} className="chip">
+            <Link key={child.id} href={`/runs/${idSegment(child.id)}`} className="chip">
               {child.name} · {child.status}
             </Link>
           ))}

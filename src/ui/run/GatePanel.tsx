@@ -3,6 +3,7 @@
 
 import { useState, type FormEvent } from 'react';
 import type { ActionResult, GateAnswerBody } from '../../serve/ui/api-types.js';
+import { idSegment } from '../../serve/ui/id-codec.js';
 import type { PendingGate } from '../types.js';
 import { ApiError, postJson } from '../api.js';
 import { ErrorText } from '../components/ActivityStream.js';
@@ -21,7 +22,7 @@ function useAnswer(runId: string, onAnswered: (result: ActionResult) => void) {
     setBusy(true);
     setError(undefined);
     try {
-      onAnswered(await postJson<ActionResult>(`/runs/${encodeURIComponent(runId)}/gate`, body));
+      onAnswered(await postJson<ActionResult>(`/runs/${idSegment(runId)}/gate`, body));
     } catch (reason) {
       setError(reason instanceof ApiError ? reason : new ApiError(0, String(reason)));
     } finally {

@@ -2,6 +2,7 @@
 
 import { useState } from 'react';
 import type { ActionResult } from '../../serve/ui/api-types.js';
+import { idSegment } from '../../serve/ui/id-codec.js';
 import { ApiError, postJson } from '../api.js';
 import { ErrorText } from '../components/ActivityStream.js';
 
@@ -21,7 +22,7 @@ export function RunActions({
     setBusy(true);
     setError(undefined);
     try {
-      onDone(await postJson<ActionResult>(`/runs/${encodeURIComponent(runId)}/${action}`, {}));
+      onDone(await postJson<ActionResult>(`/runs/${idSegment(runId)}/${action}`, {}));
     } catch (reason) {
       setError(reason instanceof ApiError ? reason : new ApiError(0, String(reason)));
     } finally {

@@ -2,7 +2,8 @@
 
 import { useCallback, useEffect, useRef, useState } from 'react';
 import type { EventPage, RunDetail, RunSummary, WorkflowEventRecord } from '../../serve/ui/api-types.js';
-import { ApiError, getJson, useApi, type Loaded } from '../api.js';
+import { idSegment } from '../../serve/ui/id-codec.js';
+import { ApiError, getJson, queryString, useApi, type Loaded } from '../api.js';
 import { useEventStream } from '../stream.js';
 
 /** Events after which the run's detail (steps, gate, output) is fetched again. */
@@ -19,7 +20,7 @@ export interface RunLive {
 }
 
 export function useRunLive(runId: string): RunLive {
-  const detail = useApi<RunDetail>(`/runs/${encodeURIComponent(runId)}`);
+  const detail = useApi<RunDetail>(`/runs/${idSegment(runId)}`);
   const [events, setEvents] = useState<WorkflowEventRecord[]>([]);
   const [eventsLoaded, setEventsLoaded] = useState(false);
   const [eventsError, setEventsError] = useState<ApiError>();
@@ -38,7 +39,7 @@ export function useRunLive(runId: string): RunLive {
       const all: WorkflowEventRecord[] = [];
       for (;;) {
         const page = await getJson<EventPage>(
-          `/runs/${encodeURIComponent(runId)}/events?after=${lastSeq.current}&limit=5000`,
+          `/runs/${idSegment(runId)}/events?after=${lastSeq.current}&limit=5000`,
           controller.signal,
         );
         all.push(...page.events);
@@ -61,7 +62,7 @@ export function useRunLive(runId: string): RunLive {
   useEffect(() => () => clearTimeout(refetchTimer.current), []);
 
   useEventStream(
-    () => `?run=${encodeURIComponent(runId)}&after=${lastSeq.current}`,
+    () => queryString({ run: runId, after: lastSeq.current }),
     {
       'workflow-event': (data) => {
         const event = data as WorkflowEventRecord;
