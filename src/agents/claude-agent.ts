@@ -14,6 +14,7 @@ import { isSwitchboardError, SwitchboardError, type ErrorCode } from '../core/er
 import { loadAgentSdk } from '../providers/claude-code/agent-sdk.js';
 import type { ForwardedUsage } from '../providers/claude-code/key-forwarder.js';
 import { startConfinement, type Confinement } from '../providers/claude-code/confinement.js';
+import { claudeCodeDenyRules, fileRefusal } from '../confinement/file-access.js';
 import { realOrResolved } from './paths.js';
 import { resumedSessionCost } from './session-cost.js';
 import { claudeConfigDir } from '../core/claude-config-dir.js';
@@ -372,8 +373,9 @@ class AgentSession {
       settings: {
         permissions: {
           blockWritesOutsideWorkingDirectories: true,
-          // Claude Code's own rules as a second layer behind the hook (they see `git commit` as written).
-          ...(policy.deniedRules.length === 0 ? {} : { deny: policy.deniedRules }),
+          // Claude Code's own rules as a second layer behind the hook (they see `git commit` as written),
+          // and the deny list's, which its Grep and Glob honour in a search of the whole worktree.
+          deny: [...policy.deniedRules, ...claudeCodeDenyRules(invocation.hiddenDirectories ?? [])],
         },
         ...confinement.settings,
       },
@@ -713,8 +715,8 @@ export interface ToolPolicyOptions {
    */
   deniedGitCommands?: readonly string[];
   /**
-   * Files and folders no file tool may read or write although they lie inside `cwd`: the secrets of a
-   * working folder that is not a worktree (its `.env`, Switchboard's state folder; see `secretPaths`).
+   * Folders no file tool may read or write besides what the one deny list names (`fileRefusal`: `.env`
+   * files, git's folder, credential files, `.switchboard` at any depth): a state folder set elsewhere.
    */
   hiddenPaths?: readonly string[];
 }
@@ -763,7 +765,8 @@ export function createToolPolicy({
 }: ToolPolicyOptions): ToolPolicy {
   const root = realpathSync(cwd);
   const hidden = hiddenPaths.map((path) => realOrResolved(path));
-  /** checkPath, then the hidden paths: both readings of the path must stay out of them. */
+  const readRoots = [root, ...readableDirectories.map((directory) => realOrResolved(directory))];
+  /** checkPath, then the one deny list (`fileRefusal`): both readings of the path must pass it. */
   const checkVisible = (
     path: string,
     roots: readonly string[],
@@ -771,15 +774,17 @@ export function createToolPolicy({
     protectGit: boolean,
   ): string | undefined => {
     const refused = checkPath(path, root, roots, access, protectGit);
-    if (refused !== undefined || hidden.length === 0) return refused;
+    if (refused !== undefined) return refused;
     const absolute = resolveHome(path, root);
     for (const target of [walkPath(resolve(absolute)), walkPath(absolute)]) {
-      if (target !== undefined && hidden.some((secret) => isInside(target, secret)))
-        return `${path} holds secrets (.env, Switchboard's state) that the agent's tools may not ${access}`;
+      if (target === undefined) continue;
+      // Names below the folder it lies in are checked: a worktree under `.switchboard/` is not refused whole.
+      const base = roots.find((directory) => isInside(target, directory));
+      const denied = fileRefusal(target, { root: base, hidden, named: path });
+      if (denied !== undefined) return denied;
     }
     return undefined;
   };
-  const readRoots = [root, ...readableDirectories.map((directory) => realOrResolved(directory))];
   const names = new Set<string>();
   const bashPatterns: string[] = [];
   for (const entry of allowedTools) {

@@ -1,8 +1,9 @@
 import { existsSync, mkdirSync, readdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { secretFolderList } from '../../core/secrets.js';
+import { deniedPathsIn, fileRefusal } from '../../confinement/file-access.js';
 import { agentEnvironment, claudeCodeVariables } from '../../agents/environment.js';
-import { sandboxSettings, type AgentSandboxSettings } from '../../agents/sandbox.js';
+import { sandboxSettings, type AgentSandboxSettings } from '../../confinement/sandbox.js';
 import { createApiKeyHelper, type ApiKeyHelper } from './api-key-helper.js';
 import { claudeEnvironment } from './environment.js';
 import { startKeyForwarder, type ForwardedUsage, type KeyForwarder } from './key-forwarder.js';
@@ -151,38 +152,27 @@ async function forwarderFor(
   });
 }
 
-/** `.env`, `.env.local`, `.env.production`: files that hold a project's secrets. */
-const DOT_ENV = /^\.env(\..+)?$/;
-
 /**
- * The secrets inside a working folder that is not a worktree, for the tools of a Claude Code process
- * started there: the `.env` files in it and in every folder Switchboard loaded a `.env` from, and
- * Switchboard's state folder (its ledger, transcripts and other runs): `.switchboard` in it, and
- * `SWITCHBOARD_STATE_DIR` when set.
+ * The secrets inside a working folder that is not a worktree, as absolute paths that exist now (what
+ * the Bash sandbox can mask, and the tool policy hides besides the deny list): every path the one deny
+ * list names in it (`deniedPathsIn`; git's folder stays, its Bash needs it), the `.env` files of every
+ * folder Switchboard loaded a `.env` from, and Switchboard's state folder (`.switchboard` in it, and
+ * `SWITCHBOARD_STATE_DIR` when set).
  */
 export function secretPaths(cwd: string): string[] {
-  const paths = new Set<string>();
-  for (const folder of [cwd, ...secretFolderList()]) {
+  const paths = new Set<string>(deniedPathsIn(cwd));
+  for (const folder of secretFolderList()) {
     let names: string[];
     try {
       names = readdirSync(folder);
     } catch {
       continue;
     }
-    for (const name of names) if (DOT_ENV.test(name)) paths.add(join(folder, name));
+    for (const name of names) if (fileRefusal(name) !== undefined) paths.add(join(folder, name));
   }
   for (const state of [join(cwd, '.switchboard'), process.env['SWITCHBOARD_STATE_DIR']]) {
     if (state !== undefined && state !== '' && existsSync(resolve(cwd, state)))
       paths.add(resolve(cwd, state));
   }
   return [...paths];
-}
-
-/**
- * Claude Code's own rules for the same paths (`Read(//abs/path)`, a folder with all below it): its
- * file-search tools (Grep, Glob) honour Read rules too, which a check of the named path alone cannot
- * do for a search of the whole folder.
- */
-export function secretReadRules(paths: readonly string[]): string[] {
-  return paths.flatMap((path) => [`Read(/${path})`, `Read(/${path}/**)`]);
 }

@@ -1,6 +1,7 @@
 import { accessSync, constants, existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { delimiter, dirname, isAbsolute, join, relative, resolve } from 'node:path';
+import { deniedPathsIn } from './file-access.js';
 
 /** `SWITCHBOARD_AGENT_SANDBOX`: `auto` (the default), `required` or `off`. */
 export const SANDBOX_VARIABLE = 'SWITCHBOARD_AGENT_SANDBOX';
@@ -61,6 +62,9 @@ export function sandboxSettings(invocation: {
           tmpdir(),
           ...runFolders(),
           ...(invocation.hiddenDirectories ?? []),
+          // What the one deny list names in the worktree (`.env` files, keys, credentials), where it
+          // exists: a Bash `cat` must not read what the file tools refuse. Git's folder stays: git needs it.
+          ...deniedPathsIn(invocation.cwd),
         ]),
         allowRead: unique([
           invocation.cwd,
