@@ -375,7 +375,10 @@ class AgentSession {
           blockWritesOutsideWorkingDirectories: true,
           // Claude Code's own rules as a second layer behind the hook (they see `git commit` as written),
           // and the deny list's, which its Grep and Glob honour in a search of the whole worktree.
-          deny: [...policy.deniedRules, ...claudeCodeDenyRules(invocation.hiddenDirectories ?? [])],
+          deny: [
+            ...policy.deniedRules,
+            ...claudeCodeDenyRules(invocation.cwd, invocation.hiddenDirectories ?? []),
+          ],
         },
         ...confinement.settings,
       },
@@ -387,7 +390,7 @@ class AgentSession {
         preset: 'claude_code',
         ...(invocation.appendSystemPrompt === undefined ? {} : { append: invocation.appendSystemPrompt }),
       },
-      spawnClaudeCodeProcess: (spawnOptions) => this.spawn(spawnOptions),
+      spawnClaudeCodeProcess: (spawnOptions) => this.spawn(spawnOptions, confinement),
     };
     if (invocation.model !== undefined) options.model = invocation.model;
     if (invocation.maxTurns !== undefined) options.maxTurns = invocation.maxTurns;
@@ -417,8 +420,9 @@ class AgentSession {
     appendFileSync(this.invocation.transcriptPath, `${redactSecrets(JSON.stringify(line))}\n`);
   }
 
-  private spawn(spawnOptions: SpawnOptions): SpawnedProcess {
-    const spawned = new ClaudeProcess(spawnOptions);
+  private spawn(spawnOptions: SpawnOptions, confinement: Confinement): SpawnedProcess {
+    // The process itself starts in its mount namespace (see `processJail`): no tool race reaches past it.
+    const spawned = new ClaudeProcess(confinement.jail(spawnOptions));
     this.child = spawned;
     spawned.child.stdout.on('data', () => this.watch.touch());
     if (spawned.pid !== undefined) {

@@ -111,8 +111,7 @@ export function fileRefusal(
   if (entry !== undefined) return `${named}: ${entry.kind} hold secrets; no tool reads or writes them`;
   const absolute = resolve(root ?? sep, path);
   for (const folder of hidden) {
-    const inside = relative(resolve(folder), absolute);
-    if (inside === '' || (inside !== '..' && !inside.startsWith(`..${sep}`) && !isAbsolute(inside)))
+    if (isWithin(absolute, resolve(folder)))
       return `${named}: Switchboard's state folder (its ledger and transcripts); no tool reads or writes it`;
   }
   return undefined;
@@ -130,11 +129,19 @@ function anyCase(pattern: string): string {
  * whole folder then leaves these files out), which a check of the path a tool names cannot do; Edit
  * rules cover its writing tools.
  */
-export function claudeCodeDenyRules(hidden: readonly string[] = []): string[] {
+export function claudeCodeDenyRules(cwd: string, hidden: readonly string[] = []): string[] {
   const patterns = DENIED_ENTRIES.flatMap((entry) => entry.patterns).map(anyCase);
-  const relative = patterns.flatMap((pattern) => [`**/${pattern}`, `**/${pattern}/**`]);
-  const absolute = hidden.flatMap((folder) => [`/${resolve(folder)}`, `/${resolve(folder)}/**`]);
-  return ['Read', 'Edit'].flatMap((tool) => [...relative, ...absolute].map((rule) => `${tool}(${rule})`));
+  const anywhere = patterns.flatMap((pattern) => [`**/${pattern}`, `**/${pattern}/**`]);
+  // A hidden folder that holds the worktree (a state folder with its runs' worktrees) stays hidden by
+  // the sandbox's masks; as a rule it would refuse the worktree itself.
+  const folders = hidden.map((folder) => resolve(folder)).filter((folder) => !isWithin(resolve(cwd), folder));
+  const absolute = folders.flatMap((folder) => [`/${folder}`, `/${folder}/**`]);
+  return ['Read', 'Edit'].flatMap((tool) => [...anywhere, ...absolute].map((rule) => `${tool}(${rule})`));
+}
+
+function isWithin(path: string, folder: string): boolean {
+  const inside = relative(folder, path);
+  return inside === '' || (inside !== '..' && !inside.startsWith(`..${sep}`) && !isAbsolute(inside));
 }
 
 /** How many entries `deniedPathsIn` looks at before it stops (a checkout with a huge tree). */

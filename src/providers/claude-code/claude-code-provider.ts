@@ -170,8 +170,10 @@ async function coldCall(
   });
   const options = baseQueryOptions(launch, request);
   options.abortController = abortController;
+  let confinement: Confinement | undefined;
   options.spawnClaudeCodeProcess = (spawnOptions) => {
-    child = new ClaudeProcess(spawnOptions);
+    // With tools, the process itself starts in its mount namespace (see `processJail`).
+    child = new ClaudeProcess(confinement?.jail(spawnOptions) ?? spawnOptions);
     child.child.stdout.on('data', () => watch.touch());
     return child.child;
   };
@@ -183,7 +185,6 @@ async function coldCall(
   if (request.onText !== undefined) options.includePartialMessages = true;
 
   const leftOut: string[] = [];
-  let confinement: Confinement | undefined;
   let messages: AsyncGenerator<SDKMessage, void> | undefined;
   try {
     // Tools run code the model chose: Claude Code then starts the way an agent run does.
@@ -281,7 +282,7 @@ async function confine(
   options.env = confinement.env;
   options.settings = {
     ...confinement.settings,
-    permissions: { deny: claudeCodeDenyRules(hiddenPaths) },
+    permissions: { deny: claudeCodeDenyRules(cwd, hiddenPaths) },
   };
   // With a schema, Claude Code's answer arrives as its StructuredOutput tool, which touches nothing:
   // refusing it as an unlisted tool would leave every call with tools and a schema without output.

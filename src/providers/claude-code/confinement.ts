@@ -3,6 +3,7 @@ import { join, resolve } from 'node:path';
 import { secretFolderList } from '../../core/secrets.js';
 import { deniedPathsIn, fileRefusal } from '../../confinement/file-access.js';
 import { agentEnvironment, claudeCodeVariables } from '../../agents/environment.js';
+import { processJail, type JailedSpawn } from '../../confinement/process-jail.js';
 import { sandboxSettings, type AgentSandboxSettings } from '../../confinement/sandbox.js';
 import { createApiKeyHelper, type ApiKeyHelper } from './api-key-helper.js';
 import { claudeEnvironment } from './environment.js';
@@ -49,6 +50,11 @@ export interface Confinement {
   /** Whether Bash runs in Claude Code's sandbox, and why not (see `sandboxSettings`). */
   sandbox: { enabled: boolean; reason?: string };
   /**
+   * Puts the Claude Code process itself in its mount namespace (see `processJail`): what the SDK would
+   * spawn, as bubblewrap spawns it. The identity when the jail is off or unavailable.
+   */
+  jail(spawn: JailedSpawn): JailedSpawn;
+  /**
    * Credentials left in the process's environment, where its Bash can read them: a subscription login
    * (`CLAUDE_CODE_OAUTH_TOKEN`) when no key of ours put a forwarder in front of Claude Code.
    */
@@ -89,6 +95,22 @@ export async function startConfinement(options: ConfinementOptions): Promise<Con
     );
     const sandbox = sandboxSettings(options);
     const helper = keyHelper;
+    const jail = processJail({
+      cwd: options.cwd,
+      readable: [
+        ...(options.gitDirectory === undefined ? [] : [options.gitDirectory]),
+        ...(options.readableDirectories ?? []),
+        ...(helper === undefined ? [] : [helper.directory]),
+      ],
+      hidden: options.hiddenDirectories,
+      keepLogin: forwarder === undefined,
+    });
+    // Inside the jail the kernel refuses Bash's sandbox a fresh /proc (the jail's own has bubblewrap's
+    // read-only covers, so it is not "fully visible"): Bash then shares the jail's /proc, which shows
+    // only the jail's processes (Claude Code's own, whose environment holds no credential), never the
+    // runner's. Measured against Claude Code 2.1.330 and bubblewrap 0.8.0.
+    if (jail.wrap !== undefined && sandbox.settings !== undefined)
+      sandbox.settings.enableWeakerNestedSandbox = true;
     return {
       env,
       settings: {
@@ -96,6 +118,7 @@ export async function startConfinement(options: ConfinementOptions): Promise<Con
         ...(sandbox.settings === undefined ? {} : { sandbox: sandbox.settings }),
       },
       sandbox: sandbox.note,
+      jail: (spawn) => jail.wrap?.(spawn) ?? spawn,
       exposedCredentials: forwarder === undefined ? exposed(variables) : [],
       close: async () => {
         helper?.dispose();
