@@ -345,6 +345,7 @@ class AgentSession {
       hiddenDirectories: invocation.hiddenDirectories,
       gitDirectory: invocation.gitDirectory,
       onUsage: invocation.onUsage,
+      stdioMcpServers: hasStdioServer(invocation.mcpServers),
     });
     const { exposedCredentials } = confinement;
     this.sandbox = {
@@ -692,6 +693,14 @@ function usageCost(model: string, usage: Record<string, unknown>): number {
       cacheWriteTokens: number('cache_creation_input_tokens'),
     }) ?? 0
   );
+}
+
+/** Whether a server of the map is started as a program (no `type`, or `stdio`) rather than reached by URL. */
+export function hasStdioServer(servers: Record<string, unknown> | undefined): boolean {
+  return Object.values(servers ?? {}).some((server) => {
+    const type = (server as { type?: unknown } | null)?.type;
+    return type === undefined || type === 'stdio';
+  });
 }
 
 function errorText(error: unknown): string {

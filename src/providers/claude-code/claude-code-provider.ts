@@ -252,12 +252,15 @@ async function confine(
   options: Options,
 ): Promise<Confinement> {
   // Loaded only for calls with tools: a plain call does not pay for the agent modules.
-  const [{ startConfinement, secretPaths }, { createToolPolicy, preToolUseGuard }, { claudeCodeDenyRules }] =
-    await Promise.all([
-      import('./confinement.js'),
-      import('../../agents/claude-agent.js'),
-      import('../../confinement/file-access.js'),
-    ]);
+  const [
+    { startConfinement, secretPaths },
+    { createToolPolicy, preToolUseGuard, hasStdioServer },
+    { claudeCodeDenyRules },
+  ] = await Promise.all([
+    import('./confinement.js'),
+    import('../../agents/claude-agent.js'),
+    import('../../confinement/file-access.js'),
+  ]);
   const allowedTools = request.allowedTools ?? [];
   const cwd = options.cwd ?? launch.cwd;
   // The working folder is the caller's, not a worktree: what the one deny list names in it (`.env` files,
@@ -275,6 +278,7 @@ async function confine(
     env: connection.env,
     maxRetries: connection.maxRetries,
     hiddenDirectories: hiddenPaths,
+    stdioMcpServers: hasStdioServer(request.mcpServers),
   });
   // `tools` lists built-in tools only; MCP tools come with their servers.
   options.tools = policy.builtinTools.filter((tool) => !tool.startsWith('mcp__'));

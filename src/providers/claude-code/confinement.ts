@@ -35,6 +35,11 @@ export interface ConfinementOptions {
   hiddenDirectories?: readonly string[] | undefined;
   /** The repository's git folder the sandbox lets Bash read (see `sandboxSettings`). */
   gitDirectory?: string | undefined;
+  /**
+   * Whether Claude Code runs with stdio MCP servers: they are the user's own programs, started by Claude
+   * Code, and would run in its jail, away from the files they read and write; so then there is no jail.
+   */
+  stdioMcpServers?: boolean | undefined;
   /** Claude Code's own API retries (`CLAUDE_CODE_MAX_RETRIES`). @default 0 */
   maxRetries?: number | undefined;
   /** Usage of each response passing the forwarder (see `KeyForwarderOptions.onUsage`). */
@@ -95,16 +100,19 @@ export async function startConfinement(options: ConfinementOptions): Promise<Con
     );
     const sandbox = sandboxSettings(options);
     const helper = keyHelper;
-    const jail = processJail({
-      cwd: options.cwd,
-      readable: [
-        ...(options.gitDirectory === undefined ? [] : [options.gitDirectory]),
-        ...(options.readableDirectories ?? []),
-        ...(helper === undefined ? [] : [helper.directory]),
-      ],
-      hidden: options.hiddenDirectories,
-      keepLogin: forwarder === undefined,
-    });
+    const jail =
+      options.stdioMcpServers === true
+        ? { wrap: undefined }
+        : processJail({
+            cwd: options.cwd,
+            readable: [
+              ...(options.gitDirectory === undefined ? [] : [options.gitDirectory]),
+              ...(options.readableDirectories ?? []),
+              ...(helper === undefined ? [] : [helper.directory]),
+            ],
+            hidden: options.hiddenDirectories,
+            keepLogin: forwarder === undefined,
+          });
     // Inside the jail the kernel refuses Bash's sandbox a fresh /proc (the jail's own has bubblewrap's
     // read-only covers, so it is not "fully visible"): Bash then shares the jail's /proc, which shows
     // only the jail's processes (Claude Code's own, whose environment holds no credential), never the
