@@ -147,7 +147,7 @@ describe('the clients find the token themselves', () => {
 
   it('never sends a token file to a server on another machine', async () => {
     // 127.0.0.1 has the file; the same port on a name that is not loopback gets no token from it.
-    const { findServerToken } = await import('../src/serve/token-file.js');
+    const { findServerToken } = await import('../src/confinement/server-tokens.js');
     const port = new URL(server.url).port;
     const local = findServerToken(new URL(server.url), { environment: {}, home });
     expect(local?.token).toBe(server.token);

@@ -14,6 +14,7 @@ import { isSwitchboardError, SwitchboardError, type ErrorCode } from '../core/er
 import { loadAgentSdk } from '../providers/claude-code/agent-sdk.js';
 import type { ForwardedUsage } from '../providers/claude-code/key-forwarder.js';
 import { startConfinement, type Confinement } from '../providers/claude-code/confinement.js';
+import { claudeCodeDenyRules, fileRefusal } from '../confinement/file-access.js';
 import { realOrResolved } from './paths.js';
 import { resumedSessionCost } from './session-cost.js';
 import { claudeConfigDir } from '../core/claude-config-dir.js';
@@ -344,6 +345,7 @@ class AgentSession {
       hiddenDirectories: invocation.hiddenDirectories,
       gitDirectory: invocation.gitDirectory,
       onUsage: invocation.onUsage,
+      stdioMcpServers: hasStdioServer(invocation.mcpServers),
     });
     const { exposedCredentials } = confinement;
     this.sandbox = {
@@ -372,8 +374,12 @@ class AgentSession {
       settings: {
         permissions: {
           blockWritesOutsideWorkingDirectories: true,
-          // Claude Code's own rules as a second layer behind the hook (they see `git commit` as written).
-          ...(policy.deniedRules.length === 0 ? {} : { deny: policy.deniedRules }),
+          // Claude Code's own rules as a second layer behind the hook (they see `git commit` as written),
+          // and the deny list's, which its Grep and Glob honour in a search of the whole worktree.
+          deny: [
+            ...policy.deniedRules,
+            ...claudeCodeDenyRules(invocation.cwd, invocation.hiddenDirectories ?? []),
+          ],
         },
         ...confinement.settings,
       },
@@ -385,7 +391,7 @@ class AgentSession {
         preset: 'claude_code',
         ...(invocation.appendSystemPrompt === undefined ? {} : { append: invocation.appendSystemPrompt }),
       },
-      spawnClaudeCodeProcess: (spawnOptions) => this.spawn(spawnOptions),
+      spawnClaudeCodeProcess: (spawnOptions) => this.spawn(spawnOptions, confinement),
     };
     if (invocation.model !== undefined) options.model = invocation.model;
     if (invocation.maxTurns !== undefined) options.maxTurns = invocation.maxTurns;
@@ -415,8 +421,9 @@ class AgentSession {
     appendFileSync(this.invocation.transcriptPath, `${redactSecrets(JSON.stringify(line))}\n`);
   }
 
-  private spawn(spawnOptions: SpawnOptions): SpawnedProcess {
-    const spawned = new ClaudeProcess(spawnOptions);
+  private spawn(spawnOptions: SpawnOptions, confinement: Confinement): SpawnedProcess {
+    // The process itself starts in its mount namespace (see `processJail`): no tool race reaches past it.
+    const spawned = new ClaudeProcess(confinement.jail(spawnOptions));
     this.child = spawned;
     spawned.child.stdout.on('data', () => this.watch.touch());
     if (spawned.pid !== undefined) {
@@ -688,6 +695,14 @@ function usageCost(model: string, usage: Record<string, unknown>): number {
   );
 }
 
+/** Whether a server of the map is started as a program (no `type`, or `stdio`) rather than reached by URL. */
+export function hasStdioServer(servers: Record<string, unknown> | undefined): boolean {
+  return Object.values(servers ?? {}).some((server) => {
+    const type = (server as { type?: unknown } | null)?.type;
+    return type === undefined || type === 'stdio';
+  });
+}
+
 function errorText(error: unknown): string {
   if (error === undefined) return 'unknown error';
   return error instanceof Error ? error.message : String(error);
@@ -713,8 +728,8 @@ export interface ToolPolicyOptions {
    */
   deniedGitCommands?: readonly string[];
   /**
-   * Files and folders no file tool may read or write although they lie inside `cwd`: the secrets of a
-   * working folder that is not a worktree (its `.env`, Switchboard's state folder; see `secretPaths`).
+   * Folders no file tool may read or write besides what the one deny list names (`fileRefusal`: `.env`
+   * files, git's folder, credential files, `.switchboard` at any depth): a state folder set elsewhere.
    */
   hiddenPaths?: readonly string[];
 }
@@ -763,7 +778,8 @@ export function createToolPolicy({
 }: ToolPolicyOptions): ToolPolicy {
   const root = realpathSync(cwd);
   const hidden = hiddenPaths.map((path) => realOrResolved(path));
-  /** checkPath, then the hidden paths: both readings of the path must stay out of them. */
+  const readRoots = [root, ...readableDirectories.map((directory) => realOrResolved(directory))];
+  /** checkPath, then the one deny list (`fileRefusal`): both readings of the path must pass it. */
   const checkVisible = (
     path: string,
     roots: readonly string[],
@@ -771,15 +787,17 @@ export function createToolPolicy({
     protectGit: boolean,
   ): string | undefined => {
     const refused = checkPath(path, root, roots, access, protectGit);
-    if (refused !== undefined || hidden.length === 0) return refused;
+    if (refused !== undefined) return refused;
     const absolute = resolveHome(path, root);
     for (const target of [walkPath(resolve(absolute)), walkPath(absolute)]) {
-      if (target !== undefined && hidden.some((secret) => isInside(target, secret)))
-        return `${path} holds secrets (.env, Switchboard's state) that the agent's tools may not ${access}`;
+      if (target === undefined) continue;
+      // Names below the folder it lies in are checked: a worktree under `.switchboard/` is not refused whole.
+      const base = roots.find((directory) => isInside(target, directory));
+      const denied = fileRefusal(target, { root: base, hidden, named: path });
+      if (denied !== undefined) return denied;
     }
     return undefined;
   };
-  const readRoots = [root, ...readableDirectories.map((directory) => realOrResolved(directory))];
   const names = new Set<string>();
   const bashPatterns: string[] = [];
   for (const entry of allowedTools) {

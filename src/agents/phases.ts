@@ -15,7 +15,7 @@ import {
 } from './git.js';
 import type { RepositoryInfo } from './git.js';
 import { withRepoLock } from './repo-lock.js';
-import { VERIFY_NETWORK_VARIABLE } from './sandbox.js';
+import { VERIFY_NETWORK_VARIABLE } from '../confinement/sandbox.js';
 import { runVerify, type CommandSandbox, type VerifyResult } from './verify.js';
 
 // The phases of an agent run as functions of their inputs: the runner (`runner.ts`) drives them from

@@ -27,7 +27,7 @@ import {
 } from './remote.js';
 import { mergeIntoRemote } from './remote-merge.js';
 import { PROCESS_TAG_VARIABLE, killRunProcesses, runProcessTag } from './processes.js';
-import { SANDBOX_VARIABLE } from './sandbox.js';
+import { SANDBOX_VARIABLE } from '../confinement/sandbox.js';
 import type { CommandSandbox, VerifyResult } from './verify.js';
 import {
   describeRunner,

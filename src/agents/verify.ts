@@ -1,7 +1,7 @@
 import { agentEnvironment } from './environment.js';
 import { startParentWatch, watchProcessGroup } from '../providers/claude-code/parent-watch.js';
 import { redactSecrets } from '../core/secrets.js';
-import { confinedCommand, type ConfinedInvocation } from './sandbox.js';
+import { confinedCommand, type ConfinedInvocation } from '../confinement/sandbox.js';
 
 /** What a sandboxed setup or verify command must not see, and the git folder it may read. */
 export type CommandSandbox = Pick<ConfinedInvocation, 'hiddenDirectories' | 'gitDirectory'>;

@@ -251,7 +251,7 @@ function abortOnSignals(): AbortController {
  * each attempt's transcript event would tell that the agent's commands ran unconfined.
  */
 async function warnIfUnsandboxed(): Promise<{ onWarning?: (message: string) => void }> {
-  const { sandboxShortfall, unsandboxedWarning } = await import('../agents/sandbox.js');
+  const { sandboxShortfall, unsandboxedWarning } = await import('../confinement/sandbox.js');
   const shortfall = sandboxShortfall();
   if (shortfall === undefined) return {};
   process.stderr.write(`switchboard: warning: ${unsandboxedWarning(shortfall)}\n`);

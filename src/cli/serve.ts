@@ -11,7 +11,7 @@ import type { Router } from '../route/router.js';
 import type { CommandPolicy } from '../mcp/command-policy.js';
 import { authorize, callerOf, checkListenAddress, serverToken, serverTokenOrNew } from '../serve/auth.js';
 import type { CallService } from '../serve/call-handler.js';
-import { removeTokenFiles, writeTokenFiles } from '../serve/token-file.js';
+import { removeTokenFiles, writeTokenFiles } from '../confinement/server-tokens.js';
 import {
   absorbConnectionErrors,
   methodNotAllowed,

@@ -2,7 +2,12 @@ import type { ClientRequest, IncomingMessage } from 'node:http';
 import { resolve } from 'node:path';
 import { isErrorCode, SwitchboardError } from '../core/errors.js';
 import { isPlainObject } from '../core/plain-object.js';
-import { findServerToken, namesLoopback, TOKEN_VARIABLE, type FoundToken } from '../serve/token-file.js';
+import {
+  findServerToken,
+  namesLoopback,
+  TOKEN_VARIABLE,
+  type FoundToken,
+} from '../confinement/server-tokens.js';
 
 // The `--server` side of `switchboard call` and `switchboard route`: one HTTP request to a running
 // `switchboard serve`. Kept to node:http and the error type, so a command that goes to a server starts

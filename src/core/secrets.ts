@@ -130,6 +130,14 @@ export function redactedJsonText(value: unknown): string {
   return JSON.stringify(value).replace(patternInJson(), REDACTED);
 }
 
+/**
+ * JSON text (a request body about to leave for a provider) with every known secret redacted in its
+ * JSON-escaped form too, so the result is still the same JSON with `[redacted]` in the strings.
+ */
+export function redactJsonText(json: string): string {
+  return json.replace(patternInJson(), REDACTED);
+}
+
 /** `text` with every known secret, and anything shaped like an API key, replaced by `[redacted]`. */
 export function redactSecrets(text: string): string {
   return text.replace(pattern(), REDACTED);

@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { RouteDecision } from '../core/route-types.js';
 import { isPlainObject } from '../core/plain-object.js';
-import { findServerToken } from '../serve/token-file.js';
+import { findServerToken } from '../confinement/server-tokens.js';
 
 /** Where `switchboard serve` listens unless told otherwise. */
 export const DEFAULT_SERVER = 'http://127.0.0.1:8787';

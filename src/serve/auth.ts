@@ -3,7 +3,7 @@ import type { IncomingMessage } from 'node:http';
 import { isIP } from 'node:net';
 import { SwitchboardError } from '../core/errors.js';
 
-import { TOKEN_VARIABLE } from './token-file.js';
+import { TOKEN_VARIABLE } from '../confinement/server-tokens.js';
 
 export { TOKEN_VARIABLE };
 

@@ -170,8 +170,10 @@ async function coldCall(
   });
   const options = baseQueryOptions(launch, request);
   options.abortController = abortController;
+  let confinement: Confinement | undefined;
   options.spawnClaudeCodeProcess = (spawnOptions) => {
-    child = new ClaudeProcess(spawnOptions);
+    // With tools, the process itself starts in its mount namespace (see `processJail`).
+    child = new ClaudeProcess(confinement?.jail(spawnOptions) ?? spawnOptions);
     child.child.stdout.on('data', () => watch.touch());
     return child.child;
   };
@@ -183,7 +185,6 @@ async function coldCall(
   if (request.onText !== undefined) options.includePartialMessages = true;
 
   const leftOut: string[] = [];
-  let confinement: Confinement | undefined;
   let messages: AsyncGenerator<SDKMessage, void> | undefined;
   try {
     // Tools run code the model chose: Claude Code then starts the way an agent run does.
@@ -251,12 +252,20 @@ async function confine(
   options: Options,
 ): Promise<Confinement> {
   // Loaded only for calls with tools: a plain call does not pay for the agent modules.
-  const [{ startConfinement, secretPaths, secretReadRules }, { createToolPolicy, preToolUseGuard }] =
-    await Promise.all([import('./confinement.js'), import('../../agents/claude-agent.js')]);
+  const [
+    { startConfinement, secretPaths },
+    { createToolPolicy, preToolUseGuard, hasStdioServer },
+    { claudeCodeDenyRules },
+  ] = await Promise.all([
+    import('./confinement.js'),
+    import('../../agents/claude-agent.js'),
+    import('../../confinement/file-access.js'),
+  ]);
   const allowedTools = request.allowedTools ?? [];
   const cwd = options.cwd ?? launch.cwd;
-  // The working folder is the caller's, not a worktree: its `.env` and Switchboard's state stay hidden
-  // from every tool (the file tools by the policy and Claude Code's Read rules, Bash by the sandbox).
+  // The working folder is the caller's, not a worktree: what the one deny list names in it (`.env` files,
+  // credentials, git's folder, Switchboard's state) stays hidden from every tool: the file tools by the
+  // policy and Claude Code's own deny rules, Bash by the sandbox's masks of the paths that exist.
   const hiddenPaths = secretPaths(cwd);
   const policy = createToolPolicy({ cwd, allowedTools, hiddenPaths });
   const connection = launch.connection ?? { env: {}, maxRetries: 0 };
@@ -269,6 +278,7 @@ async function confine(
     env: connection.env,
     maxRetries: connection.maxRetries,
     hiddenDirectories: hiddenPaths,
+    stdioMcpServers: hasStdioServer(request.mcpServers),
   });
   // `tools` lists built-in tools only; MCP tools come with their servers.
   options.tools = policy.builtinTools.filter((tool) => !tool.startsWith('mcp__'));
@@ -276,7 +286,7 @@ async function confine(
   options.env = confinement.env;
   options.settings = {
     ...confinement.settings,
-    ...(hiddenPaths.length === 0 ? {} : { permissions: { deny: secretReadRules(hiddenPaths) } }),
+    permissions: { deny: claudeCodeDenyRules(cwd, hiddenPaths) },
   };
   // With a schema, Claude Code's answer arrives as its StructuredOutput tool, which touches nothing:
   // refusing it as an unlisted tool would leave every call with tools and a schema without output.

@@ -1,8 +1,10 @@
 import { existsSync, mkdirSync, readdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { secretFolderList } from '../../core/secrets.js';
+import { deniedPathsIn, fileRefusal } from '../../confinement/file-access.js';
 import { agentEnvironment, claudeCodeVariables } from '../../agents/environment.js';
-import { sandboxSettings, type AgentSandboxSettings } from '../../agents/sandbox.js';
+import { processJail, type JailedSpawn } from '../../confinement/process-jail.js';
+import { sandboxSettings, type AgentSandboxSettings } from '../../confinement/sandbox.js';
 import { createApiKeyHelper, type ApiKeyHelper } from './api-key-helper.js';
 import { claudeEnvironment } from './environment.js';
 import { startKeyForwarder, type ForwardedUsage, type KeyForwarder } from './key-forwarder.js';
@@ -33,6 +35,11 @@ export interface ConfinementOptions {
   hiddenDirectories?: readonly string[] | undefined;
   /** The repository's git folder the sandbox lets Bash read (see `sandboxSettings`). */
   gitDirectory?: string | undefined;
+  /**
+   * Whether Claude Code runs with stdio MCP servers: they are the user's own programs, started by Claude
+   * Code, and would run in its jail, away from the files they read and write; so then there is no jail.
+   */
+  stdioMcpServers?: boolean | undefined;
   /** Claude Code's own API retries (`CLAUDE_CODE_MAX_RETRIES`). @default 0 */
   maxRetries?: number | undefined;
   /** Usage of each response passing the forwarder (see `KeyForwarderOptions.onUsage`). */
@@ -47,6 +54,11 @@ export interface Confinement {
   settings: { apiKeyHelper?: string; sandbox?: AgentSandboxSettings };
   /** Whether Bash runs in Claude Code's sandbox, and why not (see `sandboxSettings`). */
   sandbox: { enabled: boolean; reason?: string };
+  /**
+   * Puts the Claude Code process itself in its mount namespace (see `processJail`): what the SDK would
+   * spawn, as bubblewrap spawns it. The identity when the jail is off or unavailable.
+   */
+  jail(spawn: JailedSpawn): JailedSpawn;
   /**
    * Credentials left in the process's environment, where its Bash can read them: a subscription login
    * (`CLAUDE_CODE_OAUTH_TOKEN`) when no key of ours put a forwarder in front of Claude Code.
@@ -88,6 +100,25 @@ export async function startConfinement(options: ConfinementOptions): Promise<Con
     );
     const sandbox = sandboxSettings(options);
     const helper = keyHelper;
+    const jail =
+      options.stdioMcpServers === true
+        ? { wrap: undefined }
+        : processJail({
+            cwd: options.cwd,
+            readable: [
+              ...(options.gitDirectory === undefined ? [] : [options.gitDirectory]),
+              ...(options.readableDirectories ?? []),
+              ...(helper === undefined ? [] : [helper.directory]),
+            ],
+            hidden: options.hiddenDirectories,
+            keepLogin: forwarder === undefined,
+          });
+    // Inside the jail the kernel refuses Bash's sandbox a fresh /proc (the jail's own has bubblewrap's
+    // read-only covers, so it is not "fully visible"): Bash then shares the jail's /proc, which shows
+    // only the jail's processes (Claude Code's own, whose environment holds no credential), never the
+    // runner's. Measured against Claude Code 2.1.330 and bubblewrap 0.8.0.
+    if (jail.wrap !== undefined && sandbox.settings !== undefined)
+      sandbox.settings.enableWeakerNestedSandbox = true;
     return {
       env,
       settings: {
@@ -95,6 +126,7 @@ export async function startConfinement(options: ConfinementOptions): Promise<Con
         ...(sandbox.settings === undefined ? {} : { sandbox: sandbox.settings }),
       },
       sandbox: sandbox.note,
+      jail: (spawn) => jail.wrap?.(spawn) ?? spawn,
       exposedCredentials: forwarder === undefined ? exposed(variables) : [],
       close: async () => {
         helper?.dispose();
@@ -151,38 +183,27 @@ async function forwarderFor(
   });
 }
 
-/** `.env`, `.env.local`, `.env.production`: files that hold a project's secrets. */
-const DOT_ENV = /^\.env(\..+)?$/;
-
 /**
- * The secrets inside a working folder that is not a worktree, for the tools of a Claude Code process
- * started there: the `.env` files in it and in every folder Switchboard loaded a `.env` from, and
- * Switchboard's state folder (its ledger, transcripts and other runs): `.switchboard` in it, and
- * `SWITCHBOARD_STATE_DIR` when set.
+ * The secrets inside a working folder that is not a worktree, as absolute paths that exist now (what
+ * the Bash sandbox can mask, and the tool policy hides besides the deny list): every path the one deny
+ * list names in it (`deniedPathsIn`; git's folder stays, its Bash needs it), the `.env` files of every
+ * folder Switchboard loaded a `.env` from, and Switchboard's state folder (`.switchboard` in it, and
+ * `SWITCHBOARD_STATE_DIR` when set).
  */
 export function secretPaths(cwd: string): string[] {
-  const paths = new Set<string>();
-  for (const folder of [cwd, ...secretFolderList()]) {
+  const paths = new Set<string>(deniedPathsIn(cwd));
+  for (const folder of secretFolderList()) {
     let names: string[];
     try {
       names = readdirSync(folder);
     } catch {
       continue;
     }
-    for (const name of names) if (DOT_ENV.test(name)) paths.add(join(folder, name));
+    for (const name of names) if (fileRefusal(name) !== undefined) paths.add(join(folder, name));
   }
   for (const state of [join(cwd, '.switchboard'), process.env['SWITCHBOARD_STATE_DIR']]) {
     if (state !== undefined && state !== '' && existsSync(resolve(cwd, state)))
       paths.add(resolve(cwd, state));
   }
   return [...paths];
-}
-
-/**
- * Claude Code's own rules for the same paths (`Read(//abs/path)`, a folder with all below it): its
- * file-search tools (Grep, Glob) honour Read rules too, which a check of the named path alone cannot
- * do for a search of the whole folder.
- */
-export function secretReadRules(paths: readonly string[]): string[] {
-  return paths.flatMap((path) => [`Read(/${path})`, `Read(/${path}/**)`]);
 }

@@ -10,6 +10,7 @@ import {
 import { request as httpsRequest } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import { parseJsonOr } from '../../core/safe-json.js';
+import { redactJsonText } from '../../core/secrets.js';
 
 /** The usage one API response reported, as the forwarder saw it pass. */
 export interface ForwardedUsage {
@@ -166,8 +167,34 @@ function forward(
   if (options.credential.kind === 'api-key') headers['x-api-key'] = options.credential.value;
   else headers['authorization'] = `Bearer ${options.credential.value}`;
 
-  const send = target.protocol === 'https:' ? httpsRequest : httpRequest;
-  const outgoing = send(target, { method: request.method ?? 'GET', headers }, (answer) => {
+  // Every request Claude Code sends passes here: the one place its tool results (a file that holds a
+  // configured key, a command's output) are cleaned of every known secret before they leave. JSON
+  // bodies only (the Messages API's); the body is read whole, so its length is set again.
+  const chunks: Buffer[] = [];
+  request.on('data', (chunk: Buffer) => chunks.push(chunk));
+  request.on('error', () => response.destroy());
+  request.on('end', () => {
+    let body = Buffer.concat(chunks);
+    if (/json/i.test(String(request.headers['content-type'] ?? '')) && body.length > 0) {
+      body = Buffer.from(redactJsonText(body.toString('utf8')), 'utf8');
+    }
+    delete headers['transfer-encoding'];
+    if (body.length > 0 || request.headers['content-length'] !== undefined)
+      headers['content-length'] = String(body.length);
+    send(target, headers, body, request, response, options);
+  });
+}
+
+function send(
+  target: URL,
+  headers: OutgoingHttpHeaders,
+  body: Buffer,
+  request: IncomingMessage,
+  response: ServerResponse,
+  options: KeyForwarderOptions,
+): void {
+  const sendRequest = target.protocol === 'https:' ? httpsRequest : httpRequest;
+  const outgoing = sendRequest(target, { method: request.method ?? 'GET', headers }, (answer) => {
     const tap = options.onUsage === undefined ? undefined : new UsageTap(answer.headers['content-type']);
     response.writeHead(answer.statusCode ?? 502, answer.statusMessage, withoutHopHeaders(answer.headers));
     answer.on('data', (chunk: Buffer) => {
@@ -196,7 +223,7 @@ function forward(
   response.on('close', () => {
     if (!response.writableFinished) outgoing.destroy();
   });
-  request.pipe(outgoing);
+  outgoing.end(body);
 }
 
 function withoutHopHeaders(headers: IncomingHttpHeaders): OutgoingHttpHeaders {

@@ -8,6 +8,7 @@ import type {
   ToolResult,
 } from '../../core/call-types.js';
 import { SwitchboardError } from '../../core/errors.js';
+import { redactSecrets } from '../../core/secrets.js';
 import { extractJson } from '../../core/json-extract.js';
 import { schemaErrors } from '../../core/json-schema.js';
 import type { CallOptions } from '../../invoke/call.js';
@@ -242,6 +243,9 @@ class LoopRun {
         outcome = { isError: true, content: error instanceof Error ? error.message : String(error) };
       }
     }
+    // The result goes to the provider: a file or a server's answer that holds a configured key or
+    // another known secret reaches the model as `[redacted]`, as it reaches the ledger.
+    outcome = { ...outcome, content: redactSecrets(outcome.content) };
     await this.emit('tool-result', {
       id: call.id,
       tool: call.name,

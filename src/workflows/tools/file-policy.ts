@@ -1,19 +1,15 @@
 import { realpathSync } from 'node:fs';
 import { realpath } from 'node:fs/promises';
-import { isAbsolute, join, relative, resolve, sep } from 'node:path';
-
-/** `.env`, `.env.local`, `.env_prod`, `.envrc`, in any case: files that hold a project's secrets. */
-const DOT_ENV = /^\.env([._-].*|rc)?$/i;
-/** Git's own folder: its config may hold a remote URL with a token, and its objects every old secret. */
-const GIT_FOLDER = '.git';
+import { isAbsolute, relative, resolve, sep } from 'node:path';
+import { fileRefusal } from '../../confinement/file-access.js';
 
 /** A path the file tools may read: where it really is, and how the model names it. */
 export type ResolvedPath = { ok: true; real: string; relative: string } | { ok: false; reason: string };
 
 /**
  * Where the file tools of a step may read: inside its working directory, where the path really leads
- * (symlinks followed), never a `.env` file nor Switchboard's state folder, which hold secrets and the
- * ledger. A working directory is the caller's own folder, not a worktree, so both may lie in it.
+ * (symlinks followed), never a file the one deny list names (`fileRefusal`: `.env` files, git's folder,
+ * credential files, Switchboard's state folders). A working directory is the caller's own folder, not a worktree, so both may lie in it.
  */
 export class FilePolicy {
   /** The working directory, symlinks resolved. */
@@ -64,8 +60,8 @@ export class FilePolicy {
   }
 
   /**
-   * Why `absolute` may not be read, or undefined: outside the working directory, a `.env` file, git's
-   * folder or a state folder. Also asked of the path an opened descriptor leads to (`/proc/self/fd/N`),
+   * Why `absolute` may not be read, or undefined: outside the working directory, or named by the deny
+   * list (`fileRefusal`). Also asked of the path an opened descriptor leads to (`/proc/self/fd/N`),
    * so a folder swapped for a symlink between `resolve` and `open` leads nowhere it should not.
    */
   refusal(absolute: string, asWritten: string): string | undefined {
@@ -73,18 +69,6 @@ export class FilePolicy {
     if (inside === '..' || inside.startsWith(`..${sep}`) || isAbsolute(inside)) {
       return `${asWritten}: outside the working directory (${this.root}); the file tools read only inside it`;
     }
-    const parts = inside.split(sep);
-    if (parts.some((part) => DOT_ENV.test(part))) {
-      return `${asWritten}: .env files hold secrets; the file tools do not read them`;
-    }
-    if (parts.includes(GIT_FOLDER)) {
-      return `${asWritten}: git's own folder (its config may hold credentials); the file tools do not read it`;
-    }
-    for (const folder of this.hidden) {
-      if (absolute === folder || absolute.startsWith(join(folder, sep))) {
-        return `${asWritten}: Switchboard's state folder; the file tools do not read it`;
-      }
-    }
-    return undefined;
+    return fileRefusal(absolute, { root: this.root, hidden: this.hidden, named: asWritten });
   }
 }

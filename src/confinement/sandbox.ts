@@ -1,7 +1,8 @@
 import { accessSync, constants, existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { delimiter, dirname, isAbsolute, join, relative, resolve } from 'node:path';
-import { registryFolder, serverStateFolders } from '../serve/token-file.js';
+import { deniedPathsIn } from './file-access.js';
+import { registryFolder, serverStateFolders } from './server-tokens.js';
 
 /** `SWITCHBOARD_VERIFY_NETWORK=on`: the verify command keeps the machine's network (a database, a registry). */
 export const VERIFY_NETWORK_VARIABLE = 'SWITCHBOARD_VERIFY_NETWORK';
@@ -66,6 +67,9 @@ export function sandboxSettings(invocation: {
           ...runFolders(),
           ...serverTokenFolders(),
           ...(invocation.hiddenDirectories ?? []),
+          // What the one deny list names in the worktree (`.env` files, keys, credentials), where it
+          // exists: a Bash `cat` must not read what the file tools refuse. Git's folder stays: git needs it.
+          ...deniedPathsIn(invocation.cwd),
         ]),
         allowRead: unique([
           invocation.cwd,
@@ -237,13 +241,13 @@ function serverTokenFolders(): string[] {
 }
 
 /** The install folder of the node running Switchboard and the folders on `PATH`, as they exist. */
-function toolDirectories(): string[] {
+export function toolDirectories(): string[] {
   const path = (process.env['PATH'] ?? '').split(delimiter).filter((entry) => isAbsolute(entry));
   return unique([dirname(dirname(process.execPath)), ...path]).filter((folder) => existsSync(folder));
 }
 
 /** `/run`, and `/var/run` where it is not a link to it. */
-function runFolders(): string[] {
+export function runFolders(): string[] {
   try {
     return unique(['/run', realpathSync('/var/run')]);
   } catch {
@@ -252,7 +256,7 @@ function runFolders(): string[] {
 }
 
 /** The file /etc/resolv.conf resolves to, when it is a link (to systemd-resolved's, under /run). */
-function resolverFile(): string | undefined {
+export function resolverFile(): string | undefined {
   try {
     const file = realpathSync('/etc/resolv.conf');
     return file === '/etc/resolv.conf' ? undefined : file;
@@ -262,17 +266,17 @@ function resolverFile(): string | undefined {
 }
 
 /** The folders not inside another of them: a tmpfs over a parent already hides its children. */
-function outermost(paths: readonly string[]): string[] {
+export function outermost(paths: readonly string[]): string[] {
   const all = unique(paths);
   return all.filter((path) => !all.some((other) => other !== path && within(path, other)));
 }
 
-function within(path: string, folder: string): boolean {
+export function within(path: string, folder: string): boolean {
   const inside = relative(folder, path);
   return inside === '' || (!inside.startsWith('..') && !isAbsolute(inside));
 }
 
-function onPath(program: string): boolean {
+export function onPath(program: string): boolean {
   const path = (process.env['PATH'] ?? '').split(delimiter).filter((entry) => entry !== '');
   return path.some((folder) => {
     try {
