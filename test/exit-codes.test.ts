@@ -411,6 +411,7 @@ const cases: Record<keyof typeof EXIT_CODES, Case> = {
     );
     return run(['workflow', 'run', 'flow.yaml'], cwd);
   },
+  FILE_REFUSED: () => run(['workflow', 'validate', '/dev/zero']),
   ABORTED: {
     coveredBy: {
       file: 'test/cli-agent-lifecycle.test.ts',

@@ -56,6 +56,7 @@ export const ERROR_CODES = [
   'SECRET_IN_CHANGE',
   'GATE_TAKEN',
   'OUTPUT_LIMIT',
+  'FILE_REFUSED',
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
@@ -216,6 +217,8 @@ export const EXIT_CODES = {
   ENDPOINT_NOT_ALLOWED: 65,
   /** `switchboard workflow`: a script step printed more than its `max_output_bytes` on stdout or stderr; it was killed. */
   OUTPUT_LIMIT: 66,
+  /** A file Switchboard was handed is no regular file (a FIFO, a device, a folder), or larger than its bound (2 MiB for YAML/JSON); nothing was read past it. */
+  FILE_REFUSED: 67,
   ABORTED: 130,
 } as const satisfies Record<string, number>;
 
