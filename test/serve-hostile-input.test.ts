@@ -201,3 +201,68 @@ describe('errors about a file never quote it', () => {
       expect(text).not.toContain(planted);
   });
 });
+
+describe('/mcp workflow_run: steps that read files', () => {
+  /** A one-step workflow on the simulator's OpenAI: its model asks to read `canary` (relative to the step's folder). */
+  function workflow(directory: string, fields: string): string {
+    const file = join(directory, 'peek.yaml');
+    writeFileSync(
+      file,
+      `workflow:\n  name: peek\n  entry_point: look\n  runtime:\n    provider: openai\n    default_model: gpt-4.1-mini\nagents:\n  - name: look\n    prompt: peek at canary\n${fields}    routes:\n      - to: $end\n`,
+    );
+    return file;
+  }
+
+  /** A model that asks to read `path`, then repeats what came back; plain answers otherwise. */
+  function peekScenario(path: string): void {
+    sim.setScenario({
+      rules: [
+        {
+          match: { provider: 'openai', turn: 1, tools: 'read_file' },
+          reply: { tool: { name: 'read_file', input: { path } } },
+        },
+        { match: { provider: 'openai', text: 'CANARY' }, reply: { echo: true } },
+      ],
+      fallback: { text: 'read nothing' },
+    });
+  }
+
+  it('tools: left out is the default file tools: refused over HTTP in a working_dir outside every --repo-root, with or without --allow-commands', async () => {
+    const outside = temporaryDirectory();
+    const root = temporaryDirectory();
+    writeFileSync(join(outside, 'canary.txt'), `CANARY ${planted}\n`);
+    const file = workflow(root, `    working_dir: /\n`);
+    peekScenario(join(outside, 'canary.txt').slice(1));
+    const asked = sim.requests.length;
+    for (const flags of [[], ['--repo-root', root], ['--allow-commands', '--repo-root', root]]) {
+      const server = await serve(flags, root);
+      const answer = await tool(server, 'workflow_run', { file });
+      expect(answer, flags.join(' ')).toMatchObject({
+        isError: true,
+        text: expect.stringMatching(
+          /step "look" reads files \(its tools: the default read-only file tools\) in its working directory \(\/\) is outside the folders this server works in/,
+        ),
+      });
+      expect(answer.text).toContain('tools: []');
+      expect(answer.text).not.toContain(planted);
+    }
+    expect(sim.requests.length).toBe(asked);
+  });
+
+  it('a working_dir under a --repo-root runs with its file tools; tools: [] runs anywhere, reading nothing', async () => {
+    const root = temporaryDirectory();
+    writeFileSync(join(root, 'canary.txt'), 'CANARY inside the root\n');
+    peekScenario('canary.txt');
+    const server = await serve(['--repo-root', root], root);
+    const inside = await tool(server, 'workflow_run', { file: workflow(root, `    working_dir: .\n`) });
+    expect(inside.isError).toBe(false);
+    expect(inside.text).toContain('completed');
+    expect(inside.text).toContain('CANARY inside the root');
+    const outside = temporaryDirectory();
+    const none = await tool(server, 'workflow_run', {
+      file: workflow(outside, `    working_dir: /\n    tools: []\n`),
+    });
+    expect(none.isError).toBe(false);
+    expect(none.text).toContain('completed');
+  });
+});
