@@ -417,6 +417,7 @@ const cases: Record<keyof typeof EXIT_CODES, Case> = {
       test: 'call and route --server find the token file themselves; a wrong token is one line and exit 67',
     },
   },
+  FILE_REFUSED: () => run(['workflow', 'validate', '/dev/zero']),
   ABORTED: {
     coveredBy: {
       file: 'test/cli-agent-lifecycle.test.ts',

@@ -1,7 +1,7 @@
-import { readFileSync } from 'node:fs';
+import { readBoundedFile, syntaxErrorWithoutContent } from '../core/bounded-file.js';
 import type { CallResult, JsonSchema } from '../core/call-types.js';
 import type { ConfigOverrides } from '../core/config.js';
-import { SwitchboardError } from '../core/errors.js';
+import { isSwitchboardError, SwitchboardError } from '../core/errors.js';
 import type { CallBody } from '../serve/call-body.js';
 import { printCallResult } from './call-output.js';
 import { askServer, clientStateDir, serverAddress } from './server-client.js';
@@ -169,8 +169,9 @@ function claudeCallOptions(flags: CallFlags): Record<string, unknown> {
 function readSchema(file: string): JsonSchema {
   let text: string;
   try {
-    text = readFileSync(file, 'utf8');
-  } catch {
+    text = readBoundedFile(file, { kind: 'schema file' }).toString('utf8');
+  } catch (error) {
+    if (isSwitchboardError(error)) throw error;
     throw new SwitchboardError('INVALID_INPUT', `schema file ${file} cannot be read`, {
       hint: 'check the --schema path',
     });
@@ -180,12 +181,9 @@ function readSchema(file: string): JsonSchema {
     if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new Error('not an object');
     return value as JsonSchema;
   } catch (error) {
-    throw new SwitchboardError(
-      'INVALID_INPUT',
-      `schema file ${file} is not a JSON object: ${error instanceof Error ? error.message : String(error)}`,
-      {
-        hint: 'write a JSON Schema such as {"type": "object", "properties": {...}}',
-      },
-    );
+    const problem = error instanceof SyntaxError ? syntaxErrorWithoutContent(error) : 'it is not an object';
+    throw new SwitchboardError('INVALID_INPUT', `schema file ${file} is not a JSON object: ${problem}`, {
+      hint: 'write a JSON Schema such as {"type": "object", "properties": {...}}',
+    });
   }
 }

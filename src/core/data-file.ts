@@ -1,5 +1,5 @@
-import { readFileSync } from 'node:fs';
-import { SwitchboardError, type ErrorCode } from './errors.js';
+import { readBoundedFile, syntaxErrorWithoutContent } from './bounded-file.js';
+import { isSwitchboardError, SwitchboardError, type ErrorCode } from './errors.js';
 import { loadYaml } from './lazy-packages.js';
 
 export interface DataFileOptions {
@@ -14,8 +14,9 @@ export interface DataFileOptions {
 }
 
 /**
- * Reads a YAML or JSON file (JSON is YAML) a user handed over, failing with a one-line error that
- * names the file, the problem and the fix.
+ * Reads a YAML or JSON file (JSON is YAML) a user handed over (`readBoundedFile`: a regular file, at most
+ * 2 MiB), failing with a one-line error that names the file, the problem and its position, and the fix:
+ * never the file's text, which may be a secret the caller could not read (`/etc/shadow` as a task file).
  */
 export function readDataFile(
   file: string,
@@ -23,17 +24,22 @@ export function readDataFile(
 ): unknown {
   let content: string;
   try {
-    content = readFileSync(file, 'utf8');
+    content = readBoundedFile(file, { kind }).toString('utf8');
   } catch (error) {
+    if (isSwitchboardError(error)) throw error;
     throw new SwitchboardError(code, `${kind} ${file} cannot be read`, { hint: readHint, cause: error });
   }
   try {
     const { parse } = loadYaml();
-    return parse(content) as unknown;
+    // Warnings stay quiet: the package prints them to stderr with the lines around them.
+    return parse(content, { logLevel: 'error' }) as unknown;
   } catch (error) {
-    const message = error instanceof Error ? error.message.split('\n')[0] : String(error);
-    throw new SwitchboardError(code, `${kind} ${file} is not valid YAML/JSON: ${message}`, {
-      hint: syntaxHint,
-    });
+    throw new SwitchboardError(
+      code,
+      `${kind} ${file} is not valid YAML/JSON: ${syntaxErrorWithoutContent(error)}`,
+      {
+        hint: syntaxHint,
+      },
+    );
   }
 }

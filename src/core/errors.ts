@@ -57,6 +57,7 @@ export const ERROR_CODES = [
   'GATE_TAKEN',
   'OUTPUT_LIMIT',
   'SERVER_AUTH',
+  'FILE_REFUSED',
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
@@ -219,6 +220,8 @@ export const EXIT_CODES = {
   OUTPUT_LIMIT: 66,
   /** `--server`, `SWITCHBOARD_SERVER`: the server refused the token (none found, or not its own). */
   SERVER_AUTH: 67,
+  /** A file Switchboard was handed is no regular file (a FIFO, a device, a folder), or larger than its bound (2 MiB for YAML/JSON); nothing was read past it. */
+  FILE_REFUSED: 68,
   ABORTED: 130,
 } as const satisfies Record<string, number>;
 

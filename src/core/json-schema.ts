@@ -3,6 +3,7 @@ import type { ValidateFunction } from 'ajv';
 import type { JsonSchema } from './call-types.js';
 import { SwitchboardError } from './errors.js';
 import { loadAjv2020 } from './lazy-packages.js';
+import { linearRegex } from './linear-regex.js';
 
 // Draft 2020-12, the draft zod's `z.toJSONSchema` writes; `$schema` is dropped before compiling so
 // schemas that declare draft-07 compile too (the keywords models are asked to follow are the same).
@@ -12,10 +13,16 @@ let ajvInstance: Ajv2020Type | undefined;
 function ajv(): Ajv2020Type {
   if (ajvInstance === undefined) {
     const Ajv2020 = loadAjv2020();
-    ajvInstance = new Ajv2020({ allErrors: true, strict: false });
+    // `pattern` and `patternProperties` come from callers (a /call schema, a workflow's output fields):
+    // they run in RE2, so `^(a|a)+$` cannot stall the process, and a backreference fails the compile.
+    ajvInstance = new Ajv2020({ allErrors: true, strict: false, code: { regExp: schemaRegExp } });
   }
   return ajvInstance;
 }
+// `code` names the engine in standalone code, which Switchboard never generates.
+const schemaRegExp = Object.assign((pattern: string, flags: string) => linearRegex(pattern, flags), {
+  code: 'linearRegex',
+});
 const compiled = new WeakMap<JsonSchema, ValidateFunction>();
 /**
  * Compiled schemas by their text, for callers that build an equal schema object per call (the LLM

@@ -1,6 +1,6 @@
 import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { StepDefinition, WorkflowDefinition } from '../workflows/model.js';
 import { checkAgentRun, checkWorkflow, resolveRepoRoots } from './command-policy.js';
@@ -18,10 +18,16 @@ const allowed = { allowCommands: true, repoRoots: [root] };
 function workflow(file: string, ...steps: StepDefinition[]): WorkflowDefinition {
   return {
     file,
+    dir: dirname(file),
+    runtime: {
+      mcpServers: {
+        toolbox: { type: 'stdio', command: 'toolbox', args: [], env: {}, headers: {}, tools: [] },
+      },
+    },
     name: 'w',
     steps: new Map(steps.map((step) => [step.name, step])),
     groups: new Map(),
-  } as WorkflowDefinition;
+  } as unknown as WorkflowDefinition;
 }
 
 const step = (fields: Partial<StepDefinition> & Pick<StepDefinition, 'type'>): StepDefinition =>
@@ -53,7 +59,12 @@ describe('checkAgentRun', () => {
 describe('checkWorkflow', () => {
   it('refuses only the steps that can run a command, and those only outside the roots', () => {
     const outside = join(base, 'flow.yaml');
-    const harmless = [step({ type: 'set' }), step({ type: 'agent' }), step({ type: 'agent', tools: [] })];
+    const harmless = [
+      step({ type: 'set' }),
+      step({ type: 'agent', tools: [] }),
+      // tools: [] reaches no server: none is started.
+      step({ type: 'agent', tools: [], mcp: true }),
+    ];
     for (const each of harmless)
       expect(() =>
         checkWorkflow({ allowCommands: false, repoRoots: [] }, workflow(outside, each)),
@@ -61,7 +72,8 @@ describe('checkWorkflow', () => {
     const commands = [
       step({ type: 'script' }),
       step({ type: 'agent', tools: ['Bash'] }),
-      step({ type: 'agent', mcp: true }),
+      step({ type: 'agent', mcp: true, workingDir: root }),
+      step({ type: 'agent', tools: ['toolbox__lookup'], mcp: ['toolbox'] }),
       step({ type: 'agent', git: {} as never }),
     ];
     for (const each of commands) {
@@ -72,6 +84,38 @@ describe('checkWorkflow', () => {
       expect(() => checkWorkflow(allowed, workflow(join(root, 'flow.yaml'), each))).not.toThrow();
       expect(() => checkWorkflow(undefined, workflow(outside, each))).not.toThrow();
     }
+  });
+
+  it('reads tools: as the engine runs it: left out, the file tools read the working directory, which must be under a root', () => {
+    const outside = join(base, 'flow.yaml');
+    const policies = [
+      { allowCommands: false, repoRoots: [root] },
+      allowed,
+      { allowCommands: false, repoRoots: [] },
+    ];
+    for (const readsFiles of [
+      step({ type: 'agent', workingDir: '/' }),
+      step({ type: 'agent', tools: ['Read'], workingDir: '/' }),
+      step({ type: 'agent', tools: ['search_files'], workingDir: '../..' }),
+      step({ type: 'agent', tools: ['Grep'], workingDir: '{{ inputs.dir }}' }),
+    ]) {
+      for (const policy of policies)
+        expect(() => checkWorkflow(policy, workflow(join(root, 'flow.yaml'), readsFiles))).toThrow(
+          /reads files .* in its working directory/,
+        );
+      expect(() => checkWorkflow(undefined, workflow(outside, readsFiles))).not.toThrow();
+    }
+    // Under a root, reading files needs no --allow-commands: nothing runs.
+    const inside = step({ type: 'agent', workingDir: join(root, 'repo') });
+    expect(() =>
+      checkWorkflow({ allowCommands: false, repoRoots: [root] }, workflow(outside, inside)),
+    ).not.toThrow();
+    expect(() =>
+      checkWorkflow(
+        { allowCommands: false, repoRoots: [root] },
+        workflow(outside, step({ type: 'agent', workingDir: join(root, 'repo'), mcp: true })),
+      ),
+    ).toThrow(/does not allow over HTTP/);
   });
 });
 

@@ -3,7 +3,13 @@ import { isAbsolute, relative, resolve, sep } from 'node:path';
 import { git, listWorktrees } from '../agents/git.js';
 import { realOrResolved } from '../agents/paths.js';
 import { SwitchboardError } from '../core/errors.js';
-import { everyStep, type StepDefinition, type WorkflowDefinition } from '../workflows/model.js';
+import {
+  everyStep,
+  type AgentStep,
+  type StepDefinition,
+  type WorkflowDefinition,
+} from '../workflows/model.js';
+import { mcpServersReached, namesOtherClaudeCodeTools, stepToolChoice } from '../workflows/step-tools.js';
 
 /**
  * What tools that run commands or agents may do for callers over HTTP (`serve`'s `/mcp`). Stdio
@@ -89,11 +95,15 @@ async function repositoryPlaces(directory: string): Promise<Array<[string, strin
 
 /**
  * Refuses a workflow (the run's file, or a sub-workflow it reaches) whose steps run commands, unless
- * commands are allowed and the file is under a root. Called as each file is loaded, before any step.
+ * commands are allowed and the file is under a root; and one whose steps read files (the default tools
+ * included: `tools:` omitted gives the read-only file tools) in a working directory outside every root.
+ * Each step is read as the engine will run it (`stepToolChoice`). Called as each file is loaded, before
+ * any step.
  */
 export function checkWorkflow(policy: CommandPolicy | undefined, workflow: WorkflowDefinition): void {
   if (policy === undefined) return;
-  const step = everyStep(workflow).find(runsCommands);
+  for (const step of everyStep(workflow)) checkFileTools(policy, workflow, step);
+  const step = everyStep(workflow).find((candidate) => runsCommands(workflow, candidate));
   if (step === undefined) return;
   if (!policy.allowCommands) {
     throw new SwitchboardError(
@@ -105,22 +115,51 @@ export function checkWorkflow(policy: CommandPolicy | undefined, workflow: Workf
   checkUnderRoots(policy, workflow.file, `workflow file ${workflow.file}`);
 }
 
+/** The MCP servers a step gets over HTTP: those it opts into (`--allow-mcp` is the CLI's alone). */
+function stepServers(workflow: WorkflowDefinition, step: AgentStep): string[] {
+  const declared = Object.keys(workflow.runtime.mcpServers);
+  if (step.mcp === true) return declared;
+  return Array.isArray(step.mcp) ? step.mcp.filter((name) => declared.includes(name)) : [];
+}
+
 /**
- * Script steps, agent steps that work in a git worktree, and LLM steps given tools (Claude Code's
- * `Bash`, `Write`, …) or MCP servers: each can run a command on this machine.
+ * Script steps, agent steps that work in a git worktree, and LLM steps given Claude Code tools beyond
+ * the read-only ones (`Bash`, `Write`, …) or the tools of an MCP server: each can run a command here.
  */
-function runsCommands(step: StepDefinition): boolean {
+function runsCommands(workflow: WorkflowDefinition, step: StepDefinition): boolean {
   if (step.type === 'script') return true;
   if (step.type !== 'agent') return false;
-  const mcp = step.mcp === true || (Array.isArray(step.mcp) && step.mcp.length > 0);
-  return step.git !== undefined || (step.tools ?? []).length > 0 || mcp;
+  if (step.git !== undefined) return true;
+  const servers = stepServers(workflow, step);
+  const choice = stepToolChoice(step.tools, servers);
+  return namesOtherClaudeCodeTools(choice) || mcpServersReached(choice, servers).length > 0;
+}
+
+/**
+ * A step whose model reads files (the read-only file tools, Claude Code's `Read`, `Glob`, `Grep`) reads
+ * its working directory: over HTTP that folder must be under a root, as a repository must. A templated
+ * working directory is known only at run time, so it is refused here.
+ */
+function checkFileTools(policy: CommandPolicy, workflow: WorkflowDefinition, step: StepDefinition): void {
+  if (step.type !== 'agent' || step.git !== undefined) return;
+  if (stepToolChoice(step.tools, stepServers(workflow, step)).files.length === 0) return;
+  const written = step.workingDir ?? workflow.runtime.workingDir;
+  const what = `workflow ${workflow.name}: step "${step.name}" reads files (its tools: ${step.tools === undefined ? 'the default read-only file tools' : step.tools.join(', ')}) in its working directory`;
+  const hint = `give the step tools: [] (no file tools), or a working_dir under ${policy.repoRoots.join(', ') || 'a --repo-root folder'} (start serve with --repo-root DIR)`;
+  if (written?.includes('{{') === true) {
+    throw new SwitchboardError('FORBIDDEN', `${what}, a template this server cannot check before it runs`, {
+      hint,
+    });
+  }
+  const directory = written === undefined ? process.cwd() : resolve(workflow.dir, written);
+  checkUnderRoots(policy, directory, what, { hint });
 }
 
 function whatItRuns(step: StepDefinition): string {
   if (step.type === 'script') return 'runs a command';
   return step.type === 'agent' && step.git !== undefined
     ? 'runs a Claude Code agent in a worktree'
-    : 'gives the model tools';
+    : 'gives the model tools that run commands (Claude Code tools beyond Read, Glob and Grep, or MCP servers)';
 }
 
 function checkUnderRoots(

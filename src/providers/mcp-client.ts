@@ -4,11 +4,30 @@ import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 /** How long starting a server and listing its tools may take; Claude Code's own connection timeout is 30 s. */
 export const MCP_CONNECT_TIMEOUT_MS = 30_000;
 
-/** Where a server's program runs (stdio servers): its folder and its whole environment. */
+/** Where a server's program runs (stdio servers): its folder and the environment it is started from. */
 export interface McpProcessOptions {
   cwd?: string | undefined;
-  /** The environment the program gets, the server's own `env` added over it. */
+  /** The environment it is started from: only `MCP_INHERITED_VARIABLE` names pass, the server's own `env` over them. */
   env: Record<string, string>;
+}
+
+/**
+ * The variables a stdio MCP server inherits: what a program needs to find its tools, its home and its
+ * locale. An allow list, not a deny list of secret-looking names: a credential called `MY_WEIRD_SECRET`
+ * must not reach a server either. Anything else it gets only when its config's `env` names it.
+ */
+export const MCP_INHERITED_VARIABLE =
+  /^(?:PATH|HOME|USER|LOGNAME|SHELL|LANG|LANGUAGE|LC_[A-Z]+|TERM|TMPDIR|TZ)$/;
+
+/** The environment of a stdio server: the inherited variables of `parent`, then the config's own `env`. */
+export function mcpServerEnvironment(
+  parent: Readonly<Record<string, string | undefined>>,
+  own: Readonly<Record<string, string>>,
+): Record<string, string> {
+  const inherited = Object.entries(parent).filter(
+    (entry): entry is [string, string] => entry[1] !== undefined && MCP_INHERITED_VARIABLE.test(entry[0]),
+  );
+  return { ...Object.fromEntries(inherited), ...own };
 }
 
 /**
@@ -68,7 +87,7 @@ async function transportFor(server: Record<string, unknown>, process: McpProcess
   return new StdioClientTransport({
     command: String(server['command']),
     args: (server['args'] ?? []) as string[],
-    env: { ...process.env, ...((server['env'] ?? {}) as Record<string, string>) },
+    env: mcpServerEnvironment(process.env, (server['env'] ?? {}) as Record<string, string>),
     ...(process.cwd === undefined ? {} : { cwd: process.cwd }),
     stderr: 'ignore',
   });

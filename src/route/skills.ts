@@ -4,6 +4,7 @@ import { join, relative, resolve } from 'node:path';
 import { SwitchboardError } from '../core/errors.js';
 import { NONE, type Skill, type SkillThresholds } from '../core/route-types.js';
 import { loadYaml } from '../core/lazy-packages.js';
+import { linearRegex, type LinearRegex } from '../core/linear-regex.js';
 import { SkillFileCache, type ParsedSkillFile } from './skills-cache.js';
 
 export interface SkillProblem {
@@ -241,15 +242,16 @@ export function regexProblem(pattern: string): string | undefined {
 }
 
 /**
- * Compiles a rule pattern: either a bare regex source (matched case-insensitively) or `/source/flags`.
+ * Compiles a rule pattern: either a bare regex source (matched case-insensitively) or `/source/flags`,
+ * for RE2 (`linearRegex`): a rule never stalls the router, whatever the request's text.
  */
-export function compilePattern(pattern: string): RegExp {
+export function compilePattern(pattern: string): LinearRegex {
   const literal = /^\/(.+)\/([a-z]*)$/s.exec(pattern);
   if (literal !== null) {
     const flags = literal[2] ?? '';
-    return new RegExp(literal[1] ?? '', flags.includes('i') ? flags : `${flags}i`);
+    return linearRegex(literal[1] ?? '', flags.includes('i') ? flags : `${flags}i`);
   }
-  return new RegExp(pattern, 'i');
+  return linearRegex(pattern, 'i');
 }
 
 /** A short stable hash of everything about a skill set that affects routing. */

@@ -57,3 +57,16 @@ describe('loadRulesFile', () => {
     expect(() => loadRulesFile(join(dir, 'missing.yaml'))).toThrow(/cannot be read/);
   });
 });
+
+describe('RulesTier patterns run in linear time', () => {
+  it('a catastrophic rule answers a hostile request at once; a backreference is refused when the rules load', () => {
+    const tier = new RulesTier(skills, [{ pattern: '^(a|a)+$', skill: 'deploy' }]);
+    const started = performance.now();
+    expect(tier.decide(input(`${'a'.repeat(40)}!`))).toBeUndefined();
+    expect(performance.now() - started).toBeLessThan(1_000);
+    expect(tier.decide(input('aaaa'))?.skill).toBe('deploy');
+    expect(() => new RulesTier(skills, [{ pattern: '(deploy) \\1', skill: 'deploy' }])).toThrow(
+      'rules rule 1: pattern "(deploy) \\\\1" is invalid: the backreference \\1 is not supported',
+    );
+  });
+});

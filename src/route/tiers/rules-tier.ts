@@ -3,6 +3,7 @@ import { SwitchboardError } from '../../core/errors.js';
 import { NONE, type Skill } from '../../core/route-types.js';
 import { compilePattern, regexProblem } from '../skills.js';
 import type { RouteTier, TierInput, TierVerdict } from '../tier.js';
+import type { LinearRegex } from '../../core/linear-regex.js';
 
 /** Confidence of a pattern taken from a skill's front matter. */
 export const DEFAULT_RULE_CONFIDENCE = 0.95;
@@ -17,7 +18,7 @@ export interface RouteRule {
 }
 
 interface CompiledRule {
-  regex: RegExp;
+  regex: LinearRegex;
   skill: string;
   confidence: number;
   source: string;
@@ -87,10 +88,9 @@ function compileRule(pattern: string, skill: string, confidence: number, origin:
   if (!(confidence >= 0 && confidence <= 1)) {
     throw new SwitchboardError('CONFIG_INVALID', `${origin}: confidence must be between 0 and 1`);
   }
+  // RE2 keeps no state between tests (a global JavaScript regex would): routing never depends on history.
   const regex = compilePattern(pattern);
-  // A global or sticky regex keeps state between test() calls; routing must not depend on history.
-  const stateless = new RegExp(regex.source, regex.flags.replace(/[gy]/g, ''));
-  return { regex: stateless, skill, confidence, source: regex.source, origin };
+  return { regex, skill, confidence, source: regex.source, origin };
 }
 
 /** Reads a rules file: YAML or JSON, a list of `{pattern, skill, confidence?}` (or `{rules: [...]}`). */

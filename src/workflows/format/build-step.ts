@@ -1,3 +1,4 @@
+import { linearRegexProblem } from '../../core/linear-regex.js';
 import type {
   GateOption,
   GitEffectDefinition,
@@ -427,11 +428,8 @@ function fieldProblem(raw: RawOutputField): string | undefined {
   if (raw.minimum != null && raw.maximum != null && raw.minimum > raw.maximum)
     return 'minimum is greater than maximum';
   if (raw.pattern != null) {
-    try {
-      new RegExp(raw.pattern, 'u');
-    } catch (error) {
-      return `pattern is not a valid regular expression: ${error instanceof Error ? error.message : String(error)}`;
-    }
+    const problem = linearRegexProblem(raw.pattern, 'u');
+    if (problem !== undefined) return `pattern ${JSON.stringify(raw.pattern)}: ${problem}`;
   }
   return undefined;
 }

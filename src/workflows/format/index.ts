@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { z } from 'zod';
+import { readBoundedFile } from '../../core/bounded-file.js';
+import { isSwitchboardError } from '../../core/errors.js';
 import type { WorkflowDefinition } from '../model.js';
 import { buildWorkflow } from './build.js';
 import { cachedDefinition, recordingEnvironment, rememberDefinition } from './definition-cache.js';
@@ -28,8 +29,9 @@ export function loadWorkflow(file: string, options: ParseWorkflowOptions = {}): 
   const absolute = resolve(file);
   let bytes: Buffer;
   try {
-    bytes = readFileSync(absolute);
+    bytes = readBoundedFile(absolute, { kind: 'workflow file' });
   } catch (error) {
+    if (isSwitchboardError(error)) throw error;
     const missing = (error as NodeJS.ErrnoException).code === 'ENOENT';
     throw workflowInvalid(
       { file },

@@ -1,6 +1,7 @@
-import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { LineCounter, parseDocument, type Document, type ScalarTag } from 'yaml';
+import { readBoundedFile, syntaxErrorWithoutContent } from '../../core/bounded-file.js';
+import { isSwitchboardError, SwitchboardError } from '../../core/errors.js';
 import { workflowInvalid } from './problem.js';
 
 /** A parsed workflow file: its plain data and a way back from a key path to `line:col`. */
@@ -31,7 +32,7 @@ export function parseYamlSource(text: string, file: string): YamlSource {
     const position = lineCounter.linePos(problem.pos[0]);
     throw workflowInvalid(
       { file, position: `${position.line}:${position.col}` },
-      `not valid YAML: ${syntaxMessage(problem.message)}`,
+      `not valid YAML: ${syntaxErrorWithoutContent(problem)}`,
       'fix the YAML at the position shown (indentation, a missing ":", an unquoted "{{" or ":")',
     );
   }
@@ -46,11 +47,6 @@ export function parseYamlSource(text: string, file: string): YamlSource {
       return `${line}:${col}`;
     },
   };
-}
-
-/** The message without the parser's own " at line N, column M:" tail and its excerpt. */
-function syntaxMessage(message: string): string {
-  return (message.split('\n')[0] ?? message).replace(/ at line \d+, column \d+:?$/, '');
 }
 
 function toData(document: Document, file: string): unknown {
@@ -84,8 +80,9 @@ function fileTag(baseDir: string, stack: string[], topFile: string, failures: Er
       }
       let content: string;
       try {
-        content = readFileSync(target, 'utf8');
-      } catch {
+        content = readBoundedFile(target, { kind: `the !file ${value}:` }).toString('utf8');
+      } catch (error) {
+        if (isSwitchboardError(error)) return fail(failures, workflowInvalidFrom(topFile, error));
         return fail(
           failures,
           workflowInvalid(
@@ -103,6 +100,13 @@ function fileTag(baseDir: string, stack: string[], topFile: string, failures: Er
       return typeof parsed === 'object' && parsed !== null ? parsed : content;
     },
   };
+}
+
+/** A refused include (a FIFO, a device, too large) keeps its code, reported against the top file. */
+function workflowInvalidFrom(topFile: string, error: SwitchboardError): Error {
+  return new SwitchboardError(error.code, `${topFile}: ${error.message}`, {
+    hint: 'a !file path must name a regular file of at most 2 MiB',
+  });
 }
 
 /** The YAML library turns a throwing tag into a generic warning; keep ours and raise it after parsing. */

@@ -246,4 +246,30 @@ describe('type: agent without effects: git', () => {
     ]);
     expect(requests.find((request) => request.turn === 2)?.text).toContain('QUIET PLEASE');
   });
+
+  it("claude-agent-sdk: tools: restricts the MCP server's tools too: [Read] offers none of them, [Read, loud__shout] that one", async () => {
+    const server = join(import.meta.dirname, '../../../test/fixtures/mcp/shout-server.mjs');
+    sim.setScenario({ rules: [], fallback: { text: 'done' } });
+    const offered = async (tools: string[]) => {
+      const before = sim.requests.length;
+      const dir = folder();
+      const context = testStepContext({
+        step: agentStep({ provider: 'claude-agent-sdk', model: 'claude-haiku-4.5', tools }),
+        dir,
+        stateDir: join(dir, '.switchboard'),
+        registry: registry(),
+        scope: { workflow: { input: { draft: 'x' } } },
+        mcpServers: {
+          loud: { type: 'stdio', command: process.execPath, args: [server], env: {}, tools: [] },
+        },
+      });
+      expect(await executeAgentStep(context)).toMatchObject({ status: 'completed' });
+      return sim.requests
+        .slice(before)
+        .find((request) => request.turn === 1)
+        ?.tools?.sort();
+    };
+    expect(await offered(['Read'])).toEqual(['Read']);
+    expect(await offered(['Read', 'loud__shout'])).toEqual(['Read', 'mcp__loud__shout']);
+  });
 });

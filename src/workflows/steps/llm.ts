@@ -8,7 +8,7 @@ import type { AgentStep, RetryDefinition } from '../model.js';
 import { outputJsonSchema, validateOutput } from '../output-schema.js';
 import { usesClaudeCode } from '../providers.js';
 import type { StepContext, StepOutcome } from '../step-executor.js';
-import { CLAUDE_CODE_TOOL_FOR_FILE_TOOL, mcpToolReference, type FileToolName } from '../tool-names.js';
+import { claudeCodeMcpTools, stepToolChoice } from '../step-tools.js';
 import type { StepToolset } from '../tools/step-toolset.js';
 import { sessionEvents, type SessionEvents } from './session-events.js';
 import { bounded } from '../../agents/session-events.js';
@@ -207,15 +207,8 @@ export function stepTimeoutMs(context: StepContext, timeoutSeconds: number | und
 }
 
 /**
- * Claude Code's tools an LLM step gets when it names none: it reads and searches its working directory
- * (Conductor gives such a step the provider's whole default set; Switchboard's is read-only unless the
- * step says `effects: files`, or `effects: git` for a worktree and one commit).
- */
-export const CLAUDE_CODE_READ_TOOLS: readonly string[] = ['Read', 'Glob', 'Grep'];
-
-/**
- * What a Claude Code call of this step may use: the step's `tools` (omitted: `CLAUDE_CODE_READ_TOOLS`,
- * `[]`: none) as allowed tools, its working directory, and the MCP servers the engine let through
+ * What a Claude Code call of this step may use: the step's tools as `stepToolChoice` reads them (omitted:
+ * `CLAUDE_CODE_READ_TOOLS` and the servers' tools, `[]`: none) as allowed tools, its working directory, and the MCP servers the engine let through
  * (with Claude Code's strict MCP config, so no other server loads), their tools allowed. Any tool makes
  * the call a confined one (see the Claude Code provider): the key behind a forwarder, file tools held
  * to the working directory, Bash in Claude Code's sandbox.
@@ -223,18 +216,19 @@ export const CLAUDE_CODE_READ_TOOLS: readonly string[] = ['Read', 'Glob', 'Grep'
 function claudeCodeOptions(context: StepContext, step: AgentStep): Record<string, unknown> {
   const options: Record<string, unknown> = {};
   const mcp = claudeMcpServers(context.mcpServers);
-  const servers = Object.keys(context.mcpServers);
-  // The file tools' names stand for Claude Code's own; an MCP tool as `server__tool` for `mcp__server__tool`.
-  const own = (step.tools ?? CLAUDE_CODE_READ_TOOLS).map((name) => {
-    const claude = CLAUDE_CODE_TOOL_FOR_FILE_TOOL[name as FileToolName];
-    if (claude !== undefined) return claude;
-    const reference = name.startsWith('mcp__') ? undefined : mcpToolReference(name, servers);
-    return reference?.server === undefined ? name : `mcp__${reference.server}__${reference.tool}`;
-  });
+  const choice = stepToolChoice(step.tools, Object.keys(context.mcpServers));
+  // `tools:` restricts MCP tools as it does Claude Code's own: a server's tools reach the model only when
+  // the step names them (or leaves `tools:` out), within what the server's own `tools` allows.
+  const mcpTools = claudeCodeMcpTools(choice, mcp.tools);
   const iterations = maxAgentIterations(context, step);
   if (iterations !== undefined) options['maxTurns'] = iterations;
-  const tools = [...own, ...mcp.tools];
-  if (mcp.tools.length > 0) options['mcpServers'] = mcp.servers;
+  const tools = [...choice.claudeCode, ...mcpTools];
+  if (mcpTools.length > 0) {
+    const reached = new Set(mcpTools.map((entry) => /^mcp__(.+?)(?:__|$)/.exec(entry)?.[1]));
+    options['mcpServers'] = Object.fromEntries(
+      Object.entries(mcp.servers).filter(([name]) => reached.has(name)),
+    );
+  }
   if (tools.length > 0) options['allowedTools'] = tools;
   const workingDir = workingDirectory(context, step.workingDir);
   if (workingDir !== undefined) options['cwd'] = workingDir;

@@ -185,6 +185,42 @@ describe('an LLM step on an API provider runs its tools', () => {
   });
 });
 
+describe('the per-turn tool-call cap', () => {
+  it('runs the first 32 calls of a turn and answers the 33rd and 34th with an error the model can act on', async () => {
+    const files = Object.fromEntries(
+      Array.from({ length: 34 }, (_, index) => [`f${index + 1}.txt`, `content-${index + 1}-end`]),
+    );
+    const { outcome, requests, events } = await run(
+      agentStep({ provider: 'openai', model: 'gpt-4.1-mini', tools: ['read_file'] }),
+      folder(files),
+      {
+        rules: [
+          {
+            match: { provider: 'openai', turn: 1 },
+            reply: {
+              tools: Array.from({ length: 34 }, (_, index) => ({
+                name: 'read_file',
+                input: { path: `f${index + 1}.txt` },
+              })),
+            },
+          },
+          { match: { provider: 'openai' }, reply: { text: 'read what I could' } },
+        ],
+      },
+    );
+    expect(outcome).toMatchObject({ status: 'completed', output: { result: 'read what I could' } });
+    expect(requests).toHaveLength(2);
+    const ran = events.filter((event) => event.type === 'tool-call').map((event) => event.data?.['input']);
+    expect(ran).toHaveLength(32);
+    expect(ran.at(-1)).toBe('{"path":"f32.txt"}');
+    // The second turn carries every result: the model sees which calls ran and why the others did not.
+    const second = JSON.stringify(requests[1]?.body);
+    expect(second).toContain('content-32-end');
+    expect(second).not.toContain('content-33-end');
+    expect(second.split('not run: at most 32 tool calls are run per turn')).toHaveLength(3);
+  });
+});
+
 describe('the file tools stay in the working directory', () => {
   it('refuse ../outside, a symlink out and .env files, and keep the state folder out: none of it reaches the model', async () => {
     const root = folder({

@@ -1,8 +1,15 @@
 // Worker-thread entry for `search_files`: runs the model's regular expression over the files the
 // parent chose, so that a pattern that backtracks without end stalls only this thread, which the parent
-// ends at its time limit. Only Node's own modules are imported, so it also runs straight from the sources.
+// ends at its time limit. The pattern runs in RE2 (linear time, `core/linear-regex`), loaded by URL with
+// this file's own extension, so that it also runs straight from the sources.
 import { closeSync, constants, fstatSync, openSync, readlinkSync, readSync, realpathSync } from 'node:fs';
 import { parentPort, workerData } from 'node:worker_threads';
+import type * as LinearRegexModule from '../../core/linear-regex.js';
+
+const extension = import.meta.url.endsWith('.ts') ? '.ts' : '.js';
+const { linearRegex } = (await import(
+  new URL(`../../core/linear-regex${extension}`, import.meta.url).href
+)) as typeof LinearRegexModule;
 
 export interface SearchJob {
   files: { path: string; name: string }[];
@@ -17,11 +24,11 @@ export type SearchAnswer =
   { ok: true; lines: string[]; more: boolean; skipped: number } | { ok: false; error: string };
 
 function search(job: SearchJob): SearchAnswer {
-  let expression: RegExp;
+  let expression: LinearRegexModule.LinearRegex;
   try {
-    expression = new RegExp(job.pattern, job.ignoreCase ? 'i' : '');
+    expression = linearRegex(job.pattern, job.ignoreCase ? 'i' : '');
   } catch (error) {
-    return { ok: false, error: `not a regular expression: ${(error as Error).message}` };
+    return { ok: false, error: `pattern ${JSON.stringify(job.pattern)}: ${(error as Error).message}` };
   }
   const lines: string[] = [];
   let skipped = 0;

@@ -86,3 +86,26 @@ describe('the file tools against a hostile model', () => {
     expect(cut).toContain('[redacted]');
   });
 });
+
+describe('search_files patterns', () => {
+  it('a catastrophic pattern over a long line answers at once, not at the search time limit', async () => {
+    const { root, tools } = workspace();
+    writeFileSync(join(root, 'work', 'long.txt'), `${'a'.repeat(40)}!\naaaa\n`);
+    const started = performance.now();
+    const found = await tools.search_files.run({ pattern: '^(a|a)+$', path: 'long.txt' }, signal);
+    expect(found).toEqual({ content: 'long.txt:2: aaaa' });
+    expect(performance.now() - started).toBeLessThan(3_000);
+  });
+
+  it('a backreference or lookaround is a tool error naming it', async () => {
+    const { tools } = workspace();
+    expect(await tools.search_files.run({ pattern: '(l)\\1' }, signal)).toMatchObject({
+      isError: true,
+      content: expect.stringContaining('the backreference \\1 is not supported'),
+    });
+    expect(await tools.search_files.run({ pattern: 'hel(?=lo)' }, signal)).toMatchObject({
+      isError: true,
+      content: expect.stringContaining('the lookahead (?=…) is not supported'),
+    });
+  });
+});

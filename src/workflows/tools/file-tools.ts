@@ -82,7 +82,11 @@ export function fileTools(policy: FilePolicy): Record<FileToolName, StepTool> {
         inputSchema: {
           type: 'object',
           properties: {
-            pattern: { type: 'string', description: 'A JavaScript regular expression.' },
+            pattern: {
+              type: 'string',
+              description:
+                'A regular expression (JavaScript syntax, run by RE2: no backreferences or lookaround).',
+            },
             path: {
               ...pathProperty,
               description: 'A file or folder to search. Default: the working directory.',

@@ -1,6 +1,7 @@
 import { closestName } from '../../core/closest-name.js';
 import { SwitchboardError } from '../../core/errors.js';
-import { FILE_TOOL_NAMES, fileToolFor, mcpToolReference, type FileToolName } from '../tool-names.js';
+import { fileToolFor, mcpToolReference } from '../tool-names.js';
+import { mcpServersReached, stepToolChoice } from '../step-tools.js';
 import { FilePolicy } from './file-policy.js';
 import { fileTools } from './file-tools.js';
 import { openMcpTools, type McpStepTool, type StepMcpServer } from './mcp-step-tools.js';
@@ -34,11 +35,10 @@ export interface StepToolsetOptions {
  * server that does not offer it fails the step, naming the closest tool.
  */
 export async function openStepToolset(options: StepToolsetOptions): Promise<StepToolset> {
-  const fileNames = new Set<FileToolName>(
-    options.names === undefined ? FILE_TOOL_NAMES : options.names.flatMap((name) => fileToolFor(name) ?? []),
-  );
+  const servers = Object.keys(options.mcpServers);
+  const choice = stepToolChoice(options.names, servers);
   const files = fileTools(new FilePolicy(options.workingDirectory, options.hidden));
-  const wanted = mcpWanted(options);
+  const wanted = new Set(mcpServersReached(choice, servers));
   const mcp =
     wanted.size === 0
       ? { tools: [], close: async () => undefined }
@@ -48,7 +48,7 @@ export async function openStepToolset(options: StepToolsetOptions): Promise<Step
         );
   try {
     const tools: StepTool[] = [
-      ...[...fileNames].map((name) => files[name]),
+      ...choice.files.map((name) => files[name]),
       ...(options.names === undefined ? mcp.tools : namedMcpTools(options, mcp.tools)),
     ];
     return { tools: unique(tools), close: mcp.close };
@@ -56,20 +56,6 @@ export async function openStepToolset(options: StepToolsetOptions): Promise<Step
     await mcp.close();
     throw error;
   }
-}
-
-/** The servers to start: all allowed ones for the default set, else those the names may point at. */
-function mcpWanted(options: StepToolsetOptions): Set<string> {
-  const allowed = Object.keys(options.mcpServers);
-  if (options.names === undefined) return new Set(allowed);
-  const wanted = new Set<string>();
-  for (const name of options.names) {
-    if (fileToolFor(name) !== undefined || unknownToolProblem(name) === undefined) continue;
-    const reference = mcpToolReference(name, allowed);
-    if (reference?.server === undefined) allowed.forEach((server) => wanted.add(server));
-    else if (allowed.includes(reference.server)) wanted.add(reference.server);
-  }
-  return wanted;
 }
 
 function namedMcpTools(options: StepToolsetOptions, offered: readonly McpStepTool[]): McpStepTool[] {
