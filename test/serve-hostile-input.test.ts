@@ -1,7 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -61,7 +61,11 @@ function serve(args: string[], cwd: string): Promise<Served> {
 async function post(server: Served, path: string, body: unknown): Promise<{ status: number; text: string }> {
   const response = await fetch(`${server.url}${path}`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      ...server.auth,
+    },
     body: JSON.stringify(body),
   });
   return { status: response.status, text: await response.text() };
@@ -199,6 +203,30 @@ describe('errors about a file never quote it', () => {
     expect(call.stderr).toMatch(/schema file .*schema\.json is not a JSON object: not valid JSON/);
     for (const text of [agent.text, workflow.text, cli.stderr, call.stderr, server.stdout(), server.stderr()])
       expect(text).not.toContain(planted);
+  });
+});
+
+describe('/mcp and the one file policy', () => {
+  it('workflow_run and agent_run refuse a file the deny list keeps from every tool, before reading it', async () => {
+    const root = temporaryDirectory();
+    const canary = `PLANTED-CALLER-FILE-${Math.random().toString(36).slice(2)}`;
+    mkdirSync(join(root, 'keys'));
+    for (const name of ['.env', 'keys/id_rsa', '.ENV.local'])
+      writeFileSync(join(root, name), `workflow:\n  name: ${canary}\n`);
+    const server = await serve(['--allow-commands', '--repo-root', root], root);
+    const answers = [
+      await tool(server, 'workflow_run', { file: join(root, '.env') }),
+      await tool(server, 'workflow_run', { file: join(root, '.ENV.local') }),
+      await tool(server, 'agent_run', { repo: root, task_file: join(root, 'keys/id_rsa') }),
+    ];
+    for (const answer of answers) {
+      expect(answer).toMatchObject({
+        isError: true,
+        text: expect.stringMatching(/hold secrets; no tool reads or writes them/),
+      });
+      expect(answer.text).not.toContain(canary);
+    }
+    expect(server.stdout() + server.stderr()).not.toContain(canary);
   });
 });
 

@@ -1,12 +1,12 @@
 import { existsSync, mkdirSync, statSync } from 'node:fs';
-import { homedir, tmpdir } from 'node:os';
+import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { deniedPathsIn } from './file-access.js';
 import {
+  alwaysHidden,
   onPath,
   outermost,
   resolverFile,
-  runFolders,
   SANDBOX_VARIABLE,
   toolDirectories,
   within,
@@ -71,10 +71,7 @@ function jailed(spawn: JailedSpawn, options: ProcessJailOptions): JailedSpawn {
   // mounted over them. What lies inside the worktree, and single files, are masked last.
   const extra = (options.hidden ?? []).map((path) => resolve(path)).filter((path) => existsSync(path));
   const hidden = outermost([
-    homedir(),
-    '/tmp',
-    tmpdir(),
-    ...runFolders(),
+    ...alwaysHidden(),
     ...extra.filter((path) => isFolder(path) && !within(path, worktree)),
   ]).filter((path) => path !== '/' && existsSync(path));
   const inHidden = (path: string): boolean => hidden.some((folder) => within(path, folder));

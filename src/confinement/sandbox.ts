@@ -61,11 +61,7 @@ export function sandboxSettings(invocation: {
       filesystem: {
         // /run: the machine's service sockets (Docker's, PostgreSQL's), reachable from any network namespace.
         denyRead: unique([
-          homedir(),
-          '/tmp',
-          tmpdir(),
-          ...runFolders(),
-          ...serverTokenFolders(),
+          ...alwaysHidden(),
           ...(invocation.hiddenDirectories ?? []),
           // What the one deny list names in the worktree (`.env` files, keys, credentials), where it
           // exists: a Bash `cat` must not read what the file tools refuse. Git's folder stays: git needs it.
@@ -195,14 +191,9 @@ export function confinedCommand({
   const dotGit = join(worktree, '.git');
   // `/run` holds the machine's service sockets (Docker's, PostgreSQL's, the user's session bus): none
   // is the command's to use; nor is `/var/run` where it is a folder of its own rather than a link to it.
-  const hidden = outermost([
-    homedir(),
-    '/tmp',
-    tmpdir(),
-    ...runFolders(),
-    ...serverTokenFolders(),
-    ...hiddenDirectories,
-  ]).filter((path) => path !== '/' && existsSync(path));
+  const hidden = outermost([...alwaysHidden(), ...hiddenDirectories]).filter(
+    (path) => path !== '/' && existsSync(path),
+  );
   // Inside a hidden folder, never the folder itself: a PATH entry of `HOME` must not bring it back.
   const readable = toolDirectories().filter((path) =>
     hidden.some((folder) => path !== folder && within(path, folder)),
@@ -230,6 +221,15 @@ export function confinedCommand({
     ],
     note: { enabled: true },
   };
+}
+
+/**
+ * What every confinement hides, whoever it confines (Claude Code's Bash, the whole Claude Code process,
+ * setup and verify): the home folder, the temporary folders, `/run` (the machine's service sockets) and
+ * where running servers keep their tokens. One list, so a folder added here is hidden from all of them.
+ */
+export function alwaysHidden(): string[] {
+  return [homedir(), '/tmp', tmpdir(), ...runFolders(), ...serverTokenFolders()];
 }
 
 /**

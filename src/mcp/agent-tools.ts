@@ -6,7 +6,7 @@ import type { AgentTask, MergeMode } from '../agents/task.js';
 import type { SwitchboardConfig } from '../core/config.js';
 import { SwitchboardError } from '../core/errors.js';
 import { waitAtMost } from './background-runs.js';
-import { checkAgentRun } from './command-policy.js';
+import { checkAgentRun, checkCallerFile } from './command-policy.js';
 import type { McpContext } from './context.js';
 import { progressReporter, type ToolExtra } from './progress.js';
 import { agentOutput, agentRunInput, agentStatusInput, DEFAULT_WAIT_SECONDS } from './schemas.js';
@@ -59,6 +59,7 @@ async function startAgentRun(
   extra: ToolExtra,
   context: McpContext,
 ): Promise<CallToolResult> {
+  if (args.task_file !== undefined) checkCallerFile(context.commands, args.task_file, 'task file');
   await checkAgentRun(context.commands, { repo: args.repo, taskFile: args.task_file });
   const task = await taskOf(args);
   const runId = `${task.id}-${randomBytes(3).toString('hex')}`;

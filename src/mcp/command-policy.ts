@@ -2,6 +2,7 @@ import { statSync } from 'node:fs';
 import { isAbsolute, relative, resolve, sep } from 'node:path';
 import { git, listWorktrees } from '../agents/git.js';
 import { realOrResolved } from '../agents/paths.js';
+import { fileRefusal } from '../confinement/file-access.js';
 import { SwitchboardError } from '../core/errors.js';
 import {
   everyStep,
@@ -27,6 +28,29 @@ const ENABLE_HINT =
 
 /** `scheme://…` and scp-like `user@host:path`: a repository no root can hold. */
 const REMOTE_PATTERN = /^(?:[a-z][a-z0-9+.-]*:\/\/|[^\s/:@]+@[^\s/:]+:)/i;
+
+/**
+ * Refuses a file an HTTP caller names for Switchboard to load (a workflow, a task file) that the one
+ * file policy keeps from every tool (`.env` files, keys, credentials, state folders), before a byte of
+ * it is read: serve reads on the caller's behalf, and must not be a way around the deny list.
+ */
+export function checkCallerFile(
+  policy: CommandPolicy | undefined,
+  path: string,
+  what: string,
+  cwd = process.cwd(),
+): void {
+  if (policy === undefined) return;
+  const written = resolve(cwd, path);
+  for (const candidate of new Set([written, realOrResolved(written)])) {
+    const refused = fileRefusal(candidate, { named: path });
+    if (refused !== undefined) {
+      throw new SwitchboardError('FORBIDDEN', `${what} ${refused}`, {
+        hint: 'name a workflow or task file of your own; secrets and credentials are never loaded over HTTP',
+      });
+    }
+  }
+}
 
 /**
  * Refuses `agent_run` unless commands are allowed, and then a repository or task file outside the

@@ -9,7 +9,7 @@ import type {
 } from '../workflows/api-types.js';
 import type { WorkflowDefinition } from '../workflows/model.js';
 import { waitAtMost } from './background-runs.js';
-import { checkRepository, checkWorkflow } from './command-policy.js';
+import { checkCallerFile, checkRepository, checkWorkflow } from './command-policy.js';
 import type { McpContext } from './context.js';
 import { progressReporter, type ToolExtra } from './progress.js';
 import {
@@ -41,6 +41,7 @@ export function registerWorkflowTools(server: McpServer, context: McpContext): v
       annotations: { openWorldHint: true },
     },
     guarded(async ({ file, inputs, run_id, wait_seconds, ...choices }, extra) => {
+      checkCallerFile(context.commands, file, 'workflow file');
       const { newRunId } = await import('../workflows/engine-start.js');
       const { runWorkflow } = await import('../workflows/index.js');
       const runId = run_id ?? newRunId();
