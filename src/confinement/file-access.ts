@@ -43,7 +43,7 @@ export const DENIED_ENTRIES: readonly DeniedEntry[] = [
     patterns: ['.env', '.env.*', '.env_*', '.env-*', '.envrc'],
   },
   {
-    kind: "git's own folder (its config may hold a remote token)",
+    kind: "git's own folders (a config may hold a remote token)",
     matches: anyName(/^\.git$/i),
     patterns: ['.git'],
   },
@@ -66,7 +66,7 @@ export const DENIED_ENTRIES: readonly DeniedEntry[] = [
   },
   { kind: 'PEM keys and certificates', matches: anyName(/\.pem$/i), patterns: ['*.pem'] },
   {
-    kind: "Switchboard's state folder (its ledger and transcripts)",
+    kind: "Switchboard's state folders (ledgers, transcripts)",
     matches: anyName(/^\.switchboard$/i),
     patterns: ['.switchboard'],
   },

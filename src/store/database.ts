@@ -1,7 +1,7 @@
 import { mkdirSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type Database from 'better-sqlite3';
-import { SwitchboardError } from '../core/errors.js';
+import { isSwitchboardError, SwitchboardError } from '../core/errors.js';
 import { loadSqlite } from '../core/lazy-packages.js';
 import { refuseUrlAsPath } from '../core/url-path.js';
 import {
@@ -364,6 +364,26 @@ export function toStoreError(error: unknown, location: string, what: string): Sw
     cause: error,
     details: state === undefined ? { database: location } : { database: location, sqlState: state },
   });
+}
+
+/** How long a store waits for a PostgreSQL it had reached to come back before a statement fails. */
+export const RECONNECT_FOR_MS = 120_000;
+
+/**
+ * Runs `attempt` again, backing off from 250 ms to 5 s, while it fails with DATABASE_UNREACHABLE, for up
+ * to `RECONNECT_FOR_MS`: a PostgreSQL restart is a pause, not a failure, for a store that was connected.
+ */
+export async function whileReachable<T>(attempt: () => Promise<T>): Promise<T> {
+  const giveUpAt = Date.now() + RECONNECT_FOR_MS;
+  for (let pauseMs = 250; ; pauseMs = Math.min(pauseMs * 2, 5_000)) {
+    try {
+      return await attempt();
+    } catch (error) {
+      if (!(isSwitchboardError(error) && error.code === 'DATABASE_UNREACHABLE') || Date.now() >= giveUpAt)
+        throw error;
+    }
+    await new Promise((resolve) => setTimeout(resolve, pauseMs));
+  }
 }
 
 /**

@@ -43,6 +43,7 @@ import {
   openSqliteDatabase,
   sqliteBehind,
   toStoreError,
+  whileReachable,
   type DatabaseTarget,
 } from './database.js';
 import type { SqlClient, SqlDatabase, SqlDialect } from './sql/sql-database.js';
@@ -389,6 +390,10 @@ function connect(
           details: { file: location },
         });
       }
+      // A PostgreSQL ledger that was reached rides out a restart (see `whileReachable`); one that never
+      // connected fails at once, so a wrong URL is told, not waited on.
+      if (dialect === 'postgres' && database !== undefined)
+        return whileReachable(() => connection.use(what, action));
       return connection.use(what, action);
     },
     async use(what, action) {

@@ -1,9 +1,9 @@
-import { isSwitchboardError, SwitchboardError } from '../core/errors.js';
+import { SwitchboardError } from '../core/errors.js';
 import { afterCommittedWrite } from './write-seam.js';
 import { redactDeep, redactSecrets } from '../core/secrets.js';
 import { parseJsonOr } from '../core/safe-json.js';
 import { idPrefixPattern, onlyMatch } from './id-prefix.js';
-import { openDatabase, toStoreError } from './database.js';
+import { openDatabase, toStoreError, whileReachable } from './database.js';
 import type { SqlClient, SqlDatabase } from './sql/sql-database.js';
 
 /** A workflow run as recorded in the ledger (`workflow_runs`). */
@@ -912,7 +912,7 @@ export class WorkflowStore {
   /**
    * One transaction, taking turns with every other write to the same run (in any process). On
    * PostgreSQL a write the server could not take (restarting, unreachable) is tried again for up to
-   * `RECONNECT_FOR_MS`: a step that finished while the database was away is recorded when it comes back
+   * `RECONNECT_FOR_MS` (see `whileReachable`): a step that finished while the database was away is recorded when it comes back
    * instead of failing the run and running again. Each write re-checks its fence, so one retried after a
    * takeover records nothing, and the step and run writes are safe to apply twice (a commit whose answer
    * was lost): they set values, and count costs and iterations as differences from the row.
@@ -935,23 +935,6 @@ export class WorkflowStore {
     } catch (error) {
       throw toStoreError(error, this.path, `cannot ${what} in`);
     }
-  }
-}
-
-/** How long a workflow write waits for an unreachable PostgreSQL to come back before it fails. */
-export const RECONNECT_FOR_MS = 120_000;
-
-/** Runs `attempt` again, backing off from 250 ms to 5 s, while it fails with DATABASE_UNREACHABLE. */
-async function whileReachable<T>(attempt: () => Promise<T>): Promise<T> {
-  const giveUpAt = Date.now() + RECONNECT_FOR_MS;
-  for (let pauseMs = 250; ; pauseMs = Math.min(pauseMs * 2, 5_000)) {
-    try {
-      return await attempt();
-    } catch (error) {
-      if (!(isSwitchboardError(error) && error.code === 'DATABASE_UNREACHABLE') || Date.now() >= giveUpAt)
-        throw error;
-    }
-    await new Promise((resolve) => setTimeout(resolve, pauseMs));
   }
 }
 

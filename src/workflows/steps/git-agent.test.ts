@@ -1,7 +1,7 @@
 import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { startSimulator, type Simulator } from '../../sim/server.js';
 import type { Scenario } from '../../sim/scenario.js';
 import type { AgentStep, GitEffectDefinition } from '../model.js';
@@ -199,6 +199,9 @@ describe('type: agent with effects: git', () => {
   });
 
   it('denies the agent git commit through Bash, and undoes a commit that slipped past: only the runner commits', async () => {
+    // In the jail git's folder is read-only, so no commit can slip past at all; without it (no bubblewrap,
+    // or turned off) the runner's undo is what stops one, and that is what this test drives.
+    vi.stubEnv('SWITCHBOARD_AGENT_SANDBOX', 'off');
     const h = await harness(
       toolSequenceScenario({
         calls: [

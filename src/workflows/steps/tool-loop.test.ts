@@ -268,9 +268,12 @@ describe('the file tools stay in the working directory', () => {
       [true, expect.stringMatching(/outside the working directory/)],
       [true, expect.stringMatching(/^link\.txt: outside the working directory/)],
       [true, expect.stringMatching(/^linkdir\/secret\.txt: outside the working directory/)],
-      [true, '.env: .env files hold secrets; the file tools do not read them'],
-      [true, 'config/.env.local: .env files hold secrets; the file tools do not read them'],
-      [true, ".switchboard/ledger-notes.txt: Switchboard's state folder; the file tools do not read it"],
+      [true, '.env: .env files hold secrets; no tool reads or writes them'],
+      [true, 'config/.env.local: .env files hold secrets; no tool reads or writes them'],
+      [
+        true,
+        ".switchboard/ledger-notes.txt: Switchboard's state folders (ledgers, transcripts) hold secrets; no tool reads or writes them",
+      ],
     ]);
     // Listing and searching pass over them too.
     expect(results[reads.length]).toMatchObject({ error: false, result: 'notes.txt' });
