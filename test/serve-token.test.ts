@@ -155,6 +155,8 @@ describe('the clients find the token themselves', () => {
       server.token,
     );
     expect(findServerToken(new URL(`http://example.com:${port}`), { environment: {}, home })).toBeUndefined();
+    // Another loopback address with the same port is another listener (any program may bind 127.0.0.5).
+    expect(findServerToken(new URL(`http://127.0.0.5:${port}`), { environment: {}, home })).toBeUndefined();
   });
 });
 

@@ -136,9 +136,30 @@ export function findServerToken(
   ];
   for (const file of files) {
     const record = readRecord(file);
-    if (record !== undefined && alive(record)) return { token: record.token, source: file };
+    if (record !== undefined && alive(record) && sameListener(record.url, server))
+      return { token: record.token, source: file };
   }
   return undefined;
+}
+
+/**
+ * Whether `server` is the listener the record was written for, not only its port: 127.0.0.0/8 holds
+ * many addresses, so another program may listen on 127.0.0.5 with the port of the user's server on
+ * 127.0.0.1, and a token sent there would be its. `localhost` is taken for 127.0.0.1 and ::1.
+ */
+function sameListener(recorded: string, server: URL): boolean {
+  let written: URL;
+  try {
+    written = new URL(recorded);
+  } catch {
+    return false;
+  }
+  const address = (url: URL): string => {
+    const host = url.hostname.replace(/^\[|\]$/g, '').toLowerCase();
+    return host === 'localhost' ? 'loopback' : host === '127.0.0.1' || host === '::1' ? 'loopback' : host;
+  };
+  const port = (url: URL): string => url.port || (url.protocol === 'https:' ? '443' : '80');
+  return address(written) === address(server) && port(written) === port(server);
 }
 
 /**
