@@ -109,8 +109,10 @@ describe.skipIf(process.platform !== 'linux')('the parent watch', () => {
     expect(existsSync(parent.keyFolder)).toBe(true);
     parent.child.kill('SIGKILL');
     expect(await exited(parent.child)).toBe('SIGKILL');
-    expect(await waitForProcessesGone(parent.pids, 5_000)).toEqual([]);
-    await waitFor(() => !existsSync(parent.keyFolder), { what: 'the key folder removed', withinMs: 5_000 });
+    // The promise is that they end and the folder goes, not how fast: on a machine saturated by a full
+    // suite's Claude Code processes the watcher's `ps` pass has taken over 5 s.
+    expect(await waitForProcessesGone(parent.pids, 30_000)).toEqual([]);
+    await waitFor(() => !existsSync(parent.keyFolder), { what: 'the key folder removed', withinMs: 30_000 });
   });
 
   it('lets the parent exit by itself, and then ends what it left running', async () => {
