@@ -68,10 +68,14 @@ export function authorize({ authorization }: Caller, token: string): boolean {
 
 /** Whether an `Authorization` header carries `token` as its bearer token (constant time). */
 export function presentsToken(authorization: string | undefined, token: string): boolean {
-  const presented = /^Bearer\s+(.+)$/i.exec(authorization ?? '')?.[1]?.trim() ?? '';
-  const expected = Buffer.from(token, 'utf8');
-  const given = Buffer.from(presented, 'utf8');
-  return given.length === expected.length && timingSafeEqual(given, expected);
+  return sameSecret(/^Bearer\s+(.+)$/i.exec(authorization ?? '')?.[1]?.trim() ?? '', token);
+}
+
+/** Whether `given` is `expected`, in constant time; one of another length is wrong before any byte. */
+export function sameSecret(given: string, expected: string): boolean {
+  const a = Buffer.from(given, 'utf8');
+  const b = Buffer.from(expected, 'utf8');
+  return a.length === b.length && timingSafeEqual(a, b);
 }
 
 /** The caller of a request, for `authorize`. */

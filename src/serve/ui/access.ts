@@ -1,6 +1,6 @@
-import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { presentsToken } from '../auth.js';
+import { presentsToken, sameSecret } from '../auth.js';
 import { SECURITY_HEADERS } from './static.js';
 
 // Who may see the dashboard: whoever holds this server's UI token. The token itself never goes in a
@@ -21,12 +21,6 @@ export function newUiToken(): string {
  */
 export function cookieName(port: number): string {
   return `switchboard_ui_${port}`;
-}
-
-function sameToken(given: string, expected: string): boolean {
-  const a = Buffer.from(given, 'utf8');
-  const b = Buffer.from(expected, 'utf8');
-  return a.length === b.length && timingSafeEqual(a, b);
 }
 
 /** The value of one cookie of the request, or `undefined`. */
@@ -55,7 +49,7 @@ export interface UiAccess {
 /** Whether the request carries the UI cookie, or the UI or server token as a bearer token. */
 export function holdsUiToken(request: IncomingMessage, access: UiAccess): boolean {
   const cookie = cookieValue(request, cookieName(access.port));
-  if (cookie !== undefined && sameToken(cookie, access.token)) return true;
+  if (cookie !== undefined && sameSecret(cookie, access.token)) return true;
   // The server's own rule (`authorize`), and the same rule for the UI's token: nothing looser.
   const authorization = request.headers.authorization;
   return presentsToken(authorization, access.token) || presentsToken(authorization, access.serverToken);
@@ -88,7 +82,7 @@ export function exchangeCode(
     'cache-control': 'no-store',
     'referrer-policy': 'no-referrer',
   };
-  if (access.code !== undefined && sameToken(given, access.code)) {
+  if (access.code !== undefined && sameSecret(given, access.code)) {
     access.code = undefined;
     headers['set-cookie'] = `${cookieName(access.port)}=${access.token}; Path=/ui; HttpOnly; SameSite=Strict`;
   } else if (!holdsUiToken(request, access)) {
