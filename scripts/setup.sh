@@ -33,9 +33,10 @@ export PATH="$node_bin_dir:$PATH"
 stamp_file="$root/node_modules/.switchboard-setup"
 want_stamp="$(node -p 'process.versions.modules')-$(sha256sum "$root/package-lock.json" | cut -c1-16)"
 if [ ! -f "$stamp_file" ] || [ "$(cat "$stamp_file")" != "$want_stamp" ]; then
-  echo "switchboard setup: installing dependencies (npm ci)" >&2
+  echo "switchboard setup: installing dependencies with npm ci (about a minute; better-sqlite3 builds its native addon)" >&2
   (cd "$root" && npm ci --no-audit --no-fund >&2)
   echo "$want_stamp" >"$stamp_file"
+  set_up=1
 fi
 
 # Rebuild (the library and the web app, dist/ui) when any source file is newer than the last build. scripts/test skips this: the check it runs
@@ -45,7 +46,18 @@ if [ "${SWITCHBOARD_SETUP_BUILD:-1}" = 0 ]; then
   :
 elif [ ! -f "$build_stamp" ] || [ ! -f "$root/dist/ui/index.html" ] ||
   [ -n "$(find "$root/src" "$root/tsconfig.json" "$root/tsconfig.build.json" -newer "$build_stamp" -print -quit)" ]; then
-  echo "switchboard setup: building" >&2
+  echo "switchboard setup: building the library (tsc) and the dashboard (vite) into dist/ (about 1-2 minutes on 2 cores)" >&2
   (cd "$root" && npm run --silent build >&2)
   touch "$build_stamp"
+  set_up=1
+fi
+
+# Said once, after a set-up that did something: how to run the CLI by its name. bin/switchboard runs
+# under the Node provisioned here whatever Node is first on PATH (npx would run npm's engine check
+# under the system Node first, and warn).
+if [ "${set_up:-0}" = 1 ]; then
+  case ":$PATH:" in
+    *":$root/bin:"*) ;;
+    *) echo "switchboard setup: ready. To run \`switchboard\` from any folder: export PATH=\"$root/bin:\$PATH\"" >&2 ;;
+  esac
 fi
