@@ -1,5 +1,5 @@
 import { defineConfig } from 'vitest/config';
-import { testWorkers } from './test/parallelism.js';
+import { hangBoundMs, testWorkers } from './test/parallelism.js';
 import LongestFirst from './test/sequencer.js';
 
 /**
@@ -32,8 +32,9 @@ export default defineConfig({
     // gives every file the environment, working folder and a TMPDIR of its own all the same.
     isolate: false,
     unstubEnvs: true,
-    testTimeout: 60_000,
-    hookTimeout: 60_000,
+    // A bound on a hang, scaled by how busy the machine was at the start (see hangBoundMs).
+    testTimeout: hangBoundMs(),
+    hookTimeout: hangBoundMs(),
     sequence: { sequencer: LongestFirst },
     projects: [
       {

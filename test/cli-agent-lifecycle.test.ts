@@ -312,9 +312,16 @@ storeNeutralBlock('switchboard agent: no key left behind', () => {
     children.push(runner.pid ?? 0);
     await waitUntil(() => simLog().some((entry) => entry.rule === 'slow'));
     expect(keyFolders()).toHaveLength(1);
+    // The runner's parent watch is what removes the key once the runner is gone: the test waits for it
+    // to finish its work (its own end), however long a loaded machine makes that, then looks.
+    const watchers = childrenOf(runner.pid ?? 0).filter((pid) =>
+      commandOf(pid).includes('switchboard-parent-watch'),
+    );
+    expect(watchers).toHaveLength(1);
     runner.kill('SIGKILL');
     await new Promise((resolve) => runner.once('exit', resolve));
-    await waitUntil(() => keyFolders().length === 0, 10_000).catch(() => undefined);
+    await waitUntil(() => !watchers.some(processRunning), 50_000).catch(() => undefined);
+    expect(watchers.filter(processRunning), 'the parent watch outlived its runner').toEqual([]);
     expect(keyFolders(), 'the API key stayed on disk after its runner died').toEqual([]);
   });
 });
@@ -450,7 +457,26 @@ function runInTerminal(
   });
 }
 
-/** Whether `pid` runs (a zombie waiting to be reaped runs nothing and does not count). */
+/** The processes whose parent is `parent`. */
+function childrenOf(parent: number): number[] {
+  return readdirSync('/proc')
+    .filter((name) => /^\d+$/.test(name))
+    .map(Number)
+    .filter((pid) => {
+      try {
+        return (
+          Number(
+            readFileSync(`/proc/${pid}/stat`, 'utf8')
+              .replace(/^.*\) /s, '')
+              .split(' ')[1],
+          ) === parent
+        );
+      } catch {
+        return false;
+      }
+    });
+}
+
 /** The processes working in `folder` (their current directory), as seen from outside any sandbox. */
 function processesIn(folder: string): number[] {
   return readdirSync('/proc')
@@ -474,6 +500,7 @@ function commandOf(pid: number): string {
   }
 }
 
+/** Whether `pid` runs (a zombie waiting to be reaped runs nothing and does not count). */
 function processRunning(pid: number): boolean {
   try {
     const state = readFileSync(`/proc/${pid}/stat`, 'utf8')

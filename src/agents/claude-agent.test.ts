@@ -282,7 +282,9 @@ describe('runAgent with the real Claude Code binary', () => {
       .finally(() => clearInterval(sampler));
     expect(outcome).toMatchObject({ status: 'idle_timeout', isError: true });
     expect(outcome.error).toMatch(/sent nothing for 2000 ms/);
-    expect(outcome.durationMs).toBeLessThan(10_000);
+    // It waited out the idle time (the stalled API would have kept it forever); how long the kill took
+    // on a loaded machine is not the behaviour.
+    expect(outcome.durationMs).toBeGreaterThanOrEqual(2_000);
     expect(outcome.sessionId).toMatch(/^[0-9a-f-]{36}$/);
     // The CLI, and the shell around it that watches the parent (its arguments name the binary too).
     expect(claudeSeen.size).toBeGreaterThanOrEqual(1);
@@ -302,7 +304,9 @@ describe('runAgent with the real Claude Code binary', () => {
     });
     expect(outcome).toMatchObject({ status: 'timeout', isError: true });
     expect(outcome.error).toMatch(/within 3000 ms/);
-    expect(outcome.durationMs).toBeLessThan(10_000);
+    // Stopped at the wall clock, long before the script it was running would have ended by itself.
+    expect(outcome.durationMs).toBeGreaterThanOrEqual(3_000);
+    expect(outcome.durationMs).toBeLessThan(41_250);
     expect(liveProcesses().some((process) => process.args === 'sleep 41.25')).toBe(false);
     expect(liveProcesses().filter((process) => process.pgid === pids[0])).toEqual([]);
   });
@@ -329,7 +333,8 @@ describe('runAgent with the real Claude Code binary', () => {
     controller.abort();
     const outcome = await running;
     expect(outcome).toMatchObject({ status: 'aborted', isError: true });
-    expect(outcome.durationMs).toBeLessThan(8_000);
+    // Ended by the abort, not by the simulator's answer 30 s after the request.
+    expect(outcome.durationMs).toBeLessThan(30_000);
     // Nothing of the group the runner would have recorded still runs.
     expect(pids).toHaveLength(1);
     expect(liveProcesses().filter((process) => process.pgid === pids[0])).toEqual([]);

@@ -200,7 +200,8 @@ describe('claude-code provider, cold calls', () => {
     await expect(harness.provider.call({ model: 'haiku', prompt: 'hang' })).rejects.toMatchObject({
       code: 'IDLE_TIMEOUT',
     });
-    expect(Date.now() - started).toBeLessThan(5_000);
+    // The simulator never answers: the call ended because nothing came for the idle time, not sooner.
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1_500);
     expect(await waitForNoNewClaudeProcesses(before)).toEqual([]);
   });
 
