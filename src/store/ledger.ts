@@ -830,14 +830,18 @@ function copyOfRecord(record: CallAttemptRecord): CallAttemptRecord {
   return { ...record, ...(record.tags === undefined ? {} : { tags: { ...record.tags } }) };
 }
 
-/** A settle's one transaction: the attempt's row in (once, whatever the retries), its reservation out. */
+/**
+ * A settle's one transaction: the attempt's row in (once, whatever the retries), its reservation out.
+ * `again`: a background retry, which does not wait out a PostgreSQL restart (it backs off on its own).
+ */
 async function writeSettle(
   connection: Connection,
   reservationId: string,
   record: CallAttemptRecord,
+  again = false,
 ): Promise<void> {
   const { sql, storeText } = connection;
-  await connection.guarded('cannot record a call attempt in', (db) =>
+  await connection[again ? 'use' : 'guarded']('cannot record a call attempt in', (db) =>
     db.transaction(async (client) => {
       await client.run(sql.insertCallAttempt, callAttemptRow(record, storeText));
       await client.run(sql.deleteReservation, [reservationId]);
@@ -852,7 +856,7 @@ async function writeSettle(
  */
 function pendingSettles(connection: Connection): { pending: PendingSettles; detach: () => void } {
   const pending = new PendingSettles({
-    write: ({ reservationId, record }) => writeSettle(connection, reservationId, record),
+    write: ({ reservationId, record }) => writeSettle(connection, reservationId, record, true),
     gaveUp: (given, error) => {
       process.emitWarning(
         `${given.length} call attempts could not be written to ${connection.location} for 15 minutes; their budget reservations stay, counting as spent: ${
