@@ -418,6 +418,13 @@ const cases: Record<keyof typeof EXIT_CODES, Case> = {
     },
   },
   FILE_REFUSED: () => run(['workflow', 'validate', '/dev/zero']),
+  // A full or read-only file system needs a mount of its own (root, a mount namespace): asserted there.
+  LEDGER_UNWRITABLE: {
+    coveredBy: {
+      file: 'test/cli-ledger-unwritable.test.ts',
+      test: 'call: a disk already full refuses the call before it is sent: one line, exit 75',
+    },
+  },
   ABORTED: {
     coveredBy: {
       file: 'test/cli-agent-lifecycle.test.ts',

@@ -3,6 +3,7 @@ import type { CallResult, JsonSchema } from '../core/call-types.js';
 import type { ConfigOverrides } from '../core/config.js';
 import { isSwitchboardError, SwitchboardError } from '../core/errors.js';
 import type { CallBody } from '../serve/call-body.js';
+import type { Ledger } from '../store/ledger.js';
 import { printCallResult } from './call-output.js';
 import { askServer, clientStateDir, serverAddress } from './server-client.js';
 import { textFromArguments } from './stdin.js';
@@ -133,6 +134,7 @@ async function callInProcess(body: CallBody, flags: CallFlags, globals: CallGlob
     ? openLedger({ stateDir: config.stateDir, storeText: config.ledger.storeText })
     : undefined;
   const progress = await createProgress(globals.quiet);
+  let answered: CallResult | undefined;
   try {
     const result = await call(
       chain,
@@ -146,10 +148,30 @@ async function callInProcess(body: CallBody, flags: CallFlags, globals: CallGlob
     );
     progress.stop();
     printCallResult(result, { json: flags.json === true, streamed: streamedAny });
+    answered = result;
   } finally {
     progress.stop();
-    await ledger?.close();
+    await closeAfterAnswer(ledger, answered);
     await providers.close();
+  }
+}
+
+/**
+ * Closes the ledger, which writes its queued rows. Once an answer is out, rows a full or read-only disk
+ * refuses are a warning, not a failure: the call was paid for, and a failed exit would make a script
+ * send (and pay for) it again.
+ */
+async function closeAfterAnswer(ledger: Ledger | undefined, answered: CallResult | undefined): Promise<void> {
+  try {
+    await ledger?.close();
+  } catch (error) {
+    if (answered === undefined) throw error;
+    const { unrecordedWarning, UNRECORDED_WARNING_START } = await import('../invoke/call.js');
+    const warning = unrecordedWarning(error);
+    if (warning === undefined) throw error;
+    // Said once: the call may have told of the same fault already.
+    if (answered.warnings.some((told) => told.startsWith(UNRECORDED_WARNING_START))) return;
+    process.stderr.write(`switchboard: warning: ${warning}\n`);
   }
 }
 

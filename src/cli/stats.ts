@@ -52,7 +52,8 @@ async function budgetStatus(
         period,
         cap,
         spent: await ledger.spendSince(since, filter),
-        reserved: await ledger.reservedAt(now, filter),
+        // What the cap counts as held: calls in flight, and reservations of this period no record settled.
+        reserved: await ledger.reservedAt(now, { ...filter, since }),
       });
     }
   }
@@ -150,7 +151,9 @@ export function registerStatsCommand(program: Command): void {
         lines.push(
           `budget ${budget.scope}, ${budget.period}: ${formatUsd(budget.spent)} of $${budget.cap}` +
             (budget.cap > 0 ? ` (${percent(budget.spent / budget.cap)})` : ' (blocked)') +
-            (budget.reserved > 0 ? `, ${formatUsd(budget.reserved)} held by calls and agents in flight` : ''),
+            (budget.reserved > 0
+              ? `, ${formatUsd(budget.reserved)} held by calls and agents in flight or not yet recorded`
+              : ''),
         );
       }
       const codes = Object.entries(calls.errorCodes).sort((a, b) => b[1] - a[1]);

@@ -11,6 +11,7 @@ export const ERROR_CODES = [
   'SKILLS_INVALID',
   'DATASET_INVALID',
   'STORE_ERROR',
+  'LEDGER_UNWRITABLE',
   'PORT_IN_USE',
   'DATABASE_UNREACHABLE',
   'DATABASE_AUTH',
@@ -222,6 +223,11 @@ export const EXIT_CODES = {
   SERVER_AUTH: 67,
   /** A file Switchboard was handed is no regular file (a FIFO, a device, a folder), or larger than its bound (2 MiB for YAML/JSON); nothing was read past it. */
   FILE_REFUSED: 68,
+  /**
+   * The ledger cannot be written: its disk is full or its folder (or database) is read-only. Before a call
+   * reserved its budget nothing was sent; an answer that came back is kept (exit 0, a warning) instead.
+   */
+  LEDGER_UNWRITABLE: 75,
   ABORTED: 130,
 } as const satisfies Record<string, number>;
 

@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { completions, openAiAgainstSimulator, startOfToday } from '../../test/helpers/openai-sim.js';
 import { holdAgentAttempt, recordUnrecordedSpend, type AgentSpending } from '../agents/agent-spend.js';
 import type { Scenario } from '../sim/scenario.js';
+import { SwitchboardError } from '../core/errors.js';
 import { openLedger, type Ledger } from '../store/ledger.js';
 import { estimateCost } from './budget.js';
 import { call } from './call.js';
@@ -173,6 +174,62 @@ describe('budgets under concurrency', () => {
         expiresAt: tomorrow + 60_000,
       }),
     ).toMatchObject({ reserved: true, standings: [{ spentUsd: 0, reservedUsd: 0 }] });
+  });
+});
+
+describe('a ledger that cannot record an answered call', () => {
+  it('returns the answer with a warning, and keeps the reservation counting as spent', async () => {
+    const { sim, ledger, options } = await openAiSetup({
+      rules: [{ reply: { text: 'hello', usage: { input: 10, output: 1_200 } } }],
+    });
+    // The disk filled while the provider answered: the settle is refused the way a full disk refuses it.
+    const full = new SwitchboardError(
+      'LEDGER_UNWRITABLE',
+      'cannot record a call attempt in x: database or disk is full',
+      {
+        hint: 'free disk space on x',
+      },
+    );
+    const unwritable: Ledger = { ...ledger, settleReservation: () => Promise.reject(full) };
+    const budget = { rules: [{ provider: 'openai', dailyUsd: 1 }] };
+    const result = await call(
+      'openai:gpt-4.1-mini',
+      { prompt: 'hi' },
+      { ...options, ledger: unwritable, budget },
+    );
+    expect(result.text).toBe('hello');
+    expect(result.warnings).toEqual([
+      expect.stringMatching(
+        /^the ledger did not record this call \(cannot record a call attempt in x: database or disk is full\); its reservation of \$0\.00164\d* counts as spent .*: free disk space on x$/,
+      ),
+    ]);
+    // Not released: the next call, in this process or another, counts it against the cap.
+    expect(await ledger.reservedAt(Date.now(), { since: startOfToday() })).toBeCloseTo(
+      estimateCost('gpt-4.1-mini', 'hi') ?? 0,
+      9,
+    );
+    expect(completions(sim)).toHaveLength(1);
+  });
+
+  it('refuses the call before sending it when the budget cannot be reserved', async () => {
+    const { sim, ledger, options } = await openAiSetup({ rules: [{ reply: { text: 'hello' } }] });
+    const readOnly = new SwitchboardError(
+      'LEDGER_UNWRITABLE',
+      'cannot reserve budget in x: attempt to write a readonly database',
+      {
+        hint: 'make x writable',
+      },
+    );
+    const unwritable: Ledger = { ...ledger, reserveSpend: () => Promise.reject(readOnly) };
+    const budget = { rules: [{ provider: 'openai', dailyUsd: 1 }] };
+    await expect(
+      call('openai:gpt-4.1-mini', { prompt: 'hi' }, { ...options, ledger: unwritable, budget }),
+    ).rejects.toMatchObject({
+      code: 'LEDGER_UNWRITABLE',
+      message: 'cannot reserve budget in x: attempt to write a readonly database; nothing was sent',
+      hint: 'make x writable, then retry',
+    });
+    expect(completions(sim)).toHaveLength(0);
   });
 });
 

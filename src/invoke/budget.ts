@@ -2,6 +2,7 @@ import { SwitchboardError } from '../core/errors.js';
 import { formatUsd } from '../core/format-usd.js';
 import { DEFAULT_PRICES, findPrice, type ModelPrice } from '../core/prices.js';
 import { judgeReservation, type CapStanding, type SpendCap } from '../store/budget-reservations.js';
+import type { CallAttemptRecord } from '../store/call-records.js';
 import type { Ledger } from '../store/ledger.js';
 
 /** A spending cap from the ledger, for one provider, one tag, or everything. */
@@ -100,6 +101,12 @@ export interface BudgetReservation {
   readonly amountUsd?: number;
   /** Ends the reservation once the attempt and its real cost are recorded. Safe to call twice. */
   release(): Promise<void>;
+  /**
+   * Records the attempt and ends the reservation in one write (`Ledger.settleReservation`); with nothing
+   * held, only records it. When the write fails the reservation is not released: it stays, counting as
+   * spent at its amount, while the ledger keeps trying the write.
+   */
+  settle(record: CallAttemptRecord): Promise<void>;
 }
 
 /** How long a reservation counts when the call gives no timeout. */
@@ -139,7 +146,10 @@ export async function reserveBudget(
   attempt: BudgetAttempt,
 ): Promise<BudgetReservation> {
   const applicable = applicableCaps(rules, attempt.provider, attempt.tags, attempt.now);
-  if (applicable.length === 0) return { warnings: [], async release() {} };
+  const recordOnly = async (record: CallAttemptRecord) => {
+    await ledger?.recordCallAttempt(record);
+  };
+  if (applicable.length === 0) return { warnings: [], async release() {}, settle: recordOnly };
   if (ledger === undefined) {
     // No ledger knows what was spent, but a cap of 0 still blocks and an estimate over a cap is still refused.
     const nothing: CapStanding = { spentUsd: 0, reservedUsd: 0 };
@@ -152,7 +162,7 @@ export async function reserveBudget(
     if (!verdict.reserved) {
       throw budgetError(applicable[verdict.capIndex] as ApplicableCap, nothing, attempt);
     }
-    return { warnings: [], amountUsd: verdict.amountUsd, async release() {} };
+    return { warnings: [], amountUsd: verdict.amountUsd, async release() {}, settle: recordOnly };
   }
   const outcome = await ledger.reserveSpend({
     id: attempt.id,
@@ -193,6 +203,11 @@ export async function reserveBudget(
       if (!open) return;
       open = false;
       await ledger.releaseReservation(attempt.id);
+    },
+    async settle(record) {
+      if (!open) return recordOnly(record);
+      open = false;
+      await ledger.settleReservation(attempt.id, record);
     },
   };
 }

@@ -13,6 +13,7 @@ import { formatUsd } from '../core/format-usd.js';
 import { isErrorCode, isSwitchboardError, SwitchboardError, type ErrorCode } from '../core/errors.js';
 import { MAX_TIMER_MS } from '../core/timer-limit.js';
 import { ProviderRegistry } from '../providers/registry.js';
+import type { CallAttemptRecord } from '../store/call-records.js';
 import type { Ledger } from '../store/ledger.js';
 import {
   estimateCost,
@@ -406,6 +407,7 @@ async function reserveAttempt(
       ...(timeoutMs === undefined ? {} : { timeoutMs }),
     });
   } catch (error) {
+    if (isSwitchboardError(error) && error.code === 'LEDGER_UNWRITABLE') throw notSent(error);
     // A tag cap applies whatever the provider; a provider cap lets the next provider try.
     const scope = isSwitchboardError(error) ? String(error.details?.['scope'] ?? '') : '';
     if (!isSwitchboardError(error) || error.code !== 'BUDGET_EXCEEDED' || state.chain.length === 1)
@@ -418,6 +420,16 @@ async function reserveAttempt(
     if (!state.warnings.includes(warning)) state.warnings.push(warning);
   }
   return true;
+}
+
+/** A ledger that cannot hold the budget refuses the call before anything is sent or paid for. */
+function notSent(error: SwitchboardError): SwitchboardError {
+  return new SwitchboardError('LEDGER_UNWRITABLE', `${error.message}; nothing was sent`, {
+    hint: `${error.hint ?? 'make the ledger writable'}, then retry`,
+    retryable: false,
+    ...(error.details === undefined ? {} : { details: error.details }),
+    cause: error,
+  });
 }
 
 /** What the provider is asked: the request with the attempt's prompt, model, limits and signal. */
@@ -546,23 +558,71 @@ async function nextStep(state: CallState, run: TargetRun, failure: SwitchboardEr
   return 'again';
 }
 
-/** Adds an attempt to the call's list and the ledger, then lets go of its budget reservation. */
+/**
+ * Adds an attempt to the call's list and the ledger, settling its budget reservation with its real cost.
+ * A ledger that cannot take the record (a full disk, a read-only folder) does not fail the call: the
+ * provider has answered and been paid, and a failed call would be sent (and paid) again. It becomes a
+ * warning; the reservation stays, counting as spent, and the ledger writes the record when it can.
+ */
 async function recordAttempt(
   state: CallState,
-  { target, prompt, keys }: TargetRun,
+  run: TargetRun,
   attempt: CallAttempt,
   result: CallResult | undefined,
   failure?: SwitchboardError,
 ): Promise<void> {
-  const { attempts, ledger } = state;
-  attempts.push(attempt);
+  state.attempts.push(attempt);
+  const record = attemptRecord(state, run, attempt, result, failure);
+  const reservation = state.held;
+  state.held = undefined;
+  try {
+    if (reservation === undefined) await state.ledger?.recordCallAttempt(record);
+    else await reservation.settle(record);
+  } catch (error) {
+    const warning = unrecordedWarning(error, reservation?.amountUsd);
+    if (warning === undefined) throw error;
+    if (!state.warnings.includes(warning)) state.warnings.push(warning);
+  }
+}
+
+/** Ledger failures that, after an attempt was made, leave the call's outcome as it is and warn. */
+const UNRECORDED_IS_A_WARNING: ReadonlySet<ErrorCode> = new Set([
+  'LEDGER_UNWRITABLE',
+  'STORE_ERROR',
+  'DATABASE_UNREACHABLE',
+]);
+
+/** How the warning of a call the ledger did not record begins. */
+export const UNRECORDED_WARNING_START = 'the ledger did not record this call';
+
+/**
+ * The warning for a ledger failure after an attempt was made (one line: what could not be written, where
+ * the spend is kept meanwhile, what to do), or undefined when `error` is no such failure.
+ */
+export function unrecordedWarning(error: unknown, reservedUsd?: number): string | undefined {
+  if (!isSwitchboardError(error) || !UNRECORDED_IS_A_WARNING.has(error.code)) return undefined;
+  const kept =
+    reservedUsd === undefined
+      ? 'its cost is missing from budgets and stats'
+      : `its reservation of ${formatUsd(reservedUsd)} counts as spent until the record is written (tried again while this process runs)`;
+  return `${UNRECORDED_WARNING_START} (${error.message}); ${kept}${error.hint === undefined ? '' : `: ${error.hint}`}`;
+}
+
+/** The ledger row of an attempt. */
+function attemptRecord(
+  state: CallState,
+  { target, prompt, keys }: TargetRun,
+  attempt: CallAttempt,
+  result: CallResult | undefined,
+  failure: SwitchboardError | undefined,
+): CallAttemptRecord {
   // A failure after an answer (schema, downgrade) was still billed: keep what the provider reported.
   const billedCost = failure?.details?.['costUsd'];
   const billedUsage = failure?.details?.['usage'] as CallResult['usage'] | undefined;
-  await ledger?.recordCallAttempt({
+  return {
     id: state.generateId(),
     callId: state.callId,
-    attempt: attempts.length,
+    attempt: state.attempts.length,
     createdAt: state.now(),
     provider: target.provider,
     spec: target.text,
@@ -577,11 +637,7 @@ async function recordAttempt(
     ...(result === undefined ? {} : { modelUsed: result.modelUsed, usage: result.usage }),
     ...(result?.sessionId === undefined ? {} : { sessionId: result.sessionId }),
     ...(keys.cooldown === target.text ? {} : { cooldownKey: keys.cooldown }),
-  });
-  const reservation = state.held;
-  if (reservation === undefined) return;
-  state.held = undefined;
-  await reservation.release();
+  };
 }
 
 /** The error a call ends with when no entry answered. */
@@ -614,7 +670,8 @@ function endCall(state: CallState): Promise<void> | undefined {
   const privateRegistry = state.options.providers === undefined;
   if (held === undefined && !privateRegistry) return undefined;
   return (async () => {
-    await held?.release();
+    // A release that fails leaves the reservation counting as spent: the safe side, not worth an error.
+    await held?.release().catch(() => undefined);
     if (privateRegistry) await state.registry.close();
   })();
 }

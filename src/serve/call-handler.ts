@@ -12,6 +12,7 @@ import {
   resolveRole,
   type CallContext,
 } from '../cli/call-setup.js';
+import { redactSecrets } from '../core/secrets.js';
 import { parseCallBody, type CallBody } from './call-body.js';
 import { readBody, sendError, sendJson, sendTooLarge, statusFor, toSwitchboardError } from './http.js';
 
@@ -74,6 +75,7 @@ export class CallService {
     });
     try {
       const result = await this.run(parseCallBody(text), AbortSignal.any([abortSignal, clientGone.signal]));
+      setWarningHeaders(response, result.warnings);
       sendJson(response, 200, result);
     } catch (error) {
       if (clientGone.signal.aborted) return;
@@ -123,4 +125,17 @@ export class CallService {
     for (const ledger of this.ledgers.values()) await ledger.close();
     this.ledgers.clear();
   }
+}
+
+/**
+ * The result's warnings also as `x-switchboard-warning` headers (one each), for clients that read the
+ * status and headers before the body: an answer the ledger did not record is still a 200. Header values
+ * carry printable ASCII only, so anything else becomes `?`; the text is redacted as the body is.
+ */
+function setWarningHeaders(response: ServerResponse, warnings: readonly string[]): void {
+  if (warnings.length === 0) return;
+  response.setHeader(
+    'x-switchboard-warning',
+    warnings.map((warning) => redactSecrets(warning).replace(/[^\x20-\x7e]/g, '?')),
+  );
 }

@@ -85,6 +85,8 @@ export function statusFor(code: ErrorCode): number {
   if (code === 'FORBIDDEN') return 403;
   if (code === 'ENDPOINT_NOT_ALLOWED') return 403;
   if (code === 'INTERNAL' || code === 'STORE_ERROR') return 500;
+  // The server's own disk is full or read-only: nothing was sent; a retry once it has room may pass.
+  if (code === 'LEDGER_UNWRITABLE') return 507;
   if (code === 'RUN_NOT_FOUND') return 404;
   if (code === 'GATE_TAKEN' || code === 'WORKFLOW_LOCKED') return 409;
   // The rest come from the providers: an upstream failure.

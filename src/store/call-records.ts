@@ -137,7 +137,9 @@ export function callSql(dialect: SqlDialect) {
       'error_code, duration_ms, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, session_id, ' +
       'prompt_hash, prompt_text, tags, cooldown_key) VALUES (@id, @call_id, @attempt, @created_at, @provider, @spec, ' +
       '@model_requested, @model_used, @success, @error_code, @duration_ms, @input_tokens, @output_tokens, ' +
-      '@cache_read_tokens, @cache_write_tokens, @cost_usd, @session_id, @prompt_hash, @prompt_text, @tags, @cooldown_key)',
+      '@cache_read_tokens, @cache_write_tokens, @cost_usd, @session_id, @prompt_hash, @prompt_text, @tags, @cooldown_key) ' +
+      // A settle written again after a failure may find its row there already.
+      'ON CONFLICT (id) DO NOTHING',
     // PostgreSQL takes a whole batch as one statement, a column per array (one round trip, not one per row).
     // A batch written again after a later statement of its write failed finds its attempts there already.
     insertCallAttemptsBatch: unnestInsert('call_attempts', ATTEMPT_COLUMNS, 'ON CONFLICT (id) DO NOTHING'),

@@ -1,4 +1,4 @@
-import { mkdirSync, statSync } from 'node:fs';
+import { accessSync, constants, mkdirSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type Database from 'better-sqlite3';
 import { isSwitchboardError, SwitchboardError } from '../core/errors.js';
@@ -198,6 +198,8 @@ function resolveSqlitePath(target: DatabaseTarget): string {
   try {
     mkdirSync(directory, { recursive: true });
   } catch (error) {
+    const unwritable = unwritableStoreError(error, file, `cannot create the ledger folder ${directory} for`);
+    if (unwritable !== undefined) throw unwritable;
     throw new SwitchboardError('STORE_ERROR', `cannot create the ledger folder ${directory}`, {
       hint: 'make the folder writable, or choose another state directory or ledger path',
       cause: error,
@@ -303,9 +305,7 @@ const HINTS_BY_SQLITE_CODE: Record<string, string> = {
     'the file is not a SQLite database; point the ledger at another path (Switchboard will not overwrite it)',
   SQLITE_CORRUPT: 'the ledger is damaged; move it aside and Switchboard will start a new one',
   SQLITE_CANTOPEN: 'check that the folder exists and is writable, or choose another ledger path',
-  SQLITE_READONLY: 'make the ledger file and its folder writable, or choose another ledger path',
   SQLITE_PERM: 'make the ledger file and its folder writable, or choose another ledger path',
-  SQLITE_FULL: 'free some disk space',
   SQLITE_IOERR: 'check the disk and the file system holding the ledger',
   SQLITE_BUSY: 'another process held the ledger locked for too long; retry, or look for a stuck process',
   SQLITE_CONSTRAINT_PRIMARYKEY: 'each route decision needs a unique id',
@@ -314,7 +314,6 @@ const HINTS_BY_SQLITE_CODE: Record<string, string> = {
 /** Hints for PostgreSQL SQLSTATE classes a user can do something about. */
 const HINTS_BY_SQLSTATE: Record<string, string> = {
   '23505': 'each route decision needs a unique id',
-  '53100': 'free some disk space on the database server',
   '53300': 'the server has no connections left; raise max_connections or run fewer workers',
   '57P01': 'the server shut down; start it again and retry',
 };
@@ -329,9 +328,14 @@ function sqlState(error: unknown): string | undefined {
   return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) ? code : undefined;
 }
 
-/** Wraps any failure as a one-line `STORE_ERROR` naming the database; passes our own errors through. */
+/**
+ * Wraps any failure as a one-line `STORE_ERROR` naming the database (`LEDGER_UNWRITABLE` when its disk is
+ * full or it is read-only); passes our own errors through.
+ */
 export function toStoreError(error: unknown, location: string, what: string): SwitchboardError {
   if (error instanceof SwitchboardError) return error;
+  const unwritable = unwritableStoreError(error, location, what);
+  if (unwritable !== undefined) return unwritable;
   const reason = error instanceof Error ? error.message.split('\n', 1)[0] : String(error);
   const code = sqliteCode(error);
   if (code !== undefined || !isPostgresUrl(location)) {
@@ -363,6 +367,69 @@ export function toStoreError(error: unknown, location: string, what: string): Sw
       (state === undefined ? undefined : HINTS_BY_SQLSTATE[state]) ?? 'check the database server and its log',
     cause: error,
     details: state === undefined ? { database: location } : { database: location, sqlState: state },
+  });
+}
+
+/** Why a store cannot be written: its disk (or quota) is full, or it is read-only. */
+export type UnwritableReason = 'full' | 'read-only';
+
+// SQLITE_IOERR_SHMSIZE: no room to grow the -shm file a WAL ledger needs to be opened at all.
+const FULL_CODES: ReadonlySet<string> = new Set([
+  'SQLITE_FULL',
+  'SQLITE_IOERR_SHMSIZE',
+  'ENOSPC',
+  'EDQUOT',
+  '53100',
+]);
+const READ_ONLY_CODES: ReadonlySet<string> = new Set(['EROFS', 'EACCES', 'EPERM', '25006']);
+
+/**
+ * Whether a driver or file-system error says the store cannot be written, and why: SQLite's "database or
+ * disk is full" and "attempt to write a readonly database", ENOSPC,
+ * EDQUOT, EROFS, EACCES, EPERM, and PostgreSQL's 53100 disk_full and 25006 read_only_sql_transaction.
+ * A SQLite file that cannot be opened counts when its folder cannot be written (a read-only mount).
+ */
+export function unwritableReason(error: unknown, location: string): UnwritableReason | undefined {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code !== 'string') return undefined;
+  if (FULL_CODES.has(code)) return 'full';
+  if (READ_ONLY_CODES.has(code) || code.startsWith('SQLITE_READONLY')) return 'read-only';
+  if (code === 'SQLITE_CANTOPEN' && !isPostgresUrl(location) && location !== ':memory:') {
+    try {
+      accessSync(dirname(location), constants.W_OK);
+    } catch (problem) {
+      const reason = (problem as { code?: unknown }).code;
+      if (reason === 'EROFS' || reason === 'EACCES' || reason === 'EPERM') return 'read-only';
+    }
+  }
+  return undefined;
+}
+
+/** `LEDGER_UNWRITABLE` for a failure that says the store cannot be written, with what to do; else undefined. */
+function unwritableStoreError(error: unknown, location: string, what: string): SwitchboardError | undefined {
+  const reason = unwritableReason(error, location);
+  if (reason === undefined) return undefined;
+  const postgres = isPostgresUrl(location);
+  const code = (error as { code?: unknown }).code as string;
+  const message =
+    code === 'SQLITE_IOERR_SHMSIZE'
+      ? 'the disk is full (no room for its -shm file)'
+      : error instanceof Error
+        ? error.message.split('\n', 1)[0]
+        : String(error);
+  const where = postgres ? 'the database server' : dirname(location);
+  const hint =
+    reason === 'full'
+      ? `free disk space on ${where}`
+      : postgres
+        ? 'the database accepts no writes (a standby, or default_transaction_read_only): point the URL at the primary'
+        : `make ${where} writable, or choose another state folder with --state-dir`;
+  return new SwitchboardError('LEDGER_UNWRITABLE', `${what} ${location}: ${message}`, {
+    hint,
+    cause: error,
+    details: postgres
+      ? { database: location, reason, sqlState: code }
+      : { file: location, reason, [code.startsWith('SQLITE_') ? 'sqliteCode' : 'errno']: code },
   });
 }
 

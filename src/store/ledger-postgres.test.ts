@@ -114,4 +114,51 @@ describe.skipIf(POSTGRES_SKIP !== undefined)('a ledger on PostgreSQL', () => {
     const never = openLedger({ url: 'postgres://nobody@127.0.0.1:1/none' });
     await never.close();
   });
+
+  it('keeps a settle a read-only database refuses (25006), and writes it once the database takes writes', async () => {
+    const ledger = await connectLedger({ url: database.url });
+    const now = Date.now();
+    const hold = (id: string) => ({
+      id,
+      provider: 'openai',
+      tags: {},
+      createdAt: now,
+      expiresAt: now + 60_000,
+      amountUsd: 0.5,
+      caps: [{ since: now - 1_000, capUsd: 1 }],
+    });
+    // The ledger's sessions take the setting when they start: end them, as a failover to a standby does.
+    const readOnly = async (on: boolean) => {
+      await adminQuery(
+        `ALTER DATABASE ${database.name} SET default_transaction_read_only = ${on ? 'on' : 'off'}`,
+      );
+      await adminQuery(
+        `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '${database.name}' AND pid <> pg_backend_pid()`,
+      );
+    };
+    try {
+      expect(await ledger.reserveSpend(hold('r1'))).toMatchObject({ reserved: true });
+      await readOnly(true);
+      await expect(ledger.settleReservation('r1', callAttempt('a1', 0.25))).rejects.toMatchObject({
+        code: 'LEDGER_UNWRITABLE',
+        details: { sqlState: '25006' },
+      });
+      await expect(ledger.reserveSpend(hold('r2'))).rejects.toMatchObject({ code: 'LEDGER_UNWRITABLE' });
+      // Still held, so still counted: the settle did not release it.
+      expect(await ledger.reservedAt(now, { since: now - 1_000 })).toBeCloseTo(0.5, 9);
+      await readOnly(false);
+      // Written again in the background: the reservation goes and the cost counts instead.
+      for (const giveUpAt = Date.now() + 30_000; Date.now() < giveUpAt;) {
+        if ((await ledger.reservedAt(now, { since: now - 1_000 })) === 0) break;
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+      expect(await ledger.spendSince(now - 1_000)).toBeCloseTo(0.25, 9);
+      expect(await ledger.reserveSpend(hold('r3'))).toMatchObject({
+        reserved: true,
+        standings: [{ spentUsd: 0.25, reservedUsd: 0 }],
+      });
+    } finally {
+      await ledger.close();
+    }
+  });
 });

@@ -409,7 +409,8 @@ describe('bad paths', () => {
     chmodSync(readOnly, 0o555);
     try {
       const outcome = openLedgerAsOrdinaryUser(readOnly);
-      expect(outcome).toMatchObject({ name: 'SwitchboardError', code: 'STORE_ERROR' });
+      // A folder the ledger cannot be written in is told apart from other store errors (exit 75, not 6).
+      expect(outcome).toMatchObject({ name: 'SwitchboardError', code: 'LEDGER_UNWRITABLE' });
       expect(outcome.message).toContain(readOnly);
       expect(outcome.message).not.toContain('\n');
       expect(outcome.hint).toMatch(/writable/);

@@ -36,6 +36,7 @@ import {
   type StoredRouteDecision,
 } from './route-decision-records.js';
 import { WriteBehind } from './write-behind.js';
+import { PendingSettles } from './pending-settles.js';
 import { columnArrays, unnestInsert } from './sql/unnest-batch.js';
 import {
   connectPostgresDatabase,
@@ -158,8 +159,21 @@ export interface Ledger {
   reserveSpend(reservation: SpendReservation): Promise<ReservationOutcome>;
   /** Ends a reservation once the attempt (and its real cost) is recorded. Safe to call twice. */
   releaseReservation(id: string): Promise<void>;
-  /** Dollars held by calls in flight at `now`, optionally for one provider and/or one `key=value` tag. */
-  reservedAt(now: number, filter?: { provider?: string; tag?: string }): Promise<number>;
+  /**
+   * Records an attempt made under reservation `id` and ends the reservation, in one transaction written at
+   * once (not queued): the spend moves from the reserved amount to the attempt's cost with no moment when
+   * both or neither count. When the write fails (a full disk, a read-only ledger: `LEDGER_UNWRITABLE`) the
+   * reservation stays, counting as spent at its amount, and this ledger writes the settle again in the
+   * background while the process lives (up to 15 minutes), before each reservation, at `close()` and at
+   * exit; the promise rejects with the error, so the caller can say the record is late.
+   */
+  settleReservation(id: string, record: CallAttemptRecord): Promise<void>;
+  /**
+   * Dollars the budget caps count as held at `now`, optionally for one provider and/or one `key=value`
+   * tag: calls in flight, and (with `since`, a cap's period start) reservations taken since then that no
+   * record has settled yet, such as those of a process that died or could not write its record.
+   */
+  reservedAt(now: number, filter?: { provider?: string; tag?: string; since?: number }): Promise<number>;
   /** Records a tripped circuit breaker, visible to every process using this ledger. */
   setCooldown(record: CooldownRecord): Promise<void>;
   /** `spec` here and in `recentOutcomes` is the breaker's key: the spec, plus its endpoint when it has one. */
@@ -322,6 +336,7 @@ function createLedger(
 ): Ledger {
   const connection = connect(opened, location, dialect, storeText);
   const { queue, detach } = writeBehind(connection);
+  const settles = pendingSettles(connection);
   return {
     path: location,
     dialect,
@@ -332,12 +347,15 @@ function createLedger(
     ...routeDecisionMethods(connection, queue),
     ...decisionCacheMethods(connection, queue),
     ...callMethods(connection, queue),
-    ...budgetMethods(connection, queue),
+    ...budgetMethods(connection, queue, settles.pending),
     async flush() {
       await queue.flush();
     },
     async close() {
       if (connection.closed) return;
+      // A last try for the settles a full or read-only disk refused; what still fails keeps its reservation.
+      await settles.pending.retry();
+      settles.detach();
       detach();
       const flushed = queue.stop();
       connection.closed = true;
@@ -486,6 +504,8 @@ function writeBehind(connection: Connection): { queue: WriteBehind<Batch>; detac
       cache: new Map([...earlier.cache, ...later.cache]),
     }),
     dropped: (batch, error) => {
+      // The last write of a closing ledger: close() rejects with this error, so its caller is told there.
+      if (connection.closed) return;
       process.emitWarning(
         `${rowsOf(batch)} call attempts, route decisions and cache entries were not written to ${connection.location}: ${
           error instanceof Error ? error.message : String(error)
@@ -699,7 +719,7 @@ function callMethods(
       if (connection.closed) await guarded('cannot record a call attempt in', () => Promise.resolve());
       // A copy, turned into a row (and its prompt hashed) at flush time, off the call's path; the
       // caller may reuse or change its own record object afterwards.
-      const copy = { ...record, ...(record.tags === undefined ? {} : { tags: { ...record.tags } }) };
+      const copy = copyOfRecord(record);
       await queue.enqueue((batch) => batch.attempts.push(copy));
     },
 
@@ -751,7 +771,8 @@ function callMethods(
 function budgetMethods(
   connection: Connection,
   queue: WriteBehind<Batch>,
-): Pick<Ledger, 'spendSince' | 'reserveSpend' | 'releaseReservation' | 'reservedAt'> {
+  settles: PendingSettles,
+): Pick<Ledger, 'spendSince' | 'reserveSpend' | 'releaseReservation' | 'settleReservation' | 'reservedAt'> {
   const { sql, guarded } = connection;
   return {
     async spendSince(since, filter = {}) {
@@ -767,7 +788,9 @@ function budgetMethods(
     },
 
     async reserveSpend(reservation) {
-      // Our own recorded attempts must be in the database before the spending is read.
+      // Our own recorded attempts must be in the database before the spending is read, and a settle a
+      // full disk refused goes in first when there is room again, so its estimate no longer holds the cap.
+      await settles.retry();
       await queue.flush();
       return guarded('cannot reserve budget in', (db) => reserve(db, sql, reservation));
     },
@@ -778,16 +801,97 @@ function budgetMethods(
       await guarded('cannot release a budget reservation in', (db) => db.run(sql.deleteReservation, [id]));
     },
 
+    async settleReservation(id, record) {
+      const copy = copyOfRecord(record);
+      try {
+        await writeSettle(connection, id, copy);
+      } catch (error) {
+        if (!connection.closed) settles.keep(id, copy);
+        throw error;
+      }
+    },
+
     async reservedAt(now, filter = {}) {
       return guarded('cannot read budget reservations from', async (db) => {
         const row = await db.get<{ total: number | null }>(sql.reservedFor, {
           now,
-          since: now,
+          since: filter.since ?? now,
           provider: filter.provider ?? null,
           ...tagParams(filter.tag),
         });
         return row?.total ?? 0;
       });
+    },
+  };
+}
+
+/** A record of the caller's own, copied: the caller may reuse or change its object afterwards. */
+function copyOfRecord(record: CallAttemptRecord): CallAttemptRecord {
+  return { ...record, ...(record.tags === undefined ? {} : { tags: { ...record.tags } }) };
+}
+
+/**
+ * A settle's one transaction: the attempt's row in (once, whatever the retries), its reservation out.
+ * `again`: a background retry, which does not wait out a PostgreSQL restart (it backs off on its own).
+ */
+async function writeSettle(
+  connection: Connection,
+  reservationId: string,
+  record: CallAttemptRecord,
+  again = false,
+): Promise<void> {
+  const { sql, storeText } = connection;
+  await connection[again ? 'use' : 'guarded']('cannot record a call attempt in', (db) =>
+    db.transaction(async (client) => {
+      await client.run(sql.insertCallAttempt, callAttemptRow(record, storeText));
+      await client.run(sql.deleteReservation, [reservationId]);
+    }),
+  );
+  afterCommittedWrite();
+}
+
+/**
+ * The settles a full or read-only disk refused, written again in the background; at process exit a SQLite
+ * ledger tries them once more synchronously, a PostgreSQL one on `beforeExit`.
+ */
+function pendingSettles(connection: Connection): { pending: PendingSettles; detach: () => void } {
+  const pending = new PendingSettles({
+    write: ({ reservationId, record }) => writeSettle(connection, reservationId, record, true),
+    gaveUp: (given, error) => {
+      process.emitWarning(
+        `${given.length} call attempts could not be written to ${connection.location} for 15 minutes; their budget reservations stay, counting as spent: ${
+          error instanceof Error ? error.message : String(error)
+        }`,
+        { code: 'SWITCHBOARD_LEDGER_SETTLE_GAVE_UP' },
+      );
+    },
+  });
+  const { sql, storeText } = connection;
+  const settleNow = () => {
+    const database = connection.current();
+    const sqlite = database === undefined ? undefined : sqliteBehind(database);
+    if (connection.closed || sqlite === undefined) return;
+    for (const { reservationId, record } of pending.all) {
+      try {
+        sqlite.writeBatchNow((client) => {
+          client.run(sql.insertCallAttempt, callAttemptRow(record, storeText));
+          client.run(sql.deleteReservation, [reservationId]);
+        });
+      } catch {
+        // The process is exiting: the reservation stays, counting as spent.
+        return;
+      }
+    }
+  };
+  const settleBeforeLeaving = () => pending.retry();
+  if (connection.dialect === 'sqlite') flushOnExit.add(settleNow);
+  else flushBeforeExit.add(settleBeforeLeaving);
+  return {
+    pending,
+    detach: () => {
+      pending.stop();
+      flushOnExit.delete(settleNow);
+      flushBeforeExit.delete(settleBeforeLeaving);
     },
   };
 }
