@@ -158,7 +158,7 @@ describe('switchboard serve: a burst of failures from the first provider of a ch
         SWITCHBOARD_SERVER: '',
         SWITCHBOARD_SERVER_TOKEN: '',
       };
-      const server = await serve(['--port', '0'], { cwd, env, children });
+      const server = await serve(['--port', '0', '--metrics'], { cwd, env, children });
       const chain = 'anthropic:claude-haiku-4-5,openai:gpt-4.1-mini';
       // Both fail once, which opens both breakers (one failed request is the minimum here).
       expect((await postCall(server, chain)).status).toBe(502);
@@ -168,6 +168,12 @@ describe('switchboard serve: a burst of failures from the first provider of a ch
       expect(Number(closed.retryAfter)).toBeGreaterThan(0);
       expect(Number(closed.retryAfter)).toBeLessThanOrEqual(30);
       expect(dead.requests.length).toBe(sent);
+      // /metrics shows both breakers open.
+      const scraped = await (await fetch(`${server.url}/metrics`, { headers: server.auth })).text();
+      const open = scraped
+        .split('\n')
+        .filter((line) => /^switchboard_breaker_state\{.*state="open"\} 1$/.test(line));
+      expect(open).toHaveLength(2);
     } finally {
       await dead.close();
     }
