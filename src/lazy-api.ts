@@ -8,8 +8,9 @@ import type { Simulator, SimulatorOptions } from './sim/server.js';
 /**
  * Calls a provider spec or a fallback chain (`claude:sonnet,anthropic:claude-sonnet-4-5`): retries
  * transient failures with backoff that honours `retry-after`, moves down the chain when a provider
- * cannot serve, re-asks with a diagnosis when structured output fails its schema, skips providers on
- * cooldown, enforces budgets, and records every attempt in the ledger and in `CallResult.attempts`.
+ * cannot serve, re-asks with a diagnosis when structured output fails its schema, skips providers whose
+ * circuit breaker is open, enforces budgets, and records every attempt in the ledger and in
+ * `CallResult.attempts`.
  */
 export async function call(spec: string, request: CallRequest, options?: CallOptions): Promise<CallResult> {
   const invoke = await import('./invoke/call.js');

@@ -133,24 +133,30 @@ describe('switchboard call', () => {
     expect(['anthropic'].slice(0, sent.length)).toEqual(sent);
   });
 
-  it('cooldowns are shared by separate processes, kept per endpoint, and say how to skip them', async () => {
+  it('breakers are shared by separate processes, count their requests, are kept per endpoint, and say how to skip them', async () => {
     const dead = await startSimulator({
       maxLifetimeMs: 120_000,
       scenario: { rules: [{ fault: { status: 500 } }] },
     });
     try {
       // Its own state folder: one ledger file shared by the processes below, and by no other test.
+      // Two failed requests open the breaker here (20 by default).
       const shared = mkdtempSync(join(tmpdir(), 'switchboard-cooldown-cli-'));
+      writeFileSync(join(shared, 'switchboard.yaml'), 'call:\n  breaker:\n    minimum_requests: 2\n');
       const inShared = (args: string[]) => runCli(args, { cwd: shared, env, input: '' });
       const first = await inShared(['call', 'claude:haiku', 'ping', '--base-url', dead.url]);
       expect(first.status).toBe(29);
-      const sent = dead.requests.length;
-      expect(sent).toBeGreaterThanOrEqual(3);
-      // A second process skips the dead endpoint without sending anything, and says how to get past it.
+      // Three attempts (two retries) of one request: one failed request, under the minimum.
+      expect(dead.requests.length).toBeGreaterThanOrEqual(3);
       const second = await inShared(['call', 'claude:haiku', 'ping', '--base-url', dead.url]);
-      expect(second.status).toBe(28);
-      expect(second.stderr).toMatch(
-        /claude:haiku \(at .+\) is cooling down for \d+ s more.*--ignore-cooldown/,
+      expect(second.status).toBe(29);
+      const sent = dead.requests.length;
+      // The two processes' failed requests opened it: a third skips the dead endpoint without sending
+      // anything, and says how to get past it.
+      const third = await inShared(['call', 'claude:haiku', 'ping', '--base-url', dead.url]);
+      expect(third.status).toBe(28);
+      expect(third.stderr).toMatch(
+        /claude:haiku \(at .+\): its circuit breaker is open after repeated failures, half-open in \d+ s.*--ignore-cooldown/,
       );
       expect(dead.requests.length).toBe(sent);
       // The same spec at another base URL is not blocked by the dead one.

@@ -154,7 +154,7 @@ export function configCallOptions(
     },
     ...(schemaRetries === undefined ? {} : { schemaRetries }),
     ...(stageTimeoutMs === undefined ? {} : { stageTimeoutMs }),
-    ...(settings.cooldownMs === undefined ? {} : { cooldown: { cooldownMs: settings.cooldownMs } }),
+    ...(settings.breaker === undefined ? {} : { cooldown: settings.breaker }),
     ...(body.ignoreCooldown === true ? { ignoreCooldown: true } : {}),
     budget: {
       rules: settings.budgetRules,

@@ -62,7 +62,10 @@ export function registerCallCommand(program: Command): void {
       parseCount,
     )
     .option('--max-cost <usd>', 'the most this call may cost, all attempts together', parseDollars)
-    .option('--ignore-cooldown', 'try providers even while they cool down after repeated failures')
+    .option(
+      '--ignore-cooldown',
+      'try providers even while their circuit breaker is open after repeated failures',
+    )
     .option('--store-text', 'store the prompt text in the ledger (default: a hash only)')
     .option('--no-ledger', 'do not record the call')
     .option('--print <what>', 'text (the default): print only the answer', parsePrint)

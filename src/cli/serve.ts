@@ -360,6 +360,7 @@ export async function startServices(
     const { collectDefaultMetrics } = await import('prom-client');
     metrics = new RouteMetrics({ skills: router?.skills.map((skill) => skill.name) ?? [] });
     collectDefaultMetrics({ register: metrics.registry });
+    metrics.watchBreakers(() => calls.breakers());
   }
   return { router, metrics, calls };
 }

@@ -144,7 +144,7 @@ export function registerStatsCommand(program: Command): void {
       }
       for (const cooldown of cooldowns) {
         lines.push(
-          `cooling down: ${cooldown.spec} for ${Math.ceil(cooldown.remainingMs / 1000)} s more (${cooldown.failures}× ${cooldown.reason})`,
+          `breaker open: ${cooldown.spec}, half-open in ${Math.ceil(cooldown.remainingMs / 1000)} s (${cooldown.failures} failed requests, last ${cooldown.reason})`,
         );
       }
       for (const budget of budgets) {

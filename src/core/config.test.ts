@@ -106,4 +106,27 @@ describe('loadConfig', () => {
     const negative = directoryWith('budgets:\n  rules:\n    - { daily_usd: -1 }\n');
     expect(() => loadConfig({ cwd: negative, env: {} })).toThrow(/daily_usd/);
   });
+
+  it('reads call.breaker in milliseconds, and call.cooldown_seconds as the earlier name of its half-open wait', () => {
+    const tuned = directoryWith(
+      'call:\n  breaker:\n    failure_ratio: 0.25\n    minimum_requests: 40\n    window_seconds: 10\n' +
+        '    half_open_after_seconds: 0.5\n    max_half_open_after_seconds: 8\n    probes: 1\n',
+    );
+    expect(loadConfig({ cwd: tuned, env: {} }).call.breaker).toEqual({
+      failureRatio: 0.25,
+      minimumRequests: 40,
+      windowMs: 10_000,
+      halfOpenAfterMs: 500,
+      maxHalfOpenAfterMs: 8_000,
+      probes: 1,
+    });
+    const earlier = directoryWith('call:\n  cooldown_seconds: 60\n');
+    expect(loadConfig({ cwd: earlier, env: {} }).call.breaker).toEqual({ halfOpenAfterMs: 60_000 });
+    const both = directoryWith('call:\n  cooldown_seconds: 60\n  breaker:\n    half_open_after_seconds: 5\n');
+    expect(() => loadConfig({ cwd: both, env: {} })).toThrow(/not both/);
+    const ratio = directoryWith('call:\n  breaker:\n    failure_ratio: 50\n');
+    expect(() => loadConfig({ cwd: ratio, env: {} })).toThrow(/call\.breaker\.failure_ratio/);
+    const failures = directoryWith('call:\n  breaker:\n    failures: 3\n');
+    expect(() => loadConfig({ cwd: failures, env: {} })).toThrow(/failures/);
+  });
 });

@@ -87,9 +87,33 @@ function configFileSchema(z: ReturnType<typeof loadZod>) {
         stage_timeout_seconds: z.number().positive().optional(),
         max_attempts: z.number().int().min(1).max(50).optional(),
         retries_per_provider: z.number().int().min(0).max(10).optional(),
-        /** How long a provider that failed three times in a row is skipped. */
+        /** The earlier name of `breaker.half_open_after_seconds`, still read. */
         cooldown_seconds: z.number().positive().optional(),
+        /** The circuit breaker kept per provider spec and endpoint (docs/call.md). */
+        breaker: z
+          .strictObject({
+            failure_ratio: z.number().gt(0).max(1).optional(),
+            minimum_requests: z.number().int().min(1).optional(),
+            window_seconds: z.number().positive().optional(),
+            half_open_after_seconds: z.number().positive().optional(),
+            max_half_open_after_seconds: z.number().positive().optional(),
+            probes: z.number().int().min(1).optional(),
+          })
+          .refine(
+            (breaker) =>
+              breaker.max_half_open_after_seconds === undefined ||
+              breaker.max_half_open_after_seconds >= (breaker.half_open_after_seconds ?? 0),
+            { message: 'max_half_open_after_seconds must be at least half_open_after_seconds' },
+          )
+          .optional(),
       })
+      .refine(
+        (call) => call.cooldown_seconds === undefined || call.breaker?.half_open_after_seconds === undefined,
+        {
+          message:
+            'give call.breaker.half_open_after_seconds or call.cooldown_seconds (its earlier name), not both',
+        },
+      )
       .optional(),
     budgets: z
       .strictObject({
@@ -238,8 +262,15 @@ export interface CallSettings {
   stageTimeoutMs?: number;
   maxAttempts?: number;
   retriesPerProvider?: number;
-  /** How long a failing provider is skipped (`call.cooldown_seconds`), in milliseconds. @default 60_000 */
-  cooldownMs?: number;
+  /** The circuit breaker's settings (`call.breaker`), in milliseconds; see `CircuitBreakerOptions`. */
+  breaker?: {
+    failureRatio?: number;
+    minimumRequests?: number;
+    windowMs?: number;
+    halfOpenAfterMs?: number;
+    maxHalfOpenAfterMs?: number;
+    probes?: number;
+  };
   maxCostPerCallUsd?: number;
   budgetRules: { provider?: string; tag?: string; dailyUsd?: number; monthlyUsd?: number; warnAt?: number }[];
   prices: Record<string, { input: number; output: number; cacheRead: number; cacheWrite: number }>;
@@ -505,7 +536,7 @@ function callSettings(file: ConfigFile): CallSettings {
   if (file.call?.max_attempts !== undefined) settings.maxAttempts = file.call.max_attempts;
   if (file.call?.retries_per_provider !== undefined)
     settings.retriesPerProvider = file.call.retries_per_provider;
-  if (file.call?.cooldown_seconds !== undefined) settings.cooldownMs = file.call.cooldown_seconds * 1000;
+  settings.breaker = breakerSettings(file.call);
   if (file.budgets?.max_cost_per_call_usd !== undefined)
     settings.maxCostPerCallUsd = file.budgets.max_cost_per_call_usd;
   if (file.gemini?.on_downgrade !== undefined) settings.gemini.onDowngrade = file.gemini.on_downgrade;
@@ -646,4 +677,25 @@ const DURATION_UNITS: Record<string, number> = { m: 60_000, h: 3_600_000, d: 86_
 export function durationMs(value: string): number {
   const match = /^(\d+(?:\.\d+)?)([mhd])$/.exec(value.trim());
   return match === null ? Number.NaN : Number(match[1]) * (DURATION_UNITS[match[2] as string] as number);
+}
+
+type BreakerSettings = NonNullable<CallSettings['breaker']>;
+
+/** `call.breaker` in milliseconds; `call.cooldown_seconds`, the earlier name of its half-open wait, too. */
+function breakerSettings(call: NonNullable<ConfigFile['call']> | undefined): BreakerSettings {
+  const breaker = call?.breaker ?? {};
+  const halfOpenAfter = breaker.half_open_after_seconds ?? call?.cooldown_seconds;
+  const entries: [keyof BreakerSettings, number | undefined][] = [
+    ['failureRatio', breaker.failure_ratio],
+    ['minimumRequests', breaker.minimum_requests],
+    ['windowMs', seconds(breaker.window_seconds)],
+    ['halfOpenAfterMs', seconds(halfOpenAfter)],
+    ['maxHalfOpenAfterMs', seconds(breaker.max_half_open_after_seconds)],
+    ['probes', breaker.probes],
+  ];
+  return Object.fromEntries(entries.filter(([, value]) => value !== undefined));
+}
+
+function seconds(value: number | undefined): number | undefined {
+  return value === undefined ? undefined : value * 1000;
 }

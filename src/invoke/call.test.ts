@@ -249,24 +249,27 @@ describe('call: structured output re-asks', () => {
   });
 });
 
-describe('call: cooldowns and budgets', () => {
-  it('puts a failing provider on cooldown, in this process and in others sharing the ledger', async () => {
+describe('call: circuit breakers and budgets', () => {
+  it("opens a failing provider's breaker, in this process and in others sharing the ledger; calls fall through", async () => {
     const alpha = scripted(
       'alpha',
       Array.from({ length: 3 }, () => error('PROVIDER_UNAVAILABLE')),
     );
     const beta = scripted('beta', [{}, {}, {}, {}]);
     const { ledger, options } = setup(alpha, beta);
-    for (let index = 0; index < 3; index++) await call('alpha:a,beta:b', { prompt: 'hi' }, options);
+    const breaker = { minimumRequests: 3 };
+    for (let index = 0; index < 3; index++)
+      await call('alpha:a,beta:b', { prompt: 'hi' }, { ...options, cooldown: breaker });
     expect(alpha.prompts).toHaveLength(3);
     const skipped = await call('alpha:a,beta:b', { prompt: 'hi' }, options);
     expect(alpha.prompts).toHaveLength(3);
-    expect(skipped.warnings.join()).toMatch(/alpha:a skipped: cooling down/);
+    expect(skipped.provider).toBe('beta:b');
+    expect(skipped.warnings.join()).toMatch(/alpha:a skipped: its circuit breaker is open/);
     // Another process: a fresh breaker reading the same ledger.
     const other = await call(
       'alpha:a,beta:b',
       { prompt: 'hi' },
-      { ...options, breaker: new CircuitBreaker({}, ledger) },
+      { ...options, breaker: new CircuitBreaker(breaker, ledger) },
     );
     expect(other.provider).toBe('beta:b');
     expect(alpha.prompts).toHaveLength(3);
@@ -290,18 +293,18 @@ describe('call: cooldowns and budgets', () => {
     const options = {
       providers: registry,
       ledger: second,
-      cooldown: { failures: 2 },
+      cooldown: { minimumRequests: 2 },
       retry: { retriesPerProvider: 0 },
       _internal: internal,
     };
     await call('alpha:a,beta:b', { prompt: 'two' }, options);
     await call('alpha:a,beta:b', { prompt: 'three' }, options);
-    // The cooldown those two failures tripped is in the ledger the calls used, for other processes.
+    // The breaker those two failed requests opened is in the ledger the calls used, for other processes.
     expect(await second.getCooldown('alpha:a')).toMatchObject({ failures: 2 });
     expect((await second.callStats()).attempts).toBe(4);
   });
 
-  it('counts failures in a row across processes: three short-lived callers, one failure each, trip it', async () => {
+  it('counts failed requests across processes: three short-lived callers, one failure each, open it', async () => {
     const alpha = scripted(
       'alpha',
       Array.from({ length: 4 }, () => error('TIMEOUT')),
@@ -312,22 +315,22 @@ describe('call: cooldowns and budgets', () => {
     const process = () => ({
       ...options,
       retry: { retriesPerProvider: 0 },
-      breaker: new CircuitBreaker({}, ledger),
+      breaker: new CircuitBreaker({ minimumRequests: 3 }, ledger),
     });
     for (let index = 0; index < 3; index++) await call('alpha:a,beta:b', { prompt: 'hi' }, process());
     expect(alpha.prompts).toHaveLength(3);
     const fourth = await call('alpha:a,beta:b', { prompt: 'hi' }, process());
-    expect(fourth.warnings.join()).toMatch(/alpha:a skipped: cooling down/);
+    expect(fourth.warnings.join()).toMatch(/alpha:a skipped: its circuit breaker is open/);
     expect(alpha.prompts).toHaveLength(3);
   });
 
-  it('does not count failures that are not in a row, nor errors of the caller (auth)', async () => {
+  it("does not count the caller's own errors (auth) as the provider's failures", async () => {
     const alpha = scripted('alpha', [
       error('TIMEOUT'),
       {},
       error('TIMEOUT'),
       error('AUTH'),
-      error('TIMEOUT'),
+      error('AUTH'),
       {},
     ]);
     const beta = scripted('beta', [{}, {}, {}, {}, {}, {}]);
@@ -335,12 +338,37 @@ describe('call: cooldowns and budgets', () => {
     const process = () => ({
       ...options,
       retry: { retriesPerProvider: 0 },
-      breaker: new CircuitBreaker({}, ledger),
+      breaker: new CircuitBreaker({ minimumRequests: 4 }, ledger),
     });
     for (let index = 0; index < 6; index++)
       await call('alpha:a,beta:b', { prompt: 'hi' }, process()).catch(() => undefined);
-    // Never three counted failures in a row: alpha was asked every time.
+    // Counted as failures, the refusals would make 4 of 5 requests: the breaker would have opened.
+    // They are not: 2 failed of 3 counted, under the minimum, and alpha was asked every time.
     expect(alpha.prompts).toHaveLength(6);
+  });
+
+  it('when every provider of the chain is open, says so with the soonest any of them half-opens', async () => {
+    let clock = 1_000_000;
+    const alpha = scripted('alpha', [error('OVERLOADED')]);
+    const beta = scripted('beta', [{}, error('OVERLOADED')]);
+    const { options } = setup(alpha, beta);
+    const timed = {
+      ...options,
+      retry: { retriesPerProvider: 0 },
+      cooldown: { minimumRequests: 1 },
+      _internal: { ...options._internal, now: () => clock },
+    };
+    // alpha opens at once; beta two seconds later; each for 5 s.
+    expect((await call('alpha:a,beta:b', { prompt: 'hi' }, timed)).provider).toBe('beta:b');
+    clock += 2_000;
+    await call('beta:b', { prompt: 'hi' }, timed).catch(() => undefined);
+    clock += 1_000;
+    const failure = (await call('alpha:a,beta:b', { prompt: 'hi' }, timed).catch(
+      (caught: unknown) => caught,
+    )) as SwitchboardError;
+    expect(failure).toMatchObject({ code: 'PROVIDER_UNAVAILABLE', retryAfterMs: 2_000 });
+    expect(failure.message).toMatch(/every provider failed; last: beta:b: its circuit breaker is open/);
+    expect(failure.details?.['attempts']).toEqual([]);
   });
 
   it('refuses a call before spending when a daily cap is reached, and warns near it', async () => {
@@ -492,34 +520,38 @@ describe('call: one deadline for the whole call', () => {
   });
 });
 
-describe('call: cooldowns per endpoint, with a way out', () => {
+describe('call: breakers per endpoint, with a way out', () => {
   /** A scripted provider that says where it sends calls, as the real ones do. */
   function at(endpoint: string, name: string, steps: Step[]): Provider & { prompts: string[] } {
     return { ...scripted(name, steps), endpoint: () => endpoint };
   }
   const failures = (count: number) => Array.from({ length: count }, () => error('PROVIDER_UNAVAILABLE'));
-  /** Retried failures: three in one call trip the breaker. */
   const errors = (count: number) => Array.from({ length: count }, () => error('PROVIDER_ERROR'));
 
   it('a dead endpoint does not cool down the same spec at another endpoint, even across processes', async () => {
     const dead = at('http://dead.example', 'alpha', failures(4));
-    const { ledger, options } = setup(
+    const { ledger, options: defaults } = setup(
       dead,
       scripted(
         'beta',
         Array.from({ length: 4 }, () => ({})),
       ),
     );
+    const options = { ...defaults, cooldown: { minimumRequests: 3 } };
     for (let index = 0; index < 3; index++) await call('alpha:a,beta:b', { prompt: 'hi' }, options);
     expect(dead.prompts).toHaveLength(3);
     // Another process with another config: alpha:a goes elsewhere, shares the ledger.
     const alive = at('http://alive.example', 'alpha', [error('PROVIDER_UNAVAILABLE'), { text: 'alive' }]);
     const other = setup(alive);
-    const elsewhere = { ...other.options, ledger, breaker: new CircuitBreaker({}, ledger) };
+    const elsewhere = {
+      ...other.options,
+      ledger,
+      breaker: new CircuitBreaker({ minimumRequests: 3 }, ledger),
+    };
     await expect(call('alpha:a', { prompt: 'hi' }, elsewhere)).rejects.toMatchObject({
       code: 'PROVIDER_UNAVAILABLE',
     });
-    // One failure there is not "three in a row": the dead endpoint's failures are not counted.
+    // One failed request there is under the minimum: the dead endpoint's failures are not counted.
     const result = await call('alpha:a', { prompt: 'hi' }, elsewhere);
     expect(result.text).toBe('alive');
     expect(alive.prompts).toHaveLength(2);
@@ -529,39 +561,52 @@ describe('call: cooldowns per endpoint, with a way out', () => {
     expect(dead.prompts).toHaveLength(3);
   });
 
-  it('says how long is left and how to skip it; ignoreCooldown tries the provider anyway', async () => {
+  it('stops retrying once the breaker opens, says when it half-opens and how to skip it; ignoreCooldown tries anyway', async () => {
     const alpha = scripted('alpha', [...errors(3), { text: 'back' }]);
-    const { options } = setup(alpha);
+    const { options: defaults } = setup(alpha);
+    const options = { ...defaults, cooldown: { minimumRequests: 1 } };
     await call('alpha:a', { prompt: 'hi' }, options).catch(() => undefined);
+    // The first failure opened it: the retries of that request were not sent.
+    expect(alpha.prompts).toHaveLength(1);
     const failure = (await call('alpha:a', { prompt: 'hi' }, options).catch(
       (caught: unknown) => caught,
     )) as SwitchboardError;
     expect(failure.code).toBe('PROVIDER_UNAVAILABLE');
-    expect(failure.message).toMatch(/alpha:a is cooling down for 60 s more/);
-    expect(failure.hint).toMatch(/--ignore-cooldown.*call\.cooldown_seconds/);
-    expect(alpha.prompts).toHaveLength(3);
+    expect(failure.message).toMatch(
+      /alpha:a: its circuit breaker is open after repeated failures, half-open in 5 s/,
+    );
+    expect(failure.retryAfterMs).toBeGreaterThan(4_000);
+    expect(failure.hint).toMatch(/--ignore-cooldown.*call\.breaker/);
+    expect(alpha.prompts).toHaveLength(1);
     const forced = await call('alpha:a', { prompt: 'hi' }, { ...options, ignoreCooldown: true });
+    // Tried anyway, and retried as usual: its failures still count, but do not cut the retries short.
     expect(forced.text).toBe('back');
+    expect(alpha.prompts).toHaveLength(4);
   });
 
-  it('a cooldown ends when its time is up (the configured length, on the breaker clock)', async () => {
+  it('half-opens when its wait is up (cooldownMs, the earlier name, on the breaker clock); a probe that answers closes it', async () => {
     let clock = 1_000_000;
     const now = () => clock;
-    const alpha = scripted('alpha', [...errors(3), { text: 'back' }]);
+    const alpha = scripted('alpha', [...errors(1), { text: 'back' }, { text: 'back' }]);
     const beta = scripted(
       'beta',
       Array.from({ length: 4 }, () => ({ text: 'beta' })),
     );
     const { options } = setup(alpha, beta);
-    const timed = { ...options, cooldown: { cooldownMs: 5_000 }, _internal: { ...options._internal, now } };
+    const timed = {
+      ...options,
+      cooldown: { minimumRequests: 1, cooldownMs: 5_000 },
+      _internal: { ...options._internal, now },
+    };
     await call('alpha:a,beta:b', { prompt: 'hi' }, timed);
-    expect(alpha.prompts).toHaveLength(3);
+    expect(alpha.prompts).toHaveLength(1);
     clock += 4_000;
     expect((await call('alpha:a,beta:b', { prompt: 'hi' }, timed)).provider).toBe('beta:b');
-    expect(alpha.prompts).toHaveLength(3);
+    expect(alpha.prompts).toHaveLength(1);
     clock += 1_001;
     expect((await call('alpha:a,beta:b', { prompt: 'hi' }, timed)).text).toBe('back');
-    expect(alpha.prompts).toHaveLength(4);
+    expect((await call('alpha:a,beta:b', { prompt: 'hi' }, timed)).text).toBe('back');
+    expect(alpha.prompts).toHaveLength(3);
   });
 });
 

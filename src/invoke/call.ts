@@ -22,7 +22,7 @@ import {
   type BudgetRule,
   type CallBudget,
 } from './budget.js';
-import { CircuitBreaker, type CircuitBreakerOptions } from './circuit-breaker.js';
+import { CircuitBreaker, type Admission, type CircuitBreakerSettings } from './circuit-breaker.js';
 import { coolingError, coolingWarning, targetKeys, type TargetKeys } from './cooldown.js';
 import { CallDeadline } from './deadline.js';
 import { droppedAfterSending } from './dropped-connection.js';
@@ -47,9 +47,12 @@ export interface CallOptions {
   stageTimeoutMs?: number;
   /** Circuit breaker shared across calls; @default one kept per registry and ledger in this process, backed by that ledger. */
   breaker?: CircuitBreaker;
-  /** Settings of the breaker `call` creates when none is given (`call.cooldown_seconds`). */
-  cooldown?: Partial<CircuitBreakerOptions>;
-  /** Try providers even while they cool down (`--ignore-cooldown`); their failures still count. @default false */
+  /**
+   * Settings of the breaker `call` creates when none is given (`call.breaker` of switchboard.yaml): when it
+   * opens (`failureRatio`, `minimumRequests`, `windowMs`) and how it half-opens (`halfOpenAfterMs`, …).
+   */
+  cooldown?: CircuitBreakerSettings;
+  /** Try providers even while their breaker is open (`--ignore-cooldown`); their failures still count. @default false */
   ignoreCooldown?: boolean;
   budget?: CallBudget;
   /**
@@ -113,7 +116,11 @@ function sharedBreaker(
   return breaker;
 }
 
-/** Recorded errors that count toward a provider's cooldown: what `call` itself counts (not bad input, auth, schema). */
+/**
+ * Recorded errors that count as a provider's failures for its breaker, what `call` itself counts: the
+ * provider's side (5xx, overload, rate limit, timeouts, dropped connections, unreadable answers), not
+ * the caller's (bad input, budget, refused credentials, an answer that failed the schema, an abort).
+ */
 function countsForBreaker(code: string): boolean {
   return code !== 'SCHEMA' && code !== 'AUTH' && isErrorCode(code) && actionFor(code) !== 'stop';
 }
@@ -176,6 +183,8 @@ interface CallState {
   held: BudgetReservation | undefined;
   /** Credentials refused with AUTH in this call: later entries using them are skipped. */
   readonly refused: Set<string>;
+  /** The soonest an entry skipped for its open breaker lets requests through again, in milliseconds. */
+  breakerWaitMs: number | undefined;
 }
 
 /** One chain entry being tried: its provider, its keys, and its retries so far. */
@@ -202,8 +211,9 @@ type NextStep = 'again' | 'next-provider';
 /**
  * Calls a provider spec or a fallback chain (`claude:sonnet,anthropic:claude-sonnet-4-5`): retries
  * transient failures with backoff that honours `retry-after`, moves down the chain when a provider
- * cannot serve, re-asks with a diagnosis when structured output fails its schema, skips providers on
- * cooldown, enforces budgets, and records every attempt in the ledger and in `CallResult.attempts`.
+ * cannot serve, re-asks with a diagnosis when structured output fails its schema, skips providers whose
+ * circuit breaker is open, enforces budgets, and records every attempt in the ledger and in
+ * `CallResult.attempts`.
  */
 export async function call(
   spec: string,
@@ -217,7 +227,13 @@ export async function call(
       if (state.deadline.expired()) throw state.deadline.timeoutError(state.lastError);
       const run = await openTarget(state, target);
       if (run === undefined) continue;
-      const result = await runTarget(state, run);
+      let result: CallResult | undefined;
+      try {
+        result = await runTarget(state, run);
+      } finally {
+        // A probe of a half-open breaker that ended without a verdict (an abort, a bad request) frees its place.
+        state.breaker.settle(run.keys.cooldown, state.callId);
+      }
       if (result !== undefined) return result;
       if (state.attempts.length >= state.policy.maxAttempts) break;
     }
@@ -279,6 +295,7 @@ function prepareCall(spec: string, request: CallRequest, options: CallOptions): 
     lastError: undefined,
     held: undefined,
     refused: new Set(),
+    breakerWaitMs: undefined,
   };
 }
 
@@ -292,7 +309,7 @@ function checkChainEndpoints(state: CallState): void {
   }
 }
 
-/** The entry's provider and keys, unless its credentials were refused earlier or it cools down. */
+/** The entry's provider and keys, unless its credentials were refused earlier or its breaker is open. */
 async function openTarget(state: CallState, target: ProviderSpec): Promise<TargetRun | undefined> {
   const provider = state.registry.get(target.provider);
   const keys = targetKeys(target, provider);
@@ -300,14 +317,18 @@ async function openTarget(state: CallState, target: ProviderSpec): Promise<Targe
     state.warnings.push(`${target.text} skipped: its credentials were refused earlier in this call`);
     return undefined;
   }
-  const cooling =
-    state.options.ignoreCooldown === true
-      ? 0
-      : (state.breaker.knownCoolingFor(keys.cooldown) ?? (await state.breaker.coolingFor(keys.cooldown)));
-  if (cooling > 0) {
-    state.warnings.push(coolingWarning(target, cooling));
-    state.lastError = coolingError(target, keys.cooldown, cooling);
-    return undefined;
+  if (state.options.ignoreCooldown !== true) {
+    const admitted = state.breaker.admit(keys.cooldown, state.callId);
+    const admission: Admission = admitted instanceof Promise ? await admitted : admitted;
+    if (!admission.allowed) {
+      // Falls through to the next entry; the call fails only when every entry is open, and then says
+      // when the first of them lets requests through again.
+      const waitMs = Math.min(state.breakerWaitMs ?? Infinity, admission.retryAfterMs);
+      state.breakerWaitMs = waitMs;
+      state.warnings.push(coolingWarning(target, admission));
+      state.lastError = coolingError(target, keys.cooldown, admission, waitMs);
+      return undefined;
+    }
   }
   const onText = state.request.onText;
   const run: TargetRun = {
@@ -458,7 +479,8 @@ async function acceptResult(state: CallState, run: TargetRun, result: CallResult
   const { target } = run;
   const attempt: CallAttempt = { provider: target.text, model: target.model, durationMs: result.durationMs };
   await recordAttempt(state, run, attempt, result);
-  state.breaker.recordSuccess(run.keys.cooldown);
+  const closing = state.breaker.recordSuccess(run.keys.cooldown, state.callId);
+  if (closing !== undefined) await closing;
   state.spent += result.costUsd ?? 0;
   const maxCost = state.options.budget?.maxCostUsd;
   if (maxCost !== undefined && state.spent > maxCost)
@@ -534,8 +556,13 @@ async function nextStep(state: CallState, run: TargetRun, failure: SwitchboardEr
     state.refused.add(run.keys.credentials);
     return 'next-provider';
   }
-  if (failure.code !== 'SCHEMA')
-    await state.breaker.recordFailure(run.keys.cooldown, failure.code, countsForBreaker);
+  if (failure.code !== 'SCHEMA') {
+    const key = run.keys.cooldown;
+    await state.breaker.recordFailure(key, state.callId, failure.code, countsForBreaker);
+    // An open breaker (this failure's doing or another request's) sends the rest of the call on at once.
+    if (state.options.ignoreCooldown !== true && state.breaker.stateOf(key) !== 'closed')
+      return 'next-provider';
+  }
   const { deadline, policy } = state;
   if (deadline.expired()) throw deadline.timeoutError(failure);
   // A connection dropped after sending got no answer: sending once more is safe, and cheaper than moving on.

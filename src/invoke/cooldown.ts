@@ -41,23 +41,42 @@ function endpointOf(target: ProviderSpec, provider: Provider): string | undefine
   });
 }
 
-/** What a caller can do about a cooldown, for messages. */
+/** What a caller can do about an open breaker, for messages. */
 const COOLDOWN_HINT =
-  'wait, pass --ignore-cooldown (ignoreCooldown) to try it now, or set call.cooldown_seconds to cool down for less';
+  'wait, pass --ignore-cooldown (ignoreCooldown) to try it now, or tune call.breaker in switchboard.yaml';
 
-/** The warning a skipped provider leaves in the result. */
-export function coolingWarning(target: ProviderSpec, coolingMs: number): string {
-  return `${target.text} skipped: cooling down for ${secondsLeft(coolingMs)} s more after repeated failures (--ignore-cooldown tries it anyway)`;
+/** An entry's breaker as a caller reads it: how long until it lets requests through again. */
+function breakerState(admission: { state: 'open' | 'half-open'; retryAfterMs: number }): string {
+  return admission.state === 'open'
+    ? `its circuit breaker is open after repeated failures, half-open in ${secondsLeft(admission.retryAfterMs)} s`
+    : 'its circuit breaker is half-open and its probe requests are under way';
 }
 
-/** The error a call ends with when its last provider was skipped for a cooldown. */
-export function coolingError(target: ProviderSpec, key: string, coolingMs: number): SwitchboardError {
+/** The warning a skipped provider leaves in the result. */
+export function coolingWarning(
+  target: ProviderSpec,
+  admission: { state: 'open' | 'half-open'; retryAfterMs: number },
+): string {
+  return `${target.text} skipped: ${breakerState(admission)} (--ignore-cooldown tries it anyway)`;
+}
+
+/**
+ * The error a call ends with when its last provider was skipped for its breaker; `retryAfterMs` is the
+ * soonest any skipped entry of the chain lets requests through again.
+ */
+export function coolingError(
+  target: ProviderSpec,
+  key: string,
+  admission: { state: 'open' | 'half-open'; retryAfterMs: number },
+  retryAfterMs: number,
+): SwitchboardError {
   const where = key === target.text ? '' : ` (${key.slice(target.text.length + 1)})`;
-  return new SwitchboardError(
-    'PROVIDER_UNAVAILABLE',
-    `${target.text}${where} is cooling down for ${secondsLeft(coolingMs)} s more after repeated failures`,
-    { provider: target.provider, retryAfterMs: coolingMs, hint: COOLDOWN_HINT },
-  );
+  return new SwitchboardError('PROVIDER_UNAVAILABLE', `${target.text}${where}: ${breakerState(admission)}`, {
+    provider: target.provider,
+    retryAfterMs,
+    hint: COOLDOWN_HINT,
+    details: { breaker: admission.state },
+  });
 }
 
 function secondsLeft(milliseconds: number): number {

@@ -119,6 +119,33 @@ describe('RouteMetrics', () => {
     expect(() => new RouteMetrics({ maxLabelValues: 0 })).toThrow(/maxLabelValues/);
   });
 
+  it('shows open and half-open circuit breakers, read at each scrape; closed ones have no series', async () => {
+    const metrics = new RouteMetrics();
+    let rows = [
+      { spec: 'anthropic:claude-haiku-4-5', until: 2_000, failures: 20, reason: 'OVERLOADED' },
+      { spec: 'openai:gpt-4.1-mini at http://127.0.0.1:1/v1', until: 500, failures: 1, reason: 'TIMEOUT' },
+    ];
+    metrics.watchBreakers(
+      () => Promise.resolve(rows),
+      () => 1_000,
+    );
+    const samples = await scrape(metrics);
+    expect(
+      sampleValue(samples, 'switchboard_breaker_state', {
+        breaker: 'anthropic:claude-haiku-4-5',
+        state: 'open',
+      }),
+    ).toBe(1);
+    expect(
+      sampleValue(samples, 'switchboard_breaker_state', {
+        breaker: 'openai:gpt-4.1-mini at http://127.0.0.1:1/v1',
+        state: 'half_open',
+      }),
+    ).toBe(1);
+    rows = [];
+    expect(samplesOf(await scrape(metrics), 'switchboard_breaker_state')).toEqual([]);
+  });
+
   it('reads the fallback reason as a bounded value', () => {
     expect(fallbackReason('x; the LLM tier failed (TIMEOUT: late), so the local decision stands')).toBe(
       'timeout',
@@ -136,6 +163,19 @@ describe('metricsFromLedger', () => {
     sim = undefined;
     if (stateDir !== undefined) rmSync(stateDir, { recursive: true, force: true });
     stateDir = undefined;
+  });
+
+  it("includes the ledger's open breakers, and not the closed ones", async () => {
+    stateDir = mkdtempSync(join(tmpdir(), 'switchboard-metrics-'));
+    const ledger = openLedger({ stateDir });
+    const later = Date.now() + 60_000;
+    await ledger.setCooldown({ spec: 'gemini:2.5-pro', until: later, failures: 20, reason: 'OVERLOADED' });
+    await ledger.setCooldown({ spec: 'openai:gpt-4.1', until: 0, failures: 0, reason: 'TIMEOUT' });
+    const samples = await scrape(await metricsFromLedger(ledger));
+    await ledger.close();
+    expect(samplesOf(samples, 'switchboard_breaker_state')).toEqual([
+      expect.objectContaining({ labels: { breaker: 'gemini:2.5-pro', state: 'open' }, value: 1 }),
+    ]);
   });
 
   it('rebuilds the live metrics from a ledger written by a hybrid router, calls included', async () => {

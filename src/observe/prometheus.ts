@@ -1,6 +1,7 @@
 import type { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { isErrorCode, isSwitchboardError, type ErrorCode } from '../core/errors.js';
 import { NONE, type RouteDecision, type RouteMethod } from '../core/route-types.js';
+import type { CooldownRecord } from '../store/call-records.js';
 import type { Ledger } from '../store/ledger.js';
 import { loadPromClient } from '../core/lazy-packages.js';
 
@@ -88,6 +89,8 @@ export class RouteMetrics {
   private readonly skillLabel: BoundedLabel;
   private readonly providerLabel: BoundedLabel;
   private readonly modelLabel: BoundedLabel;
+  private readonly breakerLabel: BoundedLabel;
+  private breakersWatched = false;
   private decisionCount = 0;
   private abstainCount = 0;
   private fallbackCount = 0;
@@ -103,6 +106,7 @@ export class RouteMetrics {
     this.skillLabel = new BoundedLabel([...skills, NONE], maxLabelValues);
     this.providerLabel = new BoundedLabel([], maxLabelValues);
     this.modelLabel = new BoundedLabel([], maxLabelValues);
+    this.breakerLabel = new BoundedLabel([], maxLabelValues);
 
     this.decisions = new Counter({
       name: 'switchboard_route_decisions_total',
@@ -223,6 +227,33 @@ export class RouteMetrics {
     if (Number.isFinite(costUsd) && costUsd > 0) this.callCost.inc({ provider: providerValue }, costUsd);
   }
 
+  /**
+   * Adds `switchboard_breaker_state{breaker, state}`: 1 for each provider breaker (spec and endpoint)
+   * that is open or half-open, read from the ledger at each scrape (`breakers` returns its breaker
+   * rows, as `activeCooldowns(0)` does), so it shows what every process sharing the ledger set.
+   * Closed breakers have no series.
+   */
+  watchBreakers(breakers: () => Promise<readonly CooldownRecord[]>, now: () => number = Date.now): void {
+    if (this.breakersWatched) return;
+    this.breakersWatched = true;
+    const { Gauge } = loadPromClient();
+    const label = this.breakerLabel;
+    new Gauge({
+      name: 'switchboard_breaker_state',
+      help: 'Provider circuit breakers that are open (calls skip the provider) or half_open (probes go through), by spec and endpoint.',
+      labelNames: ['breaker', 'state'],
+      registers: [this.registry],
+      async collect() {
+        this.reset();
+        const at = now();
+        for (const row of await breakers()) {
+          if (row.until <= 0) continue;
+          this.set({ breaker: label.value(row.spec), state: at < row.until ? 'open' : 'half_open' }, 1);
+        }
+      },
+    });
+  }
+
   /** The Prometheus text exposition of every metric in the registry. */
   metrics(): Promise<string> {
     return this.registry.metrics();
@@ -260,10 +291,13 @@ export interface MetricsFromLedgerOptions extends RouteMetricsOptions {
  * node_exporter's textfile collector reads; counters then count since `since`, not since a start.
  */
 export async function metricsFromLedger(
-  ledger: Pick<Ledger, 'eachRouteDecision' | 'callStats'>,
+  ledger: Pick<Ledger, 'eachRouteDecision' | 'callStats' | 'activeCooldowns'>,
   { since, ...options }: MetricsFromLedgerOptions = {},
 ): Promise<RouteMetrics> {
   const metrics = new RouteMetrics(options);
+  // Read now, not at each scrape: the ledger may be closed by then.
+  const breakers = await ledger.activeCooldowns(0);
+  metrics.watchBreakers(() => Promise.resolve(breakers));
   const range = since === undefined ? {} : { since };
   // Row by row: a ledger of millions of decisions is never in memory at once.
   await ledger.eachRouteDecision(range, (decision) => metrics.observe(decision));

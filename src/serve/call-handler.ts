@@ -3,6 +3,7 @@ import type { SwitchboardConfig } from '../core/config.js';
 import { call } from '../invoke/call.js';
 import type { ClaudeCodeProvider } from '../providers/claude-code/claude-code-provider.js';
 import type { ProviderRegistry } from '../providers/registry.js';
+import type { CooldownRecord } from '../store/call-records.js';
 import { openLedger, type Ledger } from '../store/ledger.js';
 import type { CallRequest, CallResult } from '../core/call-types.js';
 import {
@@ -116,6 +117,11 @@ export class CallService {
       this.ledgers.set(stored, ledger);
     }
     return ledger;
+  }
+
+  /** The ledger's open and half-open circuit breakers (none without a ledger), for the metrics. */
+  async breakers(): Promise<readonly CooldownRecord[]> {
+    return (await this.ledger(undefined)?.activeCooldowns(0)) ?? [];
   }
 
   /** Stops the warm pool and closes the ledger; calls still running are the caller's to have aborted. */

@@ -1,7 +1,31 @@
 import { createServer, type IncomingMessage } from 'node:http';
 import { connect, type AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { readBody } from './http.js';
+import { SwitchboardError } from '../core/errors.js';
+import { readBody, sendError } from './http.js';
+
+describe('sendError', () => {
+  it('sends retry-after, in whole seconds, when the error says when to come back', async () => {
+    const errors = [
+      new SwitchboardError('PROVIDER_UNAVAILABLE', 'every breaker open', { retryAfterMs: 2_400 }),
+      new SwitchboardError('PROVIDER_ERROR', 'no idea when'),
+    ];
+    const server = createServer((_request, response) => sendError(response, 502, errors.shift()!));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+    try {
+      const first = await fetch(url);
+      expect(first.status).toBe(502);
+      expect(first.headers.get('retry-after')).toBe('3');
+      expect(await first.json()).toMatchObject({
+        error: { code: 'PROVIDER_UNAVAILABLE', retryAfterMs: 2_400 },
+      });
+      expect((await fetch(url)).headers.get('retry-after')).toBeNull();
+    } finally {
+      server.close();
+    }
+  });
+});
 
 describe('readBody', () => {
   it('rejects, rather than waiting forever, when the client hung up before the body was read', async () => {

@@ -100,9 +100,13 @@ export function methodNotAllowed(response: ServerResponse, allow: string): void 
 
 /**
  * `{"error": {code, message, hint, retryable, provider, retryAfterMs, details}}`: enough for a client to exit
- * with the code and print the line the in-process command would have.
+ * with the code and print the line the in-process command would have. An error that knows when to come
+ * back (every provider's breaker open, a rate limit) says so in `retry-after` too, in whole seconds.
  */
 export function sendError(response: ServerResponse, status: number, error: SwitchboardError): void {
+  if (error.retryAfterMs !== undefined && Number.isFinite(error.retryAfterMs) && error.retryAfterMs >= 0) {
+    response.setHeader('retry-after', String(Math.ceil(error.retryAfterMs / 1000)));
+  }
   const { name: _name, ...fields } = error.toJSON();
   sendJson(response, status, { error: fields });
 }

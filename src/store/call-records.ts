@@ -94,9 +94,14 @@ export interface AttemptRow {
 /** A provider's circuit breaker as the ledger keeps it, shared by every process. */
 export interface CooldownRecord {
   spec: string;
+  /** Epoch milliseconds when the open breaker half-opens; 0 once it closed again. */
   until: number;
+  /** Failed requests that opened it (1 when a probe failed and it opened again). */
   failures: number;
+  /** The last error code. */
   reason: string;
+  /** When the breaker changed state (opened, closed), on the clock of the process that changed it. */
+  updatedAt?: number;
 }
 
 /** The columns of a call attempt with their PostgreSQL types, for the batched insert. */
@@ -152,12 +157,14 @@ export function callSql(dialect: SqlDialect) {
     upsertCooldown:
       'INSERT INTO provider_cooldowns (spec, until, failures, reason, updated_at) VALUES (@spec, @until, @failures, @reason, @updated_at) ' +
       'ON CONFLICT (spec) DO UPDATE SET until = excluded.until, failures = excluded.failures, reason = excluded.reason, updated_at = excluded.updated_at',
-    selectCooldown: 'SELECT spec, until, failures, reason FROM provider_cooldowns WHERE spec = ?',
+    selectCooldown: 'SELECT spec, until, failures, reason, updated_at FROM provider_cooldowns WHERE spec = ?',
     selectActiveCooldowns:
-      'SELECT spec, until, failures, reason FROM provider_cooldowns WHERE until > ? ORDER BY until',
-    selectRecentOutcomes:
-      'SELECT success, error_code FROM call_attempts WHERE created_at >= @since AND COALESCE(cooldown_key, spec) = @spec ' +
-      'ORDER BY created_at DESC, rowid DESC LIMIT @limit',
+      'SELECT spec, until, failures, reason, updated_at FROM provider_cooldowns WHERE until > ? ORDER BY until',
+    // One row per request and outcome: retries of one request count once.
+    selectRecentRequests:
+      'SELECT call_id, error_code, max(success) AS success FROM call_attempts ' +
+      'WHERE created_at >= @since AND COALESCE(cooldown_key, spec) = @spec ' +
+      'GROUP BY call_id, error_code ORDER BY max(created_at) DESC, call_id LIMIT @limit',
   };
 }
 

@@ -129,7 +129,7 @@ async function readBack(ledger: Ledger, runs: AgentRunStore): Promise<unknown> {
     })(),
     stats: await ledger.callStats(),
     spend: await ledger.spendSince(0, { tag: 'team=a' }),
-    outcomes: await ledger.recentOutcomes('openai:gpt-4.1-mini', 0, 10),
+    requests: await ledger.recentRequests('openai:gpt-4.1-mini', 0, 10),
     cooldown: await ledger.getCooldown('openai:gpt-4.1-mini'),
     feedback: await ledger.listFeedback(),
     cached: await ledger.getCachedDecision('cache-key', 0),

@@ -742,7 +742,7 @@ describe('spending, reservations, cooldowns, the decision cache and feedback', (
       );
     });
 
-    it('shares cooldowns and recent outcomes', async () => {
+    it('shares breaker states and recent requests, a request retried counted once', async () => {
       const ledger = backend.open();
       const now = Date.now();
       await ledger.setCooldown({
@@ -750,6 +750,7 @@ describe('spending, reservations, cooldowns, the decision cache and feedback', (
         until: now + 60_000,
         failures: 3,
         reason: 'OVERLOADED',
+        updatedAt: now,
       });
       await ledger.setCooldown({ spec: 'gemini:flash', until: now - 1, failures: 1, reason: 'TIMEOUT' });
       expect(await ledger.getCooldown('openai:gpt')).toEqual({
@@ -757,11 +758,22 @@ describe('spending, reservations, cooldowns, the decision cache and feedback', (
         until: now + 60_000,
         failures: 3,
         reason: 'OVERLOADED',
+        updatedAt: now,
       });
       expect((await ledger.activeCooldowns(now)).map((row) => row.spec)).toEqual(['openai:gpt']);
       await ledger.recordCallAttempt({ ...attempt('x', 0), success: false, errorCode: 'TIMEOUT' });
+      await ledger.recordCallAttempt({
+        ...attempt('x', 0),
+        id: 'x-2',
+        attempt: 2,
+        success: false,
+        errorCode: 'TIMEOUT',
+      });
       await ledger.recordCallAttempt({ ...attempt('y', 0), createdAt: Date.now() + 1 });
-      expect(await ledger.recentOutcomes('openai:gpt-4.1-mini', 0, 5)).toEqual([undefined, 'TIMEOUT']);
+      expect(await ledger.recentRequests('openai:gpt-4.1-mini', 0, 5)).toEqual([
+        { callId: 'call-y', errorCode: undefined },
+        { callId: 'call-x', errorCode: 'TIMEOUT' },
+      ]);
     });
 
     it('caches decisions with a TTL and a size bound, and keeps the latest feedback', async () => {

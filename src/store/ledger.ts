@@ -174,17 +174,22 @@ export interface Ledger {
    * record has settled yet, such as those of a process that died or could not write its record.
    */
   reservedAt(now: number, filter?: { provider?: string; tag?: string; since?: number }): Promise<number>;
-  /** Records a tripped circuit breaker, visible to every process using this ledger. */
+  /** Records a circuit breaker that opened or closed, visible to every process using this ledger. */
   setCooldown(record: CooldownRecord): Promise<void>;
-  /** `spec` here and in `recentOutcomes` is the breaker's key: the spec, plus its endpoint when it has one. */
+  /** `spec` here and in `recentRequests` is the breaker's key: the spec, plus its endpoint when it has one. */
   getCooldown(spec: string): Promise<CooldownRecord | undefined>;
   /**
-   * The outcomes of a spec's latest attempts since a time, newest first, from every process writing to
-   * this ledger: `undefined` for a success, else the error code. For circuit breakers that count
-   * failures across short-lived processes; matched on the attempt's `cooldownKey`, else its spec.
+   * The requests (calls) that tried a spec since a time, from every process writing to this ledger: one
+   * entry per call and outcome, `errorCode` undefined for a success, so a call retried three times with one
+   * error is one entry. For circuit breakers that count failures across short-lived processes; matched on
+   * the attempt's `cooldownKey`, else its spec.
    */
-  recentOutcomes(spec: string, since: number, limit: number): Promise<(string | undefined)[]>;
-  /** Breakers still open at `now`. */
+  recentRequests(
+    spec: string,
+    since: number,
+    limit: number,
+  ): Promise<{ callId: string; errorCode: string | undefined }[]>;
+  /** Breakers still open at `now` (not yet half-open). */
   activeCooldowns(now: number): Promise<CooldownRecord[]>;
   /** Calls, success rate, latency, tokens and cost by provider and model, error codes; since a time. */
   callStats(options?: { since?: Date | number | string }): Promise<CallStats>;
@@ -705,13 +710,19 @@ function decisionCacheMethods(
   };
 }
 
+type CooldownRow = Omit<CooldownRecord, 'updatedAt'> & { updated_at: number };
+
+function cooldownRecord({ updated_at, ...record }: CooldownRow): CooldownRecord {
+  return { ...record, updatedAt: updated_at };
+}
+
 /** Stage 5: call attempts (queued), what is read from them, and the circuit breakers' cooldowns. */
 function callMethods(
   connection: Connection,
   queue: WriteBehind<Batch>,
 ): Pick<
   Ledger,
-  'recordCallAttempt' | 'callStats' | 'recentOutcomes' | 'setCooldown' | 'getCooldown' | 'activeCooldowns'
+  'recordCallAttempt' | 'callStats' | 'recentRequests' | 'setCooldown' | 'getCooldown' | 'activeCooldowns'
 > {
   const { sql, guarded } = connection;
   return {
@@ -731,35 +742,38 @@ function callMethods(
       );
     },
 
-    async recentOutcomes(spec, since, limit) {
+    async recentRequests(spec, since, limit) {
       await queue.flush();
       return guarded('cannot read call attempts from', async (db) =>
         (
-          await db.all<{ success: number; error_code: string | null }>(sql.selectRecentOutcomes, {
-            spec,
-            since,
-            limit,
-          })
-        ).map((row) => (row.success === 1 ? undefined : (row.error_code ?? 'PROVIDER_ERROR'))),
+          await db.all<{ call_id: string; success: number; error_code: string | null }>(
+            sql.selectRecentRequests,
+            { spec, since, limit },
+          )
+        ).map((row) => ({
+          callId: row.call_id,
+          errorCode: row.success === 1 ? undefined : (row.error_code ?? 'PROVIDER_ERROR'),
+        })),
       );
     },
 
-    async setCooldown(record) {
+    async setCooldown({ spec, until, failures, reason, updatedAt }) {
       await guarded('cannot record a cooldown in', (db) =>
-        db.run(sql.upsertCooldown, { ...record, updated_at: Date.now() }),
+        db.run(sql.upsertCooldown, { spec, until, failures, reason, updated_at: updatedAt ?? Date.now() }),
       );
     },
 
     async activeCooldowns(now) {
-      return guarded('cannot read cooldowns from', (db) =>
-        db.all<CooldownRecord>(sql.selectActiveCooldowns, [now]),
+      return guarded('cannot read cooldowns from', async (db) =>
+        (await db.all<CooldownRow>(sql.selectActiveCooldowns, [now])).map(cooldownRecord),
       );
     },
 
     async getCooldown(spec) {
-      return guarded('cannot read cooldowns from', (db) =>
-        db.get<CooldownRecord>(sql.selectCooldown, [spec]),
-      );
+      return guarded('cannot read cooldowns from', async (db) => {
+        const row = await db.get<CooldownRow>(sql.selectCooldown, [spec]);
+        return row === undefined ? undefined : cooldownRecord(row);
+      });
     },
   };
 }
