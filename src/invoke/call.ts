@@ -348,13 +348,16 @@ async function runTarget(state: CallState, run: TargetRun): Promise<CallResult |
     )
       return undefined;
     const started = performance.now();
+    let result: CallResult;
     try {
-      const result = await run.provider.call(providerRequest(state, run, timeoutMs));
-      return await acceptResult(state, run, result);
+      result = await run.provider.call(providerRequest(state, run, timeoutMs));
     } catch (error) {
       const failure = await recordFailure(state, run, error, performance.now() - started);
       if ((await nextStep(state, run, failure)) === 'next-provider') return undefined;
+      continue;
     }
+    // Outside the try: an answer whose row cannot be written ends the call, it is not asked again.
+    return await acceptResult(state, run, result);
   }
   return undefined;
 }
@@ -441,20 +444,65 @@ function providerRequest(state: CallState, run: TargetRun, timeoutMs: number | u
   };
 }
 
-/** Records the answered attempt and hands the result back with the call's attempts and warnings. */
+/**
+ * Records the answered attempt and hands the result back with the call's attempts and warnings, once
+ * its row is committed.
+ *
+ * @throws SwitchboardError `STORE_ERROR` when the row could not be written: the answer is not lost, it
+ *   is in the error's `details.result` (and `details.answered` is true), for the caller to use or drop.
+ */
 async function acceptResult(state: CallState, run: TargetRun, result: CallResult): Promise<CallResult> {
   const { target } = run;
   const attempt: CallAttempt = { provider: target.text, model: target.model, durationMs: result.durationMs };
-  await recordAttempt(state, run, attempt, result);
+  try {
+    await recordAttempt(state, run, attempt, result);
+  } catch (error) {
+    // Let go of the budget hold here: a release failing the same way in `endCall` would hide the answer.
+    const held = state.held;
+    state.held = undefined;
+    await held?.release().catch(() => undefined);
+    throw unrecordedAnswer(state, target, result, error);
+  }
   state.breaker.recordSuccess(run.keys.cooldown);
   state.spent += result.costUsd ?? 0;
   const maxCost = state.options.budget?.maxCostUsd;
   if (maxCost !== undefined && state.spent > maxCost)
     state.warnings.push(`this call cost ${formatUsd(state.spent)}, over its budget of $${maxCost}`);
+  finishResult(state, target, result);
+  return result;
+}
+
+function finishResult(state: CallState, target: ProviderSpec, result: CallResult): void {
   result.provider = target.text;
+  result.callId = state.callId;
   result.attempts = state.attempts;
   result.warnings.push(...state.warnings);
-  return result;
+}
+
+/** The error of an answer the ledger could not take: the answer rides along in `details.result`. */
+function unrecordedAnswer(
+  state: CallState,
+  target: ProviderSpec,
+  result: CallResult,
+  error: unknown,
+): SwitchboardError {
+  state.spent += result.costUsd ?? 0;
+  finishResult(state, target, result);
+  const reason = error instanceof Error ? error.message : String(error);
+  return new SwitchboardError(
+    'STORE_ERROR',
+    `${target.text} answered, but its attempt could not be recorded: ${reason}`,
+    {
+      retryable: false,
+      hint: 'the answer is in details.result; fix the ledger (disk space, the database) before calling again',
+      details: {
+        ...(isSwitchboardError(error) ? error.details : {}),
+        answered: true,
+        result,
+      },
+      cause: error,
+    },
+  );
 }
 
 /** The failed attempt as a coded error, recorded in the ledger with what it was billed. */
