@@ -117,6 +117,11 @@ export interface CallResult {
   costUsd: number | null;
   rateLimited: boolean;
   attempts: CallAttempt[];
+  /**
+   * The call's id in the ledger (`call_id` of its attempt rows), set by `call()`: its rows are
+   * committed when the result is handed back.
+   */
+  callId?: string;
   sessionId?: string;
   /** The tools the model called (`CallRequest.tools`), in order; absent when it called none. */
   toolCalls?: ToolCall[];

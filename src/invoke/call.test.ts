@@ -61,6 +61,34 @@ const error = (
   extra: ConstructorParameters<typeof SwitchboardError>[2] = {},
 ) => new SwitchboardError(code, `${code.toLowerCase()} happened`, extra);
 
+describe('call: the ledger', () => {
+  it('hands back the call id of its attempt rows, committed by then', async () => {
+    const { ledger, options } = setup(scripted('alpha', [{ text: 'done' }]));
+    const result = await call('alpha:model', { prompt: 'hi' }, options);
+    const other = openLedger({ path: ledger.path });
+    expect((await other.callStats()).calls).toBe(1);
+    expect(result.callId).toMatch(/./);
+    await other.close();
+    await ledger.close();
+  });
+
+  it('keeps an answer whose attempt cannot be recorded: the answer with one warning, not asked again', async () => {
+    const alpha = scripted('alpha', [{ text: 'done' }]);
+    const { ledger, options } = setup(alpha);
+    const full = new SwitchboardError('STORE_ERROR', 'database or disk is full');
+    const failing = { ...ledger, recordCallAttempt: () => Promise.reject(full) };
+    const result = await call('alpha:model', { prompt: 'hi' }, { ...options, ledger: failing });
+    expect(result).toMatchObject({ text: 'done', provider: 'alpha:model' });
+    expect(result.warnings).toEqual([
+      expect.stringMatching(
+        /^the ledger did not record this call \(database or disk is full\); its cost is missing/,
+      ),
+    ]);
+    expect(alpha.prompts).toEqual(['hi']);
+    await ledger.close();
+  });
+});
+
 describe('call: retries and fallbacks', () => {
   it('retries a rate limit after the retry-after the provider gave, and records both attempts', async () => {
     const first = scripted('alpha', [error('RATE_LIMITED', { retryAfterMs: 1_234 }), { text: 'done' }]);

@@ -370,13 +370,16 @@ async function runTarget(state: CallState, run: TargetRun): Promise<CallResult |
     )
       return undefined;
     const started = performance.now();
+    let result: CallResult;
     try {
-      const result = await run.provider.call(providerRequest(state, run, timeoutMs));
-      return await acceptResult(state, run, result);
+      result = await run.provider.call(providerRequest(state, run, timeoutMs));
     } catch (error) {
       const failure = await recordFailure(state, run, error, performance.now() - started);
       if ((await nextStep(state, run, failure)) === 'next-provider') return undefined;
+      continue;
     }
+    // Outside the try: an answer whose row cannot be written ends the call, it is not asked again.
+    return await acceptResult(state, run, result);
   }
   return undefined;
 }
@@ -474,7 +477,11 @@ function providerRequest(state: CallState, run: TargetRun, timeoutMs: number | u
   };
 }
 
-/** Records the answered attempt and hands the result back with the call's attempts and warnings. */
+/**
+ * Records the answered attempt and hands the result back with the call's attempts and warnings, once
+ * its row is committed. A row the ledger could not write does not lose the answer: the result comes
+ * back with a warning that says so (see `recordAttempt`), and the provider is not asked again.
+ */
 async function acceptResult(state: CallState, run: TargetRun, result: CallResult): Promise<CallResult> {
   const { target } = run;
   const attempt: CallAttempt = { provider: target.text, model: target.model, durationMs: result.durationMs };
@@ -485,10 +492,15 @@ async function acceptResult(state: CallState, run: TargetRun, result: CallResult
   const maxCost = state.options.budget?.maxCostUsd;
   if (maxCost !== undefined && state.spent > maxCost)
     state.warnings.push(`this call cost ${formatUsd(state.spent)}, over its budget of $${maxCost}`);
+  finishResult(state, target, result);
+  return result;
+}
+
+function finishResult(state: CallState, target: ProviderSpec, result: CallResult): void {
   result.provider = target.text;
+  result.callId = state.callId;
   result.attempts = state.attempts;
   result.warnings.push(...state.warnings);
-  return result;
 }
 
 /** The failed attempt as a coded error, recorded in the ledger with what it was billed. */

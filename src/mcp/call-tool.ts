@@ -81,7 +81,9 @@ async function answer(
 }
 
 function completed(callId: string, result: CallResult): CallToolResult {
-  return toolResult({ callId, state: 'completed', ...result });
+  // `callId` here is the tool's handle for `call_status`, not the ledger's id of the call.
+  const { callId: _ledgerCallId, ...rest } = result;
+  return toolResult({ callId, state: 'completed', ...rest });
 }
 
 /** Progress while the answer streams in (at most one report a second) and at each retry wait. */

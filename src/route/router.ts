@@ -248,6 +248,7 @@ export function createRouter({
     const context = { ...request, timings, now, generateId };
     let decision =
       cache === undefined || key === undefined ? undefined : await fromCache(cache, key, context);
+    let caching: Promise<void> | undefined;
     if (decision === undefined) {
       decision = await throughTiers(tiers, {
         ...context,
@@ -256,16 +257,21 @@ export function createRouter({
         ...(abortSignal === undefined ? {} : { abortSignal }),
       });
       // A decision made while the LLM failed is not worth repeating once it is back.
-      if (decision.method !== 'fallback' && key !== undefined) await cache?.set(key, decision);
+      if (decision.method !== 'fallback' && key !== undefined) caching = cache?.set(key, decision);
     }
     decision.durationMs = now() - started;
-    await ledger?.recordRouteDecision(decision, {
-      requestText: text,
-      normalizedText: request.normalized,
-      mode,
-      skillsHash,
-      ...(tags === undefined ? {} : { tags }),
-    });
+    // The cache entry and the decision go into one group commit; the decision is handed back only once
+    // its row is committed (a caller may quote its id, e.g. to `switchboard feedback`).
+    await Promise.all([
+      caching,
+      ledger?.recordRouteDecision(decision, {
+        requestText: text,
+        normalizedText: request.normalized,
+        mode,
+        skillsHash,
+        ...(tags === undefined ? {} : { tags }),
+      }),
+    ]);
     return decision;
   }
 

@@ -105,12 +105,13 @@ describe.skipIf(POSTGRES_SKIP !== undefined)('a ledger on PostgreSQL', () => {
     expectOneLine(await failure(database.url), 'STORE_ERROR', /upgrade/);
   });
 
-  it('writes queued call attempts on close, and a ledger that never connected closes cleanly', async () => {
+  it('has a call attempt committed when its promise resolves, and a ledger that never connected closes cleanly', async () => {
     const ledger = openLedger({ url: database.url });
     await ledger.recordCallAttempt(callAttempt('a', 0.5));
-    await ledger.close();
+    // Seen by another connection without a flush or a close: resolved means committed.
     const rows = await adminQuery('SELECT cost_usd FROM call_attempts', database.url);
     expect(rows.rows).toEqual([{ cost_usd: 0.5 }]);
+    await ledger.close();
     const never = openLedger({ url: 'postgres://nobody@127.0.0.1:1/none' });
     await never.close();
   });
@@ -160,5 +161,26 @@ describe.skipIf(POSTGRES_SKIP !== undefined)('a ledger on PostgreSQL', () => {
     } finally {
       await ledger.close();
     }
+  });
+
+  it('commits the rows of concurrent callers together, and the ones recorded during a write next', async () => {
+    const ledger = openLedger({ url: database.url });
+    await ledger.ready();
+    const first = Array.from({ length: 20 }, (_, index) =>
+      ledger.recordCallAttempt(callAttempt(`a${index}`, 1)),
+    );
+    // Recorded while the first group's write is in flight (it started at the end of the last turn).
+    await new Promise((resolve) => setImmediate(resolve));
+    const second = Array.from({ length: 20 }, (_, index) =>
+      ledger.recordCallAttempt(callAttempt(`b${index}`, 1)),
+    );
+    await Promise.all([...first, ...second]);
+    // One transaction per group: the rows of a group share its transaction id.
+    const groups = await adminQuery(
+      'SELECT count(DISTINCT xmin::text) AS transactions, count(*) AS attempts FROM call_attempts',
+      database.url,
+    );
+    expect(groups.rows).toEqual([{ transactions: '2', attempts: '40' }]);
+    await ledger.close();
   });
 });

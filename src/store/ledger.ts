@@ -35,7 +35,7 @@ import {
   type RouteDecisionContext,
   type StoredRouteDecision,
 } from './route-decision-records.js';
-import { WriteBehind } from './write-behind.js';
+import { GroupCommit } from './group-commit.js';
 import { PendingSettles } from './pending-settles.js';
 import { columnArrays, unnestInsert } from './sql/unnest-batch.js';
 import {
@@ -96,10 +96,9 @@ export interface Ledger {
   /** Whether request text is stored next to its hash. */
   readonly storeText: boolean;
   /**
-   * Queues one decision; resolves once it is queued, not written (see `recordCallAttempt`): decisions
-   * are written in batches, and every read of this ledger, `flush()`, `close()` and process exit write
-   * them first. A decision whose id is already recorded is ignored. Rejects with `INVALID_INPUT` for an
-   * invalid `createdAt`.
+   * Records one decision; resolves once it is committed (see `recordCallAttempt`), so a decision handed
+   * on after this resolved survives a crash. A decision whose id is already recorded is ignored. Rejects
+   * with `INVALID_INPUT` for an invalid `createdAt`, `STORE_ERROR` when it could not be written.
    */
   recordRouteDecision(decision: RouteDecision, context: RouteDecisionContext): Promise<void>;
   /** Decisions, newest first. */
@@ -128,8 +127,9 @@ export interface Ledger {
    */
   getCachedDecision(key: string, notBefore: number): Promise<RouteDecision | undefined>;
   /**
-   * Caches a decision under `key` (queued and written with the next batch). Entries older than `ttlMs`
-   * and beyond `maxEntries` are dropped about once every thousand writes, not on each.
+   * Caches a decision under `key`; resolves once the entry is committed (with the rows recorded beside
+   * it). Entries older than `ttlMs` and beyond `maxEntries` are dropped about once every thousand
+   * writes, not on each.
    */
   cacheDecision(
     key: string,
@@ -141,12 +141,13 @@ export interface Ledger {
   /** Every correction, oldest first. */
   listFeedback(): Promise<{ decisionId: string; skill: string }[]>;
   /**
-   * Queues one call attempt (a call with retries or fallbacks has several). Resolves once the attempt is
-   * queued, not written: attempts are written in batches a few milliseconds later, and every read of
-   * this ledger, `flush()`, `close()` and process exit write them first.
+   * Records one call attempt (a call with retries or fallbacks has several). Resolves once the attempt is
+   * committed: the attempts, decisions and cache entries recorded by concurrent callers share one
+   * transaction (group commit), which starts at the end of the current turn of the event loop, or as soon
+   * as the write in flight ends. Rejects with `STORE_ERROR` when the row could not be written.
    */
   recordCallAttempt(record: CallAttemptRecord): Promise<void>;
-  /** Writes the queued call attempts now. */
+  /** Commits the recorded rows now, without waiting for the end of the turn. */
   flush(): Promise<void>;
   /** Dollars spent since a time, optionally for one provider and/or one `key=value` tag. */
   spendSince(since: number, filter?: { provider?: string; tag?: string }): Promise<number>;
@@ -194,7 +195,7 @@ export interface Ledger {
   /** Calls, success rate, latency, tokens and cost by provider and model, error codes; since a time. */
   callStats(options?: { since?: Date | number | string }): Promise<CallStats>;
   /**
-   * Writes the queued call attempts and releases the database. Safe to call twice; any other call
+   * Commits the recorded rows and releases the database. Safe to call twice; any other call
    * afterwards rejects with `STORE_ERROR`. Await it before the process ends: on SQLite the work is done
    * when it returns, but an asynchronous backend can only finish its writes while the process lives.
    */
@@ -202,9 +203,10 @@ export interface Ledger {
 }
 
 /**
- * Pending-attempt flushes of every open SQLite ledger, run once at process exit by a single listener.
- * This works only because better-sqlite3 writes synchronously: 'exit' cannot wait for a Promise, so a
- * PostgreSQL ledger is flushed by `close()` (every command closes its ledger) and on `beforeExit`.
+ * Writes of every open SQLite ledger's uncommitted rows, run once at process exit by a single listener
+ * (a row recorded without waiting for its promise, then `process.exit`). This works only because
+ * better-sqlite3 writes synchronously: 'exit' cannot wait for a Promise, so a PostgreSQL ledger is
+ * flushed by `close()` (every command closes its ledger) and on `beforeExit`.
  */
 const flushOnExit = new Set<() => void>();
 process.on('exit', () => {
@@ -215,10 +217,8 @@ process.on('beforeExit', () => {
   for (const flush of flushBeforeExit) void flush().catch(() => undefined);
 });
 
-/** How long queued rows (call attempts, route decisions, cache entries) wait to be written together. */
-const FLUSH_MS = 20;
-/** A queue this long is written without waiting for the timer. */
-const FLUSH_ROWS = 500;
+/** Most rows (call attempts, route decisions, cache entries) one group-commit transaction takes. */
+const GROUP_ROWS = 500;
 /** Rows `eachRouteDecision` reads at a time. */
 const PAGE_SIZE = 500;
 
@@ -300,7 +300,7 @@ function buildSql(dialect: SqlDialect) {
 const SQL = { sqlite: buildSql('sqlite'), postgres: buildSql('postgres') };
 type Statements = (typeof SQL)['sqlite'];
 
-/** What the write-behind queue holds between two writes. */
+/** The rows of one group commit. */
 interface Batch {
   attempts: CallAttemptRecord[];
   decisions: QueuedDecision[];
@@ -321,7 +321,7 @@ interface Connection {
   readonly names: RouteNames;
   /** Runs `action` on the database, turning any failure into `STORE_ERROR`; rejects once closed. */
   guarded<T>(what: string, action: (db: SqlDatabase) => Promise<T>): Promise<T>;
-  /** `guarded` without the closed check: the queue's last write runs while the ledger closes. */
+  /** `guarded` without the closed check: the group commit's last write runs while the ledger closes. */
   use<T>(what: string, action: (db: SqlDatabase) => Promise<T>): Promise<T>;
   /** The database once connected (a SQLite one at once), else undefined. */
   current(): SqlDatabase | undefined;
@@ -330,7 +330,7 @@ interface Connection {
 }
 
 /**
- * The ledger, as a sequence of stages over one connection: connect; the write-behind queue; then the
+ * The ledger, as a sequence of stages over one connection: connect; the group commit; then the
  * methods by subject (route decisions, the decision cache, call attempts and breakers, budgets); close.
  */
 function createLedger(
@@ -340,7 +340,7 @@ function createLedger(
   storeText: boolean,
 ): Ledger {
   const connection = connect(opened, location, dialect, storeText);
-  const { queue, detach } = writeBehind(connection);
+  const { queue, detach } = groupCommit(connection);
   const settles = pendingSettles(connection);
   return {
     path: location,
@@ -431,11 +431,11 @@ function connect(
 }
 
 /**
- * Stage 2: the write-behind queue (see write-behind.ts) for call attempts, route decisions and cache
- * entries, written in one transaction per batch; at process exit, a SQLite ledger writes what is left
- * synchronously, a PostgreSQL one on `beforeExit`.
+ * Stage 2: the group commit (see group-commit.ts) of call attempts, route decisions and cache entries,
+ * one transaction per group; at process exit, a SQLite ledger writes what is left synchronously, a
+ * PostgreSQL one on `beforeExit`.
  */
-function writeBehind(connection: Connection): { queue: WriteBehind<Batch>; detach: () => void } {
+function groupCommit(connection: Connection): { queue: GroupCommit<Batch>; detach: () => void } {
   const { sql, names, storeText } = connection;
   let cacheWritesSinceTrim = 0;
   /** The trims a batch's cache writes call for, decided once per batch. */
@@ -466,49 +466,63 @@ function writeBehind(connection: Connection): { queue: WriteBehind<Batch>; detac
   }
 
   async function writePostgres(db: SqlDatabase, batch: Batch): Promise<void> {
-    if (batch.attempts.length > 0) {
-      await db.run(
-        sql.insertCallAttemptsBatch,
-        attemptColumns(batch.attempts.map((record) => callAttemptRow(record, storeText))),
-      );
-    }
-    if (batch.decisions.length > 0) {
-      await names.ensure(db, new Set(batch.decisions.flatMap(namesOf)));
-      const rows = batch.decisions.map((decision) => decisionRow(decision, names.idOf));
-      await db.run(sql.insertDecisionsBatch, columnArrays(DECISION_COLUMNS, rows));
-    }
-    if (batch.cache.size > 0) {
-      const entries = [...batch.cache];
-      await db.run(sql.putCachedBatch, {
-        keys: entries.map(([key]) => key),
-        decisions: entries.map(([, entry]) => entry.decision),
-        stored_at: entries.map(([, entry]) => entry.storedAt),
-      });
-      const trim = trimsFor(batch.cache);
-      if (trim !== undefined) {
-        await db.transaction(
-          async (client) => {
-            await client.run(sql.dropExpiredCache, { before: trim.before });
-            await client.run(sql.dropOldestCache, { keep: trim.keep });
-          },
-          { lockKey: 'switchboard:route-cache' },
+    // Names are shared by every decision and never removed: added (idempotently) before the batch's
+    // transaction, so a rolled-back batch cannot leave an id in memory that the table does not have.
+    if (batch.decisions.length > 0) await names.ensure(db, new Set(batch.decisions.flatMap(namesOf)));
+    await db.transaction(async (client) => {
+      if (batch.attempts.length > 0) {
+        await client.run(
+          sql.insertCallAttemptsBatch,
+          attemptColumns(batch.attempts.map((record) => callAttemptRow(record, storeText))),
         );
       }
+      if (batch.decisions.length > 0) {
+        const rows = batch.decisions.map((decision) => decisionRow(decision, names.idOf));
+        await client.run(sql.insertDecisionsBatch, columnArrays(DECISION_COLUMNS, rows));
+      }
+      if (batch.cache.size > 0) {
+        const entries = [...batch.cache];
+        await client.run(sql.putCachedBatch, {
+          keys: entries.map(([key]) => key),
+          decisions: entries.map(([, entry]) => entry.decision),
+          stored_at: entries.map(([, entry]) => entry.storedAt),
+        });
+      }
+    });
+    // Trimming the cache is housekeeping, after the commit: every process trimming takes turns.
+    const trim = trimsFor(batch.cache);
+    if (trim !== undefined) {
+      await db.transaction(
+        async (client) => {
+          await client.run(sql.dropExpiredCache, { before: trim.before });
+          await client.run(sql.dropOldestCache, { keep: trim.keep });
+        },
+        { lockKey: 'switchboard:route-cache' },
+      );
     }
   }
 
-  const queue = new WriteBehind<Batch>({
-    flushMs: FLUSH_MS,
-    maxRows: FLUSH_ROWS,
+  function write(batch: Batch): Promise<void> {
+    const what = 'cannot write call attempts and route decisions to';
+    const once = () =>
+      connection.use(what, async (db) => {
+        const sqlite = sqliteBehind(db);
+        if (sqlite !== undefined) await sqlite.writeBatch((client) => writeNow(client, batch));
+        else await writePostgres(db, batch);
+      });
+    // As `guarded`: a PostgreSQL ledger that was reached rides out a restart.
+    const reachable = connection.dialect === 'postgres' && connection.current() !== undefined;
+    return (reachable ? whileReachable(once) : once()).then(afterCommittedWrite);
+  }
+
+  const queue = new GroupCommit<Batch>({
+    maxRows: GROUP_ROWS,
+    // SQLite has waited out the busy timeout (10 s, holding the event loop) before it fails: its callers
+    // are told then. PostgreSQL's failures are a connection's or a statement's, worth trying again.
+    retries: connection.dialect === 'sqlite' ? 0 : 2,
     empty: () => ({ attempts: [], decisions: [], cache: new Map() }),
     size: rowsOf,
-    merge: (earlier, later) => ({
-      attempts: [...earlier.attempts, ...later.attempts],
-      decisions: [...earlier.decisions, ...later.decisions],
-      // A key queued again since keeps its later entry.
-      cache: new Map([...earlier.cache, ...later.cache]),
-    }),
-    dropped: (batch, error) => {
+    failed: (batch, error) => {
       // The last write of a closing ledger: close() rejects with this error, so its caller is told there.
       if (connection.closed) return;
       process.emitWarning(
@@ -518,14 +532,7 @@ function writeBehind(connection: Connection): { queue: WriteBehind<Batch>; detac
         { code: 'SWITCHBOARD_LEDGER_ROWS_DROPPED' },
       );
     },
-    write: (batch) =>
-      connection
-        .use('cannot write call attempts and route decisions to', async (db) => {
-          const sqlite = sqliteBehind(db);
-          if (sqlite !== undefined) await sqlite.writeBatch((client) => writeNow(client, batch));
-          else await writePostgres(db, batch);
-        })
-        .then(afterCommittedWrite),
+    write,
   });
 
   // At process exit: a SQLite ledger writes what is left synchronously ('exit' cannot wait for a
@@ -567,8 +574,8 @@ type RouteDecisionMethods = Pick<
   | 'listFeedback'
 >;
 
-/** Stage 3: route decisions (queued, read after a flush) and the feedback on them. */
-function routeDecisionMethods(connection: Connection, queue: WriteBehind<Batch>): RouteDecisionMethods {
+/** Stage 3: route decisions (group-committed, read after a flush) and the feedback on them. */
+function routeDecisionMethods(connection: Connection, queue: GroupCommit<Batch>): RouteDecisionMethods {
   const { sql, names, guarded, location } = connection;
   /** Rows read back as decisions, their names loaded first. */
   async function decisions(db: SqlClient, rows: DecisionRow[]): Promise<StoredRouteDecision[]> {
@@ -590,7 +597,7 @@ function routeDecisionMethods(connection: Connection, queue: WriteBehind<Batch>)
         });
       }
       const since = options.since === undefined ? Number.MIN_SAFE_INTEGER : toEpochMs(options.since);
-      await queue.flush();
+      await queue.settled();
       return guarded('cannot read route decisions from', async (db) =>
         decisions(db, await db.all<DecisionRow>(sql.listDecisions, { since, limit })),
       );
@@ -598,7 +605,7 @@ function routeDecisionMethods(connection: Connection, queue: WriteBehind<Batch>)
 
     async eachRouteDecision(options, visit) {
       const since = options.since === undefined ? Number.MIN_SAFE_INTEGER : toEpochMs(options.since);
-      await queue.flush();
+      await queue.settled();
       return guarded('cannot read route decisions from', async (db) => {
         let count = 0;
         let after = { after_time: Number.MIN_SAFE_INTEGER, after_row: Number.MIN_SAFE_INTEGER };
@@ -620,7 +627,7 @@ function routeDecisionMethods(connection: Connection, queue: WriteBehind<Batch>)
     },
 
     async getRouteDecision(id) {
-      await queue.flush();
+      await queue.settled();
       return guarded('cannot read a route decision from', async (db) => {
         const row = await db.get<DecisionRow>(sql.getDecision, [id]);
         return row === undefined ? undefined : (await decisions(db, [row]))[0];
@@ -628,7 +635,7 @@ function routeDecisionMethods(connection: Connection, queue: WriteBehind<Batch>)
     },
 
     async countRouteDecisions(options = {}) {
-      await queue.flush();
+      await queue.settled();
       return guarded('cannot count route decisions in', async (db) => {
         const row =
           options.since === undefined
@@ -639,7 +646,7 @@ function routeDecisionMethods(connection: Connection, queue: WriteBehind<Batch>)
     },
 
     async pruneRouteDecisions(before) {
-      await queue.flush();
+      await queue.settled();
       return guarded('cannot prune route decisions in', (db) =>
         db.transaction(async (client) => {
           const decisions = (await client.run(sql.pruneDecisions, [before])).changes;
@@ -651,7 +658,7 @@ function routeDecisionMethods(connection: Connection, queue: WriteBehind<Batch>)
     },
 
     async recordFeedback(decisionId, skill) {
-      await queue.flush();
+      await queue.settled();
       await guarded('cannot record feedback in', async (db) => {
         if ((await db.get(sql.decisionExists, [decisionId])) === undefined) {
           throw new SwitchboardError(
@@ -678,17 +685,18 @@ function routeDecisionMethods(connection: Connection, queue: WriteBehind<Batch>)
 }
 
 /**
- * Stage 4: the router's decision cache. A read looks at the queue first and never waits for a write: a
- * serve reads the cache on every request.
+ * Stage 4: the router's decision cache. A read looks at the rows not committed yet first and never waits
+ * for a write: a serve reads the cache on every request.
  */
 function decisionCacheMethods(
   connection: Connection,
-  queue: WriteBehind<Batch>,
+  queue: GroupCommit<Batch>,
 ): Pick<Ledger, 'getCachedDecision' | 'cacheDecision'> {
   const { sql, guarded } = connection;
   return {
     async getCachedDecision(key, notBefore) {
-      const queued = queue.pending.cache.get(key);
+      // The latest entry not committed yet wins over the table's.
+      const queued = queue.pending.findLast((batch) => batch.cache.has(key))?.cache.get(key);
       if (queued !== undefined) {
         return queued.storedAt >= notBefore ? parseCachedDecision(queued.decision) : undefined;
       }
@@ -716,10 +724,10 @@ function cooldownRecord({ updated_at, ...record }: CooldownRow): CooldownRecord 
   return { ...record, updatedAt: updated_at };
 }
 
-/** Stage 5: call attempts (queued), what is read from them, and the circuit breakers' cooldowns. */
+/** Stage 5: call attempts (group-committed), what is read from them, and the circuit breakers' cooldowns. */
 function callMethods(
   connection: Connection,
-  queue: WriteBehind<Batch>,
+  queue: GroupCommit<Batch>,
 ): Pick<
   Ledger,
   'recordCallAttempt' | 'callStats' | 'recentRequests' | 'setCooldown' | 'getCooldown' | 'activeCooldowns'
@@ -728,14 +736,14 @@ function callMethods(
   return {
     async recordCallAttempt(record) {
       if (connection.closed) await guarded('cannot record a call attempt in', () => Promise.resolve());
-      // A copy, turned into a row (and its prompt hashed) at flush time, off the call's path; the
+      // A copy, turned into a row (and its prompt hashed) at write time, off the call's path; the
       // caller may reuse or change its own record object afterwards.
       const copy = copyOfRecord(record);
       await queue.enqueue((batch) => batch.attempts.push(copy));
     },
 
     async callStats(options = {}) {
-      await queue.flush();
+      await queue.settled();
       const since = options.since === undefined ? Number.MIN_SAFE_INTEGER : toEpochMs(options.since);
       return guarded('cannot read call attempts from', async (db) =>
         summariseCalls(await db.all<AttemptRow>(sql.selectAttemptsSince, [since])),
@@ -743,7 +751,7 @@ function callMethods(
     },
 
     async recentRequests(spec, since, limit) {
-      await queue.flush();
+      await queue.settled();
       return guarded('cannot read call attempts from', async (db) =>
         (
           await db.all<{ call_id: string; success: number; error_code: string | null }>(
@@ -779,18 +787,18 @@ function callMethods(
 }
 
 /**
- * Stage 6: budgets. Spending is read after the queue is written (our own attempts count), and a
- * reservation is read and held in one transaction, never queued.
+ * Stage 6: budgets. Spending is read after the recorded rows are committed (our own attempts count), and
+ * a reservation is read and held in one transaction of its own.
  */
 function budgetMethods(
   connection: Connection,
-  queue: WriteBehind<Batch>,
+  queue: GroupCommit<Batch>,
   settles: PendingSettles,
 ): Pick<Ledger, 'spendSince' | 'reserveSpend' | 'releaseReservation' | 'settleReservation' | 'reservedAt'> {
   const { sql, guarded } = connection;
   return {
     async spendSince(since, filter = {}) {
-      await queue.flush();
+      await queue.settled();
       return guarded('cannot read spending from', async (db) => {
         const row = await db.get<{ total: number | null }>(sql.spendSince, {
           since,
@@ -805,13 +813,13 @@ function budgetMethods(
       // Our own recorded attempts must be in the database before the spending is read, and a settle a
       // full disk refused goes in first when there is room again, so its estimate no longer holds the cap.
       await settles.retry();
-      await queue.flush();
+      await queue.settled();
       return guarded('cannot reserve budget in', (db) => reserve(db, sql, reservation));
     },
 
     async releaseReservation(id) {
       // The attempt goes in before its reservation goes out, so no reader sees neither.
-      await queue.flush();
+      await queue.settled();
       await guarded('cannot release a budget reservation in', (db) => db.run(sql.deleteReservation, [id]));
     },
 

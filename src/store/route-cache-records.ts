@@ -1,7 +1,7 @@
 import type { RouteDecision } from '../core/route-types.js';
 import type { SqlDialect } from './sql/sql-database.js';
 
-/** A decision-cache entry waiting in the write-behind queue. */
+/** A decision-cache entry waiting for its group commit. */
 export interface CacheWrite {
   decision: string;
   storedAt: number;

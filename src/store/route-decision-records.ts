@@ -48,7 +48,7 @@ export interface StoredRouteDecision extends Omit<RouteDecision, 'warnings'> {
   tags: Record<string, string>;
 }
 
-/** A decision waiting in the write-behind queue: everything it needs, taken when it was recorded. */
+/** A decision waiting for its group commit: everything it needs, taken when it was recorded. */
 export interface QueuedDecision {
   id: string;
   createdAt: number;

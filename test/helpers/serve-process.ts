@@ -3,6 +3,8 @@ import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 
 const cli = join(import.meta.dirname, '../../dist/cli/main.js');
+/** The launcher a user runs: it execs one Node process, so the pid it starts with is the server's. */
+export const launcher = join(import.meta.dirname, '../../bin/switchboard');
 
 export interface Served {
   url: string;
@@ -32,6 +34,7 @@ export function tokenOf(url: string, stateDir: string): string {
 /**
  * Starts the built `switchboard serve` (or `ui`) and resolves with its URL once it prints it (or rejects with
  * the exit code and stderr when it exits first). The child joins `children`, for the caller's cleanup.
+ * `viaLauncher` starts it through bin/switchboard, as a user does, instead of `node dist/cli/main.js`.
  */
 export function serve(
   args: string[],
@@ -40,9 +43,17 @@ export function serve(
     env,
     children,
     command = 'serve',
-  }: { cwd: string; env: NodeJS.ProcessEnv; children: Set<ChildProcess>; command?: 'serve' | 'ui' },
+    viaLauncher = false,
+  }: {
+    cwd: string;
+    env: NodeJS.ProcessEnv;
+    children: Set<ChildProcess>;
+    command?: 'serve' | 'ui';
+    viaLauncher?: boolean;
+  },
 ): Promise<Served> {
-  const child = spawn(process.execPath, [cli, command, ...args], {
+  const [program, first] = viaLauncher ? [launcher, []] : [process.execPath, [cli]];
+  const child = spawn(program, [...first, command, ...args], {
     cwd,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,6 +1,6 @@
 // Child process for the ledger test: records route decisions and cache entries through the real
-// `openLedger`, has the first half written (`flush`), queues the second half and kills itself with
-// SIGKILL before the batch timer fires, as a crash would. Usage:
+// `openLedger`, half of them one after another and half at once, records one more without waiting, and
+// kills itself with SIGKILL right after, as a crash would. Usage:
 //   node --experimental-strip-types kill-after-queue.mjs <db> <decisions>
 import process from 'node:process';
 import './typescript-sources.mjs';
@@ -30,6 +30,6 @@ async function record(index) {
   });
 }
 for (let index = 0; index < half; index++) await record(index);
-await ledger.flush();
-for (let index = half; index < Number(count); index++) await record(index);
+await Promise.all(Array.from({ length: Number(count) - half }, (_, offset) => record(half + offset)));
+void record(Number(count));
 process.kill(process.pid, 'SIGKILL');

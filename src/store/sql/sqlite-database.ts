@@ -47,7 +47,7 @@ export class SqliteDatabase implements SqlDatabase {
 
   /**
    * Runs `work`'s statements in one transaction, synchronously as soon as no asynchronous transaction is
-   * open (at once, usually): the write-behind queue's batches.
+   * open (at once, usually): the group commit's batches.
    */
   writeBatch(work: (client: SyncSqlClient) => void): Promise<void> {
     return this.whenFree(() => this.connection.transaction(() => work(this.syncClient))());
