@@ -28,6 +28,7 @@ describe('DatabaseWatch', () => {
       await watch.check();
     }
     expect(watch.away).toBe(true);
+    expect(watch.backAt()).toBe(now);
     now += 15_000;
     up = true;
     await watch.check();
@@ -37,6 +38,7 @@ describe('DatabaseWatch', () => {
       'switchboard: database postgres://sb@db:5432/sb reachable again (away about 15s)',
     ]);
     expect(watch.away).toBe(false);
+    expect(watch.backAt()).toBe(16_000);
   });
 
   it('leaves an error that is not a lost connection to the caller', () => {

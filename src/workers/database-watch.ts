@@ -23,6 +23,7 @@ export interface DatabaseWatchOptions {
  */
 export class DatabaseWatch {
   private awaySince: number | undefined;
+  private cameBackAt: number | undefined;
   private timer: NodeJS.Timeout | undefined;
   private probing = false;
   private readonly options: DatabaseWatchOptions;
@@ -50,6 +51,14 @@ export class DatabaseWatch {
   }
 
   /**
+   * When the database last came back (epoch ms), undefined when it was never away; now while it is away
+   * (a statement may already get through before the next probe says it is back).
+   */
+  backAt(): number | undefined {
+    return this.awaySince === undefined ? this.cameBackAt : this.now();
+  }
+
+  /**
    * Reports an error some client met. A lost connection is logged once per outage; any other error is
    * the caller's to log, and this returns false for it.
    */
@@ -71,7 +80,8 @@ export class DatabaseWatch {
     try {
       await this.options.probe();
       if (this.awaySince !== undefined) {
-        const seconds = Math.round((this.now() - this.awaySince) / 1000);
+        this.cameBackAt = this.now();
+        const seconds = Math.round((this.cameBackAt - this.awaySince) / 1000);
         this.awaySince = undefined;
         this.options.log(
           `switchboard: database ${this.options.location} reachable again (away about ${seconds}s)`,

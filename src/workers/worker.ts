@@ -266,6 +266,7 @@ export class SwitchboardWorker {
       {
         stateDir: this.options.runner.stateDir ?? '.switchboard',
         ...runner,
+        databaseBackAt: () => this.watch.backAt(),
         memberJobs: (options) => this.memberJobs(options),
       },
       releaseSignal,

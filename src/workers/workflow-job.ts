@@ -24,6 +24,8 @@ export interface WorkflowJobRunnerOptions {
   roles?: Record<string, string>;
   /** Another host's owner counts as dead once its heartbeat is this old (ms). @default 60_000 */
   staleAfterMs?: number;
+  /** When the worker's database last came back after an outage (see WorkflowEngineOptions). */
+  databaseBackAt?: () => number | undefined;
   /** Where the run's group members go as jobs (given the job's options); unset, the run's worker runs them. */
   memberJobs?: (options: WorkflowJobOptions) => WorkflowMemberJobs;
 }
@@ -114,6 +116,7 @@ export function engineOptions(
   if (runner.roles !== undefined) options.roles = runner.roles;
   if (runner.callDefaults !== undefined) options.callDefaults = runner.callDefaults;
   if (runner.staleAfterMs !== undefined) options.staleAfterMs = runner.staleAfterMs;
+  if (runner.databaseBackAt !== undefined) options.databaseBackAt = runner.databaseBackAt;
   if (job.provider !== undefined) options.provider = job.provider;
   if (job.skipGates === true) options.skipGates = true;
   if (job.allowMcp === true) options.allowMcp = true;
