@@ -44,7 +44,7 @@ export default async function setup(): Promise<(() => Promise<void>) | undefined
   }
   const server = await startServer(reachable(binaries));
   process.env.SWITCHBOARD_TEST_PG_ADMIN_URL = server.url;
-  return server.stop;
+  return server.close;
 }
 
 function findBinaries(): string | undefined {
@@ -89,8 +89,35 @@ function unprivileged(): { uid: number; gid: number } | undefined {
   return { uid: id('-u'), gid: id('-g') };
 }
 
-async function startServer(bin: string): Promise<{ url: string; stop: () => Promise<void> }> {
-  const root = mkdtempSync(join(tmpdir(), 'switchboard-pg-'));
+/** A PostgreSQL server of the tests: its admin URL, and a way to stop it (`stop`) or end it for good. */
+export interface PostgresServer {
+  url: string;
+  port: number;
+  /** Fast shutdown (SIGINT): every connection ends, new ones are refused; the data folder stays. */
+  stop(): Promise<void>;
+  /** Starts it again on the same data folder and port, resolving once it accepts connections. */
+  start(): Promise<void>;
+  /** Stops it and removes its data folder. */
+  close(): Promise<void>;
+}
+
+/**
+ * A PostgreSQL server of one's own (a test that stops and starts it must not take the run's shared one
+ * down), on a free port and a new data folder; undefined when there are no server binaries.
+ */
+export async function startPrivatePostgres(): Promise<PostgresServer | undefined> {
+  const binaries = findBinaries();
+  return binaries === undefined ? undefined : startServer(reachable(binaries));
+}
+
+/** Whether `startPrivatePostgres` finds server binaries to start. */
+export function havePostgresBinaries(): boolean {
+  return findBinaries() !== undefined;
+}
+
+async function startServer(bin: string): Promise<PostgresServer> {
+  // As root the server runs as `nobody`, who cannot enter a test file's own temporary folder (0700).
+  const root = mkdtempSync(join(unprivileged() === undefined ? tmpdir() : '/tmp', 'switchboard-pg-'));
   chmodSync(root, 0o755);
   const data = join(root, 'data');
   const passwordFile = join(root, 'password');
@@ -126,41 +153,51 @@ async function startServer(bin: string): Promise<{ url: string; stop: () => Prom
     );
   }
   const port = await freePort();
-  const server = spawn(
-    join(bin, 'postgres'),
-    [
-      '-D',
-      data,
-      '-p',
-      String(port),
-      '-c',
-      'listen_addresses=127.0.0.1',
-      '-c',
-      'unix_socket_directories=',
-      // A throwaway server: durability settings off, for speed.
-      '-c',
-      'fsync=off',
-      '-c',
-      'synchronous_commit=off',
-      '-c',
-      'full_page_writes=off',
-      '-c',
-      'max_connections=400',
-    ],
-    { stdio: ['ignore', 'ignore', 'pipe'], ...user },
-  );
-  let log = '';
-  server.stderr!.on('data', (chunk: Buffer) => {
-    log = (log + chunk.toString()).slice(-4000);
-  });
   const url = `postgres://postgres:${password}@127.0.0.1:${port}/postgres`;
-  await waitUntilReady(url, server, () => log);
+  let server: ChildProcess | undefined;
+  const launch = async (): Promise<void> => {
+    const child = spawn(
+      join(bin, 'postgres'),
+      [
+        '-D',
+        data,
+        '-p',
+        String(port),
+        '-c',
+        'listen_addresses=127.0.0.1',
+        '-c',
+        'unix_socket_directories=',
+        // A throwaway server: durability settings off, for speed.
+        '-c',
+        'fsync=off',
+        '-c',
+        'synchronous_commit=off',
+        '-c',
+        'full_page_writes=off',
+        '-c',
+        'max_connections=400',
+      ],
+      { stdio: ['ignore', 'ignore', 'pipe'], ...user },
+    );
+    server = child;
+    let log = '';
+    child.stderr!.on('data', (chunk: Buffer) => {
+      log = (log + chunk.toString()).slice(-4000);
+    });
+    await waitUntilReady(url, child, () => log);
+  };
+  await launch();
   return {
     url,
-    async stop() {
-      await stopServer(server);
+    port,
+    stop: async () => {
+      if (server !== undefined) await stopServer(server);
+    },
+    start: launch,
+    async close() {
+      if (server !== undefined) await stopServer(server);
       rmSync(root, { recursive: true, force: true });
-      for (const copy of copies) rmSync(copy, { recursive: true, force: true });
+      for (const copy of copies.splice(0)) rmSync(copy, { recursive: true, force: true });
     },
   };
 }

@@ -52,6 +52,24 @@ describe('workflow run lock', () => {
     expect((await store.getRun('run-1'))?.owner).toBeUndefined();
   });
 
+  it('after a database outage, waits for another host’s owner to beat again for as long as the stale limit before taking its run', async () => {
+    let clock = 1_000_000;
+    const store = await storeWithRun(() => clock);
+    await store.claimRun('run-1', undefined, { pid: 4242, host: 'builder-7', token: 'theirs' });
+    // The database was away for 90 s and came back 10 s ago: the owner could not beat meanwhile.
+    clock += 100_000;
+    let backAt = clock - 10_000;
+    const options = { now: () => clock, databaseBackAt: () => backAt };
+    await expect(acquireRunLock(store, 'run-1', options)).rejects.toThrow(
+      expect.objectContaining({ code: 'WORKFLOW_LOCKED' }),
+    );
+    // Still silent a whole stale limit after the database's return: dead.
+    backAt = clock - 61_000;
+    const lock = await acquireRunLock(store, 'run-1', options);
+    expect((await store.getRun('run-1'))?.owner?.token).toBe(lock.token);
+    await lock.release();
+  });
+
   it('frees a run at once when its owner on this host is dead, and never while it lives', async () => {
     const store = await storeWithRun();
     await store.claimRun('run-1', undefined, { pid: 2 ** 22 + 17, host: hostname(), token: 'dead' });

@@ -462,7 +462,27 @@ function serverWentAway(error: unknown, state: string | undefined): boolean {
   // Five capital letters may also be a socket's errno (EPIPE): no SQLSTATE class starts with E.
   if (state !== undefined)
     return state.startsWith('08') || /^57P0[1-3]$/.test(state) || state.startsWith('E');
-  return error instanceof Error && /^Connection terminated/.test(error.message);
+  const message = (error as { message?: unknown } | null)?.message;
+  return typeof message === 'string' && DRIVER_CONNECTION_LOST.test(message);
+}
+
+/**
+ * pg's and pg-pool's own words, without a code, for a connection that closed, could not be opened in
+ * time (a server still starting, or a machine too busy to answer), or broke before this statement.
+ */
+const DRIVER_CONNECTION_LOST =
+  /^(?:Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error)/;
+
+/**
+ * Whether a driver's error (pg's, or pg-boss's copy of one) says the database is out of reach or ended
+ * the connection: a restart, a cut, a terminated backend. The same rule that makes a store's write
+ * DATABASE_UNREACHABLE (and so retried); anything else is the statement's own failure.
+ */
+export function isConnectionLost(error: unknown): boolean {
+  if (isSwitchboardError(error)) return error.code === 'DATABASE_UNREACHABLE';
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code === 'string' && /^E[A-Z]+$/.test(code)) return true;
+  return serverWentAway(error, sqlState(error));
 }
 
 /**

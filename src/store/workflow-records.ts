@@ -925,8 +925,10 @@ export class WorkflowStore {
     return result;
   }
 
+  /** A read, which on PostgreSQL rides out a restart as `write` does (the engine reads between its writes). */
   private read<T>(what: string, action: () => Promise<T>): Promise<T> {
-    return this.guard(what, action);
+    const once = () => this.guard(what, action);
+    return this.database.dialect === 'postgres' ? whileReachable(once) : once();
   }
 
   private async guard<T>(what: string, action: () => Promise<T>): Promise<T> {

@@ -13,8 +13,8 @@ export interface StartBossOptions {
    * only sends jobs does not.
    */
   supervise: boolean;
-  /** Where pg-boss's background errors go (a lost connection it will retry): one line each. */
-  onError?: (message: string) => void;
+  /** Where pg-boss's background errors go (a lost connection it will retry): one line each, and the error. */
+  onError?: (message: string, error: unknown) => void;
 }
 
 /**
@@ -35,7 +35,7 @@ export async function startBoss({ url, settings, supervise, onError }: StartBoss
   });
   // Without a listener an `error` event would end the process; pg-boss retries on its own.
   boss.on('error', (error: unknown) => {
-    onError?.(redactSecrets(bossErrorText(error)));
+    onError?.(redactSecrets(bossErrorText(error)), error);
   });
   try {
     await boss.start();

@@ -6,6 +6,8 @@ import { MergeQueue } from '../agents/merge.js';
 import type { AgentRunnerOptions } from '../agents/runner.js';
 import { AgentRunStore } from '../agents/run-store.js';
 import { startBoss } from './boss.js';
+import { DatabaseWatch } from './database-watch.js';
+import { describePostgresUrl } from '../store/sql/postgres-database.js';
 import {
   DEAD_LETTER_QUEUE,
   MAX_EXPIRY_SECONDS,
@@ -60,11 +62,13 @@ export class SwitchboardWorker {
   private readonly boss: PgBoss;
   private readonly store: AgentRunStore;
   private readonly options: StartWorkerOptions;
+  private readonly watch: DatabaseWatch;
 
-  private constructor(boss: PgBoss, store: AgentRunStore, options: StartWorkerOptions) {
+  private constructor(boss: PgBoss, store: AgentRunStore, options: StartWorkerOptions, watch: DatabaseWatch) {
     this.boss = boss;
     this.store = store;
     this.options = options;
+    this.watch = watch;
     this.metrics = new WorkerMetrics(options.queues, (queue) => this.depth(queue));
   }
 
@@ -78,19 +82,29 @@ export class SwitchboardWorker {
     const stateDir = options.runner.stateDir ?? '.switchboard';
     // Held for the worker's life: every run's store shares this pool instead of connecting anew.
     const store = await AgentRunStore.open(stateDir, { url: options.url });
-    let boss: PgBoss;
+    const log = options.log ?? (() => undefined);
+    let boss: PgBoss | undefined;
+    const watch = new DatabaseWatch({
+      location: describePostgresUrl(options.url),
+      probe: () => (boss === undefined ? Promise.resolve() : boss.getDb().executeSql('SELECT 1')),
+      log,
+    });
     try {
       boss = await startBoss({
         url: options.url,
         settings: options.settings,
         supervise: true,
-        onError: (message) => options.log?.(`pg-boss: ${message}`),
+        // Every poll of every queue fails while the database is away: one line for the outage, not each.
+        onError: (message, error) => {
+          if (!watch.report(error, message)) log(`pg-boss: ${message}`);
+        },
       });
     } catch (error) {
       await store.close();
       throw error;
     }
-    const worker = new SwitchboardWorker(boss, store, options);
+    watch.start();
+    const worker = new SwitchboardWorker(boss, store, options, watch);
     for (const queue of options.queues) {
       await boss.work<AgentJobData | WorkflowJobData | MergeJobData>(
         queue,
@@ -131,6 +145,7 @@ export class SwitchboardWorker {
       // Released runs kill their agents and return at once; the bound only guards against a stuck one.
       await this.waitForIdle(60_000);
     }
+    this.watch.stop();
     await this.boss.stop({ graceful: true, timeout: 1000 });
     await this.store.close();
     this.state = 'stopped';
@@ -142,11 +157,24 @@ export class SwitchboardWorker {
   ): Promise<void> {
     const started = Date.now();
     const release = new AbortController();
-    const onLost = (): void => release.abort(job.signal.reason);
+    const runId = typeof job.data?.runId === 'string' ? job.data.runId : '?';
+    const onLost = (): void => {
+      // A workflow run is fenced by its run lock, not by the job. pg-boss takes a job back when its
+      // heartbeat went unheard (a database outage longer than heartbeat_seconds does that to every
+      // running job); letting go of the run here would throw away a step that finished while the
+      // database was away, and run it again. The run goes on under its lock; the job's retry waits for
+      // this process to end it or let it go.
+      if (queue === WORKFLOW_QUEUE) {
+        this.options.log?.(
+          `switchboard: pg-boss took back job ${queue} ${runId}; this worker still holds the run and goes on advancing it`,
+        );
+        return;
+      }
+      release.abort(job.signal.reason);
+    };
     job.signal.addEventListener('abort', onLost, { once: true });
     this.running.add(release);
     this.metrics.started(queue);
-    const runId = typeof job.data?.runId === 'string' ? job.data.runId : '?';
     let outcome: JobOutcome = 'failed';
     let label = 'error';
     try {
@@ -238,6 +266,7 @@ export class SwitchboardWorker {
       {
         stateDir: this.options.runner.stateDir ?? '.switchboard',
         ...runner,
+        databaseBackAt: () => this.watch.backAt(),
         memberJobs: (options) => this.memberJobs(options),
       },
       releaseSignal,

@@ -7,7 +7,6 @@ import type {
   WorkflowEngineOptions,
   WorkflowMemberJobs,
 } from '../workflows/api-types.js';
-import { DEFAULT_STALE_AFTER_MS } from '../workflows/run-lock.js';
 import type { WorkflowJobData, WorkflowJobOptions } from './queues.js';
 import type { JobOutcome } from './worker-metrics.js';
 
@@ -23,11 +22,10 @@ export interface WorkflowJobRunnerOptions {
   providerMap?: Record<string, string>;
   /** Roles of the worker's switchboard.yaml. */
   roles?: Record<string, string>;
-  /**
-   * Another host's owner counts as dead once its heartbeat is this old (ms); a job finding the run held
-   * waits this long (plus a margin) for it to come free. @default 60_000
-   */
+  /** Another host's owner counts as dead once its heartbeat is this old (ms). @default 60_000 */
   staleAfterMs?: number;
+  /** When the worker's database last came back after an outage (see WorkflowEngineOptions). */
+  databaseBackAt?: () => number | undefined;
   /** Where the run's group members go as jobs (given the job's options); unset, the run's worker runs them. */
   memberJobs?: (options: WorkflowJobOptions) => WorkflowMemberJobs;
 }
@@ -44,9 +42,10 @@ const LOCKED_POLL_MS = 1_000;
 
 /**
  * Advances the job's run until it ends, parks at a gate or the worker lets go. The run's own ending
- * completes the job (the run row says how it went). A release (drain, lost claim) stops the run where it
- * is without writing anything, so the next worker resumes it; a run another live process holds is waited
- * for, never failed into the dead-letter queue.
+ * completes the job (the run row says how it went). A release (drain) stops the run where it is without
+ * writing anything, so the next worker resumes it. A run another live process holds is waited for until
+ * that process ends it or lets it go (then this job takes it), never completed or failed meanwhile: the
+ * holder may be an earlier attempt of this very job, which pg-boss took back during a database outage.
  */
 export async function runWorkflowJob(
   job: Job<WorkflowJobData>,
@@ -58,8 +57,6 @@ export async function runWorkflowJob(
   if (typeof data?.runId !== 'string') return { outcome: 'completed', label: 'malformed-job' };
   const { resumeWorkflow, workflowStatus } = await import('../workflows/index.js');
   const stateOptions = runner.stateDir === undefined ? {} : { stateDir: runner.stateDir };
-  const staleAfterMs = runner.staleAfterMs ?? DEFAULT_STALE_AFTER_MS;
-  const waitUntil = Date.now() + staleAfterMs + 10_000;
   const stop = releaseController(releaseSignal);
   let waiting = false;
   for (;;) {
@@ -76,9 +73,9 @@ export async function runWorkflowJob(
       // Another process took the run over: it advances it from here.
       if (error.code === 'WORKFLOW_LOST') return { outcome: 'completed', label: 'taken' };
       if (error.code !== 'WORKFLOW_LOCKED') return failed(error);
-      // Held by another process: a live one advances the run; a dead one on another host frees it once
-      // its heartbeat is stale. Wait for either instead of failing the job.
-      if (Date.now() > waitUntil) return { outcome: 'completed', label: 'locked' };
+      // Held by another process: a live one advances the run, and ends it or lets it go; a dead one frees
+      // it (on this host at once, on another once its heartbeat is stale). Wait for either: completing
+      // the job now would leave the run to a holder that may let go of it with no job left to take it.
       if (!waiting) log?.(`switchboard: ${redactSecrets(error.message)}; the job waits for it`);
       waiting = true;
       if (!(await pause(LOCKED_POLL_MS, stop.signal))) return { outcome: 'released', label: 'released' };
@@ -119,6 +116,7 @@ export function engineOptions(
   if (runner.roles !== undefined) options.roles = runner.roles;
   if (runner.callDefaults !== undefined) options.callDefaults = runner.callDefaults;
   if (runner.staleAfterMs !== undefined) options.staleAfterMs = runner.staleAfterMs;
+  if (runner.databaseBackAt !== undefined) options.databaseBackAt = runner.databaseBackAt;
   if (job.provider !== undefined) options.provider = job.provider;
   if (job.skipGates === true) options.skipGates = true;
   if (job.allowMcp === true) options.allowMcp = true;

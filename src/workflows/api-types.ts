@@ -43,6 +43,12 @@ export interface WorkflowEngineOptions {
    */
   staleAfterMs?: number;
   /**
+   * When this process last saw its database come back after an outage (epoch ms): another host's owner
+   * is taken for dead only after `staleAfterMs` of silence while the database answered. A worker passes
+   * what its database watch saw.
+   */
+  databaseBackAt?: () => number | undefined;
+  /**
    * What every step's calls start from: `call:` and `budgets:` of switchboard.yaml (retries, cooldown,
    * budget rules and prices, the per-call cost cap). A step's own `retry` goes over it, and the run's
    * `budget_usd` is added to the budget rules.

@@ -38,6 +38,7 @@ export async function driveRun(drive: DriveOptions): Promise<WorkflowRunResult> 
   const { store } = session;
   const lock = await acquireRunLock(store, runId, {
     ...(options.staleAfterMs === undefined ? {} : { staleAfterMs: options.staleAfterMs }),
+    ...(options.databaseBackAt === undefined ? {} : { databaseBackAt: options.databaseBackAt }),
     ...(options._internal?.pollMs === undefined ? {} : { pollMs: options._internal.pollMs }),
   });
   const controller = new AbortController();

@@ -12,6 +12,13 @@ export interface RunLockOptions {
   staleAfterMs?: number;
   /** How often the owner stamps its heartbeat and looks for a cancel (ms). @default 1_000 */
   pollMs?: number;
+  /**
+   * When this process last saw its database come back after an outage (epoch ms; undefined: never
+   * away). No owner can beat while the database is away, so another host's heartbeat counts as stale
+   * only once the database has answered for `staleAfterMs` since: after a restart longer than that,
+   * every owner's heartbeat is old, and the live ones beat again within a second of its return.
+   */
+  databaseBackAt?: () => number | undefined;
   now?: () => number;
 }
 
@@ -36,15 +43,25 @@ export interface RunLock {
 const heldHere = new Set<string>();
 
 /** Why the recorded owner still holds the run, or undefined when it is gone. */
-function liveOwner(run: WorkflowRunRow, host: string, staleAfterMs: number, now: number): string | undefined {
+function liveOwner(
+  run: WorkflowRunRow,
+  host: string,
+  staleAfterMs: number,
+  now: number,
+  databaseBackAt?: number,
+): string | undefined {
   const owner = run.owner;
   if (owner === undefined) return undefined;
   const age = run.heartbeatAt === undefined ? Number.POSITIVE_INFINITY : now - run.heartbeatAt;
+  const silence = Math.min(
+    age,
+    databaseBackAt === undefined ? Number.POSITIVE_INFINITY : now - databaseBackAt,
+  );
   if (owner.host === host && owner.pid === process.pid && !heldHere.has(owner.token)) return undefined;
   if (owner.host === host) {
     // On this machine the pid answers at once: a process killed with SIGKILL frees the run immediately.
     if (!isRecordedProcessAlive(owner.pid, owner.started)) return undefined;
-  } else if (age > staleAfterMs) {
+  } else if (silence > staleAfterMs) {
     return undefined;
   }
   const seconds = Number.isFinite(age) ? `${Math.max(0, Math.round(age / 1000))}s ago` : 'never';
@@ -77,7 +94,7 @@ export async function acquireRunLock(
   for (let tries = 0; tries < 3; tries++) {
     const run = await store.getRun(runId);
     if (run === undefined) throw new SwitchboardError('RUN_NOT_FOUND', `there is no workflow run ${runId}`);
-    const holder = liveOwner(run, host, staleAfterMs, now());
+    const holder = liveOwner(run, host, staleAfterMs, now(), options.databaseBackAt?.());
     if (holder !== undefined) {
       throw new SwitchboardError('WORKFLOW_LOCKED', `workflow run ${runId} is being advanced by ${holder}`, {
         hint: `wait for it (\`switchboard workflow status ${runId}\`), or stop that process and resume again`,
