@@ -522,16 +522,6 @@ function groupCommit(connection: Connection): { queue: GroupCommit<Batch>; detac
     retries: connection.dialect === 'sqlite' ? 0 : 2,
     empty: () => ({ attempts: [], decisions: [], cache: new Map() }),
     size: rowsOf,
-    failed: (batch, error) => {
-      // The last write of a closing ledger: close() rejects with this error, so its caller is told there.
-      if (connection.closed) return;
-      process.emitWarning(
-        `${rowsOf(batch)} call attempts, route decisions and cache entries were not written to ${connection.location}: ${
-          error instanceof Error ? error.message : String(error)
-        }`,
-        { code: 'SWITCHBOARD_LEDGER_ROWS_DROPPED' },
-      );
-    },
     write,
   });
 
