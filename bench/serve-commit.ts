@@ -13,19 +13,12 @@ import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { assertFreshBuild } from './fresh-build.ts';
+import { median, newTextScript, requireWrk, runWrk as wrk, waitForUrl, type WrkResult } from './wrk.ts';
 
 const root = join(import.meta.dirname, '..');
 const skills = join(root, 'examples/skills');
 assertFreshBuild(join(root, 'dist/cli/main.js'), 'this bench runs the built CLI');
-try {
-  execFileSync('wrk', ['--version'], { stdio: 'ignore' });
-} catch (error) {
-  // wrk prints its version and exits 1.
-  if ((error as { code?: string }).code === 'ENOENT') {
-    console.log('skipped: wrk is not installed (apt-get install wrk)');
-    process.exit(0);
-  }
-}
+requireWrk();
 
 const args = process.argv.slice(2);
 const baseFlag = args.indexOf('--base');
@@ -45,18 +38,6 @@ interface Server {
   name: string;
   url: string;
   child: ChildProcess;
-}
-
-function waitForUrl(child: ChildProcess, pattern: RegExp): Promise<string> {
-  return new Promise((resolve, reject) => {
-    let out = '';
-    child.stdout?.on('data', (chunk: Buffer) => {
-      out += chunk.toString('utf8');
-      const url = pattern.exec(out)?.[1];
-      if (url !== undefined) resolve(url);
-    });
-    child.once('exit', (code) => reject(new Error(`process exited ${code}: ${out}`)));
-  });
 }
 
 /** The base commit, built in a worktree of its own (`npm run build` with this tree's node_modules). */
@@ -80,7 +61,7 @@ async function startSim(): Promise<Server> {
     [join(root, 'dist/cli/main.js'), 'sim', '--port', '0', '--scenario', scenario],
     { env: environment, stdio: ['ignore', 'pipe', 'inherit'] },
   );
-  return { name: 'sim', child, url: await waitForUrl(child, /listening on (http:\/\/\S+)/) };
+  return { name: 'sim', child, url: await waitForUrl(child) };
 }
 
 async function startServe(name: string, tree: string, simUrl: string): Promise<Server> {
@@ -101,33 +82,12 @@ async function startServe(name: string, tree: string, simUrl: string): Promise<S
       stdio: ['ignore', 'pipe', 'inherit'],
     },
   );
-  return { name, child, url: await waitForUrl(child, /listening on (http:\/\/\S+)/) };
+  return { name, child, url: await waitForUrl(child) };
 }
 
-/** A wrk script posting a new body each request to `path`: `body(text)` is Lua building the JSON. */
+/** A wrk script posting a new body each request to `path`: `body` is Lua building the JSON from `text`. */
 function wrkScript(name: string, path: string, body: string): string {
-  const file = join(base, `${name}.lua`);
-  writeFileSync(
-    file,
-    `
-counter = 0
-words = {"review", "the", "pull", "request", "fix", "a", "bug", "in", "login", "release", "docs", "refactor", "module", "speed", "up", "query"}
-wrk.method = "POST"
-wrk.headers["Content-Type"] = "application/json"
-wrk.headers["Authorization"] = "${authorization}"
-request = function()
-  counter = counter + 1
-  local n = counter
-  local text = {}
-  for i = 1, 8 do
-    text[i] = words[(n * 7 + i * 13) % #words + 1]
-  end
-  text = table.concat(text, " ") .. " item " .. n
-  return wrk.format(nil, "${path}", nil, ${body})
-end
-`,
-  );
-  return file;
+  return newTextScript(join(base, `${name}.lua`), path, authorization, body);
 }
 
 const endpoints = [
@@ -138,36 +98,11 @@ const endpoints = [
   },
 ];
 
-interface Result {
-  rps: number;
-  p50: number;
-  p99: number;
-  errors: number;
-}
-
-function toMs(value: string): number {
-  const match = /^([\d.]+)(us|ms|s)$/.exec(value.trim());
-  if (match === null) return Number.NaN;
-  const amount = Number(match[1]);
-  return match[2] === 'us' ? amount / 1000 : match[2] === 's' ? amount * 1000 : amount;
-}
+type Result = WrkResult;
 
 function runWrk(url: string, script: string, duration = seconds): Result {
-  const output = execFileSync(
-    'wrk',
-    ['-t1', `-c${connections}`, `-d${duration}s`, '--latency', '-s', script, url],
-    { encoding: 'utf8' },
-  );
-  const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(output)?.[1]);
-  const p50 = toMs(/^\s+50%\s+(\S+)/m.exec(output)?.[1] ?? '');
-  const p99 = toMs(/^\s+99%\s+(\S+)/m.exec(output)?.[1] ?? '');
-  const errors =
-    Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(output)?.[1] ?? 0) +
-    [...output.matchAll(/(connect|read|write|timeout) (\d+)/g)].reduce((sum, m) => sum + Number(m[2]), 0);
-  return { rps, p50, p99, errors };
+  return wrk(url, script, connections, duration);
 }
-
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
 const children: ChildProcess[] = [];
 try {

@@ -9,24 +9,17 @@ import { randomBytes } from 'node:crypto';
 //   npm run build && node --experimental-strip-types --no-warnings bench/serve-route.ts [seconds] [rounds]
 // Everything binds 127.0.0.1 and lives in a temporary folder removed at the end.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { assertFreshBuild } from './fresh-build.ts';
+import { median, newTextScript, requireWrk, runWrk, waitForUrl, type WrkResult } from './wrk.ts';
 
 const root = join(import.meta.dirname, '..');
 const cli = join(root, 'dist/cli/main.js');
 const skills = join(root, 'examples/skills');
 assertFreshBuild(cli, 'this bench runs the built CLI');
-try {
-  execFileSync('wrk', ['--version'], { stdio: 'ignore' });
-} catch (error) {
-  // wrk prints its version and exits 1.
-  if ((error as { code?: string }).code === 'ENOENT') {
-    console.log('skipped: wrk is not installed (apt-get install wrk)');
-    process.exit(0);
-  }
-}
+requireWrk();
 
 const seconds = Number(process.argv[2] ?? 5);
 const rounds = Number(process.argv[3] ?? 3);
@@ -41,18 +34,6 @@ interface Server {
   url: string;
   child: ChildProcess;
   stateDir?: string;
-}
-
-function waitForUrl(child: ChildProcess, pattern: RegExp): Promise<string> {
-  return new Promise((resolve, reject) => {
-    let out = '';
-    child.stdout?.on('data', (chunk: Buffer) => {
-      out += chunk.toString('utf8');
-      const url = pattern.exec(out)?.[1];
-      if (url !== undefined) resolve(url);
-    });
-    child.once('exit', (code) => reject(new Error(`server exited ${code}: ${out}`)));
-  });
 }
 
 /** serve's token, fixed for the run: every route but /healthz wants it (loopback included). */
@@ -71,7 +52,7 @@ async function startServe(name: string, flags: string[]): Promise<Server> {
       stdio: ['ignore', 'pipe', 'inherit'],
     },
   );
-  return { name, child, stateDir, url: await waitForUrl(child, /listening on (http:\/\/\S+)/) };
+  return { name, child, stateDir, url: await waitForUrl(child) };
 }
 
 async function startTrivial(answer: string): Promise<Server> {
@@ -93,60 +74,18 @@ async function startTrivial(answer: string): Promise<Server> {
   return {
     name: 'trivial node:http server, same JSON',
     child,
-    url: await waitForUrl(child, /listening on (http:\/\/\S+)/),
+    url: await waitForUrl(child),
   };
 }
 
 // A new text per request: the thread's counter goes into the body, so no two requests share a text.
-const wrkScript = join(base, 'new-text.lua');
-writeFileSync(
-  wrkScript,
-  `
-counter = 0
-words = {"review", "the", "pull", "request", "fix", "a", "bug", "in", "login", "release", "docs", "refactor", "module", "speed", "up", "query"}
-wrk.method = "POST"
-wrk.headers["Content-Type"] = "application/json"
-wrk.headers["Authorization"] = "${authorization}"
-request = function()
-  counter = counter + 1
-  local n = counter
-  local text = {}
-  for i = 1, 8 do
-    text[i] = words[(n * 7 + i * 13) % #words + 1]
-  end
-  return wrk.format(nil, "/route", nil, '{"text":"' .. table.concat(text, " ") .. ' item ' .. n .. '"}')
-end
-`,
+const wrkScript = newTextScript(
+  join(base, 'new-text.lua'),
+  '/route',
+  authorization,
+  `'{"text":"' .. text .. '"}'`,
 );
-
-interface Result {
-  rps: number;
-  p50: number;
-  p99: number;
-  errors: number;
-}
-
-function toMs(value: string): number {
-  const match = /^([\d.]+)(us|ms|s)$/.exec(value.trim());
-  if (match === null) return Number.NaN;
-  const amount = Number(match[1]);
-  return match[2] === 'us' ? amount / 1000 : match[2] === 's' ? amount * 1000 : amount;
-}
-
-function runWrk(url: string): Result {
-  const output = execFileSync(
-    'wrk',
-    ['-t1', `-c${connections}`, `-d${seconds}s`, '--latency', '-s', wrkScript, url],
-    { encoding: 'utf8' },
-  );
-  const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(output)?.[1]);
-  const p50 = toMs(/^\s+50%\s+(\S+)/m.exec(output)?.[1] ?? '');
-  const p99 = toMs(/^\s+99%\s+(\S+)/m.exec(output)?.[1] ?? '');
-  const errors =
-    Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(output)?.[1] ?? 0) +
-    [...output.matchAll(/(connect|read|write|timeout) (\d+)/g)].reduce((sum, m) => sum + Number(m[2]), 0);
-  return { rps, p50, p99, errors };
-}
+type Result = WrkResult;
 
 const servers: Server[] = [];
 try {
@@ -171,11 +110,10 @@ try {
     const order = servers.map((_, index) => servers[(index + round) % servers.length]!);
     for (const server of order) {
       loads.push(loadavg()[0]!);
-      results.get(server.name)!.push(runWrk(server.url));
+      results.get(server.name)!.push(runWrk(server.url, wrkScript, connections, seconds));
     }
   }
 
-  const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
   const reference = median(results.get(servers[2]!.name)!.map((r) => r.rps));
   console.log(
     `POST /route, wrk 1 thread, ${connections} connections, ${seconds} s × ${rounds} rounds, a new text each request; load ${Math.min(...loads).toFixed(2)}–${Math.max(...loads).toFixed(2)}`,
