@@ -351,11 +351,7 @@ export function toStoreError(error: unknown, location: string, what: string): Sw
     });
   }
   const state = sqlState(error);
-  if (
-    serverWentAway(error, state) ||
-    (state === undefined && (error as { code?: unknown } | null)?.code !== undefined)
-  ) {
-    // A network error (ECONNRESET, ECONNREFUSED) after connecting: the server went away.
+  if (connectionWentAway(error, state)) {
     return new SwitchboardError('DATABASE_UNREACHABLE', `${what} ${location}: ${reason}`, {
       hint: 'check that PostgreSQL is running and reachable, then retry',
       cause: error,
@@ -480,9 +476,19 @@ const DRIVER_CONNECTION_LOST =
  */
 export function isConnectionLost(error: unknown): boolean {
   if (isSwitchboardError(error)) return error.code === 'DATABASE_UNREACHABLE';
-  const code = (error as { code?: unknown } | null)?.code;
-  if (typeof code === 'string' && /^E[A-Z]+$/.test(code)) return true;
-  return serverWentAway(error, sqlState(error));
+  return connectionWentAway(error, sqlState(error));
+}
+
+/**
+ * The one rule for a driver error that means the server went away rather than refused the statement:
+ * `serverWentAway`, or a network error after connecting (ECONNRESET, ECONNREFUSED, EAI_AGAIN), which
+ * carries an errno instead of a SQLSTATE.
+ */
+function connectionWentAway(error: unknown, state: string | undefined): boolean {
+  return (
+    serverWentAway(error, state) ||
+    (state === undefined && (error as { code?: unknown } | null)?.code !== undefined)
+  );
 }
 
 /**

@@ -57,6 +57,7 @@ describe('isConnectionLost', () => {
     [{ code: '08006', message: 'connection failure' }, true],
     [{ code: 'ECONNREFUSED', message: 'connect ECONNREFUSED 127.0.0.1:5432' }, true],
     [{ code: 'EPIPE', message: 'write EPIPE' }, true],
+    [{ code: 'EAI_AGAIN', message: 'getaddrinfo EAI_AGAIN db.internal' }, true],
     [new Error('Connection terminated unexpectedly'), true],
     [new Error('timeout exceeded when trying to connect'), true],
     [{ code: '23505', message: 'duplicate key value violates unique constraint' }, false],
