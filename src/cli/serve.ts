@@ -21,6 +21,7 @@ import {
   toSwitchboardError,
 } from '../serve/http.js';
 import type { Dashboard } from '../serve/ui/handler.js';
+import type { Gateway } from '../serve/gateway/gateway.js';
 import { checkRequest, corsFor, type GuardSettings } from '../serve/request-guard.js';
 import { routeRequest } from '../serve/route-handler.js';
 import { parseSeconds } from './parse-seconds.js';
@@ -174,7 +175,15 @@ async function runServer(config: SwitchboardConfig, flags: ServeFlags, mode: Ser
     const inFlight = new AbortController();
     const mcp = await mcpContext(config, services, inFlight.signal, access.commands);
     if (mode.ui) dashboard = await startDashboard(mcp, token);
-    const context: HandlerContext = { ...services, mcp, abortSignal: inFlight.signal, dashboard, mode };
+    const gateway = mode.uiOnly ? undefined : await startGateway(config, services, token, access.guard);
+    const context: HandlerContext = {
+      ...services,
+      mcp,
+      abortSignal: inFlight.signal,
+      dashboard,
+      gateway,
+      mode,
+    };
     // Responses not yet sent. Once stopping, each says `Connection: close`, so a keep-alive client
     // does not hold the server open after its last answer.
     const unanswered = new Set<ServerResponse>();
@@ -183,7 +192,7 @@ async function runServer(config: SwitchboardConfig, flags: ServeFlags, mode: Ser
       if (stopping) response.setHeader('connection', 'close');
       unanswered.add(response);
       response.once('close', () => unanswered.delete(response));
-      if (!admit(request, response, token, access, dashboard)) return;
+      if (!admit(request, response, token, access, dashboard, gateway !== undefined)) return;
       handle(request, response, context).catch((error: unknown) => {
         const failure = toSwitchboardError(error);
         if (failure.code === 'INTERNAL') warn(`serve: ${failure.message}`);
@@ -401,6 +410,7 @@ function admit(
   token: string,
   access: AccessSettings,
   dashboard: Dashboard | undefined,
+  gatewayOn: boolean,
 ): boolean {
   const url = new URL(request.url ?? '/', 'http://localhost');
   // The dashboard's routes want its token whoever calls: a page in the user's own browser is on
@@ -410,6 +420,8 @@ function admit(
     dashboard.unauthorized(response);
     return false;
   }
+  // The gateway takes virtual keys as well as the token: it authenticates (and guards) its own requests.
+  if (!ui && gatewayOn && isGatewayPath(url.pathname)) return true;
   // Health is all a caller without the token learns: whether the server is up.
   const open = !ui && url.pathname === '/healthz';
   const holdsToken = ui || authorize(callerOf(request), token);
@@ -539,7 +551,37 @@ interface HandlerContext extends Services {
   abortSignal: AbortSignal;
   /** The dashboard's routes, with --ui (and `switchboard ui`). */
   dashboard: Dashboard | undefined;
+  /** The vendors' wire protocols under /v1 (not in `switchboard ui`). */
+  gateway: Gateway | undefined;
   mode: ServerMode;
+}
+
+function isGatewayPath(path: string): boolean {
+  return path === '/v1' || path.startsWith('/v1/');
+}
+
+/** The gateway under /v1: the server token and (soon) virtual keys let a client in. */
+async function startGateway(
+  config: SwitchboardConfig,
+  services: Services,
+  token: string,
+  guard: GuardSettings,
+): Promise<Gateway> {
+  const [{ Gateway }, { withServerToken }] = await Promise.all([
+    import('../serve/gateway/gateway.js'),
+    import('../serve/gateway/principal.js'),
+  ]);
+  const keepAlive = Number(process.env['SWITCHBOARD_GATEWAY_KEEPALIVE_MS']);
+  const stall = Number(process.env['SWITCHBOARD_GATEWAY_STALL_MS']);
+  return new Gateway({
+    config,
+    providers: services.calls.providers,
+    ledger: () => services.calls.ledger(undefined),
+    auth: withServerToken(token, undefined),
+    guard,
+    ...(Number.isFinite(keepAlive) && keepAlive > 0 ? { keepAliveMs: keepAlive } : {}),
+    ...(Number.isFinite(stall) && stall > 0 ? { stallMs: stall } : {}),
+  });
 }
 
 function isUiPath(path: string): boolean {
@@ -568,11 +610,12 @@ async function finishMcpRuns(mcp: McpContext, inFlight: AbortController, graceMs
 async function handle(
   request: IncomingMessage,
   response: ServerResponse,
-  { router, metrics, calls, mcp, abortSignal, dashboard, mode }: HandlerContext,
+  { router, metrics, calls, mcp, abortSignal, dashboard, gateway, mode }: HandlerContext,
 ): Promise<void> {
   const url = new URL(request.url ?? '/', 'http://localhost');
   const path = url.pathname;
   const method = request.method ?? 'GET';
+  if (gateway !== undefined && isGatewayPath(path)) return gateway.handle(request, response, url);
   if (dashboard !== undefined && isUiPath(path)) {
     if (path === '/ui') {
       response.writeHead(308, { location: '/ui/' }).end();

@@ -157,8 +157,22 @@ export interface Provider {
    * entry of a chain before the first attempt, so a refused entry sends and spends nothing.
    */
   checkEndpoint?(request: Pick<ProviderCall, 'model' | 'baseUrl'>): void;
+  /**
+   * Where the gateway's native lane sends a client's own wire request, and the headers that carry this
+   * provider's key: the same endpoint and key binding as `call` (the key goes only to its endpoint).
+   * Throws `AUTH` when no key is bound there, `ENDPOINT_NOT_ALLOWED` for an endpoint not configured.
+   */
+  wireEndpoint?(request: Pick<ProviderCall, 'baseUrl'>): WireEndpoint;
   /** Releases processes, pools and sockets. */
   close(): Promise<void>;
+}
+
+/** A provider's base URL and the credential headers bound to it, for passing a request through as it is. */
+export interface WireEndpoint {
+  /** The base URL, without a trailing slash (`https://api.anthropic.com`, `http://127.0.0.1:11434/v1`). */
+  baseUrl: string;
+  /** The credential headers (`x-api-key`, `authorization`); empty for a local server without a key. */
+  headers: Readonly<Record<string, string>>;
 }
 
 export interface ProviderSpec {

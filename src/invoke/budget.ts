@@ -261,6 +261,24 @@ const ALIAS_PRICE_KEYS: ReadonlyMap<string, string> = new Map([
   ['opus', 'claude-opus-4'],
 ]);
 
+/**
+ * The same estimate from the size of a request as it is (the gateway's: a client's whole JSON body),
+ * without building a string of it.
+ */
+export function estimateCostOfChars(
+  model: string,
+  characters: number,
+  prices?: Readonly<Record<string, ModelPrice>>,
+): number | undefined {
+  const table =
+    prices === undefined || Object.keys(prices).length === 0
+      ? DEFAULT_PRICES
+      : { ...DEFAULT_PRICES, ...prices };
+  const price = findPrice(ALIAS_PRICE_KEYS.get(model) ?? model, table);
+  if (price === undefined) return undefined;
+  return (Math.ceil(characters / 4) * price.input + ESTIMATED_OUTPUT_TOKENS * price.output) / 1_000_000;
+}
+
 /** A rough cost estimate before a call (four characters a token); undefined when the model has no price. */
 export function estimateCost(
   model: string,

@@ -108,7 +108,8 @@ export class CallService {
     );
   }
 
-  private ledger(storeText: boolean | undefined): Ledger | undefined {
+  /** The server's ledger (opened once, by whether it stores text); undefined with the ledger off. */
+  ledger(storeText: boolean | undefined): Ledger | undefined {
     if (!this.config.ledger.enabled) return undefined;
     const stored = storeText ?? this.config.ledger.storeText;
     let ledger = this.ledgers.get(stored);

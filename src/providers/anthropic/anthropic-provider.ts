@@ -125,13 +125,7 @@ export function createAnthropicProvider({
     async call(request) {
       checkEndpoint(request);
       checkRequest(request);
-      if (key === '') {
-        throw new SwitchboardError('AUTH', 'no Anthropic API key is set', {
-          provider: PROVIDER,
-          hint: 'set ANTHROPIC_API_KEY in the environment or .env, or pass the apiKey option',
-          retryable: false,
-        });
-      }
+      if (key === '') throw missingKey();
       // Once made, the client is used at once: awaiting the SDK's import again costs every call a turn.
       const anthropic = client ?? (await connect());
       const callTimeoutMs = request.timeoutMs ?? timeoutMs;
@@ -175,11 +169,25 @@ export function createAnthropicProvider({
       return endpointLabel(baseUrl, 'https://api.anthropic.com');
     },
     checkEndpoint,
+    wireEndpoint(request) {
+      checkEndpoint(request);
+      if (key === '') throw missingKey();
+      const base = baseUrl === undefined || baseUrl === '' ? 'https://api.anthropic.com' : baseUrl;
+      return { baseUrl: base.replace(/\/+$/, ''), headers: { 'x-api-key': key } };
+    },
     async close() {
       // The connection pool is the process's (see http-dispatcher.ts), shared by every client; nothing to release.
       client = undefined;
     },
   };
+}
+
+function missingKey(): SwitchboardError {
+  return new SwitchboardError('AUTH', 'no Anthropic API key is set', {
+    provider: PROVIDER,
+    hint: 'set ANTHROPIC_API_KEY in the environment or .env, or pass the apiKey option',
+    retryable: false,
+  });
 }
 
 /** The key goes only to the configured base URL: a spec cannot name another. */

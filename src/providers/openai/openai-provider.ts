@@ -159,24 +159,28 @@ export function createOpenAiProvider({
     }
   }
 
+  /** The key bound to `target`; none for a local server without one; `AUTH` for OpenAI's own host without one. */
+  function keyFor(target: string): string | undefined {
+    const key = boundKey(target);
+    if (key !== undefined || !isOpenAiHost(target)) return key;
+    const bound = sameEndpoint(target, home);
+    throw new SwitchboardError(
+      'AUTH',
+      bound
+        ? 'no OpenAI API key: OPENAI_API_KEY is not set'
+        : `no OpenAI API key is bound to ${endpointLabel(target, 'this base URL')}`,
+      {
+        provider: 'openai',
+        retryable: false,
+        hint: bound
+          ? 'set OPENAI_API_KEY in the environment or .env, or give a baseUrl for a local server'
+          : 'OPENAI_API_KEY goes only to OPENAI_BASE_URL; tie a key to this URL under providers.openai.endpoints',
+      },
+    );
+  }
+
   async function clientFor(target: string): Promise<{ client: OpenAI; key: string }> {
-    const key = boundKey(target) ?? (isOpenAiHost(target) ? undefined : PLACEHOLDER_API_KEY);
-    if (key === undefined) {
-      const bound = sameEndpoint(target, home);
-      throw new SwitchboardError(
-        'AUTH',
-        bound
-          ? 'no OpenAI API key: OPENAI_API_KEY is not set'
-          : `no OpenAI API key is bound to ${endpointLabel(target, 'this base URL')}`,
-        {
-          provider: 'openai',
-          retryable: false,
-          hint: bound
-            ? 'set OPENAI_API_KEY in the environment or .env, or give a baseUrl for a local server'
-            : 'OPENAI_API_KEY goes only to OPENAI_BASE_URL; tie a key to this URL under providers.openai.endpoints',
-        },
-      );
-    }
+    const key = keyFor(target) ?? PLACEHOLDER_API_KEY;
     const cacheKey = normalizeBaseUrl(target) ?? target;
     let client = clients.get(cacheKey);
     if (client === undefined) {
@@ -269,6 +273,15 @@ export function createOpenAiProvider({
       return endpointLabel(request.baseUrl ?? baseUrl, DEFAULT_BASE_URL);
     },
     checkEndpoint,
+    wireEndpoint(request) {
+      checkEndpoint(request);
+      const target = request.baseUrl ?? baseUrl ?? home;
+      const key = keyFor(target);
+      return {
+        baseUrl: target.replace(/\/+$/, ''),
+        headers: key === undefined ? {} : { authorization: `Bearer ${key}` },
+      };
+    },
     async close() {
       clients.clear();
     },

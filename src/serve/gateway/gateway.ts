@@ -1,0 +1,694 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { parseProviderSpec, type TokenUsage, type WireEndpoint } from '../../core/call-types.js';
+import type { SwitchboardConfig } from '../../core/config.js';
+import { isSwitchboardError, type ErrorCode } from '../../core/errors.js';
+import { isPlainObject } from '../../core/plain-object.js';
+import { costOf, DEFAULT_PRICES, type ModelPrice } from '../../core/prices.js';
+import { redactJsonText } from '../../core/secrets.js';
+import { timeOrderedId } from '../../core/time-ordered-id.js';
+import {
+  estimateCostOfChars,
+  reserveBudget,
+  type BudgetReservation,
+  type BudgetRule,
+} from '../../invoke/budget.js';
+import type { ProviderRegistry } from '../../providers/registry.js';
+import type { CallAttemptRecord } from '../../store/call-records.js';
+import type { Ledger } from '../../store/ledger.js';
+import { resolveRole } from '../../cli/call-setup.js';
+import { checkRequest, type GuardSettings } from '../request-guard.js';
+import { DIALECTS, type Dialect, type Wire } from './dialects.js';
+import type { GatewayAuth, Principal } from './principal.js';
+import {
+  ClientStream,
+  jsonAttempt,
+  streamAttempt,
+  type AttemptOutcome,
+  type UpstreamFailure,
+} from './relay.js';
+import { upstreamHeaders, upstreamUrl, type BetaPolicy } from './upstream.js';
+
+/** The largest request body the gateway takes: the Messages API's own limit. */
+export const MAX_GATEWAY_BODY_BYTES = 32 * 1024 * 1024;
+
+export interface GatewayOptions {
+  config: SwitchboardConfig;
+  providers: ProviderRegistry;
+  /** The ledger every attempt is recorded in; undefined with the ledger off. */
+  ledger: () => Ledger | undefined;
+  auth: GatewayAuth;
+  guard: GuardSettings;
+  /** A keep-alive goes out when the client has heard nothing for this long. @default 10_000 */
+  keepAliveMs?: number;
+  /** Upstream silence before the first content after which an attempt is given up for the next. @default 120_000 */
+  stallMs?: number;
+  /** The longest one request may take. @default 600_000 */
+  maxMs?: number;
+}
+
+/** One provider of a resolved chain. */
+export interface GatewayTarget {
+  provider: string;
+  model: string;
+  spec: string;
+  baseUrl?: string;
+}
+
+/** The provider whose own wire each client wire is: the native lane passes bytes only between equals. */
+const NATIVE_PROVIDER: Readonly<Record<Wire, string>> = {
+  anthropic: 'anthropic',
+  chat: 'openai',
+  responses: 'openai',
+};
+
+/** The path under the provider's base URL for each wire (Anthropic's base has no `/v1`, OpenAI's has). */
+const UPSTREAM_PATH: Readonly<Record<Wire, string>> = {
+  anthropic: '/v1/messages',
+  chat: '/chat/completions',
+  responses: '/responses',
+};
+
+/** `switchboard serve`'s gateway: the vendors' own wire protocols under `/v1`. */
+export class Gateway {
+  private readonly options: GatewayOptions;
+  private readonly keepAliveMs: number;
+  private readonly stallMs: number;
+  private readonly maxMs: number;
+  /** The built-in prices with the config's over them, made once. */
+  readonly prices: Readonly<Record<string, ModelPrice>>;
+
+  constructor(options: GatewayOptions) {
+    this.options = options;
+    this.prices = { ...DEFAULT_PRICES, ...options.config.call.prices };
+    this.keepAliveMs = options.keepAliveMs ?? 10_000;
+    this.stallMs = options.stallMs ?? 120_000;
+    this.maxMs = options.maxMs ?? 600_000;
+  }
+
+  /** Whether `path` is the gateway's: everything under `/v1`. */
+  static handles(path: string): boolean {
+    return path === '/v1' || path.startsWith('/v1/');
+  }
+
+  async handle(request: IncomingMessage, response: ServerResponse, url: URL): Promise<void> {
+    const dialect = dialectOfPath(url.pathname, request);
+    const authentication = await this.options.auth.authenticate(request.headers);
+    if (!authentication.ok) {
+      response.setHeader('www-authenticate', 'Bearer');
+      response.setHeader('connection', 'close');
+      return sendDialectError(response, dialect, 401, authentication.message, { 'x-should-retry': 'false' });
+    }
+    // A client that holds a key is not a page rebinding a name to loopback; a page's Origin and a body
+    // not sent as JSON are still refused.
+    const refusal = checkRequest(request, this.options.guard, true);
+    if (refusal !== undefined) {
+      response.setHeader('connection', 'close');
+      return sendDialectError(response, dialect, refusal.status, refusal.error.message);
+    }
+    const principal = authentication.principal;
+    const route = `${request.method ?? 'GET'} ${url.pathname}`;
+    switch (route) {
+      case 'POST /v1/messages':
+        return this.exchange('anthropic', request, response, url, principal);
+      case 'POST /v1/chat/completions':
+        return this.exchange('chat', request, response, url, principal);
+      case 'POST /v1/responses':
+        return this.exchange('responses', request, response, url, principal);
+      case 'POST /v1/messages/count_tokens':
+        return this.countTokens(request, response, url, principal);
+      case 'GET /v1/models':
+        return this.models(request, response, principal);
+      default: {
+        const known = [
+          '/v1/messages',
+          '/v1/chat/completions',
+          '/v1/responses',
+          '/v1/messages/count_tokens',
+          '/v1/models',
+        ];
+        if (known.includes(url.pathname)) {
+          response.setHeader('allow', url.pathname === '/v1/models' ? 'GET' : 'POST');
+          return sendDialectError(
+            response,
+            dialect,
+            405,
+            `${request.method ?? 'GET'} is not allowed on ${url.pathname}`,
+          );
+        }
+        return sendDialectError(
+          response,
+          dialect,
+          404,
+          `the gateway does not serve ${url.pathname}; it serves ${known.join(', ')}`,
+        );
+      }
+    }
+  }
+
+  private async exchange(
+    wire: Wire,
+    request: IncomingMessage,
+    response: ServerResponse,
+    url: URL,
+    principal: Principal,
+  ): Promise<void> {
+    const dialect = DIALECTS[wire];
+    const read = await readJsonBody(request, response, dialect);
+    if (read === undefined) return;
+    const { body } = read;
+    const requested = body['model'];
+    if (typeof requested !== 'string' || requested.trim() === '') {
+      return sendDialectError(response, dialect, 400, 'model: the request names no model');
+    }
+    if (
+      wire === 'responses' &&
+      body['previous_response_id'] !== undefined &&
+      body['previous_response_id'] !== null
+    ) {
+      return sendDialectError(
+        response,
+        dialect,
+        400,
+        'previous_response_id is not supported: this gateway keeps no responses; send the whole conversation in input',
+      );
+    }
+    if (!principal.mayUse(requested)) {
+      return sendDialectError(response, dialect, 403, `this key may not use the model "${requested}"`, {
+        'x-should-retry': 'false',
+      });
+    }
+    let chain: GatewayTarget[];
+    try {
+      chain = resolveChain(requested, wire, this.options.config);
+    } catch (error) {
+      return sendDialectError(
+        response,
+        dialect,
+        400,
+        isSwitchboardError(error) ? error.message : String(error),
+      );
+    }
+    const admission = await principal.admit();
+    if (!admission.ok) {
+      return sendDialectError(response, dialect, 429, admission.message, {
+        'retry-after': String(Math.max(1, Math.ceil(admission.retryAfterMs / 1000))),
+        'x-should-retry': 'true',
+      });
+    }
+    const exchange = new Exchange(this, {
+      wire,
+      dialect,
+      request,
+      response,
+      url,
+      body,
+      raw: read.text,
+      requested,
+      chain,
+      principal,
+      routeReason: 'as requested',
+    });
+    let tokens = 0;
+    try {
+      tokens = await exchange.run();
+    } finally {
+      admission.release(tokens);
+    }
+  }
+
+  private async countTokens(
+    request: IncomingMessage,
+    response: ServerResponse,
+    url: URL,
+    principal: Principal,
+  ): Promise<void> {
+    const dialect = DIALECTS.anthropic;
+    const read = await readJsonBody(request, response, dialect);
+    if (read === undefined) return;
+    const requested = read.body['model'];
+    if (typeof requested !== 'string' || requested.trim() === '') {
+      return sendDialectError(response, dialect, 400, 'model: the request names no model');
+    }
+    if (!principal.mayUse(requested)) {
+      return sendDialectError(response, dialect, 403, `this key may not use the model "${requested}"`);
+    }
+    let chain: GatewayTarget[];
+    try {
+      chain = resolveChain(requested, 'anthropic', this.options.config);
+    } catch (error) {
+      return sendDialectError(
+        response,
+        dialect,
+        400,
+        isSwitchboardError(error) ? error.message : String(error),
+      );
+    }
+    for (const target of chain) {
+      if (target.provider !== 'anthropic') continue;
+      const endpoint = this.endpointOf(target);
+      if (endpoint === undefined) continue;
+      const text = bodyFor(read.text, read.body, target.model, false);
+      const bytes = Buffer.from(text, 'utf8');
+      const outcome = await jsonAttempt(
+        {
+          url: upstreamUrl(endpoint.baseUrl, '/v1/messages/count_tokens', url.search),
+          headers: upstreamHeaders('anthropic', request.headers, endpoint, this.betas(), bytes.length),
+          body: bytes,
+          dialect: COUNT_DIALECT,
+          stallMs: this.stallMs,
+          record: async () => {},
+          onFirstByte: () => {},
+          clientWantsUsage: false,
+        },
+        response,
+        {},
+        this.maxMs,
+      );
+      if (outcome.kind === 'answered') return;
+      if (!outcome.failure.retryable) return sendFailure(response, dialect, outcome.failure);
+    }
+    // No Anthropic endpoint can count: an estimate, labelled as one.
+    const estimate = Math.max(1, Math.ceil(read.text.length / 4));
+    response.writeHead(200, {
+      'content-type': 'application/json',
+      'x-switchboard-estimate': 'characters/4',
+    });
+    response.end(JSON.stringify({ input_tokens: estimate }));
+  }
+
+  private async models(
+    request: IncomingMessage,
+    response: ServerResponse,
+    principal: Principal,
+  ): Promise<void> {
+    const anthropic = request.headers['anthropic-version'] !== undefined;
+    const names = [...new Set([...Object.keys(this.options.config.call.roles), 'sonnet', 'haiku', 'opus'])]
+      .filter((name) => principal.mayUse(name))
+      .sort();
+    const created = new Date(0).toISOString();
+    const body = anthropic
+      ? {
+          data: names.map((id) => ({ type: 'model', id, display_name: id, created_at: created })),
+          has_more: false,
+          first_id: names[0] ?? null,
+          last_id: names.at(-1) ?? null,
+        }
+      : {
+          object: 'list',
+          data: names.map((id) => ({ id, object: 'model', created: 0, owned_by: 'switchboard' })),
+        };
+    const text = JSON.stringify(body);
+    response.writeHead(200, {
+      'content-type': 'application/json',
+      'content-length': Buffer.byteLength(text),
+    });
+    response.end(text);
+  }
+
+  /** The provider's wire endpoint and bound key, or undefined (with the reason kept) when it has none. */
+  endpointOf(target: GatewayTarget, reasons?: string[]): WireEndpoint | undefined {
+    try {
+      const provider = this.options.providers.get(target.provider);
+      if (provider.wireEndpoint === undefined) {
+        reasons?.push(`${target.spec}: the gateway cannot pass requests to ${target.provider} as they are`);
+        return undefined;
+      }
+      return provider.wireEndpoint(target.baseUrl === undefined ? {} : { baseUrl: target.baseUrl });
+    } catch (error) {
+      reasons?.push(`${target.spec}: ${isSwitchboardError(error) ? error.message : String(error)}`);
+      return undefined;
+    }
+  }
+
+  betas(): BetaPolicy {
+    return 'all';
+  }
+
+  get settings() {
+    return { keepAliveMs: this.keepAliveMs, stallMs: this.stallMs, maxMs: this.maxMs, options: this.options };
+  }
+}
+
+/** count_tokens answers `{input_tokens}`: its own reader of a 200. */
+const COUNT_DIALECT: Dialect = {
+  ...DIALECTS.anthropic,
+  readAnswer(body) {
+    if (!isPlainObject(body) || typeof body['input_tokens'] !== 'number') return undefined;
+    return {
+      usage: { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 },
+      model: undefined,
+    };
+  },
+};
+
+interface ExchangeInput {
+  wire: Wire;
+  dialect: Dialect;
+  request: IncomingMessage;
+  response: ServerResponse;
+  url: URL;
+  body: Record<string, unknown>;
+  raw: string;
+  requested: string;
+  chain: GatewayTarget[];
+  principal: Principal;
+  routeReason: string;
+}
+
+/** One client request across the chain: each provider in turn until one answers or the client has an error. */
+class Exchange {
+  private readonly gateway: Gateway;
+  private readonly input: ExchangeInput;
+  private readonly callId = timeOrderedId();
+  private attempts = 0;
+
+  constructor(gateway: Gateway, input: ExchangeInput) {
+    this.gateway = gateway;
+    this.input = input;
+  }
+
+  /** Runs the exchange; the tokens it used, for the key's limits. */
+  async run(): Promise<number> {
+    const { input } = this;
+    const { keepAliveMs, stallMs, maxMs, options } = this.gateway.settings;
+    const stream = input.body['stream'] === true;
+    const clientWantsUsage =
+      input.wire !== 'chat' ||
+      (isPlainObject(input.body['stream_options']) && input.body['stream_options']['include_usage'] === true);
+    const extraHeaders = { 'x-switchboard-call-id': this.callId };
+    const client = stream
+      ? new ClientStream(input.response, input.dialect, keepAliveMs, extraHeaders)
+      : undefined;
+    const reasons: string[] = [];
+    let last: UpstreamFailure | undefined;
+    let tokens = 0;
+    try {
+      for (const target of input.chain) {
+        if (target.provider !== NATIVE_PROVIDER[input.wire]) {
+          reasons.push(
+            `${target.spec}: a ${target.provider} model cannot take a ${wireName(input.wire)} request as it is`,
+          );
+          continue;
+        }
+        const endpoint = this.gateway.endpointOf(target, reasons);
+        if (endpoint === undefined) continue;
+        const ledger = options.ledger();
+        const attemptId = timeOrderedId();
+        const tags = this.tags(target);
+        let reservation: BudgetReservation;
+        try {
+          reservation = await reserveBudget(
+            ledger,
+            [...options.config.call.budgetRules, ...input.principal.budgetRules] as BudgetRule[],
+            {
+              id: attemptId,
+              provider: target.provider,
+              model: target.model,
+              tags,
+              estimateUsd: estimateCostOfChars(target.model, input.raw.length, options.config.call.prices),
+              now: Date.now(),
+              timeoutMs: maxMs,
+            },
+          );
+        } catch (error) {
+          if (isSwitchboardError(error) && error.code === 'BUDGET_EXCEEDED') {
+            last = {
+              status: 403,
+              code: 'BUDGET_EXCEEDED',
+              retryable: false,
+              message: error.message,
+              body: undefined,
+              headers: { 'x-should-retry': 'false' },
+            };
+            break;
+          }
+          throw error;
+        }
+        const text = bodyFor(input.raw, input.body, target.model, stream && !clientWantsUsage);
+        const bytes = Buffer.from(text, 'utf8');
+        const started = performance.now();
+        let firstByteMs: number | undefined;
+        const attempt = ++this.attempts;
+        const record = async (outcome: AttemptOutcome) => {
+          const usage = outcome.usage;
+          tokens += usage.inputTokens + usage.outputTokens + usage.cacheReadTokens + usage.cacheWriteTokens;
+          await reservation.settle(
+            this.attemptRecord(
+              attemptId,
+              attempt,
+              target,
+              outcome,
+              performance.now() - started,
+              firstByteMs,
+              tags,
+            ),
+          );
+        };
+        const attemptInput = {
+          url: upstreamUrl(endpoint.baseUrl, UPSTREAM_PATH[input.wire], input.url.search),
+          headers: upstreamHeaders(
+            input.wire,
+            input.request.headers,
+            endpoint,
+            this.gateway.betas(),
+            bytes.length,
+          ),
+          body: bytes,
+          dialect: input.dialect,
+          stallMs,
+          record,
+          onFirstByte: () => {
+            firstByteMs ??= performance.now() - started;
+          },
+          clientWantsUsage,
+        };
+        const outcome =
+          client === undefined
+            ? await jsonAttempt(attemptInput, input.response, extraHeaders, maxMs)
+            : await streamAttempt(attemptInput, client);
+        if (outcome.kind === 'answered') return tokens;
+        await record(outcome).catch(() => undefined);
+        last = outcome.failure;
+        if (client?.gone === true || input.response.destroyed) return tokens;
+        if (!outcome.failure.retryable) break;
+      }
+      this.fail(client, last, reasons);
+      return tokens;
+    } finally {
+      client?.stop();
+    }
+  }
+
+  /** Nothing answered: the last failure in the client's dialect, or why no provider could be tried. */
+  private fail(client: ClientStream | undefined, last: UpstreamFailure | undefined, reasons: string[]): void {
+    const { dialect, response } = this.input;
+    const failure: UpstreamFailure = last ?? {
+      status: 502,
+      code: 'PROVIDER_ERROR',
+      retryable: false,
+      message: `no provider of "${this.input.requested}" can take this request: ${reasons.join('; ')}`,
+      body: undefined,
+      headers: { 'x-should-retry': 'false' },
+    };
+    if (client !== undefined && client.started) {
+      // A keep-alive already sent the 200: the failure can only be an error event.
+      const type = errorTypeOf(dialect, failure.status);
+      client.end(dialect.earlyErrorEvent(type, failure.message));
+      return;
+    }
+    sendFailure(response, dialect, failure);
+  }
+
+  private tags(target: GatewayTarget): Record<string, string> {
+    return {
+      ...this.input.principal.tags,
+      'switchboard.gateway': this.input.wire,
+      'switchboard.lane': 'native',
+      'switchboard.model': this.input.requested,
+      'switchboard.route': this.input.routeReason,
+      ...(target.spec === this.input.requested ? {} : {}),
+    };
+  }
+
+  private attemptRecord(
+    id: string,
+    attempt: number,
+    target: GatewayTarget,
+    outcome: AttemptOutcome,
+    durationMs: number,
+    firstByteMs: number | undefined,
+    tags: Record<string, string>,
+  ): CallAttemptRecord {
+    const usage: TokenUsage = outcome.usage;
+    const model = outcome.model ?? target.model;
+    const success = outcome.kind === 'answered' && outcome.success;
+    const errorCode: ErrorCode | undefined =
+      outcome.kind === 'failed' ? outcome.failure.code : outcome.success ? undefined : outcome.errorCode;
+    const record: CallAttemptRecord = {
+      id,
+      callId: this.callId,
+      attempt,
+      createdAt: Date.now(),
+      provider: target.provider,
+      spec: target.spec,
+      modelRequested: target.model,
+      modelUsed: model,
+      success,
+      durationMs: Math.round(durationMs),
+      usage,
+      costUsd: costOf(model, usage, this.gateway.prices),
+      tags: firstByteMs === undefined ? tags : { ...tags, 'switchboard.ttfb_ms': firstByteMs.toFixed(1) },
+    };
+    if (errorCode !== undefined) record.errorCode = errorCode;
+    return record;
+  }
+}
+
+function wireName(wire: Wire): string {
+  return wire === 'anthropic' ? 'Messages' : wire === 'chat' ? 'Chat Completions' : 'Responses';
+}
+
+/**
+ * The body sent upstream: the client's bytes when the model is the one it named (and nothing else
+ * changes), else the body with the chain's model; every known secret redacted (one pass, as every
+ * request leaving the process). `addUsage`: Chat streams ask for the usage chunk, to count what is spent.
+ */
+function bodyFor(raw: string, body: Record<string, unknown>, model: string, addUsage: boolean): string {
+  let text = raw;
+  if (body['model'] !== model || addUsage) {
+    const copy: Record<string, unknown> = { ...body, model };
+    if (addUsage) {
+      copy['stream_options'] = {
+        ...(isPlainObject(body['stream_options']) ? body['stream_options'] : {}),
+        include_usage: true,
+      };
+    }
+    text = JSON.stringify(copy);
+  }
+  return redactJsonText(text);
+}
+
+/**
+ * Which model chain a client's model name stands for: a role, a spec or chain (`anthropic:x,openai:y`),
+ * or a bare model name on the client's own vendor.
+ */
+export function resolveChain(requested: string, wire: Wire, config: SwitchboardConfig): GatewayTarget[] {
+  const roles = config.call.roles;
+  const named = roles[requested] ?? (requested.includes(':') ? requested : undefined);
+  if (named === undefined) {
+    const provider = NATIVE_PROVIDER[wire];
+    return [{ provider, model: requested, spec: `${provider}:${requested}` }];
+  }
+  return named.split(',').flatMap((part) => {
+    const entry = part.trim();
+    const resolved = resolveRole(entry, roles);
+    return resolved.split(',').map((spec) => {
+      const parsed = parseProviderSpec(spec.trim());
+      const target: GatewayTarget = { provider: parsed.provider, model: parsed.model, spec: parsed.text };
+      if (parsed.baseUrl !== undefined) target.baseUrl = parsed.baseUrl;
+      return target;
+    });
+  });
+}
+
+/** The dialect of a path's errors: Anthropic's for its paths (and when the client sent `anthropic-version`). */
+function dialectOfPath(path: string, request: IncomingMessage): Dialect {
+  if (path.startsWith('/v1/messages')) return DIALECTS.anthropic;
+  if (path.startsWith('/v1/chat') || path.startsWith('/v1/responses')) return DIALECTS.chat;
+  return request.headers['anthropic-version'] !== undefined ? DIALECTS.anthropic : DIALECTS.chat;
+}
+
+function errorTypeOf(dialect: Dialect, status: number): string {
+  const body = dialect.errorBody(status, '') as { error: { type: string } };
+  return body.error.type;
+}
+
+/** An error in the client's dialect, with the status and headers that tell it whether to retry. */
+export function sendDialectError(
+  response: ServerResponse,
+  dialect: Dialect,
+  status: number,
+  message: string,
+  headers: Record<string, string> = {},
+): void {
+  const text = JSON.stringify(dialect.errorBody(status, message));
+  response.writeHead(status, {
+    ...headers,
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(text),
+  });
+  response.end(text);
+}
+
+function sendFailure(response: ServerResponse, dialect: Dialect, failure: UpstreamFailure): void {
+  if (response.headersSent) return void response.end();
+  const headers: Record<string, string> = { ...failure.headers };
+  headers['x-should-retry'] ??= String(failure.retryable);
+  const body =
+    failure.body !== undefined && isJsonText(failure.body)
+      ? failure.body
+      : JSON.stringify(dialect.errorBody(failure.status, failure.message));
+  response.writeHead(failure.status, {
+    ...headers,
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(body),
+  });
+  response.end(body);
+}
+
+function isJsonText(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The request body as text and JSON object, or undefined once an error answer has been sent. */
+async function readJsonBody(
+  request: IncomingMessage,
+  response: ServerResponse,
+  dialect: Dialect,
+): Promise<{ text: string; body: Record<string, unknown> } | undefined> {
+  let text: string | undefined;
+  try {
+    text = await readLimited(request, MAX_GATEWAY_BODY_BYTES);
+  } catch {
+    return undefined;
+  }
+  if (text === undefined) {
+    response.setHeader('connection', 'close');
+    sendDialectError(response, dialect, 413, `the body is larger than ${MAX_GATEWAY_BODY_BYTES} bytes`);
+    return undefined;
+  }
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    sendDialectError(response, dialect, 400, 'the body is not valid JSON');
+    return undefined;
+  }
+  if (!isPlainObject(body)) {
+    sendDialectError(response, dialect, 400, 'the body must be a JSON object');
+    return undefined;
+  }
+  return { text, body };
+}
+
+function readLimited(request: IncomingMessage, limit: number): Promise<string | undefined> {
+  return new Promise((resolve, reject) => {
+    if (request.destroyed && !request.readableEnded) return reject(new Error('the client left'));
+    const chunks: Buffer[] = [];
+    let size = 0;
+    request.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= limit) chunks.push(chunk);
+    });
+    request.once('end', () => resolve(size > limit ? undefined : Buffer.concat(chunks).toString('utf8')));
+    request.once('error', reject);
+    request.once('close', () => {
+      if (!request.complete) reject(new Error('the client left'));
+    });
+  });
+}

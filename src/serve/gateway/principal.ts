@@ -1,0 +1,71 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import type { BudgetRule } from '../../invoke/budget.js';
+import { sameSecret } from '../auth.js';
+
+/** Who a gateway request acts for: a virtual key, or the server's own token (a local client). */
+export interface Principal {
+  /** The key's id (`key_…`), or `server-token`. */
+  id: string;
+  /** The key's name, for the ledger and the logs. */
+  name: string;
+  /** Tags every attempt of this principal carries (the key's tags and `switchboard.key`). */
+  tags: Readonly<Record<string, string>>;
+  /** Budget rules of the key itself (its `--daily-usd`), beside the config's. */
+  budgetRules: readonly BudgetRule[];
+  /** Whether the key may use the model name a client gave (a role, alias or model). */
+  mayUse(model: string): boolean;
+  /** Takes one request's room under the key's limits, or says when to come back. */
+  admit(): Admission | Promise<Admission>;
+}
+
+export type Admission =
+  { ok: true; release(tokensUsed: number): void } | { ok: false; retryAfterMs: number; message: string };
+
+export type Authentication = { ok: true; principal: Principal } | { ok: false; message: string };
+
+/** Resolves a request's credential to a principal. */
+export interface GatewayAuth {
+  authenticate(headers: IncomingHttpHeaders): Authentication | Promise<Authentication>;
+}
+
+/** The credential a client sends: `x-api-key` (Anthropic's clients) or `Authorization: Bearer` (OpenAI's, Claude Code's AUTH_TOKEN). */
+export function presentedCredential(headers: IncomingHttpHeaders): string | undefined {
+  const apiKey = headers['x-api-key'];
+  if (typeof apiKey === 'string' && apiKey.trim() !== '') return apiKey.trim();
+  const bearer = /^Bearer\s+(.+)$/i.exec(headers.authorization ?? '')?.[1]?.trim();
+  return bearer === undefined || bearer === '' ? undefined : bearer;
+}
+
+const UNLIMITED: Admission = { ok: true, release() {} };
+
+/** The server's own token as a principal: no scope, no limits, the config's budgets only. */
+export function serverTokenPrincipal(): Principal {
+  return {
+    id: 'server-token',
+    name: 'server token',
+    tags: {},
+    budgetRules: [],
+    mayUse: () => true,
+    admit: () => UNLIMITED,
+  };
+}
+
+/** Accepts the server token; `next` (the virtual keys) decides every other credential. */
+export function withServerToken(token: string, next: GatewayAuth | undefined): GatewayAuth {
+  const principal = serverTokenPrincipal();
+  return {
+    authenticate(headers) {
+      const given = presentedCredential(headers);
+      if (given === undefined) {
+        return {
+          ok: false,
+          message:
+            'no key: send a virtual key (switchboard keys create) as x-api-key or Authorization: Bearer',
+        };
+      }
+      if (sameSecret(given, token)) return { ok: true, principal };
+      if (next !== undefined) return next.authenticate(headers);
+      return { ok: false, message: 'this key is not one this gateway knows' };
+    },
+  };
+}

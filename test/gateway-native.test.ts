@@ -1,0 +1,359 @@
+import type { ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Anthropic from '@anthropic-ai/sdk';
+import OpenAI from 'openai';
+import Database from 'better-sqlite3';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { startSimulator, type Simulator } from '../src/sim/server.js';
+import { killServers, serve, type Served } from './helpers/serve-process.js';
+
+// The gateway's native lane, through the built `switchboard serve` and the official SDKs: a client
+// of the Anthropic or OpenAI wire points its base URL at Switchboard and gets the simulator's answer
+// byte for byte, a fallback before the first content, an error event after it, and a ledger row for
+// every attempt.
+
+const ANTHROPIC_KEY = 'sk-ant-api03-gateway-upstream-canary-1111';
+const OPENAI_KEY = 'sk-openai-gateway-upstream-canary-2222';
+const children = new Set<ChildProcess>();
+let sim: Simulator;
+let server: Served;
+let cwd: string;
+
+beforeAll(async () => {
+  sim = await startSimulator({ maxLifetimeMs: 300_000 });
+  cwd = mkdtempSync(join(tmpdir(), 'switchboard-gateway-'));
+  writeFileSync(
+    join(cwd, 'switchboard.yaml'),
+    [
+      'roles:',
+      '  fast: anthropic:claude-haiku-4-5,anthropic:claude-sonnet-4-5',
+      '  mixed: openai:gpt-4.1-mini,anthropic:claude-haiku-4-5',
+      '',
+    ].join('\n'),
+  );
+  server = await serve(['--port', '0', '--pool', '0'], {
+    cwd,
+    children,
+    env: {
+      ...process.env,
+      ANTHROPIC_API_KEY: ANTHROPIC_KEY,
+      ANTHROPIC_BASE_URL: sim.url,
+      OPENAI_API_KEY: OPENAI_KEY,
+      OPENAI_BASE_URL: sim.openAiBaseUrl,
+      SWITCHBOARD_SERVER: '',
+      SWITCHBOARD_SERVER_TOKEN: '',
+      SWITCHBOARD_GATEWAY_KEEPALIVE_MS: '150',
+      SWITCHBOARD_GATEWAY_STALL_MS: '1500',
+    },
+  });
+});
+
+afterAll(async () => {
+  killServers(children);
+  await sim.close();
+  rmSync(cwd, { recursive: true, force: true });
+});
+
+beforeEach(() => {
+  sim.setScenario({});
+  sim.clearLog();
+});
+
+function anthropic(): Anthropic {
+  return new Anthropic({ apiKey: server.token, baseURL: server.url, maxRetries: 0 });
+}
+
+function openai(): OpenAI {
+  return new OpenAI({ apiKey: server.token, baseURL: `${server.url}/v1`, maxRetries: 0 });
+}
+
+interface AttemptRow {
+  call_id: string;
+  spec: string;
+  success: number;
+  error_code: string | null;
+  input_tokens: number;
+  output_tokens: number;
+  cost_usd: number | null;
+  tags: string;
+}
+
+function attemptsOf(callId: string | null): AttemptRow[] {
+  const database = new Database(join(cwd, '.switchboard', 'ledger.db'), { readonly: true });
+  try {
+    return database
+      .prepare('SELECT * FROM call_attempts WHERE call_id = ? ORDER BY attempt')
+      .all(callId) as AttemptRow[];
+  } finally {
+    database.close();
+  }
+}
+
+async function rawStream(
+  body: Record<string, unknown>,
+): Promise<{ status: number; text: string; callId: string | null }> {
+  const response = await fetch(`${server.url}/v1/messages`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      'x-api-key': server.token,
+      'anthropic-version': '2023-06-01',
+    },
+    body: JSON.stringify(body),
+  });
+  return {
+    status: response.status,
+    text: await response.text(),
+    callId: response.headers.get('x-switchboard-call-id'),
+  };
+}
+
+describe('gateway, Anthropic wire', () => {
+  it('answers a plain and a streamed message; the stream is the simulator’s own bytes', async () => {
+    sim.setScenario({ fallback: { text: 'hello from the simulator', usage: { input: 42, output: 7 } } });
+    const client = anthropic();
+    const plain = await client.messages.create({
+      model: 'claude-haiku-4-5',
+      max_tokens: 100,
+      messages: [{ role: 'user', content: 'hi' }],
+    });
+    expect(plain.content).toEqual([{ type: 'text', text: 'hello from the simulator' }]);
+    const streamed = await client.messages
+      .stream({ model: 'claude-haiku-4-5', max_tokens: 100, messages: [{ role: 'user', content: 'hi' }] })
+      .finalMessage();
+    expect(streamed.content).toEqual(plain.content);
+    expect(streamed.usage.input_tokens).toBe(42);
+
+    const direct = await fetch(`${sim.url}/v1/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': 'x' },
+      body: JSON.stringify({
+        model: 'claude-haiku-4-5',
+        max_tokens: 100,
+        stream: true,
+        messages: [{ role: 'user', content: 'hi' }],
+      }),
+    }).then((response) => response.text());
+    const via = await rawStream({
+      model: 'claude-haiku-4-5',
+      max_tokens: 100,
+      stream: true,
+      messages: [{ role: 'user', content: 'hi' }],
+    });
+    // The ids are the simulator's per answer: compare with them made equal.
+    const norm = (text: string) => text.replace(/"id":"[^"]+"/g, '"id":"-"');
+    expect(norm(via.text)).toBe(norm(direct));
+    const rows = attemptsOf(via.callId);
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).toMatchObject({
+      spec: 'anthropic:claude-haiku-4-5',
+      success: 1,
+      input_tokens: 42,
+      output_tokens: 7,
+    });
+    expect(rows[0]?.cost_usd).toBeGreaterThan(0);
+    // The upstream saw the configured key, never the client's token.
+    const seen = JSON.stringify(sim.requests);
+    expect(seen).not.toContain(server.token);
+  });
+
+  it('falls back before the first content, invisibly; a role names the chain', async () => {
+    sim.setScenario({
+      rules: [
+        { match: { model: 'haiku' }, fault: { kind: 'overload' } },
+        { match: { model: 'sonnet' }, reply: { text: 'the second one answered' } },
+      ],
+    });
+    const via = await rawStream({
+      model: 'fast',
+      max_tokens: 50,
+      stream: true,
+      messages: [{ role: 'user', content: 'x' }],
+    });
+    expect(via.status).toBe(200);
+    expect(via.text).toContain('the second one answered');
+    expect(via.text.match(/event: message_start/g)).toHaveLength(1);
+    const rows = attemptsOf(via.callId);
+    expect(rows.map((row) => [row.spec, row.success, row.error_code])).toEqual([
+      ['anthropic:claude-haiku-4-5', 0, 'OVERLOADED'],
+      ['anthropic:claude-sonnet-4-5', 1, null],
+    ]);
+  });
+
+  it('every provider failing: the last status with x-should-retry, never a 200', async () => {
+    sim.setScenario({ rules: [{ match: {}, fault: { kind: 'overload' } }] });
+    const response = await fetch(`${server.url}/v1/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${server.token}` },
+      body: JSON.stringify({ model: 'fast', max_tokens: 5, messages: [{ role: 'user', content: 'x' }] }),
+    });
+    expect(response.status).toBe(529);
+    expect(response.headers.get('x-should-retry')).toBe('true');
+    const body = (await response.json()) as { type: string; error: { type: string } };
+    expect(body).toMatchObject({ type: 'error', error: { type: 'overloaded_error' } });
+    await expect(
+      anthropic().messages.create({
+        model: 'fast',
+        max_tokens: 5,
+        messages: [{ role: 'user', content: 'x' }],
+      }),
+    ).rejects.toMatchObject({ status: 529 });
+  });
+
+  it('a drop after text: an error event the SDK throws, no message_stop', async () => {
+    sim.setScenario({ rules: [{ match: {}, fault: { kind: 'drop-during' } }] });
+    const via = await rawStream({
+      model: 'claude-haiku-4-5',
+      max_tokens: 50,
+      stream: true,
+      messages: [{ role: 'user', content: 'x' }],
+    });
+    expect(via.text).toContain('content_block_delta');
+    expect(via.text).toContain('event: error');
+    expect(via.text).not.toContain('message_stop');
+    await expect(
+      anthropic()
+        .messages.stream({
+          model: 'claude-haiku-4-5',
+          max_tokens: 50,
+          messages: [{ role: 'user', content: 'x' }],
+        })
+        .finalMessage(),
+    ).rejects.toThrow(/closed the stream|api_error/);
+    const rows = attemptsOf(via.callId);
+    expect(rows.map((row) => [row.success, row.error_code])).toEqual([[0, 'PROVIDER_UNAVAILABLE']]);
+  });
+
+  it('a stall before content: keep-alives, then the fallback answers', async () => {
+    sim.setScenario({
+      rules: [
+        { match: { model: 'haiku' }, fault: { kind: 'stall' } },
+        { match: {}, reply: { text: 'after the stall' } },
+      ],
+    });
+    const via = await rawStream({
+      model: 'fast',
+      max_tokens: 50,
+      stream: true,
+      messages: [{ role: 'user', content: 'x' }],
+    });
+    expect(via.text).toMatch(/^event: ping/);
+    expect(via.text).toContain('after the stall');
+    expect(via.text).toContain('message_stop');
+    expect(attemptsOf(via.callId).map((row) => row.error_code)).toEqual(['TIMEOUT', null]);
+  });
+
+  it('malformed upstream JSON is never shown: an error answer instead', async () => {
+    sim.setScenario({ rules: [{ match: {}, fault: { kind: 'malformed' } }] });
+    const via = await rawStream({
+      model: 'claude-haiku-4-5',
+      max_tokens: 50,
+      stream: true,
+      messages: [{ role: 'user', content: 'x' }],
+    });
+    expect(via.text).not.toContain('"message": {');
+    expect(via.status).toBe(502);
+  });
+
+  it('refuses a request without a key, or with a key it does not know, in the Anthropic shape', async () => {
+    const none = await fetch(`${server.url}/v1/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{}',
+    });
+    expect(none.status).toBe(401);
+    expect(await none.json()).toMatchObject({ type: 'error', error: { type: 'authentication_error' } });
+    await expect(
+      new Anthropic({ apiKey: 'sbk_not-a-key', baseURL: server.url, maxRetries: 0 }).messages.create({
+        model: 'claude-haiku-4-5',
+        max_tokens: 5,
+        messages: [{ role: 'user', content: 'x' }],
+      }),
+    ).rejects.toBeInstanceOf(Anthropic.AuthenticationError);
+    expect(sim.requests).toHaveLength(0);
+  });
+
+  it('count_tokens goes to Anthropic; other /v1 paths are 404', async () => {
+    const counted = await anthropic().messages.countTokens({
+      model: 'claude-haiku-4-5',
+      messages: [{ role: 'user', content: 'count these words please' }],
+    });
+    expect(counted.input_tokens).toBeGreaterThan(0);
+    expect(sim.requests.map((entry) => entry.outcome)).toEqual(['count_tokens']);
+    const missing = await fetch(`${server.url}/v1/files`, { headers: server.auth });
+    expect(missing.status).toBe(404);
+  });
+});
+
+describe('gateway, OpenAI Chat wire', () => {
+  it('streams with include_usage: the usage chunk before [DONE]', async () => {
+    sim.setScenario({ fallback: { text: 'chat answer here', usage: { input: 11, output: 3 } } });
+    const stream = await openai().chat.completions.create({
+      model: 'gpt-4.1-mini',
+      stream: true,
+      stream_options: { include_usage: true },
+      messages: [{ role: 'user', content: 'hi' }],
+    });
+    let text = '';
+    let usage: unknown;
+    for await (const chunk of stream) {
+      text += chunk.choices[0]?.delta.content ?? '';
+      if (chunk.usage) usage = chunk.usage;
+    }
+    expect(text).toBe('chat answer here');
+    expect(usage).toMatchObject({ prompt_tokens: 11, completion_tokens: 3 });
+  });
+
+  it('without include_usage the client gets no usage chunk, yet the ledger has the tokens', async () => {
+    sim.setScenario({ fallback: { text: 'counted', usage: { input: 9, output: 2 } } });
+    const response = await fetch(`${server.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...server.auth },
+      body: JSON.stringify({
+        model: 'gpt-4.1-mini',
+        stream: true,
+        messages: [{ role: 'user', content: 'hi' }],
+      }),
+    });
+    const text = await response.text();
+    expect(text).not.toContain('"choices":[]');
+    expect(text.trimEnd().endsWith('data: [DONE]')).toBe(true);
+    const rows = attemptsOf(response.headers.get('x-switchboard-call-id'));
+    expect(rows[0]).toMatchObject({ input_tokens: 9, output_tokens: 2, success: 1 });
+  });
+
+  it('maps a 429 to the SDK’s RateLimitError and never forwards the client’s credentials', async () => {
+    sim.setScenario({ rules: [{ match: {}, fault: { status: 429, retryAfter: 7 } }] });
+    const error = await openai()
+      .chat.completions.create({ model: 'gpt-4.1-mini', messages: [{ role: 'user', content: 'x' }] })
+      .catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(OpenAI.RateLimitError);
+    expect((error as InstanceType<typeof OpenAI.RateLimitError>).headers.get('retry-after')).toBe('7');
+    const log = JSON.stringify(sim.requests);
+    expect(log).not.toContain(server.token);
+  });
+
+  it('a drop after text: an error chunk and no [DONE]; the SDK throws', async () => {
+    sim.setScenario({ rules: [{ match: {}, fault: { kind: 'drop-during' } }] });
+    const stream = await openai().chat.completions.create({
+      model: 'gpt-4.1-mini',
+      stream: true,
+      messages: [{ role: 'user', content: 'hi' }],
+    });
+    await expect(
+      (async () => {
+        for await (const chunk of stream) void chunk;
+      })(),
+    ).rejects.toThrow(/closed the stream/);
+  });
+});
+
+describe('gateway, config file is read once per server', () => {
+  it('the ledger file holds no credential', () => {
+    const bytes = readFileSync(join(cwd, '.switchboard', 'ledger.db'));
+    expect(bytes.includes(Buffer.from(ANTHROPIC_KEY))).toBe(false);
+    expect(bytes.includes(Buffer.from(server.token))).toBe(false);
+  });
+});
