@@ -350,6 +350,90 @@ describe('gateway, OpenAI Chat wire', () => {
   });
 });
 
+describe('gateway, translated lane (a chain that crosses wires)', () => {
+  it('an Anthropic client is answered by an OpenAI model through call(), plain and streamed', async () => {
+    sim.setScenario({
+      rules: [
+        {
+          match: { provider: 'openai' },
+          reply: { text: 'translated from chat', usage: { input: 5, output: 4 } },
+        },
+      ],
+    });
+    const client = anthropic();
+    const plain = await client.messages.create({
+      model: 'mixed',
+      max_tokens: 50,
+      messages: [{ role: 'user', content: 'hi' }],
+    });
+    expect(plain.content).toEqual([{ type: 'text', text: 'translated from chat' }]);
+    expect(plain.usage).toMatchObject({ input_tokens: 5, output_tokens: 4 });
+    const streamed = await client.messages
+      .stream({ model: 'mixed', max_tokens: 50, messages: [{ role: 'user', content: 'hi' }] })
+      .finalMessage();
+    expect(streamed.content).toEqual(plain.content);
+    expect(streamed.stop_reason).toBe('end_turn');
+    expect(sim.requests.map((entry) => entry.provider)).toEqual(['openai', 'openai']);
+    const via = await rawStream({
+      model: 'mixed',
+      max_tokens: 50,
+      stream: true,
+      messages: [{ role: 'user', content: 'hi' }],
+    });
+    const rows = attemptsOf(via.callId);
+    expect(rows.map((row) => [row.spec, row.success])).toEqual([['openai:gpt-4.1-mini', 1]]);
+    expect(JSON.parse(rows[0]?.tags ?? '{}')).toMatchObject({ 'switchboard.lane': 'translated' });
+  });
+
+  it('tool calls cross the wires both ways', async () => {
+    sim.setScenario({
+      rules: [
+        {
+          match: { provider: 'anthropic' },
+          reply: { tool: { name: 'get_weather', input: { city: 'Oslo' } } },
+        },
+      ],
+    });
+    const answer = await openai().chat.completions.create({
+      model: 'anthropic:claude-haiku-4-5',
+      messages: [{ role: 'user', content: 'weather?' }],
+      tools: [
+        {
+          type: 'function',
+          function: {
+            name: 'get_weather',
+            parameters: { type: 'object', properties: { city: { type: 'string' } } },
+          },
+        },
+      ],
+    });
+    const call = answer.choices[0]?.message.tool_calls?.[0];
+    expect(call?.type === 'function' ? call.function : undefined).toMatchObject({
+      name: 'get_weather',
+      arguments: JSON.stringify({ city: 'Oslo' }),
+    });
+    expect(answer.choices[0]?.finish_reason).toBe('tool_calls');
+  });
+
+  it('a conversation the other vendor cannot take as it is is not sent there', async () => {
+    const response = await fetch(`${server.url}/v1/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...server.auth },
+      body: JSON.stringify({
+        model: 'openai:gpt-4.1-mini',
+        max_tokens: 2000,
+        thinking: { type: 'enabled', budget_tokens: 1024 },
+        messages: [{ role: 'user', content: 'think' }],
+      }),
+    });
+    expect(response.status).toBe(502);
+    expect(((await response.json()) as { error: { message: string } }).error.message).toMatch(
+      /thinking is asked for/,
+    );
+    expect(sim.requests).toHaveLength(0);
+  });
+});
+
 describe('gateway, config file is read once per server', () => {
   it('the ledger file holds no credential', () => {
     const bytes = readFileSync(join(cwd, '.switchboard', 'ledger.db'));

@@ -55,6 +55,8 @@ export interface CallOptions {
   /** Try providers even while their breaker is open (`--ignore-cooldown`); their failures still count. @default false */
   ignoreCooldown?: boolean;
   budget?: CallBudget;
+  /** The call's id in the ledger (`call_id` of its rows), when the caller has already named it (the gateway's `x-switchboard-call-id`). */
+  callId?: string;
   /**
    * Hears of each wait before a retry (a rate limit's `retry-after`, a backoff), so a terminal can
    * show what the call is waiting for and how long.
@@ -287,7 +289,7 @@ function prepareCall(spec: string, request: CallRequest, options: CallOptions): 
     generateId,
     breaker,
     deadline,
-    callId: generateId(),
+    callId: options.callId ?? generateId(),
     tags: request.tags ?? {},
     attempts: [],
     warnings: [],

@@ -4,7 +4,9 @@ import type { SwitchboardConfig } from '../../core/config.js';
 import { isSwitchboardError, type ErrorCode } from '../../core/errors.js';
 import { isPlainObject } from '../../core/plain-object.js';
 import { costOf, DEFAULT_PRICES, type ModelPrice } from '../../core/prices.js';
-import { redactJsonText } from '../../core/secrets.js';
+import { redactJsonText, redactSecrets } from '../../core/secrets.js';
+import { call } from '../../invoke/call.js';
+import { configCallOptions } from '../../cli/call-setup.js';
 import { timeOrderedId } from '../../core/time-ordered-id.js';
 import {
   estimateCostOfChars,
@@ -27,6 +29,7 @@ import {
   type UpstreamFailure,
 } from './relay.js';
 import { upstreamHeaders, upstreamUrl, type BetaPolicy } from './upstream.js';
+import { toCallRequest, translatedWriter, untranslatable } from './translate.js';
 
 /** The largest request body the gateway takes: the Messages API's own limit. */
 export const MAX_GATEWAY_BODY_BYTES = 32 * 1024 * 1024;
@@ -385,9 +388,17 @@ class Exchange {
     try {
       for (const target of input.chain) {
         if (target.provider !== NATIVE_PROVIDER[input.wire]) {
-          reasons.push(
-            `${target.spec}: a ${target.provider} model cannot take a ${wireName(input.wire)} request as it is`,
-          );
+          const problem = untranslatable(input.wire, input.body);
+          if (problem !== undefined) {
+            reasons.push(`${target.spec}: not on the ${wireName(input.wire)} wire, and ${problem}`);
+            continue;
+          }
+          const outcome = await this.translated(target, client, clientWantsUsage);
+          tokens += outcome.tokens;
+          if (outcome.failure === undefined) return tokens;
+          last = outcome.failure;
+          if (client?.gone === true || input.response.destroyed) return tokens;
+          if (!outcome.failure.retryable) break;
           continue;
         }
         const endpoint = this.gateway.endpointOf(target, reasons);
@@ -479,6 +490,84 @@ class Exchange {
     }
   }
 
+  /**
+   * One attempt on another vendor's model through `call()` (which writes its own ledger rows, committed
+   * before it returns): text streams as it comes; tool calls, usage and the end follow the answer.
+   */
+  private async translated(
+    target: GatewayTarget,
+    client: ClientStream | undefined,
+    clientWantsUsage: boolean,
+  ): Promise<{ tokens: number; failure?: UpstreamFailure }> {
+    const { input } = this;
+    const { options, maxMs } = this.gateway.settings;
+    const writer = translatedWriter(input.wire, input.requested, clientWantsUsage);
+    const request = toCallRequest(input.wire, input.body);
+    const stopped = new AbortController();
+    const onClose = () => {
+      if (!input.response.writableFinished) stopped.abort();
+    };
+    input.response.once('close', onClose);
+    const estimate = Math.ceil(input.raw.length / 4);
+    let committed = false;
+    request.tags = { ...this.tags(target), 'switchboard.lane': 'translated' };
+    request.abortSignal = stopped.signal;
+    request.timeoutMs = maxMs;
+    if (client !== undefined) {
+      request.onText = (delta) => {
+        if (!committed) client.write(writer.open(estimate), {});
+        committed = true;
+        client.write(writer.text(delta), {});
+      };
+    }
+    const defaults = configCallOptions(options.config);
+    try {
+      const result = await call(target.spec, request, {
+        ...defaults,
+        providers: options.providers,
+        ledger: options.ledger() ?? false,
+        callId: this.callId,
+        budget: {
+          ...defaults.budget,
+          rules: [...(defaults.budget?.rules ?? []), ...input.principal.budgetRules],
+        },
+      });
+      const tokens = result.usage.inputTokens + result.usage.outputTokens;
+      if (client === undefined) {
+        const text = redactSecrets(JSON.stringify(writer.answer(result)));
+        input.response.writeHead(200, {
+          'content-type': 'application/json',
+          'content-length': Buffer.byteLength(text),
+          'x-switchboard-call-id': this.callId,
+        });
+        input.response.end(text);
+        return { tokens };
+      }
+      if (!committed) client.write(writer.open(result.usage.inputTokens), {});
+      const { body, end } = writer.close(result);
+      client.write(redactSecrets(body), {});
+      client.end(end);
+      return { tokens };
+    } catch (error) {
+      if (stopped.signal.aborted) return { tokens: 0 };
+      const known = isSwitchboardError(error) ? error : undefined;
+      const code: ErrorCode = known?.code ?? 'PROVIDER_ERROR';
+      const status = statusOfCode(code, input.wire);
+      const message = redactSecrets(known?.message ?? String(error));
+      if (committed && client !== undefined) {
+        client.end(input.dialect.earlyErrorEvent(errorTypeOf(input.dialect, status), message));
+        return { tokens: 0 };
+      }
+      const retryable = known?.retryable ?? !['INVALID_INPUT', 'BUDGET_EXCEEDED'].includes(code);
+      const headers: Record<string, string> = {};
+      if (known?.retryAfterMs !== undefined)
+        headers['retry-after'] = String(Math.ceil(known.retryAfterMs / 1000));
+      return { tokens: 0, failure: { status, code, retryable, message, body: undefined, headers } };
+    } finally {
+      input.response.off('close', onClose);
+    }
+  }
+
   /** Nothing answered: the last failure in the client's dialect, or why no provider could be tried. */
   private fail(client: ClientStream | undefined, last: UpstreamFailure | undefined, reasons: string[]): void {
     const { dialect, response } = this.input;
@@ -541,6 +630,25 @@ class Exchange {
     };
     if (errorCode !== undefined) record.errorCode = errorCode;
     return record;
+  }
+}
+
+/** The HTTP status a client of `wire` gets for a `call()` error. */
+function statusOfCode(code: ErrorCode, wire: Wire): number {
+  switch (code) {
+    case 'RATE_LIMITED':
+      return 429;
+    case 'OVERLOADED':
+      return wire === 'anthropic' ? 529 : 503;
+    case 'TIMEOUT':
+    case 'IDLE_TIMEOUT':
+      return 504;
+    case 'BUDGET_EXCEEDED':
+      return 403;
+    case 'INVALID_INPUT':
+      return 400;
+    default:
+      return 502;
   }
 }
 
