@@ -370,14 +370,14 @@ describe('gateway attack matrix', () => {
   it('1,000 concurrent streams all finish; nothing is left open upstream', async () => {
     const results = await Promise.all(
       Array.from({ length: 1000 }, () =>
-        stream('claude-haiku-4-5').then(
-          ({ response, text }) =>
-            response.status === 200 &&
-            text.endsWith('event: message_stop\ndata: {"type":"message_stop"}\n\n'),
+        stream('claude-haiku-4-5').then(({ response, text }) =>
+          response.status === 200 && text.endsWith('event: message_stop\ndata: {"type":"message_stop"}\n\n')
+            ? 'ok'
+            : `${response.status} ${text.slice(-300)}`,
         ),
       ),
     );
-    expect(results.filter((ok) => !ok)).toHaveLength(0);
+    expect(results.filter((result) => result !== 'ok')).toEqual([]);
     await waitFor(() => seen.every((entry) => entry.closedAt !== undefined));
     expect(seen.filter((entry) => !entry.finished)).toHaveLength(0);
   });

@@ -579,6 +579,7 @@ async function startGateway(
     ledger: () => services.calls.ledger(undefined),
     auth: withServerToken(token, undefined),
     guard,
+    ...(services.metrics === undefined ? {} : { metrics: services.metrics }),
     ...(Number.isFinite(keepAlive) && keepAlive > 0 ? { keepAliveMs: keepAlive } : {}),
     ...(Number.isFinite(stall) && stall > 0 ? { stallMs: stall } : {}),
   });

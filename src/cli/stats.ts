@@ -142,6 +142,20 @@ export function registerStatsCommand(program: Command): void {
           );
         }
       }
+      if (calls.byKey.length > 0) {
+        lines.push('', 'gateway key               calls  success   tokens in/out        cost');
+        for (const key of calls.byKey) {
+          lines.push(
+            [
+              key.name.slice(0, 24).padEnd(24),
+              String(key.calls).padStart(6),
+              percent(key.calls === 0 ? 0 : key.successfulCalls / key.calls).padStart(8),
+              `${key.inputTokens}/${key.outputTokens}`.padStart(15),
+              formatUsd(key.costUsd).padStart(11),
+            ].join(' '),
+          );
+        }
+      }
       for (const cooldown of cooldowns) {
         lines.push(
           `breaker open: ${cooldown.spec}, half-open in ${Math.ceil(cooldown.remainingMs / 1000)} s (${cooldown.failures} failed requests, last ${cooldown.reason})`,

@@ -1,7 +1,7 @@
 import type { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { isErrorCode, isSwitchboardError, type ErrorCode } from '../core/errors.js';
 import { NONE, type RouteDecision, type RouteMethod } from '../core/route-types.js';
-import type { CooldownRecord } from '../store/call-records.js';
+import type { CallAttemptRecord, CooldownRecord } from '../store/call-records.js';
 import type { Ledger } from '../store/ledger.js';
 import { loadPromClient } from '../core/lazy-packages.js';
 
@@ -225,6 +225,53 @@ export class RouteMetrics {
       this.callAttempts.inc({ provider: providerValue, model: this.modelLabel.value(model), outcome }, count);
     }
     if (Number.isFinite(costUsd) && costUsd > 0) this.callCost.inc({ provider: providerValue }, costUsd);
+  }
+
+  /**
+   * Counts one gateway attempt: `switchboard_gateway_attempts_total{wire, key, lane, outcome}`, its time
+   * to first byte, and the call counters by provider and model (with its cost when known).
+   */
+  observeGatewayAttempt(row: CallAttemptRecord, wire: string): void {
+    const tags = row.tags ?? {};
+    const outcome = row.success ? 'success' : 'error';
+    this.gatewayAttempts ??= this.gatewayCounters();
+    this.gatewayAttempts.attempts.inc({
+      wire,
+      key: this.keyLabel.value(tags['switchboard.key_name'] ?? 'unknown'),
+      lane: tags['switchboard.lane'] ?? 'native',
+      outcome,
+    });
+    const ttfb = Number(tags['switchboard.ttfb_ms']);
+    if (Number.isFinite(ttfb)) this.gatewayAttempts.ttfb.observe({ wire }, ttfb / 1000);
+    this.observeCallAttempts({
+      provider: row.provider,
+      model: row.modelRequested,
+      outcome,
+      ...(row.costUsd === null ? {} : { costUsd: row.costUsd }),
+    });
+  }
+
+  private gatewayAttempts:
+    { attempts: Counter<'wire' | 'key' | 'lane' | 'outcome'>; ttfb: Histogram<'wire'> } | undefined;
+  private readonly keyLabel = new BoundedLabel([], 200);
+
+  private gatewayCounters() {
+    const { Counter, Histogram } = loadPromClient();
+    return {
+      attempts: new Counter({
+        name: 'switchboard_gateway_attempts_total',
+        help: 'Gateway attempts (a fallback counts again), by client wire, key name, lane (native or translated) and outcome.',
+        labelNames: ['wire', 'key', 'lane', 'outcome'] as const,
+        registers: [this.registry],
+      }),
+      ttfb: new Histogram({
+        name: 'switchboard_gateway_ttfb_seconds',
+        help: "Time from a gateway attempt's start to the provider's first byte, by client wire.",
+        labelNames: ['wire'] as const,
+        buckets: [0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+        registers: [this.registry],
+      }),
+    };
   }
 
   /**

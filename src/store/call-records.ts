@@ -63,7 +63,29 @@ export interface CallStats {
   errorCodes: Record<string, number>;
   /** Agent attempts (Claude Code runs of `agent run` and workflow git steps): counted apart from calls. */
   agents: AgentSpendStats;
+  /** Gateway requests by the virtual key (or the server token) they came with, most spent first. */
+  byKey: KeyStats[];
 }
+
+/** What one gateway key spent: its requests (calls), attempts, tokens and known cost. */
+export interface KeyStats {
+  /** The key's id (`switchboard.key` tag); `server-token` for the server's own token. */
+  key: string;
+  name: string;
+  calls: number;
+  attempts: number;
+  successfulCalls: number;
+  inputTokens: number;
+  outputTokens: number;
+  cacheReadTokens: number;
+  cacheWriteTokens: number;
+  costUsd: number;
+}
+
+/** The tag every gateway attempt carries: the key it came with. */
+export const KEY_TAG = 'switchboard.key';
+/** The key's name beside its id, for people reading the ledger. */
+export const KEY_NAME_TAG = 'switchboard.key_name';
 
 /** What agent attempts spent: rows of spec `agent:<model>`, one per attempt, under provider `claude`. */
 export interface AgentSpendStats {
@@ -89,6 +111,8 @@ export interface AttemptRow {
   cache_read_tokens: number;
   cache_write_tokens: number;
   cost_usd: number | null;
+  /** JSON object of the attempt's tags. */
+  tags?: string | null;
 }
 
 /** A provider's circuit breaker as the ledger keeps it, shared by every process. */
@@ -150,7 +174,7 @@ export function callSql(dialect: SqlDialect) {
     insertCallAttemptsBatch: unnestInsert('call_attempts', ATTEMPT_COLUMNS, 'ON CONFLICT (id) DO NOTHING'),
     selectAttemptsSince:
       'SELECT call_id, spec, provider, model_requested, success, error_code, duration_ms, input_tokens, output_tokens, ' +
-      'cache_read_tokens, cache_write_tokens, cost_usd FROM call_attempts WHERE created_at >= ? ORDER BY created_at, rowid',
+      'cache_read_tokens, cache_write_tokens, cost_usd, tags FROM call_attempts WHERE created_at >= ? ORDER BY created_at, rowid',
     spendSince:
       'SELECT sum(cost_usd) AS total FROM call_attempts WHERE created_at >= @since ' +
       `AND (CAST(@provider AS TEXT) IS NULL OR provider = @provider) AND ${tagFilter(dialect)}`,
@@ -222,10 +246,61 @@ export function summariseCalls(rows: readonly AttemptRow[]): CallStats {
     attempts: agentRows.length,
     costUsd: agentRows.reduce((total, row) => total + (row.cost_usd ?? 0), 0),
   };
-  return { ...summariseCallRows(rows.filter((row) => !row.spec.startsWith(AGENT_SPEC_PREFIX))), agents };
+  const callRows = rows.filter((row) => !row.spec.startsWith(AGENT_SPEC_PREFIX));
+  return { ...summariseCallRows(callRows), agents, byKey: summariseKeys(callRows) };
 }
 
-function summariseCallRows(rows: readonly AttemptRow[]): Omit<CallStats, 'agents'> {
+/** Gateway attempts grouped by the key tag they carry (rows without one are not gateway requests). */
+function summariseKeys(rows: readonly AttemptRow[]): KeyStats[] {
+  const byKey = new Map<string, KeyStats & { callIds: Set<string>; succeeded: Set<string> }>();
+  for (const row of rows) {
+    if (row.tags === undefined || row.tags === null || !row.tags.includes(KEY_TAG)) continue;
+    let tags: Record<string, unknown>;
+    try {
+      tags = JSON.parse(row.tags) as Record<string, unknown>;
+    } catch {
+      continue;
+    }
+    const key = tags[KEY_TAG];
+    if (typeof key !== 'string') continue;
+    let entry = byKey.get(key);
+    if (entry === undefined) {
+      const name = tags[KEY_NAME_TAG];
+      entry = {
+        key,
+        name: typeof name === 'string' ? name : key,
+        calls: 0,
+        attempts: 0,
+        successfulCalls: 0,
+        inputTokens: 0,
+        outputTokens: 0,
+        cacheReadTokens: 0,
+        cacheWriteTokens: 0,
+        costUsd: 0,
+        callIds: new Set(),
+        succeeded: new Set(),
+      };
+      byKey.set(key, entry);
+    }
+    entry.attempts += 1;
+    entry.callIds.add(row.call_id);
+    if (row.success === 1) entry.succeeded.add(row.call_id);
+    entry.inputTokens += row.input_tokens;
+    entry.outputTokens += row.output_tokens;
+    entry.cacheReadTokens += row.cache_read_tokens;
+    entry.cacheWriteTokens += row.cache_write_tokens;
+    entry.costUsd += row.cost_usd ?? 0;
+  }
+  return [...byKey.values()]
+    .map(({ callIds, succeeded, ...entry }) => ({
+      ...entry,
+      calls: callIds.size,
+      successfulCalls: succeeded.size,
+    }))
+    .sort((a, b) => b.costUsd - a.costUsd || b.calls - a.calls);
+}
+
+function summariseCallRows(rows: readonly AttemptRow[]): Omit<CallStats, 'agents' | 'byKey'> {
   const callOutcome = new Map<string, { success: boolean; durationMs: number; specs: Set<string> }>();
   const groups = new Map<string, AttemptRow[]>();
   const errorCodes: Record<string, number> = {};

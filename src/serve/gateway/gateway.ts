@@ -15,7 +15,8 @@ import {
   type BudgetRule,
 } from '../../invoke/budget.js';
 import type { ProviderRegistry } from '../../providers/registry.js';
-import type { CallAttemptRecord } from '../../store/call-records.js';
+import { KEY_NAME_TAG, KEY_TAG, type CallAttemptRecord } from '../../store/call-records.js';
+import type { RouteMetrics } from '../../observe/prometheus.js';
 import type { Ledger } from '../../store/ledger.js';
 import { resolveRole } from '../../cli/call-setup.js';
 import { checkRequest, type GuardSettings } from '../request-guard.js';
@@ -47,6 +48,8 @@ export interface GatewayOptions {
   stallMs?: number;
   /** The longest one request may take. @default 600_000 */
   maxMs?: number;
+  /** Counts every attempt and request (serve's --metrics). */
+  metrics?: RouteMetrics;
 }
 
 /** One provider of a resolved chain. */
@@ -405,7 +408,7 @@ class Exchange {
         if (endpoint === undefined) continue;
         const ledger = options.ledger();
         const attemptId = timeOrderedId();
-        const tags = this.tags(target);
+        const tags = this.tags();
         let reservation: BudgetReservation;
         try {
           reservation = await reserveBudget(
@@ -443,17 +446,17 @@ class Exchange {
         const record = async (outcome: AttemptOutcome) => {
           const usage = outcome.usage;
           tokens += usage.inputTokens + usage.outputTokens + usage.cacheReadTokens + usage.cacheWriteTokens;
-          await reservation.settle(
-            this.attemptRecord(
-              attemptId,
-              attempt,
-              target,
-              outcome,
-              performance.now() - started,
-              firstByteMs,
-              tags,
-            ),
+          const row = this.attemptRecord(
+            attemptId,
+            attempt,
+            target,
+            outcome,
+            performance.now() - started,
+            firstByteMs,
+            tags,
           );
+          options.metrics?.observeGatewayAttempt(row, input.wire);
+          await reservation.settle(row);
         };
         const attemptInput = {
           url: upstreamUrl(endpoint.baseUrl, UPSTREAM_PATH[input.wire], input.url.search),
@@ -510,7 +513,7 @@ class Exchange {
     input.response.once('close', onClose);
     const estimate = Math.ceil(input.raw.length / 4);
     let committed = false;
-    request.tags = { ...this.tags(target), 'switchboard.lane': 'translated' };
+    request.tags = { ...this.tags(), 'switchboard.lane': 'translated' };
     request.abortSignal = stopped.signal;
     request.timeoutMs = maxMs;
     if (client !== undefined) {
@@ -588,14 +591,15 @@ class Exchange {
     sendFailure(response, dialect, failure);
   }
 
-  private tags(target: GatewayTarget): Record<string, string> {
+  private tags(): Record<string, string> {
     return {
       ...this.input.principal.tags,
+      [KEY_TAG]: this.input.principal.id,
+      [KEY_NAME_TAG]: this.input.principal.name,
       'switchboard.gateway': this.input.wire,
       'switchboard.lane': 'native',
       'switchboard.model': this.input.requested,
       'switchboard.route': this.input.routeReason,
-      ...(target.spec === this.input.requested ? {} : {}),
     };
   }
 

@@ -369,12 +369,22 @@ function relayEvents(
       done = true;
       clearTimeout(stall);
       abort();
-      client.end(text + reader.errorEvent(type, message));
+      // What came before the failure goes out now; the error event once the attempt is recorded.
+      if (text !== '') client.write(text, headers);
+      const outcome: AttemptOutcome = {
+        kind: 'answered',
+        success: false,
+        errorCode,
+        usage: reader.usage,
+        model: reader.model,
+      };
       void input
-        .record({ kind: 'answered', success: false, errorCode, usage: reader.usage, model: reader.model })
-        .finally(() =>
-          settle({ kind: 'answered', success: false, errorCode, usage: reader.usage, model: reader.model }),
-        );
+        .record(outcome)
+        .catch(() => undefined)
+        .then(() => {
+          client.end(reader.errorEvent(type, message));
+          settle(outcome);
+        });
     };
     /** The clean end: the record is written, then the end goes out. */
     const finish = (text: string) => {

@@ -1,6 +1,7 @@
 import {
   Agent as HttpAgent,
   request as httpRequest,
+  type ClientRequest,
   type IncomingHttpHeaders,
   type IncomingMessage,
   type OutgoingHttpHeaders,
@@ -97,25 +98,44 @@ export interface UpstreamRequest {
   abort(): void;
 }
 
-/** Sends `body` to `endpoint.baseUrl` + `path` (the client's path, e.g. `/v1/messages` or `/chat/completions`). */
+/**
+ * Sends `body` to `url`. A kept-alive connection the upstream closed while it sat idle fails the moment
+ * it is reused, before the upstream saw the request: that one case is sent again, once, on a new
+ * connection (anything else is the attempt's failure, for the chain to handle).
+ */
 export function sendUpstream(url: URL, headers: OutgoingHttpHeaders, body: Buffer): UpstreamRequest {
   const https = url.protocol === 'https:';
-  const outgoing = (https ? httpsRequest : httpRequest)(url, {
-    method: 'POST',
-    headers,
-    agent: https ? httpsAgent : httpAgent,
-  });
+  let current: ClientRequest | undefined;
+  let aborted = false;
   const response = new Promise<IncomingMessage>((resolve, reject) => {
-    outgoing.once('response', resolve);
-    outgoing.once('error', reject);
+    const send = (mayResend: boolean) => {
+      const outgoing = (https ? httpsRequest : httpRequest)(url, {
+        method: 'POST',
+        headers,
+        agent: https ? httpsAgent : httpAgent,
+      });
+      current = outgoing;
+      let answered = false;
+      outgoing.once('response', (message) => {
+        answered = true;
+        resolve(message);
+      });
+      outgoing.once('error', (error: NodeJS.ErrnoException) => {
+        const stale = outgoing.reusedSocket && (error.code === 'ECONNRESET' || error.code === 'EPIPE');
+        if (mayResend && stale && !answered && !aborted) send(false);
+        else reject(error);
+      });
+      outgoing.end(body);
+    };
+    send(true);
   });
   // Nobody may be listening when an abort rejects it.
   response.catch(() => undefined);
-  outgoing.end(body);
   return {
     response,
     abort: () => {
-      outgoing.destroy();
+      aborted = true;
+      current?.destroy();
     },
   };
 }
