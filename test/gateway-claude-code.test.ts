@@ -320,6 +320,31 @@ describe('Claude Code through the gateway', () => {
     expect(new Set(rows.map((row) => row.call_id)).size).toBe(messages.length);
   });
 
+  it('a tool that prints the server’s token: the token never reaches the upstream', async () => {
+    const at = place();
+    writeFileSync(join(at.work, 'token.txt'), `the token is ${server.token} here\n`);
+    sim.setScenario(
+      toolSequenceScenario({
+        calls: [
+          {
+            name: 'Bash',
+            input: { command: 'printenv ANTHROPIC_AUTH_TOKEN; cat token.txt', description: 'print' },
+          },
+        ],
+        finalText: 'printed',
+      }),
+    );
+    const result = resultOf(
+      await runClaude(['-p', 'print it', '--allowedTools', 'Bash', '--output-format', 'json'], at),
+    );
+    expect(result.result).toBe('printed');
+    const messages = messageRequests(sim.requests);
+    expect(messages.map((entry) => entry.rule)).toEqual(['call-1-Bash', 'final']);
+    const results = toolResults(messages[1] as SimLogEntry).join('\n');
+    expect(results).toContain('the token is');
+    expect(JSON.stringify(sim.requests)).not.toContain(server.token);
+  });
+
   it('message_start’s input tokens reach Claude Code: the assistant and result messages show them', async () => {
     const usage = { input: 4_000 + Math.floor(Math.random() * 5_000), output: 17 };
     const text = `streamed ${randomBytes(4).toString('hex')}`;
