@@ -345,6 +345,30 @@ describe('Claude Code through the gateway', () => {
     expect(JSON.stringify(sim.requests)).not.toContain(server.token);
   });
 
+  it('an answer cut off mid-stream: Claude Code reports an API error, as it does straight at the API', async () => {
+    sim.setScenario({ rules: [{ match: {}, fault: { kind: 'drop-during' } }] });
+    const direct = await runClaude(['-p', 'say hello', '--output-format', 'json'], place(), 'direct');
+    expect(direct.status).not.toBe(0);
+    const directLog = sim.requests.map((entry) => [entry.method, entry.path, entry.stream, entry.outcome]);
+    sim.clearLog();
+
+    const since = Date.now();
+    const run = await runClaude(['-p', 'say hello', '--output-format', 'json'], place());
+    expect(run.status, run.stderr).toBe(direct.status);
+    const result = JSON.parse(run.stdout) as ResultMessage;
+    // An error the user sees as one, never the half answer as a success.
+    expect(result.is_error).toBe(true);
+    expect(result.result).toMatch(/API Error/);
+    expect(result.result).not.toContain('cut off in the middle');
+    // Claude Code tried what it tries without the gateway (its stream, then a request without one).
+    expect(sim.requests.map((entry) => [entry.method, entry.path, entry.stream, entry.outcome])).toEqual(
+      directLog,
+    );
+    const rows = attemptsSince(since);
+    expect(rows).toHaveLength(directLog.length);
+    expect(rows.every((row) => row.success === 0 && row.error_code !== null)).toBe(true);
+  });
+
   it('message_start’s input tokens reach Claude Code: the assistant and result messages show them', async () => {
     const usage = { input: 4_000 + Math.floor(Math.random() * 5_000), output: 17 };
     const text = `streamed ${randomBytes(4).toString('hex')}`;
