@@ -288,7 +288,21 @@ export class Gateway {
     principal: Principal,
   ): Promise<void> {
     const anthropic = request.headers['anthropic-version'] !== undefined;
-    const names = [...new Set([...Object.keys(this.options.config.call.roles), 'sonnet', 'haiku', 'opus'])]
+    const roles = Object.keys(this.options.config.call.roles);
+    // The models the roles name on this wire's own vendor, too: a client may ask for them by name, and
+    // Claude Code's gateway model discovery keeps only ids that name a Claude model, which a role's name
+    // seldom does.
+    const wire: Wire = anthropic ? 'anthropic' : 'chat';
+    const models = roles.flatMap((role) => {
+      try {
+        return resolveChain(role, wire, this.options.config)
+          .filter((target) => target.provider === NATIVE_PROVIDER[wire] && target.baseUrl === undefined)
+          .map((target) => target.model);
+      } catch {
+        return [];
+      }
+    });
+    const names = [...new Set([...roles, ...models, 'sonnet', 'haiku', 'opus'])]
       .filter((name) => principal.mayUse(name))
       .sort();
     const created = new Date(0).toISOString();

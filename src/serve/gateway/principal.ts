@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { BudgetRule } from '../../invoke/budget.js';
+import { registerSecret } from '../../core/secrets.js';
 import { sameSecret } from '../auth.js';
 
 /** Who a gateway request acts for: a virtual key, or the server's own token (a local client). */
@@ -52,6 +53,9 @@ export function serverTokenPrincipal(): Principal {
 
 /** Accepts the server token; `next` (the virtual keys) decides every other credential. */
 export function withServerToken(token: string, next: GatewayAuth | undefined): GatewayAuth {
+  // A known secret, so every body the gateway sends upstream is cleaned of it (a client's tool that
+  // printed its environment, say), as it is already when it came from SWITCHBOARD_SERVER_TOKEN.
+  registerSecret(token);
   const principal = serverTokenPrincipal();
   return {
     authenticate(headers) {
