@@ -1,7 +1,6 @@
 import { parseProviderChain, type CallRequest } from '../core/call-types.js';
 import type { BoundEndpoint } from '../core/base-url.js';
 import type { SwitchboardConfig } from '../core/config.js';
-import { SwitchboardError } from '../core/errors.js';
 import type { CallOptions } from '../invoke/call.js';
 import type { ClaudeCodeProviderOptions } from '../providers/claude-code/claude-code-provider.js';
 import type { WarmPoolOptions } from '../providers/claude-code/warm-pool.js';
@@ -12,19 +11,8 @@ import type { CallBody } from '../serve/call-body.js';
 // What `switchboard call` (in process) and `switchboard serve` (POST /call) build a call from, so both
 // run the same chain with the same retries, budgets and cooldowns from the same config.
 
-/** A role name from switchboard.yaml (`drafter`) stands for its provider chain. */
-export function resolveRole(spec: string, roles: Readonly<Record<string, string>>): string {
-  if (spec.includes(':')) return spec;
-  const chain = roles[spec];
-  if (chain !== undefined) return chain;
-  const known = Object.keys(roles);
-  throw new SwitchboardError('INVALID_INPUT', `"${spec}" is neither a provider spec nor a role`, {
-    hint:
-      known.length === 0
-        ? 'write provider:model (e.g. claude:haiku), or define roles in switchboard.yaml'
-        : `write provider:model, or one of the roles: ${known.join(', ')}`,
-  });
-}
+/** Moved to core (serve and the gateway use it too); kept here for the CLI's imports. */
+export { resolveRole } from '../core/roles.js';
 
 /** Settings beyond the config: a command's flags, a server's warm pool and caution. */
 export interface ClaudeOverrides {
@@ -68,8 +56,8 @@ export function providerRegistry(
 
 /**
  * `providers.openai.endpoints` with their keys read from the environment, and for a server also the
- * base URLs its config's own specs name (roles, the route provider, the workflow provider map),
- * which its operator chose: allowed, without a key.
+ * base URLs its config's own specs name (roles, the route provider, the workflow provider map, the
+ * gateway's aliases and routes), which its operator chose: allowed, without a key.
  */
 function openAiEndpoints(config: SwitchboardConfig, withConfigSpecs: boolean): BoundEndpoint[] {
   const endpoints: BoundEndpoint[] = config.endpoints.openai.map(({ url, apiKeyEnv }) => {
@@ -80,6 +68,8 @@ function openAiEndpoints(config: SwitchboardConfig, withConfigSpecs: boolean): B
   const specs = [
     ...Object.values(config.call.roles),
     ...Object.values(config.workflows.providerMap),
+    ...Object.values(config.gateway.aliases),
+    ...Object.values(config.gateway.routes),
     ...(config.route.provider === undefined ? [] : [config.route.provider]),
   ];
   for (const spec of specs) {

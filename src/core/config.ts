@@ -6,6 +6,9 @@ import { normalizeBaseUrl } from './base-url.js';
 import { refuseUrlAsPath } from './url-path.js';
 import { loadYaml, loadZod } from './lazy-packages.js';
 import { ROUTE_MODES, type RouteMode, type SkillThresholds } from './route-types.js';
+import { gatewayFileSchema, gatewaySettings, type GatewaySettings } from './gateway-settings.js';
+
+export type { GatewaySettings } from './gateway-settings.js';
 
 /** The config file looked for in the working directory when `--config` is not given. */
 export const DEFAULT_CONFIG_FILE = 'switchboard.yaml';
@@ -210,6 +213,8 @@ function configFileSchema(z: ReturnType<typeof loadZod>) {
         require_token: z.boolean().optional(),
       })
       .optional(),
+    /** `switchboard serve`'s gateway for unchanged clients: model aliases, Claude Code routing, betas (docs/config.md). */
+    gateway: gatewayFileSchema(z).optional(),
     workflows: z
       .strictObject({
         /** Conductor provider name → Switchboard spec or chain: `copilot: claude:sonnet`. */
@@ -304,6 +309,8 @@ export interface SwitchboardConfig {
   workflows: WorkflowSettings;
   workers: WorkerSettings;
   serve: ServeSettings;
+  /** The gateway's aliases, routes and header policy (`gateway:`), defaults applied. */
+  gateway: GatewaySettings;
 }
 
 /** What `switchboard serve` lets callers do (`serve:` in switchboard.yaml; serve's flags add to it). */
@@ -484,6 +491,7 @@ export function loadConfig({
       allowCommands: file.serve?.allow_commands ?? false,
       repoRoots: (file.serve?.repo_roots ?? []).map((root) => resolve(fileDirectory, root)),
     },
+    gateway: gatewaySettings(file.gateway, file.roles ?? {}, path),
   };
   if (exists) config.configFile = path;
   const databaseUrl = env.SWITCHBOARD_DATABASE_URL?.trim() || file.database_url;
