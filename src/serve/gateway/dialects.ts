@@ -2,8 +2,9 @@ import type { TokenUsage } from '../../core/call-types.js';
 import { isPlainObject } from '../../core/plain-object.js';
 import { formatEvent, type SseEvent } from './sse.js';
 
-/** The wire protocols the gateway speaks: Anthropic Messages, OpenAI Chat Completions, OpenAI Responses. */
-export type Wire = 'anthropic' | 'chat' | 'responses';
+import type { Wire } from './models.js';
+
+export type { Wire };
 
 /**
  * What one upstream event means at the commit boundary:

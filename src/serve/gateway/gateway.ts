@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { parseProviderSpec, type TokenUsage, type WireEndpoint } from '../../core/call-types.js';
+import type { TokenUsage, WireEndpoint } from '../../core/call-types.js';
 import type { SwitchboardConfig } from '../../core/config.js';
 import { isSwitchboardError, type ErrorCode } from '../../core/errors.js';
 import { isPlainObject } from '../../core/plain-object.js';
@@ -18,9 +18,10 @@ import type { ProviderRegistry } from '../../providers/registry.js';
 import { KEY_NAME_TAG, KEY_TAG, type CallAttemptRecord } from '../../store/call-records.js';
 import type { RouteMetrics } from '../../observe/prometheus.js';
 import type { Ledger } from '../../store/ledger.js';
-import { resolveRole } from '../../cli/call-setup.js';
 import { checkRequest, type GuardSettings } from '../request-guard.js';
-import { DIALECTS, type Dialect, type Wire } from './dialects.js';
+import { DIALECTS, type Dialect } from './dialects.js';
+import { listGatewayModels, resolveGatewayModel, type GatewayTarget, type Wire } from './models.js';
+import { routeRequest } from './claude-code-routing.js';
 import type { GatewayAuth, Principal } from './principal.js';
 import {
   ClientStream,
@@ -50,14 +51,6 @@ export interface GatewayOptions {
   maxMs?: number;
   /** Counts every attempt and request (serve's --metrics). */
   metrics?: RouteMetrics;
-}
-
-/** One provider of a resolved chain. */
-export interface GatewayTarget {
-  provider: string;
-  model: string;
-  spec: string;
-  baseUrl?: string;
 }
 
 /** The provider whose own wire each client wire is: the native lane passes bytes only between equals. */
@@ -183,9 +176,15 @@ export class Gateway {
         'x-should-retry': 'false',
       });
     }
+    // Claude Code's request classes (background, think, long context, web search, subagent) may send
+    // a request to another model than the one it named: `gateway.routes` of switchboard.yaml.
+    const route =
+      wire === 'anthropic'
+        ? routeRequest(requested, body, this.options.config.gateway)
+        : { model: requested, requestClass: 'default', reason: 'as requested', rerouted: false };
     let chain: GatewayTarget[];
     try {
-      chain = resolveChain(requested, wire, this.options.config);
+      chain = resolveGatewayModel(route.model, wire, this.options.config).chain;
     } catch (error) {
       return sendDialectError(
         response,
@@ -212,7 +211,7 @@ export class Gateway {
       requested,
       chain,
       principal,
-      routeReason: 'as requested',
+      routeReason: route.rerouted ? `${route.requestClass}: ${route.reason}` : route.reason,
     });
     let tokens = 0;
     try {
@@ -240,7 +239,7 @@ export class Gateway {
     }
     let chain: GatewayTarget[];
     try {
-      chain = resolveChain(requested, 'anthropic', this.options.config);
+      chain = resolveGatewayModel(requested, 'anthropic', this.options.config).chain;
     } catch (error) {
       return sendDialectError(
         response,
@@ -288,35 +287,11 @@ export class Gateway {
     principal: Principal,
   ): Promise<void> {
     const anthropic = request.headers['anthropic-version'] !== undefined;
-    const roles = Object.keys(this.options.config.call.roles);
-    // The models the roles name on this wire's own vendor, too: a client may ask for them by name, and
-    // Claude Code's gateway model discovery keeps only ids that name a Claude model, which a role's name
-    // seldom does.
-    const wire: Wire = anthropic ? 'anthropic' : 'chat';
-    const models = roles.flatMap((role) => {
-      try {
-        return resolveChain(role, wire, this.options.config)
-          .filter((target) => target.provider === NATIVE_PROVIDER[wire] && target.baseUrl === undefined)
-          .map((target) => target.model);
-      } catch {
-        return [];
-      }
-    });
-    const names = [...new Set([...roles, ...models, 'sonnet', 'haiku', 'opus'])]
-      .filter((name) => principal.mayUse(name))
-      .sort();
-    const created = new Date(0).toISOString();
-    const body = anthropic
-      ? {
-          data: names.map((id) => ({ type: 'model', id, display_name: id, created_at: created })),
-          has_more: false,
-          first_id: names[0] ?? null,
-          last_id: names.at(-1) ?? null,
-        }
-      : {
-          object: 'list',
-          data: names.map((id) => ({ id, object: 'model', created: 0, owned_by: 'switchboard' })),
-        };
+    const body = listGatewayModels(
+      this.options.config,
+      (name) => principal.mayUse(name),
+      anthropic ? 'anthropic' : 'openai',
+    );
     const text = JSON.stringify(body);
     response.writeHead(200, {
       'content-type': 'application/json',
@@ -340,8 +315,9 @@ export class Gateway {
     }
   }
 
-  betas(): BetaPolicy {
-    return 'all';
+  /** The `anthropic-beta` tokens that may go to `provider` (`gateway.betas`). */
+  betas(provider = 'anthropic'): BetaPolicy {
+    return (this.options.config.gateway.betas as Readonly<Record<string, BetaPolicy>>)[provider] ?? [];
   }
 
   get settings() {
@@ -478,7 +454,7 @@ class Exchange {
             input.wire,
             input.request.headers,
             endpoint,
-            this.gateway.betas(),
+            this.gateway.betas(target.provider),
             bytes.length,
           ),
           body: bytes,
@@ -692,29 +668,6 @@ function bodyFor(raw: string, body: Record<string, unknown>, model: string, addU
     text = JSON.stringify(copy);
   }
   return redactJsonText(text);
-}
-
-/**
- * Which model chain a client's model name stands for: a role, a spec or chain (`anthropic:x,openai:y`),
- * or a bare model name on the client's own vendor.
- */
-export function resolveChain(requested: string, wire: Wire, config: SwitchboardConfig): GatewayTarget[] {
-  const roles = config.call.roles;
-  const named = roles[requested] ?? (requested.includes(':') ? requested : undefined);
-  if (named === undefined) {
-    const provider = NATIVE_PROVIDER[wire];
-    return [{ provider, model: requested, spec: `${provider}:${requested}` }];
-  }
-  return named.split(',').flatMap((part) => {
-    const entry = part.trim();
-    const resolved = resolveRole(entry, roles);
-    return resolved.split(',').map((spec) => {
-      const parsed = parseProviderSpec(spec.trim());
-      const target: GatewayTarget = { provider: parsed.provider, model: parsed.model, spec: parsed.text };
-      if (parsed.baseUrl !== undefined) target.baseUrl = parsed.baseUrl;
-      return target;
-    });
-  });
 }
 
 /** The dialect of a path's errors: Anthropic's for its paths (and when the client sent `anthropic-version`). */

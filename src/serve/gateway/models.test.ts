@@ -138,9 +138,19 @@ describe('resolveGatewayModel', () => {
 });
 
 describe('listGatewayModels', () => {
-  it('lists the roles and aliases a key may use, sorted and once, in the Anthropic shape', () => {
+  it('lists the roles and aliases a key may use, and the Claude models they name, sorted and once, in the Anthropic shape', () => {
     const body = listGatewayModels(config, (name) => name !== 'local', 'anthropic');
-    const ids = ['drafter', 'gpt-4o', 'haiku', 'opus', 'sonnet', 'writer'];
+    const ids = [
+      'claude-haiku-4-5',
+      'claude-opus-4-1',
+      'claude-sonnet-4-5',
+      'drafter',
+      'gpt-4o',
+      'haiku',
+      'opus',
+      'sonnet',
+      'writer',
+    ];
     expect(body).toEqual({
       data: ids.map((id) => ({
         type: 'model',
@@ -149,7 +159,7 @@ describe('listGatewayModels', () => {
         created_at: '1970-01-01T00:00:00.000Z',
       })),
       has_more: false,
-      first_id: 'drafter',
+      first_id: 'claude-haiku-4-5',
       last_id: 'writer',
     });
   });

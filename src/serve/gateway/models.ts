@@ -121,15 +121,26 @@ export function listGatewayModels(
   mayUse: (name: string) => boolean,
   shape: 'anthropic' | 'openai',
 ): AnthropicModelList | OpenAiModelList {
-  const names = [
-    ...new Set([
-      ...Object.keys(config.call.roles),
-      ...Object.keys(config.gateway.aliases),
-      ...Object.keys(BUILT_IN_GATEWAY_ALIASES),
-    ]),
-  ]
-    .filter((name) => mayUse(name))
-    .sort();
+  const named = [
+    ...Object.keys(config.call.roles),
+    ...Object.keys(config.gateway.aliases),
+    ...Object.keys(BUILT_IN_GATEWAY_ALIASES),
+  ];
+  // The models those names stand for on the listing's own vendor, too: a client may ask for them by
+  // name, and Claude Code's gateway model discovery keeps only ids that name a Claude model, which a
+  // role's name seldom does.
+  const vendor = shape === 'anthropic' ? 'anthropic' : 'openai';
+  const models = named.flatMap((name) => {
+    if (!mayUse(name)) return [];
+    try {
+      return resolveGatewayModel(name, shape === 'anthropic' ? 'anthropic' : 'chat', config)
+        .chain.filter((target) => target.provider === vendor && target.baseUrl === undefined)
+        .map((target) => target.model);
+    } catch {
+      return [];
+    }
+  });
+  const names = [...new Set([...named.filter((name) => mayUse(name)), ...models])].sort();
   if (shape === 'openai') {
     const created = Math.floor(LISTED_AT.getTime() / 1000);
     return {
