@@ -30,6 +30,9 @@ beforeAll(async () => {
       'roles:',
       '  fast: anthropic:claude-haiku-4-5,anthropic:claude-sonnet-4-5',
       '  mixed: openai:gpt-4.1-mini,anthropic:claude-haiku-4-5',
+      'gateway:',
+      '  routes:',
+      '    think: anthropic:claude-opus-4-1',
       '',
     ].join('\n'),
   );
@@ -275,6 +278,23 @@ describe('gateway, Anthropic wire', () => {
     expect(sim.requests).toHaveLength(0);
   });
 
+  it('routes a request class by gateway.routes, and the ledger says why', async () => {
+    const via = await rawStream({
+      model: 'claude-sonnet-4-5',
+      max_tokens: 2000,
+      stream: true,
+      thinking: { type: 'enabled', budget_tokens: 1024 },
+      messages: [{ role: 'user', content: 'think hard' }],
+    });
+    expect(via.status).toBe(200);
+    expect(sim.requests.map((entry) => entry.model)).toEqual(['claude-opus-4-1']);
+    const [row] = attemptsOf(via.callId);
+    expect(JSON.parse(row?.tags ?? '{}')).toMatchObject({
+      'switchboard.model': 'claude-sonnet-4-5',
+      'switchboard.route': expect.stringMatching(/^think: /),
+    });
+  });
+
   it('count_tokens goes to Anthropic; other /v1 paths are 404', async () => {
     const counted = await anthropic().messages.countTokens({
       model: 'claude-haiku-4-5',
@@ -421,14 +441,21 @@ describe('gateway, translated lane (a chain that crosses wires)', () => {
       headers: { 'content-type': 'application/json', ...server.auth },
       body: JSON.stringify({
         model: 'openai:gpt-4.1-mini',
-        max_tokens: 2000,
-        thinking: { type: 'enabled', budget_tokens: 1024 },
-        messages: [{ role: 'user', content: 'think' }],
+        max_tokens: 200,
+        messages: [
+          {
+            role: 'user',
+            content: [
+              { type: 'text', text: 'what is this?' },
+              { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'iVBORw0KGgo=' } },
+            ],
+          },
+        ],
       }),
     });
     expect(response.status).toBe(502);
     expect(((await response.json()) as { error: { message: string } }).error.message).toMatch(
-      /thinking is asked for/,
+      /image block/,
     );
     expect(sim.requests).toHaveLength(0);
   });
