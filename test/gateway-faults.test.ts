@@ -1,5 +1,5 @@
 import type { ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { connect, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -160,6 +160,8 @@ beforeAll(async () => {
     [
       'roles:',
       '  start-drop: anthropic:claude-drop-after-start,anthropic:claude-haiku-4-5',
+      'gateway:',
+      '  forward_client_key: true',
       'budgets:',
       '  rules:',
       '    - provider: anthropic',
@@ -317,6 +319,28 @@ describe('gateway fault matrix', () => {
     expect(seen[0]?.headers['x-api-key']).toBe(UPSTREAM_KEY);
     expect(seen[0]?.headers['anthropic-beta']).toBe('context-1m-2025-08-07');
     expect(seen[0]?.path).toBe('/v1/messages?beta=true');
+  });
+});
+
+describe('gateway, a client’s own key (forward_client_key)', () => {
+  const own = 'sk-ant-api03-client-own-key-9999eeeeffff0000';
+
+  it('goes to Anthropic in the header it came in, in place of the configured key, and nowhere else', async () => {
+    const { text, callId } = await stream('claude-haiku-4-5', { 'x-api-key': own });
+    expect(text).toContain('fine');
+    expect(seen.map((entry) => entry.headers['x-api-key'])).toEqual([own]);
+    const [row] = ledger<{ tags: string }>('SELECT tags FROM call_attempts WHERE call_id = ?', callId);
+    expect(JSON.parse(row?.tags ?? '{}')['switchboard.key']).toMatch(/^client-key:[0-9a-f]{12}$/);
+    const chat = await fetch(`${server.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${own}` },
+      body: JSON.stringify({ model: 'gpt-4.1-mini', messages: [{ role: 'user', content: 'x' }] }),
+    });
+    expect(chat.status).toBe(502);
+    expect(await chat.text()).toMatch(/goes to Anthropic only/);
+    expect(seen).toHaveLength(1);
+    const file = readFileSync(join(cwd, '.switchboard', 'ledger.db'));
+    expect(file.includes(Buffer.from(own))).toBe(false);
   });
 });
 

@@ -577,7 +577,7 @@ async function startGateway(
     config,
     providers: services.calls.providers,
     ledger: () => services.calls.ledger(undefined),
-    auth: withServerToken(token, undefined),
+    auth: withServerToken(token, undefined, { forwardClientKey: config.gateway.forwardClientKey }),
     guard,
     ...(services.metrics === undefined ? {} : { metrics: services.metrics }),
     ...(Number.isFinite(keepAlive) && keepAlive > 0 ? { keepAliveMs: keepAlive } : {}),

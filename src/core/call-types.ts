@@ -162,9 +162,18 @@ export interface Provider {
    * provider's key: the same endpoint and key binding as `call` (the key goes only to its endpoint).
    * Throws `AUTH` when no key is bound there, `ENDPOINT_NOT_ALLOWED` for an endpoint not configured.
    */
-  wireEndpoint?(request: Pick<ProviderCall, 'baseUrl'>): WireEndpoint;
+  wireEndpoint?(request: Pick<ProviderCall, 'baseUrl'>, clientCredential?: ClientCredential): WireEndpoint;
   /** Releases processes, pools and sockets. */
   close(): Promise<void>;
+}
+
+/**
+ * A client's own key for this provider (the gateway's `forward_client_key`): sent in place of the
+ * configured key, to the provider's configured endpoint only, in the header the client used.
+ */
+export interface ClientCredential {
+  header: 'x-api-key' | 'authorization';
+  value: string;
 }
 
 /** A provider's base URL and the credential headers bound to it, for passing a request through as it is. */

@@ -169,11 +169,21 @@ export function createAnthropicProvider({
       return endpointLabel(baseUrl, 'https://api.anthropic.com');
     },
     checkEndpoint,
-    wireEndpoint(request) {
+    wireEndpoint(request, clientCredential) {
       checkEndpoint(request);
+      const base = (baseUrl === undefined || baseUrl === '' ? 'https://api.anthropic.com' : baseUrl).replace(
+        /\/+$/,
+        '',
+      );
+      if (clientCredential !== undefined) {
+        const value =
+          clientCredential.header === 'authorization'
+            ? `Bearer ${clientCredential.value}`
+            : clientCredential.value;
+        return { baseUrl: base, headers: { [clientCredential.header]: value } };
+      }
       if (key === '') throw missingKey();
-      const base = baseUrl === undefined || baseUrl === '' ? 'https://api.anthropic.com' : baseUrl;
-      return { baseUrl: base.replace(/\/+$/, ''), headers: { 'x-api-key': key } };
+      return { baseUrl: base, headers: { 'x-api-key': key } };
     },
     async close() {
       // The connection pool is the process's (see http-dispatcher.ts), shared by every client; nothing to release.

@@ -250,7 +250,7 @@ export class Gateway {
     }
     for (const target of chain) {
       if (target.provider !== 'anthropic') continue;
-      const endpoint = this.endpointOf(target);
+      const endpoint = this.endpointOf(target, undefined, principal);
       if (endpoint === undefined) continue;
       const text = bodyFor(read.text, read.body, target.model, false);
       const bytes = Buffer.from(text, 'utf8');
@@ -301,14 +301,22 @@ export class Gateway {
   }
 
   /** The provider's wire endpoint and bound key, or undefined (with the reason kept) when it has none. */
-  endpointOf(target: GatewayTarget, reasons?: string[]): WireEndpoint | undefined {
+  endpointOf(target: GatewayTarget, reasons?: string[], principal?: Principal): WireEndpoint | undefined {
     try {
       const provider = this.options.providers.get(target.provider);
       if (provider.wireEndpoint === undefined) {
         reasons?.push(`${target.spec}: the gateway cannot pass requests to ${target.provider} as they are`);
         return undefined;
       }
-      return provider.wireEndpoint(target.baseUrl === undefined ? {} : { baseUrl: target.baseUrl });
+      const credential = principal?.clientCredential;
+      if (credential !== undefined && target.provider !== 'anthropic') {
+        reasons?.push(`${target.spec}: the client's own Anthropic key goes to Anthropic only`);
+        return undefined;
+      }
+      return provider.wireEndpoint(
+        target.baseUrl === undefined ? {} : { baseUrl: target.baseUrl },
+        credential,
+      );
     } catch (error) {
       reasons?.push(`${target.spec}: ${isSwitchboardError(error) ? error.message : String(error)}`);
       return undefined;
@@ -381,7 +389,10 @@ class Exchange {
     try {
       for (const target of input.chain) {
         if (target.provider !== NATIVE_PROVIDER[input.wire]) {
-          const problem = untranslatable(input.wire, input.body);
+          const problem =
+            input.principal.clientCredential === undefined
+              ? untranslatable(input.wire, input.body)
+              : "the client's own Anthropic key goes to Anthropic only";
           if (problem !== undefined) {
             reasons.push(`${target.spec}: not on the ${wireName(input.wire)} wire, and ${problem}`);
             continue;
@@ -394,7 +405,7 @@ class Exchange {
           if (!outcome.failure.retryable) break;
           continue;
         }
-        const endpoint = this.gateway.endpointOf(target, reasons);
+        const endpoint = this.gateway.endpointOf(target, reasons, input.principal);
         if (endpoint === undefined) continue;
         const ledger = options.ledger();
         const attemptId = timeOrderedId();
