@@ -87,7 +87,7 @@ export function registerServeCommand(program: Command): void {
     program
       .command('serve')
       .description(
-        'route and call over HTTP: POST /route, POST /call, MCP tools at /mcp, GET /healthz, and GET /metrics with --metrics',
+        'route and call over HTTP: POST /route, POST /call, the gateway under /v1 (the Anthropic and OpenAI wire protocols), MCP tools at /mcp, GET /healthz, and GET /metrics with --metrics',
       )
       .option(
         '--host <host>',
