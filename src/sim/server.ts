@@ -267,7 +267,7 @@ export async function startSimulator({
     }
     const reply = chosen?.rule.reply ?? scenario.fallback ?? { text: 'ok' };
     record(credentials, { ...entry, rule, outcome: 'reply', status: 200 });
-    const answer = buildAnswer({ reply, view, requestBytes: raw.length, body, signer });
+    const answer = buildAnswer({ reply, view, requestBytes: promptBytes(parsedBody, raw), body, signer });
     await wait(reply.delayMs ?? 0);
     if (closed) return;
     return sendAnswer(response, answer, { wire, stream: view.stream, reply, context });
@@ -342,6 +342,16 @@ export async function startSimulator({
 function resolveScenario(input: Scenario | string | undefined): ParsedScenario {
   if (typeof input === 'string') return loadScenario(input);
   return parseScenario(input ?? {});
+}
+
+/**
+ * The request's size without its streaming flags, from which input tokens are estimated: one prompt
+ * counts the same whether it is streamed or not, as it does at the provider.
+ */
+function promptBytes(parsed: unknown, raw: string): number {
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return raw.length;
+  const { stream: _stream, stream_options: _streamOptions, ...prompt } = parsed as Record<string, unknown>;
+  return JSON.stringify(prompt).length;
 }
 
 function emptyView(): Pick<
