@@ -118,6 +118,33 @@ describe.each(['anthropic', 'chat', 'responses'] as const)(
   },
 );
 
+describe('simulator: the event-counting faults asked for JSON', () => {
+  const json = (sim: Simulator, text: string, idleMs = 1_000) =>
+    rawPost(
+      `${sim.url}/v1/messages`,
+      { model: 'claude-haiku-4-5', max_tokens: 64, messages: [{ role: 'user', content: text }] },
+      { idleMs },
+    );
+
+  it('drop-after cuts the body, error-event is the overload error, garbage-after is not JSON, stall-after never sends the body', async () => {
+    const sim = await start(2);
+    const dropped = await json(sim, 'drop-after');
+    expect(dropped).toMatchObject({ status: 200, ending: 'reset' });
+    expect(dropped.text.length).toBeGreaterThan(0);
+    expect(() => JSON.parse(dropped.text) as unknown).toThrow();
+    const overloaded = await json(sim, 'error-event');
+    expect(overloaded.status).toBe(529);
+    expect(JSON.parse(overloaded.text)).toEqual({
+      type: 'error',
+      error: { type: 'overloaded_error', message: 'Overloaded' },
+    });
+    const garbage = await json(sim, 'garbage-after');
+    expect(garbage).toMatchObject({ status: 200, ending: 'end', text: '{this is not json' });
+    const stalled = await json(sim, 'stall-after', 300);
+    expect(stalled).toMatchObject({ status: 200, ending: 'silent', text: '' });
+  });
+});
+
 describe('simulator: stream faults seen through the SDKs', () => {
   it("Anthropic: error-event rejects the stream with the API's overloaded error", async () => {
     const sim = await start(3);
