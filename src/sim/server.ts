@@ -188,52 +188,8 @@ export async function startSimulator({
       unknown
     >;
     const base = { method: request.method ?? 'GET', path, headers, body: parsedBody ?? raw };
-
-    let view: SimRequestView | undefined;
-    const gemini = /^\/(v1beta|v1)\/models\/([^/:]+):(generateContent|streamGenerateContent)$/.exec(
-      url.pathname,
-    );
-    if (request.method === 'POST' && /\/v1\/messages\/count_tokens$/.test(url.pathname)) {
-      const tokens = Math.max(1, Math.ceil(JSON.stringify(body['messages'] ?? '').length / 4));
-      record(credentials, {
-        ...base,
-        ...emptyView(),
-        provider: 'anthropic',
-        wire: 'anthropic',
-        model: String(body['model'] ?? ''),
-        outcome: 'count_tokens',
-        status: 200,
-      });
-      return sendJson(response, 200, { input_tokens: tokens });
-    } else if (request.method === 'POST' && /\/v1\/messages$/.test(url.pathname)) {
-      view = viewAnthropicRequest(body);
-    } else if (request.method === 'POST' && /\/chat\/completions$/.test(url.pathname)) {
-      view = viewOpenAiRequest(body);
-    } else if (request.method === 'POST' && /\/responses$/.test(url.pathname)) {
-      view = viewResponsesRequest(body);
-    } else if (request.method === 'POST' && gemini !== null) {
-      view = viewGeminiRequest(
-        body,
-        decodeURIComponent(gemini[2] ?? ''),
-        gemini[3] === 'streamGenerateContent',
-      );
-    } else if (request.method === 'HEAD') {
-      // Claude Code checks connectivity with HEAD /api/hello before its first call.
-      record(credentials, { ...base, ...emptyView(), outcome: 'head', status: 200 });
-      response.writeHead(200).end();
-      return;
-    } else if (request.method === 'GET' && /\/models$/.test(url.pathname)) {
-      record(credentials, { ...base, ...emptyView(), outcome: 'models', status: 200 });
-      return sendJson(response, 200, { data: [], object: 'list', has_more: false });
-    } else {
-      record(credentials, { ...base, ...emptyView(), outcome: 'not_found', status: 404 });
-      return sendJson(response, 404, {
-        error: {
-          type: 'not_found_error',
-          message: `the simulator does not serve ${request.method} ${url.pathname}`,
-        },
-      });
-    }
+    const view = modelRequestView(request.method, url.pathname, body);
+    if (view === undefined) return answerOther(request, response, { base, body, credentials });
 
     const entry = {
       ...base,
@@ -271,6 +227,53 @@ export async function startSimulator({
     await wait(reply.delayMs ?? 0);
     if (closed) return;
     return sendAnswer(response, answer, { wire, stream: view.stream, reply, context });
+  }
+
+  /** Everything but a model request: token counting, Claude Code's HEAD probe, the model list, 404. */
+  function answerOther(
+    request: IncomingMessage,
+    response: ServerResponse,
+    {
+      base,
+      body,
+      credentials,
+    }: {
+      base: Pick<SimLogEntry, 'method' | 'path' | 'headers' | 'body'>;
+      body: Record<string, unknown>;
+      credentials: string[];
+    },
+  ): void {
+    const { pathname } = new URL(request.url ?? '/', 'http://simulator');
+    if (request.method === 'POST' && /\/v1\/messages\/count_tokens$/.test(pathname)) {
+      const tokens = Math.max(1, Math.ceil(JSON.stringify(body['messages'] ?? '').length / 4));
+      record(credentials, {
+        ...base,
+        ...emptyView(),
+        provider: 'anthropic',
+        wire: 'anthropic',
+        model: String(body['model'] ?? ''),
+        outcome: 'count_tokens',
+        status: 200,
+      });
+      return sendJson(response, 200, { input_tokens: tokens });
+    }
+    if (request.method === 'HEAD') {
+      // Claude Code checks connectivity with HEAD /api/hello before its first call.
+      record(credentials, { ...base, ...emptyView(), outcome: 'head', status: 200 });
+      response.writeHead(200).end();
+      return;
+    }
+    if (request.method === 'GET' && /\/models$/.test(pathname)) {
+      record(credentials, { ...base, ...emptyView(), outcome: 'models', status: 200 });
+      return sendJson(response, 200, { data: [], object: 'list', has_more: false });
+    }
+    record(credentials, { ...base, ...emptyView(), outcome: 'not_found', status: 404 });
+    return sendJson(response, 404, {
+      error: {
+        type: 'not_found_error',
+        message: `the simulator does not serve ${request.method} ${pathname}`,
+      },
+    });
   }
 
   /** A 400 the real API would give whatever the scenario says: the simulator holds no state to refer to, or signed thinking was changed. */
@@ -337,6 +340,21 @@ export async function startSimulator({
     },
     close,
   };
+}
+
+/** What the simulator understood of a model request (any wire), or undefined for other paths. */
+function modelRequestView(
+  method: string | undefined,
+  pathname: string,
+  body: Record<string, unknown>,
+): SimRequestView | undefined {
+  if (method !== 'POST') return undefined;
+  if (/\/v1\/messages$/.test(pathname)) return viewAnthropicRequest(body);
+  if (/\/chat\/completions$/.test(pathname)) return viewOpenAiRequest(body);
+  if (/\/responses$/.test(pathname)) return viewResponsesRequest(body);
+  const gemini = /^\/(v1beta|v1)\/models\/([^/:]+):(generateContent|streamGenerateContent)$/.exec(pathname);
+  if (gemini === null) return undefined;
+  return viewGeminiRequest(body, decodeURIComponent(gemini[2] ?? ''), gemini[3] === 'streamGenerateContent');
 }
 
 function resolveScenario(input: Scenario | string | undefined): ParsedScenario {
