@@ -1,8 +1,9 @@
-import type { SimProvider } from './scenario.js';
+import type { SimProvider, SimWire } from './scenario.js';
 
 /** What the simulator understood of one request, whatever the provider's wire format. */
 export interface SimRequestView {
   provider: SimProvider;
+  wire: SimWire;
   model: string;
   stream: boolean;
   /** Text of the last user message (tool results included as text; Claude Code's reminders left out). */
@@ -54,6 +55,7 @@ export function viewAnthropicRequest(body: Json): SimRequestView {
   const users = messages.filter((message) => message['role'] === 'user');
   return {
     provider: 'anthropic',
+    wire: 'anthropic',
     model: asString(body['model']),
     stream: body['stream'] === true,
     text: stripHarnessMarkup(contentText(users.at(-1)?.['content'])),
@@ -70,6 +72,7 @@ export function viewOpenAiRequest(body: Json): SimRequestView {
   const format = asObject(body['response_format']);
   return {
     provider: 'openai',
+    wire: 'chat',
     model: asString(body['model']),
     stream: body['stream'] === true,
     text: contentText(users.at(-1)?.['content']),
@@ -99,6 +102,7 @@ export function viewGeminiRequest(body: Json, model: string, stream: boolean): S
   const config = asObject(body['generationConfig']);
   return {
     provider: 'gemini',
+    wire: 'gemini',
     model,
     stream,
     text: partsText(users.at(-1)),
@@ -113,5 +117,48 @@ export function viewGeminiRequest(body: Json, model: string, stream: boolean): S
       config['responseMimeType'] === 'application/json' ||
       config['responseSchema'] !== undefined ||
       config['responseJsonSchema'] !== undefined,
+  };
+}
+
+/**
+ * OpenAI Responses: `input` is a string or a list of items (messages with `input_text` /
+ * `output_text` parts or string content, `function_call`, `function_call_output`); `instructions`
+ * is the system prompt. A function's output counts as a user turn, as a chat `tool` message does.
+ */
+export function viewResponsesRequest(body: Json): SimRequestView {
+  const input = body['input'];
+  const items = typeof input === 'string' ? [{ role: 'user', content: input }] : asArray(input).map(asObject);
+  const users = items.filter(
+    (item) =>
+      ((item['type'] === undefined || item['type'] === 'message') && item['role'] === 'user') ||
+      item['type'] === 'function_call_output',
+  );
+  const last = users.at(-1);
+  const format = asObject(asObject(body['text'])['format']);
+  return {
+    provider: 'openai',
+    wire: 'responses',
+    model: asString(body['model']),
+    stream: body['stream'] === true,
+    text:
+      last?.['type'] === 'function_call_output'
+        ? typeof last['output'] === 'string'
+          ? last['output']
+          : contentText(last['output'])
+        : contentText(last?.['content']),
+    system: [
+      asString(body['instructions']),
+      ...items
+        .filter((item) => item['role'] === 'system' || item['role'] === 'developer')
+        .map((item) => contentText(item['content'])),
+    ]
+      .filter((text) => text !== '')
+      .join('\n'),
+    tools: asArray(body['tools'])
+      .map(asObject)
+      .filter((tool) => tool['type'] === 'function')
+      .map((tool) => asString(tool['name'])),
+    turn: Math.max(1, users.length),
+    wantsJson: format['type'] === 'json_schema' || format['type'] === 'json_object',
   };
 }

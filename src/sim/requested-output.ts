@@ -1,4 +1,4 @@
-import type { SimProvider } from './scenario.js';
+import type { SimWire } from './scenario.js';
 
 type Json = Record<string, unknown>;
 
@@ -17,16 +17,18 @@ const CLAUDE_CODE_OUTPUT_TOOL = 'StructuredOutput';
 const ANY_OBJECT = { type: 'object' };
 
 /**
- * What structured output a request carries, in its provider's wire format; undefined when it asks for
+ * What structured output a request carries, in its wire format; undefined when it asks for
  * none, or when the conversation already holds the call it asked for (Claude Code asks again after
  * its `StructuredOutput` tool ran, and wants the turn to end).
  */
-export function requestedOutput(provider: SimProvider, body: Json): RequestedOutput | undefined {
-  switch (provider) {
+export function requestedOutput(wire: SimWire, body: Json): RequestedOutput | undefined {
+  switch (wire) {
     case 'anthropic':
       return anthropicOutput(body);
-    case 'openai':
+    case 'chat':
       return openAiOutput(body);
+    case 'responses':
+      return responsesOutput(body);
     case 'gemini':
       return geminiOutput(body);
   }
@@ -78,6 +80,25 @@ function openAiOutput(body: Json): RequestedOutput | undefined {
   if (format['type'] === 'json_schema') {
     return { kind: 'json', schema: asObject(format['json_schema'])['schema'] ?? ANY_OBJECT };
   }
+  return format['type'] === 'json_object' ? { kind: 'json', schema: ANY_OBJECT } : undefined;
+}
+
+/** OpenAI Responses: a forced function (`tool_choice: {type: function, name}`), else `text.format`. */
+function responsesOutput(body: Json): RequestedOutput | undefined {
+  const choice = asObject(body['tool_choice']);
+  if (choice['type'] === 'function' && typeof choice['name'] === 'string') {
+    const name = choice['name'];
+    const tool = asArray(body['tools'])
+      .map(asObject)
+      .find((candidate) => candidate['type'] === 'function' && candidate['name'] === name);
+    const called = asArray(body['input']).some((item) => {
+      const entry = asObject(item);
+      return entry['type'] === 'function_call' && entry['name'] === name;
+    });
+    if (tool !== undefined && !called) return { kind: 'tool', name, schema: tool['parameters'] };
+  }
+  const format = asObject(asObject(body['text'])['format']);
+  if (format['type'] === 'json_schema') return { kind: 'json', schema: format['schema'] ?? ANY_OBJECT };
   return format['type'] === 'json_object' ? { kind: 'json', schema: ANY_OBJECT } : undefined;
 }
 

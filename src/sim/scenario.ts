@@ -5,6 +5,10 @@ import { SwitchboardError } from '../core/errors.js';
 export const SIM_PROVIDERS = ['anthropic', 'gemini', 'openai'] as const;
 export type SimProvider = (typeof SIM_PROVIDERS)[number];
 
+/** The wire protocols the simulator speaks: OpenAI has two (chat completions and Responses). */
+export const SIM_WIRES = ['anthropic', 'chat', 'responses', 'gemini'] as const;
+export type SimWire = (typeof SIM_WIRES)[number];
+
 const usageSchema = z.strictObject({
   input: z.number().int().nonnegative().optional(),
   output: z.number().int().nonnegative().optional(),
@@ -45,7 +49,27 @@ const replySchema = z.strictObject({
   firstTokenDelayMs: z.number().nonnegative().optional(),
   /** Streams only: milliseconds between chunks. */
   chunkDelayMs: z.number().nonnegative().optional(),
+  /** Streams only: milliseconds of silence after the stream's opening events (Anthropic `message_start` and its ping) before the first content. */
+  contentDelayMs: z.number().nonnegative().optional(),
   stopReason: z.string().optional(),
+  /**
+   * Anthropic: the answer opens with a `thinking` block of this text, signed by the simulator; a
+   * request that sends it back with other text, or another signature, gets a 400.
+   */
+  thinking: z.string().optional(),
+  /** Anthropic: a `redacted_thinking` block (opaque `data` the simulator issued) before the text. */
+  redactedThinking: z.boolean().optional(),
+  /**
+   * Anthropic: a server tool ran before the text: a `server_tool_use` block (`name`, `input`) and its
+   * `<name>_tool_result` block (`web_search_tool_result` for `web_search`) with `result` as content.
+   */
+  serverTool: z
+    .strictObject({
+      name: z.string().min(1),
+      input: z.record(z.string(), z.unknown()).default({}),
+      result: z.unknown(),
+    })
+    .optional(),
 });
 
 const faultSchema = z.strictObject({
@@ -55,10 +79,32 @@ const faultSchema = z.strictObject({
    * the middle of the body or stream; `stall`: headers are never sent; `malformed`: 200 with a body
    * that is not valid JSON (or SSE whose data is not); `page`: 200 with an HTML page, as a proxy or
    * captive portal in the way answers (`body` sets the page).
+   *
+   * After `events` events of a streamed answer: `drop-after` destroys the socket (no terminator);
+   * `error-event` sends the wire's mid-stream error (Anthropic `event: error` overloaded_error, OpenAI
+   * chat `data: {"error": …}` without `[DONE]`, Responses `response.failed`) and ends cleanly;
+   * `garbage-after` writes one `data:` line that is not JSON and ends; `stall-after` goes silent until
+   * the client gives up. Asked for JSON, `drop-after` cuts the body like `drop-during`, `error-event`
+   * answers the wire's overload error, `garbage-after` a body that is not JSON, and `stall-after`
+   * sends the headers and never the body.
    */
   kind: z
-    .enum(['status', 'overload', 'drop-before', 'drop-during', 'stall', 'malformed', 'page'])
+    .enum([
+      'status',
+      'overload',
+      'drop-before',
+      'drop-during',
+      'stall',
+      'malformed',
+      'page',
+      'drop-after',
+      'error-event',
+      'garbage-after',
+      'stall-after',
+    ])
     .default('status'),
+  /** `drop-after`, `error-event`, `garbage-after`, `stall-after`: how many SSE events go out first. @default 0 */
+  events: z.number().int().nonnegative().optional(),
   status: z.number().int().min(100).max(599).optional(),
   /** Response body; default: the provider's own error shape. */
   body: z.unknown().optional(),
@@ -76,6 +122,8 @@ const faultSchema = z.strictObject({
 
 const matchSchema = z.strictObject({
   provider: z.enum(SIM_PROVIDERS).optional(),
+  /** The wire protocol: `anthropic`, `chat` (OpenAI chat completions), `responses` (OpenAI Responses), `gemini`. */
+  wire: z.enum(SIM_WIRES).optional(),
   /** Regex (case-insensitive) on the requested model. */
   model: z.string().optional(),
   /** Regex (case-insensitive) on the text of the last user message. */

@@ -1,38 +1,41 @@
-import { randomBytes } from 'node:crypto';
 import { appendFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { SwitchboardError } from '../core/errors.js';
 import { parseJsonOr } from '../core/safe-json.js';
+import { redactSecrets } from '../core/secrets.js';
+import { buildAnswer } from './build-answer.js';
+import { keyFingerprint, requestCredentials, withoutCredentials } from './credentials.js';
+import { ruleMatches } from './match.js';
 import {
   viewAnthropicRequest,
   viewGeminiRequest,
   viewOpenAiRequest,
+  viewResponsesRequest,
   type SimRequestView,
 } from './request.js';
+import { sendAnswer, sendFault, sendJson, type ResponseContext } from './respond.js';
 import {
   loadScenario,
   parseScenario,
   type ParsedScenario,
   type Scenario,
-  type ScenarioFault,
-  type ScenarioReply,
   type ScenarioRule,
   type SimProvider,
+  type SimWire,
 } from './scenario.js';
-import type { SimAnswer, WireFormat } from './wire/answer.js';
-import { conformingValue } from './conforming-value.js';
-import { requestedOutput } from './requested-output.js';
+import { createThinkingSigner } from './thinking.js';
+import type { WireFormat } from './wire/answer.js';
 import { anthropicWire } from './wire/anthropic.js';
 import { geminiWire } from './wire/gemini.js';
 import { openAiWire } from './wire/openai.js';
-import { keyFingerprint, requestCredentials, withoutCredentials } from './credentials.js';
-import { redactSecrets } from '../core/secrets.js';
+import { responsesWire } from './wire/responses.js';
 
-const WIRES: Record<SimProvider, WireFormat> = {
+const WIRES: Record<SimWire, WireFormat> = {
   anthropic: anthropicWire,
+  chat: openAiWire,
+  responses: responsesWire,
   gemini: geminiWire,
-  openai: openAiWire,
 };
 
 /** Headers never logged: they carry credentials. */
@@ -52,6 +55,8 @@ export interface SimLogEntry {
   /** Path without credentials in the query string. */
   path: string;
   provider: SimProvider | null;
+  /** The wire protocol of a model request (`chat` and `responses` are both provider `openai`); null for others. */
+  wire: SimWire | null;
   model: string | null;
   stream: boolean;
   turn: number | null;
@@ -60,9 +65,11 @@ export interface SimLogEntry {
   tools: string[];
   /** Name (or index) of the rule that answered, null for the fallback. */
   rule: string | null;
-  /** `reply`, `fault:<kind>`, `count_tokens`, `models`, `head` or `not_found`. */
+  /** `reply`, `fault:<kind>`, `invalid_request` (a 400 the simulator chose), `count_tokens`, `models`, `head` or `not_found`. */
   outcome: string;
   status: number | null;
+  /** The message of an `invalid_request` answer (a thinking signature that does not verify, say). */
+  error?: string;
   headers: Record<string, string>;
   /** Which key the request carried, as `keyFingerprint` makes it (never the key); null when none. */
   key: string | null;
@@ -106,7 +113,10 @@ interface RuleState {
   passed: number;
 }
 
-/** Starts the LLM API simulator: Anthropic Messages, Gemini generateContent, OpenAI chat completions. */
+/**
+ * Starts the LLM API simulator: Anthropic Messages, Gemini generateContent, OpenAI chat completions
+ * and Responses.
+ */
 export async function startSimulator({
   scenario: scenarioInput,
   port = 0,
@@ -121,6 +131,7 @@ export async function startSimulator({
   const timers = new Set<NodeJS.Timeout>();
   let sequence = 0;
   let closed = false;
+  const signer = createThinkingSigner();
 
   const wait = (milliseconds: number): Promise<void> =>
     new Promise((resolve) => {
@@ -131,6 +142,7 @@ export async function startSimulator({
       }, milliseconds);
       timers.add(timer);
     });
+  const context: ResponseContext = { wait, closed: () => closed };
 
   function chooseRule(view: SimRequestView): { rule: ScenarioRule; index: number } | undefined {
     for (const [index, rule] of scenario.rules.entries()) {
@@ -176,164 +188,101 @@ export async function startSimulator({
       unknown
     >;
     const base = { method: request.method ?? 'GET', path, headers, body: parsedBody ?? raw };
+    const view = modelRequestView(request.method, url.pathname, body);
+    if (view === undefined) return answerOther(request, response, { base, body, credentials });
 
-    let view: SimRequestView | undefined;
-    const gemini = /^\/(v1beta|v1)\/models\/([^/:]+):(generateContent|streamGenerateContent)$/.exec(
-      url.pathname,
-    );
-    if (request.method === 'POST' && /\/v1\/messages\/count_tokens$/.test(url.pathname)) {
-      const tokens = Math.max(1, Math.ceil(JSON.stringify(body['messages'] ?? '').length / 4));
-      record(credentials, {
-        ...base,
-        ...emptyView(),
-        provider: 'anthropic',
-        model: String(body['model'] ?? ''),
-        outcome: 'count_tokens',
-        status: 200,
-      });
-      return sendJson(response, 200, { input_tokens: tokens });
-    } else if (request.method === 'POST' && /\/v1\/messages$/.test(url.pathname)) {
-      view = viewAnthropicRequest(body);
-    } else if (request.method === 'POST' && /\/chat\/completions$/.test(url.pathname)) {
-      view = viewOpenAiRequest(body);
-    } else if (request.method === 'POST' && gemini !== null) {
-      view = viewGeminiRequest(
-        body,
-        decodeURIComponent(gemini[2] ?? ''),
-        gemini[3] === 'streamGenerateContent',
-      );
-    } else if (request.method === 'HEAD') {
-      // Claude Code checks connectivity with HEAD /api/hello before its first call.
-      record(credentials, { ...base, ...emptyView(), outcome: 'head', status: 200 });
-      response.writeHead(200).end();
-      return;
-    } else if (request.method === 'GET' && /\/models$/.test(url.pathname)) {
-      record(credentials, { ...base, ...emptyView(), outcome: 'models', status: 200 });
-      return sendJson(response, 200, { data: [], object: 'list', has_more: false });
-    } else {
-      record(credentials, { ...base, ...emptyView(), outcome: 'not_found', status: 404 });
-      return sendJson(response, 404, {
-        error: {
-          type: 'not_found_error',
-          message: `the simulator does not serve ${request.method} ${url.pathname}`,
-        },
-      });
-    }
-
-    const chosen = chooseRule(view);
-    const ruleName = chosen === undefined ? null : (chosen.rule.name ?? `#${chosen.index}`);
     const entry = {
       ...base,
       provider: view.provider,
+      wire: view.wire,
       model: view.model,
       stream: view.stream,
       turn: view.turn,
       text: view.text,
       tools: view.tools,
-      rule: ruleName,
     };
-    const wire = WIRES[view.provider];
+    const wire = WIRES[view.wire];
+    const invalid = invalidRequest(view, body);
+    if (invalid !== undefined) {
+      record(credentials, { ...entry, rule: null, outcome: 'invalid_request', status: 400, error: invalid });
+      return sendJson(response, 400, wire.error(400, invalid));
+    }
+    const chosen = chooseRule(view);
+    const rule = chosen === undefined ? null : (chosen.rule.name ?? `#${chosen.index}`);
     if (chosen?.rule.fault !== undefined) {
       const fault = chosen.rule.fault;
       const status = fault.kind === 'overload' ? wire.overloadStatus : (fault.status ?? 500);
       record(credentials, {
         ...entry,
+        rule,
         outcome: `fault:${fault.kind}`,
         status: fault.kind === 'status' || fault.kind === 'overload' ? status : null,
       });
       await wait(fault.delayMs ?? 0);
-      return sendFault(response, request, fault, status, wire, view);
+      return sendFault(fault, status, { request, response, wire, view, context });
     }
     const reply = chosen?.rule.reply ?? scenario.fallback ?? { text: 'ok' };
-    record(credentials, { ...entry, outcome: 'reply', status: 200 });
-    const answer = buildAnswer(reply, view, raw.length, body);
+    record(credentials, { ...entry, rule, outcome: 'reply', status: 200 });
+    const answer = buildAnswer({ reply, view, requestBytes: promptBytes(parsedBody, raw), body, signer });
     await wait(reply.delayMs ?? 0);
     if (closed) return;
-    if (!view.stream) return sendJson(response, 200, wire.json(answer));
-    response.writeHead(200, {
-      'content-type': 'text/event-stream',
-      'cache-control': 'no-cache',
-      connection: 'keep-alive',
-    });
-    response.flushHeaders();
-    await wait(reply.firstTokenDelayMs ?? 0);
-    for (const event of wire.events(answer)) {
-      if (closed || response.destroyed) return;
-      response.write(formatSse(event.event, event.data));
-      await wait(reply.chunkDelayMs ?? 0);
-    }
-    if (wire.terminator !== undefined) response.write(`data: ${wire.terminator}\n\n`);
-    response.end();
+    return sendAnswer(response, answer, { wire, stream: view.stream, reply, context });
   }
 
-  async function sendFault(
-    response: ServerResponse,
+  /** Everything but a model request: token counting, Claude Code's HEAD probe, the model list, 404. */
+  function answerOther(
     request: IncomingMessage,
-    fault: ScenarioFault,
-    status: number,
-    wire: WireFormat,
-    view: SimRequestView,
-  ): Promise<void> {
-    switch (fault.kind) {
-      case 'drop-before':
-        request.socket.destroy();
-        return;
-      case 'stall':
-        // Never answer; the socket closes when the client gives up or the simulator stops.
-        return;
-      case 'malformed':
-        if (view.stream) {
-          response.writeHead(200, { 'content-type': 'text/event-stream' });
-          response.end('event: message_start\ndata: {"type": "message_start", "message": {\n\n');
-        } else {
-          response.writeHead(200, { 'content-type': 'application/json' });
-          response.end('{"id": "broken", "content": [');
-        }
-        return;
-      case 'page':
-        response.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
-        response.end(
-          typeof fault.body === 'string'
-            ? fault.body
-            : '<!doctype html><html><head><title>Sign in</title></head><body><h1>Proxy sign-in required</h1></body></html>',
-        );
-        return;
-      case 'drop-during': {
-        const answer = buildAnswer({ text: 'this answer is cut off in the middle' }, view, 0);
-        if (view.stream) {
-          response.writeHead(200, { 'content-type': 'text/event-stream' });
-          const events = wire.events(answer);
-          for (const event of events.slice(0, Math.max(1, Math.floor(events.length / 2)))) {
-            response.write(formatSse(event.event, event.data));
-          }
-        } else {
-          const body = JSON.stringify(wire.json(answer));
-          response.writeHead(200, {
-            'content-type': 'application/json',
-            'content-length': String(body.length),
-          });
-          response.write(body.slice(0, Math.floor(body.length / 2)));
-        }
-        await wait(20);
-        request.socket.destroy();
-        return;
-      }
-      case 'status':
-      case 'overload': {
-        const headers: Record<string, string> = { ...fault.headers };
-        if (fault.retryAfter !== undefined) headers['retry-after'] = String(fault.retryAfter);
-        if (fault.retryAfterMs !== undefined) headers['retry-after-ms'] = String(fault.retryAfterMs);
-        if (view.provider === 'anthropic' && fault.kind === 'overload') headers['x-should-retry'] ??= 'true';
-        const text =
-          fault.message ?? (fault.kind === 'overload' ? 'Overloaded' : `simulated error ${status}`);
-        const key =
-          fault.echoKey === true
-            ? requestCredentials(request, new URL(request.url ?? '/', 'http://simulator'))[0]
-            : undefined;
-        const message = key === undefined ? text : `${text} (key: ${key})`;
-        return sendJson(response, status, fault.body ?? wire.error(status, message), headers);
-      }
+    response: ServerResponse,
+    {
+      base,
+      body,
+      credentials,
+    }: {
+      base: Pick<SimLogEntry, 'method' | 'path' | 'headers' | 'body'>;
+      body: Record<string, unknown>;
+      credentials: string[];
+    },
+  ): void {
+    const { pathname } = new URL(request.url ?? '/', 'http://simulator');
+    if (request.method === 'POST' && /\/v1\/messages\/count_tokens$/.test(pathname)) {
+      const tokens = Math.max(1, Math.ceil(JSON.stringify(body['messages'] ?? '').length / 4));
+      record(credentials, {
+        ...base,
+        ...emptyView(),
+        provider: 'anthropic',
+        wire: 'anthropic',
+        model: String(body['model'] ?? ''),
+        outcome: 'count_tokens',
+        status: 200,
+      });
+      return sendJson(response, 200, { input_tokens: tokens });
     }
+    if (request.method === 'HEAD') {
+      // Claude Code checks connectivity with HEAD /api/hello before its first call.
+      record(credentials, { ...base, ...emptyView(), outcome: 'head', status: 200 });
+      response.writeHead(200).end();
+      return;
+    }
+    if (request.method === 'GET' && /\/models$/.test(pathname)) {
+      record(credentials, { ...base, ...emptyView(), outcome: 'models', status: 200 });
+      return sendJson(response, 200, { data: [], object: 'list', has_more: false });
+    }
+    record(credentials, { ...base, ...emptyView(), outcome: 'not_found', status: 404 });
+    return sendJson(response, 404, {
+      error: {
+        type: 'not_found_error',
+        message: `the simulator does not serve ${request.method} ${pathname}`,
+      },
+    });
+  }
+
+  /** A 400 the real API would give whatever the scenario says: the simulator holds no state to refer to, or signed thinking was changed. */
+  function invalidRequest(view: SimRequestView, body: Record<string, unknown>): string | undefined {
+    if (view.wire === 'anthropic') return signer.check(body);
+    if (view.wire === 'responses' && body['previous_response_id'] != null) {
+      return 'previous_response_id is not supported: the simulator keeps no responses; send the whole conversation as input';
+    }
+    return undefined;
   }
 
   const server = createServer((request, response) => {
@@ -393,102 +342,50 @@ export async function startSimulator({
   };
 }
 
+/** What the simulator understood of a model request (any wire), or undefined for other paths. */
+function modelRequestView(
+  method: string | undefined,
+  pathname: string,
+  body: Record<string, unknown>,
+): SimRequestView | undefined {
+  if (method !== 'POST') return undefined;
+  if (/\/v1\/messages$/.test(pathname)) return viewAnthropicRequest(body);
+  if (/\/chat\/completions$/.test(pathname)) return viewOpenAiRequest(body);
+  if (/\/responses$/.test(pathname)) return viewResponsesRequest(body);
+  const gemini = /^\/(v1beta|v1)\/models\/([^/:]+):(generateContent|streamGenerateContent)$/.exec(pathname);
+  if (gemini === null) return undefined;
+  return viewGeminiRequest(body, decodeURIComponent(gemini[2] ?? ''), gemini[3] === 'streamGenerateContent');
+}
+
 function resolveScenario(input: Scenario | string | undefined): ParsedScenario {
   if (typeof input === 'string') return loadScenario(input);
   return parseScenario(input ?? {});
 }
 
-/** Compiled match patterns: a scenario with thousands of rules is matched on every request. */
-const compiledPatterns = new Map<string, RegExp>();
-
-function pattern(source: string): RegExp {
-  let compiled = compiledPatterns.get(source);
-  if (compiled === undefined) {
-    if (compiledPatterns.size >= 50_000) compiledPatterns.clear();
-    compiledPatterns.set(source, (compiled = new RegExp(source, 'i')));
-  }
-  return compiled;
-}
-
-function ruleMatches(rule: ScenarioRule, view: SimRequestView): boolean {
-  const { match } = rule;
-  if (match.provider !== undefined && match.provider !== view.provider) return false;
-  if (match.model !== undefined && !pattern(match.model).test(view.model)) return false;
-  if (match.text !== undefined && !pattern(match.text).test(view.text)) return false;
-  if (match.system !== undefined && !pattern(match.system).test(view.system)) return false;
-  if (match.turn !== undefined && match.turn !== view.turn) return false;
-  if (match.stream !== undefined && match.stream !== view.stream) return false;
-  if (match.tools === true && view.tools.length === 0) return false;
-  if (match.tools === false && view.tools.length > 0) return false;
-  if (typeof match.tools === 'string') {
-    const tools = pattern(match.tools);
-    if (!view.tools.some((name) => tools.test(name))) return false;
-  }
-  return true;
-}
-
-interface ReplyContent {
-  text: string;
-  calls: { name: string; input: Record<string, unknown>; id?: string | undefined }[];
-}
-
-/** What the reply says, as scripted, or conforming to the schema the request carries (`conform`). */
-function replyContent(
-  reply: ScenarioReply,
-  view: SimRequestView,
-  body: Record<string, unknown>,
-): ReplyContent {
-  const output = reply.conform === true ? requestedOutput(view.provider, body) : undefined;
-  if (output?.kind === 'tool') {
-    const input = conformingValue(output.schema);
-    const record = typeof input === 'object' && input !== null && !Array.isArray(input) ? input : {};
-    return { text: '', calls: [{ name: output.name, input: record as Record<string, unknown> }] };
-  }
-  if (output?.kind === 'json') return { text: JSON.stringify(conformingValue(output.schema)), calls: [] };
-  const scripted =
-    reply.text ??
-    (reply.json === undefined
-      ? reply.conform === true && reply.echo !== true
-        ? 'ok'
-        : ''
-      : JSON.stringify(reply.json));
-  return {
-    text: reply.echo === true ? `${scripted}${view.text}` : scripted,
-    calls: [...(reply.tool === undefined ? [] : [reply.tool]), ...(reply.tools ?? [])],
-  };
-}
-
-function buildAnswer(
-  reply: ScenarioReply,
-  view: SimRequestView,
-  requestBytes: number,
-  body: Record<string, unknown> = {},
-): SimAnswer {
-  const { text, calls } = replyContent(reply, view, body);
-  return {
-    id: `sim_${randomBytes(8).toString('hex')}`,
-    model: reply.model ?? view.model,
-    text,
-    toolCalls: calls.map((call) => ({
-      id: call.id ?? `toolu_sim_${randomBytes(8).toString('hex')}`,
-      name: call.name,
-      input: call.input,
-    })),
-    usage: {
-      input: reply.usage?.input ?? Math.max(1, Math.ceil(requestBytes / 4)),
-      output: reply.usage?.output ?? Math.max(1, Math.ceil((text.length + JSON.stringify(calls).length) / 4)),
-      cacheRead: reply.usage?.cacheRead ?? 0,
-      cacheWrite: reply.usage?.cacheWrite ?? 0,
-    },
-    stopReason: reply.stopReason,
-  };
+/**
+ * The request's size without its streaming flags, from which input tokens are estimated: one prompt
+ * counts the same whether it is streamed or not, as it does at the provider.
+ */
+function promptBytes(parsed: unknown, raw: string): number {
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return raw.length;
+  const { stream: _stream, stream_options: _streamOptions, ...prompt } = parsed as Record<string, unknown>;
+  return JSON.stringify(prompt).length;
 }
 
 function emptyView(): Pick<
   SimLogEntry,
-  'provider' | 'model' | 'stream' | 'turn' | 'text' | 'tools' | 'rule'
+  'provider' | 'wire' | 'model' | 'stream' | 'turn' | 'text' | 'tools' | 'rule'
 > {
-  return { provider: null, model: null, stream: false, turn: null, text: null, tools: [], rule: null };
+  return {
+    provider: null,
+    wire: null,
+    model: null,
+    stream: false,
+    turn: null,
+    text: null,
+    tools: [],
+    rule: null,
+  };
 }
 
 function readBody(request: IncomingMessage): Promise<string> {
@@ -498,23 +395,4 @@ function readBody(request: IncomingMessage): Promise<string> {
     request.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
     request.on('error', reject);
   });
-}
-
-function sendJson(
-  response: ServerResponse,
-  status: number,
-  body: unknown,
-  headers: Record<string, string> = {},
-): void {
-  const text = JSON.stringify(body);
-  response.writeHead(status, {
-    'content-type': 'application/json',
-    'content-length': Buffer.byteLength(text),
-    ...headers,
-  });
-  response.end(text);
-}
-
-function formatSse(event: string | undefined, data: unknown): string {
-  return `${event === undefined ? '' : `event: ${event}\n`}data: ${typeof data === 'string' ? data : JSON.stringify(data)}\n\n`;
 }

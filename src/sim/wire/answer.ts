@@ -6,12 +6,20 @@ export interface SimAnswer {
   toolCalls: { id: string; name: string; input: Record<string, unknown> }[];
   usage: { input: number; output: number; cacheRead: number; cacheWrite: number };
   stopReason: string | undefined;
+  /** Anthropic only: a signed thinking block opening the answer. */
+  thinking?: { text: string; signature: string } | undefined;
+  /** Anthropic only: a redacted thinking block's opaque data. */
+  redactedThinking?: string | undefined;
+  /** Anthropic only: a server tool call and its result, before the text. */
+  serverTool?: { id: string; name: string; input: Record<string, unknown>; result: unknown } | undefined;
 }
 
 /** One server-sent event: `event:` line (optional) and its JSON data (or raw text). */
 export interface SseEvent {
   event?: string;
   data: unknown;
+  /** The first event carrying content: `contentDelayMs` is waited before it. */
+  opensContent?: boolean;
 }
 
 /** A provider's wire format for answers and errors. */
@@ -21,6 +29,8 @@ export interface WireFormat {
   /** The final SSE line some providers send after the last event (OpenAI's `[DONE]`). */
   terminator?: string;
   error(status: number, message: string): unknown;
+  /** The error a stream carries when it fails after `sent` events, as the provider sends it. */
+  streamError(answer: SimAnswer, sent: number): SseEvent;
   /** The overload answer's status. */
   overloadStatus: number;
 }

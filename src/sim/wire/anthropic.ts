@@ -26,10 +26,59 @@ function stopReason(answer: SimAnswer): string {
 
 function blocks(answer: SimAnswer): Record<string, unknown>[] {
   const content: Record<string, unknown>[] = [];
+  if (answer.thinking !== undefined) {
+    content.push({ type: 'thinking', thinking: answer.thinking.text, signature: answer.thinking.signature });
+  }
+  if (answer.redactedThinking !== undefined)
+    content.push({ type: 'redacted_thinking', data: answer.redactedThinking });
+  if (answer.serverTool !== undefined) {
+    const { id, name, input, result } = answer.serverTool;
+    content.push(
+      { type: 'server_tool_use', id, name, input },
+      { type: `${name}_tool_result`, tool_use_id: id, content: result },
+    );
+  }
   if (answer.text !== '' || answer.toolCalls.length === 0) content.push({ type: 'text', text: answer.text });
   for (const call of answer.toolCalls)
     content.push({ type: 'tool_use', id: call.id, name: call.name, input: call.input });
   return content;
+}
+
+const delta = (index: number, value: Record<string, unknown>): SseEvent => ({
+  event: 'content_block_delta',
+  data: { type: 'content_block_delta', index, delta: value },
+});
+
+/** One content block as a stream: its start (empty, or whole when it has no delta form), deltas, stop. */
+function blockEvents(block: Record<string, unknown>, index: number): SseEvent[] {
+  const start = (contentBlock: Record<string, unknown>): SseEvent => ({
+    event: 'content_block_start',
+    data: { type: 'content_block_start', index, content_block: contentBlock },
+  });
+  const events: SseEvent[] = [];
+  switch (block['type']) {
+    case 'text':
+      events.push(start({ type: 'text', text: '' }));
+      for (const piece of chunkText(String(block['text'])))
+        events.push(delta(index, { type: 'text_delta', text: piece }));
+      break;
+    case 'thinking':
+      events.push(start({ type: 'thinking', thinking: '', signature: '' }));
+      for (const piece of chunkText(String(block['thinking'])))
+        events.push(delta(index, { type: 'thinking_delta', thinking: piece }));
+      events.push(delta(index, { type: 'signature_delta', signature: block['signature'] }));
+      break;
+    case 'tool_use':
+    case 'server_tool_use':
+      events.push(start({ ...block, input: {} }));
+      for (const piece of chunkText(JSON.stringify(block['input'])))
+        events.push(delta(index, { type: 'input_json_delta', partial_json: piece }));
+      break;
+    default:
+      events.push(start(block));
+  }
+  events.push({ event: 'content_block_stop', data: { type: 'content_block_stop', index } });
+  return events;
 }
 
 /** Anthropic Messages API: a `message` object, or the SSE event sequence of a streamed one. */
@@ -68,38 +117,8 @@ export const anthropicWire: WireFormat = {
       { event: 'ping', data: { type: 'ping' } },
     ];
     blocks(answer).forEach((block, index) => {
-      if (block['type'] === 'text') {
-        events.push({
-          event: 'content_block_start',
-          data: { type: 'content_block_start', index, content_block: { type: 'text', text: '' } },
-        });
-        for (const piece of chunkText(String(block['text']))) {
-          events.push({
-            event: 'content_block_delta',
-            data: { type: 'content_block_delta', index, delta: { type: 'text_delta', text: piece } },
-          });
-        }
-      } else {
-        events.push({
-          event: 'content_block_start',
-          data: {
-            type: 'content_block_start',
-            index,
-            content_block: { type: 'tool_use', id: block['id'], name: block['name'], input: {} },
-          },
-        });
-        for (const piece of chunkText(JSON.stringify(block['input']))) {
-          events.push({
-            event: 'content_block_delta',
-            data: {
-              type: 'content_block_delta',
-              index,
-              delta: { type: 'input_json_delta', partial_json: piece },
-            },
-          });
-        }
-      }
-      events.push({ event: 'content_block_stop', data: { type: 'content_block_stop', index } });
+      const [first, ...rest] = blockEvents(block, index);
+      if (first !== undefined) events.push(index === 0 ? { ...first, opensContent: true } : first, ...rest);
     });
     events.push(
       {
@@ -116,5 +135,11 @@ export const anthropicWire: WireFormat = {
   },
   error(status, message) {
     return { type: 'error', error: { type: ERROR_TYPES[status] ?? 'api_error', message } };
+  },
+  streamError() {
+    return {
+      event: 'error',
+      data: { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } },
+    };
   },
 };

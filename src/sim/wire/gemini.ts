@@ -50,12 +50,18 @@ export const geminiWire: WireFormat = {
   },
   events(answer) {
     const pieces = chunkText(answer.text);
-    if (pieces.length === 0) return [{ data: response(answer, '', true) }];
+    if (pieces.length === 0) return [{ data: response(answer, '', true), opensContent: true }];
     return pieces.map((piece, index): SseEvent => {
       const last = index === pieces.length - 1;
       // Tool calls ride on the last chunk, as Gemini sends a function call whole.
-      return { data: response(last ? answer : { ...answer, toolCalls: [] }, piece, last) };
+      return {
+        data: response(last ? answer : { ...answer, toolCalls: [] }, piece, last),
+        ...(index === 0 ? { opensContent: true } : {}),
+      };
     });
+  },
+  streamError() {
+    return { data: { error: { code: 503, message: 'The model is overloaded.', status: 'UNAVAILABLE' } } };
   },
   error(status, message) {
     return { error: { code: status, message, status: STATUSES[status] ?? 'UNKNOWN' } };

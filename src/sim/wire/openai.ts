@@ -64,8 +64,22 @@ export const openAiWire: WireFormat = {
     for (const piece of chunkText(answer.text)) events.push(chunk({ content: piece }));
     toolCalls(answer).forEach((call, index) => events.push(chunk({ tool_calls: [{ index, ...call }] })));
     events.push(chunk({}, finishReason(answer)));
+    const first = events[1];
+    if (first !== undefined) events[1] = { ...first, opensContent: true };
     events.push({ data: { ...base, choices: [], usage: usage(answer) } });
     return events;
+  },
+  streamError() {
+    return {
+      data: {
+        error: {
+          message: 'The server had an error while processing your request.',
+          type: 'server_error',
+          param: null,
+          code: 'server_error',
+        },
+      },
+    };
   },
   error(status, message) {
     return {
