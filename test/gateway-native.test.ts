@@ -307,6 +307,155 @@ describe('gateway, Anthropic wire', () => {
   });
 });
 
+describe('gateway, Anthropic wire: what a translation layer breaks', () => {
+  it('thinking and its signature pass unchanged, and replay on the next turn verifies', async () => {
+    sim.setScenario({
+      rules: [
+        {
+          match: { turn: 1 },
+          reply: { thinking: 'let me think about this carefully', text: 'first answer' },
+        },
+        { match: { turn: 2 }, reply: { text: 'second answer' } },
+      ],
+    });
+    const client = anthropic();
+    const first = await client.messages
+      .stream({
+        model: 'claude-sonnet-4-5',
+        max_tokens: 2000,
+        thinking: { type: 'enabled', budget_tokens: 1024 },
+        messages: [{ role: 'user', content: 'one' }],
+      })
+      .finalMessage();
+    const thinking = first.content.find((block) => block.type === 'thinking');
+    expect(thinking).toMatchObject({
+      thinking: 'let me think about this carefully',
+      signature: expect.any(String),
+    });
+    const second = await client.messages.create({
+      model: 'claude-sonnet-4-5',
+      max_tokens: 2000,
+      thinking: { type: 'enabled', budget_tokens: 1024 },
+      messages: [
+        { role: 'user', content: 'one' },
+        { role: 'assistant', content: first.content },
+        { role: 'user', content: 'two' },
+      ],
+    });
+    expect(second.content).toEqual([{ type: 'text', text: 'second answer' }]);
+    expect(sim.requests.map((entry) => entry.status)).toEqual([200, 200]);
+  });
+
+  it('an error event after content passes to the client, which throws; the ledger has the failure', async () => {
+    sim.setScenario({ rules: [{ match: {}, fault: { kind: 'error-event', events: 3 } }] });
+    const via = await rawStream({
+      model: 'claude-haiku-4-5',
+      max_tokens: 50,
+      stream: true,
+      messages: [{ role: 'user', content: 'x' }],
+    });
+    expect(via.text).toContain('content_block_start');
+    expect(via.text).toMatch(/event: error\ndata: \{"type":"error","error":\{"type":"overloaded_error"/);
+    expect(via.text).not.toContain('message_stop');
+    expect(attemptsOf(via.callId).map((row) => row.error_code)).toEqual(['OVERLOADED']);
+  });
+
+  it('an error event before content is a failover nobody sees', async () => {
+    sim.setScenario({
+      rules: [
+        { match: { model: 'haiku' }, fault: { kind: 'error-event', events: 1 } },
+        { match: {}, reply: { text: 'the fallback' } },
+      ],
+    });
+    const via = await rawStream({
+      model: 'fast',
+      max_tokens: 50,
+      stream: true,
+      messages: [{ role: 'user', content: 'x' }],
+    });
+    expect(via.text).toContain('the fallback');
+    expect(via.text).not.toContain('event: error');
+    expect(attemptsOf(via.callId).map((row) => row.error_code)).toEqual(['OVERLOADED', null]);
+  });
+});
+
+describe('gateway, OpenAI Responses wire', () => {
+  it('answers responses.create and responses.stream with monotonic sequence numbers', async () => {
+    sim.setScenario({ fallback: { text: 'a responses answer', usage: { input: 12, output: 4 } } });
+    const client = openai();
+    const plain = await client.responses.create({ model: 'gpt-4.1-mini', input: 'hello' });
+    expect(plain.output_text).toBe('a responses answer');
+    const sequence: number[] = [];
+    const stream = client.responses.stream({ model: 'gpt-4.1-mini', input: 'hello' });
+    stream.on('event', (event) => sequence.push(event.sequence_number));
+    const final = await stream.finalResponse();
+    expect(final.output_text).toBe('a responses answer');
+    expect(sequence).toEqual([...sequence].sort((a, b) => a - b));
+    expect(new Set(sequence).size).toBe(sequence.length);
+    expect(final.usage).toMatchObject({ input_tokens: 12, output_tokens: 4 });
+  });
+
+  it('previous_response_id is a clear 400; a failure after content is response.failed', async () => {
+    const error = await openai()
+      .responses.create({ model: 'gpt-4.1-mini', input: 'x', previous_response_id: 'resp_1' })
+      .catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(String((error as Error).message)).toMatch(/previous_response_id is not supported/);
+    sim.setScenario({ rules: [{ match: {}, fault: { kind: 'drop-after', events: 4 } }] });
+    const response = await fetch(`${server.url}/v1/responses`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...server.auth },
+      body: JSON.stringify({ model: 'gpt-4.1-mini', input: 'x', stream: true }),
+    });
+    const text = await response.text();
+    expect(text).toContain('response.output_item.added');
+    expect(text).toMatch(/event: response\.failed\ndata: \{"type":"response\.failed","sequence_number":\d+/);
+    expect(text).not.toContain('response.completed');
+  });
+});
+
+describe('gateway, the AI SDK', () => {
+  it('streamText with a tool, over @ai-sdk/anthropic and @ai-sdk/openai', async () => {
+    const { streamText, tool, jsonSchema } = await import('ai');
+    const { createAnthropic } = await import('@ai-sdk/anthropic');
+    const { createOpenAI } = await import('@ai-sdk/openai');
+    const models = [
+      createAnthropic({ apiKey: server.token, baseURL: `${server.url}/v1` })('claude-haiku-4-5'),
+      createOpenAI({ apiKey: server.token, baseURL: `${server.url}/v1` }).chat('gpt-4.1-mini'),
+    ];
+    for (const model of models) {
+      sim.setScenario({
+        rules: [
+          { match: { turn: 1 }, reply: { tool: { name: 'lookup', input: { q: 'switchboard' } } } },
+          { match: { turn: 2 }, reply: { text: 'looked it up' } },
+        ],
+      });
+      const seenQueries: string[] = [];
+      const result = streamText({
+        model,
+        prompt: 'find it',
+        tools: {
+          lookup: tool({
+            description: 'look something up',
+            inputSchema: jsonSchema<{ q: string }>({
+              type: 'object',
+              properties: { q: { type: 'string' } },
+              required: ['q'],
+            }),
+            execute: async ({ q }) => {
+              seenQueries.push(q);
+              return 'found';
+            },
+          }),
+        },
+        stopWhen: ({ steps }) => steps.length >= 2,
+      });
+      expect(await result.text).toBe('looked it up');
+      expect(seenQueries).toEqual(['switchboard']);
+    }
+  });
+});
+
 describe('gateway, OpenAI Chat wire', () => {
   it('streams with include_usage: the usage chunk before [DONE]', async () => {
     sim.setScenario({ fallback: { text: 'chat answer here', usage: { input: 11, output: 3 } } });
@@ -454,9 +603,7 @@ describe('gateway, translated lane (a chain that crosses wires)', () => {
       }),
     });
     expect(response.status).toBe(502);
-    expect(((await response.json()) as { error: { message: string } }).error.message).toMatch(
-      /image block/,
-    );
+    expect(((await response.json()) as { error: { message: string } }).error.message).toMatch(/image block/);
     expect(sim.requests).toHaveLength(0);
   });
 });
