@@ -398,12 +398,15 @@ function relayEvents(
       };
       input.record(outcome).then(
         () => {
-          client.end(text);
+          client.write(text, headers);
+          client.end();
           settle(outcome);
         },
         () => {
-          // The row could not be written: the answer still goes out (as /call does, with a warning).
-          client.end(text);
+          // The row could not be written: the answer still goes out (as /call's does), with the warning
+          // as an SSE comment, which clients skip.
+          client.write(`: switchboard warning: the ledger did not record this answer\n\n${text}`, headers);
+          client.end();
           settle(outcome);
         },
       );
