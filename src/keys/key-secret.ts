@@ -78,7 +78,7 @@ export function loadKeySecret({ stateDir, env = process.env }: LoadKeySecretOpti
         'INVALID_INPUT',
         `${KEY_SECRET_VARIABLE} has ${fromEnvironment.length} characters; it needs at least ${MIN_KEY_SECRET_LENGTH}`,
         {
-          hint: `set it to 32 or more random characters (openssl rand -hex 32), or unset it to use ${KEY_SECRET_FILE_NAME} in the state folder`,
+          hint: `set it to 32 or more random characters, such as the output of openssl rand -hex 32, or unset it to use ${KEY_SECRET_FILE_NAME} in the state folder`,
         },
       );
     }
