@@ -143,6 +143,26 @@ describe('KeyDirectory', () => {
   });
 });
 
+describe('KeyDirectory while the ledger fails', () => {
+  it('keeps the keys it loaded when a refresh fails, and loads again after a failed start', async () => {
+    const key = await createKey('ci');
+    let down = true;
+    const flaky = {
+      listVirtualKeys: () => (down ? Promise.reject(new Error('database down')) : ledger.listVirtualKeys()),
+      findVirtualKey: (hash: string) => ledger.findVirtualKey(hash),
+    };
+    const keys = open({ ledger: flaky, refreshMs: 60_000 });
+    await expect(keys.ready()).rejects.toThrow('database down');
+    await expect(keys.authenticate(key)).rejects.toThrow('database down');
+    down = false;
+    expect((await keys.authenticate(key)).ok).toBe(true);
+    down = true;
+    await expect(keys.refresh()).rejects.toThrow('database down');
+    expect(keys.lastRefreshError).toBeInstanceOf(Error);
+    expect((await keys.authenticate(key)).ok).toBe(true);
+  });
+});
+
 describe('what a key adds to a call', () => {
   const key: VirtualKey = {
     id: 'key_1',

@@ -90,6 +90,8 @@ export class KeyDirectory {
   private readonly loaded: Promise<void>;
   private refreshing: Promise<void> | undefined;
   private failure: unknown;
+  /** Whether a load ever succeeded: until then a request waits for one (and fails with it). */
+  private loadedOnce = false;
 
   constructor({
     ledger,
@@ -135,6 +137,7 @@ export class KeyDirectory {
           const byHash = new Map<string, Entry>();
           for (const record of records) byHash.set(record.hash, entryOf(record));
           this.byHash = byHash;
+          this.loadedOnce = true;
           this.lookupsLeft = this.maxLookups;
           this.failure = undefined;
         },
@@ -159,7 +162,8 @@ export class KeyDirectory {
     }
     if (!KEY_SHAPE.test(presented))
       return refusal('unknown', 'the virtual key is not one this server issued');
-    await this.loaded;
+    // A first load that failed (the database was down at start) is tried again, not remembered.
+    if (!this.loadedOnce) await (this.refreshing ?? this.refresh());
     const hash = hashVirtualKey(presented, this.secret);
     const entry = this.byHash.get(hash) ?? (await this.lookUp(hash, now));
     if (entry === undefined) return refusal('unknown', 'the virtual key is not one this server issued');
