@@ -1,4 +1,4 @@
-import { mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -6,6 +6,7 @@ import { EXIT_CODES } from '../src/core/errors.js';
 import { loadKeySecret } from '../src/keys/key-secret.js';
 import { KeyDirectory } from '../src/keys/virtual-keys.js';
 import { openLedger } from '../src/store/ledger.js';
+import { createTestDatabase, POSTGRES_SKIP } from './helpers/postgres.js';
 import { runCli, type CliRun } from './helpers/run-cli.js';
 
 // `switchboard keys` as a user runs it: the built CLI on a real SQLite ledger in a temporary state
@@ -22,11 +23,15 @@ function workspace(): { cwd: string; stateDir: string } {
   return { cwd, stateDir: join(cwd, 'state') };
 }
 
-function keys(args: string[], { cwd, stateDir }: { cwd: string; stateDir: string }): Promise<CliRun> {
+function keys(
+  args: string[],
+  { cwd, stateDir }: { cwd: string; stateDir: string },
+  extra: NodeJS.ProcessEnv = {},
+): Promise<CliRun> {
   const env = { ...process.env };
   delete env.SWITCHBOARD_DATABASE_URL;
   delete env.SWITCHBOARD_KEY_SECRET;
-  return runCli(['--state-dir', stateDir, 'keys', ...args], { cwd, env });
+  return runCli(['--state-dir', stateDir, 'keys', ...args], { cwd, env: { ...env, ...extra } });
 }
 
 /** Every byte the state folder holds but the secret: the ledger and its WAL files. */
@@ -210,4 +215,41 @@ describe('switchboard keys', () => {
     const listed = JSON.parse((await keys(['list', '--json'], place)).stdout) as unknown[];
     expect(listed).toHaveLength(1);
   });
+
+  it.skipIf(POSTGRES_SKIP !== undefined)(
+    'on PostgreSQL with SWITCHBOARD_KEY_SECRET, a key made on one machine works on another',
+    async () => {
+      const database = await createTestDatabase();
+      try {
+        const secret = 'a-shared-secret-of-at-least-32-characters';
+        const env = { SWITCHBOARD_DATABASE_URL: database.url, SWITCHBOARD_KEY_SECRET: secret };
+        const place = workspace();
+        const created = await keys(['create', '--name', 'ci', '--rpm', '5'], place, env);
+        expect(created.status, created.stderr).toBe(0);
+        const key = created.stdout.trim();
+        // Nothing in the state folder: neither a SQLite ledger nor a secret file.
+        expect(existsSync(place.stateDir) ? readdirSync(place.stateDir) : []).toEqual([]);
+        const listed = await keys(['list', '--json'], place, env);
+        expect(JSON.parse(listed.stdout)).toEqual([
+          expect.objectContaining({ name: 'ci', limits: { rpm: 5 } }),
+        ]);
+
+        const ledger = openLedger({ url: database.url });
+        const elsewhere = workspace().stateDir;
+        const directory = new KeyDirectory({
+          ledger,
+          secret: loadKeySecret({ stateDir: elsewhere, env: { SWITCHBOARD_KEY_SECRET: secret } }),
+        });
+        try {
+          expect((await directory.authenticate(key)).ok).toBe(true);
+        } finally {
+          directory.close();
+          await ledger.close();
+        }
+        expect((await keys(['revoke', 'ci'], place, env)).status).toBe(0);
+      } finally {
+        await database.drop();
+      }
+    },
+  );
 });

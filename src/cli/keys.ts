@@ -3,6 +3,7 @@ import { durationMs } from '../core/config.js';
 import { SwitchboardError } from '../core/errors.js';
 import { formatUsd } from '../core/format-usd.js';
 import type { ListedVirtualKey } from '../keys/key-admin.js';
+import type { Ledger } from '../store/ledger.js';
 import { tagOf } from './option-values.js';
 import { commandConfig, type GlobalFlags } from './shared.js';
 
@@ -42,40 +43,7 @@ export function registerKeysCommand(program: Command): void {
     .option('--concurrency <n>', 'requests in flight at once', number(1, true))
     .option('--expires <duration>', 'refuse it after 30d, 12h, 90m, … (default: never)', expiry)
     .option('--json', 'print {id, name, key, …} as JSON')
-    .action(async (flags: CreateFlags, command: Command) => {
-      const config = commandConfig(command.optsWithGlobals<GlobalFlags>());
-      const { loadKeySecret } = await import('../keys/key-secret.js');
-      const { issueVirtualKey } = await import('../keys/key-admin.js');
-      const secret = loadKeySecret({ stateDir: config.stateDir });
-      const { connectLedger } = await import('../store/ledger.js');
-      const ledger = await connectLedger({ stateDir: config.stateDir });
-      try {
-        const { key, listed } = await issueVirtualKey({
-          ledger,
-          secret,
-          name: flags.name,
-          tags: Object.fromEntries(flags.tag ?? []),
-          ...(flags.models === undefined ? {} : { models: flags.models }),
-          ...(flags.dailyUsd === undefined ? {} : { dailyUsd: flags.dailyUsd }),
-          ...(flags.rpm === undefined ? {} : { rpm: flags.rpm }),
-          ...(flags.tpm === undefined ? {} : { tpm: flags.tpm }),
-          ...(flags.concurrency === undefined ? {} : { concurrency: flags.concurrency }),
-          ...(flags.expires === undefined ? {} : { expiresAt: Date.now() + flags.expires }),
-        });
-        if (flags.json === true) {
-          const { name, id, ...rest } = listed;
-          process.stdout.write(`${JSON.stringify({ id, name, key, ...rest })}\n`);
-        } else {
-          process.stdout.write(`${key}\n`);
-        }
-        process.stderr.write(
-          `switchboard: created virtual key ${listed.name} (${listed.id}); it is shown only this once, so store it now\n` +
-            `use it with Claude Code through the gateway: ANTHROPIC_AUTH_TOKEN=<key> ANTHROPIC_BASE_URL=${GATEWAY_URL} claude\n`,
-        );
-      } finally {
-        await ledger.close();
-      }
-    });
+    .action((flags: CreateFlags, command: Command) => withLedger(command, createKey(flags)));
 
   keys
     .command('list')
@@ -83,52 +51,86 @@ export function registerKeysCommand(program: Command): void {
       'every virtual key: name, id, prefix, tags, models, limits, expiry, revocation (never the key)',
     )
     .option('--json', 'print the keys as a JSON array')
-    .action(async (flags: { json?: boolean }, command: Command) => {
-      const config = commandConfig(command.optsWithGlobals<GlobalFlags>());
-      const { listedVirtualKey } = await import('../keys/key-admin.js');
-      const { connectLedger } = await import('../store/ledger.js');
-      const ledger = await connectLedger({ stateDir: config.stateDir });
-      let listed: ListedVirtualKey[];
-      try {
-        listed = (await ledger.listVirtualKeys()).map(listedVirtualKey);
-      } finally {
-        await ledger.close();
-      }
-      if (flags.json === true) {
-        process.stdout.write(`${JSON.stringify(listed)}\n`);
-        return;
-      }
-      if (listed.length === 0) {
-        process.stdout.write('no virtual keys (make one with `switchboard keys create --name NAME`)\n');
-        return;
-      }
-      const now = Date.now();
-      for (const key of listed) process.stdout.write(`${describe(key, now)}\n`);
-    });
+    .action((flags: { json?: boolean }, command: Command) => withLedger(command, listKeys(flags)));
 
   keys
     .command('revoke')
     .description('refuse a virtual key from now on (a running gateway within its refresh, 2 s)')
     .argument('<name-or-id>', 'the key, by name or id')
-    .action(async (target: string, _flags: unknown, command: Command) => {
-      const config = commandConfig(command.optsWithGlobals<GlobalFlags>());
-      const { connectLedger } = await import('../store/ledger.js');
-      const ledger = await connectLedger({ stateDir: config.stateDir });
-      try {
-        if (!(await ledger.revokeVirtualKey(target, Date.now()))) {
-          throw new SwitchboardError(
-            'KEY_NOT_FOUND',
-            `there is no virtual key named ${target} in ${ledger.path}`,
-            {
-              hint: 'see the names and ids with `switchboard keys list`, run with the same --state-dir or database',
-            },
-          );
-        }
-      } finally {
-        await ledger.close();
-      }
-      process.stdout.write(`revoked virtual key ${target}\n`);
+    .action((target: string, _flags: unknown, command: Command) => withLedger(command, revokeKey(target)));
+}
+
+type LedgerAction = (ledger: Ledger, stateDir: string) => Promise<void>;
+
+/** Runs `action` on the ledger of the command's state folder or database, closed afterwards. */
+async function withLedger(command: Command, action: LedgerAction): Promise<void> {
+  const config = commandConfig(command.optsWithGlobals<GlobalFlags>());
+  const { connectLedger } = await import('../store/ledger.js');
+  const ledger = await connectLedger({ stateDir: config.stateDir });
+  try {
+    await action(ledger, config.stateDir);
+  } finally {
+    await ledger.close();
+  }
+}
+
+function createKey(flags: CreateFlags): LedgerAction {
+  return async (ledger, stateDir) => {
+    const { loadKeySecret } = await import('../keys/key-secret.js');
+    const { issueVirtualKey } = await import('../keys/key-admin.js');
+    const { key, listed } = await issueVirtualKey({
+      ledger,
+      secret: loadKeySecret({ stateDir }),
+      name: flags.name,
+      tags: Object.fromEntries(flags.tag ?? []),
+      ...(flags.models === undefined ? {} : { models: flags.models }),
+      ...(flags.dailyUsd === undefined ? {} : { dailyUsd: flags.dailyUsd }),
+      ...(flags.rpm === undefined ? {} : { rpm: flags.rpm }),
+      ...(flags.tpm === undefined ? {} : { tpm: flags.tpm }),
+      ...(flags.concurrency === undefined ? {} : { concurrency: flags.concurrency }),
+      ...(flags.expires === undefined ? {} : { expiresAt: Date.now() + flags.expires }),
     });
+    if (flags.json === true) {
+      const { name, id, ...rest } = listed;
+      process.stdout.write(`${JSON.stringify({ id, name, key, ...rest })}\n`);
+    } else {
+      process.stdout.write(`${key}\n`);
+    }
+    process.stderr.write(
+      `switchboard: created virtual key ${listed.name} (${listed.id}); it is shown only this once, so store it now\n` +
+        `use it with Claude Code through the gateway: ANTHROPIC_AUTH_TOKEN=<key> ANTHROPIC_BASE_URL=${GATEWAY_URL} claude\n`,
+    );
+  };
+}
+
+function listKeys(flags: { json?: boolean }): LedgerAction {
+  return async (ledger) => {
+    const { listedVirtualKey } = await import('../keys/key-admin.js');
+    const listed = (await ledger.listVirtualKeys()).map(listedVirtualKey);
+    if (flags.json === true) {
+      process.stdout.write(`${JSON.stringify(listed)}\n`);
+    } else if (listed.length === 0) {
+      process.stdout.write('no virtual keys (make one with `switchboard keys create --name NAME`)\n');
+    } else {
+      const now = Date.now();
+      for (const key of listed) process.stdout.write(`${describe(key, now)}\n`);
+    }
+  };
+}
+
+function revokeKey(target: string): LedgerAction {
+  return async (ledger) => {
+    if (!(await ledger.revokeVirtualKey(target, Date.now()))) {
+      throw new SwitchboardError(
+        'KEY_NOT_FOUND',
+        `there is no virtual key named ${target} in ${ledger.path}`,
+        {
+          hint: 'see the names and ids with `switchboard keys list`, run with the same --state-dir or database',
+        },
+      );
+    }
+    process.stdout.write(`revoked virtual key ${target}\n`);
+  };
 }
 
 /** One line of `keys list`. */
