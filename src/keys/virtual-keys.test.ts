@@ -2,7 +2,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { isSwitchboardError } from '../core/errors.js';
 import { timeOrderedId } from '../core/time-ordered-id.js';
+import { reserveBudget } from '../invoke/budget.js';
+import { callAttempt } from '../store/__fixtures__/call-attempt.js';
 import { openLedger, type Ledger, type VirtualKeyRecord } from '../store/ledger.js';
 import { generateVirtualKey, hashVirtualKey, loadKeySecret, virtualKeyPrefix } from './key-secret.js';
 import {
@@ -177,6 +180,28 @@ describe('what a key adds to a call', () => {
     expect(keyTags(key)).toEqual({ team: 'web', 'switchboard.key': 'key_1' });
     expect(keyBudgetRules(key)).toEqual([{ tag: 'switchboard.key=key_1', dailyUsd: 5 }]);
     expect(keyBudgetRules({ ...key, limits: {} })).toEqual([]);
+  });
+
+  it("holds what the key spends to its daily cap through the ledger's budgets, other keys apart", async () => {
+    const rules = keyBudgetRules({ ...key, limits: { dailyUsd: 1 } });
+    const attempt = (id: string, tags: Record<string, string>) => ({
+      id,
+      provider: 'openai',
+      model: 'gpt-4.1-mini',
+      tags,
+      estimateUsd: 0.01,
+      now: Date.now(),
+    });
+    await ledger.recordCallAttempt(callAttempt('spent', 1.5, { tags: keyTags(key) }));
+    await ledger.flush();
+    const refused = await reserveBudget(ledger, rules, attempt('next', keyTags(key))).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect(isSwitchboardError(refused) && refused.code).toBe('BUDGET_EXCEEDED');
+    // Another key's calls are not under this cap.
+    const other = await reserveBudget(ledger, rules, attempt('other', keyTags({ ...key, id: 'key_2' })));
+    await other.release();
   });
 
   it('allows the models it names, by family word or id prefix', () => {
