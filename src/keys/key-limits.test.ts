@@ -50,6 +50,32 @@ describe('KeyLimits in memory', () => {
   });
 });
 
+describe('KeyLimits with shared counters that fail', () => {
+  it('judges by its own counts when the counter fails or stalls, and says so', async () => {
+    const errors: unknown[] = [];
+    let stall = false;
+    const ledger = {
+      dialect: 'postgres' as const,
+      countKeyUsage: () =>
+        stall ? new Promise<never>(() => undefined) : Promise.reject(new Error('database down')),
+      pruneKeyUsage: () => Promise.resolve(0),
+    };
+    const limits = new KeyLimits({ ledger, sharedTimeoutMs: 50, onError: (error) => errors.push(error) });
+    const ci = key({ rpm: 2 });
+    expect((await limits.admit(ci, MINUTE)).ok).toBe(true);
+    stall = true;
+    const started = Date.now();
+    expect((await limits.admit(ci, MINUTE)).ok).toBe(true);
+    expect(Date.now() - started).toBeLessThan(1_000);
+    expect(await limits.admit(ci, MINUTE)).toMatchObject({ ok: false, limit: 'rpm' });
+    expect(errors.map(String)).toEqual([
+      'Error: database down',
+      'Error: the shared rate counter did not answer within 50 ms',
+      'Error: the shared rate counter did not answer within 50 ms',
+    ]);
+  });
+});
+
 describe.skipIf(POSTGRES_SKIP !== undefined)('KeyLimits on PostgreSQL', () => {
   let database: TestDatabase | undefined;
   const ledgers: Ledger[] = [];

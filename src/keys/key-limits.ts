@@ -42,6 +42,12 @@ export interface KeyLimitsOptions {
   shared?: boolean;
   /** Told when the shared counters could not be used; that request was judged by this process's counts. */
   onError?: (error: unknown) => void;
+  /**
+   * How long a request waits for the shared counter before it is judged by this process's counts: a
+   * ledger waiting out a PostgreSQL restart (up to two minutes) must not hold every request that long.
+   * @default 1000
+   */
+  sharedTimeoutMs?: number;
   /** Test seams. */
   _internal?: {
     /** The clock `admit` defaults to and `release` counts tokens at. @default Date.now */
@@ -72,8 +78,17 @@ export class KeyLimits {
   private prunedBefore = 0;
   private readonly now: () => number;
 
-  constructor({ ledger, shared, onError = () => undefined, _internal = {} }: KeyLimitsOptions = {}) {
+  private readonly sharedTimeoutMs: number;
+
+  constructor({
+    ledger,
+    shared,
+    onError = () => undefined,
+    sharedTimeoutMs = 1000,
+    _internal = {},
+  }: KeyLimitsOptions = {}) {
     this.ledger = ledger;
+    this.sharedTimeoutMs = sharedTimeoutMs;
     this.now = _internal.now ?? Date.now;
     this.shared = ledger !== undefined && (shared ?? ledger.dialect === 'postgres');
     this.onError = onError;
@@ -116,7 +131,7 @@ export class KeyLimits {
     this.pruneOldWindows(window.start);
     let counted: { requests: number; tokens: number };
     try {
-      counted = await ledger.countKeyUsage(key.id, window.start, 1, 0);
+      counted = await withinMs(ledger.countKeyUsage(key.id, window.start, 1, 0), this.sharedTimeoutMs);
     } catch (error) {
       this.onError(error);
       const refusal = judge(key, window, now);
@@ -193,4 +208,15 @@ function refused(key: VirtualKey, limit: KeyLimitName, retryAfterMs: number, rea
     retryAfterMs,
     message: `virtual key ${key.name} reached its ${limit} limit (${reached}); try again in ${seconds} s`,
   };
+}
+
+/** `promise`, or a rejection once `ms` passed without it settling (the promise itself goes on). */
+function withinMs<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`the shared rate counter did not answer within ${ms} ms`)), ms);
+  });
+  // A count that lands after the timeout still counts; its failure is nobody's to hear.
+  promise.catch(() => undefined);
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
 }

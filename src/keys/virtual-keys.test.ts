@@ -164,6 +164,19 @@ describe('KeyDirectory while the ledger fails', () => {
     expect(keys.lastRefreshError).toBeInstanceOf(Error);
     expect((await keys.authenticate(key)).ok).toBe(true);
   });
+
+  it('refuses a key it cannot look up in time as unknown, rather than hold the request', async () => {
+    const stalled = {
+      listVirtualKeys: () => ledger.listVirtualKeys(),
+      findVirtualKey: () => new Promise<undefined>(() => undefined),
+    };
+    const keys = new KeyDirectory({ ledger: stalled, secret: secret(), lookupTimeoutMs: 50 });
+    directories.push(keys);
+    await keys.ready();
+    const started = Date.now();
+    expect(await keys.authenticate(generateVirtualKey())).toMatchObject({ ok: false, reason: 'unknown' });
+    expect(Date.now() - started).toBeLessThan(1_000);
+  });
 });
 
 describe('what a key adds to a call', () => {

@@ -59,6 +59,12 @@ export interface KeyDirectoryOptions {
    * @default 32
    */
   maxLookupsPerRefresh?: number;
+  /**
+   * How long a request waits for the lookup of a key not loaded yet before it is refused as unknown: a
+   * ledger waiting out a PostgreSQL restart (up to two minutes) must not hold the request that long.
+   * @default 2000
+   */
+  lookupTimeoutMs?: number;
 }
 
 interface Entry {
@@ -86,6 +92,7 @@ export class KeyDirectory {
   private readonly lookups = new Map<string, Promise<Entry | undefined>>();
   private lookupsLeft: number;
   private readonly refreshMs: number;
+  private readonly lookupTimeoutMs: number;
   private readonly timer: NodeJS.Timeout;
   private readonly loaded: Promise<void>;
   private refreshing: Promise<void> | undefined;
@@ -99,6 +106,7 @@ export class KeyDirectory {
     refreshMs = 2000,
     negativeCacheSize = 1024,
     maxLookupsPerRefresh = 32,
+    lookupTimeoutMs = 2000,
   }: KeyDirectoryOptions) {
     if (!Number.isFinite(refreshMs) || refreshMs <= 0) {
       throw new TypeError(`Expected "refreshMs" to be a positive number of milliseconds, got ${refreshMs}`);
@@ -106,6 +114,7 @@ export class KeyDirectory {
     this.ledger = ledger;
     this.secret = secret;
     this.refreshMs = refreshMs;
+    this.lookupTimeoutMs = lookupTimeoutMs;
     this.negativeCacheSize = negativeCacheSize;
     this.maxLookups = maxLookupsPerRefresh;
     this.lookupsLeft = maxLookupsPerRefresh;
@@ -193,7 +202,7 @@ export class KeyDirectory {
     const until = this.unknown.get(hash);
     if (until !== undefined && until > now) return undefined;
     const running = this.lookups.get(hash);
-    if (running !== undefined) return running;
+    if (running !== undefined) return this.inTime(running);
     if (this.lookupsLeft <= 0) return undefined;
     this.lookupsLeft -= 1;
     const lookup = this.ledger.findVirtualKey(hash).then((record) => {
@@ -206,11 +215,20 @@ export class KeyDirectory {
       return entry;
     });
     this.lookups.set(hash, lookup);
-    try {
-      return await lookup;
-    } finally {
-      this.lookups.delete(hash);
-    }
+    void lookup.then(
+      () => this.lookups.delete(hash),
+      () => this.lookups.delete(hash),
+    );
+    return this.inTime(lookup);
+  }
+
+  /** The lookup's answer, or none (unknown) when it takes longer than `lookupTimeoutMs`. */
+  private inTime(lookup: Promise<Entry | undefined>): Promise<Entry | undefined> {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<undefined>((resolve) => {
+      timer = setTimeout(() => resolve(undefined), this.lookupTimeoutMs);
+    });
+    return Promise.race([lookup, late]).finally(() => clearTimeout(timer));
   }
 
   private rememberUnknown(hash: string, until: number): void {
