@@ -177,7 +177,8 @@ export class KeyDirectory {
     const entry = this.byHash.get(hash) ?? (await this.lookUp(hash, now));
     if (entry === undefined) return refusal('unknown', 'the virtual key is not one this server issued');
     const { key, revokedAt } = entry;
-    if (revokedAt !== undefined && revokedAt <= now) {
+    // Revoked is revoked whatever the clocks say: another machine's may run ahead of this one's.
+    if (revokedAt !== undefined) {
       return refusal(
         'revoked',
         `virtual key ${key.name} was revoked at ${new Date(revokedAt).toISOString()}`,
