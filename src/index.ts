@@ -65,6 +65,44 @@ export {
 } from './core/route-types.js';
 export { connectLedger, openLedger, type Ledger } from './store/ledger.js';
 export { copyLedger, type CopyLedgerOptions, type CopyLedgerResult } from './store/copy.js';
+export type { KeyUsage, VirtualKeyRecord } from './store/ledger.js';
+export {
+  generateVirtualKey,
+  hashVirtualKey,
+  KEY_SECRET_VARIABLE,
+  loadKeySecret,
+  virtualKeyPrefix,
+  type LoadKeySecretOptions,
+} from './keys/key-secret.js';
+export {
+  KEY_TAG,
+  KeyDirectory,
+  keyBudgetRules,
+  keyTags,
+  mayUseModel,
+  readPresentedKey,
+  type KeyAuthentication,
+  type KeyDirectoryOptions,
+  type KeyRefusal,
+  type RequestHeaders,
+  type VirtualKey,
+  type VirtualKeyLimits,
+} from './keys/virtual-keys.js';
+export {
+  KeyLimits,
+  RATE_WINDOW_MS,
+  type KeyAdmission,
+  type KeyAdmitted,
+  type KeyLimitName,
+  type KeyLimitsOptions,
+  type KeyRefused,
+} from './keys/key-limits.js';
+export {
+  issueVirtualKey,
+  listedVirtualKey,
+  type IssueVirtualKeyOptions,
+  type ListedVirtualKey,
+} from './keys/key-admin.js';
 export {
   fallbackReason,
   metricsFromLedger,

@@ -26,6 +26,7 @@ const pages: Record<string, string> = {
   metrics: 'docs/serve.md',
   stats: 'docs/serve.md',
   db: 'docs/ledger.md',
+  keys: 'docs/keys.md',
   agent: 'docs/agent.md',
   workflow: 'docs/workflows.md',
   worker: 'docs/workers.md',

@@ -418,6 +418,14 @@ const cases: Record<keyof typeof EXIT_CODES, Case> = {
     },
   },
   FILE_REFUSED: () => run(['workflow', 'validate', '/dev/zero']),
+  KEY_EXISTS: async () => {
+    // The first key of a name wins; a second one is refused and nothing is created.
+    const cwd = workspace();
+    const first = await run(['keys', 'create', '--name', 'ci'], cwd);
+    expect(first.status, first.stderr).toBe(EXIT_CODES.OK);
+    return run(['keys', 'create', '--name', 'ci'], cwd);
+  },
+  KEY_NOT_FOUND: () => run(['keys', 'revoke', 'no-such-key']),
   // A full or read-only file system needs a mount of its own (root, a mount namespace): asserted there.
   LEDGER_UNWRITABLE: {
     coveredBy: {

@@ -20,6 +20,7 @@ const COMMANDS: Record<string, () => Promise<Register>> = {
   call: async () => (await import('./call.js')).registerCallCommand,
   stats: async () => (await import('./stats.js')).registerStatsCommand,
   db: async () => (await import('./db.js')).registerDbCommand,
+  keys: async () => (await import('./keys.js')).registerKeysCommand,
   serve: async () => (await import('./serve.js')).registerServeCommand,
   ui: async () => (await import('./serve.js')).registerUiCommand,
   mcp: async () => (await import('./mcp.js')).registerMcpCommand,

@@ -59,6 +59,8 @@ export const ERROR_CODES = [
   'OUTPUT_LIMIT',
   'SERVER_AUTH',
   'FILE_REFUSED',
+  'KEY_EXISTS',
+  'KEY_NOT_FOUND',
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
@@ -223,6 +225,10 @@ export const EXIT_CODES = {
   SERVER_AUTH: 67,
   /** A file Switchboard was handed is no regular file (a FIFO, a device, a folder), or larger than its bound (2 MiB for YAML/JSON); nothing was read past it. */
   FILE_REFUSED: 68,
+  /** `keys create`: a virtual key of that name exists already (revoked or not); nothing was created. */
+  KEY_EXISTS: 69,
+  /** `keys revoke`: no virtual key has that name or id. */
+  KEY_NOT_FOUND: 70,
   /**
    * The ledger cannot be written: its disk is full or its folder (or database) is read-only. Before a call
    * reserved its budget nothing was sent; an answer that came back is kept (exit 0, a warning) instead.

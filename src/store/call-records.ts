@@ -199,7 +199,8 @@ export function callSql(dialect: SqlDialect) {
 export function tagFilter(dialect: SqlDialect): string {
   return dialect === 'postgres'
     ? '(CAST(@tag_key AS TEXT) IS NULL OR (CAST(tags AS JSONB) ->> CAST(@tag_key AS TEXT)) = CAST(@tag_value AS TEXT))'
-    : "(@tag_key IS NULL OR json_extract(tags, '$.' || @tag_key) = @tag_value)";
+    : // The key quoted in the path: `$.switchboard.key` would look for `key` inside `switchboard`.
+      "(@tag_key IS NULL OR json_extract(tags, '$.\"' || @tag_key || '\"') = @tag_value)";
 }
 
 /** The parameters of `tagFilter` for a `key=value` filter (or none). */

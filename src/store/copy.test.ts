@@ -93,6 +93,17 @@ async function fillLedger(stateDir: string): Promise<void> {
     caps: [{ since: 0, capUsd: 100 }],
   });
   expect(reservation.reserved).toBe(true);
+  await ledger.createVirtualKey({
+    id: 'key_1',
+    name: 'ci',
+    hash: 'f'.repeat(64),
+    prefix: 'sbk_abcdefgh',
+    tags: { team: 'a' },
+    models: ['haiku'],
+    rpm: 60,
+    createdAt: T0,
+  });
+  await ledger.countKeyUsage('key_1', T0, 1, 100);
   await ledger.close();
 
   const runs = await AgentRunStore.open(stateDir, {});
@@ -134,6 +145,8 @@ async function readBack(ledger: Ledger, runs: AgentRunStore): Promise<unknown> {
     feedback: await ledger.listFeedback(),
     cached: await ledger.getCachedDecision('cache-key', 0),
     reserved: await ledger.reservedAt(T0 + 1, {}),
+    keys: await ledger.listVirtualKeys(),
+    usage: await ledger.countKeyUsage('key_1', T0, 0, 0),
     runs: await runs.list(),
     events: await runs.events('fix-bug-aaa111'),
   };

@@ -50,6 +50,7 @@ import {
 import type { SqlClient, SqlDatabase, SqlDialect } from './sql/sql-database.js';
 import type { SyncSqlClient } from './sql/sqlite-database.js';
 import { describePostgresUrl } from './sql/postgres-database.js';
+import { virtualKeyMethods, type KeyUsage, type VirtualKeyRecord } from './virtual-key-records.js';
 
 export { BUSY_TIMEOUT_MS, DATABASE_URL_VARIABLE, DEFAULT_STATE_DIR, LEDGER_FILE_NAME } from './database.js';
 /** Rows `listRouteDecisions` returns when no limit is given. */
@@ -64,7 +65,7 @@ export interface OpenLedgerOptions extends DatabaseTarget {
   storeText?: boolean;
 }
 
-export type { RouteDecisionContext, StoredRouteDecision };
+export type { KeyUsage, RouteDecisionContext, StoredRouteDecision, VirtualKeyRecord };
 
 export interface ListRouteDecisionsOptions {
   /**
@@ -194,6 +195,28 @@ export interface Ledger {
   activeCooldowns(now: number): Promise<CooldownRecord[]>;
   /** Calls, success rate, latency, tokens and cost by provider and model, error codes; since a time. */
   callStats(options?: { since?: Date | number | string }): Promise<CallStats>;
+  /**
+   * Stores a new virtual key (its hash, never the key). Rejects with `KEY_EXISTS` when a key of that name
+   * exists, revoked or not: the first writer wins, in any number of processes.
+   */
+  createVirtualKey(record: VirtualKeyRecord): Promise<void>;
+  /** Every virtual key, revoked and expired ones included, oldest first. */
+  listVirtualKeys(): Promise<VirtualKeyRecord[]>;
+  /** The virtual key whose HMAC is `hash`, or undefined. */
+  findVirtualKey(hash: string): Promise<VirtualKeyRecord | undefined>;
+  /**
+   * Marks the key named (or with id) `nameOrId` revoked at `at` (epoch ms); a key revoked before keeps its
+   * time. Resolves to whether there was such a key.
+   */
+  revokeVirtualKey(nameOrId: string, at: number): Promise<boolean>;
+  /**
+   * Adds `requests` and `tokens` to the key's rate window starting at `windowStart` (epoch ms) and
+   * resolves to the window's totals after adding, in one statement, so processes on one database count
+   * together without losing an increment.
+   */
+  countKeyUsage(keyId: string, windowStart: number, requests: number, tokens: number): Promise<KeyUsage>;
+  /** Deletes the rate windows that started before `before` (epoch ms); resolves to how many went. */
+  pruneKeyUsage(before: number): Promise<number>;
   /**
    * Commits the recorded rows and releases the database. Safe to call twice; any other call
    * afterwards rejects with `STORE_ERROR`. Await it before the process ends: on SQLite the work is done
@@ -353,6 +376,7 @@ function createLedger(
     ...decisionCacheMethods(connection, queue),
     ...callMethods(connection, queue),
     ...budgetMethods(connection, queue, settles.pending),
+    ...virtualKeyMethods(connection.guarded, location),
     async flush() {
       await queue.flush();
     },

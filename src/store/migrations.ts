@@ -353,6 +353,37 @@ export const MIGRATIONS: readonly Migration[] = [
       .replace(/\bBLOB\b/g, 'BYTEA')
       .replace('unhex(d.request_hash)', "decode(d.request_hash, 'hex')"),
   },
+  {
+    version: 14,
+    description: 'virtual keys and their rate windows',
+    sql: `
+      -- Keys the gateway accepts in place of a provider key. The key itself is never stored, only its
+      -- HMAC under the server secret (SWITCHBOARD_KEY_SECRET or the state folder's key-secret file).
+      CREATE TABLE virtual_keys (
+        id           TEXT PRIMARY KEY NOT NULL,  -- key_ and a time-ordered id
+        name         TEXT NOT NULL UNIQUE,
+        hash         TEXT NOT NULL UNIQUE,       -- HMAC-SHA-256 hex of the key
+        prefix       TEXT NOT NULL,              -- the key's first 12 characters, safe to show
+        tags         TEXT NOT NULL DEFAULT '{}', -- JSON object, added to every call made with the key
+        models       TEXT,                       -- JSON array of the models it may use, NULL for any
+        daily_usd    REAL,                       -- NULL: no cap of its own
+        rpm          INTEGER,                    -- requests per minute
+        tpm          INTEGER,                    -- tokens per minute
+        concurrency  INTEGER,                    -- requests in flight
+        expires_at   INTEGER,                    -- epoch ms, NULL: never
+        created_at   INTEGER NOT NULL,
+        revoked_at   INTEGER                     -- epoch ms, NULL: in use
+      );
+      -- Requests and tokens of a key per fixed minute, shared by every process using the database.
+      CREATE TABLE key_rate_windows (
+        key_id        TEXT NOT NULL,
+        window_start  INTEGER NOT NULL,          -- epoch ms, a multiple of 60000
+        requests      INTEGER NOT NULL,
+        tokens        INTEGER NOT NULL,
+        PRIMARY KEY (key_id, window_start)
+      );
+    `,
+  },
 ];
 
 /** The schema version this build of Switchboard writes. */
