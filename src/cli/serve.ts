@@ -8,6 +8,7 @@ import { SwitchboardError } from '../core/errors.js';
 import type { RouteMetrics } from '../observe/prometheus.js';
 import type { McpContext } from '../mcp/context.js';
 import type { Router } from '../route/router.js';
+import type { Ledger } from '../store/ledger.js';
 import type { CommandPolicy } from '../mcp/command-policy.js';
 import { authorize, callerOf, checkListenAddress, serverToken, serverTokenOrNew } from '../serve/auth.js';
 import type { CallService } from '../serve/call-handler.js';
@@ -170,12 +171,15 @@ async function runServer(config: SwitchboardConfig, flags: ServeFlags, mode: Ser
   let dashboard: Dashboard | undefined;
   let retention: NodeJS.Timeout | undefined;
   let tokenFiles: string[] = [];
+  let closeGateway: (() => Promise<void>) | undefined;
   try {
     const { createServer } = await import('node:http');
     const inFlight = new AbortController();
     const mcp = await mcpContext(config, services, inFlight.signal, access.commands);
     if (mode.ui) dashboard = await startDashboard(mcp, token);
-    const gateway = mode.uiOnly ? undefined : await startGateway(config, services, token, access.guard);
+    const started = mode.uiOnly ? undefined : await startGateway(config, services, token, access.guard);
+    closeGateway = started?.close;
+    const gateway = started?.gateway;
     const context: HandlerContext = {
       ...services,
       mcp,
@@ -222,6 +226,7 @@ async function runServer(config: SwitchboardConfig, flags: ServeFlags, mode: Ser
     // First: a client must not find the token of a server that no longer answers.
     removeTokenFiles(tokenFiles, token);
     clearInterval(retention);
+    await closeGateway?.();
     await dashboard?.close();
     await services.router?.close();
     await services.calls.close();
@@ -560,29 +565,61 @@ function isGatewayPath(path: string): boolean {
   return path === '/v1' || path.startsWith('/v1/');
 }
 
-/** The gateway under /v1: the server token and (soon) virtual keys let a client in. */
+/**
+ * The gateway under /v1: the server token, and the virtual keys of the ledger (`switchboard keys
+ * create`), let a client in. Without a ledger there are no keys: the token only.
+ */
 async function startGateway(
   config: SwitchboardConfig,
   services: Services,
   token: string,
   guard: GuardSettings,
-): Promise<Gateway> {
+): Promise<{ gateway: Gateway; close: () => Promise<void> }> {
   const [{ Gateway }, { withServerToken }] = await Promise.all([
     import('../serve/gateway/gateway.js'),
     import('../serve/gateway/principal.js'),
   ]);
+  const ledger = services.calls.ledger(undefined);
+  const keys = ledger === undefined ? undefined : await startKeys(config, ledger);
   const keepAlive = Number(process.env['SWITCHBOARD_GATEWAY_KEEPALIVE_MS']);
   const stall = Number(process.env['SWITCHBOARD_GATEWAY_STALL_MS']);
-  return new Gateway({
+  const gateway = new Gateway({
     config,
     providers: services.calls.providers,
     ledger: () => services.calls.ledger(undefined),
-    auth: withServerToken(token, undefined, { forwardClientKey: config.gateway.forwardClientKey }),
+    auth: withServerToken(token, keys?.auth, { forwardClientKey: config.gateway.forwardClientKey }),
     guard,
     ...(services.metrics === undefined ? {} : { metrics: services.metrics }),
     ...(Number.isFinite(keepAlive) && keepAlive > 0 ? { keepAliveMs: keepAlive } : {}),
     ...(Number.isFinite(stall) && stall > 0 ? { stallMs: stall } : {}),
   });
+  return { gateway, close: async () => keys?.directory.close() };
+}
+
+/** The ledger's virtual keys, kept in memory and refreshed, and their limits. */
+async function startKeys(config: SwitchboardConfig, ledger: Ledger) {
+  const [{ KeyDirectory }, { KeyLimits }, { loadKeySecret }, { virtualKeyAuth }] = await Promise.all([
+    import('../keys/virtual-keys.js'),
+    import('../keys/key-limits.js'),
+    import('../keys/key-secret.js'),
+    import('../serve/gateway/key-auth.js'),
+  ]);
+  let secret: ReturnType<typeof loadKeySecret>;
+  try {
+    secret = loadKeySecret({ stateDir: config.stateDir });
+  } catch (error) {
+    // A state folder the server cannot write (or a bad SWITCHBOARD_KEY_SECRET) leaves the token working.
+    warn(`serve: virtual keys are off: ${toSwitchboardError(error).message}`);
+    return undefined;
+  }
+  const directory = new KeyDirectory({ ledger, secret });
+  await directory.ready();
+  const limits = new KeyLimits({
+    ledger,
+    onError: (error) =>
+      warn(`serve: key limits counted in this process only: ${toSwitchboardError(error).message}`),
+  });
+  return { directory, auth: virtualKeyAuth(directory, limits) };
 }
 
 function isUiPath(path: string): boolean {

@@ -4,7 +4,9 @@ import type { Ledger, VirtualKeyRecord } from '../store/ledger.js';
 import { hashVirtualKey, VIRTUAL_KEY_PREFIX } from './key-secret.js';
 
 /** The tag every call made with a virtual key carries, its value the key's id. */
-export const KEY_TAG = 'switchboard.key';
+import { KEY_TAG } from '../store/call-records.js';
+
+export { KEY_TAG };
 
 /** What a virtual key may do; an absent limit is no limit. */
 export interface VirtualKeyLimits {

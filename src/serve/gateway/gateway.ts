@@ -22,7 +22,7 @@ import { checkRequest, type GuardSettings } from '../request-guard.js';
 import { DIALECTS, type Dialect } from './dialects.js';
 import { listGatewayModels, resolveGatewayModel, type GatewayTarget, type Wire } from './models.js';
 import { routeRequest } from './claude-code-routing.js';
-import type { GatewayAuth, Principal } from './principal.js';
+import type { Authentication, GatewayAuth, Principal } from './principal.js';
 import {
   ClientStream,
   jsonAttempt,
@@ -91,7 +91,16 @@ export class Gateway {
 
   async handle(request: IncomingMessage, response: ServerResponse, url: URL): Promise<void> {
     const dialect = dialectOfPath(url.pathname, request);
-    const authentication = await this.options.auth.authenticate(request.headers);
+    let authentication: Authentication;
+    try {
+      authentication = await this.options.auth.authenticate(request.headers);
+    } catch {
+      // The keys could not be read (the database is away): the client may come back.
+      return sendDialectError(response, dialect, 503, 'the gateway cannot check keys right now', {
+        'retry-after': '5',
+        'x-should-retry': 'true',
+      });
+    }
     if (!authentication.ok) {
       response.setHeader('www-authenticate', 'Bearer');
       response.setHeader('connection', 'close');

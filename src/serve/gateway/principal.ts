@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto';
 import type { ClientCredential } from '../../core/call-types.js';
 import { registerSecret } from '../../core/secrets.js';
 import type { BudgetRule } from '../../invoke/budget.js';
+import { readPresentedKey } from '../../keys/virtual-keys.js';
 import { sameSecret } from '../auth.js';
 
 /** Who a gateway request acts for: a virtual key, or the server's own token (a local client). */
@@ -34,14 +35,6 @@ export type Authentication = { ok: true; principal: Principal } | { ok: false; m
 /** Resolves a request's credential to a principal. */
 export interface GatewayAuth {
   authenticate(headers: IncomingHttpHeaders): Authentication | Promise<Authentication>;
-}
-
-/** The credential a client sends: `x-api-key` (Anthropic's clients) or `Authorization: Bearer` (OpenAI's, Claude Code's AUTH_TOKEN). */
-export function presentedCredential(headers: IncomingHttpHeaders): string | undefined {
-  const apiKey = headers['x-api-key'];
-  if (typeof apiKey === 'string' && apiKey.trim() !== '') return apiKey.trim();
-  const bearer = /^Bearer\s+(.+)$/i.exec(headers.authorization ?? '')?.[1]?.trim();
-  return bearer === undefined || bearer === '' ? undefined : bearer;
 }
 
 const UNLIMITED: Admission = { ok: true, release() {} };
@@ -97,7 +90,7 @@ export function withServerToken(
   const principal = serverTokenPrincipal();
   return {
     authenticate(headers) {
-      const given = presentedCredential(headers);
+      const given = readPresentedKey(headers);
       if (given === undefined) {
         return {
           ok: false,
