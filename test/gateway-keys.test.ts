@@ -47,7 +47,7 @@ beforeAll(async () => {
     SWITCHBOARD_DATABASE_URL: '',
     SWITCHBOARD_KEY_SECRET: '',
   };
-  server = await serve(['--port', '0', '--pool', '0'], { cwd, children, env });
+  server = await serve(['--port', '0', '--pool', '0', '--ui'], { cwd, children, env });
 });
 
 afterAll(async () => {
@@ -108,6 +108,24 @@ describe('gateway with virtual keys', () => {
       expect(readFileSync(join(state, name)).includes(Buffer.from(key))).toBe(false);
     }
     expect(JSON.stringify(sim.requests)).not.toContain(key);
+  });
+
+  it('the dashboard lists the key’s calls, found by its tag', async () => {
+    const code = /dashboard at http:\/\/[^ ]+\/ui\/\?code=([\w-]+)/.exec(server.stdout())?.[1];
+    expect(code).toBeDefined();
+    const exchange = await fetch(`${server.url}/ui/?code=${code}`, { redirect: 'manual' });
+    const cookie = (exchange.headers.get('set-cookie') ?? '').split(';')[0] ?? '';
+    const listed = await fetch(
+      `${server.url}/ui/api/runs?kind=call&tag=${encodeURIComponent('switchboard.key_name=web-ci')}`,
+      {
+        headers: { cookie },
+      },
+    );
+    expect(listed.status).toBe(200);
+    const runs = (await listed.json()) as
+      { runs?: { name: string; tags?: Record<string, string> }[] } | { name: string }[];
+    const rows = Array.isArray(runs) ? runs : (runs.runs ?? []);
+    expect(rows.map((run) => run.name)).toEqual(['anthropic:claude-haiku-4-5']);
   });
 
   it('one team’s key cannot spend another team’s budget: the payments cap of $0 stops only payments keys', async () => {
