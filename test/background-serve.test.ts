@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { serverStateFolders, type TokenRecord } from '../src/confinement/server-tokens.js';
+import { startSimulator } from '../src/sim/server.js';
 import { runCli } from './helpers/run-cli.js';
 import { waitFor } from './helpers/wait-for.js';
 
@@ -201,6 +202,34 @@ describe('the prompt hook and the background server', () => {
     const second = await hook('the app crashes whenever I open a file');
     expect(second.stdout).toContain('the skill \\"fix-bug\\"');
     expect(second.stderr).toContain(`routed by the server ${record.url}`);
+  });
+});
+
+describe('a plain call and the background server', () => {
+  it('the first call starts it and runs in process; the next one goes through it', async () => {
+    const sim = await startSimulator({ maxLifetimeMs: 120_000, scenario: { fallback: { text: 'pong' } } });
+    try {
+      const cwd = temporaryDirectory();
+      const stateDir = join(cwd, 'state');
+      const callEnv = {
+        ...env,
+        ANTHROPIC_API_KEY: 'sk-ant-api03-background-test',
+        ANTHROPIC_BASE_URL: sim.url,
+      };
+      const call = () =>
+        runCli(['--state-dir', stateDir, 'call', 'anthropic:claude-haiku-4-5', 'hi'], { cwd, env: callEnv });
+      const first = await call();
+      expect(first.status, first.stderr).toBe(0);
+      expect(first.stdout.trim()).toBe('pong');
+      expect(first.stderr).toContain(': started; calling in process');
+      const record = await listening(stateDir);
+      const second = await call();
+      expect(second.status, second.stderr).toBe(0);
+      expect(second.stdout.trim()).toBe('pong');
+      expect(second.stderr).toContain(`called through the background server ${record.url}`);
+    } finally {
+      await sim.close();
+    }
   });
 });
 

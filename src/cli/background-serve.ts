@@ -43,8 +43,8 @@ export interface BackgroundSettings {
   cwd: string;
   /** `--config`, when given. */
   configFile?: string | undefined;
-  /** serve's routing flags as the client was given them, paths made absolute (`--skills /abs`, …). */
-  routingArgs: readonly string[];
+  /** serve's flags for this client's settings: routing flags as given, paths made absolute (`--skills /abs`). */
+  serveArgs: readonly string[];
   environment: NodeJS.ProcessEnv;
 }
 
@@ -89,7 +89,7 @@ export function settingsFingerprint(settings: BackgroundSettings): string {
       settings.stateDir,
       configPath,
       configTime,
-      settings.routingArgs,
+      settings.serveArgs,
       environment,
     ]),
   );
@@ -175,7 +175,7 @@ export function startBackgroundServe(settings: BackgroundSettings): 'started' | 
         '0',
         '--idle-exit',
         String(idleSeconds),
-        ...settings.routingArgs,
+        ...settings.serveArgs,
       ],
       {
         cwd: settings.cwd,

@@ -267,15 +267,15 @@ async function backgroundServer(
   if (!background.backgroundServeEnabled()) return undefined;
   const { resolve } = await import('node:path');
   const cwd = process.cwd();
-  const routingArgs: string[] = [];
-  if (flags.skills !== undefined) routingArgs.push('--skills', resolve(cwd, flags.skills));
+  const serveArgs: string[] = [];
+  if (flags.skills !== undefined) serveArgs.push('--skills', resolve(cwd, flags.skills));
   const mode = localTiersOnly(config).route.mode;
-  if (mode !== config.route.mode) routingArgs.push('--mode', mode);
+  if (mode !== config.route.mode) serveArgs.push('--mode', mode);
   const settings = {
     stateDir: config.stateDir,
     cwd,
     configFile: globals.config === undefined ? undefined : resolve(cwd, globals.config),
-    routingArgs,
+    serveArgs,
     environment: process.env,
   };
   const found = background.findBackgroundServer(settings);

@@ -86,6 +86,8 @@ export function parseFastRoute(args: readonly string[]): FastRoute | undefined {
     if (!setter(route, value)) return undefined;
   }
   if (command !== 'route') return undefined;
+  // `--print` conflicts with `--json`: commander says so.
+  if (route.flags.json === true && route.flags.print !== undefined) return undefined;
   const first = route.words[0];
   if (first === 'feedback' || first === 'prime' || (first === 'learn' && route.words.length === 1))
     return undefined;
@@ -152,7 +154,7 @@ async function viaBackgroundServer(
     stateDir,
     cwd,
     configFile: globals.config === undefined ? undefined : resolve(cwd, globals.config),
-    routingArgs: servedRoutingArgs(flags, cwd),
+    serveArgs: servedRoutingArgs(flags, cwd),
     environment: process.env,
   };
   const given = globals.stateDir !== undefined || (process.env['SWITCHBOARD_STATE_DIR'] ?? '').trim() !== '';
