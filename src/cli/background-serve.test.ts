@@ -11,6 +11,13 @@ describe('backgroundServeEnabled', () => {
     expect(backgroundServeEnabled({ CI: 'true' })).toBe(false);
     expect(backgroundServeEnabled({ CI: 'false' })).toBe(true);
     expect(backgroundServeEnabled({ CI: 'true', SWITCHBOARD_BACKGROUND_SERVE: '1' })).toBe(true);
+    // Inside an agent run nothing may outlive the run.
+    expect(
+      backgroundServeEnabled({
+        SWITCHBOARD_AGENT_TAG: 'switchboard-run-1',
+        SWITCHBOARD_BACKGROUND_SERVE: '1',
+      }),
+    ).toBe(false);
   });
 });
 

@@ -25,9 +25,11 @@ const STALE_LOCK_MS = 30_000;
 /**
  * Whether clients may start a background server: yes unless `SWITCHBOARD_BACKGROUND_SERVE=0`, or under
  * CI (`CI` set to anything but `0`/`false`), where a process outliving the job is a leak, unless
- * `SWITCHBOARD_BACKGROUND_SERVE=1`.
+ * `SWITCHBOARD_BACKGROUND_SERVE=1`. Never inside an agent run (its processes carry
+ * `SWITCHBOARD_AGENT_TAG`): nothing a run starts may outlive it, and its sandbox hides the state folder.
  */
 export function backgroundServeEnabled(environment: NodeJS.ProcessEnv = process.env): boolean {
+  if ((environment['SWITCHBOARD_AGENT_TAG'] ?? '') !== '') return false;
   const chosen = environment[BACKGROUND_VARIABLE]?.trim().toLowerCase();
   if (chosen === '1' || chosen === 'true') return true;
   if (chosen === '0' || chosen === 'false') return false;
