@@ -79,6 +79,8 @@ Object.assign(environment, {
   CLAUDE_CONFIG_DIR: claudeConfig,
   CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1', // what Switchboard sets for its own calls
   CLAUDE_CODE_MAX_RETRIES: '0',
+  // Only the background-serve row may start one: every other row measures what it names.
+  SWITCHBOARD_BACKGROUND_SERVE: '0',
 });
 
 /** One spawned run: wall from spawn to exit, peak RSS of the process (and what it waited for). */
@@ -156,6 +158,10 @@ const routedAt = performance.now();
 console.log(JSON.stringify({ skill: decision.skill, bootMs: started, importMs: imported - started, totalMs: routedAt - started }));
 `;
 
+/** serve's token, fixed for the run: every route but /healthz wants it (loopback included). */
+const serverToken = randomBytes(24).toString('hex');
+const authorization = `Bearer ${serverToken}`;
+
 const claudeExecutable = resolveClaudeExecutable();
 const rows: Row[] = [
   {
@@ -201,6 +207,32 @@ const rows: Row[] = [
     check: (sample, index) => (sample.stdout.includes(`"pong: raw ${index}"`) ? null : 'unexpected answer'),
   },
 ];
+
+// `route` with no server named, after its first run started the background server of its settings
+// (cli/background-serve.ts): the warm-up run starts it, the measured ones ask it.
+const backgroundState = join(base, 'state-background');
+const backgroundEnvironment = {
+  SWITCHBOARD_STATE_DIR: backgroundState,
+  SWITCHBOARD_BACKGROUND_SERVE: '1',
+  SWITCHBOARD_DEBUG: '1',
+};
+rows.push({
+  label: 'switchboard route via background serve',
+  once: async (index) => {
+    const sample = await run(
+      launcher,
+      ['route', '--skills', skills, requestText(index)],
+      backgroundEnvironment,
+    );
+    // The warm-up run started it: the measured runs begin once it listens.
+    if (index >= runs) await backgroundListening(backgroundState);
+    return sample;
+  },
+  check: (sample, index) =>
+    index >= runs || sample.stderr.includes('routed by the background server')
+      ? routed(sample)
+      : `not answered by the background server: ${sample.stderr.trim().split('\n')[0]}`,
+});
 
 const baselineLauncher = baselineRoot === undefined ? undefined : join(baselineRoot, 'bin/switchboard');
 if (baselineLauncher !== undefined) {
@@ -264,6 +296,7 @@ try {
 function cleanUp(): Promise<void> {
   cleaning ??= (async () => {
     await serve.stop();
+    stopBackgroundServers(backgroundState);
     await sim.close();
     rmSync(base, { recursive: true, force: true });
   })();
@@ -326,6 +359,14 @@ if (!existsSync(gnuTime)) console.log(`peak RSS: skipped: ${gnuTime} not found (
 
 const verdict = (met: boolean) => (met ? 'met' : 'NOT MET');
 const byLabel = (prefix: string) => rows.find((row) => row.label.startsWith(prefix) && !problems.has(row));
+const viaBackground = byLabel('switchboard route via background serve');
+if (viaBackground !== undefined && !problems.has(nodeRow)) {
+  const ratio = ratioToNode(viaBackground);
+  console.log(
+    `route via background serve: median ${(median(walls(viaBackground)) / 1000).toFixed(3)} s; ` +
+      `×${ratio.toFixed(2)} node -e 0 (target ≤ 2) ${verdict(ratio <= 2)}`,
+  );
+}
 for (const prefix of ['switchboard route (model cached)', 'baseline: switchboard route (model cached)']) {
   const cached = byLabel(prefix);
   if (cached === undefined || problems.has(nodeRow)) continue;
@@ -362,10 +403,6 @@ for (const prefix of [
     console.log(`${prefix} vs raw claude -p (target ≥ 8×): skipped: ${serve.skipped ?? 'a row failed'}`);
   }
 }
-
-/** serve's token, fixed for the run: every route but /healthz wants it (loopback included). */
-const serverToken = randomBytes(24).toString('hex');
-const authorization = `Bearer ${serverToken}`;
 
 /**
  * Starts `switchboard serve` (the built one) on a free port against the simulator, and probes POST /call.
@@ -421,6 +458,30 @@ async function startServe(): Promise<{ url?: string; skipped?: string; stop(): P
     return { skipped: reason.slice(0, 200), stop: async () => {} };
   }
   return { url, stop };
+}
+
+/** Waits (up to 60 s) until a background server's token file is in `stateDir` and its lock is gone. */
+async function backgroundListening(stateDir: string): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  const up = () =>
+    existsSync(stateDir) &&
+    readdirSync(stateDir).some((name) => /^serve-\d+\.token$/.test(name)) &&
+    !existsSync(join(stateDir, 'serve-background.lock'));
+  while (!up() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+}
+
+/** Stops the background servers of `stateDir` by the pids in their token files. */
+function stopBackgroundServers(stateDir: string): void {
+  if (!existsSync(stateDir)) return;
+  for (const name of readdirSync(stateDir)) {
+    if (!/^serve-\d+\.token$/.test(name)) continue;
+    try {
+      const { pid } = JSON.parse(readFileSync(join(stateDir, name), 'utf8')) as { pid: number };
+      process.kill(pid, 'SIGTERM');
+    } catch {
+      // gone already
+    }
+  }
 }
 
 /** The newest modification time of a source file (tests aside) under a folder, to tell a stale build. */

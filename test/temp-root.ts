@@ -8,7 +8,8 @@ import { join } from 'node:path';
  * HOME is an empty folder there too: Claude Code runs its Bash tool through the user's shell set-up
  * (~/.bashrc), which on some machines runs tools (pyenv rehash) that a test killing an agent's process
  * tree can leave holding a lock, stalling every later Bash call. Workers start after global setup and
- * inherit both.
+ * inherit both. No command a test runs starts a background server (cli/background-serve.ts) unless the
+ * test asks for one: a server outliving its test would hold the run's folder open.
  */
 export default function setup(): () => void {
   const root = mkdtempSync(join(tmpdir(), 'switchboard-test-run-'));
@@ -16,5 +17,6 @@ export default function setup(): () => void {
   mkdirSync(home);
   process.env.TMPDIR = root;
   process.env.HOME = home;
+  process.env.SWITCHBOARD_BACKGROUND_SERVE = '0';
   return () => rmSync(root, { recursive: true, force: true });
 }

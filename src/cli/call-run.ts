@@ -68,9 +68,56 @@ export async function runCall(
         `switchboard: warning: ${reasons.join(', ')} ${verb} this process: running in process, not on the server\n`,
       );
     }
+  } else if (inProcessOnly(flags).length === 0) {
+    const answer = await viaBackgroundServer(body, globals());
+    if (answer !== undefined) {
+      printCallResult(answer, { json: flags.json === true, streamed: false });
+      return;
+    }
   }
   await callInProcess(body, flags, globals());
 }
+
+/**
+ * The call on the background server of this call's settings (cli/background-serve.ts), or undefined
+ * after starting it for the next call when there is none: this one then runs in process.
+ */
+async function viaBackgroundServer(body: CallBody, globals: CallGlobals): Promise<CallResult | undefined> {
+  const background = await import('./background-serve.js');
+  if (!background.backgroundServeEnabled()) return undefined;
+  const { resolve } = await import('node:path');
+  const cwd = process.cwd();
+  const stateDir = clientStateDir(globals.stateDir);
+  const settings = {
+    stateDir,
+    cwd,
+    configFile: globals.config === undefined ? undefined : resolve(cwd, globals.config),
+    // A longer call than serve's default --max-timeout of 600 s must not be cut on the server.
+    serveArgs: ['--max-timeout', String(MAX_CALL_SECONDS)],
+    environment: process.env,
+  };
+  const given = globals.stateDir !== undefined || (process.env['SWITCHBOARD_STATE_DIR'] ?? '').trim() !== '';
+  if (!background.stateFolderKnown(settings, given)) return undefined;
+  const found = background.findBackgroundServer(settings);
+  if (found !== undefined) {
+    const answer = await askServer(new URL(found.record.url), '/call', body, { stateDir, quiet: true });
+    if (answer !== undefined) {
+      if (process.env['SWITCHBOARD_DEBUG'] === '1')
+        process.stderr.write(
+          `switchboard: called through the background server ${found.record.url} (pid ${found.record.pid})\n`,
+        );
+      return answer as CallResult;
+    }
+    background.forgetServer(found);
+  }
+  const started = background.startBackgroundServe(settings);
+  if (process.env['SWITCHBOARD_DEBUG'] === '1')
+    process.stderr.write(`switchboard: background server for ${stateDir}: ${started}; calling in process\n`);
+  return undefined;
+}
+
+/** The background server's --max-timeout: a day, longer than any call's own timeout. */
+const MAX_CALL_SECONDS = 86_400;
 
 /** The call as `POST /call` takes it: the flags' explicit values only (the config fills the rest). */
 function callBody(spec: string, prompt: string, schema: JsonSchema | undefined, flags: CallFlags): CallBody {

@@ -215,11 +215,19 @@ async function hookOutputFor(
     flags.skills === undefined ? {} : { route: { skills: flags.skills } },
   );
   const { promptHookOutput, DEFAULT_SERVER_URL } = await import('../hooks/run.js');
-  const server = flags.server === false ? undefined : (serverAddress(flags.server) ?? DEFAULT_SERVER_URL);
+  const named = flags.server === false ? undefined : serverAddress(flags.server);
+  let server = flags.server === false ? undefined : (named ?? DEFAULT_SERVER_URL);
   let router: InProcessRouter | undefined;
+  let onServerMissing: (() => void) | undefined;
   if (config.route.skills !== undefined || config.route.examples.length > 0) {
     const { inProcessRouter } = await import('../hooks/in-process-router.js');
     router = inProcessRouter(await routerOptions(localTiersOnly(config)));
+    // No server named: the background server of these settings, or one started for the next prompt.
+    if (flags.server !== false && named === undefined) {
+      const background = await backgroundServer(config, globals, flags, onSilence);
+      if (background?.server !== undefined) server = background.server;
+      onServerMissing = background?.onServerMissing;
+    }
     // With no server to ask, the router loads while the input is read.
     if (server === undefined) router.start();
   }
@@ -236,7 +244,48 @@ async function hookOutputFor(
     ),
     abortSignal,
     onSilence,
+    ...(onServerMissing === undefined ? {} : { onServerMissing }),
+    onServed: (answered) => {
+      if (process.env['SWITCHBOARD_DEBUG'] === '1')
+        process.stderr.write(`switchboard hook: routed by the server ${answered.origin}\n`);
+    },
   });
+}
+
+/**
+ * The hook's background server (cli/background-serve.ts): routing with the hook's skills and state
+ * folder on its local tiers, as the hook would in process. Its address when it runs; else the default
+ * address stays the one to try, and `onServerMissing` starts it when nothing answered there either.
+ */
+async function backgroundServer(
+  config: SwitchboardConfig,
+  globals: GlobalFlags,
+  flags: RunFlags,
+  onSilence: (reason: string) => void,
+): Promise<{ server?: URL; onServerMissing: () => void } | undefined> {
+  const background = await import('./background-serve.js');
+  if (!background.backgroundServeEnabled()) return undefined;
+  const { resolve } = await import('node:path');
+  const cwd = process.cwd();
+  const serveArgs: string[] = [];
+  if (flags.skills !== undefined) serveArgs.push('--skills', resolve(cwd, flags.skills));
+  const mode = localTiersOnly(config).route.mode;
+  if (mode !== config.route.mode) serveArgs.push('--mode', mode);
+  const settings = {
+    stateDir: config.stateDir,
+    cwd,
+    configFile: globals.config === undefined ? undefined : resolve(cwd, globals.config),
+    serveArgs,
+    environment: process.env,
+  };
+  const found = background.findBackgroundServer(settings);
+  return {
+    ...(found === undefined ? {} : { server: new URL(found.record.url) }),
+    onServerMissing: () => {
+      if (found !== undefined) background.forgetServer(found);
+      onSilence(`no server answered; background server: ${background.startBackgroundServe(settings)}`);
+    },
+  };
 }
 
 function lenientNumber(

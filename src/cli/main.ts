@@ -1,13 +1,26 @@
 #!/usr/bin/env node
 import { parseFastCall } from './call-fast-path.js';
 import { setUpProcess } from './process-setup.js';
+import { parseFastRoute } from './route-fast-path.js';
 
-// The CLI: a plain `switchboard call` (the command a script runs once per request, often sent to a
-// running `serve`) goes straight to the command, without commander's program; everything else is parsed
-// by the full command tree. Both load their modules only now, after the arguments said which path.
+// The CLI: a plain `switchboard call` or `switchboard route` (what a script runs once per request,
+// often sent to a running `serve`) goes straight to the command, without commander's program;
+// everything else is parsed by the full command tree. Both load their modules only now, after the
+// arguments said which path.
 setUpProcess();
 const fastCall = parseFastCall(process.argv.slice(2));
-if (fastCall === undefined) {
+const fastRoute = fastCall === undefined ? parseFastRoute(process.argv.slice(2)) : undefined;
+if (fastRoute !== undefined) {
+  const [{ runFastRoute }, { reportError }] = await Promise.all([
+    import('./route-fast-path.js'),
+    import('./report-error.js'),
+  ]);
+  try {
+    await runFastRoute(fastRoute);
+  } catch (error) {
+    process.exitCode = reportError(error, process.argv.includes('--json'));
+  }
+} else if (fastCall === undefined) {
   const { runProgram } = await import('./run-program.js');
   await runProgram(process.argv);
 } else {

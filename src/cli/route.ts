@@ -2,10 +2,10 @@ import { Option, type Command } from 'commander';
 import type { SwitchboardConfig } from '../core/config.js';
 import { SwitchboardError } from '../core/errors.js';
 import { NONE, type RouteDecision } from '../core/route-types.js';
+import { PRINTABLE, printDecision, type Printable } from './route-output.js';
 import type { RouterOptions } from '../route/router.js';
 import {
   addRoutingFlags,
-  EXIT_CODES,
   parseFraction,
   requireRoutes,
   resolveConfig,
@@ -74,11 +74,16 @@ export function registerRouteCommand(program: Command): void {
       requireRoutes(config);
       return routeInProcess(text, config, globals, flags);
     }
-    const config = resolveConfig(globals, flags);
-    requireRoutes(config);
-    await routeInProcess(await textFromArguments(words, 'request'), config, globals, flags);
+    await routeHere(await textFromArguments(words, 'request'), globals, flags);
   });
   registerRoutePrimeCommand(route);
+}
+
+/** Routes `text` in this process with the command's flags (the quick path's way back when no server answered). */
+export async function routeHere(text: string, globals: GlobalFlags, flags: RouteFlags): Promise<void> {
+  const config = resolveConfig(globals, flags);
+  requireRoutes(config);
+  await routeInProcess(text, config, globals, flags);
 }
 
 async function routeInProcess(
@@ -105,25 +110,9 @@ async function routeInProcess(
   }
 }
 
-const PRINTABLE = ['skill', 'confidence', 'method'] as const;
-
-/** Prints a decision as `route` does (in process or from a server) and sets the exit code: 10 abstained. */
-function printDecision(decision: RouteDecision, flags: RouteFlags): void {
-  if (flags.print !== undefined) process.stdout.write(`${printedField(decision, flags.print)}\n`);
-  else process.stdout.write(flags.json === true ? `${JSON.stringify(decision)}\n` : formatDecision(decision));
-  process.exitCode = decision.skill === NONE ? EXIT_CODES.ABSTAINED : EXIT_CODES.OK;
-}
-
-/** One word for a shell: `scope=$(switchboard route --print skill "$request")`. */
-function printedField(decision: RouteDecision, field: (typeof PRINTABLE)[number]): string {
-  if (field === 'skill') return decision.skill;
-  if (field === 'method') return decision.method;
-  return decision.confidence.toFixed(2);
-}
-
-interface RouteFlags extends RoutingFlags {
+export interface RouteFlags extends RoutingFlags {
   minConfidence?: number;
-  print?: (typeof PRINTABLE)[number];
+  print?: Printable;
   server?: string;
 }
 
@@ -223,22 +212,4 @@ async function learn(config: SwitchboardConfig, options: RouterOptions, flags: R
   );
 }
 
-export function formatDecision(decision: RouteDecision): string {
-  const head =
-    decision.skill === NONE
-      ? `none — no skill fits (${decision.method})`
-      : `${decision.skill}  confidence ${decision.confidence.toFixed(2)}  via ${decision.method}`;
-  const lines = [head, `  reasoning:  ${decision.reasoning}`];
-  if (decision.candidates.length > 0) {
-    const listed = decision.candidates.map((candidate) => `${candidate.skill} ${candidate.score.toFixed(2)}`);
-    lines.push(`  candidates: ${listed.join(' · ')}`);
-  }
-  const timings = Object.entries(decision.timings).map(([tier, ms]) => `${tier} ${formatMs(ms)}`);
-  lines.push(`  time:       ${formatMs(decision.durationMs)} (${timings.join(', ')})`);
-  for (const warning of decision.warnings) lines.push(`  warning:    ${warning}`);
-  return `${lines.join('\n')}\n`;
-}
-
-function formatMs(ms: number): string {
-  return ms < 1 ? `${(ms * 1000).toFixed(0)} µs` : `${ms.toFixed(1)} ms`;
-}
+export { formatDecision } from './route-output.js';

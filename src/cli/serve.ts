@@ -1,5 +1,5 @@
 import { LISTENER_OPTIONS } from '../core/http-listener.js';
-import { readFileSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { InvalidArgumentError, type Command } from 'commander';
@@ -26,6 +26,7 @@ import type { Gateway } from '../serve/gateway/gateway.js';
 import { checkRequest, corsFor, type GuardSettings } from '../serve/request-guard.js';
 import { routeRequest } from '../serve/route-handler.js';
 import { parseSeconds } from './parse-seconds.js';
+import { backgroundLockFile, SETTINGS_VARIABLE } from './background-serve.js';
 import {
   addRoutingFlags,
   resolveConfig,
@@ -49,6 +50,7 @@ interface ServeFlags extends RoutingFlags {
   repoRoot: string[];
   requireToken?: boolean;
   ui?: boolean;
+  idleExit?: number;
 }
 
 /** `switchboard ui`'s flags: a loopback server with the dashboard and nothing else. */
@@ -128,7 +130,12 @@ export function registerServeCommand(program: Command): void {
       .option('--repo-root <dir>', 'a folder --allow-commands may work in; repeatable', collect, [])
       // Kept so scripts that pass it still start: every caller needs the token now, loopback included.
       .option('--require-token', 'no effect: every caller needs the token now (kept for old scripts)')
-      .option('--ui', 'serve the dashboard at /ui/; its URL, with a token, is printed at start'),
+      .option('--ui', 'serve the dashboard at /ui/; its URL, with a token, is printed at start')
+      .option(
+        '--idle-exit <seconds>',
+        'stop (as on SIGTERM) after this long without a request',
+        parseSeconds,
+      ),
   ).action(async (flags: ServeFlags, command: Command) => {
     const globals = command.optsWithGlobals<GlobalFlags>();
     await runServer(resolveConfig(globals, flags), flags, { ui: flags.ui === true, uiOnly: false });
@@ -172,6 +179,10 @@ async function runServer(config: SwitchboardConfig, flags: ServeFlags, mode: Ser
   let retention: NodeJS.Timeout | undefined;
   let tokenFiles: string[] = [];
   let closeGateway: (() => Promise<void>) | undefined;
+  let idle: { cancel(): void } | undefined;
+  // Started by a client (cli/background-serve.ts): its settings' fingerprint goes in the token file.
+  const background = process.env[SETTINGS_VARIABLE];
+  delete process.env[SETTINGS_VARIABLE];
   try {
     const { createServer } = await import('node:http');
     const inFlight = new AbortController();
@@ -192,10 +203,15 @@ async function runServer(config: SwitchboardConfig, flags: ServeFlags, mode: Ser
     // does not hold the server open after its last answer.
     const unanswered = new Set<ServerResponse>();
     let stopping = false;
+    let lastRequestAt = Date.now();
     const server = createServer(LISTENER_OPTIONS, (request, response) => {
       if (stopping) response.setHeader('connection', 'close');
       unanswered.add(response);
-      response.once('close', () => unanswered.delete(response));
+      lastRequestAt = Date.now();
+      response.once('close', () => {
+        unanswered.delete(response);
+        lastRequestAt = Date.now();
+      });
       if (!admit(request, response, token, access, dashboard, gateway !== undefined)) return;
       handle(request, response, context).catch((error: unknown) => {
         const failure = toSwitchboardError(error);
@@ -213,9 +229,17 @@ async function runServer(config: SwitchboardConfig, flags: ServeFlags, mode: Ser
     await listen(server, flags.host, flags.port);
     // Listening for SIGTERM before saying so: a supervisor that stops the server as soon as it reads
     // the line must still get a clean stop (and the token files removed), not Node's default death.
-    const stopped = untilSignal(server, inFlight, onStop, flags.grace * 1000);
+    const { stopped, stop } = untilSignal(server, inFlight, onStop, flags.grace * 1000);
     const base = serverUrl(server);
-    tokenFiles = await publishToken(config, server, base, token);
+    tokenFiles = await publishToken(config, server, base, token, background);
+    // The clients racing to start this server wait on the lock no longer: they find the token file.
+    if (background !== undefined) rmSync(backgroundLockFile(config.stateDir), { force: true });
+    if (flags.idleExit !== undefined)
+      idle = stopWhenIdle(flags.idleExit * 1000, {
+        lastRequestAt: () => lastRequestAt,
+        busy: () => unanswered.size > 0 || mcp.runs.size > 0,
+        stop,
+      });
     if (dashboard !== undefined) await printSignInLinks(dashboard, browserBase(server), server);
     process.stdout.write(`switchboard: listening on ${base}\n`);
     if (flags.pool > 0) services.calls.warm();
@@ -226,6 +250,7 @@ async function runServer(config: SwitchboardConfig, flags: ServeFlags, mode: Ser
     // First: a client must not find the token of a server that no longer answers.
     removeTokenFiles(tokenFiles, token);
     clearInterval(retention);
+    idle?.cancel();
     await closeGateway?.();
     await dashboard?.close();
     await services.router?.close();
@@ -286,11 +311,18 @@ async function publishToken(
   server: Server,
   url: string,
   token: string,
+  settings: string | undefined,
 ): Promise<string[]> {
   const { port } = server.address() as AddressInfo;
   try {
     const { files, warnings } = await writeTokenFiles(
-      { url, token, pid: process.pid, stateDir: config.stateDir },
+      {
+        url,
+        token,
+        pid: process.pid,
+        stateDir: config.stateDir,
+        ...(settings === undefined ? {} : { settings }),
+      },
       port,
     );
     for (const warning of warnings) warn(`serve: ${warning}`);
@@ -512,16 +544,43 @@ function serverUrl(server: Server): string {
 }
 
 /**
- * Resolves once SIGINT or SIGTERM has closed the server. Requests in flight may finish within the
- * grace period; after it, or at a second signal, they are aborted and their connections closed.
+ * Calls `stop` once no request has come or been under way for `idleMs` (`--idle-exit`): a server a
+ * client started in the background ends by itself. The timer is re-armed for what is left of the
+ * period after each request.
+ */
+function stopWhenIdle(
+  idleMs: number,
+  { lastRequestAt, busy, stop }: { lastRequestAt: () => number; busy: () => boolean; stop: () => void },
+): { cancel(): void } {
+  let timer: NodeJS.Timeout;
+  const check = () => {
+    const quietFor = Date.now() - lastRequestAt();
+    if (busy() || quietFor < idleMs) {
+      timer = setTimeout(check, busy() ? idleMs : idleMs - quietFor);
+      timer.unref();
+      return;
+    }
+    process.stdout.write(`switchboard: no request for ${idleMs / 1000} s; stopping\n`);
+    stop();
+  };
+  timer = setTimeout(check, idleMs);
+  timer.unref();
+  return { cancel: () => clearTimeout(timer) };
+}
+
+/**
+ * `stopped` resolves once SIGINT or SIGTERM (or `stop`, the same) has closed the server. Requests in
+ * flight may finish within the grace period; after it, or at a second signal, they are aborted and
+ * their connections closed.
  */
 function untilSignal(
   server: Server,
   inFlight: AbortController,
   onStop: () => void,
   graceMs: number,
-): Promise<void> {
-  return new Promise((resolve) => {
+): { stopped: Promise<void>; stop: () => void } {
+  let stopNow: () => void = () => {};
+  const stopped = new Promise<void>((resolve) => {
     let stopping = false;
     const cutOff = () => {
       inFlight.abort();
@@ -547,7 +606,9 @@ function untilSignal(
     };
     process.on('SIGINT', stop);
     process.on('SIGTERM', stop);
+    stopNow = stop;
   });
+  return { stopped, stop: () => stopNow() };
 }
 
 interface HandlerContext extends Services {

@@ -62,10 +62,13 @@ export async function askServer(
   {
     connectTimeoutMs = CONNECT_TIMEOUT_MS,
     stateDir,
+    quiet = false,
   }: {
     connectTimeoutMs?: number;
     /** The state folder whose token file to read first (`--state-dir`, `SWITCHBOARD_STATE_DIR`). */
     stateDir?: string | undefined;
+    /** No warning line when it does not answer (a background server the caller will replace). */
+    quiet?: boolean;
   } = {},
 ): Promise<unknown> {
   const target = new URL(path, server);
@@ -75,9 +78,10 @@ export async function askServer(
     return answerOf(status, text, server, token);
   } catch (error) {
     if (!(error instanceof NotAnswered)) throw error;
-    process.stderr.write(
-      `switchboard: server ${server.origin} did not answer (${error.message}); running in process\n`,
-    );
+    if (!quiet)
+      process.stderr.write(
+        `switchboard: server ${server.origin} did not answer (${error.message}); running in process\n`,
+      );
     return undefined;
   }
 }

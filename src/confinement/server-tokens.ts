@@ -19,6 +19,11 @@ export interface TokenRecord {
   pid: number;
   /** The server's state folder: hidden from agents' sandboxes while the server runs. */
   stateDir: string;
+  /**
+   * A server started in the background by a client (`cli/background-serve.ts`): the fingerprint of the
+   * settings it routes and calls with. Clients with the same settings use it; others leave it alone.
+   */
+  settings?: string;
 }
 
 /** The per-user registry: one file per port of a running server. */
@@ -86,6 +91,7 @@ function readRecord(file: string): TokenRecord | undefined {
   const record = value as Partial<TokenRecord>;
   if (typeof record.token !== 'string' || typeof record.pid !== 'number') return undefined;
   if (typeof record.stateDir !== 'string' || typeof record.url !== 'string') return undefined;
+  if (record.settings !== undefined && typeof record.settings !== 'string') return undefined;
   return record as TokenRecord;
 }
 
@@ -160,6 +166,48 @@ function sameListener(recorded: string, server: URL): boolean {
   };
   const port = (url: URL): string => url.port || (url.protocol === 'https:' ? '443' : '80');
   return address(written) === address(server) && port(written) === port(server);
+}
+
+/** A live server's token file found in a state folder. */
+export interface FoundServer {
+  record: TokenRecord;
+  file: string;
+}
+
+/**
+ * The live server in `stateDir` started in the background with `settings`, from its token file (the
+ * same file `findServerToken` then reads its token from). The file of a server that is gone (killed
+ * before it could remove it) is removed on the way, so it costs one look, never a connection attempt.
+ */
+export function findStateServer(stateDir: string, settings: string): FoundServer | undefined {
+  let names: string[];
+  try {
+    names = readdirSync(stateDir);
+  } catch {
+    return undefined;
+  }
+  for (const name of names) {
+    if (!/^serve-\d+\.token$/.test(name)) continue;
+    const file = join(stateDir, name);
+    const record = readRecord(file);
+    if (record === undefined) continue;
+    if (!alive(record)) {
+      forgetServer({ record, file });
+      continue;
+    }
+    if (record.settings === settings) return { record, file };
+  }
+  return undefined;
+}
+
+/**
+ * Removes a found server's token files (its state folder's and the registry's) that still hold its
+ * token: it did not answer, so its pid belongs to another process now, or it is stopping.
+ */
+export function forgetServer({ record, file }: FoundServer, home?: string): void {
+  const port = /^serve-(\d+)\.token$/.exec(file.slice(file.lastIndexOf('/') + 1))?.[1];
+  const files = port === undefined ? [file] : [file, registryTokenFile(Number(port), home)];
+  removeTokenFiles(files, record.token);
 }
 
 /**

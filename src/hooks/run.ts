@@ -19,6 +19,10 @@ export interface PromptHookOptions {
   stateDir?: string;
   /** Fires at the deadline: whatever is under way is abandoned. */
   abortSignal: AbortSignal;
+  /** Hears that the server answered (for SWITCHBOARD_DEBUG). */
+  onServed?: (server: URL) => void;
+  /** Hears that the server gave no answer, before the hook routes in process (to start one for next time). */
+  onServerMissing?: () => void;
   /** Hears why the hook stays silent (for SWITCHBOARD_DEBUG). */
   onSilence?: (reason: string) => void;
 }
@@ -51,8 +55,12 @@ export async function promptHookOutput(options: PromptHookOptions): Promise<stri
       options.abortSignal,
       options.stateDir,
     );
-    if (decision !== undefined) return named(decision, await describe(decision, options.router?.options));
+    if (decision !== undefined) {
+      options.onServed?.(options.server);
+      return named(decision, await describe(decision, options.router?.options));
+    }
     if (options.abortSignal.aborted) return silent('past the deadline');
+    options.onServerMissing?.();
   }
   if (options.router === undefined)
     return silent('the server did not answer and there are no skills to route with');
