@@ -40,7 +40,19 @@ const BEFORE_TOTALS = 14;
 /** Around a month's end, so monthly and daily starts both cut the attempts. */
 const START = Date.UTC(2026, 1, 26);
 const PROVIDERS = ['anthropic', 'openai', 'claude'];
-const TAG_KEYS = ['team', 'env', 'workflow_run', 'a.b', 'x y', 'n', 'q"k', ''];
+const TAG_KEYS = [
+  'team',
+  'env',
+  'workflow_run',
+  'switchboard.key',
+  'a.b',
+  'a[0]',
+  'x y',
+  'n',
+  'q"k',
+  'b\\s',
+  '',
+];
 const TAG_VALUES = ['red', 'blue', 'r-1', '', 'a=b'];
 
 function attempts(seed: number, count: number): CallAttemptRecord[] {
@@ -89,6 +101,9 @@ function queries(): { since: number; provider?: string; tag?: string }[] {
     'workflow_run=r-1',
     'team=a=b',
     'a.b=red',
+    'switchboard.key=r-1',
+    'a[0]=blue',
+    'b\\s=red',
     'x y=blue',
     'n=5',
     'q"k=red',

@@ -30,13 +30,13 @@ type SpendStatements = ReturnType<typeof spendSql> & { spendSince: string };
 
 /**
  * The tag of a filter as spend_totals keys it ('' and '' for no tag), or undefined when the totals would
- * not give the scan's answer: no `=` or an empty key (no such rows are kept), or a key SQLite's JSON path
- * `'$.' || key` reads as a path rather than a member (`.`, `[`, a quote).
+ * not give the scan's answer: no `=` or an empty key (no such rows are kept), or a key SQLite's quoted
+ * JSON path `$."key"` does not read as the member of that name (one with a double quote, a backslash or NUL in it).
  */
 function totalsTag(tag: string | undefined): { tag_key: string; tag_value: string } | undefined {
   if (tag === undefined) return { tag_key: '', tag_value: '' };
   const { tag_key, tag_value } = tagParams(tag);
-  if (tag_key === null || tag_value === null || tag_key === '' || /[.["]/.test(tag_key)) return undefined;
+  if (tag_key === null || tag_value === null || tag_key === '' || /["\\\0]/.test(tag_key)) return undefined;
   return { tag_key, tag_value };
 }
 
