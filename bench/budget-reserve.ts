@@ -1,11 +1,13 @@
 // What a budget costs every budgeted attempt: `reserveSpend` then `settleReservation` (the locked read of
 // each cap's spend, the hold, then the attempt's row and the hold's end), one attempt at a time, with 0,
-// 10,000 and 100,000 attempts already recorded today, under three caps (daily, daily for the provider,
-// monthly for a tag). This tree's ledger (schema 15: each cap reads the spend totals, a few rows) beside
-// the base commit's (`main` unless `--base`: each cap summed the period's call_attempts), its sources
-// checked out in a temporary `git worktree` with this tree's node_modules linked, removed at the end.
-// Blocks of attempts alternate between the two sides, so both see the same machine. SQLite files, and
-// PostgreSQL (the tests' server, started here on 127.0.0.1 with fsync off) when there is one. No build:
+// 10,000 and 100,000 attempts already recorded today, under four caps (daily, daily for the provider,
+// monthly for a tag, daily for a gateway virtual key's `switchboard.key` tag). This tree's ledger
+// (schema 15: each cap reads the spend totals, a few rows) beside the base commit's (`main` unless
+// `--base`: each cap summed the period's call_attempts), its sources checked out in a temporary
+// `git worktree` with this tree's node_modules linked, removed at the end. Blocks of attempts alternate
+// between the two sides, so both see the same machine; each side's fill rate shows what the totals'
+// trigger costs the inserts. SQLite files, and PostgreSQL (the tests' server, started here on 127.0.0.1
+// with fsync off) when there is one. No build:
 //   node --experimental-strip-types --no-warnings bench/budget-reserve.ts [attempts per side] [--base REV]
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -52,6 +54,8 @@ const caps = [
   { since: today, capUsd: 1e9 },
   { since: today, capUsd: 1e9, provider: 'anthropic' },
   { since: month, capUsd: 1e9, tag: 'team=red' },
+  // A gateway virtual key's --daily-usd.
+  { since: today, capUsd: 1e9, tag: 'switchboard.key=key_bench' },
 ];
 
 function attempt(createdAt: number, index: number) {
@@ -68,7 +72,11 @@ function attempt(createdAt: number, index: number) {
     usage: { inputTokens: 20, outputTokens: 2, cacheReadTokens: 0, cacheWriteTokens: 0 },
     costUsd: 0.00003,
     promptHash: 'h',
-    tags: { team: index % 2 === 0 ? 'red' : 'blue', env: 'prod' },
+    tags: {
+      team: index % 2 === 0 ? 'red' : 'blue',
+      env: 'prod',
+      'switchboard.key': `key_${index % 4 === 0 ? 'bench' : 'other'}`,
+    },
   };
 }
 
@@ -92,7 +100,7 @@ async function reserveAndSettle(ledger: Ledger, index: number): Promise<number> 
   const outcome = await ledger.reserveSpend({
     id,
     provider: 'anthropic',
-    tags: { team: 'red', env: 'prod' },
+    tags: { team: 'red', env: 'prod', 'switchboard.key': 'key_bench' },
     createdAt: at,
     expiresAt: at + 60_000,
     amountUsd: 0.0001,
@@ -174,7 +182,7 @@ try {
   } else console.log(`PostgreSQL skipped: ${POSTGRES_SKIP}`);
   console.log(
     `reserve + settle, ms per budgeted attempt, ${measured} a side in blocks of ${BLOCK} alternating; ` +
-      `caps: daily, daily anthropic, monthly team=red; load ${loadavg()[0]!.toFixed(1)}`,
+      `caps: daily, daily anthropic, monthly team=red, daily switchboard.key=key_bench; load ${loadavg()[0]!.toFixed(1)}`,
   );
   console.log(
     `${'backend'.padEnd(11)} ${'today'.padStart(8)} ${'before p50'.padStart(9)} ${'p95'.padStart(8)} ${'after p50'.padStart(9)} ${'p95'.padStart(8)} ${'p50 ×'.padStart(8)} ${'fill before'.padStart(10)} ${'after'.padStart(10)}`,
