@@ -36,6 +36,7 @@ import {
   type StoredRouteDecision,
 } from './route-decision-records.js';
 import { GroupCommit } from './group-commit.js';
+import { readSpend, spendSql } from './spend-totals.js';
 import { PendingSettles } from './pending-settles.js';
 import { columnArrays, unnestInsert } from './sql/unnest-batch.js';
 import {
@@ -150,7 +151,11 @@ export interface Ledger {
   recordCallAttempt(record: CallAttemptRecord): Promise<void>;
   /** Commits the recorded rows now, without waiting for the end of the turn. */
   flush(): Promise<void>;
-  /** Dollars spent since a time, optionally for one provider and/or one `key=value` tag. */
+  /**
+   * Dollars spent since a time, optionally for one provider and/or one `key=value` tag. Read from the
+   * spend totals kept per UTC day (a few rows, however many attempts), plus the attempts since `since`
+   * when it falls inside a day.
+   */
   spendSince(since: number, filter?: { provider?: string; tag?: string }): Promise<number>;
   /**
    * Holds a call's estimated cost against every cap in one transaction (`BEGIN IMMEDIATE` on SQLite, an
@@ -309,6 +314,7 @@ export async function connectLedger(options: OpenLedgerOptions = {}): Promise<Le
 function buildSql(dialect: SqlDialect) {
   return {
     ...callSql(dialect),
+    ...spendSql(dialect),
     ...reservationSql(dialect),
     ...DECISION_SQL,
     ...CACHE_SQL[dialect],
@@ -813,14 +819,7 @@ function budgetMethods(
   return {
     async spendSince(since, filter = {}) {
       await queue.settled();
-      return guarded('cannot read spending from', async (db) => {
-        const row = await db.get<{ total: number | null }>(sql.spendSince, {
-          since,
-          provider: filter.provider ?? null,
-          ...tagParams(filter.tag),
-        });
-        return row?.total ?? 0;
-      });
+      return guarded('cannot read spending from', (db) => readSpend(db, sql, since, filter));
     },
 
     async reserveSpend(reservation) {
@@ -943,17 +942,14 @@ async function reserve(
       await client.run(sql.deleteExpiredReservations, [now - EXPIRED_RESERVATION_KEPT_MS]);
       const standings: CapStanding[] = [];
       for (const cap of reservation.caps) {
+        const spentUsd = await readSpend(client, sql, cap.since, cap);
         const filter = { provider: cap.provider ?? null, ...tagParams(cap.tag) };
-        const spent = await client.get<{ total: number | null }>(sql.spendSince, {
-          since: cap.since,
-          ...filter,
-        });
         const held = await client.get<{ total: number | null }>(sql.reservedFor, {
           now,
           since: cap.since,
           ...filter,
         });
-        standings.push({ spentUsd: spent?.total ?? 0, reservedUsd: held?.total ?? 0 });
+        standings.push({ spentUsd, reservedUsd: held?.total ?? 0 });
       }
       const verdict = judgeReservation(
         reservation.caps,

@@ -67,6 +67,96 @@ const COMPACT_DECISIONS = `
       CREATE INDEX route_decisions_created_at ON route_decisions (created_at);
     `;
 
+/** Epoch milliseconds of 00:00 UTC of the day of `created_at` (a floor: `%` truncates toward zero). */
+const DAY_OF_CREATED_AT = 'created_at - ((created_at % 86400000) + 86400000) % 86400000';
+
+/**
+ * Schema 15: spend totals (see src/store/spend-totals.ts). The budget caps read spend per provider and/or
+ * `key=value` tag since a day (the UTC day, month, or ever); summed from call_attempts that was a scan of
+ * every attempt of the period on every budgeted request. A cap is configured, not known when an attempt
+ * is written, so every priced attempt adds its cost to one row for (its UTC day, its provider) and one
+ * more for each string tag it carries, (tag key, tag value, day, provider); a cap's spend is the sum of
+ * its scope's rows of the days since its start: 1 row a provider today, 31 this month, one a day ever.
+ * Rows are added by a trigger on call_attempts, so every insert path (the group commit, a settle, an
+ * exit-time flush, a copy, a row written by hand) counts, in the insert's own transaction, and a row
+ * ON CONFLICT DO NOTHING skipped counts nothing. Attempts are never deleted, so the totals are of every
+ * attempt ever recorded, as the sum was. Filters these rows cannot answer exactly (a `since` inside a day,
+ * an empty key or one SQLite's JSON path reads differently) still read call_attempts.
+ * tag_key '' marks the row of all the provider's spend: a tag with an empty key is not counted here.
+ */
+const SPEND_TOTALS_TABLE = `
+      CREATE TABLE spend_totals (
+        tag_key    TEXT NOT NULL,        -- '' for all of the provider's attempts, else a tag they carried
+        tag_value  TEXT NOT NULL,        -- '' with tag_key ''
+        day        INTEGER NOT NULL,     -- epoch milliseconds of 00:00 UTC of the attempts' created_at
+        provider   TEXT NOT NULL,
+        usd        REAL NOT NULL,        -- sum of the attempts' cost_usd (those with a known cost)
+        -- Scope first: a cap reads one scope's days, whatever the other scopes hold.
+        PRIMARY KEY (tag_key, tag_value, day, provider)
+      );`;
+
+/** An object's members in SQLite's json_each, or none for a tags text that is no JSON object. */
+const SQLITE_TAGS = (tags: string) =>
+  `json_each(CASE WHEN json_valid(${tags}) AND json_type(${tags}) = 'object' THEN ${tags} ELSE '{}' END)`;
+
+const SPEND_TOTALS_SQLITE = `${SPEND_TOTALS_TABLE}
+      INSERT INTO spend_totals (tag_key, tag_value, day, provider, usd)
+        SELECT '', '', day, provider, sum(cost_usd)
+        FROM (SELECT ${DAY_OF_CREATED_AT} AS day, provider, cost_usd FROM call_attempts WHERE cost_usd IS NOT NULL)
+        GROUP BY day, provider;
+      -- json_extract(tags, '$.key') = value, the scan's filter, matches string members only.
+      INSERT INTO spend_totals (tag_key, tag_value, day, provider, usd)
+        SELECT tag.key, tag.value, spent.day, spent.provider, sum(spent.cost_usd)
+        FROM (SELECT ${DAY_OF_CREATED_AT} AS day, provider, cost_usd, tags FROM call_attempts
+              WHERE cost_usd IS NOT NULL) AS spent, ${SQLITE_TAGS('spent.tags')} AS tag
+        WHERE tag.type = 'text' AND tag.key <> ''
+        GROUP BY tag.key, tag.value, spent.day, spent.provider;
+      CREATE TRIGGER call_attempts_spend_totals AFTER INSERT ON call_attempts WHEN NEW.cost_usd IS NOT NULL
+      BEGIN
+        INSERT INTO spend_totals (tag_key, tag_value, day, provider, usd)
+          VALUES ('', '', ${DAY_OF_CREATED_AT.replace(/created_at/g, 'NEW.created_at')}, NEW.provider, NEW.cost_usd)
+          ON CONFLICT (tag_key, tag_value, day, provider) DO UPDATE SET usd = usd + excluded.usd;
+        INSERT INTO spend_totals (tag_key, tag_value, day, provider, usd)
+          SELECT key, value, ${DAY_OF_CREATED_AT.replace(/created_at/g, 'NEW.created_at')}, NEW.provider, NEW.cost_usd
+          FROM ${SQLITE_TAGS('NEW.tags')}
+          WHERE type = 'text' AND key <> ''
+          ON CONFLICT (tag_key, tag_value, day, provider) DO UPDATE SET usd = usd + excluded.usd;
+      END;
+    `;
+
+/**
+ * The rows a set of attempts adds, in PostgreSQL: (scope, day, provider) summed, in key order so that two
+ * writers' upserts lock rows in one order (no deadlock). CAST(tags AS JSONB) ->> key, the scan's filter,
+ * reads any member that is not null as text: so does jsonb_each_text.
+ */
+const POSTGRES_SPEND_ROWS = (attempts: string) => `
+        WITH spent AS (
+          SELECT ${DAY_OF_CREATED_AT} AS day, provider, cost_usd AS usd, CAST(tags AS JSONB) AS tags
+          FROM ${attempts} WHERE cost_usd IS NOT NULL
+        ), counted AS (
+          SELECT '' AS tag_key, '' AS tag_value, day, provider, usd FROM spent
+          UNION ALL
+          SELECT tag.key, tag.value, day, provider, usd FROM spent,
+            jsonb_each_text(CASE WHEN jsonb_typeof(spent.tags) = 'object' THEN spent.tags ELSE '{}' END) AS tag
+          WHERE tag.value IS NOT NULL AND tag.key <> ''
+        )
+        SELECT tag_key, tag_value, day, provider, sum(usd) FROM counted
+        GROUP BY tag_key, tag_value, day, provider ORDER BY tag_key, tag_value, day, provider`;
+
+const SPEND_TOTALS_POSTGRES = `${SPEND_TOTALS_TABLE}
+      INSERT INTO spend_totals (tag_key, tag_value, day, provider, usd) ${POSTGRES_SPEND_ROWS('call_attempts')};
+      -- A statement trigger: a batch of attempts (one unnest insert) adds its rows in one upsert.
+      CREATE FUNCTION switchboard_spend_totals() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        INSERT INTO spend_totals (tag_key, tag_value, day, provider, usd) ${POSTGRES_SPEND_ROWS('inserted')}
+        ON CONFLICT (tag_key, tag_value, day, provider) DO UPDATE SET usd = spend_totals.usd + excluded.usd;
+        RETURN NULL;
+      END
+      $$;
+      CREATE TRIGGER call_attempts_spend_totals AFTER INSERT ON call_attempts
+        REFERENCING NEW TABLE AS inserted FOR EACH STATEMENT EXECUTE FUNCTION switchboard_spend_totals();
+    `;
+
 /**
  * Every schema step, oldest first. Never edit or reorder a released entry: existing ledgers have
  * already run it. To change the schema, append a new entry with the next version number (tables for
@@ -384,6 +474,12 @@ export const MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 15,
+    description: 'spend totals by day, provider and tag',
+    sql: SPEND_TOTALS_SQLITE,
+    postgres: SPEND_TOTALS_POSTGRES,
+  },
 ];
 
 /** The schema version this build of Switchboard writes. */
@@ -525,11 +621,12 @@ export async function migratePostgres(database: SqlDatabase): Promise<SchemaProb
   );
 }
 
-/** A migration's statements one by one (a prepared statement holds one); our DDL has no `;` or `--` in strings. */
+/**
+ * A migration's statements one by one (a prepared statement holds one); our DDL has no `;` or `--` in
+ * strings, and a function's `$$` body is one piece whatever `;` it holds.
+ */
 function splitStatements(sql: string): string[] {
-  return sql
-    .replace(/--[^\n]*/g, '')
-    .split(';')
+  return (sql.replace(/--[^\n]*/g, '').match(/(?:\$\$[\s\S]*?\$\$|[^;$]|\$(?!\$))+/g) ?? [])
     .map((statement) => statement.trim())
     .filter((statement) => statement !== '');
 }
