@@ -1,5 +1,8 @@
 import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -140,5 +143,148 @@ describe('count_tokens is under the key’s limits', () => {
     const second = await post(limited, '/v1/messages/count_tokens', message('claude-haiku-4-5'));
     expect(second.status).toBe(429);
     expect(sim.requests).toHaveLength(1);
+  });
+});
+
+describe('a raw upstream against the streaming relay', () => {
+  const UPSTREAM_KEY = 'sk-ant-api03-raw-upstream-secret-9090abcdef';
+  let upstream: Server;
+  let raw: Served;
+  let rawCwd: string;
+  /** Bytes the upstream's stream got into the gateway's socket. */
+  let sent = 0;
+  let mode: 'flood' | 'echo' = 'echo';
+
+  const event = (name: string, data: unknown) => `event: ${name}\ndata: ${JSON.stringify(data)}\n\n`;
+  const start = event('message_start', {
+    type: 'message_start',
+    message: {
+      id: 'msg_raw',
+      type: 'message',
+      role: 'assistant',
+      model: 'claude-haiku-4-5',
+      content: [],
+      stop_reason: null,
+      usage: { input_tokens: 3, output_tokens: 0 },
+    },
+  });
+  const delta = (text: string) =>
+    event('content_block_delta', {
+      type: 'content_block_delta',
+      index: 0,
+      delta: { type: 'text_delta', text },
+    });
+
+  beforeAll(async () => {
+    upstream = createServer((request, response) => {
+      let received = '';
+      request.on('data', (chunk: Buffer) => (received += chunk.toString('utf8')));
+      request.once('end', () => answer(request, response, received));
+    });
+    const answer = (request: IncomingMessage, response: ServerResponse, received: string) => {
+      if ((JSON.parse(received) as { stream?: boolean }).stream !== true) {
+        response.writeHead(200, { 'content-type': 'application/json' });
+        response.end(
+          JSON.stringify({
+            id: 'msg_raw',
+            type: 'message',
+            role: 'assistant',
+            model: 'claude-haiku-4-5',
+            content: [{ type: 'text', text: `your key is ${String(request.headers['x-api-key'])}` }],
+            stop_reason: 'end_turn',
+            usage: { input_tokens: 3, output_tokens: 5 },
+          }),
+        );
+        return;
+      }
+      response.writeHead(200, { 'content-type': 'text/event-stream' });
+      response.write(start);
+      response.write(
+        event('content_block_start', {
+          type: 'content_block_start',
+          index: 0,
+          content_block: { type: 'text', text: '' },
+        }),
+      );
+      if (mode === 'echo') {
+        // A provider (or a compatible server) that repeats the credential it was sent.
+        response.write(delta(`your key is ${String(request.headers['x-api-key'])}`));
+        response.write(event('content_block_stop', { type: 'content_block_stop', index: 0 }));
+        response.write(
+          event('message_delta', {
+            type: 'message_delta',
+            delta: { stop_reason: 'end_turn' },
+            usage: { output_tokens: 5 },
+          }),
+        );
+        response.end(event('message_stop', { type: 'message_stop' }));
+        return;
+      }
+      // A long answer, as fast as the gateway takes it.
+      const chunk = delta('x'.repeat(64 * 1024));
+      const pump = () => {
+        while (sent < 256 * 1024 * 1024 && !response.destroyed) {
+          sent += chunk.length;
+          if (!response.write(chunk)) return void response.once('drain', pump);
+        }
+        response.end();
+      };
+      pump();
+    };
+    await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
+    const port = (upstream.address() as AddressInfo).port;
+    rawCwd = mkdtempSync(join(tmpdir(), 'switchboard-gateway-attacks-raw-'));
+    raw = await serve(['--port', '0', '--pool', '0'], {
+      cwd: rawCwd,
+      children,
+      env: { ...env, ANTHROPIC_API_KEY: UPSTREAM_KEY, ANTHROPIC_BASE_URL: `http://127.0.0.1:${port}` },
+    });
+  });
+
+  afterAll(async () => {
+    upstream.closeAllConnections();
+    await new Promise((resolve) => upstream.close(resolve));
+    rmSync(rawCwd, { recursive: true, force: true });
+  });
+
+  it('a provider key echoed in a streamed answer does not reach the client (as it does not unstreamed)', async () => {
+    mode = 'echo';
+    for (const stream of [false, true]) {
+      const response = await fetch(`${raw.url}/v1/messages`, {
+        method: 'POST',
+        headers: { ...raw.auth, 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
+        body: JSON.stringify({ ...message('claude-haiku-4-5'), stream }),
+      });
+      expect(response.status).toBe(200);
+      const text = await response.text();
+      expect(text).toContain('your key is');
+      expect(text).not.toContain(UPSTREAM_KEY);
+    }
+  });
+
+  it('a client that never reads a stream does not make the gateway hold the whole answer in memory', async () => {
+    mode = 'flood';
+    sent = 0;
+    const { port } = new URL(raw.url);
+    const body = JSON.stringify({ ...message('claude-haiku-4-5'), stream: true });
+    const socket = connect(Number(port), '127.0.0.1');
+    await new Promise((resolve) => socket.once('connect', resolve));
+    socket.write(
+      [
+        'POST /v1/messages HTTP/1.1',
+        `host: 127.0.0.1:${port}`,
+        `authorization: Bearer ${raw.token}`,
+        'content-type: application/json',
+        'anthropic-version: 2023-06-01',
+        `content-length: ${Buffer.byteLength(body)}`,
+        '',
+        body,
+      ].join('\r\n'),
+    );
+    socket.pause();
+    await new Promise((resolve) => setTimeout(resolve, 3000));
+    // Socket buffers hold a few MB; before the fix the gateway read all 256 MB into its own memory.
+    expect(sent).toBeLessThan(64 * 1024 * 1024);
+    socket.destroy();
   });
 });

@@ -90,7 +90,9 @@ export class ClientStream {
         'x-accel-buffering': 'no',
       });
     }
-    this.response.write(text);
+    // The one redaction pass of what leaves on a stream: a provider's own events are passed as they
+    // came, and a known secret in them (an echoed key) is no more the client's than in a JSON answer.
+    this.response.write(redactSecrets(text));
     this.lastWrite = performance.now();
   }
 
@@ -478,6 +480,12 @@ function relayEvents(
         if (reader.wanted(event)) out += event.raw;
       }
       if (out !== '') client.write(out, headers);
+      // A client that reads slower than the provider sends (or not at all): the provider waits, and
+      // the answer is not held in this process's memory.
+      if (!done && client.response.writableNeedDrain) {
+        upstream.pause();
+        client.response.once('drain', () => upstream.resume());
+      }
     });
     const cut = () => {
       if (done) return;
