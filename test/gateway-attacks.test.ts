@@ -153,7 +153,7 @@ describe('a raw upstream against the streaming relay', () => {
   let rawCwd: string;
   /** Bytes the upstream's stream got into the gateway's socket. */
   let sent = 0;
-  let mode: 'flood' | 'echo' = 'echo';
+  let mode: 'flood' | 'echo' | 'no-blank-line' = 'echo';
 
   const event = (name: string, data: unknown) => `event: ${name}\ndata: ${JSON.stringify(data)}\n\n`;
   const start = event('message_start', {
@@ -220,10 +220,11 @@ describe('a raw upstream against the streaming relay', () => {
         response.end(event('message_stop', { type: 'message_stop' }));
         return;
       }
-      // A long answer, as fast as the gateway takes it.
-      const chunk = delta('x'.repeat(64 * 1024));
+      // A long answer, as fast as the gateway takes it; or one event that never ends.
+      const chunk = mode === 'flood' ? delta('x'.repeat(64 * 1024)) : `data: ${'x'.repeat(64 * 1024)}`;
+      const total = (mode === 'flood' ? 256 : 40) * 1024 * 1024;
       const pump = () => {
-        while (sent < 256 * 1024 * 1024 && !response.destroyed) {
+        while (sent < total && !response.destroyed) {
           sent += chunk.length;
           if (!response.write(chunk)) return void response.once('drain', pump);
         }
@@ -286,5 +287,21 @@ describe('a raw upstream against the streaming relay', () => {
     // Socket buffers hold a few MB; before the fix the gateway read all 256 MB into its own memory.
     expect(sent).toBeLessThan(64 * 1024 * 1024);
     socket.destroy();
+  });
+
+  it('an upstream event that never ends is refused at its limit, not held in memory to the end', async () => {
+    // Before the fix the splitter kept every byte of the unfinished event (and scanned it all again on
+    // each chunk): all 40 MB were read before the stream ended as cut.
+    mode = 'no-blank-line';
+    sent = 0;
+    const response = await fetch(`${raw.url}/v1/messages`, {
+      method: 'POST',
+      headers: { ...raw.auth, 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
+      body: JSON.stringify({ ...message('claude-haiku-4-5'), stream: true }),
+    });
+    // content_block_start committed the stream: the refusal is its error event.
+    expect(response.status).toBe(200);
+    expect(await response.text()).toMatch(/event: error\ndata: .*longer than/);
+    expect(sent).toBeLessThan(32 * 1024 * 1024);
   });
 });

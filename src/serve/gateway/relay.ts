@@ -3,7 +3,7 @@ import type { TokenUsage } from '../../core/call-types.js';
 import type { ErrorCode } from '../../core/errors.js';
 import { redactSecrets } from '../../core/secrets.js';
 import type { Dialect } from './dialects.js';
-import { SseSplitter } from './sse.js';
+import { MAX_SSE_EVENT_CHARS, SseSplitter, type SseEvent } from './sse.js';
 import { clientHeaders, sendUpstream } from './upstream.js';
 import type { OutgoingHttpHeaders } from 'node:http';
 
@@ -420,7 +420,18 @@ function relayEvents(
       if (done) return;
       armStall();
       let out = '';
-      for (const event of splitter.push(chunk)) {
+      let events: SseEvent[];
+      try {
+        events = splitter.push(chunk);
+      } catch {
+        const message = `the provider sent a stream event longer than ${MAX_SSE_EVENT_CHARS} characters`;
+        if (committed) return breakOff('api_error', `${message}; the answer is incomplete`, 'PROVIDER_ERROR');
+        abort();
+        return settle(
+          failedOutcome(failure(502, 'PROVIDER_ERROR', message, true), reader.usage, reader.model),
+        );
+      }
+      for (const event of events) {
         const kind = reader.read(event);
         if (!committed) {
           if (kind === 'hold' || kind === 'pass') {
