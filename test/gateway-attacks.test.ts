@@ -153,7 +153,7 @@ describe('a raw upstream against the streaming relay', () => {
   let rawCwd: string;
   /** Bytes the upstream's stream got into the gateway's socket. */
   let sent = 0;
-  let mode: 'flood' | 'echo' | 'no-blank-line' = 'echo';
+  let mode: 'flood' | 'echo' | 'no-blank-line' | 'forever' = 'echo';
 
   const event = (name: string, data: unknown) => `event: ${name}\ndata: ${JSON.stringify(data)}\n\n`;
   const start = event('message_start', {
@@ -218,6 +218,12 @@ describe('a raw upstream against the streaming relay', () => {
           }),
         );
         response.end(event('message_stop', { type: 'message_stop' }));
+        return;
+      }
+      if (mode === 'forever') {
+        // Content, a little at a time, without end.
+        const timer = setInterval(() => response.write(delta('more ')), 100);
+        response.once('close', () => clearInterval(timer));
         return;
       }
       // A long answer, as fast as the gateway takes it; or one event that never ends.
@@ -304,4 +310,31 @@ describe('a raw upstream against the streaming relay', () => {
     expect(await response.text()).toMatch(/event: error\ndata: .*longer than/);
     expect(sent).toBeLessThan(32 * 1024 * 1024);
   });
+
+  it('a stream that never ends is cut at --max-timeout, after the commit too', async () => {
+    // Before the fix a committed stream had no bound: it held its connection (and its key's
+    // concurrency) for as long as the provider went on.
+    mode = 'forever';
+    const port = (upstream.address() as AddressInfo).port;
+    const limitedCwd = mkdtempSync(join(tmpdir(), 'switchboard-gateway-attacks-forever-'));
+    try {
+      const limited = await serve(['--port', '0', '--pool', '0', '--max-timeout', '2'], {
+        cwd: limitedCwd,
+        children,
+        env: { ...env, ANTHROPIC_API_KEY: UPSTREAM_KEY, ANTHROPIC_BASE_URL: `http://127.0.0.1:${port}` },
+      });
+      const response = await fetch(`${limited.url}/v1/messages`, {
+        method: 'POST',
+        headers: { ...limited.auth, 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
+        body: JSON.stringify({ ...message('claude-haiku-4-5'), stream: true }),
+        signal: AbortSignal.timeout(10_000),
+      });
+      expect(response.status).toBe(200);
+      const text = await response.text();
+      expect(text).toContain('"text":"more "');
+      expect(text).toMatch(/event: error\ndata: .*longer than 2000 ms/);
+    } finally {
+      rmSync(limitedCwd, { recursive: true, force: true });
+    }
+  }, 20_000);
 });

@@ -524,7 +524,7 @@ class Exchange {
         const outcome =
           client === undefined
             ? await jsonAttempt(attemptInput, input.response, extraHeaders, maxMs)
-            : await streamAttempt(attemptInput, client);
+            : await streamAttempt(attemptInput, client, maxMs);
         if (outcome.kind === 'answered') return tokens;
         await record(outcome).catch(() => undefined);
         last = outcome.failure;

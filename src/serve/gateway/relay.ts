@@ -282,7 +282,11 @@ function messageOf(error: unknown): string {
 }
 
 /** One streaming attempt, across the commit boundary (see the top of this file). */
-export async function streamAttempt(input: AttemptInput, client: ClientStream): Promise<AttemptOutcome> {
+export async function streamAttempt(
+  input: AttemptInput,
+  client: ClientStream,
+  maxMs = 600_000,
+): Promise<AttemptOutcome> {
   const { dialect } = input;
   const upstreamRequest = sendUpstream(input.url, input.headers, input.body);
   const reader = dialect.reader(input.clientWantsUsage);
@@ -305,7 +309,7 @@ export async function streamAttempt(input: AttemptInput, client: ClientStream): 
         reader.usage,
       );
     }
-    return await relayEvents(upstream, upstreamRequest.abort, input, client, reader);
+    return await relayEvents(upstream, upstreamRequest.abort, input, client, reader, maxMs);
   } catch (error) {
     if (client.gone) return answeredAfterHangUp(reader);
     return failedOutcome(
@@ -327,6 +331,7 @@ function relayEvents(
   input: AttemptInput,
   client: ClientStream,
   reader: ReturnType<Dialect['reader']>,
+  maxMs: number,
 ): Promise<AttemptOutcome> {
   const { dialect } = input;
   const headers = clientHeaders(upstream.headers);
@@ -340,9 +345,19 @@ function relayEvents(
     let resolved = false;
     let stall: NodeJS.Timeout | undefined;
 
+    // The longest one request may take holds after the commit too: a stream that never ends does
+    // not hold its connection, its key's concurrency and the provider's forever.
+    const lifetime = setTimeout(() => {
+      if (done) return;
+      const message = `the answer took longer than ${maxMs} ms`;
+      if (committed) return breakOff('api_error', `${message}; it is incomplete`, 'TIMEOUT');
+      abort();
+      settle(failedOutcome(failure(504, 'TIMEOUT', message, true), reader.usage, reader.model));
+    }, maxMs);
     const settle = (outcome: AttemptOutcome) => {
       done = true;
       clearTimeout(stall);
+      clearTimeout(lifetime);
       if (resolved) return;
       resolved = true;
       resolve(outcome);
