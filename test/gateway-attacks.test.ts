@@ -182,6 +182,13 @@ describe('a raw upstream against the streaming relay', () => {
       request.once('end', () => answer(request, response, received));
     });
     const answer = (request: IncomingMessage, response: ServerResponse, received: string) => {
+      if (mode === 'forever' && (JSON.parse(received) as { stream?: boolean }).stream !== true) {
+        // A JSON answer whose body trickles without end.
+        response.writeHead(200, { 'content-type': 'application/json' });
+        const timer = setInterval(() => response.write(' '), 100);
+        response.once('close', () => clearInterval(timer));
+        return;
+      }
       if ((JSON.parse(received) as { stream?: boolean }).stream !== true) {
         response.writeHead(200, { 'content-type': 'application/json' });
         response.end(
@@ -333,8 +340,16 @@ describe('a raw upstream against the streaming relay', () => {
       const text = await response.text();
       expect(text).toContain('"text":"more "');
       expect(text).toMatch(/event: error\ndata: .*longer than 2000 ms/);
+      // And a JSON answer whose body never ends: before the fix only its headers had a deadline.
+      const json = await fetch(`${limited.url}/v1/messages`, {
+        method: 'POST',
+        headers: { ...limited.auth, 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
+        body: JSON.stringify(message('claude-haiku-4-5')),
+        signal: AbortSignal.timeout(10_000),
+      });
+      expect(json.status).toBe(504);
     } finally {
       rmSync(limitedCwd, { recursive: true, force: true });
     }
-  }, 20_000);
+  }, 30_000);
 });

@@ -150,11 +150,11 @@ function codeForStatus(status: number): ErrorCode {
 }
 
 /** Waits for the upstream response's headers, at most `ms`; the attempt is aborted after that. */
-async function headersWithin(
-  pending: Promise<IncomingMessage>,
+async function headersWithin<T = IncomingMessage>(
+  pending: Promise<T>,
   ms: number,
   abort: () => void,
-): Promise<IncomingMessage | 'stalled'> {
+): Promise<T | 'stalled'> {
   let timer: NodeJS.Timeout | undefined;
   const stalled = new Promise<'stalled'>((resolve) => {
     timer = setTimeout(() => resolve('stalled'), ms);
@@ -223,6 +223,7 @@ export async function jsonAttempt(
   };
   response.once('close', onClose);
   let usage = emptyUsage();
+  const started = performance.now();
   try {
     const upstream = await headersWithin(upstreamRequest.response, maxMs, upstreamRequest.abort);
     if (upstream === 'stalled') {
@@ -230,7 +231,19 @@ export async function jsonAttempt(
     }
     input.onFirstByte();
     if (upstream.statusCode !== 200) return failedOutcome(await failedAnswer(upstream), usage);
-    const bytes = await readAll(upstream, MAX_ANSWER_BYTES);
+    // The whole answer within the request's time, not only its headers: a body that trickles without
+    // end is given up.
+    const bytes = await headersWithin(
+      readAll(upstream, MAX_ANSWER_BYTES),
+      Math.max(1, maxMs - (performance.now() - started)),
+      upstreamRequest.abort,
+    );
+    if (bytes === 'stalled') {
+      return failedOutcome(
+        failure(504, 'TIMEOUT', `the provider's answer took longer than ${maxMs} ms`, true),
+        usage,
+      );
+    }
     let parsed: unknown;
     try {
       parsed = JSON.parse(bytes.toString('utf8'));
