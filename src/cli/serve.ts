@@ -650,6 +650,7 @@ async function startGateway(
     ledger: () => services.calls.ledger(undefined),
     auth: withServerToken(token, keys?.auth, { forwardClientKey: config.gateway.forwardClientKey }),
     guard,
+    maxMs: services.calls.maxTimeoutMs,
     ...(services.metrics === undefined ? {} : { metrics: services.metrics }),
     ...(Number.isFinite(keepAlive) && keepAlive > 0 ? { keepAliveMs: keepAlive } : {}),
     ...(Number.isFinite(stall) && stall > 0 ? { stallMs: stall } : {}),

@@ -36,7 +36,8 @@ export class CallService {
   private readonly config: SwitchboardConfig;
   /** The server's one registry; the router's LLM tier uses it too. */
   readonly providers: ProviderRegistry;
-  private readonly maxTimeoutMs: number;
+  /** The longest one call (and one gateway request) may run: `--max-timeout`. */
+  readonly maxTimeoutMs: number;
   /** By `storeText`: a request may ask for its prompt to be stored while the server's default is a hash. */
   private readonly ledgers = new Map<boolean, Ledger>();
 

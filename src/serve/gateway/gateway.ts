@@ -187,10 +187,21 @@ export class Gateway {
     }
     // Claude Code's request classes (background, think, long context, web search, subagent) may send
     // a request to another model than the one it named: `gateway.routes` of switchboard.yaml.
-    const route =
+    const routed =
       wire === 'anthropic'
         ? routeRequest(requested, body, this.options.config.gateway)
         : { model: requested, requestClass: 'default', reason: 'as requested', rerouted: false };
+    // A route (or a subagent tag the client wrote) is not a grant: a key keeps its own models, and a
+    // request whose route it may not use goes to the model it named.
+    const route =
+      routed.rerouted && !principal.mayUse(routed.model)
+        ? {
+            model: requested,
+            requestClass: 'default',
+            reason: `${routed.requestClass}: not rerouted, the key may not use its target`,
+            rerouted: false,
+          }
+        : routed;
     let chain: GatewayTarget[];
     try {
       chain = resolveGatewayModel(route.model, wire, this.options.config).chain;
@@ -257,6 +268,30 @@ export class Gateway {
         isSwitchboardError(error) ? error.message : String(error),
       );
     }
+    // A count is a request upstream with the provider's key: it takes room under the key's limits too.
+    const admission = await principal.admit();
+    if (!admission.ok) {
+      return sendDialectError(response, dialect, 429, admission.message, {
+        'retry-after': String(Math.max(1, Math.ceil(admission.retryAfterMs / 1000))),
+        'x-should-retry': 'true',
+      });
+    }
+    try {
+      await this.count(read, request, response, url, principal, chain);
+    } finally {
+      admission.release(0);
+    }
+  }
+
+  private async count(
+    read: { text: string; body: Record<string, unknown> },
+    request: IncomingMessage,
+    response: ServerResponse,
+    url: URL,
+    principal: Principal,
+    chain: GatewayTarget[],
+  ): Promise<void> {
+    const dialect = DIALECTS.anthropic;
     for (const target of chain) {
       if (target.provider !== 'anthropic') continue;
       const endpoint = this.endpointOf(target, undefined, principal);
@@ -489,7 +524,7 @@ class Exchange {
         const outcome =
           client === undefined
             ? await jsonAttempt(attemptInput, input.response, extraHeaders, maxMs)
-            : await streamAttempt(attemptInput, client);
+            : await streamAttempt(attemptInput, client, maxMs);
         if (outcome.kind === 'answered') return tokens;
         await record(outcome).catch(() => undefined);
         last = outcome.failure;

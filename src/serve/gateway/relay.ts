@@ -3,7 +3,7 @@ import type { TokenUsage } from '../../core/call-types.js';
 import type { ErrorCode } from '../../core/errors.js';
 import { redactSecrets } from '../../core/secrets.js';
 import type { Dialect } from './dialects.js';
-import { SseSplitter } from './sse.js';
+import { MAX_SSE_EVENT_CHARS, SseSplitter, type SseEvent } from './sse.js';
 import { clientHeaders, sendUpstream } from './upstream.js';
 import type { OutgoingHttpHeaders } from 'node:http';
 
@@ -90,7 +90,9 @@ export class ClientStream {
         'x-accel-buffering': 'no',
       });
     }
-    this.response.write(text);
+    // The one redaction pass of what leaves on a stream: a provider's own events are passed as they
+    // came, and a known secret in them (an echoed key) is no more the client's than in a JSON answer.
+    this.response.write(redactSecrets(text));
     this.lastWrite = performance.now();
   }
 
@@ -148,11 +150,11 @@ function codeForStatus(status: number): ErrorCode {
 }
 
 /** Waits for the upstream response's headers, at most `ms`; the attempt is aborted after that. */
-async function headersWithin(
-  pending: Promise<IncomingMessage>,
+async function headersWithin<T = IncomingMessage>(
+  pending: Promise<T>,
   ms: number,
   abort: () => void,
-): Promise<IncomingMessage | 'stalled'> {
+): Promise<T | 'stalled'> {
   let timer: NodeJS.Timeout | undefined;
   const stalled = new Promise<'stalled'>((resolve) => {
     timer = setTimeout(() => resolve('stalled'), ms);
@@ -221,6 +223,7 @@ export async function jsonAttempt(
   };
   response.once('close', onClose);
   let usage = emptyUsage();
+  const started = performance.now();
   try {
     const upstream = await headersWithin(upstreamRequest.response, maxMs, upstreamRequest.abort);
     if (upstream === 'stalled') {
@@ -228,7 +231,19 @@ export async function jsonAttempt(
     }
     input.onFirstByte();
     if (upstream.statusCode !== 200) return failedOutcome(await failedAnswer(upstream), usage);
-    const bytes = await readAll(upstream, MAX_ANSWER_BYTES);
+    // The whole answer within the request's time, not only its headers: a body that trickles without
+    // end is given up.
+    const bytes = await headersWithin(
+      readAll(upstream, MAX_ANSWER_BYTES),
+      Math.max(1, maxMs - (performance.now() - started)),
+      upstreamRequest.abort,
+    );
+    if (bytes === 'stalled') {
+      return failedOutcome(
+        failure(504, 'TIMEOUT', `the provider's answer took longer than ${maxMs} ms`, true),
+        usage,
+      );
+    }
     let parsed: unknown;
     try {
       parsed = JSON.parse(bytes.toString('utf8'));
@@ -280,7 +295,11 @@ function messageOf(error: unknown): string {
 }
 
 /** One streaming attempt, across the commit boundary (see the top of this file). */
-export async function streamAttempt(input: AttemptInput, client: ClientStream): Promise<AttemptOutcome> {
+export async function streamAttempt(
+  input: AttemptInput,
+  client: ClientStream,
+  maxMs = 600_000,
+): Promise<AttemptOutcome> {
   const { dialect } = input;
   const upstreamRequest = sendUpstream(input.url, input.headers, input.body);
   const reader = dialect.reader(input.clientWantsUsage);
@@ -303,7 +322,7 @@ export async function streamAttempt(input: AttemptInput, client: ClientStream): 
         reader.usage,
       );
     }
-    return await relayEvents(upstream, upstreamRequest.abort, input, client, reader);
+    return await relayEvents(upstream, upstreamRequest.abort, input, client, reader, maxMs);
   } catch (error) {
     if (client.gone) return answeredAfterHangUp(reader);
     return failedOutcome(
@@ -325,6 +344,7 @@ function relayEvents(
   input: AttemptInput,
   client: ClientStream,
   reader: ReturnType<Dialect['reader']>,
+  maxMs: number,
 ): Promise<AttemptOutcome> {
   const { dialect } = input;
   const headers = clientHeaders(upstream.headers);
@@ -338,9 +358,19 @@ function relayEvents(
     let resolved = false;
     let stall: NodeJS.Timeout | undefined;
 
+    // The longest one request may take holds after the commit too: a stream that never ends does
+    // not hold its connection, its key's concurrency and the provider's forever.
+    const lifetime = setTimeout(() => {
+      if (done) return;
+      const message = `the answer took longer than ${maxMs} ms`;
+      if (committed) return breakOff('api_error', `${message}; it is incomplete`, 'TIMEOUT');
+      abort();
+      settle(failedOutcome(failure(504, 'TIMEOUT', message, true), reader.usage, reader.model));
+    }, maxMs);
     const settle = (outcome: AttemptOutcome) => {
       done = true;
       clearTimeout(stall);
+      clearTimeout(lifetime);
       if (resolved) return;
       resolved = true;
       resolve(outcome);
@@ -418,7 +448,18 @@ function relayEvents(
       if (done) return;
       armStall();
       let out = '';
-      for (const event of splitter.push(chunk)) {
+      let events: SseEvent[];
+      try {
+        events = splitter.push(chunk);
+      } catch {
+        const message = `the provider sent a stream event longer than ${MAX_SSE_EVENT_CHARS} characters`;
+        if (committed) return breakOff('api_error', `${message}; the answer is incomplete`, 'PROVIDER_ERROR');
+        abort();
+        return settle(
+          failedOutcome(failure(502, 'PROVIDER_ERROR', message, true), reader.usage, reader.model),
+        );
+      }
+      for (const event of events) {
         const kind = reader.read(event);
         if (!committed) {
           if (kind === 'hold' || kind === 'pass') {
@@ -478,6 +519,12 @@ function relayEvents(
         if (reader.wanted(event)) out += event.raw;
       }
       if (out !== '') client.write(out, headers);
+      // A client that reads slower than the provider sends (or not at all): the provider waits, and
+      // the answer is not held in this process's memory.
+      if (!done && client.response.writableNeedDrain) {
+        upstream.pause();
+        client.response.once('drain', () => upstream.resume());
+      }
     });
     const cut = () => {
       if (done) return;

@@ -1,3 +1,6 @@
+/** The longest event a stream may send (an OpenAI `response.completed` carries the whole answer). */
+export const MAX_SSE_EVENT_CHARS = 16 * 1024 * 1024;
+
 /** One server-sent event as it came from upstream: its bytes, untouched, and what they say. */
 export interface SseEvent {
   /** The event exactly as received, blank line included: what the client gets when it is passed on. */
@@ -14,16 +17,27 @@ export interface SseEvent {
  */
 export class SseSplitter {
   private pending = '';
+  /** How much of `pending` holds no event end (less the 3 characters a `\r\n\r\n` may straddle). */
+  private scanned = 0;
 
-  /** The whole events `chunk` completes, oldest first. */
+  /**
+   * The whole events `chunk` completes, oldest first.
+   * @throws RangeError when an unfinished event passes `MAX_SSE_EVENT_CHARS`: a stream that never
+   * sends its blank line is not held in memory without end.
+   */
   push(chunk: string): SseEvent[] {
     this.pending += chunk;
     const events: SseEvent[] = [];
     for (;;) {
-      const end = eventEnd(this.pending);
+      const end = eventEnd(this.pending, Math.max(0, this.scanned - 3));
       if (end === -1) break;
       events.push(parseEvent(this.pending.slice(0, end)));
       this.pending = this.pending.slice(end);
+      this.scanned = 0;
+    }
+    this.scanned = this.pending.length;
+    if (this.pending.length > MAX_SSE_EVENT_CHARS) {
+      throw new RangeError(`a stream event is longer than ${MAX_SSE_EVENT_CHARS} characters`);
     }
     return events;
   }
@@ -35,9 +49,9 @@ export class SseSplitter {
 }
 
 /** The index just past the blank line that ends the first event of `text`, or -1. */
-function eventEnd(text: string): number {
-  const lf = text.indexOf('\n\n');
-  const crlf = text.indexOf('\r\n\r\n');
+function eventEnd(text: string, from: number): number {
+  const lf = text.indexOf('\n\n', from);
+  const crlf = text.indexOf('\r\n\r\n', from);
   if (lf === -1 && crlf === -1) return -1;
   if (crlf === -1 || (lf !== -1 && lf < crlf)) return lf + 2;
   return crlf + 4;

@@ -1,0 +1,355 @@
+import type { ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { startSimulator, type Simulator } from '../src/sim/server.js';
+import { runCli } from './helpers/run-cli.js';
+import { killServers, serve, type Served } from './helpers/serve-process.js';
+
+// Attacks on the gateway by a holder of a scoped virtual key, against a real `switchboard serve` and
+// the simulator as upstream: the key's model scope must hold whatever name the request gives (an
+// inline chain, a subagent tag, a configured route), and count_tokens is under the key's limits.
+
+const children = new Set<ChildProcess>();
+let sim: Simulator;
+let server: Served;
+let cwd: string;
+let env: NodeJS.ProcessEnv;
+
+beforeAll(async () => {
+  sim = await startSimulator({ maxLifetimeMs: 300_000, scenario: { fallback: { text: 'attacked answer' } } });
+  cwd = mkdtempSync(join(tmpdir(), 'switchboard-gateway-attacks-'));
+  writeFileSync(
+    join(cwd, 'switchboard.yaml'),
+    ['gateway:', '  routes:', '    think: anthropic:claude-opus-4-1', ''].join('\n'),
+  );
+  env = {
+    ...process.env,
+    ANTHROPIC_API_KEY: 'sk-ant-api03-gateway-attacks-upstream-5656',
+    ANTHROPIC_BASE_URL: sim.url,
+    OPENAI_API_KEY: 'sk-openai-gateway-attacks-7878',
+    OPENAI_BASE_URL: sim.openAiBaseUrl,
+    SWITCHBOARD_SERVER: '',
+    SWITCHBOARD_SERVER_TOKEN: '',
+    SWITCHBOARD_DATABASE_URL: '',
+    SWITCHBOARD_KEY_SECRET: '',
+  };
+  server = await serve(['--port', '0', '--pool', '0'], { cwd, children, env });
+});
+
+afterAll(async () => {
+  killServers(children);
+  await sim.close();
+  rmSync(cwd, { recursive: true, force: true });
+});
+
+beforeEach(() => sim.clearLog());
+
+async function createKey(...args: string[]): Promise<string> {
+  const run = await runCli(['keys', 'create', ...args], { cwd, env });
+  expect(run.status).toBe(0);
+  return run.stdout.trim();
+}
+
+function post(key: string, path: string, body: Record<string, unknown>): Promise<Response> {
+  return fetch(`${server.url}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-api-key': key, 'anthropic-version': '2023-06-01' },
+    body: JSON.stringify(body),
+  });
+}
+
+const message = (model: string, extra: Record<string, unknown> = {}) => ({
+  model,
+  max_tokens: 20,
+  messages: [{ role: 'user', content: 'hi' }],
+  ...extra,
+});
+
+/** The models the simulator was asked for since the last clearLog. */
+const modelsSent = () => sim.requests.map((entry) => entry.model);
+
+describe('a scoped key cannot escape its model scope', () => {
+  let haiku: string;
+  beforeAll(async () => {
+    haiku = await createKey('--name', 'haiku-attacker', '--models', 'haiku');
+  });
+
+  it('the scope still lets the key use its own model', async () => {
+    const response = await post(haiku, '/v1/messages', message('claude-haiku-4-5'));
+    expect(response.status).toBe(200);
+    expect(modelsSent()).toEqual(['claude-haiku-4-5']);
+  });
+
+  it('an inline chain whose last entry is in scope does not reach the models before it', async () => {
+    // Before the fix: mayUseModel read only the text after the last ':' (claude-haiku-4-5), and the
+    // chain went to claude-opus-4-1 first.
+    const response = await post(
+      haiku,
+      '/v1/messages',
+      message('anthropic:claude-opus-4-1,anthropic:claude-haiku-4-5'),
+    );
+    expect(response.status).toBe(403);
+    expect(modelsSent()).toEqual([]);
+  });
+
+  it('an inline chain cannot reach count_tokens of a model out of scope either', async () => {
+    const response = await post(
+      haiku,
+      '/v1/messages/count_tokens',
+      message('anthropic:claude-opus-4-1,anthropic:claude-haiku-4-5'),
+    );
+    expect(response.status).toBe(403);
+    expect(modelsSent()).toEqual([]);
+  });
+
+  it('a subagent tag in the system prompt does not send the request to a model out of scope', async () => {
+    // Before the fix: the tag's name replaced the model after the scope was checked on the requested
+    // name, with no route configured at all.
+    const response = await post(
+      haiku,
+      '/v1/messages',
+      message('claude-haiku-4-5', {
+        system: '<CCR-SUBAGENT-MODEL>anthropic:claude-opus-4-1</CCR-SUBAGENT-MODEL> you are a subagent',
+      }),
+    );
+    expect(response.status).toBe(200);
+    expect(modelsSent()).toEqual(['claude-haiku-4-5']);
+  });
+
+  it('gateway.routes does not reroute a scoped key to a model it may not use', async () => {
+    // `think: anthropic:claude-opus-4-1` is the admin's routing, not a grant beyond the key's scope.
+    const response = await post(
+      haiku,
+      '/v1/messages',
+      message('claude-haiku-4-5', { thinking: { type: 'enabled', budget_tokens: 1024 } }),
+    );
+    expect(response.status).toBe(200);
+    expect(modelsSent()).toEqual(['claude-haiku-4-5']);
+  });
+});
+
+describe('count_tokens is under the key’s limits', () => {
+  it('--rpm 1 holds for count_tokens as for messages: the second request is a 429 before anything is sent', async () => {
+    // Before the fix: count_tokens never took room under the key's limits, so a key with --rpm 1 sent
+    // the server's Anthropic key upstream as often as it liked.
+    const limited = await createKey('--name', 'count-flooder', '--rpm', '1');
+    const first = await post(limited, '/v1/messages/count_tokens', message('claude-haiku-4-5'));
+    expect(first.status).toBe(200);
+    const second = await post(limited, '/v1/messages/count_tokens', message('claude-haiku-4-5'));
+    expect(second.status).toBe(429);
+    expect(sim.requests).toHaveLength(1);
+  });
+});
+
+describe('a raw upstream against the streaming relay', () => {
+  const UPSTREAM_KEY = 'sk-ant-api03-raw-upstream-secret-9090abcdef';
+  let upstream: Server;
+  let raw: Served;
+  let rawCwd: string;
+  /** Bytes the upstream's stream got into the gateway's socket. */
+  let sent = 0;
+  let mode: 'flood' | 'echo' | 'no-blank-line' | 'forever' = 'echo';
+
+  const event = (name: string, data: unknown) => `event: ${name}\ndata: ${JSON.stringify(data)}\n\n`;
+  const start = event('message_start', {
+    type: 'message_start',
+    message: {
+      id: 'msg_raw',
+      type: 'message',
+      role: 'assistant',
+      model: 'claude-haiku-4-5',
+      content: [],
+      stop_reason: null,
+      usage: { input_tokens: 3, output_tokens: 0 },
+    },
+  });
+  const delta = (text: string) =>
+    event('content_block_delta', {
+      type: 'content_block_delta',
+      index: 0,
+      delta: { type: 'text_delta', text },
+    });
+
+  beforeAll(async () => {
+    upstream = createServer((request, response) => {
+      let received = '';
+      request.on('data', (chunk: Buffer) => (received += chunk.toString('utf8')));
+      request.once('end', () => answer(request, response, received));
+    });
+    const answer = (request: IncomingMessage, response: ServerResponse, received: string) => {
+      if (mode === 'forever' && (JSON.parse(received) as { stream?: boolean }).stream !== true) {
+        // A JSON answer whose body trickles without end.
+        response.writeHead(200, { 'content-type': 'application/json' });
+        const timer = setInterval(() => response.write(' '), 100);
+        response.once('close', () => clearInterval(timer));
+        return;
+      }
+      if ((JSON.parse(received) as { stream?: boolean }).stream !== true) {
+        response.writeHead(200, { 'content-type': 'application/json' });
+        response.end(
+          JSON.stringify({
+            id: 'msg_raw',
+            type: 'message',
+            role: 'assistant',
+            model: 'claude-haiku-4-5',
+            content: [{ type: 'text', text: `your key is ${String(request.headers['x-api-key'])}` }],
+            stop_reason: 'end_turn',
+            usage: { input_tokens: 3, output_tokens: 5 },
+          }),
+        );
+        return;
+      }
+      response.writeHead(200, { 'content-type': 'text/event-stream' });
+      response.write(start);
+      response.write(
+        event('content_block_start', {
+          type: 'content_block_start',
+          index: 0,
+          content_block: { type: 'text', text: '' },
+        }),
+      );
+      if (mode === 'echo') {
+        // A provider (or a compatible server) that repeats the credential it was sent.
+        response.write(delta(`your key is ${String(request.headers['x-api-key'])}`));
+        response.write(event('content_block_stop', { type: 'content_block_stop', index: 0 }));
+        response.write(
+          event('message_delta', {
+            type: 'message_delta',
+            delta: { stop_reason: 'end_turn' },
+            usage: { output_tokens: 5 },
+          }),
+        );
+        response.end(event('message_stop', { type: 'message_stop' }));
+        return;
+      }
+      if (mode === 'forever') {
+        // Content, a little at a time, without end.
+        const timer = setInterval(() => response.write(delta('more ')), 100);
+        response.once('close', () => clearInterval(timer));
+        return;
+      }
+      // A long answer, as fast as the gateway takes it; or one event that never ends.
+      const chunk = mode === 'flood' ? delta('x'.repeat(64 * 1024)) : `data: ${'x'.repeat(64 * 1024)}`;
+      const total = (mode === 'flood' ? 256 : 40) * 1024 * 1024;
+      const pump = () => {
+        while (sent < total && !response.destroyed) {
+          sent += chunk.length;
+          if (!response.write(chunk)) return void response.once('drain', pump);
+        }
+        response.end();
+      };
+      pump();
+    };
+    await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
+    const port = (upstream.address() as AddressInfo).port;
+    rawCwd = mkdtempSync(join(tmpdir(), 'switchboard-gateway-attacks-raw-'));
+    raw = await serve(['--port', '0', '--pool', '0'], {
+      cwd: rawCwd,
+      children,
+      env: { ...env, ANTHROPIC_API_KEY: UPSTREAM_KEY, ANTHROPIC_BASE_URL: `http://127.0.0.1:${port}` },
+    });
+  });
+
+  afterAll(async () => {
+    upstream.closeAllConnections();
+    await new Promise((resolve) => upstream.close(resolve));
+    rmSync(rawCwd, { recursive: true, force: true });
+  });
+
+  it('a provider key echoed in a streamed answer does not reach the client (as it does not unstreamed)', async () => {
+    mode = 'echo';
+    for (const stream of [false, true]) {
+      const response = await fetch(`${raw.url}/v1/messages`, {
+        method: 'POST',
+        headers: { ...raw.auth, 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
+        body: JSON.stringify({ ...message('claude-haiku-4-5'), stream }),
+      });
+      expect(response.status).toBe(200);
+      const text = await response.text();
+      expect(text).toContain('your key is');
+      expect(text).not.toContain(UPSTREAM_KEY);
+    }
+  });
+
+  it('a client that never reads a stream does not make the gateway hold the whole answer in memory', async () => {
+    mode = 'flood';
+    sent = 0;
+    const { port } = new URL(raw.url);
+    const body = JSON.stringify({ ...message('claude-haiku-4-5'), stream: true });
+    const socket = connect(Number(port), '127.0.0.1');
+    await new Promise((resolve) => socket.once('connect', resolve));
+    socket.write(
+      [
+        'POST /v1/messages HTTP/1.1',
+        `host: 127.0.0.1:${port}`,
+        `authorization: Bearer ${raw.token}`,
+        'content-type: application/json',
+        'anthropic-version: 2023-06-01',
+        `content-length: ${Buffer.byteLength(body)}`,
+        '',
+        body,
+      ].join('\r\n'),
+    );
+    socket.pause();
+    await new Promise((resolve) => setTimeout(resolve, 3000));
+    // Socket buffers hold a few MB; before the fix the gateway read all 256 MB into its own memory.
+    expect(sent).toBeLessThan(64 * 1024 * 1024);
+    socket.destroy();
+  });
+
+  it('an upstream event that never ends is refused at its limit, not held in memory to the end', async () => {
+    // Before the fix the splitter kept every byte of the unfinished event (and scanned it all again on
+    // each chunk): all 40 MB were read before the stream ended as cut.
+    mode = 'no-blank-line';
+    sent = 0;
+    const response = await fetch(`${raw.url}/v1/messages`, {
+      method: 'POST',
+      headers: { ...raw.auth, 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
+      body: JSON.stringify({ ...message('claude-haiku-4-5'), stream: true }),
+    });
+    // content_block_start committed the stream: the refusal is its error event.
+    expect(response.status).toBe(200);
+    expect(await response.text()).toMatch(/event: error\ndata: .*longer than/);
+    expect(sent).toBeLessThan(32 * 1024 * 1024);
+  });
+
+  it('a stream that never ends is cut at --max-timeout, after the commit too', async () => {
+    // Before the fix a committed stream had no bound: it held its connection (and its key's
+    // concurrency) for as long as the provider went on.
+    mode = 'forever';
+    const port = (upstream.address() as AddressInfo).port;
+    const limitedCwd = mkdtempSync(join(tmpdir(), 'switchboard-gateway-attacks-forever-'));
+    try {
+      const limited = await serve(['--port', '0', '--pool', '0', '--max-timeout', '2'], {
+        cwd: limitedCwd,
+        children,
+        env: { ...env, ANTHROPIC_API_KEY: UPSTREAM_KEY, ANTHROPIC_BASE_URL: `http://127.0.0.1:${port}` },
+      });
+      const response = await fetch(`${limited.url}/v1/messages`, {
+        method: 'POST',
+        headers: { ...limited.auth, 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
+        body: JSON.stringify({ ...message('claude-haiku-4-5'), stream: true }),
+        signal: AbortSignal.timeout(10_000),
+      });
+      expect(response.status).toBe(200);
+      const text = await response.text();
+      expect(text).toContain('"text":"more "');
+      expect(text).toMatch(/event: error\ndata: .*longer than 2000 ms/);
+      // And a JSON answer whose body never ends: before the fix only its headers had a deadline.
+      const json = await fetch(`${limited.url}/v1/messages`, {
+        method: 'POST',
+        headers: { ...limited.auth, 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
+        body: JSON.stringify(message('claude-haiku-4-5')),
+        signal: AbortSignal.timeout(10_000),
+      });
+      expect(json.status).toBe(504);
+    } finally {
+      rmSync(limitedCwd, { recursive: true, force: true });
+    }
+  }, 30_000);
+});
