@@ -22,7 +22,7 @@ import { checkRequest, type GuardSettings } from '../request-guard.js';
 import { DIALECTS, type Dialect } from './dialects.js';
 import { listGatewayModels, resolveGatewayModel, type GatewayTarget, type Wire } from './models.js';
 import { routeRequest } from './claude-code-routing.js';
-import type { Authentication, GatewayAuth, Principal } from './principal.js';
+import type { Admission, Authentication, GatewayAuth, Principal } from './principal.js';
 import {
   ClientStream,
   jsonAttempt,
@@ -164,10 +164,6 @@ export class Gateway {
     const read = await readJsonBody(request, response, dialect);
     if (read === undefined) return;
     const { body } = read;
-    const requested = body['model'];
-    if (typeof requested !== 'string' || requested.trim() === '') {
-      return sendDialectError(response, dialect, 400, 'model: the request names no model');
-    }
     if (
       wire === 'responses' &&
       body['previous_response_id'] !== undefined &&
@@ -180,46 +176,9 @@ export class Gateway {
         'previous_response_id is not supported: this gateway keeps no responses; send the whole conversation in input',
       );
     }
-    if (!principal.mayUse(requested)) {
-      return sendDialectError(response, dialect, 403, `this key may not use the model "${requested}"`, {
-        'x-should-retry': 'false',
-      });
-    }
-    // Claude Code's request classes (background, think, long context, web search, subagent) may send
-    // a request to another model than the one it named: `gateway.routes` of switchboard.yaml.
-    const routed =
-      wire === 'anthropic'
-        ? routeRequest(requested, body, this.options.config.gateway)
-        : { model: requested, requestClass: 'default', reason: 'as requested', rerouted: false };
-    // A route (or a subagent tag the client wrote) is not a grant: a key keeps its own models, and a
-    // request whose route it may not use goes to the model it named.
-    const route =
-      routed.rerouted && !principal.mayUse(routed.model)
-        ? {
-            model: requested,
-            requestClass: 'default',
-            reason: `${routed.requestClass}: not rerouted, the key may not use its target`,
-            rerouted: false,
-          }
-        : routed;
-    let chain: GatewayTarget[];
-    try {
-      chain = resolveGatewayModel(route.model, wire, this.options.config).chain;
-    } catch (error) {
-      return sendDialectError(
-        response,
-        dialect,
-        400,
-        isSwitchboardError(error) ? error.message : String(error),
-      );
-    }
-    const admission = await principal.admit();
-    if (!admission.ok) {
-      return sendDialectError(response, dialect, 429, admission.message, {
-        'retry-after': String(Math.max(1, Math.ceil(admission.retryAfterMs / 1000))),
-        'x-should-retry': 'true',
-      });
-    }
+    const admitted = await this.admitModel(wire, body, principal, response, dialect);
+    if (admitted === undefined) return;
+    const { requested, route, chain, admission } = admitted;
     const exchange = new Exchange(this, {
       wire,
       dialect,
@@ -241,6 +200,74 @@ export class Gateway {
     }
   }
 
+  /**
+   * What a key may do with a request's model, the one place it is decided for every route: the model
+   * named is in its scope, a route (`gateway.routes`, or a subagent tag the client wrote) to another
+   * model is followed only when that one is in scope too, the name resolves to a chain, and the key's
+   * limits have room. Undefined once the refusal has been sent.
+   */
+  private async admitModel(
+    wire: Wire,
+    body: Record<string, unknown>,
+    principal: Principal,
+    response: ServerResponse,
+    dialect: Dialect,
+    routing = true,
+  ): Promise<
+    | {
+        requested: string;
+        route: { model: string; requestClass: string; reason: string; rerouted: boolean };
+        chain: GatewayTarget[];
+        admission: Extract<Admission, { ok: true }>;
+      }
+    | undefined
+  > {
+    const requested = body['model'];
+    if (typeof requested !== 'string' || requested.trim() === '') {
+      sendDialectError(response, dialect, 400, 'model: the request names no model');
+      return undefined;
+    }
+    if (!principal.mayUse(requested)) {
+      sendDialectError(response, dialect, 403, `this key may not use the model "${requested}"`, {
+        'x-should-retry': 'false',
+      });
+      return undefined;
+    }
+    // Claude Code's request classes (background, think, long context, web search, subagent) may send
+    // a request to another model than the one it named: `gateway.routes` of switchboard.yaml.
+    const routed =
+      routing && wire === 'anthropic'
+        ? routeRequest(requested, body, this.options.config.gateway)
+        : { model: requested, requestClass: 'default', reason: 'as requested', rerouted: false };
+    // A route is not a grant: a key keeps its own models, and a request whose route it may not use
+    // goes to the model it named.
+    const route =
+      routed.rerouted && !principal.mayUse(routed.model)
+        ? {
+            model: requested,
+            requestClass: 'default',
+            reason: `${routed.requestClass}: not rerouted, the key may not use its target`,
+            rerouted: false,
+          }
+        : routed;
+    let chain: GatewayTarget[];
+    try {
+      chain = resolveGatewayModel(route.model, wire, this.options.config).chain;
+    } catch (error) {
+      sendDialectError(response, dialect, 400, isSwitchboardError(error) ? error.message : String(error));
+      return undefined;
+    }
+    const admission = await principal.admit();
+    if (!admission.ok) {
+      sendDialectError(response, dialect, 429, admission.message, {
+        'retry-after': String(Math.max(1, Math.ceil(admission.retryAfterMs / 1000))),
+        'x-should-retry': 'true',
+      });
+      return undefined;
+    }
+    return { requested, route, chain, admission };
+  }
+
   private async countTokens(
     request: IncomingMessage,
     response: ServerResponse,
@@ -250,32 +277,10 @@ export class Gateway {
     const dialect = DIALECTS.anthropic;
     const read = await readJsonBody(request, response, dialect);
     if (read === undefined) return;
-    const requested = read.body['model'];
-    if (typeof requested !== 'string' || requested.trim() === '') {
-      return sendDialectError(response, dialect, 400, 'model: the request names no model');
-    }
-    if (!principal.mayUse(requested)) {
-      return sendDialectError(response, dialect, 403, `this key may not use the model "${requested}"`);
-    }
-    let chain: GatewayTarget[];
-    try {
-      chain = resolveGatewayModel(requested, 'anthropic', this.options.config).chain;
-    } catch (error) {
-      return sendDialectError(
-        response,
-        dialect,
-        400,
-        isSwitchboardError(error) ? error.message : String(error),
-      );
-    }
-    // A count is a request upstream with the provider's key: it takes room under the key's limits too.
-    const admission = await principal.admit();
-    if (!admission.ok) {
-      return sendDialectError(response, dialect, 429, admission.message, {
-        'retry-after': String(Math.max(1, Math.ceil(admission.retryAfterMs / 1000))),
-        'x-should-retry': 'true',
-      });
-    }
+    // A count is a request upstream with the provider's key: the key's scope and limits hold for it too.
+    const admitted = await this.admitModel('anthropic', read.body, principal, response, dialect, false);
+    if (admitted === undefined) return;
+    const { chain, admission } = admitted;
     try {
       await this.count(read, request, response, url, principal, chain);
     } finally {
