@@ -28,7 +28,7 @@ beforeAll(async () => {
     join(cwd, 'switchboard.yaml'),
     [
       'roles:',
-      '  fast: anthropic:claude-haiku-4-5,anthropic:claude-sonnet-4-5',
+      '  fast: anthropic:claude-haiku-4-5,anthropic:claude-sonnet-4-6',
       '  mixed: openai:gpt-4.1-mini,anthropic:claude-haiku-4-5',
       'gateway:',
       '  routes:',
@@ -181,7 +181,7 @@ describe('gateway, Anthropic wire', () => {
     const rows = attemptsOf(via.callId);
     expect(rows.map((row) => [row.spec, row.success, row.error_code])).toEqual([
       ['anthropic:claude-haiku-4-5', 0, 'OVERLOADED'],
-      ['anthropic:claude-sonnet-4-5', 1, null],
+      ['anthropic:claude-sonnet-4-6', 1, null],
     ]);
   });
 
@@ -280,7 +280,7 @@ describe('gateway, Anthropic wire', () => {
 
   it('routes a request class by gateway.routes, and the ledger says why', async () => {
     const via = await rawStream({
-      model: 'claude-sonnet-4-5',
+      model: 'claude-sonnet-4-6',
       max_tokens: 2000,
       stream: true,
       thinking: { type: 'enabled', budget_tokens: 1024 },
@@ -290,7 +290,7 @@ describe('gateway, Anthropic wire', () => {
     expect(sim.requests.map((entry) => entry.model)).toEqual(['claude-opus-4-1']);
     const [row] = attemptsOf(via.callId);
     expect(JSON.parse(row?.tags ?? '{}')).toMatchObject({
-      'switchboard.model': 'claude-sonnet-4-5',
+      'switchboard.model': 'claude-sonnet-4-6',
       'switchboard.route': expect.stringMatching(/^think: /),
     });
   });
@@ -321,7 +321,7 @@ describe('gateway, Anthropic wire: what a translation layer breaks', () => {
     const client = anthropic();
     const first = await client.messages
       .stream({
-        model: 'claude-sonnet-4-5',
+        model: 'claude-sonnet-4-6',
         max_tokens: 2000,
         thinking: { type: 'enabled', budget_tokens: 1024 },
         messages: [{ role: 'user', content: 'one' }],
@@ -333,7 +333,7 @@ describe('gateway, Anthropic wire: what a translation layer breaks', () => {
       signature: expect.any(String),
     });
     const second = await client.messages.create({
-      model: 'claude-sonnet-4-5',
+      model: 'claude-sonnet-4-6',
       max_tokens: 2000,
       thinking: { type: 'enabled', budget_tokens: 1024 },
       messages: [
