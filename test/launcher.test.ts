@@ -23,8 +23,16 @@ const provisioned = PROVISIONED_NODE;
 
 const oldNode = oldNodeDirectory();
 
+/**
+ * Runs the launcher with a bare environment, in a folder of its own: a `route` may otherwise start a
+ * background server whose state folder would land in the checkout.
+ */
 function launch(launcher: string, path: string, args: string[]) {
-  return spawnSync(launcher, args, { encoding: 'utf8', env: { PATH: path, HOME: tmpdir() } });
+  return spawnSync(launcher, args, {
+    encoding: 'utf8',
+    cwd: mkdtempSync(join(tmpdir(), 'switchboard-launcher-cwd-')),
+    env: { PATH: path, HOME: tmpdir(), SWITCHBOARD_BACKGROUND_SERVE: '0' },
+  });
 }
 
 /** bin/ and the built launch.js alone, as a checkout without .tools/ has them. */
