@@ -6,8 +6,8 @@ import { redactedJsonText } from '../core/secrets.js';
 /** Largest request body accepted: a route request or a call's prompt (and schema) fit well within it. */
 export const MAX_BODY_BYTES = 1024 * 1024;
 
-/** The body as text, or `undefined` when it is larger than `MAX_BODY_BYTES`. */
-export function readBody(request: IncomingMessage): Promise<string | undefined> {
+/** The body as text, or `undefined` when it is larger than `limit` bytes. */
+export function readBody(request: IncomingMessage, limit = MAX_BODY_BYTES): Promise<string | undefined> {
   // Events rather than an async iterator: this runs on every request, and the iterator costs more
   // than a small body's parsing. Read to the end even when too large: stopping early destroys the
   // socket, and the client would get a reset instead of the 413.
@@ -22,11 +22,9 @@ export function readBody(request: IncomingMessage): Promise<string | undefined> 
     let size = 0;
     request.on('data', (chunk: Buffer) => {
       size += chunk.length;
-      if (size <= MAX_BODY_BYTES) chunks.push(chunk);
+      if (size <= limit) chunks.push(chunk);
     });
-    request.once('end', () =>
-      resolve(size > MAX_BODY_BYTES ? undefined : Buffer.concat(chunks).toString('utf8')),
-    );
+    request.once('end', () => resolve(size > limit ? undefined : Buffer.concat(chunks).toString('utf8')));
     request.once('error', reject);
     request.once('close', () => {
       if (!request.complete) reject(new Error('the client closed the connection before sending its body'));

@@ -15,9 +15,10 @@ export type { Wire };
  *   the client's bytes are the provider's);
  * - `final`: the clean end (message_stop, `[DONE]`, response.completed), sent once the ledger row is written;
  * - `error`: the upstream's own error event;
- * - `malformed`: data that is not JSON: never shown to the client.
+ * - `malformed`: data that is not JSON: never shown to the client;
+ * - `drop`: never passed on (Chat's usage chunk that the gateway, not the client, asked for).
  */
-export type EventKind = 'hold' | 'content' | 'pass' | 'final' | 'error' | 'malformed';
+export type EventKind = 'hold' | 'content' | 'pass' | 'final' | 'error' | 'malformed' | 'drop';
 
 /** The error of a failed upstream stream event, as an HTTP status would say it. */
 export interface StreamError {
@@ -33,8 +34,6 @@ export interface StreamReader {
   readonly model: string | undefined;
   /** The upstream's error event, when `read` said `error`. */
   readonly error: StreamError | undefined;
-  /** Whether the client asked for this event kind; false for a usage chunk the gateway itself asked for. */
-  wanted(event: SseEvent): boolean;
   /** An error event in this dialect, to end a committed stream that cannot go on. */
   errorEvent(type: string, message: string): string;
 }
@@ -88,6 +87,42 @@ function parse(data: string | undefined): unknown {
 
 const MALFORMED = Symbol('malformed');
 
+/** What a reader learns from the events it has read. */
+interface ReaderState {
+  usage: TokenUsage;
+  model: string | undefined;
+  error: StreamError | undefined;
+}
+
+/** A reader from its dialect's parts: what an event means (updating the state), and its error event. */
+function streamReader(
+  read: (event: SseEvent, state: ReaderState) => EventKind,
+  errorEvent: (type: string, message: string) => string,
+): StreamReader {
+  const state: ReaderState = { usage: emptyUsage(), model: undefined, error: undefined };
+  return {
+    get usage() {
+      return state.usage;
+    },
+    get model() {
+      return state.model;
+    },
+    get error() {
+      return state.error;
+    },
+    read: (event) => read(event, state),
+    errorEvent,
+  };
+}
+
+function anthropicErrorEvent(type: string, message: string): string {
+  return formatEvent('error', { type: 'error', error: { type, message } });
+}
+
+function chatErrorEvent(type: string, message: string): string {
+  return formatEvent(undefined, { error: { message, type, param: null, code: type } });
+}
+
 function count(value: unknown): number | undefined {
   return typeof value === 'number' && Number.isFinite(value) && value >= 0 ? value : undefined;
 }
@@ -136,9 +171,7 @@ export const anthropicDialect: Dialect = {
   errorBody(status, message, type) {
     return { type: 'error', error: { type: type ?? ANTHROPIC_TYPES[status] ?? 'api_error', message } };
   },
-  earlyErrorEvent(type, message) {
-    return formatEvent('error', { type: 'error', error: { type, message } });
-  },
+  earlyErrorEvent: anthropicErrorEvent,
   readAnswer(body) {
     if (!isPlainObject(body) || body['type'] !== 'message' || !Array.isArray(body['content']))
       return undefined;
@@ -147,49 +180,33 @@ export const anthropicDialect: Dialect = {
     return { usage, model: typeof body['model'] === 'string' ? body['model'] : undefined };
   },
   reader() {
-    const usage = emptyUsage();
-    let model: string | undefined;
-    let error: StreamError | undefined;
-    return {
-      usage,
-      get model() {
-        return model;
-      },
-      get error() {
-        return error;
-      },
-      wanted: () => true,
-      read(event) {
-        if (event.data === undefined) return 'pass';
-        const data = parse(event.data);
-        if (data === MALFORMED || !isPlainObject(data)) return 'malformed';
-        switch (data['type']) {
-          case 'message_start': {
-            const message = data['message'];
-            if (isPlainObject(message)) {
-              takeAnthropicUsage(usage, message['usage']);
-              if (typeof message['model'] === 'string') model = message['model'];
-            }
-            return 'hold';
+    return streamReader((event, state) => {
+      if (event.data === undefined) return 'pass';
+      const data = parse(event.data);
+      if (data === MALFORMED || !isPlainObject(data)) return 'malformed';
+      switch (data['type']) {
+        case 'message_start': {
+          const message = data['message'];
+          if (isPlainObject(message)) {
+            takeAnthropicUsage(state.usage, message['usage']);
+            if (typeof message['model'] === 'string') state.model = message['model'];
           }
-          case 'content_block_start':
-            return 'content';
-          case 'message_delta':
-            takeAnthropicUsage(usage, data['usage']);
-            return 'pass';
-          case 'message_stop':
-            return 'final';
-          case 'error':
-            error = errorOf(data['error'], 500);
-            return 'error';
-          default:
-            return 'pass';
+          return 'hold';
         }
-      },
-      errorEvent(type, message) {
-        return formatEvent('error', { type: 'error', error: { type, message } });
-      },
-    };
+        case 'content_block_start':
+          return 'content';
+        case 'message_delta':
+          takeAnthropicUsage(state.usage, data['usage']);
+          return 'pass';
+        case 'message_stop':
+          return 'final';
+        case 'error':
+          state.error = errorOf(data['error'], 500);
+          return 'error';
+        default:
+          return 'pass';
+      }
+    }, anthropicErrorEvent);
   },
 };
 
@@ -200,9 +217,7 @@ export const chatDialect: Dialect = {
     const kind = type ?? OPENAI_TYPES[status] ?? 'server_error';
     return { error: { message, type: kind, param: null, code: kind } };
   },
-  earlyErrorEvent(type, message) {
-    return formatEvent(undefined, { error: { message, type, param: null, code: type } });
-  },
+  earlyErrorEvent: chatErrorEvent,
   readAnswer(body) {
     if (!isPlainObject(body) || !Array.isArray(body['choices'])) return undefined;
     const usage = emptyUsage();
@@ -210,41 +225,23 @@ export const chatDialect: Dialect = {
     return { usage, model: typeof body['model'] === 'string' ? body['model'] : undefined };
   },
   reader(clientWantsUsage) {
-    const usage = emptyUsage();
-    let model: string | undefined;
-    let error: StreamError | undefined;
-    return {
-      usage,
-      get model() {
-        return model;
-      },
-      get error() {
-        return error;
-      },
-      wanted(event) {
-        if (clientWantsUsage) return true;
-        const data = parse(event.data);
-        return !(isPlainObject(data) && Array.isArray(data['choices']) && data['choices'].length === 0);
-      },
-      read(event) {
-        if (event.data === undefined) return 'pass';
-        if (event.data.trim() === '[DONE]') return 'final';
-        const data = parse(event.data);
-        if (data === MALFORMED || !isPlainObject(data)) return 'malformed';
-        if (data['error'] !== undefined) {
-          error = errorOf(data['error'], 500);
-          return 'error';
-        }
-        if (typeof data['model'] === 'string') model = data['model'];
-        if (data['usage'] !== undefined && data['usage'] !== null) takeOpenAiUsage(usage, data['usage']);
-        const choices = data['choices'];
-        if (!Array.isArray(choices)) return 'malformed';
-        return choices.some(carriesContent) ? 'content' : 'hold';
-      },
-      errorEvent(type, message) {
-        return formatEvent(undefined, { error: { message, type, param: null, code: type } });
-      },
-    };
+    return streamReader((event, state) => {
+      if (event.data === undefined) return 'pass';
+      if (event.data.trim() === '[DONE]') return 'final';
+      const data = parse(event.data);
+      if (data === MALFORMED || !isPlainObject(data)) return 'malformed';
+      if (data['error'] !== undefined) {
+        state.error = errorOf(data['error'], 500);
+        return 'error';
+      }
+      if (typeof data['model'] === 'string') state.model = data['model'];
+      if (data['usage'] !== undefined && data['usage'] !== null) takeOpenAiUsage(state.usage, data['usage']);
+      const choices = data['choices'];
+      if (!Array.isArray(choices)) return 'malformed';
+      // The usage chunk (no choices) the gateway asked for when the client did not.
+      if (choices.length === 0 && !clientWantsUsage) return 'drop';
+      return choices.some(carriesContent) ? 'content' : 'hold';
+    }, chatErrorEvent);
   },
 };
 
@@ -275,21 +272,10 @@ export const responsesDialect: Dialect = {
     return { usage, model: typeof body['model'] === 'string' ? body['model'] : undefined };
   },
   reader() {
-    const usage = emptyUsage();
-    let model: string | undefined;
-    let error: StreamError | undefined;
     let sequence = -1;
     let response: Record<string, unknown> = {};
-    return {
-      usage,
-      get model() {
-        return model;
-      },
-      get error() {
-        return error;
-      },
-      wanted: () => true,
-      read(event) {
+    return streamReader(
+      (event, state) => {
         if (event.data === undefined) return 'pass';
         const data = parse(event.data);
         if (data === MALFORMED || !isPlainObject(data)) return 'malformed';
@@ -297,8 +283,9 @@ export const responsesDialect: Dialect = {
         const body = data['response'];
         if (isPlainObject(body)) {
           response = body;
-          if (typeof body['model'] === 'string') model = body['model'];
-          if (body['usage'] !== undefined && body['usage'] !== null) takeOpenAiUsage(usage, body['usage']);
+          if (typeof body['model'] === 'string') state.model = body['model'];
+          if (body['usage'] !== undefined && body['usage'] !== null)
+            takeOpenAiUsage(state.usage, body['usage']);
         }
         switch (data['type']) {
           case 'response.created':
@@ -309,14 +296,14 @@ export const responsesDialect: Dialect = {
             return 'final';
           case 'response.failed': {
             const failure = isPlainObject(body) ? body['error'] : undefined;
-            error = errorOf(
+            state.error = errorOf(
               isPlainObject(failure) ? { type: failure['code'], message: failure['message'] } : undefined,
               500,
             );
             return 'error';
           }
           case 'error':
-            error = errorOf({ type: data['code'], message: data['message'] }, 500);
+            state.error = errorOf({ type: data['code'], message: data['message'] }, 500);
             return 'error';
           default:
             return typeof data['type'] === 'string' && data['type'].startsWith('response.output_item')
@@ -324,7 +311,7 @@ export const responsesDialect: Dialect = {
               : 'pass';
         }
       },
-      errorEvent(type, message) {
+      (type, message) => {
         sequence += 1;
         return formatEvent('response.failed', {
           type: 'response.failed',
@@ -332,7 +319,7 @@ export const responsesDialect: Dialect = {
           response: { ...response, status: 'failed', error: { code: type, message } },
         });
       },
-    };
+    );
   },
 };
 

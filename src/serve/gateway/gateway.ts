@@ -18,6 +18,7 @@ import type { ProviderRegistry } from '../../providers/registry.js';
 import { KEY_NAME_TAG, KEY_TAG, type CallAttemptRecord } from '../../store/call-records.js';
 import type { RouteMetrics } from '../../observe/prometheus.js';
 import type { Ledger } from '../../store/ledger.js';
+import { readBody } from '../http.js';
 import { checkRequest, type GuardSettings } from '../request-guard.js';
 import { DIALECTS, type Dialect } from './dialects.js';
 import { listGatewayModels, resolveGatewayModel, type GatewayTarget, type Wire } from './models.js';
@@ -598,7 +599,7 @@ class Exchange {
       }
       if (!committed) client.write(writer.open(result.usage.inputTokens), {});
       const { body, end } = writer.close(result);
-      client.write(redactSecrets(body), {});
+      client.write(body, {});
       client.end(end);
       return { tokens };
     } catch (error) {
@@ -792,7 +793,7 @@ async function readJsonBody(
 ): Promise<{ text: string; body: Record<string, unknown> } | undefined> {
   let text: string | undefined;
   try {
-    text = await readLimited(request, MAX_GATEWAY_BODY_BYTES);
+    text = await readBody(request, MAX_GATEWAY_BODY_BYTES);
   } catch {
     return undefined;
   }
@@ -813,21 +814,4 @@ async function readJsonBody(
     return undefined;
   }
   return { text, body };
-}
-
-function readLimited(request: IncomingMessage, limit: number): Promise<string | undefined> {
-  return new Promise((resolve, reject) => {
-    if (request.destroyed && !request.readableEnded) return reject(new Error('the client left'));
-    const chunks: Buffer[] = [];
-    let size = 0;
-    request.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size <= limit) chunks.push(chunk);
-    });
-    request.once('end', () => resolve(size > limit ? undefined : Buffer.concat(chunks).toString('utf8')));
-    request.once('error', reject);
-    request.once('close', () => {
-      if (!request.complete) reject(new Error('the client left'));
-    });
-  });
 }

@@ -463,7 +463,7 @@ function relayEvents(
         const kind = reader.read(event);
         if (!committed) {
           if (kind === 'hold' || kind === 'pass') {
-            if (reader.wanted(event)) held += event.raw;
+            held += event.raw;
           } else if (kind === 'content') {
             committed = true;
             clearTimeout(stall);
@@ -516,7 +516,7 @@ function relayEvents(
             out,
           );
         }
-        if (reader.wanted(event)) out += event.raw;
+        if (kind !== 'drop') out += event.raw;
       }
       if (out !== '') client.write(out, headers);
       // A client that reads slower than the provider sends (or not at all): the provider waits, and
