@@ -85,11 +85,6 @@ export class Gateway {
     this.maxMs = options.maxMs ?? 600_000;
   }
 
-  /** Whether `path` is the gateway's: everything under `/v1`. */
-  static handles(path: string): boolean {
-    return path === '/v1' || path.startsWith('/v1/');
-  }
-
   async handle(request: IncomingMessage, response: ServerResponse, url: URL): Promise<void> {
     const dialect = dialectOfPath(url.pathname, request);
     let authentication: Authentication;
