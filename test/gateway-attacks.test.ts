@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import Anthropic from '@anthropic-ai/sdk';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../src/sim/server.js';
 import { runCli } from './helpers/run-cli.js';
@@ -153,7 +154,7 @@ describe('a raw upstream against the streaming relay', () => {
   let rawCwd: string;
   /** Bytes the upstream's stream got into the gateway's socket. */
   let sent = 0;
-  let mode: 'flood' | 'echo' | 'no-blank-line' | 'forever' = 'echo';
+  let mode: 'flood' | 'echo' | 'split' | 'no-blank-line' | 'forever' = 'echo';
 
   const event = (name: string, data: unknown) => `event: ${name}\ndata: ${JSON.stringify(data)}\n\n`;
   const start = event('message_start', {
@@ -227,6 +228,21 @@ describe('a raw upstream against the streaming relay', () => {
         response.end(event('message_stop', { type: 'message_stop' }));
         return;
       }
+      if (mode === 'split') {
+        // The same echo, three characters per event, as a model writes it token by token.
+        const text = `your key is ${String(request.headers['x-api-key'])}, keep it safe`;
+        for (let at = 0; at < text.length; at += 3) response.write(delta(text.slice(at, at + 3)));
+        response.write(event('content_block_stop', { type: 'content_block_stop', index: 0 }));
+        response.write(
+          event('message_delta', {
+            type: 'message_delta',
+            delta: { stop_reason: 'end_turn' },
+            usage: { output_tokens: 5 },
+          }),
+        );
+        response.end(event('message_stop', { type: 'message_stop' }));
+        return;
+      }
       if (mode === 'forever') {
         // Content, a little at a time, without end.
         const timer = setInterval(() => response.write(delta('more ')), 100);
@@ -273,6 +289,26 @@ describe('a raw upstream against the streaming relay', () => {
       const text = await response.text();
       expect(text).toContain('your key is');
       expect(text).not.toContain(UPSTREAM_KEY);
+    }
+  });
+
+  it('an echoed key cut across many events reaches an official SDK client as [redacted], no piece of it', async () => {
+    mode = 'split';
+    const client = new Anthropic({ baseURL: raw.url, apiKey: null, authToken: raw.token, maxRetries: 0 });
+    const stream = client.messages.stream({
+      model: 'claude-haiku-4-5',
+      max_tokens: 64,
+      messages: [{ role: 'user', content: 'what is my key?' }],
+    });
+    const texts: string[] = [];
+    stream.on('text', (text) => texts.push(text));
+    const final = await stream.finalMessage();
+    const text = final.content.map((block) => (block.type === 'text' ? block.text : '')).join('');
+    expect(text).toBe('your key is [redacted], keep it safe');
+    expect(texts.join('')).toBe(text);
+    const all = texts.join('');
+    for (let at = 0; at + 8 <= UPSTREAM_KEY.length; at += 1) {
+      expect(all).not.toContain(UPSTREAM_KEY.slice(at, at + 8));
     }
   });
 

@@ -143,6 +143,72 @@ export function redactSecrets(text: string): string {
   return text.replace(pattern(), REDACTED);
 }
 
+/**
+ * Every known secret (a value as it is and, for `json`, as JSON escapes it) and key shape, as one global
+ * pattern: what `redactSecrets` (plain text) and `redactJsonText` (JSON text) replace. For code that
+ * needs the matches themselves, such as a stream that redacts text arriving in pieces.
+ */
+export function secretPattern(json: boolean): RegExp {
+  return json ? patternInJson() : pattern();
+}
+
+/** The known secret values, longest first, and for `json` their JSON-escaped forms too. */
+export function knownSecretForms(json: boolean): readonly string[] {
+  secretPattern(json);
+  const signature = cachedSignature ?? '';
+  if (formsSignature !== signature) {
+    const values = signature.split('\0').filter((value) => value !== '');
+    plainForms = values;
+    jsonForms = [...new Set(values.flatMap((value) => [value, JSON.stringify(value).slice(1, -1)]))];
+    formsSignature = signature;
+  }
+  return json ? jsonForms : plainForms;
+}
+
+let formsSignature: string | undefined;
+let plainForms: string[] = [];
+let jsonForms: string[] = [];
+
+/**
+ * What may be the start of a key shape still arriving, at the very end of a text: a word beginning
+ * `sk-` or `AIza` (or a first letter of them), or the password of a URL with credentials before its `@`.
+ */
+/** How much of a text's end is searched for the start of a key shape (a URL's scheme and user included). */
+const SHAPE_WINDOW = 1024;
+const KEY_SHAPE_START = new RegExp(
+  String.raw`(?:\b(?:sk?|sk-[A-Za-z0-9_-]*|A(?:I(?:za?)?)?|AIza[0-9A-Za-z_-]*)` +
+    String.raw`|(?<=\b[A-Za-z][A-Za-z0-9+.-]*:\/\/[^\s/?#@:]*:)[^\s/?#@]*)$`,
+);
+const KEY_SHAPE_START_IN_JSON = new RegExp(
+  String.raw`(?:(?:\b|(?<=\\(?:[bfnrt]|u[0-9A-Fa-f]{4})))(?:sk?|sk-[A-Za-z0-9_-]*|A(?:I(?:za?)?)?|AIza[0-9A-Za-z_-]*)` +
+    String.raw`|(?<=\b[A-Za-z][A-Za-z0-9+.-]*:\/\/(?:[^\s/?#@:"\\]|\\.)*:)(?:[^\s/?#@"\\]|\\.)*\\?)$`,
+);
+
+/**
+ * Where, at the end of `text`, a secret may have begun that the text does not finish: the smallest index
+ * from which the rest of the text is the beginning of a known secret (or of its JSON-escaped form, for
+ * `json`) or of a key shape; `text.length` when there is none. A stream holds the text from there until
+ * the next piece says whether it is a secret.
+ */
+export function secretStartAtEnd(text: string, json: boolean): number {
+  let start = text.length;
+  if (text === '') return start;
+  const last = text[text.length - 1];
+  for (const value of knownSecretForms(json)) {
+    // The longest beginning of `value` that `text` ends with, shorter than the value itself.
+    for (let end = Math.min(value.length - 1, text.length); end > 0; end -= 1) {
+      if (value[end - 1] !== last || !text.endsWith(value.slice(0, end))) continue;
+      start = Math.min(start, text.length - end);
+      break;
+    }
+  }
+  // Only the end of the text can hold such a start: a bounded window keeps the search linear.
+  const from = Math.max(0, text.length - SHAPE_WINDOW);
+  const shape = (json ? KEY_SHAPE_START_IN_JSON : KEY_SHAPE_START).exec(text.slice(from));
+  if (shape !== null) start = Math.min(start, from + shape.index);
+  return start;
+}
+
 /** A copy of a JSON-like value with every string in it redacted (keys included). */
 export function redactDeep<T>(value: T): T {
   if (typeof value === 'string') return redactSecrets(value) as T;

@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { TokenUsage } from '../../core/call-types.js';
 import type { ErrorCode } from '../../core/errors.js';
 import { redactSecrets } from '../../core/secrets.js';
+import { StreamRedactor } from './stream-redaction.js';
 import type { Dialect } from './dialects.js';
 import { MAX_SSE_EVENT_CHARS, SseSplitter, type SseEvent } from './sse.js';
 import { clientHeaders, sendUpstream } from './upstream.js';
@@ -45,6 +46,7 @@ export interface UpstreamFailure {
 export class ClientStream {
   readonly response: ServerResponse;
   private readonly dialect: Dialect;
+  private readonly redactor: StreamRedactor;
   private lastWrite = performance.now();
   private timer: NodeJS.Timeout | undefined;
   /** Set when the client hung up before its answer was complete. */
@@ -58,6 +60,7 @@ export class ClientStream {
   ) {
     this.response = response;
     this.dialect = dialect;
+    this.redactor = new StreamRedactor(dialect.wire);
     this.extraHeaders = extraHeaders;
     response.once('close', () => {
       if (!response.writableFinished) this.gone = true;
@@ -91,8 +94,10 @@ export class ClientStream {
       });
     }
     // The one redaction pass of what leaves on a stream: a provider's own events are passed as they
-    // came, and a known secret in them (an echoed key) is no more the client's than in a JSON answer.
-    this.response.write(redactSecrets(text));
+    // came, and a known secret in them (an echoed key) is no more the client's than in a JSON answer,
+    // even cut across events (an event that may end in a secret's start waits for the next).
+    const out = this.redactor.redact(text);
+    if (out !== '') this.response.write(out);
     this.lastWrite = performance.now();
   }
 
@@ -100,6 +105,8 @@ export class ClientStream {
     this.stop();
     if (this.gone || this.response.writableEnded) return;
     if (text !== undefined) this.write(text, {});
+    const held = this.redactor.flush();
+    if (held !== '') this.response.write(held);
     this.response.end();
   }
 
