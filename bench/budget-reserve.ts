@@ -7,8 +7,9 @@
 // `git worktree` with this tree's node_modules linked, removed at the end. Blocks of attempts alternate
 // between the two sides, so both see the same machine; each side's fill rate shows what the totals'
 // trigger costs the inserts. SQLite files, and PostgreSQL (the tests' server, started here on 127.0.0.1
-// with fsync off) when there is one. No build:
-//   node --experimental-strip-types --no-warnings bench/budget-reserve.ts [attempts per side] [--base REV]
+// with fsync off) when there is one. `--open N` holds N reservations (other calls in flight) on each side
+// before it is measured, for what summing the held ones costs each check. No build:
+//   node --experimental-strip-types --no-warnings bench/budget-reserve.ts [attempts per side] [--base REV] [--open N]
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
@@ -21,6 +22,8 @@ const root = join(import.meta.dirname, '..');
 const args = process.argv.slice(2);
 const baseFlag = args.indexOf('--base');
 const baseRevision = baseFlag === -1 ? 'main' : (args.splice(baseFlag, 2)[1] ?? 'main');
+const openFlag = args.indexOf('--open');
+const openHolds = openFlag === -1 ? 0 : Number(args.splice(openFlag, 2)[1] ?? 0);
 const measured = Number(args[0] ?? 200);
 const sizes = [0, 10_000, 100_000];
 const BLOCK = 20;
@@ -111,6 +114,23 @@ async function reserveAndSettle(ledger: Ledger, index: number): Promise<number> 
   return performance.now() - started;
 }
 
+/** Reservations of calls still in flight, held until the ledger closes. */
+async function holdOpen(ledger: Ledger, count: number): Promise<void> {
+  for (let index = 0; index < count; index += 1) {
+    const at = Date.now();
+    const outcome = await ledger.reserveSpend({
+      id: randomUUID(),
+      provider: index % 3 === 0 ? 'openai' : 'anthropic',
+      tags: { team: index % 2 === 0 ? 'red' : 'blue', env: 'prod', 'switchboard.key': 'key_bench' },
+      createdAt: at,
+      expiresAt: at + 3_600_000,
+      amountUsd: 0.0001,
+      caps,
+    });
+    if (!outcome.reserved) throw new Error('a cap of $1e9 refused an open reservation');
+  }
+}
+
 const percentile = (values: number[], share: number) =>
   [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor(values.length * share))] ?? NaN;
 
@@ -129,6 +149,7 @@ async function measure(backend: string, open: () => Promise<Ledger>, rows: numbe
       await fill(ledgers[index]!, rows);
       fillRates.push(rows / ((performance.now() - started) / 1000));
     }
+    for (const ledger of ledgers) await holdOpen(ledger, openHolds);
     const times: number[][] = sides.map(() => []);
     // A first block each, not counted: statement caches and the connection pool warm up.
     for (const [index] of sides.entries())
@@ -182,7 +203,8 @@ try {
   } else console.log(`PostgreSQL skipped: ${POSTGRES_SKIP}`);
   console.log(
     `reserve + settle, ms per budgeted attempt, ${measured} a side in blocks of ${BLOCK} alternating; ` +
-      `caps: daily, daily anthropic, monthly team=red, daily switchboard.key=key_bench; load ${loadavg()[0]!.toFixed(1)}`,
+      `caps: daily, daily anthropic, monthly team=red, daily switchboard.key=key_bench; ` +
+      `${openHolds} other reservations open; load ${loadavg()[0]!.toFixed(1)}`,
   );
   console.log(
     `${'backend'.padEnd(11)} ${'today'.padStart(8)} ${'before p50'.padStart(9)} ${'p95'.padStart(8)} ${'after p50'.padStart(9)} ${'p95'.padStart(8)} ${'p50 ×'.padStart(8)} ${'fill before'.padStart(10)} ${'after'.padStart(10)}`,

@@ -10,6 +10,7 @@ import { isSwitchboardError } from '../core/errors.js';
 import type { RouteDecision } from '../core/route-types.js';
 import { DEFAULT_STATE_DIR, LEDGER_FILE_NAME, hashText, openLedger } from './ledger.js';
 import type { Ledger, OpenLedgerOptions } from './ledger.js';
+import type { SpendCap } from './budget-reservations.js';
 import { LATEST_SCHEMA_VERSION, LEDGER_APPLICATION_ID, MIGRATIONS } from './migrations.js';
 import { callAttempt } from './__fixtures__/call-attempt.js';
 import { createTestDatabase, POSTGRES_SKIP, type TestDatabase } from '../../test/helpers/postgres.js';
@@ -665,6 +666,41 @@ describe('route decisions and cache entries, group-committed', () => {
   });
 });
 
+describe('budget reservations held by other processes', () => {
+  it('counts the holds another connection took or ended since this process last checked', async () => {
+    const ledger = open();
+    const file = join(directory, LEDGER_FILE_NAME);
+    const now = Date.now();
+    const hold = (id: string, amountUsd: number) =>
+      ledger.reserveSpend({
+        id,
+        provider: 'openai',
+        tags: { team: 'red' },
+        createdAt: now,
+        expiresAt: now + 60_000,
+        amountUsd,
+        caps: [{ since: 0, capUsd: 1, tag: 'team=red' }],
+      });
+    expect((await hold('mine', 0.25)).reserved).toBe(true);
+    // Another process's connection to the same file: its writes are not this process's own.
+    const other = new Database(file);
+    other.pragma('busy_timeout = 5000');
+    other
+      .prepare(
+        'INSERT INTO budget_reservations (id, created_at, expires_at, provider, tags, amount_usd) VALUES (?, ?, ?, ?, ?, ?)',
+      )
+      .run('theirs', now, now + 60_000, 'gemini', '{"team":"red"}', 0.5);
+    expect(await hold('too-much', 0.5)).toMatchObject({
+      reserved: false,
+      standings: [{ reservedUsd: 0.75 }],
+    });
+    expect((await hold('fits', 0.25)).reserved).toBe(true);
+    other.prepare('DELETE FROM budget_reservations WHERE id = ?').run('theirs');
+    other.close();
+    expect(await hold('freed', 0.5)).toMatchObject({ reserved: true, standings: [{ reservedUsd: 0.5 }] });
+  });
+});
+
 describe('several processes writing at once', () => {
   const workerScript = fileURLToPath(new URL('./__fixtures__/concurrent-writer.mjs', import.meta.url));
   const writerCount = 4;
@@ -758,6 +794,52 @@ describe('spending, reservations, cooldowns, the decision cache and feedback', (
       expect(await ledgers[2]!.reservedAt(now)).toBeCloseTo(
         0.3 * outcomes.slice(4).filter((o) => o.reserved).length,
       );
+    });
+
+    it('refuses the reservation that would pass a cap however many are open', async () => {
+      const ledger = backend.open();
+      const now = Date.now();
+      const hold = (
+        id: string,
+        amountUsd: number,
+        tags: Record<string, string>,
+        cap: Partial<SpendCap> = {},
+      ) =>
+        ledger.reserveSpend({
+          id,
+          provider: 'openai',
+          tags,
+          createdAt: now,
+          expiresAt: now + 60_000,
+          amountUsd,
+          caps: [{ since: 0, capUsd: 1, ...cap }],
+        });
+      // 1,000 open holds of 2^-10 dollars, half of them team=red: sums exact in binary.
+      for (let index = 0; index < 1_000; index += 1) {
+        const outcome = await hold(`open-${index}`, 2 ** -10, { team: index % 2 === 0 ? 'red' : 'blue' });
+        expect(outcome.reserved).toBe(true);
+      }
+      const left = 1 - 1_000 * 2 ** -10;
+      expect(await hold('too-much', left + 2 ** -20, {})).toMatchObject({
+        reserved: false,
+        standings: [{ spentUsd: 0, reservedUsd: 1_000 * 2 ** -10 }],
+      });
+      expect(await hold('exact-fit', left, {})).toMatchObject({ reserved: true });
+      expect((await hold('one-more', 2 ** -20, {})).reserved).toBe(false);
+      // Under a cap of the red half alone: 500 holds of 2^-10 leave room for 12 more.
+      const red = { tag: 'team=red', capUsd: 0.5 };
+      expect(await hold('red-13', 13 * 2 ** -10, { team: 'red' }, red)).toMatchObject({
+        reserved: false,
+        standings: [{ reservedUsd: 500 * 2 ** -10 }],
+      });
+      expect((await hold('red-12', 12 * 2 ** -10, { team: 'red' }, red)).reserved).toBe(true);
+      // A settled hold counts as its attempt's cost, a released one not at all.
+      await ledger.settleReservation('open-0', callAttempt('settled', 2 ** -11));
+      await ledger.releaseReservation('open-1');
+      expect(await hold('too-much', 2 ** -20, {})).toMatchObject({
+        reserved: false,
+        standings: [{ spentUsd: 2 ** -11, reservedUsd: (998 + 24 + 12) * 2 ** -10 }],
+      });
     });
 
     it('shares breaker states and recent requests, a request retried counted once', async () => {

@@ -18,6 +18,7 @@ import {
   type ReservationOutcome,
   type SpendReservation,
 } from './budget-reservations.js';
+import { heldReservationsOf, type HeldReservations, type ReservationRow } from './held-reservations.js';
 import { SwitchboardError } from '../core/errors.js';
 import { afterCommittedWrite } from './write-seam.js';
 import type { RouteDecision } from '../core/route-types.js';
@@ -833,7 +834,15 @@ function budgetMethods(
     async releaseReservation(id) {
       // The attempt goes in before its reservation goes out, so no reader sees neither.
       await queue.settled();
-      await guarded('cannot release a budget reservation in', (db) => db.run(sql.deleteReservation, [id]));
+      await guarded('cannot release a budget reservation in', async (db) => {
+        const held = heldOn(db);
+        if (held === undefined) return db.run(sql.deleteReservation, [id]);
+        return whileHeld(held, () =>
+          db.transaction((client) => client.run(sql.deleteReservation, [id]), {
+            afterCommit: () => held.removed(id),
+          }),
+        );
+      });
     },
 
     async settleReservation(id, record) {
@@ -876,12 +885,18 @@ async function writeSettle(
   again = false,
 ): Promise<void> {
   const { sql, storeText } = connection;
-  await connection[again ? 'use' : 'guarded']('cannot record a call attempt in', (db) =>
-    db.transaction(async (client) => {
-      await client.run(sql.insertCallAttempt, callAttemptRow(record, storeText));
-      await client.run(sql.deleteReservation, [reservationId]);
-    }),
-  );
+  await connection[again ? 'use' : 'guarded']('cannot record a call attempt in', (db) => {
+    const held = heldOn(db);
+    return whileHeld(held, () =>
+      db.transaction(
+        async (client) => {
+          await client.run(sql.insertCallAttempt, callAttemptRow(record, storeText));
+          await client.run(sql.deleteReservation, [reservationId]);
+        },
+        { afterCommit: () => held?.removed(reservationId) },
+      ),
+    );
+  });
   afterCommittedWrite();
 }
 
@@ -908,10 +923,11 @@ function pendingSettles(connection: Connection): { pending: PendingSettles; deta
     if (connection.closed || sqlite === undefined) return;
     for (const { reservationId, record } of pending.all) {
       try {
-        sqlite.writeBatchNow((client) => {
+        const written = sqlite.writeBatchNow((client) => {
           client.run(sql.insertCallAttempt, callAttemptRow(record, storeText));
           client.run(sql.deleteReservation, [reservationId]);
         });
+        if (written) heldReservationsOf(sqlite).removed(reservationId);
       } catch {
         // The process is exiting: the reservation stays, counting as spent.
         return;
@@ -931,53 +947,100 @@ function pendingSettles(connection: Connection): { pending: PendingSettles; deta
   };
 }
 
+/**
+ * The in-memory copy of the reservations on a SQLite connection; undefined on PostgreSQL, where other
+ * machines write the table and each check sums it under the advisory lock.
+ */
+function heldOn(db: SqlDatabase): HeldReservations | undefined {
+  const sqlite = sqliteBehind(db);
+  return sqlite === undefined ? undefined : heldReservationsOf(sqlite);
+}
+
+/** A write of reservations: when it fails, whether it committed is unknown, so the copy is read again. */
+async function whileHeld<T>(held: HeldReservations | undefined, write: () => Promise<T>): Promise<T> {
+  try {
+    return await write();
+  } catch (error) {
+    held?.forget();
+    throw error;
+  }
+}
+
 async function reserve(
   db: SqlDatabase,
   sql: Statements,
   reservation: SpendReservation,
 ): Promise<ReservationOutcome> {
-  return db.transaction(
-    async (client) => {
-      const now = reservation.createdAt;
-      await client.run(sql.deleteExpiredReservations, [now - EXPIRED_RESERVATION_KEPT_MS]);
-      const standings: CapStanding[] = [];
-      for (const cap of reservation.caps) {
-        const spentUsd = await readSpend(client, sql, cap.since, cap);
-        const filter = { provider: cap.provider ?? null, ...tagParams(cap.tag) };
-        const held = await client.get<{ total: number | null }>(sql.reservedFor, {
-          now,
-          since: cap.since,
-          ...filter,
-        });
-        standings.push({ spentUsd, reservedUsd: held?.total ?? 0 });
-      }
-      const verdict = judgeReservation(
-        reservation.caps,
-        standings,
-        reservation.amountUsd,
-        reservation.shrinkToFit,
-      );
-      if (!verdict.reserved) {
-        return {
-          reserved: false,
-          capIndex: verdict.capIndex,
-          ...(reservation.amountUsd === undefined ? {} : { amountUsd: reservation.amountUsd }),
-          standings,
+  const held = heldOn(db);
+  const now = reservation.createdAt;
+  const expiredBy = now - EXPIRED_RESERVATION_KEPT_MS;
+  let inserted: ReservationRow | undefined;
+  const afterCommit = () => {
+    held?.expiredBy(expiredBy);
+    if (inserted !== undefined) held?.added(inserted);
+  };
+  return whileHeld(held, () =>
+    db.transaction(
+      async (client) => {
+        // Read before the delete below, so a rollback leaves the copy equal to the table.
+        await held?.refresh(client);
+        await client.run(sql.deleteExpiredReservations, [expiredBy]);
+        const standings = await standingsOf(client, sql, reservation, { held, expiredBy });
+        const { caps, amountUsd, shrinkToFit } = reservation;
+        const verdict = judgeReservation(caps, standings, amountUsd, shrinkToFit);
+        if (!verdict.reserved) {
+          return {
+            reserved: false,
+            capIndex: verdict.capIndex,
+            ...(amountUsd === undefined ? {} : { amountUsd }),
+            standings,
+          };
+        }
+        const row: ReservationRow = {
+          id: reservation.id,
+          created_at: now,
+          expires_at: reservation.expiresAt,
+          provider: reservation.provider,
+          tags: JSON.stringify(reservation.tags),
+          amount_usd: verdict.amountUsd,
         };
-      }
-      await client.run(sql.insertReservation, {
-        id: reservation.id,
-        created_at: now,
-        expires_at: reservation.expiresAt,
-        provider: reservation.provider,
-        tags: JSON.stringify(reservation.tags),
-        amount_usd: verdict.amountUsd,
-      });
-      return { reserved: true, amountUsd: verdict.amountUsd, standings };
-    },
-    // Every process reserving against this ledger takes turns: spending is read and held in one step.
-    { lockKey: 'switchboard:budget' },
+        await client.run(sql.insertReservation, { ...row });
+        inserted = row;
+        return { reserved: true, amountUsd: verdict.amountUsd, standings };
+      },
+      // Every process reserving against this ledger takes turns: spending is read and held in one step.
+      { lockKey: 'switchboard:budget', afterCommit },
+    ),
   );
+}
+
+/**
+ * Where each cap stands, inside the reservation's transaction: its spending from the totals, what is held
+ * from the connection's copy of the reservations (SQLite) or summed from the table (PostgreSQL, or a tag
+ * filter only SQLite can answer).
+ */
+async function standingsOf(
+  client: SqlClient,
+  sql: Statements,
+  reservation: SpendReservation,
+  { held, expiredBy }: { held: HeldReservations | undefined; expiredBy: number },
+): Promise<CapStanding[]> {
+  const standings: CapStanding[] = [];
+  for (const cap of reservation.caps) {
+    const spentUsd = await readSpend(client, sql, cap.since, cap);
+    const filter = {
+      now: reservation.createdAt,
+      since: cap.since,
+      provider: cap.provider ?? null,
+      ...tagParams(cap.tag),
+    };
+    const reservedUsd =
+      held?.heldFor(filter, expiredBy) ??
+      (await client.get<{ total: number | null }>(sql.reservedFor, filter))?.total ??
+      0;
+    standings.push({ spentUsd, reservedUsd });
+  }
+  return standings;
 }
 
 function toEpochMs(value: Date | number | string): number {

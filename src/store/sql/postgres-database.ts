@@ -134,6 +134,7 @@ export class PostgresDatabase implements SqlDatabase {
       };
       const result = await action(client);
       await connection.query('COMMIT');
+      options.afterCommit?.();
       return result;
     } catch (error) {
       await connection.query('ROLLBACK').catch(() => {

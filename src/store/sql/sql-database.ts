@@ -35,6 +35,12 @@ export interface TransactionOptions {
    * transaction there is `BEGIN IMMEDIATE` and so already holds the only write lock.
    */
   lockKey?: string;
+  /**
+   * Runs synchronously once the transaction committed (not after a rollback). On SQLite nothing else of
+   * the process runs on the connection in between, so state kept beside the rows (the held budget
+   * reservations) changes when they do.
+   */
+  afterCommit?: () => void;
 }
 
 /** A connection (SQLite) or a pool of them (PostgreSQL). */

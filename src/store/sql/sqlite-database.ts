@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import type { SqlClient, SqlDatabase, SqlParams, SqlRunResult } from './sql-database.js';
+import type { SqlClient, SqlDatabase, SqlParams, SqlRunResult, TransactionOptions } from './sql-database.js';
 
 /** Statements that run at once, inside a batch's transaction. */
 export interface SyncSqlClient {
@@ -70,7 +70,10 @@ export class SqliteDatabase implements SqlDatabase {
     get: <Row>(sql: string, params?: SqlParams) => this.getNow<Row>(sql, params),
   };
 
-  async transaction<T>(action: (client: SqlClient) => Promise<T>): Promise<T> {
+  async transaction<T>(
+    action: (client: SqlClient) => Promise<T>,
+    options: TransactionOptions = {},
+  ): Promise<T> {
     if (this.inTransaction || this.queued > 0) {
       await this.turn();
       this.queued -= 1;
@@ -87,6 +90,7 @@ export class SqliteDatabase implements SqlDatabase {
         throw error;
       }
       this.connection.exec('COMMIT');
+      options.afterCommit?.();
       return result;
     } finally {
       this.inTransaction = false;
