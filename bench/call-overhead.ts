@@ -19,13 +19,15 @@ import { join, resolve } from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import { createAnthropic } from '@ai-sdk/anthropic';
 import { generateText } from 'ai';
-import type * as CallSources from '../src/invoke/call.ts';
+import type * as CallSources from '../src/lazy-api.ts';
 import type * as RegistrySources from '../src/providers/registry.ts';
 import type * as LedgerSources from '../src/store/ledger.ts';
 import './source-hooks.ts';
 
 const { startSimulator } = await import('../src/sim/server.js');
-const { call } = await import('../src/invoke/call.js');
+// The public `call()`, as `import { call } from 'switchboard'` gives it: the entry point that loads
+// src/invoke/call.ts on first use.
+const { call } = await import('../src/lazy-api.js');
 const { ProviderRegistry } = await import('../src/providers/registry.js');
 const { openLedger, hashText } = await import('../src/store/ledger.js');
 const { percentile } = await import('../src/core/percentile.js');
@@ -163,7 +165,7 @@ const comparedStateDir = mkdtempSync(join(tmpdir(), 'switchboard-bench-overhead-
 /** The other checkout's `call()`, with its own registry and ledger modules (see `--compare`). */
 async function comparedSources(root: string) {
   const sources = (path: string): Promise<unknown> => import(join(root, path));
-  const { call } = (await sources('src/invoke/call.ts')) as typeof CallSources;
+  const { call } = (await sources('src/lazy-api.ts')) as typeof CallSources;
   const { ProviderRegistry } = (await sources('src/providers/registry.ts')) as typeof RegistrySources;
   const { openLedger } = (await sources('src/store/ledger.ts')) as typeof LedgerSources;
   return { call, ProviderRegistry, ledger: openLedger({ stateDir: comparedStateDir }) };
