@@ -4,6 +4,13 @@ import type { AgentInvocation, AgentOutcome } from './agents/claude-agent.js';
 import type { CallRequest, CallResult } from './core/call-types.js';
 import type { CallOptions } from './invoke/call.js';
 import type { Simulator, SimulatorOptions } from './sim/server.js';
+import { lazySdk } from './providers/lazy-sdk.js';
+
+// Imported once, then the same promise each call: `import()` of a module already loaded still resolves
+// its specifier and takes turns of the event loop every time, a cost on every `call()`.
+const invokeModule = lazySdk(() => import('./invoke/call.js'));
+const simulatorModule = lazySdk(() => import('./sim/server.js'));
+const agentModule = lazySdk(() => import('./agents/claude-agent.js'));
 
 /**
  * Calls a provider spec or a fallback chain (`claude:sonnet,anthropic:claude-sonnet-4-5`): retries
@@ -13,13 +20,13 @@ import type { Simulator, SimulatorOptions } from './sim/server.js';
  * `CallResult.attempts`.
  */
 export async function call(spec: string, request: CallRequest, options?: CallOptions): Promise<CallResult> {
-  const invoke = await import('./invoke/call.js');
+  const invoke = await invokeModule.load();
   return invoke.call(spec, request, options);
 }
 
 /** Starts the LLM API simulator: Anthropic Messages, Gemini generateContent, OpenAI chat completions. */
 export async function startSimulator(options?: SimulatorOptions): Promise<Simulator> {
-  const simulator = await import('./sim/server.js');
+  const simulator = await simulatorModule.load();
   return simulator.startSimulator(options);
 }
 
@@ -28,6 +35,6 @@ export async function startSimulator(options?: SimulatorOptions): Promise<Simula
  * Never throws for what happens during the run; invalid options throw `INVALID_INPUT`.
  */
 export async function runAgent(invocation: AgentInvocation): Promise<AgentOutcome> {
-  const agent = await import('./agents/claude-agent.js');
+  const agent = await agentModule.load();
   return agent.runAgent(invocation);
 }

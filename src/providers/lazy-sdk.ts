@@ -1,9 +1,12 @@
 /** Stands in for an SDK's classes before it is loaded: no value is an instance of it. */
 class NotLoaded {}
 
-/** A provider's SDK, imported at its first call so that a program that never calls it never loads it. */
+/**
+ * A heavy module (a provider's SDK, an entry point of the public API), imported at its first call so that
+ * a program that never calls it never loads it.
+ */
 export interface LazySdk<T> {
-  /** Imports the SDK (once per process; a failed import is tried again at the next call). */
+  /** Imports the module (once per process; a failed import is tried again at the next call). */
   load(): Promise<T>;
   /**
    * The SDK once loaded; before that, a stand-in whose every export is a class nothing is an instance
