@@ -4,14 +4,18 @@
 // or, with `"stream": true`, a fixed SSE stream of N content deltas a fixed gap apart, so its own cost
 // is tiny and the same for both paths. Serve is this tree's BUILT CLI in a temporary folder with its
 // own state dir (ledger on, SQLite), ANTHROPIC_BASE_URL / OPENAI_BASE_URL at the mock and fake keys;
-// the client authenticates with the token serve writes (serve-<port>.token, `x-api-key`).
-//   1. non-streaming: sequential requests over one keep-alive connection per side, rounds alternating
-//      direct / via the gateway (the order flipped every round), a warm-up round of each discarded:
-//      p50 / p99 of each side and what the gateway adds (gates from issue 37: p50 ≤ 0.5 ms, p99 ≤ 2 ms);
+// the client authenticates with the token serve writes (serve-<port>.token, `x-api-key`). A third side
+// is bench/trivial-proxy.ts in a process of its own (body read whole, forwarded over a keep-alive agent
+// to the same mock, the answer piped back): what any separate-process proxy adds on this machine, the
+// floor under the gateway's figures, measured in the same rounds.
+//   1. non-streaming: sequential requests over one keep-alive connection per side, rounds rotating
+//      direct / via the gateway / via the trivial proxy (a different order each round), a warm-up round
+//      of each discarded: p50 / p99 of each side, what the gateway and the proxy add, and what the
+//      gateway adds beyond the proxy (gates from issue 37, on the gateway: p50 ≤ 0.5 ms, p99 ≤ 2 ms);
 //   2. streaming: the same rounds with `stream: true`: time to the first content chunk at the client
 //      (the gateway holds message_start until content_block_start, then sends both), the gaps between
 //      content deltas beside the mock's own, and time to the last byte (the gateway writes the ledger
-//      row before message_stop). Gate: added TTFB ≤ 1 ms; gaps equal within noise;
+//      row before message_stop); the proxy's beside them. Gate: added TTFB ≤ 1 ms; gaps equal within noise;
 //   3. the serve process's RSS (/proc/<pid>/status VmRSS) every 10,000 requests over a long run with 32
 //      requests in flight from this process (keep-alive connections; after 10,000 of warm-up), and
 //      whether it is flat after warm-up (last sample ≤ 1.1 × the sample at 20 % of the run); the same
@@ -199,14 +203,40 @@ function rssKb(pid: number): number {
   return Number(match?.[1]);
 }
 
+/** bench/trivial-proxy.ts in a process of its own, forwarding to the mock. */
+async function startProxy(mockUrl: string): Promise<{ url: string; child: ChildProcess }> {
+  const script = join(root, 'bench/trivial-proxy.ts');
+  const child = spawn(process.execPath, ['--experimental-strip-types', '--no-warnings', script, mockUrl], {
+    env: environment,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  return { url: await waitForUrl(child), child };
+}
+
 // ---------------------------------------------------------------------------------------------- client
 
 /** One keep-alive connection per side: requests go one after another. */
 const agents = {
   direct: new Agent({ keepAlive: true, maxSockets: 1 }),
   gateway: new Agent({ keepAlive: true, maxSockets: 1 }),
+  proxy: new Agent({ keepAlive: true, maxSockets: 1 }),
 };
 type Side = keyof typeof agents;
+const SIDES: readonly Side[] = ['direct', 'gateway', 'proxy'];
+const SIDE_NAMES: Record<Side, string> = {
+  direct: 'direct to the mock',
+  gateway: 'via the gateway',
+  proxy: 'via trivial proxy',
+};
+/** Every order of the three sides, one per round in turn, so none always goes first or after another. */
+const ORDERS: readonly Side[][] = [
+  ['direct', 'gateway', 'proxy'],
+  ['gateway', 'proxy', 'direct'],
+  ['proxy', 'direct', 'gateway'],
+  ['direct', 'proxy', 'gateway'],
+  ['gateway', 'direct', 'proxy'],
+  ['proxy', 'gateway', 'direct'],
+];
 
 interface Timing {
   /** Request start to the whole answer (the last byte). */
@@ -289,6 +319,7 @@ const gate = (ok: boolean): string => (ok ? 'PASS' : 'FAIL');
 const loads: string[] = [readFileSync('/proc/loadavg', 'utf8').trim()];
 const roundLoads: number[] = [];
 let serve: Serve | undefined;
+let proxy: { url: string; child: ChildProcess } | undefined;
 let mock: { url: string; close: () => void } | undefined;
 const stopServe = async (): Promise<void> => {
   const child = serve?.child;
@@ -300,6 +331,7 @@ const stopServe = async (): Promise<void> => {
 };
 const interrupted = () => {
   serve?.child.kill('SIGKILL');
+  proxy?.child.kill('SIGKILL');
   rmSync(base, { recursive: true, force: true });
   process.exit(130);
 };
@@ -309,6 +341,7 @@ process.once('SIGTERM', interrupted);
 try {
   mock = await startMock();
   serve = await startServe(mock.url);
+  proxy = await startProxy(mock.url);
   const pid = serve.child.pid!;
   const targets: Record<Side, { url: string; headers: IncomingHttpHeaders }> = {
     direct: {
@@ -327,6 +360,14 @@ try {
         'x-api-key': serve.token,
       },
     },
+    proxy: {
+      url: proxy.url,
+      headers: {
+        'content-type': 'application/json',
+        'anthropic-version': '2023-06-01',
+        'x-api-key': 'sk-ant-bench-gateway-upstream-0000',
+      },
+    },
   };
   const request = (stream: boolean) =>
     JSON.stringify({
@@ -338,12 +379,11 @@ try {
   const plainBody = request(false);
   const streamBody = request(true);
 
-  /** Rounds of `count` sequential requests per side, alternating sides; round 0 is the warm-up. */
+  /** Rounds of `count` sequential requests per side, the sides' order rotating; round 0 is the warm-up. */
   async function interleaved(body: string, count: number): Promise<Record<Side, Timing[]>> {
-    const results: Record<Side, Timing[]> = { direct: [], gateway: [] };
+    const results: Record<Side, Timing[]> = { direct: [], gateway: [], proxy: [] };
     for (let round = 0; round <= rounds; round++) {
-      const order: Side[] = round % 2 === 0 ? ['direct', 'gateway'] : ['gateway', 'direct'];
-      for (const side of order) {
+      for (const side of ORDERS[round % ORDERS.length]!) {
         if (round > 0) roundLoads.push(loadavg()[0]!);
         for (let index = 0; index < count; index++) {
           const timing = await send(side, targets[side].url, targets[side].headers, body);
@@ -355,7 +395,7 @@ try {
   }
 
   console.log(
-    `switchboard serve gateway (native lane, POST /v1/messages) beside the mock upstream directly; serve pid ${pid}${profile ? ', under --cpu-prof' : ''}`,
+    `switchboard serve gateway (native lane, POST /v1/messages) beside the mock upstream directly and a trivial node:http proxy in its own process (the floor of any separate-process proxy here); serve pid ${pid}${profile ? ', under --cpu-prof' : ''}`,
   );
   console.log(`load at start (/proc/loadavg): ${loads[0]}`);
 
@@ -365,32 +405,39 @@ try {
     `\n1. non-streaming, ${rounds} rounds × ${perRound} sequential requests per side (a warm-up round discarded), one keep-alive connection each`,
   );
   console.log('side                 p50 ms    p90 ms    p99 ms    max ms');
-  const stats: Record<Side, { p50: number; p99: number }> = {
-    direct: { p50: 0, p99: 0 },
-    gateway: { p50: 0, p99: 0 },
-  };
-  for (const side of ['direct', 'gateway'] as const) {
+  const stats = {} as Record<Side, { p50: number; p99: number }>;
+  for (const side of SIDES) {
     const totals = plain[side].map((t) => t.totalMs);
     stats[side] = { p50: percentile(totals, 50), p99: percentile(totals, 99) };
     console.log(
       [
-        (side === 'direct' ? 'direct to the mock' : 'via the gateway').padEnd(18),
+        SIDE_NAMES[side].padEnd(18),
         ...[50, 90, 99, 100].map((p) => ms(percentile(totals, p)).padStart(9)),
       ].join(' '),
     );
   }
-  // What the gateway adds, per round too: a round's p50 is taken beside the other side's in the same round.
-  const perRoundAdded = Array.from({ length: rounds }, (_, round) => {
-    const slice = (side: Side) =>
-      plain[side].slice(round * perRound, (round + 1) * perRound).map((t) => t.totalMs);
-    return percentile(slice('gateway'), 50) - percentile(slice('direct'), 50);
-  });
+  // What a side adds, per round too: a round's p50 is taken beside the direct side's in the same round.
+  const perRoundAdded = (side: Side) =>
+    Array.from({ length: rounds }, (_, round) => {
+      const slice = (of: Side) =>
+        plain[of].slice(round * perRound, (round + 1) * perRound).map((t) => t.totalMs);
+      return percentile(slice(side), 50) - percentile(slice('direct'), 50);
+    });
+  const range = (values: number[]) => `${signed(Math.min(...values))} … ${signed(Math.max(...values))}`;
   const addedP50 = stats.gateway.p50 - stats.direct.p50;
   const addedP99 = stats.gateway.p99 - stats.direct.p99;
+  const proxyP50 = stats.proxy.p50 - stats.direct.p50;
+  const proxyP99 = stats.proxy.p99 - stats.direct.p99;
   console.log(
-    `added p50 ${signed(addedP50)} ms (×${(stats.gateway.p50 / stats.direct.p50).toFixed(2)}; per round ${signed(Math.min(...perRoundAdded))} … ${signed(Math.max(...perRoundAdded))}) — gate ≤ 0.5 ms: ${gate(addedP50 <= 0.5)}`,
+    `gateway added p50 ${signed(addedP50)} ms (×${(stats.gateway.p50 / stats.direct.p50).toFixed(2)}; per round ${range(perRoundAdded('gateway'))}) — gate ≤ 0.5 ms: ${gate(addedP50 <= 0.5)}`,
   );
-  console.log(`added p99 ${signed(addedP99)} ms — gate ≤ 2 ms: ${gate(addedP99 <= 2)}`);
+  console.log(`gateway added p99 ${signed(addedP99)} ms — gate ≤ 2 ms: ${gate(addedP99 <= 2)}`);
+  console.log(
+    `trivial proxy added p50 ${signed(proxyP50)} ms (per round ${range(perRoundAdded('proxy'))}), p99 ${signed(proxyP99)} ms: this machine's floor for any proxy in its own process`,
+  );
+  console.log(
+    `gateway beyond the trivial proxy: p50 ${signed(addedP50 - proxyP50)} ms, p99 ${signed(addedP99 - proxyP99)} ms`,
+  );
 
   // 2. Streaming.
   const streamed = await interleaved(streamBody, streamRequests);
@@ -402,7 +449,7 @@ try {
     Side,
     { ttfb50: number; ttfb99: number; gap50: number; gap99: number; end50: number }
   > = {} as never;
-  for (const side of ['direct', 'gateway'] as const) {
+  for (const side of SIDES) {
     const ttfb = streamed[side].map((t) => t.firstContentMs!);
     const gaps = streamed[side].flatMap((t) => {
       const at = [t.firstContentMs!, ...t.deltaAt!];
@@ -418,7 +465,7 @@ try {
     };
     console.log(
       [
-        (side === 'direct' ? 'direct to the mock' : 'via the gateway').padEnd(18),
+        SIDE_NAMES[side].padEnd(18),
         ms(percentile(ttfb, 50)).padStart(10),
         ms(percentile(ttfb, 99)).padStart(10),
         ms(percentile(gaps, 50)).padStart(9),
@@ -431,15 +478,19 @@ try {
   const addedTtfb = streamStats.gateway.ttfb50 - streamStats.direct.ttfb50;
   const gapDiff50 = streamStats.gateway.gap50 - streamStats.direct.gap50;
   const gapDiff99 = streamStats.gateway.gap99 - streamStats.direct.gap99;
+  const proxyTtfb = streamStats.proxy.ttfb50 - streamStats.direct.ttfb50;
   console.log(
-    `added TTFB p50 ${signed(addedTtfb)} ms (p99 ${signed(streamStats.gateway.ttfb99 - streamStats.direct.ttfb99)}) — gate ≤ 1 ms: ${gate(addedTtfb <= 1)}`,
+    `gateway added TTFB p50 ${signed(addedTtfb)} ms (p99 ${signed(streamStats.gateway.ttfb99 - streamStats.direct.ttfb99)}) — gate ≤ 1 ms: ${gate(addedTtfb <= 1)}`,
+  );
+  console.log(
+    `trivial proxy added TTFB p50 ${signed(proxyTtfb)} ms (p99 ${signed(streamStats.proxy.ttfb99 - streamStats.direct.ttfb99)}); the gateway beyond it p50 ${signed(addedTtfb - proxyTtfb)} ms`,
   );
   // "Equal within noise": the median gaps within 0.25 ms of each other (a timer's jitter on this machine).
   console.log(
     `inter-chunk gaps: p50 ${signed(gapDiff50)} ms, p99 ${signed(gapDiff99)} ms beside the mock's own — equal within 0.25 ms at p50: ${gate(Math.abs(gapDiff50) <= 0.25)}`,
   );
   console.log(
-    `added time to the last byte p50 ${signed(streamStats.gateway.end50 - streamStats.direct.end50)} ms (the ledger row is written before message_stop goes out)`,
+    `gateway added time to the last byte p50 ${signed(streamStats.gateway.end50 - streamStats.direct.end50)} ms (the ledger row is written before message_stop goes out); the proxy ${signed(streamStats.proxy.end50 - streamStats.direct.end50)} ms`,
   );
   loads.push(readFileSync('/proc/loadavg', 'utf8').trim());
 
@@ -449,6 +500,7 @@ try {
     const pool = {
       direct: new Agent({ keepAlive: true, maxSockets: connections }),
       gateway: new Agent({ keepAlive: true, maxSockets: connections }),
+      proxy: new Agent({ keepAlive: true, maxSockets: connections }),
     };
     /** `count` requests with `connections` in flight; calls `each` after every answer. Requests per second. */
     const load = async (side: Side, count: number, each: (done: number) => void): Promise<number> => {
@@ -521,6 +573,7 @@ try {
   );
 } finally {
   await stopServe();
+  proxy?.child.kill('SIGTERM');
   mock?.close();
   for (const agent of Object.values(agents)) agent.destroy();
   rmSync(base, { recursive: true, force: true });
