@@ -125,6 +125,13 @@ async function answer(model: string, response: ServerResponse): Promise<void> {
           );
       }
       return void response.end(end(5));
+    case 'claude-status-408':
+    case 'claude-status-409':
+    case 'claude-status-425': {
+      const body = JSON.stringify({ type: 'error', error: { type: 'api_error', message: model } });
+      response.writeHead(Number(model.slice(-3)), { 'content-type': 'application/json' });
+      return void response.end(body);
+    }
     default:
       sse();
       response.write(start(30) + textBlock('fine'));
@@ -160,6 +167,9 @@ beforeAll(async () => {
     [
       'roles:',
       '  start-drop: anthropic:claude-drop-after-start,anthropic:claude-haiku-4-5',
+      '  after-408: anthropic:claude-status-408,anthropic:claude-haiku-4-5',
+      '  after-409: anthropic:claude-status-409,anthropic:claude-haiku-4-5',
+      '  after-425: anthropic:claude-status-425,anthropic:claude-haiku-4-5',
       'gateway:',
       '  forward_client_key: true',
       'budgets:',
@@ -236,6 +246,29 @@ describe('gateway fault matrix', () => {
       { spec: 'anthropic:claude-haiku-4-5', success: 1 },
     ]);
   });
+
+  it.each([
+    [408, 'TIMEOUT'],
+    [409, 'PROVIDER_ERROR'],
+    [425, 'PROVIDER_ERROR'],
+  ])(
+    'HTTP %i before content: the next provider answers; the row has the code errorFromStatus gives (%s)',
+    async (status, code) => {
+      const { text, callId } = await stream(`after-${status}`);
+      expect(text).toContain('fine');
+      const rows = ledger<{ spec: string; success: number; error_code: string | null }>(
+        'SELECT spec, success, error_code FROM call_attempts WHERE call_id = ? ORDER BY attempt',
+        callId,
+      );
+      expect(rows).toEqual([
+        { spec: `anthropic:claude-status-${status}`, success: 0, error_code: code },
+        { spec: 'anthropic:claude-haiku-4-5', success: 1, error_code: null },
+      ]);
+      const alone = await stream(`claude-status-${status}`);
+      expect(alone.response.status).toBe(status);
+      expect(alone.response.headers.get('x-should-retry')).toBe('true');
+    },
+  );
 
   it('a drop inside a tool call’s JSON: an error event, no content_block_stop, the SDK throws', async () => {
     const { text } = await stream('claude-tool-drop');

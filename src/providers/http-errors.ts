@@ -1,4 +1,18 @@
-import { SwitchboardError } from '../core/errors.js';
+import { SwitchboardError, type ErrorCode } from '../core/errors.js';
+
+/**
+ * What a provider's HTTP status means: the one rule for the API providers and the gateway's relay.
+ * 408, 409 and 425 are worth another try (the vendors' SDKs retry them too): the request timed out,
+ * met a conflicting one, or came too early, none of which is the request's own fault.
+ */
+export function classifyStatus(status: number): { code: ErrorCode; retryable: boolean } {
+  if (status === 401 || status === 403) return { code: 'AUTH', retryable: false };
+  if (status === 429) return { code: 'RATE_LIMITED', retryable: true };
+  if (status === 529 || status === 503) return { code: 'OVERLOADED', retryable: true };
+  if (status === 408) return { code: 'TIMEOUT', retryable: true };
+  if (status === 409 || status === 425 || status >= 500) return { code: 'PROVIDER_ERROR', retryable: true };
+  return { code: 'INVALID_INPUT', retryable: false };
+}
 
 /**
  * Maps an HTTP failure of an API provider to a coded error. `retryAfterMs` comes from the
@@ -11,42 +25,40 @@ export function errorFromStatus(
   headers: { get(name: string): string | null } | undefined,
 ): SwitchboardError {
   const retryAfterMs = parseRetryAfter(headers);
-  const common = { provider, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) };
-  if (status === 401 || status === 403) {
-    return new SwitchboardError('AUTH', `${provider} refused the credentials (HTTP ${status}): ${message}`, {
-      ...common,
-      hint: `check the ${provider} API key in the environment or .env`,
-      retryable: false,
-    });
+  const { code, retryable } = classifyStatus(status);
+  const common = { provider, retryable, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) };
+  switch (code) {
+    case 'AUTH':
+      return new SwitchboardError(code, `${provider} refused the credentials (HTTP ${status}): ${message}`, {
+        ...common,
+        hint: `check the ${provider} API key in the environment or .env`,
+      });
+    case 'RATE_LIMITED':
+      return new SwitchboardError(code, `${provider} is rate limited (HTTP 429): ${message}`, {
+        ...common,
+        hint: 'wait and retry, or fall back to another provider',
+      });
+    case 'OVERLOADED':
+      return new SwitchboardError(code, `${provider} is overloaded (HTTP ${status}): ${message}`, {
+        ...common,
+        hint: 'retry later, or fall back to another provider',
+      });
+    case 'TIMEOUT':
+      return new SwitchboardError(code, `${provider} timed out the request (HTTP ${status}): ${message}`, {
+        ...common,
+        hint: 'retry, or fall back to another provider',
+      });
+    case 'PROVIDER_ERROR':
+      return new SwitchboardError(code, `${provider} failed (HTTP ${status}): ${message}`, {
+        ...common,
+        hint: 'retry, or fall back to another provider',
+      });
+    default:
+      return new SwitchboardError(code, `${provider} rejected the request (HTTP ${status}): ${message}`, {
+        ...common,
+        hint: 'check the model name, the prompt size and the options',
+      });
   }
-  if (status === 429) {
-    return new SwitchboardError('RATE_LIMITED', `${provider} is rate limited (HTTP 429): ${message}`, {
-      ...common,
-      hint: 'wait and retry, or fall back to another provider',
-    });
-  }
-  if (status === 529 || status === 503) {
-    return new SwitchboardError('OVERLOADED', `${provider} is overloaded (HTTP ${status}): ${message}`, {
-      ...common,
-      hint: 'retry later, or fall back to another provider',
-    });
-  }
-  if (status >= 500) {
-    return new SwitchboardError('PROVIDER_ERROR', `${provider} failed (HTTP ${status}): ${message}`, {
-      ...common,
-      hint: 'retry, or fall back to another provider',
-      retryable: true,
-    });
-  }
-  return new SwitchboardError(
-    'INVALID_INPUT',
-    `${provider} rejected the request (HTTP ${status}): ${message}`,
-    {
-      ...common,
-      hint: 'check the model name, the prompt size and the options',
-      retryable: false,
-    },
-  );
 }
 
 export function parseRetryAfter(

@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { TokenUsage } from '../../core/call-types.js';
 import type { ErrorCode } from '../../core/errors.js';
 import { redactSecrets } from '../../core/secrets.js';
+import { classifyStatus } from '../../providers/http-errors.js';
 import { StreamRedactor } from './stream-redaction.js';
 import type { Dialect } from './dialects.js';
 import { MAX_SSE_EVENT_CHARS, SseSplitter, type SseEvent } from './sse.js';
@@ -131,12 +132,6 @@ export interface AttemptInput {
   clientWantsUsage: boolean;
 }
 
-const RETRYABLE = new Set([408, 409, 425, 429, 500, 502, 503, 504, 529]);
-
-function retryableStatus(status: number): boolean {
-  return RETRYABLE.has(status) || status >= 500;
-}
-
 function failure(
   status: number,
   code: ErrorCode,
@@ -146,14 +141,6 @@ function failure(
   headers: Record<string, string> = {},
 ): UpstreamFailure {
   return { status, code, retryable, message, body, headers };
-}
-
-function codeForStatus(status: number): ErrorCode {
-  if (status === 429) return 'RATE_LIMITED';
-  if (status === 401 || status === 403) return 'AUTH';
-  if (status === 400 || status === 404 || status === 413 || status === 422) return 'INVALID_INPUT';
-  if (status === 529 || status === 503) return 'OVERLOADED';
-  return 'PROVIDER_ERROR';
 }
 
 /** Waits for the upstream response's headers, at most `ms`; the attempt is aborted after that. */
@@ -202,14 +189,14 @@ async function failedAnswer(upstream: IncomingMessage): Promise<UpstreamFailure>
   } catch {
     text = undefined;
   }
-  const headers = clientHeaders(upstream.headers);
+  const { code, retryable } = classifyStatus(status);
   return failure(
     status,
-    codeForStatus(status),
+    code,
     `the provider answered ${status}`,
-    retryableStatus(status),
+    retryable,
     text,
-    headers,
+    clientHeaders(upstream.headers),
   );
 }
 
@@ -486,7 +473,7 @@ function relayEvents(
               failedOutcome(
                 failure(
                   status,
-                  kind === 'malformed' ? 'PROVIDER_ERROR' : codeForStatus(status),
+                  kind === 'malformed' ? 'PROVIDER_ERROR' : classifyStatus(status).code,
                   kind === 'malformed'
                     ? 'the provider sent a stream event that is not JSON'
                     : `the provider's stream reported ${error?.type ?? 'an error'}: ${error?.message ?? ''}`,
@@ -511,7 +498,7 @@ function relayEvents(
           return breakOff(
             error?.type ?? 'api_error',
             error?.message ?? 'the provider failed',
-            codeForStatus(error?.status ?? 500),
+            classifyStatus(error?.status ?? 500).code,
             out,
           );
         }
