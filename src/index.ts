@@ -74,12 +74,12 @@ export {
   virtualKeyPrefix,
   type LoadKeySecretOptions,
 } from './keys/key-secret.js';
+export { modelScope, type ModelScope, type ScopeTarget } from './keys/model-scope.js';
 export {
   KEY_TAG,
   KeyDirectory,
   keyBudgetRules,
   keyTags,
-  mayUseModel,
   readPresentedKey,
   type KeyAuthentication,
   type KeyDirectoryOptions,

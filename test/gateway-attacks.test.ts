@@ -26,7 +26,17 @@ beforeAll(async () => {
   cwd = mkdtempSync(join(tmpdir(), 'switchboard-gateway-attacks-'));
   writeFileSync(
     join(cwd, 'switchboard.yaml'),
-    ['gateway:', '  routes:', '    think: anthropic:claude-opus-4-1', ''].join('\n'),
+    [
+      'roles:',
+      '  haiku-fast: anthropic:claude-opus-4-1', // a name with the key's word in it, not its model
+      '  cheap: anthropic:claude-haiku-4-5',
+      'gateway:',
+      '  aliases:',
+      '    haiku-plus: anthropic:claude-opus-4-1',
+      '  routes:',
+      '    think: anthropic:claude-opus-4-1',
+      '',
+    ].join('\n'),
   );
   env = {
     ...process.env,
@@ -96,6 +106,49 @@ describe('a scoped key cannot escape its model scope', () => {
     );
     expect(response.status).toBe(403);
     expect(modelsSent()).toEqual([]);
+  });
+
+  it.each([
+    ['an alias', 'haiku-plus'],
+    ['a role', 'haiku-fast'],
+    ['a real model id', 'claude-3-haiku-20240307'],
+  ])(
+    '%s named with the key’s word (%s) but reaching another model is refused, naming that model',
+    async (_, model) => {
+      // Before the fix: the scope was checked on the name (`haiku-plus` has `haiku` between dashes), and
+      // the name then resolved to claude-opus-4-1.
+      const response = await post(haiku, '/v1/messages', message(model));
+      expect(response.status).toBe(403);
+      const body = (await response.json()) as { type: string; error: { type: string; message: string } };
+      expect(body.error.type).toBe('permission_error');
+      expect(body.error.message).toContain(model === 'claude-3-haiku-20240307' ? model : 'claude-opus-4-1');
+      expect(body.error.message).toContain('--models');
+      expect(modelsSent()).toEqual([]);
+    },
+  );
+
+  it('the same names are refused on the OpenAI wires, in OpenAI’s error shape', async () => {
+    const response = await post(haiku, '/v1/chat/completions', message('haiku-plus'));
+    expect(response.status).toBe(403);
+    expect(await response.json()).toMatchObject({
+      error: { message: expect.stringContaining('claude-opus-4-1') },
+    });
+    expect(modelsSent()).toEqual([]);
+  });
+
+  it('what the key’s names resolve to stays open: a role naming its model, a dated snapshot of it', async () => {
+    expect((await post(haiku, '/v1/messages', message('cheap'))).status).toBe(200);
+    expect((await post(haiku, '/v1/messages', message('claude-haiku-4-5-20251001'))).status).toBe(200);
+    expect(modelsSent()).toEqual(['claude-haiku-4-5', 'claude-haiku-4-5-20251001']);
+  });
+
+  it('/v1/models lists exactly the names the key may send', async () => {
+    const response = await fetch(`${server.url}/v1/models`, {
+      headers: { 'x-api-key': haiku, 'anthropic-version': '2023-06-01' },
+    });
+    const ids = ((await response.json()) as { data: { id: string }[] }).data.map((entry) => entry.id);
+    expect(ids).toEqual(['cheap', 'claude-haiku-4-5', 'haiku']);
+    for (const id of ids) expect((await post(haiku, '/v1/messages', message(id))).status).toBe(200);
   });
 
   it('an inline chain cannot reach count_tokens of a model out of scope either', async () => {

@@ -14,7 +14,7 @@ export interface IssueVirtualKeyOptions {
   name: string;
   /** Added to every call made with the key. */
   tags?: Readonly<Record<string, string>>;
-  /** The models it may use (see `mayUseModel`); any when absent. */
+  /** The models it may use (see `modelScope`); any when absent. */
   models?: readonly string[];
   /** Dollars per UTC day; 0 blocks every call. */
   dailyUsd?: number;

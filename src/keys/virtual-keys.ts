@@ -25,7 +25,7 @@ export interface VirtualKey {
   readonly id: string;
   readonly name: string;
   readonly tags: Readonly<Record<string, string>>;
-  /** Models the key may use (see `mayUseModel`); undefined for any. */
+  /** Models the key may use (see `modelScope`); undefined for any. */
   readonly models: readonly string[] | undefined;
   readonly limits: VirtualKeyLimits;
   /** Epoch milliseconds after which the key is refused; undefined for never. */
@@ -280,32 +280,6 @@ export function keyBudgetRules(key: VirtualKey): BudgetRule[] {
  */
 export function keyTags(key: VirtualKey): Record<string, string> {
   return { ...key.tags, [KEY_TAG]: key.id };
-}
-
-/**
- * Whether the key may use the model `name` (an id such as `claude-sonnet-4-5-20250929`, or a spec
- * `anthropic:claude-haiku-4-5`, or a comma chain of them, each of which must match): any when the key
- * names no models. An entry matches the same name, a
- * longer id it begins (`claude-sonnet-4-5` matches `claude-sonnet-4-5-20250929`), or, when it is one
- * word, a part of the id between dashes (`sonnet` matches `claude-sonnet-4-5` and `claude-3-5-sonnet-latest`);
- * case does not matter.
- */
-export function mayUseModel(key: VirtualKey, name: string): boolean {
-  if (key.models === undefined) return true;
-  // A comma chain (`anthropic:claude-opus-4-1,anthropic:claude-haiku-4-5`) is tried in order: every
-  // entry must be in scope, not only the last.
-  return name.split(',').every((entry) => mayUseOne(key.models ?? [], entry.trim()));
-}
-
-function mayUseOne(models: readonly string[], name: string): boolean {
-  const model = name.slice(name.lastIndexOf(':') + 1).toLowerCase();
-  if (model === '') return false;
-  const parts = model.split('-');
-  return models.some((allowed) => {
-    const entry = allowed.toLowerCase();
-    if (entry === model || model.startsWith(`${entry}-`)) return true;
-    return !entry.includes('-') && parts.includes(entry);
-  });
 }
 
 /** Request headers as Node's `http` gives them, or a fetch `Headers`. */

@@ -21,7 +21,13 @@ import type { Ledger } from '../../store/ledger.js';
 import { readBody } from '../http.js';
 import { checkRequest, type GuardSettings } from '../request-guard.js';
 import { DIALECTS, type Dialect } from './dialects.js';
-import { listGatewayModels, resolveGatewayModel, type GatewayTarget, type Wire } from './models.js';
+import {
+  gatewayScope,
+  listGatewayModels,
+  resolveGatewayModel,
+  type GatewayTarget,
+  type Wire,
+} from './models.js';
 import { routeRequest } from './claude-code-routing.js';
 import type { Admission, Authentication, GatewayAuth, Principal } from './principal.js';
 import {
@@ -197,10 +203,11 @@ export class Gateway {
   }
 
   /**
-   * What a key may do with a request's model, the one place it is decided for every route: the model
-   * named is in its scope, a route (`gateway.routes`, or a subagent tag the client wrote) to another
-   * model is followed only when that one is in scope too, the name resolves to a chain, and the key's
-   * limits have room. Undefined once the refusal has been sent.
+   * What a key may do with a request's model, the one place it is decided for every route: the name
+   * resolves to a chain whose every target is in the key's scope (a chain with one target out of it is
+   * refused whole, not shortened), a route (`gateway.routes`, or a subagent tag the client wrote) is
+   * followed only when its targets are in scope too, and the key's limits have room. Undefined once
+   * the refusal has been sent.
    */
   private async admitModel(
     wire: Wire,
@@ -223,8 +230,13 @@ export class Gateway {
       sendDialectError(response, dialect, 400, 'model: the request names no model');
       return undefined;
     }
-    if (!principal.mayUse(requested)) {
-      sendDialectError(response, dialect, 403, `this key may not use the model "${requested}"`, {
+    const { config } = this.options;
+    const scope = gatewayScope(principal.models, wire, config);
+    let chain = resolveOrRefuse(requested, wire, config, response, dialect);
+    if (chain === undefined) return undefined;
+    const outside = scope.outside(chain);
+    if (outside !== undefined) {
+      sendDialectError(response, dialect, 403, outOfScope(requested, outside, principal), {
         'x-should-retry': 'false',
       });
       return undefined;
@@ -233,25 +245,22 @@ export class Gateway {
     // a request to another model than the one it named: `gateway.routes` of switchboard.yaml.
     const routed =
       routing && wire === 'anthropic'
-        ? routeRequest(requested, body, this.options.config.gateway)
+        ? routeRequest(requested, body, config.gateway)
         : { model: requested, requestClass: 'default', reason: 'as requested', rerouted: false };
-    // A route is not a grant: a key keeps its own models, and a request whose route it may not use
-    // goes to the model it named.
-    const route =
-      routed.rerouted && !principal.mayUse(routed.model)
-        ? {
-            model: requested,
-            requestClass: 'default',
-            reason: `${routed.requestClass}: not rerouted, the key may not use its target`,
-            rerouted: false,
-          }
-        : routed;
-    let chain: GatewayTarget[];
-    try {
-      chain = resolveGatewayModel(route.model, wire, this.options.config).chain;
-    } catch (error) {
-      sendDialectError(response, dialect, 400, isSwitchboardError(error) ? error.message : String(error));
-      return undefined;
+    let route = routed;
+    if (routed.rerouted) {
+      const target = resolveOrRefuse(routed.model, wire, config, response, dialect);
+      if (target === undefined) return undefined;
+      // A route is not a grant: a key keeps its own models, and a request whose route reaches one it
+      // may not use goes to the model it named.
+      if (scope.outside(target) === undefined) chain = target;
+      else
+        route = {
+          model: requested,
+          requestClass: 'default',
+          reason: `${routed.requestClass}: not rerouted, the key may not use its target`,
+          rerouted: false,
+        };
     }
     const admission = await principal.admit();
     if (!admission.ok) {
@@ -332,9 +341,11 @@ export class Gateway {
     principal: Principal,
   ): Promise<void> {
     const anthropic = request.headers['anthropic-version'] !== undefined;
+    const { config } = this.options;
+    const scope = gatewayScope(principal.models, anthropic ? 'anthropic' : 'chat', config);
     const body = listGatewayModels(
-      this.options.config,
-      (name) => principal.mayUse(name),
+      config,
+      (chain) => scope.outside(chain) === undefined,
       anthropic ? 'anthropic' : 'openai',
     );
     const text = JSON.stringify(body);
@@ -376,6 +387,29 @@ export class Gateway {
   get settings() {
     return { keepAliveMs: this.keepAliveMs, stallMs: this.stallMs, maxMs: this.maxMs, options: this.options };
   }
+}
+
+/** The chain a model name stands for, or undefined once the client has its 400. */
+function resolveOrRefuse(
+  name: string,
+  wire: Wire,
+  config: SwitchboardConfig,
+  response: ServerResponse,
+  dialect: Dialect,
+): GatewayTarget[] | undefined {
+  try {
+    return resolveGatewayModel(name, wire, config).chain;
+  } catch (error) {
+    sendDialectError(response, dialect, 400, isSwitchboardError(error) ? error.message : String(error));
+    return undefined;
+  }
+}
+
+/** Why a key may not send a request: the target out of its scope, what led there, and what to do. */
+function outOfScope(requested: string, outside: GatewayTarget, principal: Principal): string {
+  const via = requested.trim() === outside.spec ? '' : ` ("${requested}" resolves to it)`;
+  const models = principal.models?.join(', ') ?? '';
+  return `this key may not use ${outside.spec}${via}: ask for a model within its models (${models}), or use a key whose --models covers it`;
 }
 
 /** count_tokens answers `{input_tokens}`: its own reader of a 200. */

@@ -1,11 +1,5 @@
 import type { KeyLimits } from '../../keys/key-limits.js';
-import {
-  keyBudgetRules,
-  keyTags,
-  mayUseModel,
-  readPresentedKey,
-  type KeyDirectory,
-} from '../../keys/virtual-keys.js';
+import { keyBudgetRules, keyTags, readPresentedKey, type KeyDirectory } from '../../keys/virtual-keys.js';
 import type { Admission, GatewayAuth, Principal } from './principal.js';
 
 /**
@@ -24,7 +18,7 @@ export function virtualKeyAuth(directory: KeyDirectory, limits: KeyLimits): Gate
         name: key.name,
         tags: keyTags(key),
         budgetRules: keyBudgetRules(key),
-        mayUse: (model) => mayUseModel(key, model),
+        models: key.models,
         admit: async (): Promise<Admission> => {
           const admission = await limits.admit(key);
           if (admission.ok) return { ok: true, release: (tokens) => admission.release(tokens) };

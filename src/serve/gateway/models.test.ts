@@ -139,7 +139,12 @@ describe('resolveGatewayModel', () => {
 
 describe('listGatewayModels', () => {
   it('lists the roles and aliases a key may use, and the Claude models they name, sorted and once, in the Anthropic shape', () => {
-    const body = listGatewayModels(config, (name) => name !== 'local', 'anthropic');
+    // `local` is the one name whose chain reaches an endpoint of its own.
+    const body = listGatewayModels(
+      config,
+      (chain) => chain.every((target) => target.baseUrl === undefined),
+      'anthropic',
+    );
     const ids = [
       'claude-haiku-4-5',
       'claude-opus-4-1',

@@ -2,6 +2,7 @@ import type { SwitchboardConfig } from '../../core/config.js';
 import { SwitchboardError } from '../../core/errors.js';
 import { BUILT_IN_GATEWAY_ALIASES } from '../../core/gateway-settings.js';
 import { resolveProviderChain, type KnownProviderSpec, type ProviderName } from '../../core/roles.js';
+import { modelScope, type ModelScope } from '../../keys/model-scope.js';
 
 /** The protocol a client speaks: Anthropic Messages, OpenAI Chat Completions, OpenAI Responses. */
 export type Wire = 'anthropic' | 'chat' | 'responses';
@@ -55,6 +56,25 @@ export function resolveGatewayModel(requested: string, wire: Wire, config: Switc
   return { chain: [{ provider, model: name, spec: `${provider}:${name}` }], source: 'model', name };
 }
 
+/**
+ * A key's `--models` as the gateway reads them: an entry that is a role, an alias or a spec stands for
+ * the chain it resolves to on this wire, any other for the model ids it names (`modelScope`).
+ */
+export function gatewayScope(
+  models: readonly string[] | undefined,
+  wire: Wire,
+  config: SwitchboardConfig,
+): ModelScope {
+  return modelScope(models, (entry) => {
+    try {
+      const resolved = resolveGatewayModel(entry, wire, config);
+      return resolved.source === 'model' ? undefined : resolved.chain;
+    } catch {
+      return undefined;
+    }
+  });
+}
+
 /** The spec or chain an alias stands for: the config's own, else a built-in one. */
 function aliasOf(name: string, config: SwitchboardConfig): string | undefined {
   const { aliases } = config.gateway;
@@ -98,27 +118,28 @@ export interface OpenAiModelList {
 const LISTED_AT = new Date(0);
 
 /**
- * The body of `GET /v1/models`: the roles, aliases and built-in aliases that `mayUse` lets a key ask
- * for, sorted and each once. Real model ids are not listed; a key may still send one it may use.
+ * The body of `GET /v1/models`: the roles, aliases and built-in aliases whose whole chain `mayReach`
+ * lets a key reach (the test a request for the name passes), sorted and each once. Real model ids are
+ * not listed; a key may still send one it may use.
  */
 export function listGatewayModels(
   config: SwitchboardConfig,
-  mayUse: (name: string) => boolean,
+  mayReach: (chain: readonly GatewayTarget[]) => boolean,
   shape: 'anthropic',
 ): AnthropicModelList;
 export function listGatewayModels(
   config: SwitchboardConfig,
-  mayUse: (name: string) => boolean,
+  mayReach: (chain: readonly GatewayTarget[]) => boolean,
   shape: 'openai',
 ): OpenAiModelList;
 export function listGatewayModels(
   config: SwitchboardConfig,
-  mayUse: (name: string) => boolean,
+  mayReach: (chain: readonly GatewayTarget[]) => boolean,
   shape: 'anthropic' | 'openai',
 ): AnthropicModelList | OpenAiModelList;
 export function listGatewayModels(
   config: SwitchboardConfig,
-  mayUse: (name: string) => boolean,
+  mayReach: (chain: readonly GatewayTarget[]) => boolean,
   shape: 'anthropic' | 'openai',
 ): AnthropicModelList | OpenAiModelList {
   const named = [
@@ -130,17 +151,20 @@ export function listGatewayModels(
   // name, and Claude Code's gateway model discovery keeps only ids that name a Claude model, which a
   // role's name seldom does.
   const vendor = shape === 'anthropic' ? 'anthropic' : 'openai';
-  const models = named.flatMap((name) => {
-    if (!mayUse(name)) return [];
+  const listed = named.flatMap((name) => {
+    let chain: GatewayTarget[];
     try {
-      return resolveGatewayModel(name, shape === 'anthropic' ? 'anthropic' : 'chat', config)
-        .chain.filter((target) => target.provider === vendor && target.baseUrl === undefined)
-        .map((target) => target.model);
+      chain = resolveGatewayModel(name, shape === 'anthropic' ? 'anthropic' : 'chat', config).chain;
     } catch {
       return [];
     }
+    if (!mayReach(chain)) return [];
+    const models = chain
+      .filter((target) => target.provider === vendor && target.baseUrl === undefined)
+      .map((target) => target.model);
+    return [name, ...models];
   });
-  const names = [...new Set([...named.filter((name) => mayUse(name)), ...models])].sort();
+  const names = [...new Set(listed)].sort();
   if (shape === 'openai') {
     const created = Math.floor(LISTED_AT.getTime() / 1000);
     return {

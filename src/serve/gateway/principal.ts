@@ -16,8 +16,8 @@ export interface Principal {
   tags: Readonly<Record<string, string>>;
   /** Budget rules of the key itself (its `--daily-usd`), beside the config's. */
   budgetRules: readonly BudgetRule[];
-  /** Whether the key may use the model name a client gave (a role, alias or model). */
-  mayUse(model: string): boolean;
+  /** The key's `--models`, which the gateway reads as a `modelScope`; undefined for any model. */
+  models: readonly string[] | undefined;
   /** Takes one request's room under the key's limits, or says when to come back. */
   admit(): Admission | Promise<Admission>;
   /**
@@ -46,7 +46,7 @@ export function serverTokenPrincipal(): Principal {
     name: 'server token',
     tags: {},
     budgetRules: [],
-    mayUse: () => true,
+    models: undefined,
     admit: () => UNLIMITED,
   };
 }
@@ -69,7 +69,7 @@ function clientKeyPrincipal(headers: IncomingHttpHeaders, given: string): Princi
     name: `client key ${fingerprint}`,
     tags: {},
     budgetRules: [],
-    mayUse: () => true,
+    models: undefined,
     admit: () => UNLIMITED,
     clientCredential: { header, value: given },
   };
