@@ -307,6 +307,45 @@ describe('gateway, Anthropic wire', () => {
   });
 });
 
+describe('gateway, Claude Code’s own headers', () => {
+  const CLAUDE_CODE = {
+    'x-app': 'cli',
+    'x-claude-code-session-id': '3f1c2b9e-6a47-4c1d-9b8e-2f5a7d0c4e11',
+    'x-stainless-os': 'client-os-canary', // the other x-* headers stay here
+  };
+  const post = (path: string, body: Record<string, unknown>) =>
+    fetch(`${server.url}${path}`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'x-api-key': server.token,
+        'anthropic-version': '2023-06-01',
+        ...CLAUDE_CODE,
+      },
+      body: JSON.stringify({ max_tokens: 20, messages: [{ role: 'user', content: 'hi' }], ...body }),
+    });
+
+  it('x-app and x-claude-code-session-id reach Anthropic on the native lane, and no OpenAI target', async () => {
+    expect((await post('/v1/messages', { model: 'claude-haiku-4-5' })).status).toBe(200);
+    expect((await post('/v1/messages/count_tokens', { model: 'claude-haiku-4-5' })).status).toBe(200);
+    expect((await post('/v1/chat/completions', { model: 'gpt-4.1-mini' })).status).toBe(200);
+    expect((await post('/v1/messages', { model: 'mixed' })).status).toBe(200); // translated to OpenAI
+    const seen = sim.requests.map((entry) => ({
+      provider: entry.provider,
+      app: entry.headers['x-app'],
+      session: entry.headers['x-claude-code-session-id'],
+      stainless: entry.headers['x-stainless-os'] === CLAUDE_CODE['x-stainless-os'],
+    }));
+    const session = CLAUDE_CODE['x-claude-code-session-id'];
+    expect(seen).toEqual([
+      { provider: 'anthropic', app: 'cli', session, stainless: false },
+      { provider: 'anthropic', app: 'cli', session, stainless: false },
+      { provider: 'openai', app: undefined, session: undefined, stainless: false },
+      { provider: 'openai', app: undefined, session: undefined, stainless: false },
+    ]);
+  });
+});
+
 describe('gateway, Anthropic wire: what a translation layer breaks', () => {
   it('thinking and its signature pass unchanged, and replay on the next turn verifies', async () => {
     sim.setScenario({

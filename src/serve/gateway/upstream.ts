@@ -14,9 +14,14 @@ import type { Wire } from './dialects.js';
 // is not passed on, so a client's credentials, cookies and unknown `x-*` headers never reach a
 // provider, and a provider's cookies or anything credential-like never reach the client.
 
-/** Request headers a client's request keeps on its way upstream (the credentials are the provider's own). */
+/**
+ * Request headers a client's request keeps on its way upstream (the credentials are the provider's own).
+ * A wire's list goes only to its own vendor (the native lane): Claude Code's `x-app` and session id,
+ * which Anthropic reads to tell Claude Code's traffic and its sessions apart, reach Anthropic and never
+ * an OpenAI target.
+ */
 const REQUEST_HEADERS: Readonly<Record<Wire, readonly string[]>> = {
-  anthropic: ['anthropic-version', 'accept', 'user-agent'],
+  anthropic: ['anthropic-version', 'accept', 'user-agent', 'x-app', 'x-claude-code-session-id'],
   chat: ['accept', 'user-agent', 'openai-organization', 'openai-project'],
   responses: ['accept', 'user-agent', 'openai-organization', 'openai-project'],
 };
