@@ -33,6 +33,7 @@ interface Seen {
 const children = new Set<ChildProcess>();
 const seen: Seen[] = [];
 let upstream: Server;
+let upstreamUrl: string;
 let server: Served;
 let cwd: string;
 
@@ -125,6 +126,12 @@ async function answer(model: string, response: ServerResponse): Promise<void> {
           );
       }
       return void response.end(end(5));
+    case 'claude-silent':
+      // message_start, then nothing until the gateway gives up on it.
+      sse();
+      response.write(start(30));
+      for (let index = 0; index < 200 && !response.destroyed; index++) await pause(50);
+      return void response.end();
     case 'claude-status-408':
     case 'claude-status-409':
     case 'claude-status-425': {
@@ -161,6 +168,7 @@ beforeAll(async () => {
   });
   await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
+  upstreamUrl = url;
   cwd = mkdtempSync(join(tmpdir(), 'switchboard-gateway-faults-'));
   writeFileSync(
     join(cwd, 'switchboard.yaml'),
@@ -374,6 +382,67 @@ describe('gateway, a client’s own key (forward_client_key)', () => {
     expect(seen).toHaveLength(1);
     const file = readFileSync(join(cwd, '.switchboard', 'ledger.db'));
     expect(file.includes(Buffer.from(own))).toBe(false);
+  });
+});
+
+describe('gateway stream timings from switchboard.yaml', () => {
+  let timed: Served;
+  let timedCwd: string;
+
+  beforeAll(async () => {
+    timedCwd = mkdtempSync(join(tmpdir(), 'switchboard-gateway-timings-'));
+    writeFileSync(
+      join(timedCwd, 'switchboard.yaml'),
+      [
+        'roles:',
+        '  silent-first: anthropic:claude-silent,anthropic:claude-haiku-4-5',
+        'gateway:',
+        '  keep_alive_seconds: 1',
+        '  stall_seconds: 2',
+        '',
+      ].join('\n'),
+    );
+    timed = await serve(['--port', '0', '--pool', '0'], {
+      cwd: timedCwd,
+      children,
+      env: {
+        ...process.env,
+        ANTHROPIC_API_KEY: UPSTREAM_KEY,
+        ANTHROPIC_BASE_URL: upstreamUrl,
+        SWITCHBOARD_SERVER: '',
+        SWITCHBOARD_SERVER_TOKEN: '',
+        SWITCHBOARD_GATEWAY_KEEPALIVE_MS: '',
+        SWITCHBOARD_GATEWAY_STALL_MS: '',
+      },
+    });
+  });
+
+  afterAll(() => rmSync(timedCwd, { recursive: true, force: true }));
+
+  it('keep_alive_seconds and stall_seconds: a ping while the upstream is silent, the next provider after the stall', async () => {
+    // Before: both were fixed (10 s, 120 s) but for two environment variables, and the keys were refused.
+    const started = Date.now();
+    const response = await fetch(`${timed.url}/v1/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': timed.token },
+      body: JSON.stringify({
+        model: 'silent-first',
+        max_tokens: 10,
+        stream: true,
+        messages: [{ role: 'user', content: 'go' }],
+      }),
+    });
+    const text = await response.text();
+    const elapsed = Date.now() - started;
+    expect(text.indexOf('event: ping')).toBeGreaterThan(-1);
+    expect(text.indexOf('event: ping')).toBeLessThan(text.indexOf('fine'));
+    expect(text).toContain('message_stop');
+    expect(elapsed).toBeGreaterThanOrEqual(2_000);
+    expect(elapsed).toBeLessThan(10_000);
+    expect(seen.map((entry) => JSON.parse(entry.body).model as string)).toEqual([
+      'claude-silent',
+      'claude-haiku-4-5',
+    ]);
   });
 });
 

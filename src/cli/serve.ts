@@ -642,6 +642,8 @@ async function startGateway(
   ]);
   const ledger = services.calls.ledger(undefined);
   const keys = ledger === undefined ? undefined : await startKeys(config, ledger);
+  // `gateway.keep_alive_seconds` and `gateway.stall_seconds` of the config; these two variables
+  // override them in milliseconds, for tests that cannot wait seconds.
   const keepAlive = Number(process.env['SWITCHBOARD_GATEWAY_KEEPALIVE_MS']);
   const stall = Number(process.env['SWITCHBOARD_GATEWAY_STALL_MS']);
   const gateway = new Gateway({

@@ -18,10 +18,12 @@ describe('gateway settings', () => {
       longContextTokens: 60_000,
       betas: { anthropic: 'all', claude: [], gemini: [], openai: [] },
       forwardClientKey: false,
+      keepAliveMs: 15_000,
+      stallMs: 120_000,
     });
   });
 
-  it('reads aliases, routes, the threshold, betas and the client-key switch', () => {
+  it('reads aliases, routes, the threshold, betas, the client-key switch and the stream timings', () => {
     const config = load(
       [
         'roles:',
@@ -40,6 +42,8 @@ describe('gateway settings', () => {
         '    anthropic: [context-1m-2025-08-07]',
         '    openai: all',
         '  forward_client_key: true',
+        '  keep_alive_seconds: 2.5',
+        '  stall_seconds: 30',
       ].join('\n'),
     );
     expect(config.gateway).toEqual({
@@ -53,6 +57,8 @@ describe('gateway settings', () => {
       longContextTokens: 100_000,
       betas: { anthropic: ['context-1m-2025-08-07'], claude: [], gemini: [], openai: 'all' },
       forwardClientKey: true,
+      keepAliveMs: 2_500,
+      stallMs: 30_000,
     });
   });
 
@@ -82,5 +88,7 @@ describe('gateway settings', () => {
     expect(() => load('gateway:\n  routes:\n    default: haiku\n')).toThrow(/at "gateway\.routes"/);
     expect(() => load('gateway:\n  long_context_tokens: 0\n')).toThrow(/gateway\.long_context_tokens/);
     expect(() => load('gateway:\n  betas:\n    anthropic: none\n')).toThrow(/gateway\.betas\.anthropic/);
+    expect(() => load('gateway:\n  keep_alive_seconds: 0\n')).toThrow(/gateway\.keep_alive_seconds/);
+    expect(() => load('gateway:\n  stall_seconds: "2m"\n')).toThrow(/gateway\.stall_seconds/);
   });
 });

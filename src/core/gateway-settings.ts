@@ -29,6 +29,12 @@ export const BUILT_IN_GATEWAY_ALIASES: Readonly<Record<string, string>> = {
 /** Input tokens (estimated) above which a request is `long_context`, claude-code-router's default. */
 export const DEFAULT_LONG_CONTEXT_TOKENS = 60_000;
 
+/** Client silence after which a stream gets a keep-alive (`gateway.keep_alive_seconds`). */
+export const DEFAULT_GATEWAY_KEEP_ALIVE_MS = 15_000;
+
+/** Upstream silence before the first content after which the next provider is tried (`gateway.stall_seconds`). */
+export const DEFAULT_GATEWAY_STALL_MS = 120_000;
+
 /** `anthropic-beta` tokens a provider receives: `all` of the client's, or only those listed. */
 export type BetaPolicy = 'all' | readonly string[];
 
@@ -44,6 +50,17 @@ export interface GatewaySettings {
   betas: Record<ProviderName, BetaPolicy>;
   /** Pass a client's own `sk-ant-` key (never an `sbk_` key) to Anthropic, and only there. @default false */
   forwardClientKey: boolean;
+  /**
+   * Milliseconds of silence towards a client after which its stream gets a keep-alive (a `ping`
+   * event, a `:` comment), so Claude Code's stream watchdog and idle load balancers never cut a long
+   * think. @default 15000
+   */
+  keepAliveMs: number;
+  /**
+   * Milliseconds of upstream silence before the first content after which an attempt is given up for
+   * the chain's next entry. @default 120000
+   */
+  stallMs: number;
 }
 
 const ALIAS_NAME = /^[a-z0-9][a-z0-9._-]*$/i;
@@ -75,6 +92,8 @@ export function gatewayFileSchema(zod: ReturnType<typeof loadZod>) {
       .strictObject(Object.fromEntries(PROVIDER_NAMES.map((name) => [name, betas.optional()])))
       .optional(),
     forward_client_key: zod.boolean().optional(),
+    keep_alive_seconds: zod.number().min(1).max(300).optional(),
+    stall_seconds: zod.number().min(1).max(3600).optional(),
   });
 }
 
@@ -127,7 +146,13 @@ export function gatewaySettings(
     longContextTokens: gateway?.long_context_tokens ?? DEFAULT_LONG_CONTEXT_TOKENS,
     betas,
     forwardClientKey: gateway?.forward_client_key ?? false,
+    keepAliveMs: secondsToMs(gateway?.keep_alive_seconds) ?? DEFAULT_GATEWAY_KEEP_ALIVE_MS,
+    stallMs: secondsToMs(gateway?.stall_seconds) ?? DEFAULT_GATEWAY_STALL_MS,
   };
+}
+
+function secondsToMs(seconds: number | undefined): number | undefined {
+  return seconds === undefined ? undefined : Math.round(seconds * 1000);
 }
 
 function checkResolves(

@@ -14,6 +14,8 @@ const settings: GatewaySettings = {
   longContextTokens: 60_000,
   betas: { anthropic: 'all', claude: [], gemini: [], openai: [] },
   forwardClientKey: false,
+  keepAliveMs: 15_000,
+  stallMs: 120_000,
 };
 
 const claudeCodeSystem = [

@@ -50,9 +50,9 @@ export interface GatewayOptions {
   ledger: () => Ledger | undefined;
   auth: GatewayAuth;
   guard: GuardSettings;
-  /** A keep-alive goes out when the client has heard nothing for this long. @default 10_000 */
+  /** A keep-alive goes out when the client has heard nothing for this long. @default config.gateway.keepAliveMs */
   keepAliveMs?: number;
-  /** Upstream silence before the first content after which an attempt is given up for the next. @default 120_000 */
+  /** Upstream silence before the first content after which an attempt is given up for the next. @default config.gateway.stallMs */
   stallMs?: number;
   /** The longest one request may take. @default 600_000 */
   maxMs?: number;
@@ -86,8 +86,8 @@ export class Gateway {
   constructor(options: GatewayOptions) {
     this.options = options;
     this.prices = { ...DEFAULT_PRICES, ...options.config.call.prices };
-    this.keepAliveMs = options.keepAliveMs ?? 10_000;
-    this.stallMs = options.stallMs ?? 120_000;
+    this.keepAliveMs = options.keepAliveMs ?? options.config.gateway.keepAliveMs;
+    this.stallMs = options.stallMs ?? options.config.gateway.stallMs;
     this.maxMs = options.maxMs ?? 600_000;
   }
 
