@@ -20,10 +20,11 @@ describe('gateway settings', () => {
       forwardClientKey: false,
       keepAliveMs: 15_000,
       stallMs: 120_000,
+      maxConcurrent: 1024,
     });
   });
 
-  it('reads aliases, routes, the threshold, betas, the client-key switch and the stream timings', () => {
+  it('reads aliases, routes, the threshold, betas, the client-key switch, the stream timings and the cap', () => {
     const config = load(
       [
         'roles:',
@@ -44,6 +45,7 @@ describe('gateway settings', () => {
         '  forward_client_key: true',
         '  keep_alive_seconds: 2.5',
         '  stall_seconds: 30',
+        '  max_concurrent: 64',
       ].join('\n'),
     );
     expect(config.gateway).toEqual({
@@ -59,6 +61,7 @@ describe('gateway settings', () => {
       forwardClientKey: true,
       keepAliveMs: 2_500,
       stallMs: 30_000,
+      maxConcurrent: 64,
     });
   });
 
@@ -90,5 +93,7 @@ describe('gateway settings', () => {
     expect(() => load('gateway:\n  betas:\n    anthropic: none\n')).toThrow(/gateway\.betas\.anthropic/);
     expect(() => load('gateway:\n  keep_alive_seconds: 0\n')).toThrow(/gateway\.keep_alive_seconds/);
     expect(() => load('gateway:\n  stall_seconds: "2m"\n')).toThrow(/gateway\.stall_seconds/);
+    expect(() => load('gateway:\n  max_concurrent: 0\n')).toThrow(/gateway\.max_concurrent/);
+    expect(() => load('gateway:\n  max_concurrent: 1.5\n')).toThrow(/gateway\.max_concurrent/);
   });
 });

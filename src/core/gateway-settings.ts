@@ -35,6 +35,9 @@ export const DEFAULT_GATEWAY_KEEP_ALIVE_MS = 15_000;
 /** Upstream silence before the first content after which the next provider is tried (`gateway.stall_seconds`). */
 export const DEFAULT_GATEWAY_STALL_MS = 120_000;
 
+/** Gateway requests in flight at once, all keys together (`gateway.max_concurrent`). */
+export const DEFAULT_GATEWAY_MAX_CONCURRENT = 1024;
+
 /** `anthropic-beta` tokens a provider receives: `all` of the client's, or only those listed. */
 export type BetaPolicy = 'all' | readonly string[];
 
@@ -61,6 +64,11 @@ export interface GatewaySettings {
    * the chain's next entry. @default 120000
    */
   stallMs: number;
+  /**
+   * Gateway requests in flight at once, all keys together; one more is refused at once (Anthropic 529
+   * `overloaded_error`, OpenAI 429) with `retry-after`, before its key or budget is touched. @default 1024
+   */
+  maxConcurrent: number;
 }
 
 const ALIAS_NAME = /^[a-z0-9][a-z0-9._-]*$/i;
@@ -94,6 +102,7 @@ export function gatewayFileSchema(zod: ReturnType<typeof loadZod>) {
     forward_client_key: zod.boolean().optional(),
     keep_alive_seconds: zod.number().min(1).max(300).optional(),
     stall_seconds: zod.number().min(1).max(3600).optional(),
+    max_concurrent: zod.number().int().min(1).max(1_000_000).optional(),
   });
 }
 
@@ -148,6 +157,7 @@ export function gatewaySettings(
     forwardClientKey: gateway?.forward_client_key ?? false,
     keepAliveMs: secondsToMs(gateway?.keep_alive_seconds) ?? DEFAULT_GATEWAY_KEEP_ALIVE_MS,
     stallMs: secondsToMs(gateway?.stall_seconds) ?? DEFAULT_GATEWAY_STALL_MS,
+    maxConcurrent: gateway?.max_concurrent ?? DEFAULT_GATEWAY_MAX_CONCURRENT,
   };
 }
 

@@ -251,6 +251,19 @@ export class RouteMetrics {
     });
   }
 
+  /** Counts one gateway request refused at `gateway.max_concurrent`: `switchboard_gateway_overloaded_total{wire}`. */
+  observeGatewayOverloaded(wire: string): void {
+    this.gatewayOverloaded ??= new (loadPromClient().Counter)({
+      name: 'switchboard_gateway_overloaded_total',
+      help: 'Gateway requests refused because gateway.max_concurrent were in flight, by client wire.',
+      labelNames: ['wire'] as const,
+      registers: [this.registry],
+    });
+    this.gatewayOverloaded.inc({ wire });
+  }
+
+  private gatewayOverloaded: Counter<'wire'> | undefined;
+
   private gatewayAttempts:
     { attempts: Counter<'wire' | 'key' | 'lane' | 'outcome'>; ttfb: Histogram<'wire'> } | undefined;
   private readonly keyLabel = new BoundedLabel([], 200);

@@ -16,6 +16,7 @@ const settings: GatewaySettings = {
   forwardClientKey: false,
   keepAliveMs: 15_000,
   stallMs: 120_000,
+  maxConcurrent: 1024,
 };
 
 const claudeCodeSystem = [

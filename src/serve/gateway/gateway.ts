@@ -91,8 +91,38 @@ export class Gateway {
     this.maxMs = options.maxMs ?? 600_000;
   }
 
+  /** Gateway requests in flight now, against `gateway.max_concurrent`. */
+  private inFlight = 0;
+
   async handle(request: IncomingMessage, response: ServerResponse, url: URL): Promise<void> {
     const dialect = dialectOfPath(url.pathname, request);
+    // The cap comes first: a request over it has touched no key's limits, no budget and no provider.
+    const { maxConcurrent } = this.options.config.gateway;
+    if (this.inFlight >= maxConcurrent) {
+      this.options.metrics?.observeGatewayOverloaded(dialect.wire);
+      const status = dialect.wire === 'anthropic' ? 529 : 429;
+      return sendDialectError(
+        response,
+        dialect,
+        status,
+        `the gateway has ${maxConcurrent} requests in flight, its gateway.max_concurrent; retry in a moment`,
+        { 'retry-after': '1', 'x-should-retry': 'true' },
+      );
+    }
+    this.inFlight++;
+    try {
+      await this.dispatch(request, response, url, dialect);
+    } finally {
+      this.inFlight--;
+    }
+  }
+
+  private async dispatch(
+    request: IncomingMessage,
+    response: ServerResponse,
+    url: URL,
+    dialect: Dialect,
+  ): Promise<void> {
     let authentication: Authentication;
     try {
       authentication = await this.options.auth.authenticate(request.headers);
