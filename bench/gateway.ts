@@ -16,6 +16,9 @@
 //      (the gateway holds message_start until content_block_start, then sends both), the gaps between
 //      content deltas beside the mock's own, and time to the last byte (the gateway writes the ledger
 //      row before message_stop); the proxy's beside them. Gate: added TTFB ≤ 1 ms; gaps equal within noise;
+//   2b. hang-ups: a client that closes its connection after the first content delta of a stream that
+//      never ends, alternating direct / via the gateway: the time until the mock sees its request's
+//      connection close (the gateway must abort upstream; gate: ≤ 100 ms);
 //   3. the serve process's RSS (/proc/<pid>/status VmRSS) every 10,000 requests over a long run with 32
 //      requests in flight from this process (keep-alive connections; after 10,000 of warm-up), and
 //      whether it is flat after warm-up (last sample ≤ 1.1 × the sample at 20 % of the run); the same
@@ -24,7 +27,7 @@
 //      time over the whole run.
 // A missed gate prints FAIL; the exit code is 0 all the same (this is a measurement). It runs the BUILT dist/:
 //   npm run build && node --experimental-strip-types --no-warnings bench/gateway.ts [rounds] [requests per round]
-//       [--requests N (RSS run; default 200000, 0 skips it)] [--stream-requests N] [--events N] [--gap ms] [--profile]
+//       [--requests N (RSS run; default 200000, 0 skips it)] [--stream-requests N] [--events N] [--gap ms] [--hang-ups N] [--profile]
 // Everything binds 127.0.0.1 and lives in a temporary folder removed at the end.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -57,6 +60,7 @@ const longRun = option('--requests', 200_000);
 const streamPerRound = option('--stream-requests', 0);
 const events = option('--events', 20);
 const gapMs = option('--gap', 2);
+const hangUpCount = option('--hang-ups', 50);
 const rounds = Number(args[0] ?? 7);
 const perRound = Number(args[1] ?? 200);
 const streamRequests = streamPerRound > 0 ? streamPerRound : Math.max(5, Math.round(perRound / 10));
@@ -119,6 +123,11 @@ const STREAM_TAIL =
   }) +
   sse('message_stop', { type: 'message_stop' });
 
+/** A streaming request with this max_tokens gets a stream without end from the mock (the hang-up stage). */
+const ENDLESS_MAX_TOKENS = 7;
+/** When the mock saw each endless stream's connection close (performance.now(), this process's clock). */
+const endlessClosedAt: number[] = [];
+
 /** The mock upstream: a fixed message, or the fixed stream (head, N deltas `gapMs` apart, tail). */
 function startMock(): Promise<{ url: string; close: () => void }> {
   const server = createServer((request, response) => {
@@ -129,7 +138,22 @@ function startMock(): Promise<{ url: string; close: () => void }> {
         response.writeHead(404).end();
         return;
       }
-      const stream = (JSON.parse(Buffer.concat(chunks).toString('utf8')) as { stream?: boolean }).stream;
+      const parsed = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
+        stream?: boolean;
+        max_tokens?: number;
+      };
+      const stream = parsed.stream;
+      if (stream === true && parsed.max_tokens === ENDLESS_MAX_TOKENS) {
+        // The hang-up stage: deltas without end, until the connection closes; when it did is noted.
+        response.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8' });
+        response.write(STREAM_HEAD);
+        const timer = setInterval(() => response.write(DELTA), gapMs);
+        response.once('close', () => {
+          clearInterval(timer);
+          endlessClosedAt.push(performance.now());
+        });
+        return;
+      }
       if (stream !== true) {
         response.writeHead(200, {
           'content-type': 'application/json',
@@ -493,6 +517,58 @@ try {
     `gateway added time to the last byte p50 ${signed(streamStats.gateway.end50 - streamStats.direct.end50)} ms (the ledger row is written before message_stop goes out); the proxy ${signed(streamStats.proxy.end50 - streamStats.direct.end50)} ms`,
   );
   loads.push(readFileSync('/proc/loadavg', 'utf8').trim());
+
+  // 2b. A client that hangs up mid-stream: how long until the upstream request is closed too.
+  const hangUpBody = JSON.stringify({
+    model,
+    max_tokens: ENDLESS_MAX_TOKENS,
+    messages: [{ role: 'user', content: 'ping' }],
+    stream: true,
+  });
+  const hangUp = async (side: Side): Promise<number> => {
+    const closedBefore = endlessClosedAt.length;
+    const target = new URL('/v1/messages', targets[side].url);
+    const hungUpAt = await new Promise<number>((resolve, reject) => {
+      const outgoing = httpRequest(target, { method: 'POST', headers: targets[side].headers });
+      outgoing.on('error', (error) => {
+        if (!outgoing.destroyed) reject(error);
+      });
+      outgoing.on('response', (response) => {
+        response.on('data', (chunk: Buffer) => {
+          if (!chunk.toString('utf8').includes(DELTA_NAME)) return;
+          const at = performance.now();
+          outgoing.destroy();
+          resolve(at);
+        });
+      });
+      outgoing.end(hangUpBody);
+    });
+    while (endlessClosedAt.length === closedBefore) await new Promise((resolve) => setTimeout(resolve, 1));
+    return endlessClosedAt[closedBefore]! - hungUpAt;
+  };
+  const hangUps: Record<'direct' | 'gateway', number[]> = { direct: [], gateway: [] };
+  for (let index = 0; index < hangUpCount; index++) {
+    for (const side of index % 2 === 0
+      ? (['direct', 'gateway'] as const)
+      : (['gateway', 'direct'] as const)) {
+      hangUps[side].push(await hangUp(side));
+    }
+  }
+  console.log(
+    `\n2b. the client hangs up after the first content delta, ${hangUpCount} times per side, alternating: ms until the upstream connection closes (gate, issue 37: ≤ 100 ms)`,
+  );
+  console.log('side                 p50 ms    p99 ms    max ms');
+  for (const side of ['direct', 'gateway'] as const) {
+    console.log(
+      [
+        SIDE_NAMES[side].padEnd(18),
+        ...[50, 99, 100].map((p) => ms(percentile(hangUps[side], p)).padStart(9)),
+      ].join(' '),
+    );
+  }
+  console.log(
+    `upstream closed within 100 ms of every hang-up via the gateway: ${gate(Math.max(...hangUps.gateway) <= 100)}`,
+  );
 
   // 3. RSS over a long run: 32 requests in flight from this process, each over a keep-alive
   // connection of its own, RSS read after every `sampleEvery` answers.
