@@ -1,5 +1,5 @@
 import type { ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -57,7 +57,11 @@ afterAll(async () => {
 beforeEach(() => sim.clearLog());
 
 function ledger<T>(sql: string): T[] {
-  const database = new Database(join(cwd, '.switchboard', 'ledger.db'), { readonly: true });
+  return ledgerAt<T>(cwd, sql);
+}
+
+function ledgerAt<T>(folder: string, sql: string): T[] {
+  const database = new Database(join(folder, '.switchboard', 'ledger.db'), { readonly: true });
   try {
     return database.prepare(sql).all() as T[];
   } finally {
@@ -79,11 +83,12 @@ const stream = () =>
 
 describe('gateway.max_concurrent', () => {
   it('the request over the cap is refused at once in its dialect, nothing reserved or charged; all slots come back', async () => {
-    sim.setScenario({ fallback: { text: 'slow answer', delayMs: 1_500 } });
+    sim.setScenario({ fallback: { text: 'slow answer', delayMs: 3_000 } });
     const held = Array.from({ length: CAP }, stream);
     await waitFor(() => sim.requests.length === CAP);
 
-    const started = Date.now();
+    let settled = 0;
+    for (const request of held) void request.then(() => (settled += 1));
     const anthropic = await fetch(`${server.url}/v1/messages`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'x-api-key': server.token },
@@ -104,8 +109,8 @@ describe('gateway.max_concurrent', () => {
     expect(openai.status).toBe(429);
     expect(openai.headers.get('retry-after')).toBe('1');
     expect(await openai.json()).toMatchObject({ error: { type: 'rate_limit_error' } });
-    // Refused before the held streams' upstream answered: at once, not after a slot freed.
-    expect(Date.now() - started).toBeLessThan(1_000);
+    // Refused while the held streams still waited for their upstream: at once, not after a slot freed.
+    expect(settled).toBe(0);
     expect(sim.requests).toHaveLength(CAP);
 
     const answers = await Promise.all(held);
@@ -121,5 +126,111 @@ describe('gateway.max_concurrent', () => {
     sim.setScenario({ fallback: { text: 'again', delayMs: 200 } });
     const again = await Promise.all(Array.from({ length: CAP }, stream));
     expect(again.map((answer) => answer.status)).toEqual(Array.from({ length: CAP }, () => 200));
+  });
+});
+
+/** A process's resident memory in MB and its open file descriptors, from /proc. */
+function footprint(pid: number): { rssMb: number; fds: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const rssKb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1]);
+  return { rssMb: rssKb / 1024, fds: readdirSync(`/proc/${pid}/fd`).length };
+}
+
+describe('10,000 concurrent streams against the default cap', () => {
+  const COUNT = 10_000;
+  let big: Served;
+  let bigCwd: string;
+
+  beforeAll(async () => {
+    bigCwd = mkdtempSync(join(tmpdir(), 'switchboard-gateway-capacity-10k-'));
+    writeFileSync(
+      join(bigCwd, 'switchboard.yaml'),
+      ['budgets:', '  rules:', '    - provider: anthropic', '      daily_usd: 1000', ''].join('\n'),
+    );
+    big = await serve(['--port', '0', '--pool', '0'], {
+      cwd: bigCwd,
+      children,
+      env: {
+        ...process.env,
+        ANTHROPIC_API_KEY: 'sk-ant-api03-gateway-capacity-10k-upstream-2323',
+        ANTHROPIC_BASE_URL: sim.url,
+        SWITCHBOARD_SERVER: '',
+        SWITCHBOARD_SERVER_TOKEN: '',
+      },
+    });
+  });
+
+  afterAll(() => rmSync(bigCwd, { recursive: true, force: true }));
+
+  it('each is answered whole or refused with a 529 at once; memory and sockets stay bounded and come back', async () => {
+    sim.setScenario({ fallback: { text: 'a short streamed answer', delayMs: 300 } });
+    const pid = big.child.pid!;
+    // Warm: the first request loads the gateway's modules, so the baseline is a running gateway's.
+    const warm = await fetch(`${big.url}/v1/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': big.token },
+      body: JSON.stringify({
+        model: 'claude-haiku-4-5',
+        max_tokens: 20,
+        messages: [{ role: 'user', content: 'hi' }],
+      }),
+    });
+    expect(warm.status).toBe(200);
+    sim.clearLog();
+    const before = footprint(pid);
+    let peakRssMb = before.rssMb;
+    const sampler = setInterval(() => (peakRssMb = Math.max(peakRssMb, footprint(pid).rssMb)), 50);
+    const outcomes = await Promise.all(
+      Array.from({ length: COUNT }, () =>
+        fetch(`${big.url}/v1/messages`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-api-key': big.token },
+          body: JSON.stringify({
+            model: 'claude-haiku-4-5',
+            max_tokens: 20,
+            stream: true,
+            messages: [{ role: 'user', content: 'hi' }],
+          }),
+        }).then(async (response) => {
+          const text = await response.text();
+          if (
+            response.status === 200 &&
+            text.includes('a short streamed answer') &&
+            text.endsWith('"message_stop"}\n\n')
+          ) {
+            return 'answered';
+          }
+          if (response.status === 529 && response.headers.get('retry-after') === '1') return 'refused';
+          return `${response.status} ${text.slice(0, 200)}`;
+        }),
+      ),
+    );
+    clearInterval(sampler);
+    const counts = new Map<string, number>();
+    for (const outcome of outcomes) counts.set(outcome, (counts.get(outcome) ?? 0) + 1);
+    // Nothing but a whole answer or the cap's refusal; some of each.
+    expect([...counts.keys()].sort()).toEqual(['answered', 'refused']);
+    // Only the answered ones reached the provider: a refusal costs no upstream request.
+    expect(sim.requests).toHaveLength(counts.get('answered')!);
+    // Memory bounded: the refused requests cost no upstream, nothing piles up.
+    expect(peakRssMb - before.rssMb).toBeLessThan(400);
+    // Nothing left behind: no reservation, every socket closed, and the gateway still answers.
+    expect(ledgerAt<{ n: number }>(bigCwd, 'SELECT count(*) AS n FROM budget_reservations')).toEqual([
+      { n: 0 },
+    ]);
+    expect(ledgerAt<{ n: number }>(bigCwd, 'SELECT count(*) AS n FROM call_attempts')).toEqual([
+      { n: counts.get('answered')! + 1 },
+    ]);
+    await waitFor(() => footprint(pid).fds <= before.fds + 5, { what: 'the sockets closed' });
+    const after = await fetch(`${big.url}/v1/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': big.token },
+      body: JSON.stringify({
+        model: 'claude-haiku-4-5',
+        max_tokens: 20,
+        messages: [{ role: 'user', content: 'hi' }],
+      }),
+    });
+    expect(after.status).toBe(200);
   });
 });
