@@ -1,15 +1,13 @@
 import type { ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { connect } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../src/sim/server.js';
 import { runCli } from './helpers/run-cli.js';
-import { killServers, serve, type Served } from './helpers/serve-process.js';
+import { startGateway, type Gateway } from './helpers/gateway-server.js';
+import { killServers } from './helpers/serve-process.js';
 
 // Attacks on the gateway by a holder of a scoped virtual key, against a real `switchboard serve` and
 // the simulator as upstream: the key's model scope must hold whatever name the request gives (an
@@ -17,16 +15,23 @@ import { killServers, serve, type Served } from './helpers/serve-process.js';
 
 const children = new Set<ChildProcess>();
 let sim: Simulator;
-let server: Served;
-let cwd: string;
-let env: NodeJS.ProcessEnv;
+let server: Gateway;
+/** The provider keys and settings of every server here; the raw-upstream ones swap the Anthropic pair. */
+let serveEnv: Record<string, string>;
 
 beforeAll(async () => {
   sim = await startSimulator({ maxLifetimeMs: 300_000, scenario: { fallback: { text: 'attacked answer' } } });
-  cwd = mkdtempSync(join(tmpdir(), 'switchboard-gateway-attacks-'));
-  writeFileSync(
-    join(cwd, 'switchboard.yaml'),
-    [
+  serveEnv = {
+    ANTHROPIC_API_KEY: 'sk-ant-api03-gateway-attacks-upstream-5656',
+    ANTHROPIC_BASE_URL: sim.url,
+    OPENAI_API_KEY: 'sk-openai-gateway-attacks-7878',
+    OPENAI_BASE_URL: sim.openAiBaseUrl,
+    SWITCHBOARD_DATABASE_URL: '',
+    SWITCHBOARD_KEY_SECRET: '',
+  };
+  server = await startGateway({
+    name: 'gateway-attacks',
+    yaml: [
       'roles:',
       '  haiku-fast: anthropic:claude-opus-4-1', // a name with the key's word in it, not its model
       '  cheap: anthropic:claude-haiku-4-5',
@@ -35,33 +40,22 @@ beforeAll(async () => {
       '    haiku-plus: anthropic:claude-opus-4-1',
       '  routes:',
       '    think: anthropic:claude-opus-4-1',
-      '',
-    ].join('\n'),
-  );
-  env = {
-    ...process.env,
-    ANTHROPIC_API_KEY: 'sk-ant-api03-gateway-attacks-upstream-5656',
-    ANTHROPIC_BASE_URL: sim.url,
-    OPENAI_API_KEY: 'sk-openai-gateway-attacks-7878',
-    OPENAI_BASE_URL: sim.openAiBaseUrl,
-    SWITCHBOARD_SERVER: '',
-    SWITCHBOARD_SERVER_TOKEN: '',
-    SWITCHBOARD_DATABASE_URL: '',
-    SWITCHBOARD_KEY_SECRET: '',
-  };
-  server = await serve(['--port', '0', '--pool', '0'], { cwd, children, env });
+    ],
+    env: serveEnv,
+    children,
+  });
 });
 
 afterAll(async () => {
   killServers(children);
   await sim.close();
-  rmSync(cwd, { recursive: true, force: true });
+  await server.close();
 });
 
 beforeEach(() => sim.clearLog());
 
 async function createKey(...args: string[]): Promise<string> {
-  const run = await runCli(['keys', 'create', ...args], { cwd, env });
+  const run = await runCli(['keys', 'create', ...args], { cwd: server.cwd, env: server.env });
   expect(run.status).toBe(0);
   return run.stdout.trim();
 }
@@ -203,8 +197,7 @@ describe('count_tokens is under the key’s limits', () => {
 describe('a raw upstream against the streaming relay', () => {
   const UPSTREAM_KEY = 'sk-ant-api03-raw-upstream-secret-9090abcdef';
   let upstream: Server;
-  let raw: Served;
-  let rawCwd: string;
+  let raw: Gateway;
   /** Bytes the upstream's stream got into the gateway's socket. */
   let sent = 0;
   let mode: 'flood' | 'echo' | 'split' | 'no-blank-line' | 'forever' = 'echo';
@@ -316,18 +309,18 @@ describe('a raw upstream against the streaming relay', () => {
     };
     await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
     const port = (upstream.address() as AddressInfo).port;
-    rawCwd = mkdtempSync(join(tmpdir(), 'switchboard-gateway-attacks-raw-'));
-    raw = await serve(['--port', '0', '--pool', '0'], {
-      cwd: rawCwd,
+    raw = await startGateway({
+      name: 'gateway-attacks-raw',
+      yaml: undefined,
+      env: { ...serveEnv, ANTHROPIC_API_KEY: UPSTREAM_KEY, ANTHROPIC_BASE_URL: `http://127.0.0.1:${port}` },
       children,
-      env: { ...env, ANTHROPIC_API_KEY: UPSTREAM_KEY, ANTHROPIC_BASE_URL: `http://127.0.0.1:${port}` },
     });
   });
 
   afterAll(async () => {
     upstream.closeAllConnections();
     await new Promise((resolve) => upstream.close(resolve));
-    rmSync(rawCwd, { recursive: true, force: true });
+    await raw.close();
   });
 
   it('a provider key echoed in a streamed answer does not reach the client (as it does not unstreamed)', async () => {
@@ -412,13 +405,14 @@ describe('a raw upstream against the streaming relay', () => {
     // concurrency) for as long as the provider went on.
     mode = 'forever';
     const port = (upstream.address() as AddressInfo).port;
-    const limitedCwd = mkdtempSync(join(tmpdir(), 'switchboard-gateway-attacks-forever-'));
+    const limited = await startGateway({
+      name: 'gateway-attacks-forever',
+      yaml: undefined,
+      args: ['--max-timeout', '2'],
+      env: { ...serveEnv, ANTHROPIC_API_KEY: UPSTREAM_KEY, ANTHROPIC_BASE_URL: `http://127.0.0.1:${port}` },
+      children,
+    });
     try {
-      const limited = await serve(['--port', '0', '--pool', '0', '--max-timeout', '2'], {
-        cwd: limitedCwd,
-        children,
-        env: { ...env, ANTHROPIC_API_KEY: UPSTREAM_KEY, ANTHROPIC_BASE_URL: `http://127.0.0.1:${port}` },
-      });
       const response = await fetch(`${limited.url}/v1/messages`, {
         method: 'POST',
         headers: { ...limited.auth, 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
@@ -438,7 +432,7 @@ describe('a raw upstream against the streaming relay', () => {
       });
       expect(json.status).toBe(504);
     } finally {
-      rmSync(limitedCwd, { recursive: true, force: true });
+      await limited.close();
     }
   }, 30_000);
 });

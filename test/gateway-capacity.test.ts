@@ -1,11 +1,9 @@
 import type { ChildProcess } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import Database from 'better-sqlite3';
+import { readdirSync, readFileSync } from 'node:fs';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../src/sim/server.js';
-import { killServers, serve, type Served } from './helpers/serve-process.js';
+import { startGateway, type Gateway } from './helpers/gateway-server.js';
+import { killServers } from './helpers/serve-process.js';
 import { waitFor } from './helpers/wait-for.js';
 
 // The gateway's cap on requests in flight (`gateway.max_concurrent`), through the built `switchboard
@@ -15,59 +13,38 @@ import { waitFor } from './helpers/wait-for.js';
 const CAP = 4;
 const children = new Set<ChildProcess>();
 let sim: Simulator;
-let server: Served;
-let cwd: string;
+let server: Gateway;
 
 beforeAll(async () => {
   sim = await startSimulator({ maxLifetimeMs: 300_000 });
-  cwd = mkdtempSync(join(tmpdir(), 'switchboard-gateway-capacity-'));
-  writeFileSync(
-    join(cwd, 'switchboard.yaml'),
-    [
+  server = await startGateway({
+    name: 'gateway-capacity',
+    yaml: [
       'gateway:',
       `  max_concurrent: ${CAP}`,
       'budgets:',
       '  rules:',
       '    - provider: anthropic',
       '      daily_usd: 1000',
-      '',
-    ].join('\n'),
-  );
-  server = await serve(['--port', '0', '--pool', '0', '--metrics'], {
-    cwd,
-    children,
+    ],
+    args: ['--metrics'],
     env: {
-      ...process.env,
       ANTHROPIC_API_KEY: 'sk-ant-api03-gateway-capacity-upstream-4545',
       ANTHROPIC_BASE_URL: sim.url,
       OPENAI_API_KEY: 'sk-openai-gateway-capacity-6767',
       OPENAI_BASE_URL: sim.openAiBaseUrl,
-      SWITCHBOARD_SERVER: '',
-      SWITCHBOARD_SERVER_TOKEN: '',
     },
+    children,
   });
 });
 
 afterAll(async () => {
   killServers(children);
   await sim.close();
-  rmSync(cwd, { recursive: true, force: true });
+  await server.close();
 });
 
 beforeEach(() => sim.clearLog());
-
-function ledger<T>(sql: string): T[] {
-  return ledgerAt<T>(cwd, sql);
-}
-
-function ledgerAt<T>(folder: string, sql: string): T[] {
-  const database = new Database(join(folder, '.switchboard', 'ledger.db'), { readonly: true });
-  try {
-    return database.prepare(sql).all() as T[];
-  } finally {
-    database.close();
-  }
-}
 
 const stream = () =>
   fetch(`${server.url}/v1/messages`, {
@@ -116,8 +93,8 @@ describe('gateway.max_concurrent', () => {
     const answers = await Promise.all(held);
     expect(answers.map((answer) => answer.status)).toEqual(Array.from({ length: CAP }, () => 200));
     for (const answer of answers) expect(answer.text).toContain('slow answer');
-    expect(ledger<{ n: number }>('SELECT count(*) AS n FROM call_attempts')).toEqual([{ n: CAP }]);
-    expect(ledger('SELECT id FROM budget_reservations')).toEqual([]);
+    expect(server.ledger<{ n: number }>('SELECT count(*) AS n FROM call_attempts')).toEqual([{ n: CAP }]);
+    expect(server.ledger('SELECT id FROM budget_reservations')).toEqual([]);
     const metrics = await (await fetch(`${server.url}/metrics`, { headers: server.auth })).text();
     expect(metrics).toMatch(/switchboard_gateway_overloaded_total\{wire="anthropic"\} 1\b/);
     expect(metrics).toMatch(/switchboard_gateway_overloaded_total\{wire="chat"\} 1\b/);
@@ -138,29 +115,21 @@ function footprint(pid: number): { rssMb: number; fds: number } {
 
 describe('10,000 concurrent streams against the default cap', () => {
   const COUNT = 10_000;
-  let big: Served;
-  let bigCwd: string;
+  let big: Gateway;
 
   beforeAll(async () => {
-    bigCwd = mkdtempSync(join(tmpdir(), 'switchboard-gateway-capacity-10k-'));
-    writeFileSync(
-      join(bigCwd, 'switchboard.yaml'),
-      ['budgets:', '  rules:', '    - provider: anthropic', '      daily_usd: 1000', ''].join('\n'),
-    );
-    big = await serve(['--port', '0', '--pool', '0'], {
-      cwd: bigCwd,
-      children,
+    big = await startGateway({
+      name: 'gateway-capacity-10k',
+      yaml: ['budgets:', '  rules:', '    - provider: anthropic', '      daily_usd: 1000'],
       env: {
-        ...process.env,
         ANTHROPIC_API_KEY: 'sk-ant-api03-gateway-capacity-10k-upstream-2323',
         ANTHROPIC_BASE_URL: sim.url,
-        SWITCHBOARD_SERVER: '',
-        SWITCHBOARD_SERVER_TOKEN: '',
       },
+      children,
     });
   });
 
-  afterAll(() => rmSync(bigCwd, { recursive: true, force: true }));
+  afterAll(() => big.close());
 
   it('each is answered whole or refused with a 529 at once; memory and sockets stay bounded and come back', async () => {
     sim.setScenario({ fallback: { text: 'a short streamed answer', delayMs: 300 } });
@@ -215,10 +184,8 @@ describe('10,000 concurrent streams against the default cap', () => {
     // Memory bounded: the refused requests cost no upstream, nothing piles up.
     expect(peakRssMb - before.rssMb).toBeLessThan(400);
     // Nothing left behind: no reservation, every socket closed, and the gateway still answers.
-    expect(ledgerAt<{ n: number }>(bigCwd, 'SELECT count(*) AS n FROM budget_reservations')).toEqual([
-      { n: 0 },
-    ]);
-    expect(ledgerAt<{ n: number }>(bigCwd, 'SELECT count(*) AS n FROM call_attempts')).toEqual([
+    expect(big.ledger<{ n: number }>('SELECT count(*) AS n FROM budget_reservations')).toEqual([{ n: 0 }]);
+    expect(big.ledger<{ n: number }>('SELECT count(*) AS n FROM call_attempts')).toEqual([
       { n: counts.get('answered')! + 1 },
     ]);
     await waitFor(() => footprint(pid).fds <= before.fds + 5, { what: 'the sockets closed' });

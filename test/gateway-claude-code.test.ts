@@ -11,14 +11,14 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { keyFingerprint } from '../src/sim/credentials.js';
 import type { Scenario } from '../src/sim/scenario.js';
 import { startSimulator, type SimLogEntry, type Simulator } from '../src/sim/server.js';
 import { toolSequenceScenario } from './helpers/agent-scenarios.js';
 import { claudeProcessIds, waitForNoNewClaudeProcesses } from './helpers/claude.js';
-import { killServers, serve, type Served } from './helpers/serve-process.js';
+import { startGateway, type Gateway } from './helpers/gateway-server.js';
+import { killServers } from './helpers/serve-process.js';
 
 // The real Claude Code binary (`claude -p`) with its base URL on `switchboard serve`'s gateway and the
 // server's token as its credential: what the user sees is Claude Code's own output, what the upstream
@@ -34,28 +34,17 @@ const children = new Set<ChildProcess>();
 const directories: string[] = [];
 const claudeBefore = claudeProcessIds();
 let sim: Simulator;
-let server: Served;
-/** Where `switchboard serve` runs: its switchboard.yaml and .switchboard state folder. */
-let serverCwd: string;
+/** `switchboard serve`; its `cwd` holds its switchboard.yaml and .switchboard state folder. */
+let server: Gateway;
 
 beforeAll(async () => {
   sim = await startSimulator({ maxLifetimeMs: 600_000 });
-  serverCwd = realpathSync(mkdtempSync(join(tmpdir(), 'switchboard-gateway-cc-')));
-  directories.push(serverCwd);
-  writeFileSync(
-    join(serverCwd, 'switchboard.yaml'),
-    ['roles:', '  main: anthropic:claude-haiku-4-5,anthropic:claude-sonnet-4-5', ''].join('\n'),
-  );
-  server = await serve(['--port', '0', '--pool', '0'], {
-    cwd: serverCwd,
+  server = await startGateway({
+    name: 'gateway-cc',
+    yaml: ['roles:', '  main: anthropic:claude-haiku-4-5,anthropic:claude-sonnet-4-5'],
+    env: { ANTHROPIC_API_KEY: CANARY, ANTHROPIC_BASE_URL: sim.url },
     children,
-    env: {
-      ...process.env,
-      ANTHROPIC_API_KEY: CANARY,
-      ANTHROPIC_BASE_URL: sim.url,
-      SWITCHBOARD_SERVER: '',
-      SWITCHBOARD_SERVER_TOKEN: '',
-    },
+    realPath: true,
   });
 });
 
@@ -65,6 +54,7 @@ afterAll(async () => {
   await sim.close();
   expect(await waitForNoNewClaudeProcesses(claudeBefore)).toEqual([]);
   for (const directory of directories) rmSync(directory, { recursive: true, force: true });
+  await server.close();
 });
 
 beforeEach(() => {
@@ -179,14 +169,10 @@ interface AttemptRow {
 
 /** The ledger's attempts since `since` (epoch ms), oldest first. */
 function attemptsSince(since: number): AttemptRow[] {
-  const database = new Database(join(serverCwd, '.switchboard', 'ledger.db'), { readonly: true });
-  try {
-    return database
-      .prepare('SELECT * FROM call_attempts WHERE created_at >= ? ORDER BY created_at, call_id, attempt')
-      .all(since) as AttemptRow[];
-  } finally {
-    database.close();
-  }
+  return server.ledger<AttemptRow>(
+    'SELECT * FROM call_attempts WHERE created_at >= ? ORDER BY created_at, call_id, attempt',
+    since,
+  );
 }
 
 /** The model requests (POST /v1/messages, with or without `?beta=true`) in a simulator log. */
@@ -262,7 +248,7 @@ describe('Claude Code through the gateway', () => {
       expect(JSON.parse(row.tags)).toMatchObject({ 'switchboard.gateway': 'anthropic' });
     }
     expect(new Set(rows.map((row) => row.call_id)).size).toBe(rows.length);
-    const ledger = readFileSync(join(serverCwd, '.switchboard', 'ledger.db'));
+    const ledger = readFileSync(join(server.cwd, '.switchboard', 'ledger.db'));
     expect(ledger.includes(Buffer.from(CANARY))).toBe(false);
     expect(ledger.includes(Buffer.from(server.token))).toBe(false);
   });

@@ -1,13 +1,12 @@
 import type { ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { connect, type AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
-import Database from 'better-sqlite3';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { killServers, serve, type Served } from './helpers/serve-process.js';
+import { startGateway, type Gateway } from './helpers/gateway-server.js';
+import { killServers } from './helpers/serve-process.js';
 import { waitFor } from './helpers/wait-for.js';
 
 // The gateway's fault and attack matrix (issue 37), through the built `switchboard serve` and an
@@ -34,8 +33,7 @@ const children = new Set<ChildProcess>();
 const seen: Seen[] = [];
 let upstream: Server;
 let upstreamUrl: string;
-let server: Served;
-let cwd: string;
+let server: Gateway;
 
 const event = (name: string, data: unknown) => `event: ${name}\ndata: ${JSON.stringify(data)}\n\n`;
 const start = (input: number) =>
@@ -169,10 +167,9 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
   upstreamUrl = url;
-  cwd = mkdtempSync(join(tmpdir(), 'switchboard-gateway-faults-'));
-  writeFileSync(
-    join(cwd, 'switchboard.yaml'),
-    [
+  server = await startGateway({
+    name: 'gateway-faults',
+    yaml: [
       'roles:',
       '  start-drop: anthropic:claude-drop-after-start,anthropic:claude-haiku-4-5',
       '  after-408: anthropic:claude-status-408,anthropic:claude-haiku-4-5',
@@ -186,21 +183,14 @@ beforeAll(async () => {
       '      daily_usd: 1000',
       '    - provider: openai',
       '      daily_usd: 0',
-      '',
-    ].join('\n'),
-  );
-  server = await serve(['--port', '0', '--pool', '0'], {
-    cwd,
-    children,
+    ],
     env: {
-      ...process.env,
       ANTHROPIC_API_KEY: UPSTREAM_KEY,
       ANTHROPIC_BASE_URL: url,
       OPENAI_API_KEY: 'sk-openai-gateway-faults-8888',
       OPENAI_BASE_URL: `${url}/v1`,
-      SWITCHBOARD_SERVER: '',
-      SWITCHBOARD_SERVER_TOKEN: '',
     },
+    children,
   });
 });
 
@@ -208,21 +198,12 @@ afterAll(async () => {
   killServers(children);
   upstream.closeAllConnections();
   await new Promise((resolve) => upstream.close(resolve));
-  rmSync(cwd, { recursive: true, force: true });
+  await server.close();
 });
 
 beforeEach(() => {
   seen.length = 0;
 });
-
-function ledger<T>(sql: string, ...parameters: unknown[]): T[] {
-  const database = new Database(join(cwd, '.switchboard', 'ledger.db'), { readonly: true });
-  try {
-    return database.prepare(sql).all(...parameters) as T[];
-  } finally {
-    database.close();
-  }
-}
 
 async function stream(model: string, headers: Record<string, string> = {}) {
   const response = await fetch(`${server.url}/v1/messages?beta=true`, {
@@ -245,7 +226,7 @@ describe('gateway fault matrix', () => {
     expect(text).toContain('"input_tokens":30');
     expect(text).toContain('fine');
     expect(text).toContain('message_stop');
-    const rows = ledger<{ spec: string; success: number }>(
+    const rows = server.ledger<{ spec: string; success: number }>(
       'SELECT spec, success FROM call_attempts WHERE call_id = ? ORDER BY attempt',
       callId,
     );
@@ -264,7 +245,7 @@ describe('gateway fault matrix', () => {
     async (status, code) => {
       const { text, callId } = await stream(`after-${status}`);
       expect(text).toContain('fine');
-      const rows = ledger<{ spec: string; success: number; error_code: string | null }>(
+      const rows = server.ledger<{ spec: string; success: number; error_code: string | null }>(
         'SELECT spec, success, error_code FROM call_attempts WHERE call_id = ? ORDER BY attempt',
         callId,
       );
@@ -297,7 +278,7 @@ describe('gateway fault matrix', () => {
     expect(text).toContain('half an answer');
     expect(text).not.toContain('this is not json');
     expect(text).toMatch(/event: error\ndata: \{"type":"error","error":\{"type":"api_error"/);
-    const rows = ledger<{ success: number; error_code: string }>(
+    const rows = server.ledger<{ success: number; error_code: string }>(
       'SELECT success, error_code FROM call_attempts WHERE call_id = ?',
       callId,
     );
@@ -329,11 +310,11 @@ describe('gateway fault matrix', () => {
     // ≤ 100 ms) is a speed figure, measured by bench/gateway.ts's hang-up stage, not timed here, where a
     // loaded machine may deschedule either process for longer.
     expect((seen[0]?.closedAt ?? Infinity) - hungUpAt).toBeLessThan(5_000);
-    await waitFor(() => ledger('SELECT 1 FROM call_attempts WHERE call_id = ?', callId).length === 1);
-    expect(ledger('SELECT error_code FROM call_attempts WHERE call_id = ?', callId)).toEqual([
+    await waitFor(() => server.ledger('SELECT 1 FROM call_attempts WHERE call_id = ?', callId).length === 1);
+    expect(server.ledger('SELECT error_code FROM call_attempts WHERE call_id = ?', callId)).toEqual([
       { error_code: 'ABORTED' },
     ]);
-    expect(ledger('SELECT id FROM budget_reservations')).toEqual([]);
+    expect(server.ledger('SELECT id FROM budget_reservations')).toEqual([]);
   });
 
   it('a budget at its cap: the vendor’s error shape before anything is sent', async () => {
@@ -373,7 +354,7 @@ describe('gateway, a client’s own key (forward_client_key)', () => {
     const { text, callId } = await stream('claude-haiku-4-5', { 'x-api-key': own });
     expect(text).toContain('fine');
     expect(seen.map((entry) => entry.headers['x-api-key'])).toEqual([own]);
-    const [row] = ledger<{ tags: string }>('SELECT tags FROM call_attempts WHERE call_id = ?', callId);
+    const [row] = server.ledger<{ tags: string }>('SELECT tags FROM call_attempts WHERE call_id = ?', callId);
     expect(JSON.parse(row?.tags ?? '{}')['switchboard.key']).toMatch(/^client-key:[0-9a-f]{12}$/);
     const chat = await fetch(`${server.url}/v1/chat/completions`, {
       method: 'POST',
@@ -383,44 +364,35 @@ describe('gateway, a client’s own key (forward_client_key)', () => {
     expect(chat.status).toBe(502);
     expect(await chat.text()).toMatch(/goes to Anthropic only/);
     expect(seen).toHaveLength(1);
-    const file = readFileSync(join(cwd, '.switchboard', 'ledger.db'));
+    const file = readFileSync(join(server.cwd, '.switchboard', 'ledger.db'));
     expect(file.includes(Buffer.from(own))).toBe(false);
   });
 });
 
 describe('gateway stream timings from switchboard.yaml', () => {
-  let timed: Served;
-  let timedCwd: string;
+  let timed: Gateway;
 
   beforeAll(async () => {
-    timedCwd = mkdtempSync(join(tmpdir(), 'switchboard-gateway-timings-'));
-    writeFileSync(
-      join(timedCwd, 'switchboard.yaml'),
-      [
+    timed = await startGateway({
+      name: 'gateway-timings',
+      yaml: [
         'roles:',
         '  silent-first: anthropic:claude-silent,anthropic:claude-haiku-4-5',
         'gateway:',
         '  keep_alive_seconds: 1',
         '  stall_seconds: 2',
-        '',
-      ].join('\n'),
-    );
-    timed = await serve(['--port', '0', '--pool', '0'], {
-      cwd: timedCwd,
-      children,
+      ],
       env: {
-        ...process.env,
         ANTHROPIC_API_KEY: UPSTREAM_KEY,
         ANTHROPIC_BASE_URL: upstreamUrl,
-        SWITCHBOARD_SERVER: '',
-        SWITCHBOARD_SERVER_TOKEN: '',
         SWITCHBOARD_GATEWAY_KEEPALIVE_MS: '',
         SWITCHBOARD_GATEWAY_STALL_MS: '',
       },
+      children,
     });
   });
 
-  afterAll(() => rmSync(timedCwd, { recursive: true, force: true }));
+  afterAll(() => timed.close());
 
   it('keep_alive_seconds and stall_seconds: a ping while the upstream is silent, the next provider after the stall', async () => {
     // Before: both were fixed (10 s, 120 s) but for two environment variables, and the keys were refused.

@@ -1,14 +1,13 @@
 import type { ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
-import Database from 'better-sqlite3';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../src/sim/server.js';
 import { runCli } from './helpers/run-cli.js';
-import { killServers, serve, type Served } from './helpers/serve-process.js';
+import { startGateway, type Gateway } from './helpers/gateway-server.js';
+import { killServers } from './helpers/serve-process.js';
 
 // Virtual keys at the gateway, as a user makes them: `switchboard keys create` beside a running
 // `switchboard serve` (the server is not restarted), then the official SDKs with the printed key.
@@ -17,49 +16,43 @@ import { killServers, serve, type Served } from './helpers/serve-process.js';
 
 const children = new Set<ChildProcess>();
 let sim: Simulator;
-let server: Served;
-let cwd: string;
-let env: NodeJS.ProcessEnv;
+let server: Gateway;
 
 beforeAll(async () => {
   sim = await startSimulator({ maxLifetimeMs: 300_000, scenario: { fallback: { text: 'keyed answer' } } });
-  cwd = mkdtempSync(join(tmpdir(), 'switchboard-gateway-keys-'));
-  writeFileSync(
-    join(cwd, 'switchboard.yaml'),
-    [
+  server = await startGateway({
+    name: 'gateway-keys',
+    yaml: [
       'roles:',
       '  sonnet: anthropic:claude-sonnet-4-5',
       'budgets:',
       '  rules:',
       '    - tag: team=payments',
       '      daily_usd: 0',
-      '',
-    ].join('\n'),
-  );
-  env = {
-    ...process.env,
-    ANTHROPIC_API_KEY: 'sk-ant-api03-gateway-keys-upstream-1212',
-    ANTHROPIC_BASE_URL: sim.url,
-    OPENAI_API_KEY: 'sk-openai-gateway-keys-3434',
-    OPENAI_BASE_URL: sim.openAiBaseUrl,
-    SWITCHBOARD_SERVER: '',
-    SWITCHBOARD_SERVER_TOKEN: '',
-    SWITCHBOARD_DATABASE_URL: '',
-    SWITCHBOARD_KEY_SECRET: '',
-  };
-  server = await serve(['--port', '0', '--pool', '0', '--ui'], { cwd, children, env });
+    ],
+    args: ['--ui'],
+    env: {
+      ANTHROPIC_API_KEY: 'sk-ant-api03-gateway-keys-upstream-1212',
+      ANTHROPIC_BASE_URL: sim.url,
+      OPENAI_API_KEY: 'sk-openai-gateway-keys-3434',
+      OPENAI_BASE_URL: sim.openAiBaseUrl,
+      SWITCHBOARD_DATABASE_URL: '',
+      SWITCHBOARD_KEY_SECRET: '',
+    },
+    children,
+  });
 });
 
 afterAll(async () => {
   killServers(children);
   await sim.close();
-  rmSync(cwd, { recursive: true, force: true });
+  await server.close();
 });
 
 beforeEach(() => sim.clearLog());
 
 async function createKey(...args: string[]): Promise<string> {
-  const run = await runCli(['keys', 'create', ...args], { cwd, env });
+  const run = await runCli(['keys', 'create', ...args], { cwd: server.cwd, env: server.env });
   expect(run.stderr).not.toMatch(/sbk_[A-Za-z0-9_-]{20}/);
   expect(run.status).toBe(0);
   return run.stdout.trim();
@@ -73,14 +66,8 @@ const ask = (key: string, model = 'claude-haiku-4-5') =>
   });
 
 function tagsOf(callId: string | null): Record<string, string> {
-  const database = new Database(join(cwd, '.switchboard', 'ledger.db'), { readonly: true });
-  try {
-    const row = database.prepare('SELECT tags FROM call_attempts WHERE call_id = ?').get(callId) as
-      { tags: string } | undefined;
-    return JSON.parse(row?.tags ?? '{}') as Record<string, string>;
-  } finally {
-    database.close();
-  }
+  const [row] = server.ledger<{ tags: string }>('SELECT tags FROM call_attempts WHERE call_id = ?', callId);
+  return JSON.parse(row?.tags ?? '{}') as Record<string, string>;
 }
 
 describe('gateway with virtual keys', () => {
@@ -100,10 +87,10 @@ describe('gateway with virtual keys', () => {
       'switchboard.key': expect.stringMatching(/^key_/),
       'switchboard.key_name': 'web-ci',
     });
-    const stats = await runCli(['stats'], { cwd, env });
+    const stats = await runCli(['stats'], { cwd: server.cwd, env: server.env });
     expect(stats.stdout).toMatch(/web-ci\s+1\s+100\.0%/);
     // Neither the key nor the upstream key is anywhere in the state folder or the simulator's log.
-    const state = join(cwd, '.switchboard');
+    const state = join(server.cwd, '.switchboard');
     for (const name of readdirSync(state).filter((file) => file !== 'key-secret')) {
       expect(readFileSync(join(state, name)).includes(Buffer.from(key))).toBe(false);
     }
@@ -173,7 +160,7 @@ describe('gateway with virtual keys', () => {
   it('a revoked key stops working while the server runs', async () => {
     const key = await createKey('--name', 'short-lived');
     await expect(ask(key)).resolves.toMatchObject({ type: 'message' });
-    const revoked = await runCli(['keys', 'revoke', 'short-lived'], { cwd, env });
+    const revoked = await runCli(['keys', 'revoke', 'short-lived'], { cwd: server.cwd, env: server.env });
     expect(revoked.status).toBe(0);
     // Within the directory's refresh (2 s); polled, not slept.
     let refused: unknown;

@@ -1,13 +1,12 @@
 import type { ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
-import Database from 'better-sqlite3';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../src/sim/server.js';
-import { killServers, serve, type Served } from './helpers/serve-process.js';
+import { startGateway, type Gateway } from './helpers/gateway-server.js';
+import { killServers } from './helpers/serve-process.js';
 
 // The gateway's native lane, through the built `switchboard serve` and the official SDKs: a client
 // of the Anthropic or OpenAI wire points its base URL at Switchboard and gets the simulator's answer
@@ -18,45 +17,36 @@ const ANTHROPIC_KEY = 'sk-ant-api03-gateway-upstream-canary-1111';
 const OPENAI_KEY = 'sk-openai-gateway-upstream-canary-2222';
 const children = new Set<ChildProcess>();
 let sim: Simulator;
-let server: Served;
-let cwd: string;
+let server: Gateway;
 
 beforeAll(async () => {
   sim = await startSimulator({ maxLifetimeMs: 300_000 });
-  cwd = mkdtempSync(join(tmpdir(), 'switchboard-gateway-'));
-  writeFileSync(
-    join(cwd, 'switchboard.yaml'),
-    [
+  server = await startGateway({
+    name: 'gateway',
+    yaml: [
       'roles:',
       '  fast: anthropic:claude-haiku-4-5,anthropic:claude-sonnet-4-6',
       '  mixed: openai:gpt-4.1-mini,anthropic:claude-haiku-4-5',
       'gateway:',
       '  routes:',
       '    think: anthropic:claude-opus-4-1',
-      '',
-    ].join('\n'),
-  );
-  server = await serve(['--port', '0', '--pool', '0'], {
-    cwd,
-    children,
+    ],
     env: {
-      ...process.env,
       ANTHROPIC_API_KEY: ANTHROPIC_KEY,
       ANTHROPIC_BASE_URL: sim.url,
       OPENAI_API_KEY: OPENAI_KEY,
       OPENAI_BASE_URL: sim.openAiBaseUrl,
-      SWITCHBOARD_SERVER: '',
-      SWITCHBOARD_SERVER_TOKEN: '',
       SWITCHBOARD_GATEWAY_KEEPALIVE_MS: '150',
       SWITCHBOARD_GATEWAY_STALL_MS: '1500',
     },
+    children,
   });
 });
 
 afterAll(async () => {
   killServers(children);
   await sim.close();
-  rmSync(cwd, { recursive: true, force: true });
+  await server.close();
 });
 
 beforeEach(() => {
@@ -84,14 +74,7 @@ interface AttemptRow {
 }
 
 function attemptsOf(callId: string | null): AttemptRow[] {
-  const database = new Database(join(cwd, '.switchboard', 'ledger.db'), { readonly: true });
-  try {
-    return database
-      .prepare('SELECT * FROM call_attempts WHERE call_id = ? ORDER BY attempt')
-      .all(callId) as AttemptRow[];
-  } finally {
-    database.close();
-  }
+  return server.ledger<AttemptRow>('SELECT * FROM call_attempts WHERE call_id = ? ORDER BY attempt', callId);
 }
 
 async function rawStream(
@@ -649,7 +632,7 @@ describe('gateway, translated lane (a chain that crosses wires)', () => {
 
 describe('gateway, config file is read once per server', () => {
   it('the ledger file holds no credential', () => {
-    const bytes = readFileSync(join(cwd, '.switchboard', 'ledger.db'));
+    const bytes = readFileSync(join(server.cwd, '.switchboard', 'ledger.db'));
     expect(bytes.includes(Buffer.from(ANTHROPIC_KEY))).toBe(false);
     expect(bytes.includes(Buffer.from(server.token))).toBe(false);
   });
