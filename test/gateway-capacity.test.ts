@@ -132,7 +132,8 @@ describe('10,000 concurrent streams against the default cap', () => {
   afterAll(() => big.close());
 
   it('each is answered whole or refused with a 529 at once; memory and sockets stay bounded and come back', async () => {
-    sim.setScenario({ fallback: { text: 'a short streamed answer', delayMs: 300 } });
+    // The answered streams wait 2 s upstream, longer than the 10,000 take to open, so they are all open at once.
+    sim.setScenario({ fallback: { text: 'a short streamed answer', delayMs: 2_000 } });
     const pid = big.child.pid!;
     // Warm: the first request loads the gateway's modules, so the baseline is a running gateway's.
     const warm = await fetch(`${big.url}/v1/messages`, {
@@ -149,32 +150,40 @@ describe('10,000 concurrent streams against the default cap', () => {
     const before = footprint(pid);
     let peakRssMb = before.rssMb;
     const sampler = setInterval(() => (peakRssMb = Math.max(peakRssMb, footprint(pid).rssMb)), 50);
-    const outcomes = await Promise.all(
-      Array.from({ length: COUNT }, () =>
-        fetch(`${big.url}/v1/messages`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json', 'x-api-key': big.token },
-          body: JSON.stringify({
-            model: 'claude-haiku-4-5',
-            max_tokens: 20,
-            stream: true,
-            messages: [{ role: 'user', content: 'hi' }],
-          }),
-        }).then(async (response) => {
-          const text = await response.text();
-          if (
-            response.status === 200 &&
-            text.includes('a short streamed answer') &&
-            text.endsWith('"message_stop"}\n\n')
-          ) {
-            return 'answered';
-          }
-          if (response.status === 529 && response.headers.get('retry-after') === '1') return 'refused';
-          return `${response.status} ${text.slice(0, 200)}`;
-        }),
+    // Opened in waves of 500 over half a second: what is measured is the gateway with 10,000 streams
+    // open, not how many SYNs the loopback's accept queue takes in one instant.
+    const opened = Promise.all(
+      Array.from({ length: COUNT }, (_, index) =>
+        new Promise((resolve) => setTimeout(resolve, Math.floor(index / 500) * 25)).then(() =>
+          fetch(`${big.url}/v1/messages`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', 'x-api-key': big.token },
+            body: JSON.stringify({
+              model: 'claude-haiku-4-5',
+              max_tokens: 20,
+              stream: true,
+              messages: [{ role: 'user', content: 'hi' }],
+            }),
+          }).then(
+            async (response) => {
+              const text = await response.text();
+              if (
+                response.status === 200 &&
+                text.includes('a short streamed answer') &&
+                text.endsWith('"message_stop"}\n\n')
+              ) {
+                return 'answered';
+              }
+              if (response.status === 529 && response.headers.get('retry-after') === '1') return 'refused';
+              return `${response.status} ${text.slice(0, 200)}`;
+            },
+            (error: Error) =>
+              `fetch failed: ${String((error.cause as { code?: string } | undefined)?.code ?? error.message)}`,
+          ),
+        ),
       ),
     );
-    clearInterval(sampler);
+    const outcomes = await opened.finally(() => clearInterval(sampler));
     const counts = new Map<string, number>();
     for (const outcome of outcomes) counts.set(outcome, (counts.get(outcome) ?? 0) + 1);
     // Nothing but a whole answer or the cap's refusal; some of each.

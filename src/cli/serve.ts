@@ -510,9 +510,14 @@ function listen(server: Server, host: string, port: number): Promise<void> {
     };
     server.once('error', onError);
     server.once('listening', onListening);
-    server.listen(port, host);
+    // A burst of new connections (many clients at once through the gateway) waits in the kernel's
+    // queue instead of being dropped at Node's default of 511; the kernel caps it at somaxconn.
+    server.listen({ port, host, backlog: LISTEN_BACKLOG });
   });
 }
+
+/** Connections the kernel may queue for serve before it accepts them. */
+const LISTEN_BACKLOG = 4096;
 
 function listenError(error: NodeJS.ErrnoException, host: string, port: number): SwitchboardError {
   if (error.code === 'EADDRINUSE') {
