@@ -6,10 +6,12 @@ import { randomBytes } from 'node:crypto';
 //   - serve --no-cache --no-ledger (the routing and HTTP alone);
 //   - the trivial server (node:http, the body read, a fixed JSON answer).
 // Rounds rotate the order so all rows see the same machine. It runs the BUILT dist/:
-//   npm run build && node --experimental-strip-types --no-warnings bench/serve-route.ts [seconds] [rounds]
+//   npm run build && node --experimental-strip-types --no-warnings bench/serve-route.ts [seconds] [rounds] [--profile]
+// `--profile`: the first serve row (cache and ledger on) runs under `--cpu-prof`; after it stops, the
+// functions with the most inclusive and self time are printed.
 // Everything binds 127.0.0.1 and lives in a temporary folder removed at the end.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { assertFreshBuild } from './fresh-build.ts';
@@ -21,10 +23,14 @@ const skills = join(root, 'examples/skills');
 assertFreshBuild(cli, 'this bench runs the built CLI');
 requireWrk();
 
-const seconds = Number(process.argv[2] ?? 5);
-const rounds = Number(process.argv[3] ?? 3);
+const args = process.argv.slice(2);
+const profile = args.includes('--profile');
+const [secondsArgument, roundsArgument] = args.filter((arg) => arg !== '--profile');
+const seconds = Number(secondsArgument ?? 5);
+const rounds = Number(roundsArgument ?? 3);
 const connections = 32;
 const base = mkdtempSync(join(tmpdir(), 'switchboard-bench-serve-route-'));
+const profileDir = join(base, 'cpu-profile');
 const environment: NodeJS.ProcessEnv = Object.fromEntries(
   Object.entries(process.env).filter(([name]) => !name.startsWith('SWITCHBOARD_')),
 );
@@ -40,12 +46,12 @@ interface Server {
 const serverToken = randomBytes(24).toString('hex');
 const authorization = `Bearer ${serverToken}`;
 
-async function startServe(name: string, flags: string[]): Promise<Server> {
+async function startServe(name: string, flags: string[], node: string[] = []): Promise<Server> {
   const stateDir = join(base, name.replace(/\W+/g, '-'));
   mkdirSync(stateDir);
   const child = spawn(
     process.execPath,
-    [cli, 'serve', '--port', '0', '--pool', '0', '--skills', skills, ...flags],
+    [...node, cli, 'serve', '--port', '0', '--pool', '0', '--skills', skills, ...flags],
     {
       cwd: base,
       env: { ...environment, SWITCHBOARD_STATE_DIR: stateDir, SWITCHBOARD_SERVER_TOKEN: serverToken },
@@ -89,7 +95,13 @@ type Result = WrkResult;
 
 const servers: Server[] = [];
 try {
-  servers.push(await startServe('serve (cache and ledger on)', []));
+  servers.push(
+    await startServe(
+      'serve (cache and ledger on)',
+      [],
+      profile ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : [],
+    ),
+  );
   servers.push(await startServe('serve --no-cache --no-ledger', ['--no-cache', '--no-ledger']));
   const sample = await fetch(`${servers[1]!.url}/route`, {
     method: 'POST',
@@ -160,8 +172,61 @@ try {
   console.log(
     `ledger after the run: ${count} route decisions recorded (about ${answered.toFixed(0)} answered in the timed rounds, plus warm-up), ${(statSync(ledgerFile).size / 1024 / 1024).toFixed(1)} MB`,
   );
+  if (profile) {
+    const file = readdirSync(profileDir).find((name) => name.endsWith('.cpuprofile'));
+    if (file === undefined) throw new Error(`serve wrote no .cpuprofile in ${profileDir}`);
+    printProfile(JSON.parse(readFileSync(join(profileDir, file), 'utf8')) as CpuProfile);
+  }
 } finally {
   for (const server of servers) server.child.kill('SIGTERM');
   await new Promise((resolve) => setTimeout(resolve, 300));
   rmSync(base, { recursive: true, force: true });
+}
+
+interface CpuProfile {
+  nodes: {
+    id: number;
+    callFrame: { functionName: string; url: string; lineNumber: number };
+    children?: number[];
+  }[];
+  samples: number[];
+  timeDeltas: number[];
+}
+
+/** The 25 functions with the most inclusive time (a function counted once per sample), and their self time. */
+function printProfile(cpu: CpuProfile): void {
+  const parent = new Map<number, number>();
+  for (const node of cpu.nodes) for (const child of node.children ?? []) parent.set(child, node.id);
+  const nodes = new Map(cpu.nodes.map((node) => [node.id, node.callFrame]));
+  const name = (id: number): string => {
+    const frame = nodes.get(id)!;
+    const place =
+      frame.url === '' ? '' : ` ${frame.url.replace(`file://${root}/`, '')}:${frame.lineNumber + 1}`;
+    return `${frame.functionName || '(anonymous)'}${place}`;
+  };
+  const inclusive = new Map<string, number>();
+  const self = new Map<string, number>();
+  let total = 0;
+  let idle = 0;
+  cpu.samples.forEach((id, index) => {
+    const delta = (cpu.timeDeltas[index] ?? 0) / 1000;
+    if (nodes.get(id)!.functionName === '(idle)') {
+      idle += delta;
+      return;
+    }
+    total += delta;
+    self.set(name(id), (self.get(name(id)) ?? 0) + delta);
+    const seen = new Set<string>();
+    for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) seen.add(name(at));
+    for (const key of seen) inclusive.set(key, (inclusive.get(key) ?? 0) + delta);
+  });
+  console.log(
+    `\nserve's CPU profile (cache and ledger on): ${(total / 1000).toFixed(1)} s busy, ${(idle / 1000).toFixed(1)} s idle; top 25 by inclusive time`,
+  );
+  console.log('  incl ms      %   self ms   function');
+  for (const [key, value] of [...inclusive].sort((a, b) => b[1] - a[1]).slice(0, 25)) {
+    console.log(
+      `${value.toFixed(0).padStart(9)} ${((100 * value) / total).toFixed(1).padStart(6)} ${(self.get(key) ?? 0).toFixed(0).padStart(9)}   ${key}`,
+    );
+  }
 }
