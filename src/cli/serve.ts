@@ -174,6 +174,8 @@ async function runServer(config: SwitchboardConfig, flags: ServeFlags, mode: Ser
   checkListenAddress(flags.host, serverToken());
   const token = serverTokenOrNew();
   const access = await accessSettings(config, flags);
+  // A server lives long and commits on every request: its ledger's WAL checkpoints go to a worker.
+  (await import('../store/database.js')).checkpointSqliteInBackground();
   const services = await startServices(config, flags, !mode.uiOnly);
   let dashboard: Dashboard | undefined;
   let retention: NodeJS.Timeout | undefined;

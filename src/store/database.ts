@@ -20,6 +20,7 @@ import type {
   SqlRunResult,
   TransactionOptions,
 } from './sql/sql-database.js';
+import { startSqliteCheckpointer, type SqliteCheckpointer } from './sql/sqlite-checkpointer.js';
 import { SqliteDatabase } from './sql/sqlite-database.js';
 
 /** Folder, relative to the working directory, that holds Switchboard's state by default. */
@@ -87,19 +88,41 @@ export function openSqliteDatabase(file: string): SqlDatabase {
   const key = `sqlite:${file}`;
   let entry = sharedSqlite.get(key);
   if (entry === undefined) {
-    entry = { database: new SqliteDatabase(openSqliteConnection(file), file), users: 0 };
+    const connection = openSqliteConnection(file);
+    entry = {
+      database: new SqliteDatabase(connection, file),
+      users: 0,
+      checkpointer: checkpointInBackground ? startSqliteCheckpointer(file, connection) : undefined,
+    };
     sharedSqlite.set(key, entry);
   }
   entry.users += 1;
-  const { database } = entry;
+  const { database, checkpointer } = entry;
   return new SharedDatabase(database, async () => {
     entry.users -= 1;
     if (entry.users > 0) return;
     sharedSqlite.delete(key);
+    // The worker's connection first: the last one to close folds the log into the file and removes it.
+    await checkpointer?.stop();
     await database.close();
   });
 }
-const sharedSqlite = new Map<string, { database: SqliteDatabase; users: number }>();
+const sharedSqlite = new Map<
+  string,
+  { database: SqliteDatabase; users: number; checkpointer: SqliteCheckpointer | undefined }
+>();
+
+let checkpointInBackground = false;
+
+/**
+ * For a long-running process (`serve`): the SQLite ledgers it opens from now on move their WAL
+ * checkpoints to a worker thread (see `startSqliteCheckpointer`), off the event loop and off the commit
+ * of whichever request would have paid for them. A short command keeps SQLite's own checkpoints: a
+ * worker's start costs more than the few it would move.
+ */
+export function checkpointSqliteInBackground(): void {
+  checkpointInBackground = true;
+}
 
 /**
  * Connects to PostgreSQL, checks the database is ours (or empty) and migrates it. Shared like
