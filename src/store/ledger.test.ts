@@ -876,6 +876,41 @@ describe('spending, reservations, cooldowns, the decision cache and feedback', (
       ]);
     });
 
+    it("answers reads made together each with its own key and age, another ledger's entries included", async () => {
+      const writer = backend.open();
+      const reader = backend.open();
+      const entries = [
+        ['k-review', 'review', 1000],
+        ['k-release', 'release', 2000],
+        ['k-docs', 'docs', 3000],
+      ] as const;
+      for (const [key, skill, storedAt] of entries) {
+        await writer.cacheDecision(
+          key,
+          { ...decision(key), skill },
+          { storedAt, ttlMs: 10_000, maxEntries: 100 },
+        );
+      }
+      await writer.flush();
+      // One turn of the event loop: on SQLite these share one statement.
+      const [review, release, docs, tooOld, missing, againReview] = await Promise.all([
+        reader.getCachedDecision('k-review', 0),
+        reader.getCachedDecision('k-release', 1500),
+        reader.getCachedDecision('k-docs', 0),
+        reader.getCachedDecision('k-review', 1500),
+        reader.getCachedDecision('k-none', 0),
+        reader.getCachedDecision('k-review', 1000),
+      ]);
+      expect([review?.skill, release?.skill, docs?.skill, tooOld, missing, againReview?.skill]).toEqual([
+        'review',
+        'release',
+        'docs',
+        undefined,
+        undefined,
+        'review',
+      ]);
+    });
+
     it('caches decisions with a TTL and a size bound, and keeps the latest feedback', async () => {
       const ledger = backend.open();
       const stored = decision('c');

@@ -22,6 +22,7 @@ import { heldReservationsOf, type HeldReservations, type ReservationRow } from '
 import { SwitchboardError } from '../core/errors.js';
 import { afterCommittedWrite } from './write-seam.js';
 import type { RouteDecision } from '../core/route-types.js';
+import { BatchedCacheReads } from './cache-reads.js';
 import { CACHE_SQL, parseCachedDecision, shouldTrimCache, type CacheWrite } from './route-cache-records.js';
 import {
   DECISION_COLUMNS,
@@ -714,6 +715,22 @@ function decisionCacheMethods(
   queue: GroupCommit<Batch>,
 ): Pick<Ledger, 'getCachedDecision' | 'cacheDecision'> {
   const { sql, guarded } = connection;
+  // On SQLite a read blocks the event loop: those of one turn share a statement. PostgreSQL's are
+  // round trips that run side by side already.
+  const reads =
+    connection.dialect === 'sqlite'
+      ? new BatchedCacheReads((keys) =>
+          guarded('cannot read the decision cache in', async (db) => {
+            const rows = await db.all<{ key: string; decision: string; stored_at: number }>(
+              sql.getCachedMany,
+              { keys: JSON.stringify(keys) },
+            );
+            return new Map(
+              rows.map((row) => [row.key, { decision: row.decision, storedAt: Number(row.stored_at) }]),
+            );
+          }),
+        )
+      : undefined;
   return {
     async getCachedDecision(key, notBefore) {
       // The latest entry not committed yet wins over the table's.
@@ -721,6 +738,7 @@ function decisionCacheMethods(
       if (queued !== undefined) {
         return queued.storedAt >= notBefore ? parseCachedDecision(queued.decision) : undefined;
       }
+      if (reads !== undefined) return parseCachedDecision(await reads.read(key, notBefore));
       return guarded('cannot read the decision cache in', async (db) =>
         parseCachedDecision(
           (await db.get<{ decision: string }>(sql.getCached, { key, not_before: notBefore }))?.decision,

@@ -13,6 +13,9 @@ export interface CacheWrite {
 function buildSql(dialect: SqlDialect) {
   return {
     getCached: 'SELECT decision FROM route_cache WHERE key = @key AND stored_at >= @not_before',
+    // SQLite only (see BatchedCacheReads), the reads of one turn together: the keys as a JSON array.
+    getCachedMany:
+      'SELECT key, decision, stored_at FROM route_cache WHERE key IN (SELECT value FROM json_each(@keys))',
     putCached:
       'INSERT INTO route_cache (key, decision, stored_at) VALUES (@key, @decision, @stored_at) ' +
       'ON CONFLICT (key) DO UPDATE SET decision = excluded.decision, stored_at = excluded.stored_at ' +
