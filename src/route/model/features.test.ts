@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_FEATURE_OPTIONS, extractFeatures, STOP_WORDS, tokenize } from './features.js';
+import { DEFAULT_FEATURE_OPTIONS, extractFeatures, hashString, STOP_WORDS, tokenize } from './features.js';
 
 describe('tokenize', () => {
   it('drops a possessive or contracted "s" and other apostrophes', () => {
@@ -28,6 +28,23 @@ describe('extractFeatures', () => {
     // "fix" and "crash" as words; the bigrams "fix the" and "the crash" are function-word features.
     expect(mixed.words.size).toBe(2);
     expect(mixed.functionWords.size).toBe(3);
+  });
+
+  it('hashes character n-grams as their own strings hash, so models saved before read the same features', () => {
+    // The character block's seed; a saved model's vocabulary holds these hashes.
+    const seed = 0x9e3779b1;
+    const marked = '<crash>';
+    const expected = new Set<number>();
+    for (let size = 3; size <= 5; size++) {
+      for (let start = 0; start + size <= marked.length; start++) {
+        expected.add(hashString(marked.slice(start, start + size), seed));
+        expect(hashString(marked, seed, start, start + size)).toBe(
+          hashString(marked.slice(start, start + size), seed),
+        );
+      }
+    }
+    expect(new Set(extractFeatures('crash', DEFAULT_FEATURE_OPTIONS).chars.keys())).toEqual(expected);
+    expect(hashString('cra', seed)).toBe(3071286985);
   });
 
   it('treats stop words as ordinary words when asked to', () => {

@@ -67,10 +67,14 @@ export function tokenize(text: string): string[] {
   return words;
 }
 
-/** 32-bit FNV-1a over UTF-16 code units; fast, deterministic across runs, good enough spread for ids. */
-export function hashString(text: string, seed: number): number {
+/**
+ * 32-bit FNV-1a over UTF-16 code units; fast, deterministic across runs, good enough spread for ids.
+ * `start` and `end` hash a part of `text` as its slice would hash, without making the slice: a
+ * request's character n-grams are a hundred short strings otherwise, each for the collector.
+ */
+export function hashString(text: string, seed: number, start = 0, end = text.length): number {
   let hash = seed >>> 0;
-  for (let index = 0; index < text.length; index++) {
+  for (let index = start; index < end; index++) {
     hash ^= text.charCodeAt(index);
     hash = Math.imul(hash, 0x01000193);
   }
@@ -139,7 +143,7 @@ export function extractFeatures(text: string, options: FeatureOptions): RawFeatu
     for (let size = options.minCharGram; size <= options.maxCharGram; size++) {
       if (size > marked.length) break;
       for (let start = 0; start + size <= marked.length; start++) {
-        increment(charCounts, hashString(marked.slice(start, start + size), CHAR_SEED));
+        increment(charCounts, hashString(marked, CHAR_SEED, start, start + size));
       }
     }
   }
