@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, hash } from 'node:crypto';
 import { timeOrderedId } from '../core/time-ordered-id.js';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -461,8 +461,8 @@ function addLlmTier(
 /** The decision cache's key of a normalised request under these settings (everything that shapes it). */
 function decisionCacheKeys(scope: Record<string, unknown>): (normalized: string) => string {
   const cacheScope = createHash('sha256').update(JSON.stringify(scope)).digest('hex');
-  return (normalized) =>
-    createHash('sha256').update(cacheScope).update('\n').update(normalized).digest('hex');
+  // One-shot `hash`: a third of createHash's cost, on every request.
+  return (normalized) => hash('sha256', `${cacheScope}\n${normalized}`);
 }
 
 function checkRequest(text: string): void {

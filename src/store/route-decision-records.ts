@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { SwitchboardError } from '../core/errors.js';
 import type { RouteCandidate, RouteDecision, RouteMethod } from '../core/route-types.js';
 import { redactSecrets } from '../core/secrets.js';
@@ -149,9 +149,7 @@ export function queueDecision(
   return {
     id: decision.id,
     createdAt: createdAt.getTime(),
-    requestHash: createHash('sha256')
-      .update(context.normalizedText ?? context.requestText)
-      .digest(),
+    requestHash: hash('sha256', context.normalizedText ?? context.requestText, 'buffer'),
     requestText: storeText ? redactSecrets(context.requestText) : null,
     skill: decision.skill,
     confidence: decision.confidence,
