@@ -166,6 +166,30 @@ describe('a plain route with no server named starts one background server and us
     expect(after.stderr).toContain(`(pid ${replacement.pid})`);
   });
 
+  it('a server that fails to start holds no lock: the next route starts one at once', async () => {
+    const cwd = temporaryDirectory();
+    const stateDir = join(cwd, 'state');
+    // serve refuses a token this short; routing in process has no use for it.
+    const failing = await runCli(['--state-dir', stateDir, 'route', '--skills', skills, 'the app crashes'], {
+      cwd,
+      env: { ...env, SWITCHBOARD_SERVER_TOKEN: 'too-short' },
+    });
+    expect(failing.status, failing.stderr).toBe(0);
+    expect(failing.stderr).toContain(': started; routing in process');
+    const log = join(stateDir, 'serve-background.log');
+    await waitFor(
+      () => serversOf(cwd).length === 0 && readFileSync(log, 'utf8').includes('shorter than 16 characters'),
+      { withinMs: 60_000, what: 'the failed server gone, its reason in the log' },
+    );
+
+    const next = await route(stateDir, cwd, 'the app crashes whenever I save');
+    expect(next.status, next.stderr).toBe(0);
+    expect(next.stderr).toContain(': started; routing in process');
+    const record = await listening(stateDir);
+    const after = await route(stateDir, cwd, 'the app crashes whenever I quit');
+    expect(after.stderr).toContain(`routed by the background server ${record.url} (pid ${record.pid})`);
+  });
+
   it('is never started with SWITCHBOARD_BACKGROUND_SERVE=0, nor under CI unless asked for', async () => {
     const cwd = temporaryDirectory();
     const stateDir = join(cwd, 'state');

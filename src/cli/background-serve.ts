@@ -1,7 +1,16 @@
-import { closeSync, mkdirSync, openSync, readFileSync, rmSync, statSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  ftruncateSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeSync,
+} from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { findStateServer, type FoundServer } from '../confinement/server-tokens.js';
+import { findStateServer, processRunning, type FoundServer } from '../confinement/server-tokens.js';
 
 export { forgetServer } from '../confinement/server-tokens.js';
 
@@ -19,7 +28,10 @@ export const IDLE_EXIT_VARIABLE = 'SWITCHBOARD_BACKGROUND_IDLE_EXIT';
 /** Set by the starter for the server it starts: the fingerprint the server writes into its token file. */
 export const SETTINGS_VARIABLE = 'SWITCHBOARD_BACKGROUND_SETTINGS';
 const DEFAULT_IDLE_EXIT_SECONDS = 600;
-/** A lock older than this was left by a starter or a server that died before listening: taken over. */
+/**
+ * A lock older than this is taken over even when its owner runs: a server that has not listened by
+ * then is stuck. A lock whose owner is gone (a server that failed to start) is taken over at once.
+ */
 const STALE_LOCK_MS = 30_000;
 
 /**
@@ -189,6 +201,9 @@ export function startBackgroundServe(settings: BackgroundSettings): 'started' | 
     // An error here (no such executable) is the only one: the server's own failures go to its log.
     child.once('error', () => rmSync(lock, { force: true }));
     child.unref();
+    // From now on the server owns the lock: one that exits before listening (a bad setting, see the
+    // log) leaves a lock the next client takes over at once, instead of running in process for 30 s.
+    if (child.pid !== undefined) handLock(lock, child.pid);
     return 'started';
   } catch {
     rmSync(lock, { force: true });
@@ -198,7 +213,10 @@ export function startBackgroundServe(settings: BackgroundSettings): 'started' | 
   }
 }
 
-/** Creates the lock file (O_EXCL), taking over one left for longer than STALE_LOCK_MS. */
+/**
+ * Creates the lock file (O_EXCL) holding this process's pid, taking over one whose owner is gone or
+ * that was left for longer than STALE_LOCK_MS.
+ */
 function takeLock(lock: string): boolean {
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
@@ -209,14 +227,33 @@ function takeLock(lock: string): boolean {
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
       let age: number;
+      let owner: number;
       try {
         age = Date.now() - statSync(lock).mtimeMs;
+        // Empty while its starter is between creating and writing it: held, unless left that way.
+        owner = Number.parseInt(readFileSync(lock, 'utf8'), 10);
       } catch {
         continue; // removed meanwhile: try again
       }
-      if (age < STALE_LOCK_MS) return false;
+      const ownerGone = Number.isSafeInteger(owner) && !processRunning(owner);
+      if (!ownerGone && age < STALE_LOCK_MS) return false;
       rmSync(lock, { force: true });
     }
   }
   return false;
+}
+
+/** Writes `pid` as the lock's owner, unless the lock is gone already (its server listened). */
+function handLock(lock: string, pid: number): void {
+  let descriptor: number | undefined;
+  try {
+    descriptor = openSync(lock, 'r+');
+    const text = `${pid}\n`;
+    writeSync(descriptor, text, 0);
+    ftruncateSync(descriptor, Buffer.byteLength(text));
+  } catch {
+    // Removed meanwhile: the server is listening, or another client took the lock over.
+  } finally {
+    if (descriptor !== undefined) closeSync(descriptor);
+  }
 }

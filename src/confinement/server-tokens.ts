@@ -97,11 +97,20 @@ function readRecord(file: string): TokenRecord | undefined {
 
 /** A record whose server is gone (killed before it could remove its file) is no one's token. */
 function alive(record: TokenRecord): boolean {
+  return processRunning(record.pid);
+}
+
+/**
+ * Whether a process of this user's with `pid` runs: what a file left by a process (a token file, the
+ * background server's start lock) is worth once that process may be gone.
+ */
+export function processRunning(pid: number): boolean {
+  if (!Number.isSafeInteger(pid) || pid <= 0) return false;
   try {
-    process.kill(record.pid, 0);
+    process.kill(pid, 0);
     return true;
   } catch {
-    // ESRCH, or EPERM: another user's process has the pid now, so the server that wrote it is gone.
+    // ESRCH, or EPERM: another user's process has the pid now, so the one that wrote it is gone.
     return false;
   }
 }
