@@ -4,12 +4,15 @@
 // no-op baseline (`node -e ''`, the floor of any Node hook). p50/p95 of N runs per row (default 50),
 // rows interleaved in a rotated order so all see the same machine state, and the share of runs that
 // named a skill (a run past the deadline names none). It runs the BUILT dist/, so build first:
-//   npm run build && node --experimental-strip-types --no-warnings bench/hook-latency.ts [runs]
+//   npm run build && node --experimental-strip-types --no-warnings bench/hook-latency.ts [runs] [--baseline DIR]
+// Target: the hook answered by the background server ≤ ×2 `node -e ''` at p50. `--baseline DIR`:
+// another built checkout (e.g. a worktree of main) whose hook, answered by its own background server,
+// runs in a row of its own, interleaved with these, so a change is measured side by side.
 // Everything it writes lives in one temporary folder, removed at the end; the server binds 127.0.0.1.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type * as CommandModule from '../src/hooks/command.js';
 import type * as PercentileModule from '../src/core/percentile.js';
@@ -25,12 +28,23 @@ const { percentile } = (await import(
   pathToFileURL(join(dist, 'core/percentile.js')).href
 )) as typeof PercentileModule;
 
-const runs = Number(process.argv[2] ?? 50);
+const baselineAt = process.argv.indexOf('--baseline');
+const baselineRoot = baselineAt === -1 ? undefined : resolve(process.argv[baselineAt + 1] ?? '.');
+if (baselineRoot !== undefined && !existsSync(join(baselineRoot, 'dist/cli/launch.js'))) {
+  console.error(`--baseline ${baselineRoot}: no dist/cli/launch.js there; run \`npm run build\` in it first`);
+  process.exit(1);
+}
+const runs = Number(
+  process.argv.slice(2).find((arg, index) => /^\d+$/.test(arg) && index + 2 !== baselineAt + 1) ?? 50,
+);
 const skills = join(root, 'examples/skills');
 const base = mkdtempSync(join(tmpdir(), 'switchboard-bench-hook-'));
 const cwd = join(base, 'project'); // Claude Code runs hooks in the project folder
 const stateDir = join(base, 'state');
+// The baseline's own: its background server must not be this checkout's (same settings otherwise).
+const baselineState = join(base, 'state-baseline');
 mkdirSync(cwd);
+mkdirSync(baselineState);
 const environment: NodeJS.ProcessEnv = {
   ...Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('SWITCHBOARD_'))),
   // The row without a server named starts the background server of its settings (also under CI).
@@ -82,6 +96,17 @@ const rows: { label: string; command: string }[] = [
   { label: 'hook, serve running (deadline 300 ms)', command: command({ server: server.url }) },
   // No server named: the unmeasured first prompt starts the background server, the measured ones ask it.
   { label: 'hook, background serve, 2nd prompt on (300 ms)', command: command({}) },
+  ...(baselineRoot === undefined
+    ? []
+    : [
+        {
+          label: '  the same, baseline checkout',
+          command: command({ stateDir: baselineState }).replace(
+            join(dist, 'cli/launch.js'),
+            join(baselineRoot, 'dist/cli/launch.js'),
+          ),
+        },
+      ]),
   { label: 'hook, no serve: in process (deadline 300 ms)', command: command({ noServer: true }) },
   {
     label: '  the same with no deadline to speak of (10 s)',
@@ -94,7 +119,8 @@ try {
   // Unmeasured: the model is trained once into the state folder (as `hooks install` does), caches warm.
   for (const row of rows)
     await once(row.command.replace('--deadline 300', '--deadline 10000'), hookInput(runs));
-  await backgroundListening();
+  await backgroundListening(stateDir);
+  if (baselineRoot !== undefined) await backgroundListening(baselineState);
   for (let index = 0; index < runs; index++) {
     const shift = index % rows.length;
     for (const row of [...rows.slice(shift), ...rows.slice(0, shift)])
@@ -103,14 +129,16 @@ try {
 } finally {
   server.child.kill('SIGTERM');
   await new Promise((resolve) => server.child.once('exit', resolve));
-  stopBackgroundServers();
+  stopBackgroundServers(stateDir);
+  stopBackgroundServers(baselineState);
   rmSync(base, { recursive: true, force: true });
 }
 
 const baseline = summary(samples.get(rows[0] as (typeof rows)[number]) ?? []);
 console.log(`hook latency, ${runs} runs per row, skills: examples/skills (${new Date().toISOString()})`);
+if (baselineRoot !== undefined) console.log(`baseline: ${baselineRoot}`);
 console.log(
-  `${'row'.padEnd(48)} ${'p50 ms'.padStart(8)} ${'p95 ms'.padStart(8)} ${'+p50'.padStart(7)} ${'named'.padStart(7)} ${'exit≠0'.padStart(7)}`,
+  `${'row'.padEnd(48)} ${'p50 ms'.padStart(8)} ${'p95 ms'.padStart(8)} ${'+p50'.padStart(7)} ${'×node'.padStart(7)} ${'named'.padStart(7)} ${'exit≠0'.padStart(7)}`,
 );
 for (const row of rows) {
   const list = samples.get(row) ?? [];
@@ -121,9 +149,14 @@ for (const row of rows) {
       : `${Math.round((100 * list.filter((sample) => sample.named).length) / list.length)}%`;
   const failed = list.filter((sample) => sample.code !== 0).length;
   console.log(
-    `${row.label.padEnd(48)} ${p50.toFixed(0).padStart(8)} ${p95.toFixed(0).padStart(8)} ${(row === rows[0] ? '' : `+${(p50 - baseline.p50).toFixed(0)}`).padStart(7)} ${named.padStart(7)} ${String(failed).padStart(7)}`,
+    `${row.label.padEnd(48)} ${p50.toFixed(0).padStart(8)} ${p95.toFixed(0).padStart(8)} ${(row === rows[0] ? '' : `+${(p50 - baseline.p50).toFixed(0)}`).padStart(7)} ${(row === rows[0] ? '' : `×${(p50 / baseline.p50).toFixed(2)}`).padStart(7)} ${named.padStart(7)} ${String(failed).padStart(7)}`,
   );
 }
+const background = summary(samples.get(rows[2] as (typeof rows)[number]) ?? []);
+const ratio = background.p50 / baseline.p50;
+console.log(
+  `hook via background serve: p50 ${background.p50.toFixed(0)} ms, ×${ratio.toFixed(2)} node -e '' (target ≤ 2) ${ratio <= 2 ? 'PASS' : 'FAIL'}`,
+);
 
 function summary(list: readonly Sample[]): { p50: number; p95: number } {
   const sorted = list.map((sample) => sample.wallMs).sort((a, b) => a - b);
@@ -131,7 +164,7 @@ function summary(list: readonly Sample[]): { p50: number; p95: number } {
 }
 
 /** The background server's token file: a record with `settings` (the hand-started server has none). */
-function backgroundRecords(): { pid: number }[] {
+function backgroundRecords(stateDir: string): { pid: number }[] {
   return readdirSync(stateDir)
     .filter((name) => /^serve-\d+\.token$/.test(name))
     .map(
@@ -140,14 +173,14 @@ function backgroundRecords(): { pid: number }[] {
     .filter((record) => record.settings !== undefined);
 }
 
-async function backgroundListening(): Promise<void> {
+async function backgroundListening(stateDir: string): Promise<void> {
   const deadline = Date.now() + 60_000;
-  while (backgroundRecords().length === 0 && Date.now() < deadline)
+  while (backgroundRecords(stateDir).length === 0 && Date.now() < deadline)
     await new Promise((resolve) => setTimeout(resolve, 50));
 }
 
-function stopBackgroundServers(): void {
-  for (const { pid } of backgroundRecords()) {
+function stopBackgroundServers(stateDir: string): void {
+  for (const { pid } of backgroundRecords(stateDir)) {
     try {
       process.kill(pid, 'SIGTERM');
     } catch {

@@ -1,5 +1,14 @@
-import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync } from 'node:fs';
+import { execFile, spawn } from 'node:child_process';
+import {
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -226,6 +235,37 @@ describe('the prompt hook and the background server', () => {
     const second = await hook('the app crashes whenever I open a file');
     expect(second.stdout).toContain('the skill \\"fix-bug\\"');
     expect(second.stderr).toContain(`routed by the server ${record.url}`);
+  });
+
+  it('answered by it, the hook loads neither commander nor the config nor the router', async () => {
+    const cwd = temporaryDirectory();
+    const stateDir = join(cwd, 'state');
+    const resolved = join(cwd, 'resolved.txt');
+    writeFileSync(resolved, '');
+    // Set for every run: the variable is one of the settings the server is found by.
+    const hookEnv = { ...env, SWITCHBOARD_TEST_RESOLVED: resolved };
+    const args = ['--state-dir', stateDir, 'hooks', 'run', '--skills', skills, '--deadline', '20000'];
+    const input = (prompt: string) => JSON.stringify({ prompt, session_id: 'background', cwd });
+    const first = await runCli(args, { cwd, env: hookEnv, input: input('the app crashes whenever I save') });
+    expect(first.stderr).toContain('background server: started');
+    const record = await listening(stateDir);
+
+    const answered = await new Promise<{ stdout: string; stderr: string }>((resolve) => {
+      const child = execFile(
+        process.execPath,
+        ['--import', join(import.meta.dirname, 'fixtures/lazy/record-resolved.mjs'), cli, ...args],
+        { cwd, env: hookEnv },
+        (_error, stdout, stderr) => resolve({ stdout, stderr }),
+      );
+      child.stdin?.end(input('the app crashes whenever I open a file'));
+    });
+    expect(answered.stdout).toContain('fix-bug: Find and fix a defect');
+    expect(answered.stderr).toContain(`routed by the server ${record.url}`);
+    const loaded = readFileSync(resolved, 'utf8').split('\n');
+    expect(loaded.filter((url) => url.includes('/dist/cli/main.js'))).toHaveLength(1);
+    const heavy =
+      /node_modules\/(commander|yaml|zod)\/|better-sqlite3|dist\/cli\/(program|hooks|shared)\.js|dist\/core\/config\.js|dist\/route\/router\.js/;
+    expect(loaded.filter((url) => heavy.test(url))).toEqual([]);
   });
 });
 

@@ -140,7 +140,7 @@ describe('hooks run', () => {
     expect(down).toEqual({ status: 0, stdout: '', stderr: '' });
   });
 
-  it('with a server answering, the hook loads no router, ledger, provider SDK, MCP SDK or Octokit', async () => {
+  it('with a server answering, the hook loads no command tree, config, router, ledger, provider SDK, MCP SDK or Octokit', async () => {
     const cwd = workspace();
     const server = await serve(['--pool', '0', '--port', '0', '--skills', skills], {
       cwd,
@@ -171,7 +171,7 @@ describe('hooks run', () => {
     expect(output).toContain('hookSpecificOutput');
     const loaded = readFileSync(record, 'utf8').split('\n');
     const heavy =
-      /better-sqlite3|@anthropic-ai|node_modules\/(openai|zod|ajv)\/|@google\/genai|@modelcontextprotocol|@octokit|dist\/(route|providers|invoke)\/|dist\/store\/(?!atomic-file)/;
+      /better-sqlite3|@anthropic-ai|node_modules\/(openai|zod|ajv|commander|yaml)\/|@google\/genai|@modelcontextprotocol|@octokit|dist\/(route|providers|invoke)\/|dist\/store\/(?!atomic-file)|dist\/core\/config\.js|dist\/cli\/(program|hooks|shared)\.js/;
     expect(loaded.filter((url) => heavy.test(url))).toEqual([]);
   });
 

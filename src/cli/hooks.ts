@@ -4,6 +4,14 @@ import { SwitchboardError } from '../core/errors.js';
 import type { InProcessRouter } from '../hooks/in-process-router.js';
 import type { SettingsChange } from '../hooks/install.js';
 import { SETTINGS_SCOPES, type SettingsScope } from '../hooks/settings-file.js';
+import {
+  DEFAULT_DEADLINE_MS,
+  DEFAULT_MIN_CONFIDENCE,
+  MAX_DEADLINE_MS,
+  minConfidenceOf,
+  runHook,
+  type HookRunFlags,
+} from './hook-fast-path.js';
 import { serverAddress } from './server-client.js';
 import type { SwitchboardConfig } from '../core/config.js';
 import {
@@ -14,24 +22,12 @@ import {
   type GlobalFlags,
 } from './shared.js';
 
-/** The hook's default deadline (milliseconds from its start) and confidence floor. */
-const DEFAULT_DEADLINE_MS = 300;
-const DEFAULT_MIN_CONFIDENCE = 0.5;
-const MAX_DEADLINE_MS = 60_000;
-
 interface InstallFlags {
   scope: SettingsScope;
   skills?: string;
   server?: string | false;
   deadline: number;
   minConfidence: number;
-}
-
-interface RunFlags {
-  skills?: string;
-  server?: string | false;
-  deadline?: string;
-  minConfidence?: string;
 }
 
 function parseDeadline(value: string): number {
@@ -100,7 +96,9 @@ export function registerHooksCommand(program: Command): void {
     // Exit code 2 would make Claude Code drop the user's prompt: nothing on this command line may fail.
     .allowUnknownOption()
     .allowExcessArguments()
-    .action(async (flags: RunFlags, command: Command) => run(flags, command.optsWithGlobals<GlobalFlags>()));
+    .action(async (flags: HookRunFlags, command: Command) =>
+      runHook(flags, command.optsWithGlobals<GlobalFlags>()),
+    );
 }
 
 async function install(flags: InstallFlags, globals: GlobalFlags): Promise<void> {
@@ -173,42 +171,17 @@ function report(change: SettingsChange, path: string): void {
 }
 
 /**
- * The hook: never fails and never blocks the prompt. A hard timer ends the process at the deadline
- * (counted from the process's start) with exit 0 and no output; any error is silence too.
+ * The hook's output with its config and router (cli/hook-fast-path.ts's `runHook` comes here when no
+ * server answered its quick client). `unanswered`: the server that quick client asked without an
+ * answer, not asked again.
  */
-async function run(flags: RunFlags, globals: GlobalFlags): Promise<void> {
-  const debug = process.env['SWITCHBOARD_DEBUG'] === '1';
-  const silence = (reason: string) => {
-    if (debug) process.stderr.write(`switchboard hook: silent: ${reason}\n`);
-  };
-  const deadlineMs = lenientNumber(
-    flags.deadline,
-    DEFAULT_DEADLINE_MS,
-    (value) => value >= 1 && value <= MAX_DEADLINE_MS,
-  );
-  const deadline = new AbortController();
-  setTimeout(
-    () => {
-      silence(`past the deadline of ${deadlineMs} ms`);
-      deadline.abort();
-      process.exit(0);
-    },
-    Math.max(0, deadlineMs - performance.now()),
-  );
-  try {
-    const output = await hookOutputFor(flags, globals, deadline.signal, silence);
-    if (output !== undefined && !deadline.signal.aborted) process.stdout.write(output);
-  } catch (error) {
-    silence(error instanceof Error ? error.message : String(error));
-  }
-  process.exit(0);
-}
-
-async function hookOutputFor(
-  flags: RunFlags,
+export async function hookOutputFor(
+  flags: HookRunFlags,
   globals: GlobalFlags,
+  input: Promise<string>,
   abortSignal: AbortSignal,
   onSilence: (reason: string) => void,
+  unanswered?: URL,
 ): Promise<string | undefined> {
   const config = commandConfig(
     globals,
@@ -228,20 +201,19 @@ async function hookOutputFor(
       if (background?.server !== undefined) server = background.server;
       onServerMissing = background?.onServerMissing;
     }
-    // With no server to ask, the router loads while the input is read.
-    if (server === undefined) router.start();
   }
-  const input = await readStandardInput();
+  if (unanswered !== undefined && server?.href === unanswered.href) {
+    server = undefined;
+    onServerMissing?.();
+  }
+  // With no server to ask, the router loads while the input is read.
+  if (server === undefined) router?.start();
   return promptHookOutput({
-    input,
+    input: await input,
     router,
     server,
     stateDir: config.stateDir,
-    minConfidence: lenientNumber(
-      flags.minConfidence,
-      DEFAULT_MIN_CONFIDENCE,
-      (value) => value >= 0 && value <= 1,
-    ),
+    minConfidence: minConfidenceOf(flags),
     abortSignal,
     onSilence,
     ...(onServerMissing === undefined ? {} : { onServerMissing }),
@@ -260,7 +232,7 @@ async function hookOutputFor(
 async function backgroundServer(
   config: SwitchboardConfig,
   globals: GlobalFlags,
-  flags: RunFlags,
+  flags: HookRunFlags,
   onSilence: (reason: string) => void,
 ): Promise<{ server?: URL; onServerMissing: () => void } | undefined> {
   const background = await import('./background-serve.js');
@@ -286,21 +258,4 @@ async function backgroundServer(
       onSilence(`no server answered; background server: ${background.startBackgroundServe(settings)}`);
     },
   };
-}
-
-function lenientNumber(
-  text: string | undefined,
-  fallback: number,
-  valid: (value: number) => boolean,
-): number {
-  const value = Number(text);
-  return text !== undefined && text.trim() !== '' && Number.isFinite(value) && valid(value)
-    ? value
-    : fallback;
-}
-
-async function readStandardInput(): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString('utf8');
 }

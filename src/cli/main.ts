@@ -1,16 +1,22 @@
 #!/usr/bin/env node
 import { parseFastCall } from './call-fast-path.js';
+import { parseFastHook } from './hook-fast-path.js';
 import { setUpProcess } from './process-setup.js';
 import { parseFastRoute } from './route-fast-path.js';
 
 // The CLI: a plain `switchboard call` or `switchboard route` (what a script runs once per request,
-// often sent to a running `serve`) goes straight to the command, without commander's program;
-// everything else is parsed by the full command tree. Both load their modules only now, after the
-// arguments said which path.
+// often sent to a running `serve`) and the prompt hook's `hooks run` (once per prompt) go straight to
+// the command, without commander's program; everything else is parsed by the full command tree. Each
+// loads its modules only now, after the arguments said which path.
 setUpProcess();
 const fastCall = parseFastCall(process.argv.slice(2));
 const fastRoute = fastCall === undefined ? parseFastRoute(process.argv.slice(2)) : undefined;
-if (fastRoute !== undefined) {
+const fastHook =
+  fastCall === undefined && fastRoute === undefined ? parseFastHook(process.argv.slice(2)) : undefined;
+if (fastHook !== undefined) {
+  const { runHook } = await import('./hook-fast-path.js');
+  await runHook(fastHook.flags, fastHook.globals);
+} else if (fastRoute !== undefined) {
   const [{ runFastRoute }, { reportError }] = await Promise.all([
     import('./route-fast-path.js'),
     import('./report-error.js'),
