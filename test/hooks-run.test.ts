@@ -131,6 +131,25 @@ describe('hooks run', () => {
     expect((JSON.parse(described.stdout) as HookOutput).hookSpecificOutput.additionalContext).toContain(
       'fix-bug: Find and fix a defect',
     );
+    // What the hook asks its background server for (that one has the hook's own skills folder).
+    const ask = (body: unknown) =>
+      fetch(`${server.url}/route`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...server.auth },
+        body: JSON.stringify(body),
+      });
+    const plain = (await (await ask({ text: CRASH.prompt })).json()) as Record<string, unknown>;
+    expect(plain).not.toHaveProperty('skillDescription');
+    expect(await (await ask({ text: CRASH.prompt, describe: true })).json()).toMatchObject({
+      skill: 'fix-bug',
+      skillDescription: expect.stringContaining('Find and fix a defect'),
+      skillFile: join(skills, 'fix-bug/SKILL.md'),
+    });
+    const refused = await ask({ text: CRASH.prompt, describe: 'yes' });
+    expect(refused.status).toBe(400);
+    expect(await refused.json()).toMatchObject({
+      error: { code: 'INVALID_INPUT', message: 'Expected "describe" to be true or false' },
+    });
     server.child.kill('SIGTERM');
     await server.exited;
     // The server gone: the hook routes in process with its skills, or stays silent without them.

@@ -139,7 +139,9 @@ export function minConfidenceOf(flags: HookRunFlags): number {
 async function quickServer(
   flags: HookRunFlags,
   globals: GlobalFlags,
-): Promise<{ server: URL; skills: string | undefined; stateDir: string } | undefined> {
+): Promise<
+  { server: URL; skills: string | undefined; stateDir: string; serverHasSkills?: boolean } | undefined
+> {
   if (flags.server === false) return undefined;
   const cwd = process.cwd();
   const configFile = globals.config === undefined ? undefined : resolve(cwd, globals.config);
@@ -168,7 +170,9 @@ async function quickServer(
   if (mode === undefined) return undefined;
   settings.serveArgs = ['--skills', skills, ...mode];
   const found = background.findBackgroundServer(settings);
-  return found === undefined ? undefined : { server: new URL(found.record.url), skills, stateDir };
+  if (found === undefined) return undefined;
+  // Started with `--skills` of this very folder: its answer can name the skill's description and file.
+  return { server: new URL(found.record.url), skills, stateDir, serverHasSkills: true };
 }
 
 /** The config file's text, `''` when there is none to read; undefined when the one named is missing. */

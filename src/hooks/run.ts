@@ -13,6 +13,11 @@ export interface ServedHookOptions {
   minConfidence: number;
   /** The skills folder that describes the server's decision (its description and file), if any. */
   skills?: string | undefined;
+  /**
+   * The server routes with that very folder (the background server of the hook's `--skills`): ask it
+   * for the description and file, and read the folder only when it leaves them out.
+   */
+  serverHasSkills?: boolean;
   /** The state folder: whose token file for the server to read first (the registry is read after), and
    * whose parsed skill files to reuse. */
   stateDir?: string;
@@ -99,15 +104,21 @@ async function askServer(
   request: { text: string; tags: Record<string, string> },
   options: ServedHookOptions,
 ): Promise<{ output: string | undefined } | undefined> {
-  const decision = await routeOnServer(options.server, request, options.abortSignal, options.stateDir);
+  const body = options.serverHasSkills === true ? { ...request, describe: true } : request;
+  const decision = await routeOnServer(options.server, body, options.abortSignal, options.stateDir);
   if (decision === undefined) return undefined;
   options.onServed?.(options.server);
-  return { output: named(decision, await describe(decision, options.skills, options.stateDir), options) };
+  const { skillDescription: description, skillFile: file } = decision;
+  const skill =
+    options.serverHasSkills === true && typeof description === 'string' && typeof file === 'string'
+      ? { description, file }
+      : await describe(decision, options.skills, options.stateDir);
+  return { output: named(decision, skill, options) };
 }
 
 function named(
   decision: RouteDecision,
-  skill: Skill | undefined,
+  skill: Pick<Skill, 'description' | 'file'> | undefined,
   options: Pick<ServedHookOptions, 'minConfidence' | 'onSilence'>,
 ): string | undefined {
   const output = hookOutput(decision, skill, options.minConfidence);

@@ -6,17 +6,21 @@ import { findServerToken } from '../confinement/server-tokens.js';
 /** Where `switchboard serve` listens unless told otherwise. */
 export const DEFAULT_SERVER = 'http://127.0.0.1:8787';
 
+/** A server's decision, with the routed skill's description and file when it was asked for them. */
+export type ServedDecision = RouteDecision & { skillDescription?: unknown; skillFile?: unknown };
+
 /**
- * Asks a running `switchboard serve` to route `text` (`POST /route`). Undefined whenever there is no
+ * Asks a running `switchboard serve` to route `text` (`POST /route`; `describe`: with the skill's
+ * description and file, which a server older than that leaves out). Undefined whenever there is no
  * usable answer (no server, refused, not routing, an error, an answer that is not a decision): the hook
  * then routes in process or stays silent. Gives up when `abortSignal` fires (the hook's deadline).
  */
 export function routeOnServer(
   server: URL,
-  body: { text: string; tags: Record<string, string> },
+  body: { text: string; tags: Record<string, string>; describe?: boolean },
   abortSignal: AbortSignal,
   stateDir?: string,
-): Promise<RouteDecision | undefined> {
+): Promise<ServedDecision | undefined> {
   const target = new URL('/route', server);
   // node:http from the built-ins table: its ES module view would load Node's bundled undici for nothing.
   const { request } = process.getBuiltinModule(target.protocol === 'https:' ? 'node:https' : 'node:http');
@@ -49,7 +53,7 @@ export function routeOnServer(
   });
 }
 
-function decisionOf(text: string): RouteDecision | undefined {
+function decisionOf(text: string): ServedDecision | undefined {
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -58,5 +62,5 @@ function decisionOf(text: string): RouteDecision | undefined {
   }
   if (!isPlainObject(value) || typeof value['skill'] !== 'string' || typeof value['confidence'] !== 'number')
     return undefined;
-  return value as unknown as RouteDecision;
+  return value as unknown as ServedDecision;
 }

@@ -19,7 +19,11 @@ export interface RouteContext {
   abortSignal: AbortSignal;
 }
 
-/** `POST /route`: `{"text": "...", "tags": {...}}` → the RouteDecision. */
+/**
+ * `POST /route`: `{"text": "...", "tags": {...}}` → the RouteDecision. With `"describe": true` the
+ * answer adds the routed skill's `skillDescription` and `skillFile` (when it is one of the server's
+ * skills): the prompt hook names them without loading the skills folder itself.
+ */
 export async function routeRequest(
   request: IncomingMessage,
   response: ServerResponse,
@@ -30,7 +34,7 @@ export async function routeRequest(
     metrics?.observeError(sendTooLarge(response));
     return;
   }
-  let parsed: { text: string; tags?: Record<string, string> };
+  let parsed: RouteBody;
   try {
     parsed = parseRouteBody(body);
   } catch (error) {
@@ -53,7 +57,14 @@ export async function routeRequest(
       ...(parsed.tags === undefined ? {} : { tags: parsed.tags }),
     });
     metrics?.observe(decision);
-    sendJson(response, 200, decision);
+    const skill = parsed.describe ? router.skills.find((entry) => entry.name === decision.skill) : undefined;
+    sendJson(
+      response,
+      200,
+      skill === undefined
+        ? decision
+        : { ...decision, skillDescription: skill.description, skillFile: skill.file },
+    );
   } catch (error) {
     const known = toSwitchboardError(error);
     metrics?.observeError(known);
@@ -62,18 +73,28 @@ export async function routeRequest(
   }
 }
 
-function parseRouteBody(body: string): { text: string; tags?: Record<string, string> } {
-  const { text, tags } = parseJsonObject(body, '{"text": "...", "tags": {"key": "value"}}');
+interface RouteBody {
+  text: string;
+  tags?: Record<string, string>;
+  describe?: boolean;
+}
+
+function parseRouteBody(body: string): RouteBody {
+  const { text, tags, describe } = parseJsonObject(body, '{"text": "...", "tags": {"key": "value"}}');
   if (typeof text !== 'string') {
     throw new SwitchboardError('INVALID_INPUT', 'Expected "text" to be a string', {
       hint: 'send {"text": "..."}',
     });
   }
-  if (tags === undefined) return { text };
-  if (!isStringRecord(tags)) {
+  if (describe !== undefined && typeof describe !== 'boolean') {
+    throw new SwitchboardError('INVALID_INPUT', 'Expected "describe" to be true or false', {
+      hint: 'send {"text": "...", "describe": true} for the skill\'s description and file',
+    });
+  }
+  if (tags !== undefined && !isStringRecord(tags)) {
     throw new SwitchboardError('INVALID_INPUT', 'Expected "tags" to be an object of strings', {
       hint: 'send tags such as {"caller": "ci"}',
     });
   }
-  return { text, tags };
+  return { text, ...(tags === undefined ? {} : { tags }), ...(describe === undefined ? {} : { describe }) };
 }
