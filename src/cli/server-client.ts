@@ -1,7 +1,7 @@
-import type { ClientRequest, IncomingMessage } from 'node:http';
 import { resolve } from 'node:path';
 import { isErrorCode, SwitchboardError } from '../core/errors.js';
 import { isPlainObject } from '../core/plain-object.js';
+import { postJson, PostFailure } from './json-post.js';
 import {
   findServerToken,
   namesLoopback,
@@ -10,7 +10,7 @@ import {
 } from '../confinement/server-tokens.js';
 
 // The `--server` side of `switchboard call` and `switchboard route`: one HTTP request to a running
-// `switchboard serve`. Kept to node:http and the error type, so a command that goes to a server starts
+// `switchboard serve`. Kept to node:net (json-post.ts) and the error type, so a command that goes to a server starts
 // without loading a provider SDK or the router.
 
 /** The environment variable naming a server, like `--server`. */
@@ -140,61 +140,15 @@ async function post(
   connectTimeoutMs: number,
   token: string | undefined,
 ): Promise<{ status: number; text: string }> {
-  // Not `import('node:http')`: the ES module view of node:http reads every export, which loads Node's
-  // bundled undici (fetch, WebSocket) for nothing, about 30 ms of a command that should take 100.
-  const { request } = process.getBuiltinModule(target.protocol === 'https:' ? 'node:https' : 'node:http');
-  return new Promise((resolve, reject) => {
-    let connected = false;
-    const outgoing: ClientRequest = request(target, {
-      method: 'POST',
-      agent: false,
-      headers: {
-        'content-type': 'application/json',
-        'content-length': Buffer.byteLength(payload),
-        ...(token === undefined ? {} : { authorization: `Bearer ${token}` }),
-      },
-    });
-    const timer = setTimeout(
-      () => outgoing.destroy(new NotAnswered(`no connection within ${connectTimeoutMs} ms`)),
-      connectTimeoutMs,
+  try {
+    return await postJson(target, payload, { token, connectTimeoutMs });
+  } catch (error) {
+    if (!(error instanceof PostFailure) || !error.connected)
+      throw new NotAnswered(error instanceof Error ? error.message : String(error));
+    throw new SwitchboardError(
+      'PROVIDER_UNAVAILABLE',
+      `server ${target.origin} closed the connection before answering`,
+      { hint: 'check the server log; the call may or may not have run there', cause: error },
     );
-    outgoing.once('socket', (socket) => {
-      const onConnect = () => {
-        connected = true;
-        clearTimeout(timer);
-      };
-      if (socket.connecting)
-        socket.once(target.protocol === 'https:' ? 'secureConnect' : 'connect', onConnect);
-      else onConnect();
-    });
-    outgoing.once('error', (error: NodeJS.ErrnoException) => {
-      clearTimeout(timer);
-      if (error instanceof NotAnswered) return reject(error);
-      if (!connected)
-        return reject(
-          new NotAnswered(
-            error.code === 'ECONNREFUSED' ? 'connection refused' : (error.code ?? error.message),
-          ),
-        );
-      reject(
-        new SwitchboardError(
-          'PROVIDER_UNAVAILABLE',
-          `server ${target.origin} closed the connection before answering`,
-          {
-            hint: 'check the server log; the call may or may not have run there',
-            cause: error,
-          },
-        ),
-      );
-    });
-    outgoing.once('response', (response: IncomingMessage) => {
-      const chunks: Buffer[] = [];
-      response.on('data', (chunk: Buffer) => chunks.push(chunk));
-      response.once('end', () =>
-        resolve({ status: response.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }),
-      );
-      response.once('error', (error) => outgoing.emit('error', error));
-    });
-    outgoing.end(payload);
-  });
+  }
 }

@@ -1,7 +1,7 @@
-import type { IncomingMessage } from 'node:http';
 import type { RouteDecision } from '../core/route-types.js';
 import { isPlainObject } from '../core/plain-object.js';
 import { findServerToken } from '../confinement/server-tokens.js';
+import { postJson } from '../cli/json-post.js';
 
 /** Where `switchboard serve` listens unless told otherwise. */
 export const DEFAULT_SERVER = 'http://127.0.0.1:8787';
@@ -22,35 +22,13 @@ export function routeOnServer(
   stateDir?: string,
 ): Promise<ServedDecision | undefined> {
   const target = new URL('/route', server);
-  // node:http from the built-ins table: its ES module view would load Node's bundled undici for nothing.
-  const { request } = process.getBuiltinModule(target.protocol === 'https:' ? 'node:https' : 'node:http');
-  const payload = JSON.stringify(body);
   // The server's token file (or SWITCHBOARD_SERVER_TOKEN): without it serve answers 401 and the hook
   // routes in process.
   const token = findServerToken(server, { stateDir })?.token;
-  return new Promise((resolve) => {
-    const outgoing = request(target, {
-      method: 'POST',
-      agent: false,
-      signal: abortSignal,
-      headers: {
-        'content-type': 'application/json',
-        'content-length': Buffer.byteLength(payload),
-        ...(token === undefined ? {} : { authorization: `Bearer ${token}` }),
-      },
-    });
-    outgoing.once('error', () => resolve(undefined));
-    outgoing.once('response', (response: IncomingMessage) => {
-      const chunks: Buffer[] = [];
-      response.on('data', (chunk: Buffer) => chunks.push(chunk));
-      response.once('error', () => resolve(undefined));
-      response.once('end', () => {
-        if (response.statusCode !== 200) return resolve(undefined);
-        resolve(decisionOf(Buffer.concat(chunks).toString('utf8')));
-      });
-    });
-    outgoing.end(payload);
-  });
+  return postJson(target, JSON.stringify(body), { token, abortSignal }).then(
+    ({ status, text }) => (status === 200 ? decisionOf(text) : undefined),
+    () => undefined,
+  );
 }
 
 function decisionOf(text: string): ServedDecision | undefined {
