@@ -7,9 +7,9 @@ import { randomBytes } from 'node:crypto';
 // in the same run and ≤ 0.10 s (≤ 0.15 s), ≤ 80 MB; importing the library for routing ≤ 60 ms;
 // `switchboard call claude:haiku` through a running `serve` ≥ 8× (5×) faster than raw `claude -p` at
 // p50. `--baseline DIR`: another built checkout (e.g. a worktree of main) whose `bin/switchboard` runs
-// the cached route and the call through serve in rows of their own, interleaved with these, so a change
-// is measured side by side. The launcher runs with /usr/bin first on PATH, as a user with Debian's
-// Node 20 has it. Peak RSS comes from GNU time (`/usr/bin/time -f %M`; `apt-get install time`).
+// the cached route, the route via its own background server and the call through serve in rows of
+// their own, interleaved with these, so a change is measured side by side. The launcher runs with
+// /usr/bin first on PATH, as a user with Debian's Node 20 has it. Peak RSS comes from GNU time (`/usr/bin/time -f %M`; `apt-get install time`).
 // Everything it writes lives in one temporary folder (children run there, never in the repository),
 // removed at the end; the simulator and the server bind 127.0.0.1 only.
 import { spawn } from 'node:child_process';
@@ -211,21 +211,18 @@ const rows: Row[] = [
 // `route` with no server named, after its first run started the background server of its settings
 // (cli/background-serve.ts): the warm-up run starts it, the measured ones ask it.
 const backgroundState = join(base, 'state-background');
-const backgroundEnvironment = {
-  SWITCHBOARD_STATE_DIR: backgroundState,
-  SWITCHBOARD_BACKGROUND_SERVE: '1',
-  SWITCHBOARD_DEBUG: '1',
-};
-rows.push({
-  label: 'switchboard route via background serve',
+// The baseline's own background server: this checkout's must not answer its rows.
+const baselineBackgroundState = join(base, 'state-background-baseline');
+const backgroundRow = (label: string, command: string, stateDir: string): Row => ({
+  label,
   once: async (index) => {
-    const sample = await run(
-      launcher,
-      ['route', '--skills', skills, requestText(index)],
-      backgroundEnvironment,
-    );
+    const sample = await run(command, ['route', '--skills', skills, requestText(index)], {
+      SWITCHBOARD_STATE_DIR: stateDir,
+      SWITCHBOARD_BACKGROUND_SERVE: '1',
+      SWITCHBOARD_DEBUG: '1',
+    });
     // The warm-up run started it: the measured runs begin once it listens.
-    if (index >= runs) await backgroundListening(backgroundState);
+    if (index >= runs) await backgroundListening(stateDir);
     return sample;
   },
   check: (sample, index) =>
@@ -233,8 +230,17 @@ rows.push({
       ? routed(sample)
       : `not answered by the background server: ${sample.stderr.trim().split('\n')[0]}`,
 });
+rows.push(backgroundRow('switchboard route via background serve', launcher, backgroundState));
 
 const baselineLauncher = baselineRoot === undefined ? undefined : join(baselineRoot, 'bin/switchboard');
+if (baselineLauncher !== undefined)
+  rows.push(
+    backgroundRow(
+      'baseline: switchboard route via background serve',
+      baselineLauncher,
+      baselineBackgroundState,
+    ),
+  );
 if (baselineLauncher !== undefined) {
   rows.push({
     label: 'baseline: switchboard route (model cached)',
@@ -297,6 +303,7 @@ function cleanUp(): Promise<void> {
   cleaning ??= (async () => {
     await serve.stop();
     stopBackgroundServers(backgroundState);
+    stopBackgroundServers(baselineBackgroundState);
     await sim.close();
     rmSync(base, { recursive: true, force: true });
   })();
@@ -359,11 +366,15 @@ if (!existsSync(gnuTime)) console.log(`peak RSS: skipped: ${gnuTime} not found (
 
 const verdict = (met: boolean) => (met ? 'met' : 'NOT MET');
 const byLabel = (prefix: string) => rows.find((row) => row.label.startsWith(prefix) && !problems.has(row));
-const viaBackground = byLabel('switchboard route via background serve');
-if (viaBackground !== undefined && !problems.has(nodeRow)) {
+for (const prefix of [
+  'switchboard route via background serve',
+  'baseline: switchboard route via background serve',
+]) {
+  const viaBackground = byLabel(prefix);
+  if (viaBackground === undefined || problems.has(nodeRow)) continue;
   const ratio = ratioToNode(viaBackground);
   console.log(
-    `route via background serve: median ${(median(walls(viaBackground)) / 1000).toFixed(3)} s; ` +
+    `${prefix.replace('switchboard ', '')}: median ${(median(walls(viaBackground)) / 1000).toFixed(3)} s; ` +
       `×${ratio.toFixed(2)} node -e 0 (target ≤ 2) ${verdict(ratio <= 2)}`,
   );
 }
