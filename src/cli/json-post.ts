@@ -8,6 +8,9 @@ import type { Socket } from 'node:net';
 // `Connection: close` and reads one answer framed as serve frames it (`Content-Length`; chunked and
 // read-to-close are read too). `https:` goes through node:https.
 
+/** The most an answer may hold: a route decision or a call's result is far smaller. */
+const MAX_ANSWER_BYTES = 64 * 1024 * 1024;
+
 /** The request got no answer. `connected`: the server had taken the connection (it may have acted). */
 export class PostFailure extends Error {
   readonly connected: boolean;
@@ -131,6 +134,10 @@ export function postJson(
     };
     open.on('data', (chunk: Buffer) => {
       received = Buffer.concat([received, chunk]);
+      if (received.length > MAX_ANSWER_BYTES) {
+        finish(new PostFailure(`an answer from ${target.origin} over ${MAX_ANSWER_BYTES} bytes`, true));
+        return;
+      }
       answer();
     });
     open.once('end', () => {
