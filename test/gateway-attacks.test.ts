@@ -260,24 +260,12 @@ describe('a raw upstream against the streaming relay', () => {
           content_block: { type: 'text', text: '' },
         }),
       );
-      if (mode === 'echo') {
-        // A provider (or a compatible server) that repeats the credential it was sent.
-        response.write(delta(`your key is ${String(request.headers['x-api-key'])}`));
-        response.write(event('content_block_stop', { type: 'content_block_stop', index: 0 }));
-        response.write(
-          event('message_delta', {
-            type: 'message_delta',
-            delta: { stop_reason: 'end_turn' },
-            usage: { output_tokens: 5 },
-          }),
-        );
-        response.end(event('message_stop', { type: 'message_stop' }));
-        return;
-      }
-      if (mode === 'split') {
-        // The same echo, three characters per event, as a model writes it token by token.
+      if (mode === 'echo' || mode === 'split') {
+        // A provider (or a compatible server) that repeats the credential it was sent: in one event, or
+        // ('split') three characters per event, as a model writes it token by token.
         const text = `your key is ${String(request.headers['x-api-key'])}, keep it safe`;
-        for (let at = 0; at < text.length; at += 3) response.write(delta(text.slice(at, at + 3)));
+        const size = mode === 'echo' ? text.length : 3;
+        for (let at = 0; at < text.length; at += size) response.write(delta(text.slice(at, at + size)));
         response.write(event('content_block_stop', { type: 'content_block_stop', index: 0 }));
         response.write(
           event('message_delta', {
