@@ -28,3 +28,22 @@ export function assertFreshBuild(built: string, why: string): void {
     process.exit(1);
   }
 }
+
+/**
+ * `[runs] [--baseline DIR]` from the command line: the number of runs (`fallback` when none is given)
+ * and the other checkout to measure beside this one, which must be built (exits with one line if not).
+ */
+export function runsAndBaseline(fallback: number): { runs: number; baselineRoot: string | undefined } {
+  const baselineAt = process.argv.indexOf('--baseline');
+  const baselineRoot = baselineAt === -1 ? undefined : resolve(process.argv[baselineAt + 1] ?? '.');
+  if (baselineRoot !== undefined && !existsSync(join(baselineRoot, 'dist/cli/launch.js'))) {
+    console.error(
+      `--baseline ${baselineRoot}: no dist/cli/launch.js there; run \`npm run build\` in it first`,
+    );
+    process.exit(1);
+  }
+  const runs = Number(
+    process.argv.slice(2).find((arg, index) => /^\d+$/.test(arg) && index + 2 !== baselineAt + 1) ?? fallback,
+  );
+  return { runs, baselineRoot };
+}

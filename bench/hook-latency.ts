@@ -10,13 +10,13 @@
 // runs in a row of its own, interleaved with these, so a change is measured side by side.
 // Everything it writes lives in one temporary folder, removed at the end; the server binds 127.0.0.1.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type * as CommandModule from '../src/hooks/command.js';
 import type * as PercentileModule from '../src/core/percentile.js';
-import { assertFreshBuild } from './fresh-build.ts';
+import { assertFreshBuild, runsAndBaseline } from './fresh-build.ts';
 
 const root = join(import.meta.dirname, '..');
 const dist = join(root, 'dist');
@@ -28,15 +28,7 @@ const { percentile } = (await import(
   pathToFileURL(join(dist, 'core/percentile.js')).href
 )) as typeof PercentileModule;
 
-const baselineAt = process.argv.indexOf('--baseline');
-const baselineRoot = baselineAt === -1 ? undefined : resolve(process.argv[baselineAt + 1] ?? '.');
-if (baselineRoot !== undefined && !existsSync(join(baselineRoot, 'dist/cli/launch.js'))) {
-  console.error(`--baseline ${baselineRoot}: no dist/cli/launch.js there; run \`npm run build\` in it first`);
-  process.exit(1);
-}
-const runs = Number(
-  process.argv.slice(2).find((arg, index) => /^\d+$/.test(arg) && index + 2 !== baselineAt + 1) ?? 50,
-);
+const { runs, baselineRoot } = runsAndBaseline(50);
 const skills = join(root, 'examples/skills');
 const base = mkdtempSync(join(tmpdir(), 'switchboard-bench-hook-'));
 const cwd = join(base, 'project'); // Claude Code runs hooks in the project folder

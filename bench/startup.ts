@@ -15,10 +15,11 @@ import { randomBytes } from 'node:crypto';
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type * as SimModule from '../src/sim/server.js';
 import type * as ExecutableModule from '../src/providers/claude-code/executable.js';
+import { runsAndBaseline } from './fresh-build.ts';
 
 const root = join(import.meta.dirname, '..');
 const dist = join(root, 'dist');
@@ -45,15 +46,7 @@ const { resolveClaudeExecutable } = (await import(
   pathToFileURL(join(dist, 'providers/claude-code/executable.js')).href
 )) as typeof ExecutableModule;
 
-const baselineAt = process.argv.indexOf('--baseline');
-const baselineRoot = baselineAt === -1 ? undefined : resolve(process.argv[baselineAt + 1] ?? '.');
-if (baselineRoot !== undefined && !existsSync(join(baselineRoot, 'dist/cli/launch.js'))) {
-  console.error(`--baseline ${baselineRoot}: no dist/cli/launch.js there; run \`npm run build\` in it first`);
-  process.exit(1);
-}
-const runs = Number(
-  process.argv.slice(2).find((arg, index) => /^\d+$/.test(arg) && index + 2 !== baselineAt + 1) ?? 10,
-);
+const { runs, baselineRoot } = runsAndBaseline(10);
 const base = mkdtempSync(join(tmpdir(), 'switchboard-bench-startup-'));
 const workDirectory = join(base, 'work'); // an empty cwd: no switchboard.yaml, no .switchboard/ anywhere real
 const warmState = join(base, 'state-warm');
