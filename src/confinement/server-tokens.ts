@@ -1,6 +1,7 @@
 import { mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
+import { isRecordedProcessAlive } from '../agents/repo-lock.js';
 
 // Where a running `serve` keeps its token for the programs of its user, as Jupyter keeps its server's:
 // a 0600 file in its state folder, and one in a per-user registry under HOME keyed by port, so a client
@@ -108,11 +109,13 @@ export function processRunning(pid: number): boolean {
   if (!Number.isSafeInteger(pid) || pid <= 0) return false;
   try {
     process.kill(pid, 0);
-    return true;
   } catch {
     // ESRCH, or EPERM: another user's process has the pid now, so the one that wrote it is gone.
     return false;
   }
+  // Not a zombie either (exited, not yet reaped: an orphan waits for init, which in a container may
+  // take seconds): the one rule for that is the agents' lock's.
+  return isRecordedProcessAlive(pid);
 }
 
 /** Whether a URL names this machine's loopback: only then may a local file's token go to it. */
