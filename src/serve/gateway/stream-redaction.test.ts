@@ -146,26 +146,30 @@ describe('StreamRedactor', () => {
     });
 
     it(`${wire}: a stream with no secret passes byte for byte, keep-alives in between`, () => {
+      const plain = stream(wire, ['Hello', ' world, ', 'this is fine', ' with some', ' words']);
+      expect(run(wire, [plain.join('')])).toBe(plain.join(''));
+      // Text that might begin a key ("A", "s") moves to the next delta; the whole is the same.
       const events = stream(wire, ['Hello', ' world, ', 'this is fine. A', ' plan', ' with s', 'ome words']);
-      const keepAlive = wire === 'anthropic' ? 'event: ping\ndata: {"type": "ping"}\n\n' : ': keep-alive\n\n';
-      const sent = run(wire, events);
-      expect(receive(wire, sent).text).toBe('Hello world, this is fine. A plan with some words');
-      expect(run(wire, [events.join('')])).toBe(events.join(''));
+      expect(receive(wire, run(wire, events)).text).toBe('Hello world, this is fine. A plan with some words');
       // A keep-alive between the pieces releases nothing: the key is still cut whole.
+      const keepAlive = wire === 'anthropic' ? 'event: ping\ndata: {"type": "ping"}\n\n' : ': keep-alive\n\n';
       const text = `x ${SHAPED} y`;
       const cutAt = 10;
       const withPings = run(wire, stream(wire, [text.slice(0, cutAt), text.slice(cutAt)]), keepAlive);
       expect(receive(wire, withPings).text).toBe('x [redacted] y');
     });
 
-    it(`${wire}: what is held goes out before the event that ends the channel, and no event is invented`, () => {
+    it(`${wire}: what is held goes out as one more delta before the event that ends the channel`, () => {
       const events = stream(wire, ['the end is s', 'k']);
-      const sent = run(wire, events);
-      const received = receive(wire, sent);
+      const received = receive(wire, run(wire, events));
       expect(received.text).toBe('the end is sk');
-      expect(received.names).toEqual(receive(wire, events.join('')).names);
-      expect(received.sequence).toEqual([...received.sequence].sort((a, b) => a - b));
-      expect(new Set(received.sequence).size).toBe(received.sequence.length);
+      const names = receive(wire, events.join('')).names;
+      // One delta more, just before the channel's end; Responses' numbers stay consecutive.
+      const end = wire === 'anthropic' ? names.indexOf('content_block_stop') : names.length - 2;
+      expect(received.names).toEqual([...names.slice(0, end), names[end - 1], ...names.slice(end)]);
+      if (wire === 'responses') {
+        expect(received.sequence).toEqual(received.sequence.map((_, index) => index));
+      }
     });
 
     it(`${wire}: a secret JSON-escaped in a tool call's arguments, cut anywhere, is redacted whole`, () => {
@@ -187,12 +191,109 @@ describe('StreamRedactor', () => {
     expect(received.text).toBe('proxy http://bob:[redacted]@host ok');
   });
 
-  it('a stream that ends while text is held sends it at the end, and a held event is never lost', () => {
+  it('a stream that ends while text is held sends it at the end; the beginning of a key cut off is not sent', () => {
     const redactor = new StreamRedactor('anthropic');
     const [start, block, delta] = stream('anthropic', ['ends with AI']);
     const sent = redactor.redact(start! + block! + delta!);
-    expect(receive('anthropic', sent).text).toBe('');
+    expect(receive('anthropic', sent).text).toBe('ends with ');
     expect(receive('anthropic', sent + redactor.flush()).text).toBe('ends with AI');
+    // A stream that breaks off inside a key: its first characters are not handed out either.
+    const cut = new StreamRedactor('anthropic');
+    const halfKey = stream('anthropic', [`the key ${SHAPED.slice(0, 18)}`])
+      .slice(0, 3)
+      .join('');
+    expect(receive('anthropic', cut.redact(halfKey) + cut.flush()).text).toBe('the key [redacted]');
+  });
+
+  it('a secret cut across deltas stays whole while other events come between (citations, annotations, other channels)', () => {
+    const text = `one ${KNOWN} two`;
+    for (let at = 1; at < text.length; at += 3) {
+      // Anthropic: a citation between two text deltas of one block.
+      const anthropic = stream('anthropic', [text.slice(0, at), text.slice(at)]);
+      const citation = formatEvent('content_block_delta', {
+        type: 'content_block_delta',
+        index: 0,
+        delta: { type: 'citations_delta', citation: { cited_text: 'x' } },
+      });
+      anthropic.splice(3, 0, citation);
+      expect(receive('anthropic', run('anthropic', anthropic)).text, `cut at ${at}`).toBe(
+        'one [redacted] two',
+      );
+      // Chat: two choices interleaved, each with its own secret cut at the same place.
+      const chunk = (index: number, content: string) =>
+        formatEvent(undefined, { id: 'c', choices: [{ index, delta: { content }, finish_reason: null }] });
+      const chat = [
+        chunk(0, text.slice(0, at)),
+        chunk(1, text.slice(0, at)),
+        chunk(0, text.slice(at)),
+        chunk(1, text.slice(at)),
+        formatEvent(undefined, { id: 'c', choices: [{ index: 1, delta: {}, finish_reason: 'stop' }] }),
+        formatEvent(undefined, { id: 'c', choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] }),
+        'data: [DONE]\n\n',
+      ];
+      const sent = run('chat', chat);
+      const byChoice = ['', ''];
+      for (const event of new SseSplitter().push(sent)) {
+        if (event.data === undefined || event.data === '[DONE]') continue;
+        const data = JSON.parse(event.data) as { choices: { index: number; delta: { content?: string } }[] };
+        for (const choice of data.choices) byChoice[choice.index] += choice.delta.content ?? '';
+      }
+      expect(byChoice, `cut at ${at}`).toEqual(['one [redacted] two', 'one [redacted] two']);
+      // Responses: an annotation between two deltas of one item.
+      const responses = stream('responses', [text.slice(0, at), text.slice(at)]);
+      responses.splice(
+        2,
+        0,
+        formatEvent('response.output_text.annotation.added', {
+          type: 'response.output_text.annotation.added',
+          item_id: 'i',
+          sequence_number: 1,
+        }),
+      );
+      expect(receive('responses', run('responses', responses)).text, `cut at ${at}`).toBe(
+        'one [redacted] two',
+      );
+    }
+  });
+
+  it('a Chat audio transcript is a channel too, and an event whose text changed loses its log probabilities', () => {
+    const text = `say ${SHAPED} now`;
+    const events = [8, 16, 30].map((at, index, cuts) =>
+      formatEvent(undefined, {
+        id: 'c',
+        choices: [
+          {
+            index: 0,
+            delta: { audio: { transcript: text.slice(index === 0 ? 0 : cuts[index - 1], at) } },
+            logprobs: { content: [{ token: text.slice(index === 0 ? 0 : cuts[index - 1], at) }] },
+            finish_reason: null,
+          },
+        ],
+      }),
+    );
+    events.push(
+      formatEvent(undefined, {
+        id: 'c',
+        choices: [{ index: 0, delta: { audio: { transcript: text.slice(30) } }, finish_reason: 'stop' }],
+      }),
+    );
+    const sent = run('chat', events);
+    let transcript = '';
+    for (const event of new SseSplitter().push(sent)) {
+      if (event.data === undefined) continue;
+      const data = JSON.parse(event.data) as { choices: { delta: { audio?: { transcript?: string } } }[] };
+      transcript += data.choices[0]?.delta.audio?.transcript ?? '';
+    }
+    expect(transcript).toBe('say [redacted] now');
+    for (const piece of pieces(SHAPED)) expect(sent).not.toContain(piece);
+  });
+
+  it('a key written with JSON escapes in an event is redacted as the client will read it', () => {
+    const escaped = SHAPED.replace('sk-', '\\u0073k-');
+    const raw = `event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":"${escaped}"}}\n\n`;
+    const sent = run('anthropic', [raw]);
+    expect(sent).not.toContain(SHAPED.slice(3, 20));
+    expect(sent).toContain('[redacted]');
   });
 
   it('text held back is bounded: a key-shaped run longer than the bound goes out as [redacted] before it ends', () => {

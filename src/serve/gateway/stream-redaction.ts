@@ -1,18 +1,27 @@
 /**
  * Redaction of a stream whose text arrives in pieces. A model that echoes a key writes it a few
  * characters per event, so redacting each event alone lets every piece through. Here each channel of
- * text (an Anthropic content block, a Chat choice's content or a tool call's arguments, a Responses
- * item's deltas) is read as one text: when a delta ends with what may be the start of a secret, that
- * event is held until the next delta of its channel says whether it is one, and then goes out with the
- * text up to the cut; the rest rides in the next event. An event that ends the channel (a block's stop,
- * a finish reason, a `.done`, an error, `[DONE]`) releases what is held first, so events keep their
- * order and no event is invented (Responses' `sequence_number`s stay as upstream sent them).
+ * text (an Anthropic content block's text, thinking or tool input; a Chat choice's content, refusal,
+ * reasoning, audio transcript or one tool call's arguments; a Responses item's deltas) is read as one
+ * text. When a delta ends with what may be the start of a secret, that end is held back and the event
+ * goes out with the text before it; the held text joins the channel's next delta. Events of other
+ * channels, and events that carry no text (pings, citations, annotations), pass meanwhile and release
+ * nothing. The event that ends a channel (a block's stop, a finish reason, a `.done`, an error, the
+ * stream's end) is preceded by one more delta of that channel with what was held, redacted.
  *
- * Events with nothing held and nothing to redact pass byte for byte. What the secrets are is
+ * Events with nothing held and nothing to redact pass byte for byte. An event whose text changed loses
+ * its log probabilities (their tokens would spell what was redacted). Responses' `sequence_number`s
+ * stay consecutive: the events after an added delta are numbered on. What the secrets are is
  * `core/secrets.ts`'s one list; this file decides only where text may be cut.
  */
 
-import { REDACTED, redactJsonText, secretPattern, secretStartAtEnd } from '../../core/secrets.js';
+import {
+  MIN_SECRET_LENGTH,
+  REDACTED,
+  redactJsonText,
+  secretPattern,
+  secretStartAtEnd,
+} from '../../core/secrets.js';
 import type { Wire } from './models.js';
 import { formatEvent, SseSplitter, type SseEvent } from './sse.js';
 
@@ -22,6 +31,8 @@ export const MAX_HELD_CHARS = 512;
 /** How much of the text already sent on a channel is kept, for a secret's context (a URL before its password). */
 const CONTEXT_CHARS = 512;
 
+type Json = Record<string, unknown>;
+
 /** One text field of one event: Anthropic `delta.text`, Chat `delta.content`, Responses `delta`. */
 interface Channel {
   key: string;
@@ -29,23 +40,17 @@ interface Channel {
   json: boolean;
   text: string;
   set(text: string): void;
+  /** A delta event of this channel alone carrying `text`: for what is held when the channel ends. */
+  alone(text: string): { name: string | undefined; data: Json };
 }
 
-interface Found {
-  channels: Channel[];
-  /** The event also ends its channels (Chat's chunk with a `finish_reason`): nothing is held. */
-  last: boolean;
-}
-
-interface Held {
-  event: SseEvent;
-  data: Record<string, unknown>;
-  channel: Channel;
-  /** The channel's text not yet sent: from where it may begin a secret to the end. */
+/** What a channel has sent (its end, for context) and holds back. */
+interface ChannelState {
+  sent: string;
   unsent: string;
+  json: boolean;
+  alone: Channel['alone'];
 }
-
-type Json = Record<string, unknown>;
 
 function isObject(value: unknown): value is Json {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -57,7 +62,15 @@ const ANTHROPIC_FIELDS: Record<string, { field: string; json: boolean }> = {
   input_json_delta: { field: 'partial_json', json: true },
 };
 
-function field(key: string, json: boolean, holder: Json, name: string): Channel {
+const CHAT_FIELDS = ['content', 'refusal', 'reasoning_content', 'reasoning'];
+/** The fields of a Chat chunk an added chunk repeats. */
+const CHAT_CHUNK_FIELDS = ['id', 'object', 'created', 'model', 'system_fingerprint', 'service_tier'];
+
+function pick(data: Json, fields: readonly string[]): Json {
+  return Object.fromEntries(fields.filter((field) => field in data).map((field) => [field, data[field]]));
+}
+
+function field(key: string, json: boolean, holder: Json, name: string, alone: Channel['alone']): Channel {
   return {
     key,
     json,
@@ -65,51 +78,119 @@ function field(key: string, json: boolean, holder: Json, name: string): Channel 
     set: (text) => {
       holder[name] = text;
     },
+    alone,
   };
 }
 
-/** The text channels a delta event carries; undefined for any other event. */
-function channelsOf(wire: Wire, data: Json): Found | undefined {
+/** The text channels an event carries (none for most events). */
+function channelsOf(wire: Wire, name: string | undefined, data: Json): Channel[] {
   if (wire === 'anthropic') {
-    if (data['type'] !== 'content_block_delta' || !isObject(data['delta'])) return undefined;
+    if (data['type'] !== 'content_block_delta' || !isObject(data['delta'])) return [];
     const delta = data['delta'];
-    const shape = ANTHROPIC_FIELDS[String(delta['type'])];
-    if (shape === undefined || typeof delta[shape.field] !== 'string') return undefined;
-    return { channels: [field(`${String(data['index'])}`, shape.json, delta, shape.field)], last: false };
+    const type = String(delta['type']);
+    const shape = ANTHROPIC_FIELDS[type];
+    if (shape === undefined || typeof delta[shape.field] !== 'string') return [];
+    const index = data['index'];
+    return [
+      field(`${String(index)}`, shape.json, delta, shape.field, (text) => ({
+        name: 'content_block_delta',
+        data: { type: 'content_block_delta', index, delta: { type, [shape.field]: text } },
+      })),
+    ];
   }
   if (wire === 'chat') {
     const choices = data['choices'];
-    if (!Array.isArray(choices) || choices.length === 0) return undefined;
+    if (!Array.isArray(choices)) return [];
     const channels: Channel[] = [];
-    let last = false;
+    const chunk = pick(data, CHAT_CHUNK_FIELDS);
     for (const choice of choices) {
-      if (!isObject(choice)) continue;
-      if (choice['finish_reason'] !== null && choice['finish_reason'] !== undefined) last = true;
+      if (!isObject(choice) || !isObject(choice['delta'])) continue;
       const delta = choice['delta'];
-      if (!isObject(delta)) continue;
-      const index = String(choice['index']);
-      for (const name of ['content', 'refusal', 'reasoning_content', 'reasoning']) {
-        if (typeof delta[name] === 'string') channels.push(field(`${index}:${name}`, false, delta, name));
+      const index = choice['index'];
+      const added = (inner: Json) => ({
+        name,
+        data: { ...chunk, choices: [{ index, delta: inner, finish_reason: null }] },
+      });
+      for (const text of CHAT_FIELDS) {
+        if (typeof delta[text] !== 'string') continue;
+        channels.push(
+          field(`${String(index)}:${text}`, false, delta, text, (held) => added({ [text]: held })),
+        );
+      }
+      const audio = delta['audio'];
+      if (isObject(audio) && typeof audio['transcript'] === 'string') {
+        channels.push(
+          field(`${String(index)}:audio`, false, audio, 'transcript', (held) =>
+            added({ audio: { transcript: held } }),
+          ),
+        );
       }
       const calls = delta['tool_calls'];
       if (!Array.isArray(calls)) continue;
       for (const call of calls) {
         if (!isObject(call) || !isObject(call['function'])) continue;
         const fn = call['function'];
-        if (typeof fn['arguments'] === 'string') {
-          channels.push(field(`${index}:tool:${String(call['index'])}`, true, fn, 'arguments'));
-        }
+        if (typeof fn['arguments'] !== 'string') continue;
+        const callIndex = call['index'];
+        channels.push(
+          field(`${String(index)}:tool:${String(callIndex)}`, true, fn, 'arguments', (held) =>
+            added({ tool_calls: [{ index: callIndex, function: { arguments: held } }] }),
+          ),
+        );
       }
     }
-    return channels.length === 0 ? undefined : { channels, last };
+    return channels;
   }
   const type = data['type'];
-  if (typeof type !== 'string' || !type.endsWith('.delta') || typeof data['delta'] !== 'string') {
+  if (typeof type !== 'string' || !type.endsWith('.delta') || typeof data['delta'] !== 'string') return [];
+  const part = data['content_index'] ?? data['summary_index'] ?? '';
+  const key = `${itemOf(data)}:${type}:${String(part)}`;
+  const template = { ...data };
+  delete template['logprobs'];
+  return [
+    field(key, type.includes('arguments'), data, 'delta', (text) => ({
+      name,
+      data: { ...template, delta: text },
+    })),
+  ];
+}
+
+/** A Responses event's item, as its channels' keys begin. */
+function itemOf(data: Json): string {
+  return String(data['item_id'] ?? data['output_index']);
+}
+
+/**
+ * Which channels an event ends, after its own text (if any) is taken: their held text goes out first.
+ * `all` for the end of the answer or an error.
+ */
+function endsOf(wire: Wire, data: Json): ((key: string) => boolean) | 'all' | undefined {
+  const type = data['type'];
+  if (wire === 'anthropic') {
+    if (type === 'content_block_stop') return (key) => key === String(data['index']);
+    if (type === 'message_delta' || type === 'message_stop' || type === 'error') return 'all';
     return undefined;
   }
-  const part = data['content_index'] ?? data['summary_index'] ?? '';
-  const key = `${type}:${String(data['item_id'] ?? data['output_index'])}:${String(part)}`;
-  return { channels: [field(key, type.includes('arguments'), data, 'delta')], last: false };
+  if (wire === 'chat') {
+    if (data['error'] !== undefined) return 'all';
+    const choices = data['choices'];
+    if (!Array.isArray(choices)) return undefined;
+    if (choices.length === 0) return 'all';
+    const finished = choices
+      .filter(
+        (choice) =>
+          isObject(choice) && choice['finish_reason'] !== null && choice['finish_reason'] !== undefined,
+      )
+      .map((choice) => `${String((choice as Json)['index'])}:`);
+    return finished.length === 0 ? undefined : (key) => finished.some((prefix) => key.startsWith(prefix));
+  }
+  if (typeof type !== 'string') return undefined;
+  if (type.endsWith('.done')) {
+    const item = `${itemOf(data)}:`;
+    return (key) => key.startsWith(item);
+  }
+  if (/^(?:response\.(?:completed|failed|incomplete)|error)$/.test(type)) return 'all';
+  return undefined;
 }
 
 /** The text `full[from, to)` with every secret in it replaced; a secret begun before `from` was already sent for. */
@@ -125,6 +206,17 @@ function redactedRange(full: string, from: number, to: number, json: boolean): s
     at = Math.min(end, to);
   }
   return out + full.slice(at, to);
+}
+
+/**
+ * The last of a channel's text, `full` from `from`: what it held back goes out, redacted, except the
+ * beginning of a secret it ended in when that is `MIN_SECRET_LENGTH` characters or more (a stream cut
+ * in the middle of a key must not hand out most of it).
+ */
+function endOfChannel(full: string, from: number, json: boolean): string {
+  const start = Math.max(from, secretStartAtEnd(full, json));
+  if (full.length - start < MIN_SECRET_LENGTH) return redactedRange(full, from, full.length, json);
+  return redactedRange(full, from, start, json) + REDACTED;
 }
 
 /** Where the text of a channel may be cut: before any secret (whole or begun) that runs to its end. */
@@ -147,120 +239,111 @@ function tail(text: string): string {
 /** One client stream's redaction, in the client's wire. */
 export class StreamRedactor {
   private readonly wire: Wire;
-  /** Each channel's text already sent (its end), for the context of what follows. */
-  private readonly sent = new Map<string, string>();
-  private held: Held | undefined;
+  private readonly channels = new Map<string, ChannelState>();
+  /** Responses: how many deltas were added, so every later `sequence_number` moves on by as many. */
+  private added = 0;
 
   constructor(wire: Wire) {
     this.wire = wire;
   }
 
-  /** Whole SSE events as they are to be sent; what goes out now (an event may be held back). */
+  /** Whole SSE events as they are to be sent; what goes out now (some text may be held back). */
   redact(text: string): string {
     const splitter = new SseSplitter();
     let out = '';
     for (const event of splitter.push(text)) out += this.event(event);
-    if (splitter.rest !== '') out += this.flush() + redactJsonText(splitter.rest);
+    if (splitter.rest !== '') out += this.release(() => true) + redactJsonText(splitter.rest);
     return out;
   }
 
-  /** What is held, sent now: the stream is ending. */
+  /** Everything held, sent now: the stream is ending. */
   flush(): string {
-    const held = this.held;
-    if (held === undefined) return '';
-    this.held = undefined;
-    const { channel } = held;
-    const context = this.sent.get(channel.key) ?? '';
-    const full = context + held.unsent;
-    channel.set(redactedRange(full, context.length, full.length, channel.json));
-    this.sent.set(channel.key, tail(full));
-    return this.format(held.event, held.data);
+    return this.release(() => true);
   }
 
   private event(event: SseEvent): string {
     // Comments and pings carry no text: they pass and release nothing (a keep-alive must not cut a key).
     if (event.data === undefined || event.name === 'ping') return redactJsonText(event.raw);
     let data: unknown;
-    if (event.raw.includes('delta')) {
-      try {
-        data = JSON.parse(event.data);
-      } catch {
-        data = undefined;
-      }
+    try {
+      data = JSON.parse(event.data);
+    } catch {
+      data = undefined;
     }
-    const found = isObject(data) ? channelsOf(this.wire, data) : undefined;
-    if (found === undefined || !isObject(data)) return this.flush() + redactJsonText(event.raw);
-    if (found.channels.length > 1 || found.last) {
-      // Several texts in one event, or the last piece of its channel: sent now, whole, nothing held.
-      const held = this.held;
-      let out = '';
-      if (held !== undefined && !found.channels.some((channel) => channel.key === held.channel.key)) {
-        out = this.flush();
-      }
-      this.held = undefined;
-      let changed = false;
-      for (const channel of found.channels) {
-        const context = this.sent.get(channel.key) ?? '';
-        const mine = held !== undefined && held.channel.key === channel.key;
-        const unsent = mine ? held.unsent : '';
-        const full = context + unsent + channel.text;
-        const heldEnd = context.length + unsent.length;
-        if (mine) {
-          held.channel.set(redactedRange(full, context.length, heldEnd, channel.json));
-          out += this.format(held.event, held.data);
-        }
-        const text = redactedRange(full, heldEnd, full.length, channel.json);
-        if (text !== channel.text) changed = true;
+    // Not JSON (`[DONE]`): the end of the answer.
+    if (!isObject(data)) return this.release(() => true) + redactJsonText(event.raw);
+    const ends = endsOf(this.wire, data);
+    const ending = ends === 'all' ? () => true : (ends ?? (() => false));
+    let changed = false;
+    for (const channel of channelsOf(this.wire, event.name, data)) {
+      const state = this.channels.get(channel.key) ?? {
+        sent: '',
+        unsent: '',
+        json: channel.json,
+        alone: channel.alone,
+      };
+      state.alone = channel.alone;
+      this.channels.set(channel.key, state);
+      const full = state.sent + state.unsent + channel.text;
+      const from = state.sent.length;
+      const cut = ending(channel.key) ? full.length : cutOf(full, from, channel.json);
+      const text = redactedRange(full, from, cut, channel.json);
+      state.unsent = full.slice(cut);
+      state.sent = tail(full.slice(0, cut));
+      if (text !== channel.text) {
         channel.set(text);
-        this.sent.set(channel.key, tail(full));
+        changed = true;
       }
-      return out + (changed ? this.format(event, data) : redactJsonText(event.raw));
     }
-    const [channel] = found.channels as [Channel];
+    if (changed) dropLogprobs(data);
+    const before = ends === undefined ? '' : this.release(ending, data['sequence_number']);
+    return before + this.send(event, data, changed);
+  }
+
+  /**
+   * The held text of the channels `ending` names, each as one more delta, for the event about to end
+   * them; `sequence` is that event's number (Responses), which the added deltas take before it.
+   */
+  private release(ending: (key: string) => boolean, sequence?: unknown): string {
     let out = '';
-    if (this.held !== undefined && this.held.channel.key !== channel.key) out = this.flush();
-    const held = this.held;
-    this.held = undefined;
-    const context = this.sent.get(channel.key) ?? '';
-    const unsent = held?.unsent ?? '';
-    const full = context + unsent + channel.text;
-    const from = context.length;
-    const heldEnd = from + unsent.length;
-    const cut = cutOf(full, from, channel.json);
-    if (held !== undefined) {
-      if (cut <= heldEnd) {
-        // Still undecided: the held event goes out with the text before the cut; this one is held.
-        held.channel.set(redactedRange(full, from, cut, channel.json));
-        this.sent.set(channel.key, tail(full.slice(0, cut)));
-        this.held = { event, data, channel, unsent: full.slice(cut) };
-        return out + this.format(held.event, held.data);
+    for (const [key, state] of this.channels) {
+      if (!ending(key)) continue;
+      this.channels.delete(key);
+      if (state.unsent === '') continue;
+      const full = state.sent + state.unsent;
+      const { name, data } = state.alone(endOfChannel(full, state.sent.length, state.json));
+      if (typeof sequence === 'number') {
+        data['sequence_number'] = sequence + this.added;
+        this.added += 1;
       }
-      held.channel.set(redactedRange(full, from, heldEnd, channel.json));
-      out += this.format(held.event, held.data);
-      this.sent.set(channel.key, tail(full.slice(0, heldEnd)));
-      if (cut < full.length) {
-        this.held = { event, data, channel, unsent: channel.text };
-        return out;
-      }
-      return out + this.send(event, data, channel, full, heldEnd);
+      out += redactJsonText(formatEvent(name, data));
     }
-    if (cut < full.length) {
-      this.held = { event, data, channel, unsent: channel.text };
-      return out;
-    }
-    return out + this.send(event, data, channel, full, from);
+    return out;
   }
 
-  /** Sends an event whose text is `full[from, end)`, untouched when there was nothing to redact. */
-  private send(event: SseEvent, data: Json, channel: Channel, full: string, from: number): string {
-    const text = redactedRange(full, from, full.length, channel.json);
-    this.sent.set(channel.key, tail(full));
-    if (text === channel.text) return redactJsonText(event.raw);
-    channel.set(text);
-    return this.format(event, data);
+  /** An event as it goes out: its own bytes unless its text changed or its number moved on. */
+  private send(event: SseEvent, data: Json, changed: boolean): string {
+    const sequence = data['sequence_number'];
+    if (this.added > 0 && typeof sequence === 'number') {
+      data['sequence_number'] = sequence + this.added;
+      changed = true;
+    }
+    if (changed) return redactJsonText(formatEvent(event.name, data));
+    // A secret written with JSON escapes (`\u0073k-…`) is only seen once the escapes are read.
+    if (event.raw.includes('\\u')) {
+      const plain = formatEvent(event.name, data);
+      const redacted = redactJsonText(plain);
+      if (redacted !== plain) return redacted;
+    }
+    return redactJsonText(event.raw);
   }
+}
 
-  private format(event: SseEvent, data: Json): string {
-    return redactJsonText(formatEvent(event.name, data));
-  }
+/** Log probabilities spell out the text token by token: an event whose text changed loses them. */
+function dropLogprobs(data: Json): void {
+  // Responses' are a list (empty when none were asked for), Chat's an object or null.
+  if (Array.isArray(data['logprobs'])) data['logprobs'] = [];
+  const choices = data['choices'];
+  if (!Array.isArray(choices)) return;
+  for (const choice of choices) if (isObject(choice) && 'logprobs' in choice) choice['logprobs'] = null;
 }
