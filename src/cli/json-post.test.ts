@@ -110,4 +110,24 @@ describe('readResponse', () => {
       text: '{}\n\n',
     });
   });
+
+  it('skips any number of interim answers and refuses a head without end', () => {
+    const many = 'HTTP/1.1 100 Continue\r\n\r\n'.repeat(20_000);
+    expect(readResponse(Buffer.from(`${many}HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n{}`), false)).toEqual(
+      {
+        status: 200,
+        text: '{}',
+      },
+    );
+    const endless = Buffer.from(`HTTP/1.1 200 OK\r\nx-filler: ${'x'.repeat(70 * 1024)}`);
+    expect(readResponse(endless, false)).toBe('malformed');
+  });
+});
+
+describe('postJson refuses', () => {
+  it('a token with a line break, which would write headers of its own', async () => {
+    await expect(
+      postJson(new URL('http://127.0.0.1:9/route'), '{}', { token: 'tok\r\nx-injected: yes' }),
+    ).rejects.toThrow(/line break/);
+  });
 });

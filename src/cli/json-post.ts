@@ -8,6 +8,9 @@ import type { Socket } from 'node:net';
 // `Connection: close` and reads one answer framed as serve frames it (`Content-Length`; chunked and
 // read-to-close are read too). `https:` goes through node:https.
 
+/** The most an answer's status line and headers may hold. */
+const MAX_HEAD_BYTES = 64 * 1024;
+
 /** The most an answer may hold: a route decision or a call's result is far smaller. */
 const MAX_ANSWER_BYTES = 64 * 1024 * 1024;
 
@@ -41,6 +44,10 @@ export function postJson(
     'content-length': Buffer.byteLength(payload),
     ...(token === undefined ? {} : { authorization: `Bearer ${token}` }),
   };
+  // node:http refuses such a header; written by hand it would add headers of its own.
+  if (token !== undefined && /[\r\n]/.test(token)) {
+    return Promise.reject(new PostFailure('the server token holds a line break', false));
+  }
   return new Promise((resolve, reject) => {
     let connected = false;
     let settled = false;
@@ -155,13 +162,20 @@ export function readResponse(
   data: Buffer,
   ended: boolean,
 ): { status: number; text: string } | 'incomplete' | 'malformed' {
-  const end = data.indexOf('\r\n\r\n');
-  if (end === -1) return ended ? 'malformed' : 'incomplete';
-  const lines = data.subarray(0, end).toString('latin1').split('\r\n');
-  const status = /^HTTP\/1\.[01] (\d{3})(?: |$)/.exec(lines[0] ?? '')?.[1];
-  if (status === undefined) return 'malformed';
-  // An interim answer (100 Continue) is followed by the real one.
-  if (status.startsWith('1')) return readResponse(data.subarray(end + 4), ended);
+  let end: number;
+  let lines: string[];
+  let status: string | undefined;
+  // Interim answers (100 Continue) come before the real one: skipped, however many.
+  for (;;) {
+    end = data.indexOf('\r\n\r\n');
+    if (end === -1) return ended || data.length > MAX_HEAD_BYTES ? 'malformed' : 'incomplete';
+    if (end > MAX_HEAD_BYTES) return 'malformed';
+    lines = data.subarray(0, end).toString('latin1').split('\r\n');
+    status = /^HTTP\/1\.[01] (\d{3})(?: |$)/.exec(lines[0] ?? '')?.[1];
+    if (status === undefined) return 'malformed';
+    if (!status.startsWith('1')) break;
+    data = data.subarray(end + 4);
+  }
   const fields = new Map<string, string>();
   for (const line of lines.slice(1)) {
     const colon = line.indexOf(':');
