@@ -38,6 +38,8 @@ describe('modelScope', () => {
     expect(scope.allows(anthropic('claude-sonnet-4-5-20250929'))).toBe(true);
     expect(scope.allows({ provider: 'openai', model: 'meta-llama-3-70b' })).toBe(true);
     expect(scope.allows(anthropic('claude-sonnet-4-6'))).toBe(false);
+    // The id at another address (an inline base URL) is another model as far as the key goes.
+    expect(scope.allows({ ...anthropic('claude-sonnet-4-5'), baseUrl: 'http://127.0.0.1:9' })).toBe(false);
   });
 
   it('outside names the first target of a chain out of scope', () => {

@@ -23,7 +23,8 @@ export interface ModelScope {
  * their dated snapshots (`claude-haiku-4-5-20251001` for `claude-haiku-4-5`), on the same provider and
  * endpoint. Any other entry is a model id: it allows that id and the longer ids it begins
  * (`claude-sonnet-4-5` allows `claude-sonnet-4-5-20250929`), or, one word without a dash, the ids it is
- * a part of between dashes (`llama` allows `llama-3-70b`). Case does not matter. Undefined `models`
+ * a part of between dashes (`llama` allows `llama-3-70b`), at a provider's configured endpoint only (not
+ * an inline base URL). Case does not matter. Undefined `models`
  * allows everything; an empty list nothing.
  * @param resolve What an entry stands for when it is a name the caller defines; undefined when it is not one.
  */
@@ -41,7 +42,8 @@ export function modelScope(
   }
   const allows = (target: ScopeTarget) =>
     named.some((allowed) => sameTarget(allowed, target)) ||
-    literal.some((entry) => matchesId(entry, target.model));
+    // A model id names the model at its vendor's own endpoint: not the same id at another address.
+    (target.baseUrl === undefined && literal.some((entry) => matchesId(entry, target.model)));
   return { allows, outside: (chain) => chain.find((target) => !allows(target)) };
 }
 
