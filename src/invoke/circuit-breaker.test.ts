@@ -71,6 +71,33 @@ describe('CircuitBreaker: when it opens', () => {
     expect(await breaker.recordFailure(KEY, 'g', 'TIMEOUT')).toBe(false);
     expect(breaker.stateOf(KEY)).toBe('closed');
   });
+
+  it('forgets thousands of aged requests at once, their failures with them', async () => {
+    const { breaker, advance } = breakerOn({ windowMs: 10_000 });
+    // 2,500 failures among 2,502 successes: always under half, so it stays closed.
+    breaker.recordSuccess(KEY, 'old-served-a');
+    breaker.recordSuccess(KEY, 'old-served-b');
+    for (let index = 0; index < 2_500; index++) {
+      expect(await breaker.recordFailure(KEY, `old-failed-${index}`, 'TIMEOUT')).toBe(false);
+      breaker.recordSuccess(KEY, `old-served-${index}`);
+    }
+    advance(10_001);
+    for (let index = 0; index < 5_000; index++) breaker.recordSuccess(KEY, `served-${index}`);
+    // Only the 5,000 new successes are left: half is reached at the 5,000th new failure, not before (an old
+    // failure still counted would open it at once, an old request still there one or two failures late).
+    for (let index = 0; index < 4_999; index++)
+      expect(await breaker.recordFailure(KEY, `failed-${index}`, 'TIMEOUT')).toBe(false);
+    expect(await breaker.recordFailure(KEY, 'failed-4999', 'TIMEOUT')).toBe(true);
+  });
+
+  it('remembers 10,000 requests at most: the oldest drop out as new ones come', async () => {
+    const { breaker } = breakerOn({ minimumRequests: 10_000 });
+    for (let index = 0; index < 10_000; index++) breaker.recordSuccess(KEY, `served-${index}`);
+    // Each failure pushes out a success: 5,000 of them make half of the 10,000 remembered.
+    for (let index = 0; index < 4_999; index++)
+      expect(await breaker.recordFailure(KEY, `failed-${index}`, 'TIMEOUT')).toBe(false);
+    expect(await breaker.recordFailure(KEY, 'failed-4999', 'TIMEOUT')).toBe(true);
+  });
 });
 
 describe('CircuitBreaker: half-open, probes, close and re-open', () => {
