@@ -3,7 +3,7 @@ import type { TokenUsage } from '../../core/call-types.js';
 import type { ErrorCode } from '../../core/errors.js';
 import { redactSecrets } from '../../core/secrets.js';
 import { classifyStatus } from '../../providers/http-errors.js';
-import { StreamRedactor } from './stream-redaction.js';
+import { redactedAnswer, StreamRedactor } from './stream-redaction.js';
 import type { Dialect } from './dialects.js';
 import { MAX_SSE_EVENT_CHARS, SseSplitter, type SseEvent } from './sse.js';
 import { clientHeaders, sendUpstream } from './upstream.js';
@@ -259,7 +259,7 @@ export async function jsonAttempt(
     usage = answer.usage;
     const outcome: AttemptOutcome = { kind: 'answered', success: true, usage, model: answer.model };
     await input.record(outcome);
-    const text = redactSecrets(bytes.toString('utf8'));
+    const text = redactedAnswer(bytes.toString('utf8'), parsed);
     if (!response.destroyed) {
       response.writeHead(200, {
         ...clientHeaders(upstream.headers),

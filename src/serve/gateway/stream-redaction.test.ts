@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { registerSecret, resetSecrets } from '../../core/secrets.js';
 import type { Wire } from './models.js';
 import { formatEvent, SseSplitter } from './sse.js';
-import { StreamRedactor } from './stream-redaction.js';
+import { redactedAnswer, StreamRedactor } from './stream-redaction.js';
 
 const KNOWN = 'canary-stream-Q7v9"x2\\Lm4';
 const SHAPED = 'sk-ant-api03-ZyXwVuTsRqPoNmLkJiHgFeDcBa0987';
@@ -309,5 +309,29 @@ describe('StreamRedactor', () => {
     sent += redactor.flush();
     expect(receive('chat', sent).text).toBe('[redacted] and after');
     expect(sent).not.toContain('aaaaaaaa');
+  });
+
+  it('a whole answer: untouched without a secret; else redacted, escapes read, log probabilities dropped', () => {
+    const answer = (content: string) => ({
+      id: 'c',
+      choices: [
+        {
+          index: 0,
+          message: { role: 'assistant', content },
+          logprobs: { content: [content.slice(0, 12), content.slice(12)].map((token) => ({ token })) },
+        },
+      ],
+    });
+    const clean = JSON.stringify(answer('nothing to hide here'));
+    expect(redactedAnswer(clean, JSON.parse(clean))).toBe(clean);
+    const leaking = JSON.stringify(answer(`key ${SHAPED}`));
+    const sent = redactedAnswer(leaking, JSON.parse(leaking));
+    expect(JSON.parse(sent)).toMatchObject({
+      choices: [{ message: { content: 'key [redacted]' }, logprobs: null }],
+    });
+    for (const piece of pieces(SHAPED)) expect(sent).not.toContain(piece);
+    const escaped = leaking.replace('sk-', '\\u0073k-');
+    const unescaped = redactedAnswer(escaped, JSON.parse(escaped));
+    expect(JSON.parse(unescaped)).toMatchObject({ choices: [{ message: { content: 'key [redacted]' } }] });
   });
 });

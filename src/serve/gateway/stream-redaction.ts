@@ -18,6 +18,7 @@
 import {
   MIN_SECRET_LENGTH,
   REDACTED,
+  redactedJsonText,
   redactJsonText,
   secretPattern,
   secretStartAtEnd,
@@ -346,4 +347,31 @@ function dropLogprobs(data: Json): void {
   const choices = data['choices'];
   if (!Array.isArray(choices)) return;
   for (const choice of choices) if (isObject(choice) && 'logprobs' in choice) choice['logprobs'] = null;
+}
+
+/**
+ * A whole (non-streamed) JSON answer as the client gets it: its own bytes when nothing in it is a
+ * secret; else rebuilt from `parsed` with the secrets redacted in its decoded strings (a key written
+ * with `\u` escapes too) and its log probabilities dropped, whose tokens would spell what was redacted.
+ */
+export function redactedAnswer(raw: string, parsed: unknown): string {
+  const redacted = redactJsonText(raw);
+  if (redacted === raw && !raw.includes('\\u')) return raw;
+  const plain = JSON.stringify(parsed);
+  if (redacted === raw && redactedJsonText(parsed) === plain) return raw;
+  const copy = structuredClone(parsed);
+  dropAllLogprobs(copy);
+  return redactedJsonText(copy);
+}
+
+function dropAllLogprobs(value: unknown): void {
+  if (Array.isArray(value)) {
+    for (const item of value) dropAllLogprobs(item);
+    return;
+  }
+  if (!isObject(value)) return;
+  for (const [key, item] of Object.entries(value)) {
+    if (key === 'logprobs') value[key] = Array.isArray(item) ? [] : null;
+    else dropAllLogprobs(item);
+  }
 }
