@@ -14,15 +14,17 @@ import { waitFor } from '../../test/helpers/wait-for.js';
 
 describe('isProcessAlive', () => {
   it('tells a running process from a zombie that still answers signal 0', async () => {
-    // The background `sleep 0` exits at once; its parent becomes `sleep 3` (exec), which never reaps it.
-    const parent = spawn('sh', ['-c', 'sleep 0 & echo $!; exec sleep 3'], {
+    // The background child exits once its parent has become `sleep 30` (exec), which never reaps it.
+    // (A child that exits before the exec may be reaped by the shell first: then no zombie is left.)
+    const child = `sh -c 'until [ "$(cat /proc/$PPID/comm)" = sleep ]; do sleep 0.01; done'`;
+    const parent = spawn('sh', ['-c', `${child} & echo $!; exec sleep 30`], {
       stdio: ['ignore', 'pipe', 'ignore'],
     });
     try {
       const zombie = await new Promise<number>((resolve) =>
         parent.stdout.once('data', (chunk: Buffer) => resolve(Number(chunk.toString().trim()))),
       );
-      // The child exits at once; wait until the kernel shows it as a zombie (state Z).
+      // Wait until the kernel shows the child as a zombie (state Z).
       await waitFor(() => processState(zombie) === 'Z', { what: `process ${zombie} to become a zombie` });
       expect(() => process.kill(zombie, 0)).not.toThrow();
       expect(isProcessAlive(zombie)).toBe(false);
