@@ -23,9 +23,21 @@ export const REDACTED = '[redacted]';
  * credentials (`http://user:password@proxy`), which base URLs carry into error messages and Node's
  * fetch quotes back whole.
  */
-const KEY_SHAPES =
-  String.raw`\b(?:sk-[A-Za-z0-9_-]{20,}|AIza[0-9A-Za-z_-]{30,})` +
-  String.raw`|(?<=\b[A-Za-z][A-Za-z0-9+.-]*:\/\/[^\s/?#@:]*:)[^\s/?#@]+(?=@)`;
+const KEY_PREFIXES = [
+  { prefix: 'sk-', rest: '[A-Za-z0-9_-]', least: 20 },
+  { prefix: 'AIza', rest: '[0-9A-Za-z_-]', least: 30 },
+];
+/** A key: its prefix, then at least so many of its characters. */
+const KEYS = KEY_PREFIXES.map(({ prefix, rest, least }) => `${prefix}${rest}{${least},}`).join('|');
+/** What a key may begin with while it is still arriving: a first part of its prefix, or more of it. */
+const KEY_STARTS = KEY_PREFIXES.flatMap(({ prefix, rest }) => [
+  ...Array.from({ length: prefix.length - 1 }, (_, index) => prefix.slice(0, index + 1)),
+  `${prefix}${rest}*`,
+]).join('|');
+/** Before a URL's password: its scheme and user (the password is what follows, up to its `@`). */
+const URL_USER = String.raw`(?<=\b[A-Za-z][A-Za-z0-9+.-]*:\/\/[^\s/?#@:]*:)`;
+const PASSWORD_CHARACTER = String.raw`[^\s/?#@]`;
+const KEY_SHAPES = String.raw`\b(?:${KEYS})|${URL_USER}${PASSWORD_CHARACTER}+(?=@)`;
 
 /** How long the environment's secrets are reused before `process.env` is read again. */
 const ENVIRONMENT_RESCAN_MS = 1000;
@@ -99,19 +111,17 @@ function pattern(): RegExp {
  * (`\\n`, `\\t`, `\\u001b`) starts a word in the text but not in its JSON (`\\nsk-…`), so an escape
  * counts as a word boundary there.
  */
-const KEY_SHAPES_IN_JSON =
-  String.raw`(?:\b|(?<=\\(?:[bfnrt]|u[0-9A-Fa-f]{4})))(?:sk-[A-Za-z0-9_-]{20,}|AIza[0-9A-Za-z_-]{30,})` +
-  String.raw`|(?<=\b[A-Za-z][A-Za-z0-9+.-]*:\/\/(?:[^\s/?#@:"\\]|\\.)*:)(?:[^\s/?#@"\\]|\\.)+(?=@)`;
+const WORD_START_IN_JSON = String.raw`(?:\b|(?<=\\(?:[bfnrt]|u[0-9A-Fa-f]{4})))`;
+const URL_USER_IN_JSON = String.raw`(?<=\b[A-Za-z][A-Za-z0-9+.-]*:\/\/(?:[^\s/?#@:"\\]|\\.)*:)`;
+const PASSWORD_CHARACTER_IN_JSON = String.raw`(?:[^\s/?#@"\\]|\\.)`;
+const KEY_SHAPES_IN_JSON = `${WORD_START_IN_JSON}(?:${KEYS})|${URL_USER_IN_JSON}${PASSWORD_CHARACTER_IN_JSON}+(?=@)`;
 
 let jsonSignature: string | undefined;
 let jsonPattern = new RegExp(KEY_SHAPES_IN_JSON, 'g');
 
 function patternInJson(): RegExp {
-  pattern();
+  const forms = knownSecretForms(true);
   if (cachedSignature !== jsonSignature) {
-    const values = (cachedSignature ?? '').split('\0').filter((value) => value !== '');
-    // Each value as it is and as JSON escapes it (a value holding `"`, `\\` or a control character).
-    const forms = new Set(values.flatMap((value) => [value, JSON.stringify(value).slice(1, -1)]));
     const escaped = [...forms]
       .sort((a, b) => b.length - a.length)
       .map((value) => value.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
@@ -164,9 +174,12 @@ export function secretPattern(json: boolean): RegExp {
   return json ? patternInJson() : pattern();
 }
 
-/** The known secret values, longest first, and for `json` their JSON-escaped forms too. */
+/**
+ * The known secret values, longest first, and for `json` their JSON-escaped forms too (a value holding
+ * `"`, `\\` or a control character).
+ */
 export function knownSecretForms(json: boolean): readonly string[] {
-  secretPattern(json);
+  pattern();
   const signature = cachedSignature ?? '';
   if (formsSignature !== signature) {
     const values = signature.split('\0').filter((value) => value !== '');
@@ -181,19 +194,16 @@ let formsSignature: string | undefined;
 let plainForms: string[] = [];
 let jsonForms: string[] = [];
 
-/**
- * What may be the start of a key shape still arriving, at the very end of a text: a word beginning
- * `sk-` or `AIza` (or a first letter of them), or the password of a URL with credentials before its `@`.
- */
 /** How much of a text's end is searched for the start of a key shape (a URL's scheme and user included). */
 const SHAPE_WINDOW = 1024;
-const KEY_SHAPE_START = new RegExp(
-  String.raw`(?:\b(?:sk?|sk-[A-Za-z0-9_-]*|A(?:I(?:za?)?)?|AIza[0-9A-Za-z_-]*)` +
-    String.raw`|(?<=\b[A-Za-z][A-Za-z0-9+.-]*:\/\/[^\s/?#@:]*:)[^\s/?#@]*)$`,
-);
+/**
+ * What may be the start of a key shape still arriving, at the very end of a text: a word beginning
+ * like a key's prefix (or all of it and more), or the password of a URL with credentials before its `@`.
+ */
+const KEY_SHAPE_START = new RegExp(String.raw`(?:\b(?:${KEY_STARTS})|${URL_USER}${PASSWORD_CHARACTER}*)$`);
+/** The same in JSON text, where a password may end in the first half of an escape. */
 const KEY_SHAPE_START_IN_JSON = new RegExp(
-  String.raw`(?:(?:\b|(?<=\\(?:[bfnrt]|u[0-9A-Fa-f]{4})))(?:sk?|sk-[A-Za-z0-9_-]*|A(?:I(?:za?)?)?|AIza[0-9A-Za-z_-]*)` +
-    String.raw`|(?<=\b[A-Za-z][A-Za-z0-9+.-]*:\/\/(?:[^\s/?#@:"\\]|\\.)*:)(?:[^\s/?#@"\\]|\\.)*\\?)$`,
+  String.raw`(?:${WORD_START_IN_JSON}(?:${KEY_STARTS})|${URL_USER_IN_JSON}${PASSWORD_CHARACTER_IN_JSON}*\\?)$`,
 );
 
 /**
