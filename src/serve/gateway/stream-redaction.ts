@@ -340,15 +340,6 @@ export class StreamRedactor {
   }
 }
 
-/** Log probabilities spell out the text token by token: an event whose text changed loses them. */
-function dropLogprobs(data: Json): void {
-  // Responses' are a list (empty when none were asked for), Chat's an object or null.
-  if (Array.isArray(data['logprobs'])) data['logprobs'] = [];
-  const choices = data['choices'];
-  if (!Array.isArray(choices)) return;
-  for (const choice of choices) if (isObject(choice) && 'logprobs' in choice) choice['logprobs'] = null;
-}
-
 /**
  * A whole (non-streamed) JSON answer as the client gets it: its own bytes when nothing in it is a
  * secret; else rebuilt from `parsed` with the secrets redacted in its decoded strings (a key written
@@ -357,21 +348,27 @@ function dropLogprobs(data: Json): void {
 export function redactedAnswer(raw: string, parsed: unknown): string {
   const redacted = redactJsonText(raw);
   if (redacted === raw && !raw.includes('\\u')) return raw;
-  const plain = JSON.stringify(parsed);
-  if (redacted === raw && redactedJsonText(parsed) === plain) return raw;
+  if (redacted === raw) {
+    const plain = JSON.stringify(parsed);
+    if (redactJsonText(plain) === plain) return raw;
+  }
   const copy = structuredClone(parsed);
-  dropAllLogprobs(copy);
+  dropLogprobs(copy);
   return redactedJsonText(copy);
 }
 
-function dropAllLogprobs(value: unknown): void {
+/**
+ * Log probabilities spell out the text token by token: an event or answer whose text changed loses
+ * them, wherever they sit (Chat's per choice, an object or null; Responses' per delta, a list).
+ */
+function dropLogprobs(value: unknown): void {
   if (Array.isArray(value)) {
-    for (const item of value) dropAllLogprobs(item);
+    for (const item of value) dropLogprobs(item);
     return;
   }
   if (!isObject(value)) return;
   for (const [key, item] of Object.entries(value)) {
     if (key === 'logprobs') value[key] = Array.isArray(item) ? [] : null;
-    else dropAllLogprobs(item);
+    else dropLogprobs(item);
   }
 }
