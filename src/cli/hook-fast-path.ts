@@ -96,7 +96,7 @@ export async function runHook(flags: HookRunFlags, globals: GlobalFlags): Promis
     Math.max(0, deadlineMs - performance.now()),
   );
   try {
-    const input = readStandardInput();
+    const input = import('./stdin.js').then(({ readStandardInput }) => readStandardInput());
     // Awaited below on every path; a read that fails first must not end the process with exit 1.
     input.catch(() => undefined);
     const quick = await quickServer(flags, globals);
@@ -213,10 +213,4 @@ export function lenientNumber(
   return text !== undefined && text.trim() !== '' && Number.isFinite(value) && valid(value)
     ? value
     : fallback;
-}
-
-async function readStandardInput(): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString('utf8');
 }

@@ -1,5 +1,3 @@
-import { SwitchboardError } from '../core/errors.js';
-
 /**
  * Reads all of standard input as UTF-8. Invalid byte sequences become U+FFFD instead of failing, so a
  * request with a broken encoding still gets a decision.
@@ -17,6 +15,8 @@ export async function readStandardInput(): Promise<string> {
 export async function textFromArguments(words: readonly string[], what: string): Promise<string> {
   if (words.length > 0 && !(words.length === 1 && words[0] === '-')) return words.join(' ');
   if (process.stdin.isTTY) {
+    // Loaded only here: the prompt hook reads standard input on its quick path, where every module counts.
+    const { SwitchboardError } = await import('../core/errors.js');
     throw new SwitchboardError('INVALID_INPUT', `no ${what} given`, {
       hint: `pass the ${what} as an argument, or pipe it on standard input`,
     });
