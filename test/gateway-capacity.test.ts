@@ -46,17 +46,21 @@ afterAll(async () => {
 
 beforeEach(() => sim.clearLog());
 
-const stream = () =>
-  fetch(`${server.url}/v1/messages`, {
+/** POST /v1/messages to a gateway: haiku, one short message, streamed or not. */
+const messages = (gateway: Gateway, stream: boolean) =>
+  fetch(`${gateway.url}/v1/messages`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-api-key': server.token },
+    headers: { 'content-type': 'application/json', 'x-api-key': gateway.token },
     body: JSON.stringify({
       model: 'claude-haiku-4-5',
       max_tokens: 20,
-      stream: true,
+      ...(stream ? { stream: true } : {}),
       messages: [{ role: 'user', content: 'hi' }],
     }),
-  }).then(async (response) => ({ status: response.status, text: await response.text() }));
+  });
+
+const stream = () =>
+  messages(server, true).then(async (response) => ({ status: response.status, text: await response.text() }));
 
 describe('gateway.max_concurrent', () => {
   it('the request over the cap is refused at once in its dialect, nothing reserved or charged; all slots come back', async () => {
@@ -131,24 +135,12 @@ describe('10,000 concurrent streams against the default cap', () => {
 
   afterAll(() => big.close());
 
-  /** One plain (unstreamed) request to the gateway. */
-  const unstreamed = () =>
-    fetch(`${big.url}/v1/messages`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-api-key': big.token },
-      body: JSON.stringify({
-        model: 'claude-haiku-4-5',
-        max_tokens: 20,
-        messages: [{ role: 'user', content: 'hi' }],
-      }),
-    });
-
   it('each is answered whole or refused with a 529 at once; memory and sockets stay bounded and come back', async () => {
     // The answered streams wait 2 s upstream, longer than the 10,000 take to open, so they are all open at once.
     sim.setScenario({ fallback: { text: 'a short streamed answer', delayMs: 2_000 } });
     const pid = big.child.pid!;
     // Warm: the first request loads the gateway's modules, so the baseline is a running gateway's.
-    const warm = await unstreamed();
+    const warm = await messages(big, false);
     expect(warm.status).toBe(200);
     sim.clearLog();
     const before = footprint(pid);
@@ -159,16 +151,7 @@ describe('10,000 concurrent streams against the default cap', () => {
     const opened = Promise.all(
       Array.from({ length: COUNT }, (_, index) =>
         new Promise((resolve) => setTimeout(resolve, Math.floor(index / 500) * 25)).then(() =>
-          fetch(`${big.url}/v1/messages`, {
-            method: 'POST',
-            headers: { 'content-type': 'application/json', 'x-api-key': big.token },
-            body: JSON.stringify({
-              model: 'claude-haiku-4-5',
-              max_tokens: 20,
-              stream: true,
-              messages: [{ role: 'user', content: 'hi' }],
-            }),
-          }).then(
+          messages(big, true).then(
             async (response) => {
               const text = await response.text();
               if (
@@ -202,7 +185,7 @@ describe('10,000 concurrent streams against the default cap', () => {
       { n: counts.get('answered')! + 1 },
     ]);
     await waitFor(() => footprint(pid).fds <= before.fds + 5, { what: 'the sockets closed' });
-    const after = await unstreamed();
+    const after = await messages(big, false);
     expect(after.status).toBe(200);
   });
 });
