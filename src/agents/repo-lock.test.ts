@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -10,6 +10,7 @@ import {
   REPO_LOCK_FILE,
   withRepoLock,
 } from './repo-lock.js';
+import { processState } from '../../test/helpers/process-state.js';
 import { waitFor } from '../../test/helpers/wait-for.js';
 
 describe('isProcessAlive', () => {
@@ -67,13 +68,3 @@ describe('a recorded process identity (pid and start time)', () => {
     }
   });
 });
-
-/** The one-letter state in /proc/<pid>/stat (after the command name, which may hold spaces). */
-function processState(pid: number): string | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
-  } catch {
-    return undefined;
-  }
-}

@@ -1,18 +1,8 @@
 import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { processState } from '../../test/helpers/process-state.js';
 import { waitFor } from '../../test/helpers/wait-for.js';
 import { processRunning } from './server-tokens.js';
-
-/** A process's state letter from /proc (R, S, Z, …), or undefined once it is gone. */
-function stateOf(pid: number): string | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
-  } catch {
-    return undefined;
-  }
-}
 
 describe('processRunning', () => {
   it('is true for this process and false for a pid that names none', () => {
@@ -29,7 +19,9 @@ describe('processRunning', () => {
       'c.unref(); console.log(c.pid);';
     const pid = Number(spawnSync(process.execPath, ['-e', script], { encoding: 'utf8' }).stdout);
     expect(pid).toBeGreaterThan(0);
-    await waitFor(() => stateOf(pid) === 'Z' || stateOf(pid) === undefined, { what: 'the orphan exited' });
+    await waitFor(() => processState(pid) === 'Z' || processState(pid) === undefined, {
+      what: 'the orphan exited',
+    });
     expect(processRunning(pid)).toBe(false);
   });
 });
