@@ -40,6 +40,24 @@ describe('redactSecrets', () => {
     ).toBe('got [redacted] and [redacted]');
   });
 
+  it('removes a key glued to the word before it, yet leaves hyphenated words that contain sk- or AIza', () => {
+    const key = 'sk-ant-api03-ZyXwVuTsRqPoNmLkJiHgFeDcBa0987';
+    const google = 'AIzaSyA1234567890abcdefghijklmnopqrstu';
+    expect(redactSecrets(`got 1${key}, x${key} and id${google}.`)).toBe(
+      'got 1[redacted], x[redacted] and id[redacted].',
+    );
+    const words =
+      'a task-management-framework-for-teams, the risk-assessment-and-mitigation-plan, ' +
+      'whisk-together-the-flour-and-the-eggs, disk-partition-table-v2-backup-2024, the Task-Force-2024-Quarterly-Report';
+    expect(redactSecrets(words)).toBe(words);
+    expect(redactedJsonText({ words, key: `x${key}` })).toBe(JSON.stringify({ words, key: 'x[redacted]' }));
+  });
+
+  it('removes a known value wherever it sits, inside a word or glued to one', () => {
+    plant('GLUED_TOKEN', 'glued-token-value-3');
+    expect(redactSecrets('xglued-token-value-3y 9glued-token-value-3')).toBe('x[redacted]y 9[redacted]');
+  });
+
   it('removes the password of a URL with credentials, leaving the rest of the URL', () => {
     expect(redactSecrets('cannot reach http://proxy:pw@127.0.0.1:9/v1: fetch failed')).toBe(
       'cannot reach http://proxy:[redacted]@127.0.0.1:9/v1: fetch failed',

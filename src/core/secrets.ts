@@ -29,15 +29,39 @@ const KEY_PREFIXES = [
 ];
 /** A key: its prefix, then at least so many of its characters. */
 const KEYS = KEY_PREFIXES.map(({ prefix, rest, least }) => `${prefix}${rest}{${least},}`).join('|');
+/**
+ * A key glued to the word before it (`1sk-…`, `xAIza…`). Words hold the same shape
+ * (`task-management-framework`), so a glued key must also look generated: a capital letter and a
+ * digit among its first 64 characters, and a run of 20 without a hyphen among its first words. A
+ * title with a year (`Task-Force-2024-Quarterly-Report`) has no such run; a random key has all three.
+ * Each look ahead is bounded: a text of glued prefixes is searched in linear time.
+ */
+const GENERATED = [
+  String.raw`[\w-]{0,63}?[A-Z]`,
+  String.raw`[\w-]{0,63}?\d`,
+  String.raw`(?:\w{0,19}-){0,10}?\w{20}`,
+]
+  .map((ahead) => `(?=${ahead})`)
+  .join('');
+const GLUED_KEYS = KEY_PREFIXES.map(
+  ({ prefix, rest, least }) => `${prefix}${GENERATED}${rest}{${least},}`,
+).join('|');
 /** What a key may begin with while it is still arriving: a first part of its prefix, or more of it. */
 const KEY_STARTS = KEY_PREFIXES.flatMap(({ prefix, rest }) => [
   ...Array.from({ length: prefix.length - 1 }, (_, index) => prefix.slice(0, index + 1)),
   `${prefix}${rest}*`,
 ]).join('|');
+/**
+ * The same for a key glued to a word: only from its whole prefix on, since words end in `s` and `sk`
+ * all the time (holding each would rewrite most events, and drop their log probabilities); and from
+ * the character before it, so that the held text, sent on at the start of a later delta, does not
+ * begin a word there (`risk-` + `management-framework`: that event alone would look like a key).
+ */
+const GLUED_KEY_STARTS = String.raw`\w(?:${KEY_PREFIXES.map(({ prefix, rest }) => `${prefix}${rest}*`).join('|')})`;
 /** Before a URL's password: its scheme and user (the password is what follows, up to its `@`). */
 const URL_USER = String.raw`(?<=\b[A-Za-z][A-Za-z0-9+.-]*:\/\/[^\s/?#@:]*:)`;
 const PASSWORD_CHARACTER = String.raw`[^\s/?#@]`;
-const KEY_SHAPES = String.raw`\b(?:${KEYS})|${URL_USER}${PASSWORD_CHARACTER}+(?=@)`;
+const KEY_SHAPES = String.raw`\b(?:${KEYS})|\B(?:${GLUED_KEYS})|${URL_USER}${PASSWORD_CHARACTER}+(?=@)`;
 
 /** How long the environment's secrets are reused before `process.env` is read again. */
 const ENVIRONMENT_RESCAN_MS = 1000;
@@ -114,7 +138,7 @@ function pattern(): RegExp {
 const WORD_START_IN_JSON = String.raw`(?:\b|(?<=\\(?:[bfnrt]|u[0-9A-Fa-f]{4})))`;
 const URL_USER_IN_JSON = String.raw`(?<=\b[A-Za-z][A-Za-z0-9+.-]*:\/\/(?:[^\s/?#@:"\\]|\\.)*:)`;
 const PASSWORD_CHARACTER_IN_JSON = String.raw`(?:[^\s/?#@"\\]|\\.)`;
-const KEY_SHAPES_IN_JSON = `${WORD_START_IN_JSON}(?:${KEYS})|${URL_USER_IN_JSON}${PASSWORD_CHARACTER_IN_JSON}+(?=@)`;
+const KEY_SHAPES_IN_JSON = String.raw`${WORD_START_IN_JSON}(?:${KEYS})|\B(?:${GLUED_KEYS})|${URL_USER_IN_JSON}${PASSWORD_CHARACTER_IN_JSON}+(?=@)`;
 
 let jsonSignature: string | undefined;
 let jsonPattern = new RegExp(KEY_SHAPES_IN_JSON, 'g');
@@ -200,10 +224,12 @@ const SHAPE_WINDOW = 1024;
  * What may be the start of a key shape still arriving, at the very end of a text: a word beginning
  * like a key's prefix (or all of it and more), or the password of a URL with credentials before its `@`.
  */
-const KEY_SHAPE_START = new RegExp(String.raw`(?:\b(?:${KEY_STARTS})|${URL_USER}${PASSWORD_CHARACTER}*)$`);
+const KEY_SHAPE_START = new RegExp(
+  String.raw`(?:\b(?:${KEY_STARTS})|${GLUED_KEY_STARTS}|${URL_USER}${PASSWORD_CHARACTER}*)$`,
+);
 /** The same in JSON text, where a password may end in the first half of an escape. */
 const KEY_SHAPE_START_IN_JSON = new RegExp(
-  String.raw`(?:${WORD_START_IN_JSON}(?:${KEY_STARTS})|${URL_USER_IN_JSON}${PASSWORD_CHARACTER_IN_JSON}*\\?)$`,
+  String.raw`(?:${WORD_START_IN_JSON}(?:${KEY_STARTS})|${GLUED_KEY_STARTS}|${URL_USER_IN_JSON}${PASSWORD_CHARACTER_IN_JSON}*\\?)$`,
 );
 
 /**

@@ -145,6 +145,29 @@ describe('StreamRedactor', () => {
       }
     });
 
+    it(`${wire}: a key glued to the word before it is redacted in pieces; a known value anywhere; words ending in s or sk- are not`, () => {
+      const text = `key: x${SHAPED}. done`;
+      for (const size of [1, 2, 3, 5, 7]) {
+        const chunks: string[] = [];
+        for (let at = 0; at < text.length; at += size) chunks.push(text.slice(at, at + size));
+        const sent = run(wire, stream(wire, chunks));
+        // The prefix's first letters may have gone out before the key was known; its characters did not.
+        expect(receive(wire, sent).text, `pieces of ${size}`).toMatch(/^key: x(?:s|sk)?\[redacted\]\. done$/);
+        for (const piece of pieces(SHAPED)) expect(sent).not.toContain(piece);
+      }
+      const known = `id${KNOWN}x`;
+      for (let cut = 1; cut < known.length; cut += 1) {
+        const received = receive(wire, run(wire, stream(wire, [known.slice(0, cut), known.slice(cut)])));
+        expect(received.text, `known value cut at ${cut}`).toBe('id[redacted]x');
+      }
+      const words = stream(wire, ['the tasks', ' and risk-', 'management-framework-for-teams', ' pass']);
+      expect(receive(wire, run(wire, words)).text).toBe(
+        'the tasks and risk-management-framework-for-teams pass',
+      );
+      const plural = stream(wire, ['the tasks', ' and the risks', ' pass']);
+      expect(run(wire, plural)).toBe(plural.join(''));
+    });
+
     it(`${wire}: a stream with no secret passes byte for byte, keep-alives in between`, () => {
       const plain = stream(wire, ['Hello', ' world, ', 'this is fine', ' with some', ' words']);
       expect(run(wire, [plain.join('')])).toBe(plain.join(''));

@@ -49,6 +49,8 @@ interface Channel {
 interface ChannelState {
   sent: string;
   unsent: string;
+  /** What was sent ends inside a secret, sent as `[redacted]`. */
+  open: boolean;
   json: boolean;
   alone: Channel['alone'];
 }
@@ -194,19 +196,32 @@ function endsOf(wire: Wire, data: Json): ((key: string) => boolean) | 'all' | un
   return undefined;
 }
 
-/** The text `full[from, to)` with every secret in it replaced; a secret begun before `from` was already sent for. */
-function redactedRange(full: string, from: number, to: number, json: boolean): string {
+/** A channel's text made ready to send, and whether it ends inside a secret it sent as `[redacted]`. */
+interface Redacted {
+  text: string;
+  open: boolean;
+}
+
+/**
+ * The text `full[from, to)` with every secret in it replaced. A secret begun before `from` gets its
+ * `[redacted]` here unless the text sent before ended inside it (`open`): a key glued to a word is
+ * known for one only once its prefix is whole, after its first letters went out.
+ */
+function redactedRange(full: string, from: number, to: number, json: boolean, open: boolean): Redacted {
   let out = '';
   let at = from;
+  let inside = false;
   for (const match of full.matchAll(secretPattern(json))) {
     const start = match.index;
     const end = start + match[0].length;
     if (end <= from) continue;
     if (start >= to) break;
     if (start >= from) out += full.slice(at, start) + REDACTED;
+    else if (!open) out += REDACTED;
     at = Math.min(end, to);
+    inside = end > to;
   }
-  return out + full.slice(at, to);
+  return { text: out + full.slice(at, to), open: inside };
 }
 
 /**
@@ -214,10 +229,11 @@ function redactedRange(full: string, from: number, to: number, json: boolean): s
  * beginning of a secret it ended in when that is `MIN_SECRET_LENGTH` characters or more (a stream cut
  * in the middle of a key must not hand out most of it).
  */
-function endOfChannel(full: string, from: number, json: boolean): string {
+function endOfChannel(full: string, from: number, json: boolean, open: boolean): string {
   const start = Math.max(from, secretStartAtEnd(full, json));
-  if (full.length - start < MIN_SECRET_LENGTH) return redactedRange(full, from, full.length, json);
-  return redactedRange(full, from, start, json) + REDACTED;
+  if (full.length - start < MIN_SECRET_LENGTH) return redactedRange(full, from, full.length, json, open).text;
+  const before = redactedRange(full, from, start, json, open);
+  return before.open ? before.text : before.text + REDACTED;
 }
 
 /** Where the text of a channel may be cut: before any secret (whole or begun) that runs to its end. */
@@ -280,6 +296,7 @@ export class StreamRedactor {
       const state = this.channels.get(channel.key) ?? {
         sent: '',
         unsent: '',
+        open: false,
         json: channel.json,
         alone: channel.alone,
       };
@@ -288,7 +305,8 @@ export class StreamRedactor {
       const full = state.sent + state.unsent + channel.text;
       const from = state.sent.length;
       const cut = ending(channel.key) ? full.length : cutOf(full, from, channel.json);
-      const text = redactedRange(full, from, cut, channel.json);
+      const { text, open } = redactedRange(full, from, cut, channel.json, state.open);
+      state.open = open;
       state.unsent = full.slice(cut);
       state.sent = tail(full.slice(0, cut));
       if (text !== channel.text) {
@@ -312,7 +330,7 @@ export class StreamRedactor {
       this.channels.delete(key);
       if (state.unsent === '') continue;
       const full = state.sent + state.unsent;
-      const { name, data } = state.alone(endOfChannel(full, state.sent.length, state.json));
+      const { name, data } = state.alone(endOfChannel(full, state.sent.length, state.json, state.open));
       if (typeof sequence === 'number') {
         data['sequence_number'] = sequence + this.added;
         this.added += 1;
