@@ -1,6 +1,13 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { SwitchboardError } from './errors.js';
-import { resetSecrets, redactDeep, redactSecrets, redactedJsonText, registerSecret } from './secrets.js';
+import {
+  resetSecrets,
+  redactDeep,
+  redactJsonText,
+  redactSecrets,
+  redactedJsonText,
+  registerSecret,
+} from './secrets.js';
 
 const planted: string[] = [];
 function plant(name: string, value: string): void {
@@ -93,6 +100,14 @@ describe('redactedJsonText', () => {
       '[redacted]': ['[redacted]', 'said [redacted]'],
       key: '[redacted]',
     });
+  });
+
+  it('reads \\u escapes: a key spelled with them is redacted whole and the JSON stays valid; others pass as they are', () => {
+    registerSecret('quoted"known-value-5');
+    const json = String.raw`{"a":"\u0073k-ant-api03-\u005AyXwVuTsRqPoNmLkJiHgFeDcBa0987 x","b":"quoted\u0022known\u002dvalue-5","c":"caf\u00e9"}`;
+    expect(JSON.parse(redactJsonText(json))).toEqual({ a: '[redacted] x', b: '[redacted]', c: 'café' });
+    const plain = String.raw`{"c":"caf\u00e9 \u0041Iz"}`;
+    expect(redactJsonText(plain)).toBe(plain);
   });
 
   it("redacts a URL's password, escapes and all, without running into the next string", () => {

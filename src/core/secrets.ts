@@ -169,7 +169,83 @@ export function redactedJsonText(value: unknown): string {
  * JSON-escaped form too, so the result is still the same JSON with `[redacted]` in the strings.
  */
 export function redactJsonText(json: string): string {
-  return mayHoldSecret(json, true) ? json.replace(patternInJson(), REDACTED) : json;
+  let out = '';
+  let at = 0;
+  for (const [start, end] of secretRanges(json, true)) {
+    out += json.slice(at, start) + REDACTED;
+    at = end;
+  }
+  return at === 0 ? json : out + json.slice(at);
+}
+
+/**
+ * Where the secrets are in `text`, as `[start, end)` ranges in order: what `redactJsonText` replaces
+ * (for `json`) and a stream redacting text that arrives in pieces cuts around. JSON text's `\\u`
+ * escapes are read first, since any character may be written as one (`\\u0073k-…`); a range then
+ * covers whole escapes, so replacing it leaves the same JSON with `[redacted]` in its string.
+ */
+export function secretRanges(text: string, json: boolean): [number, number][] {
+  const reading = json && ESCAPES_TO_READ.test(text) ? readEscapes(text) : undefined;
+  const view = reading?.text ?? text;
+  if (!mayHoldSecret(view, json)) return [];
+  const ranges: [number, number][] = [];
+  for (const match of view.matchAll(json ? patternInJson() : pattern())) {
+    const end = match.index + match[0].length;
+    if (reading === undefined) ranges.push([match.index, end]);
+    else ranges.push([reading.starts[match.index] ?? 0, reading.ends[end - 1] ?? text.length]);
+  }
+  return ranges;
+}
+
+/** JSON text holds an escape that may hide a secret's character, or ends in the first part of one. */
+const ESCAPES_TO_READ = /\\[u/]|\\$/;
+
+/**
+ * JSON text with its `\\u` escapes read, each as JSON writes the character it stands for (`\\u0073` as
+ * `s`, `\\u0022` as `\\"`, `\\u000a` as `\\n`), so the JSON forms of the secrets are found in it;
+ * `\\/` as `/`. `starts` and `ends`: for each character read, where its escape begins and ends in the
+ * text. `unfinished`: where an escape the text ends in the middle of begins (a stream's next piece
+ * may finish it as a secret's first character), else the text's length.
+ */
+interface EscapesRead {
+  text: string;
+  starts: number[];
+  ends: number[];
+  unfinished: number;
+}
+
+function readEscapes(json: string): EscapesRead {
+  const read: EscapesRead = { text: '', starts: [], ends: [], unfinished: json.length };
+  const add = (characters: string, start: number, end: number): void => {
+    read.text += characters;
+    for (let index = 0; index < characters.length; index += 1) {
+      read.starts.push(start);
+      read.ends.push(end);
+    }
+  };
+  let at = 0;
+  while (at < json.length) {
+    const character = json[at] ?? '';
+    if (character !== '\\') {
+      add(character, at, at + 1);
+      at += 1;
+      continue;
+    }
+    const next = json[at + 1];
+    const hex = json.slice(at + 2, at + 6);
+    if (next === undefined || (next === 'u' && hex.length < 4 && /^[0-9A-Fa-f]*$/.test(hex))) {
+      read.unfinished = at;
+      break;
+    }
+    if (next === 'u' && /^[0-9A-Fa-f]{4}$/.test(hex)) {
+      add(JSON.stringify(String.fromCharCode(Number.parseInt(hex, 16))).slice(1, -1), at, at + 6);
+      at += 6;
+      continue;
+    }
+    add(next === '/' ? '/' : character + next, at, at + 2);
+    at += 2;
+  }
+  return read;
 }
 
 /** `text` with every known secret, and anything shaped like an API key, replaced by `[redacted]`. */
@@ -187,15 +263,6 @@ function mayHoldSecret(text: string, json: boolean): boolean {
   if (text.includes('sk-') || text.includes('AIza') || text.includes('@')) return true;
   for (const form of knownSecretForms(json)) if (text.includes(form)) return true;
   return false;
-}
-
-/**
- * Every known secret (a value as it is and, for `json`, as JSON escapes it) and key shape, as one global
- * pattern: what `redactSecrets` (plain text) and `redactJsonText` (JSON text) replace. For code that
- * needs the matches themselves, such as a stream that redacts text arriving in pieces.
- */
-export function secretPattern(json: boolean): RegExp {
-  return json ? patternInJson() : pattern();
 }
 
 /**
@@ -235,10 +302,18 @@ const KEY_SHAPE_START_IN_JSON = new RegExp(
 /**
  * Where, at the end of `text`, a secret may have begun that the text does not finish: the smallest index
  * from which the rest of the text is the beginning of a known secret (or of its JSON-escaped form, for
- * `json`) or of a key shape; `text.length` when there is none. A stream holds the text from there until
+ * `json`, its `\\u` escapes read, or an escape not finished yet) or of a key shape; `text.length` when there is none. A stream holds the text from there until
  * the next piece says whether it is a secret.
  */
 export function secretStartAtEnd(text: string, json: boolean): number {
+  if (!json || !ESCAPES_TO_READ.test(text)) return startAtEnd(text, json);
+  const read = readEscapes(text);
+  const start = startAtEnd(read.text, json);
+  return Math.min(read.unfinished, read.starts[start] ?? text.length);
+}
+
+/** `secretStartAtEnd` in text whose escapes, if any, are read. */
+function startAtEnd(text: string, json: boolean): number {
   let start = text.length;
   if (text === '') return start;
   const last = text[text.length - 1];

@@ -204,6 +204,35 @@ describe('StreamRedactor', () => {
         expect(received.text).not.toContain(escaped.slice(0, 12));
       }
     });
+
+    it(`${wire}: a secret written with \\u escapes in a tool call's arguments, cut anywhere, is redacted; the JSON stays valid`, () => {
+      // Every character of the known value escaped; the key shape's first letter only, as a model may write it.
+      const spelled = [...KNOWN].map(
+        (character) => `\\u${character.charCodeAt(0).toString(16).padStart(4, '0')}`,
+      );
+      const json = `{"note":"use ${spelled.join('')} and \\u0073${SHAPED.slice(1)} now","x":"caf\\u00e9"}`;
+      expect(JSON.parse(json)).toEqual({ note: `use ${KNOWN} and ${SHAPED} now`, x: 'café' });
+      const expected = { note: 'use [redacted] and [redacted] now', x: 'café' };
+      for (let cut = 1; cut < json.length; cut += 1) {
+        const sent = run(wire, stream(wire, [json.slice(0, cut), json.slice(cut)], true));
+        expect(JSON.parse(receive(wire, sent).text), `cut at ${cut}`).toEqual(expected);
+        expect(sent).not.toContain(SHAPED.slice(1, 12));
+      }
+      for (const size of [1, 2, 3, 5, 7]) {
+        const chunks: string[] = [];
+        for (let at = 0; at < json.length; at += size) chunks.push(json.slice(at, at + size));
+        const sent = run(wire, stream(wire, chunks, true));
+        expect(JSON.parse(receive(wire, sent).text), `pieces of ${size}`).toEqual(expected);
+        for (const piece of pieces(SHAPED.slice(1))) expect(sent).not.toContain(piece);
+        // No three escaped characters of the known value in a row either, as the events write them.
+        for (let at = 0; at + 3 <= spelled.length; at += 1) {
+          expect(sent).not.toContain(JSON.stringify(spelled.slice(at, at + 3).join('')).slice(1, -1));
+        }
+      }
+      // Escapes that spell no secret pass as they came.
+      const plain = stream(wire, ['{"x":"caf\\u00e9 ', 'and \\u00fc"}'], true);
+      expect(run(wire, plain)).toBe(plain.join(''));
+    });
   }
 
   it('the password of a URL cut before its @ is redacted with the scheme already sent', () => {

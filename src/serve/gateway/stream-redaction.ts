@@ -20,7 +20,7 @@ import {
   REDACTED,
   redactedJsonText,
   redactJsonText,
-  secretPattern,
+  secretRanges,
   secretStartAtEnd,
 } from '../../core/secrets.js';
 import type { Wire } from './models.js';
@@ -211,9 +211,7 @@ function redactedRange(full: string, from: number, to: number, json: boolean, op
   let out = '';
   let at = from;
   let inside = false;
-  for (const match of full.matchAll(secretPattern(json))) {
-    const start = match.index;
-    const end = start + match[0].length;
+  for (const [start, end] of secretRanges(full, json)) {
     if (end <= from) continue;
     if (start >= to) break;
     if (start >= from) out += full.slice(at, start) + REDACTED;
@@ -239,10 +237,10 @@ function endOfChannel(full: string, from: number, json: boolean, open: boolean):
 /** Where the text of a channel may be cut: before any secret (whole or begun) that runs to its end. */
 function cutOf(full: string, sent: number, json: boolean): number {
   let cut = secretStartAtEnd(full, json);
-  for (const match of full.matchAll(secretPattern(json))) {
-    if (match.index >= cut) break;
-    if (match.index + match[0].length > cut) {
-      cut = match.index;
+  for (const [start, end] of secretRanges(full, json)) {
+    if (start >= cut) break;
+    if (end > cut) {
+      cut = start;
       break;
     }
   }
@@ -348,12 +346,7 @@ export class StreamRedactor {
       changed = true;
     }
     if (changed) return redactJsonText(formatEvent(event.name, data));
-    // A secret written with JSON escapes (`\u0073k-…`) is only seen once the escapes are read.
-    if (event.raw.includes('\\u')) {
-      const plain = formatEvent(event.name, data);
-      const redacted = redactJsonText(plain);
-      if (redacted !== plain) return redacted;
-    }
+    // A secret written with JSON escapes (`\u0073k-…`) is found there too: redactJsonText reads them.
     return redactJsonText(event.raw);
   }
 }
@@ -364,12 +357,7 @@ export class StreamRedactor {
  * with `\u` escapes too) and its log probabilities dropped, whose tokens would spell what was redacted.
  */
 export function redactedAnswer(raw: string, parsed: unknown): string {
-  const redacted = redactJsonText(raw);
-  if (redacted === raw && !raw.includes('\\u')) return raw;
-  if (redacted === raw) {
-    const plain = JSON.stringify(parsed);
-    if (redactJsonText(plain) === plain) return raw;
-  }
+  if (redactJsonText(raw) === raw) return raw;
   const copy = structuredClone(parsed);
   dropLogprobs(copy);
   return redactedJsonText(copy);
