@@ -7,6 +7,8 @@ import { randomBytes } from 'node:crypto';
 //   - the trivial server (node:http, the body read, a fixed JSON answer).
 // Rounds rotate the order so all rows see the same machine. It runs the BUILT dist/:
 //   npm run build && node --experimental-strip-types --no-warnings bench/serve-route.ts [seconds] [rounds] [--profile]
+// `--compare <checkout>`: one more row, serve as a user starts it from another checkout's built dist/
+// (e.g. the commit before a change), in the same rounds, so before and after share one run.
 // `--profile`: the first serve row (cache and ledger on) runs under `--cpu-prof`; after it stops, the
 // functions with the most inclusive and self time are printed.
 // Everything binds 127.0.0.1 and lives in a temporary folder removed at the end.
@@ -25,7 +27,13 @@ requireWrk();
 
 const args = process.argv.slice(2);
 const profile = args.includes('--profile');
-const [secondsArgument, roundsArgument] = args.filter((arg) => arg !== '--profile');
+const compareIndex = args.indexOf('--compare');
+const compareRoot = compareIndex >= 0 ? args[compareIndex + 1] : undefined;
+if (compareIndex >= 0 && compareRoot === undefined) throw new Error('--compare needs a checkout folder');
+const compareCli = compareRoot === undefined ? undefined : join(compareRoot, 'dist/cli/main.js');
+const [secondsArgument, roundsArgument] = args.filter(
+  (arg, index) => arg !== '--profile' && index !== compareIndex && index !== compareIndex + 1,
+);
 const seconds = Number(secondsArgument ?? 5);
 const rounds = Number(roundsArgument ?? 3);
 const connections = 32;
@@ -46,12 +54,17 @@ interface Server {
 const serverToken = randomBytes(24).toString('hex');
 const authorization = `Bearer ${serverToken}`;
 
-async function startServe(name: string, flags: string[], node: string[] = []): Promise<Server> {
+async function startServe(
+  name: string,
+  flags: string[],
+  node: string[] = [],
+  entry: string = cli,
+): Promise<Server> {
   const stateDir = join(base, name.replace(/\W+/g, '-'));
   mkdirSync(stateDir);
   const child = spawn(
     process.execPath,
-    [...node, cli, 'serve', '--port', '0', '--pool', '0', '--skills', skills, ...flags],
+    [...node, entry, 'serve', '--port', '0', '--pool', '0', '--skills', skills, ...flags],
     {
       cwd: base,
       env: { ...environment, SWITCHBOARD_STATE_DIR: stateDir, SWITCHBOARD_SERVER_TOKEN: serverToken },
@@ -109,6 +122,9 @@ try {
     body: JSON.stringify({ text: 'review the pull request' }),
   });
   servers.push(await startTrivial(await sample.text()));
+  if (compareCli !== undefined) {
+    servers.push(await startServe(`serve from ${compareRoot} (cache, ledger)`, [], [], compareCli));
+  }
 
   // Warm up each (JIT, SQLite pages) for a second.
   for (const server of servers) {
