@@ -90,6 +90,18 @@ describe('bin/switchboard', () => {
     expect(result.status).toBe(78);
   });
 
+  it('in a checkout never set up (a fresh clone), says to run scripts/setup.sh and exits 78, no stack trace', () => {
+    const checkout = mkdtempSync(join(tmpdir(), 'switchboard-launcher-unbuilt-'));
+    cpSync(join(root, 'bin'), join(checkout, 'bin'), { recursive: true });
+    const result = launch(join(checkout, 'bin/switchboard'), process.env['PATH'] ?? '/usr/bin:/bin', [
+      '--version',
+    ]);
+    expect(result.stderr.trim()).toBe(
+      'switchboard: this checkout is not built (no dist/); run scripts/setup.sh once, or use scripts/switchboard, which sets it up',
+    );
+    expect(result.status).toBe(78);
+  });
+
   it('without any node on PATH and none provisioned, says so and exits 78', () => {
     const checkout = bareCheckout();
     const result = launch(join(checkout, 'bin/switchboard'), '/nonexistent', ['--version']);
