@@ -27,10 +27,10 @@
 //      time over the whole run.
 // A missed gate prints FAIL; the exit code is 0 all the same (this is a measurement). It runs the BUILT dist/:
 //   npm run build && node --experimental-strip-types --no-warnings bench/gateway.ts [rounds] [requests per round]
-//       [--requests N (RSS run; default 200000, 0 skips it)] [--stream-requests N] [--events N] [--gap ms] [--hang-ups N] [--profile]
+//       [--requests N (RSS run; default 200000, 0 skips it)] [--stream-requests N] [--events N] [--gap ms] [--hang-ups N] [--profile [--profile-out FILE]]
 // Everything binds 127.0.0.1 and lives in a temporary folder removed at the end.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { Agent, createServer, request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
@@ -56,6 +56,11 @@ function option(name: string, fallback: number): number {
   return value;
 }
 const profile = flag('--profile');
+/** `--profile-out FILE`: the .cpuprofile is kept there (for DevTools, or a closer look than the top 15). */
+const profileOut = (() => {
+  const index = args.indexOf('--profile-out');
+  return index === -1 ? undefined : args.splice(index, 2)[1];
+})();
 const longRun = option('--requests', 200_000);
 const streamPerRound = option('--stream-requests', 0);
 const events = option('--events', 20);
@@ -641,6 +646,7 @@ try {
     await stopServe();
     const file = readdirSync(profileDir).find((name) => name.endsWith('.cpuprofile'));
     if (file === undefined) throw new Error(`serve wrote no .cpuprofile in ${profileDir}`);
+    if (profileOut !== undefined) copyFileSync(join(profileDir, file), profileOut);
     printProfile(JSON.parse(readFileSync(join(profileDir, file), 'utf8')) as CpuProfile);
   }
   loads.push(readFileSync('/proc/loadavg', 'utf8').trim());
