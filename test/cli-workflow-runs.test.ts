@@ -354,6 +354,61 @@ agents:
     expect(ticks).toBe(resumed.steps.length);
   });
 
+  it('a run a terminate step ended as failed stays ended: resume reports the same end and exit code', async () => {
+    const space = workspace();
+    // `finish` is on the route not taken, so the workflow's `output:` cannot render: a resume that went
+    // on to the run's end would fail WORKFLOW_TEMPLATE (a file whose output rendered would "complete").
+    space.file(
+      'stop.yaml',
+      `workflow:
+  name: stop
+  entry_point: check
+agents:
+  - name: check
+    type: set
+    value: "empty"
+    routes:
+      - to: refuse
+        when: "{{ check.output == 'empty' }}"
+      - to: finish
+  - name: refuse
+    type: terminate
+    status: failed
+    reason: "nothing to ship ({{ check.output }})"
+  - name: finish
+    type: set
+    value: shipped
+output:
+  result: "{{ finish.output }}"
+`,
+    );
+    const first = await space.run(['workflow', 'run', 'stop.yaml', '--run-id', 'stop-1']);
+    expect(first.status, first.stderr).toBe(EXIT_CODES.WORKFLOW_FAILED);
+    const line = first.stderr.trimEnd().split('\n').at(-1);
+    expect(line).toBe(
+      'switchboard: step "refuse" terminated the run: nothing to ship (empty) (the workflow\'s terminate step "refuse" ended it: resuming reports the same end; start a new run to go again)',
+    );
+    for (const attempt of [1, 2]) {
+      const resumed = await space.run(['workflow', 'resume', 'stop-1']);
+      expect(resumed.status, `resume ${attempt}: ${resumed.stderr}`).toBe(EXIT_CODES.WORKFLOW_FAILED);
+      expect(resumed.stderr.trimEnd().split('\n').at(-1)).toBe(line);
+    }
+    const status = await space.json<WorkflowRunResult>(['workflow', 'status', 'stop-1']);
+    expect(status).toMatchObject({
+      status: 'failed',
+      errorCode: 'WORKFLOW_FAILED',
+      error: 'step "refuse" terminated the run: nothing to ship (empty)',
+      terminatedBy: 'refuse',
+    });
+    const logs = await space.run(['workflow', 'logs', 'stop-1', '--json']);
+    const types = logs.stdout
+      .trimEnd()
+      .split('\n')
+      .map((text) => (JSON.parse(text) as WorkflowEventRecord).type);
+    expect(types.filter((type) => type === 'run-end')).toHaveLength(1);
+    expect(types).not.toContain('run-resume');
+  });
+
   it('cancel stops a running run; status shows it cancelled', async () => {
     const space = workspace();
     space.file('slow.yaml', SLOW.replace('2s', '60s'));

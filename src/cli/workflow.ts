@@ -218,6 +218,8 @@ function limitFix(result: WorkflowRunResult): string {
 /** What to do next about a run that did not complete, for the one-line message on stderr. */
 function nextStep(result: WorkflowRunResult): string {
   const id = result.id;
+  if (result.terminatedBy !== undefined)
+    return `the workflow's terminate step "${result.terminatedBy}" ended it: resuming reports the same end; start a new run to go again`;
   switch (result.errorCode) {
     case 'WORKFLOW_LIMIT':
       return limitFix(result);

@@ -177,6 +177,11 @@ export interface WorkflowRunResult {
   gate?: PendingGate;
   errorCode?: string;
   error?: string;
+  /**
+   * The `type: terminate` step that ended the run (completed, or failed by its `status: failed`): an end
+   * the workflow chose, which a resume reports again as it is.
+   */
+  terminatedBy?: string;
   /** Keys of the file Switchboard does not act on. */
   warnings?: string[];
   /** The run's latest events, oldest first (at most `RECENT_EVENTS`). */

@@ -5,7 +5,7 @@ import { advanceRun } from './engine.js';
 import { markRunning } from './engine-end.js';
 import { effectiveLimits, timeoutError } from './engine-limits.js';
 import type { RunExecution } from './engine-types.js';
-import { runView, runWarnings } from './engine-view.js';
+import { runView, runWarnings, terminatedBy } from './engine-view.js';
 import { everyStep, type WorkflowDefinition } from './model.js';
 import { acquireRunLock, type RunLock } from './run-lock.js';
 import { replayState } from './scope.js';
@@ -52,8 +52,12 @@ export async function driveRun(drive: DriveOptions): Promise<WorkflowRunResult> 
   try {
     const run = await store.getRun(runId);
     if (run === undefined) throw new SwitchboardError('RUN_NOT_FOUND', `there is no workflow run ${runId}`);
-    // Read under the lock: a run that ended since the caller looked is left as it ended.
-    const ended = run.status === 'completed' || run.status === 'cancelled';
+    // Read under the lock: a run that ended since the caller looked is left as it ended, and so is one
+    // a terminate step failed (resuming it would go on to the run's end, and render its `output:`).
+    const ended =
+      run.status === 'completed' ||
+      run.status === 'cancelled' ||
+      (run.status === 'failed' && terminatedBy(run, await store.steps(runId)) !== undefined);
     if (!ended && !(run.status === 'failed' && drive.unlessEnded === true)) {
       const exec = await execution(drive, lock, controller.signal);
       if (callsModels(workflow)) exec.resolveStepSpec = (await import('./providers.js')).resolveStepSpec;

@@ -66,6 +66,21 @@ function timedGate(rows: readonly WorkflowStepRow[]): PendingGate | undefined {
   };
 }
 
+/**
+ * The terminate step that decided how the run ended, when one did: the run completed, or failed by a
+ * `status: failed` terminate, with that step's row its last. Such an end is the workflow's own verdict,
+ * so it is final: a resume reports it again rather than carrying the run on to its `output:` (there is
+ * no step left to run). A run whose `output:` failed to render after a `status: success` terminate is
+ * not ended by it: it stays resumable, to render once the template is fixed.
+ */
+export function terminatedBy(run: WorkflowRunRow, rows: readonly WorkflowStepRow[]): string | undefined {
+  if (run.currentStep !== END || (run.status !== 'completed' && run.status !== 'failed')) return undefined;
+  const last = rows.filter((row) => row.groupKey === undefined).at(-1);
+  if (last?.status !== 'terminated') return undefined;
+  if (run.status === 'completed') return last.step;
+  return (last.output as { status?: unknown } | undefined)?.status === 'failed' ? last.step : undefined;
+}
+
 /** How many of the run's latest events a result carries. */
 export const RECENT_EVENTS = 20;
 
@@ -127,6 +142,8 @@ export async function runView(
   if (gate !== undefined) result.gate = gate;
   if (run.errorCode !== undefined) result.errorCode = run.errorCode;
   if (run.error !== undefined) result.error = run.error;
+  const terminate = terminatedBy(run, rows);
+  if (terminate !== undefined) result.terminatedBy = terminate;
   if (warnings !== undefined && warnings.length > 0) result.warnings = [...warnings];
   return result;
 }
