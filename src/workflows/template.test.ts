@@ -1,6 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { isSwitchboardError } from '../core/errors.js';
-import { coerceJson, evaluateCondition, evaluateValue, renderTemplate, templateNames } from './template.js';
+import {
+  coerceJson,
+  evaluateCondition,
+  evaluateValue,
+  renderTemplate,
+  templateNames,
+  templateReferences,
+} from './template.js';
 
 const where = { file: 'flow.yaml', step: 'summarize', field: 'prompt' };
 const scope = {
@@ -45,6 +52,24 @@ describe('renderTemplate (Jinja2 with Conductor rules)', () => {
     expect(failure(() => renderTemplate('{{ finder.output.missing }}', scope, where))).toContain(
       '"finder.output.missing" is undefined',
     );
+  });
+
+  it('lets default and is defined guard a step that has not run, its fields included; a bare read still fails', () => {
+    const guarded = [
+      "{{ skipped.output.z | default('none') }}",
+      '{{ skipped.output.z is defined }}',
+      "{{ finder.output.nothing.deeper | d('null-safe') }}",
+      "{{ skipped.output.z if skipped is defined else 'else' }}",
+      '{% if skipped is defined and skipped.output.z %}yes{% else %}no{% endif %}',
+    ].join('|');
+    expect(renderTemplate(guarded, scope, where)).toBe('none|false|null-safe|else|no');
+    expect(failure(() => renderTemplate('{{ skipped.output.z }}', scope, where))).toContain(
+      '"skipped" is undefined',
+    );
+    // The guard covers its operand only, not what the value is then used for.
+    expect(
+      failure(() => renderTemplate("{{ (skipped.output.z | default('')) ~ other.output }}", scope, where)),
+    ).toContain('"other" is undefined');
   });
 
   it('reports a syntax error on one line', () => {
@@ -103,6 +128,39 @@ describe('templateNames', () => {
     ).toEqual(['planner', 'reviewer', 'x']);
     expect(templateNames('{{ a and not b or c in d }}').sort()).toEqual(['a', 'b', 'c', 'd']);
     expect(templateNames('plain text')).toEqual([]);
+  });
+});
+
+describe('templateReferences', () => {
+  const guardedness = (source: string) =>
+    Object.fromEntries(templateReferences(source).map((reference) => [reference.name, reference.guarded]));
+
+  it('marks a name guarded only when every read of it is under default, is defined, or an if on it', () => {
+    expect(guardedness("{{ b.output.z | default('none') }} {{ c.output }}")).toEqual({ b: true, c: false });
+    expect(guardedness('{% if b is defined %}{{ b.output }}{% else %}{{ c.output }}{% endif %}')).toEqual({
+      b: true,
+      c: false,
+    });
+    expect(guardedness('{{ b is defined and b.output.ok }} {{ b.output.x if b is defined else 0 }}')).toEqual(
+      {
+        b: true,
+      },
+    );
+    expect(guardedness("{{ b.output | default('') }} {{ b.output.z }}")).toEqual({ b: false });
+    // Only the branch evaluated once b is known to be there is guarded.
+    expect(guardedness('{% if b is not defined %}{{ b.output }}{% endif %}')).toEqual({ b: false });
+    expect(guardedness('{% if b is undefined %}none{% else %}{{ b.output }}{% endif %}')).toEqual({
+      b: true,
+    });
+    expect(guardedness('{{ b is defined or b.output.ok }}')).toEqual({ b: false });
+    expect(guardedness('{{ b is undefined or b.output.ok }}')).toEqual({ b: true });
+  });
+
+  it('says which other names an unguarded read sits under', () => {
+    const [reference] = templateReferences(
+      '{% if reviewer is defined %}{{ writer.output }}{% endif %}',
+    ).filter((candidate) => candidate.name === 'writer');
+    expect(reference).toMatchObject({ guarded: false, underOthers: [new Set(['reviewer'])] });
   });
 });
 

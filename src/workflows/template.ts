@@ -32,6 +32,8 @@ interface InterpreterInternals {
   evaluateBlock(statements: unknown, environment: JinjaEnvironment): RuntimeValue;
   evaluateMemberExpression(expression: unknown, environment: JinjaEnvironment): RuntimeValue;
   applyFilter(operand: RuntimeValue, filterNode: unknown, environment: JinjaEnvironment): RuntimeValue;
+  evaluateFilterExpression(expression: unknown, environment: JinjaEnvironment): RuntimeValue;
+  evaluateTestExpression(expression: unknown, environment: JinjaEnvironment): RuntimeValue;
   evaluateArguments(args: unknown, environment: JinjaEnvironment): [RuntimeValue[], unknown];
 }
 interface JinjaEnvironment {
@@ -40,7 +42,13 @@ interface JinjaEnvironment {
 }
 const BaseInterpreter = Interpreter as unknown as new (environment: JinjaEnvironment) => InterpreterInternals;
 const JinjaEnvironmentClass = Environment as unknown as new () => JinjaEnvironment;
-type FilterNode = { type: string; value?: string; operand?: FilterNode; args?: unknown[] };
+type FilterNode = {
+  type: string;
+  value?: string;
+  operand?: FilterNode;
+  args?: unknown[];
+  callee?: FilterNode;
+};
 type AstNode = { type: string; value?: unknown; object?: AstNode; property?: AstNode; computed?: boolean };
 
 /** Node types whose value a block prints (every other statement prints its own text). */
@@ -118,9 +126,38 @@ function describe(node: AstNode | undefined): string {
   return 'expression';
 }
 
+/** A filter or test node's name: `default` in `x | default('y')`, `defined` in `x is defined`. */
+function calleeName(node: FilterNode | undefined): string | undefined {
+  if (node?.type === 'Identifier') return node.value;
+  if (node?.type === 'CallExpression') return node.callee?.value;
+  return undefined;
+}
+
+/**
+ * The one rule of what guards a name that may be undefined (a step that has not run, a field it did not
+ * write): the operand of `| default(…)` (`| d`) and of `is defined` / `is undefined`, and, inside an
+ * `{% if %}`, whatever its test asks `is defined` of. Rendering reads a guarded operand leniently (a
+ * member of an undefined value is undefined, so the guard decides), and `validate` asks the same
+ * question of each name (`templateReferences`), so the two cannot disagree.
+ */
+function guardOperand(node: unknown): AstNode | undefined {
+  const record = node as { type?: string; operand?: AstNode; filter?: FilterNode; test?: FilterNode };
+  if (record.type === 'FilterExpression') {
+    const name = calleeName(record.filter);
+    return name === 'default' || name === 'd' ? record.operand : undefined;
+  }
+  if (record.type === 'TestExpression') {
+    const name = calleeName(record.test);
+    return name === 'defined' || name === 'undefined' ? record.operand : undefined;
+  }
+  return undefined;
+}
+
 function undefinedError(node: AstNode | undefined): Error {
   return new Error(`"${describe(node)}" is undefined`);
 }
+
+const UNDEFINED = new JinjaEnvironmentClass().lookupVariable('undefined') as RuntimeValue;
 
 function isUndefined(value: RuntimeValue): boolean {
   return value.type === 'UndefinedValue';
@@ -201,6 +238,8 @@ class ConductorInterpreter extends BaseInterpreter {
   /** An object already evaluated by a member expression, so the base class does not evaluate it twice. */
   private readonly evaluated = new Map<unknown, RuntimeValue>();
   private readonly budget: Budget;
+  /** Above 0 while a guard's operand is read (see `guardOperand`). */
+  private lenient = 0;
 
   constructor(environment: JinjaEnvironment, budget: Budget) {
     super(environment);
@@ -232,9 +271,39 @@ class ConductorInterpreter extends BaseInterpreter {
     return super.evaluateBlock(statements, environment);
   }
 
+  override evaluateFilterExpression(expression: unknown, environment: JinjaEnvironment): RuntimeValue {
+    const operand = guardOperand(expression);
+    if (operand === undefined) return super.evaluateFilterExpression(expression, environment);
+    return this.applyFilter(
+      this.evaluateGuarded(operand, environment),
+      (expression as { filter: unknown }).filter,
+      environment,
+    );
+  }
+
+  override evaluateTestExpression(expression: unknown, environment: JinjaEnvironment): RuntimeValue {
+    if (guardOperand(expression) === undefined) return super.evaluateTestExpression(expression, environment);
+    this.lenient += 1;
+    try {
+      return super.evaluateTestExpression(expression, environment);
+    } finally {
+      this.lenient -= 1;
+    }
+  }
+
+  private evaluateGuarded(node: AstNode, environment: JinjaEnvironment): RuntimeValue {
+    this.lenient += 1;
+    try {
+      return this.evaluate(node, environment);
+    } finally {
+      this.lenient -= 1;
+    }
+  }
+
   override evaluateMemberExpression(expression: unknown, environment: JinjaEnvironment): RuntimeValue {
     const node = expression as AstNode;
     const object = this.evaluate(node.object, environment);
+    if (this.lenient > 0 && (isUndefined(object) || object.type === 'NullValue')) return UNDEFINED;
     if (isUndefined(object)) throw undefinedError(node.object);
     this.evaluated.set(node.object, object);
     return super.evaluateMemberExpression(expression, environment);
@@ -245,13 +314,8 @@ class ConductorInterpreter extends BaseInterpreter {
     filterNode: unknown,
     environment: JinjaEnvironment,
   ): RuntimeValue {
-    const filter = filterNode as FilterNode & { callee?: FilterNode; args?: unknown };
-    const name =
-      filter.type === 'Identifier'
-        ? filter.value
-        : filter.type === 'CallExpression'
-          ? filter.callee?.value
-          : undefined;
+    const filter = filterNode as FilterNode;
+    const name = calleeName(filter);
     if (name !== undefined) {
       const args =
         filter.type === 'CallExpression' ? this.evaluateArguments(filter.args, environment)[0] : [];
@@ -389,8 +453,28 @@ export function coerceJson(text: string): unknown {
   return text;
 }
 
+/** A name a template reads at top level, and what guards it (see `guardOperand`). */
+export interface TemplateReference {
+  name: string;
+  /** Every read of it is guarded by itself: under `| default`, `is defined`, or an `{% if %}` on it. */
+  guarded: boolean;
+  /**
+   * For each read not guarded by itself, the other names it sits under an `is defined` of (empty when
+   * none): `a` in `{% if b is defined %}{{ a.output }}{% endif %}` reads safely when `b` runs only after `a`.
+   */
+  underOthers: ReadonlySet<string>[];
+}
+
 /** Names a template reads at top level (`planner` in `{{ planner.output.x }}`), minus its own loop and set variables. */
 export function templateNames(source: string): string[] {
+  return templateReferences(source).map((reference) => reference.name);
+}
+
+/**
+ * The names a template reads at top level, each with whether it is read only under a guard: what
+ * `validate` checks against the steps that run before the template does.
+ */
+export function templateReferences(source: string): TemplateReference[] {
   if (!source.includes('{{') && !source.includes('{%')) return [];
   let program: unknown;
   try {
@@ -398,11 +482,11 @@ export function templateNames(source: string): string[] {
   } catch {
     return [];
   }
-  const names = new Set<string>();
+  const reads = new Map<string, TemplateReference>();
   const bound = new Set<string>(['loop', 'true', 'false', 'none', 'True', 'False', 'None', 'range']);
-  const visit = (node: unknown, parentKey?: string): void => {
+  const visit = (node: unknown, parentKey: string | undefined, guarded: ReadonlySet<string> | true): void => {
     if (Array.isArray(node)) {
-      for (const item of node) visit(item, parentKey);
+      for (const item of node) visit(item, parentKey, guarded);
       return;
     }
     if (node === null || typeof node !== 'object') return;
@@ -412,8 +496,16 @@ export function templateNames(source: string): string[] {
       collectBound(target, bound);
     }
     if (record.type === 'Identifier' && parentKey !== 'property' && parentKey !== 'filter') {
-      names.add(String(record.value));
+      const name = String(record.value);
+      const reference = reads.get(name) ?? { name, guarded: true, underOthers: [] };
+      if (guarded !== true && !guarded.has(name)) {
+        reference.guarded = false;
+        reference.underOthers.push(guarded);
+      }
+      reads.set(name, reference);
     }
+    const operand = guardOperand(record);
+    const childGuard = guardedChildren(record, guarded);
     for (const [key, value] of Object.entries(record)) {
       // An operator (`and`, `in`, `not`) is a token in the tree, not a name the template reads.
       if (key === 'type' || key === 'operator') continue;
@@ -424,14 +516,58 @@ export function templateNames(source: string): string[] {
       ) {
         // A filter's own name is not a variable; its arguments are read like any expression.
         const call = value as { type?: string; args?: unknown };
-        if (call.type === 'CallExpression') visit(call.args, 'args');
+        if (call.type === 'CallExpression') visit(call.args, 'args', guarded);
         continue;
       }
-      visit(value, key);
+      visit(value, key, value === operand ? true : childGuard(key));
     }
   };
-  visit(program);
-  return [...names].filter((name) => !bound.has(name));
+  visit(program, undefined, new Set());
+  return [...reads.values()].filter((reference) => !bound.has(reference.name));
+}
+
+/**
+ * What guards a node's children: in `{% if x is defined %}` its body (`is not defined`: its else), in
+ * `a if x is defined else b` a, right of `x is defined and …` (`x is undefined or …`) the rest: the
+ * branches the interpreter only evaluates once x is known to be there.
+ */
+function guardedChildren(
+  record: Record<string, unknown> & { type?: string },
+  guarded: ReadonlySet<string> | true,
+): (key: string) => ReadonlySet<string> | true {
+  if (guarded === true) return () => true;
+  const adding = (test: unknown, holds: boolean) => new Set([...guarded, ...definedWhen(test, holds)]);
+  if (record.type === 'If' || record.type === 'Ternary') {
+    const test = record.type === 'If' ? record['test'] : record['condition'];
+    const [yes, no] = [adding(test, true), adding(test, false)];
+    return (key) =>
+      key === 'body' || key === 'trueExpr' ? yes : key === 'alternate' || key === 'falseExpr' ? no : guarded;
+  }
+  const operator = (record['operator'] as { value?: unknown } | undefined)?.value;
+  if (record.type === 'BinaryExpression' && (operator === 'and' || operator === 'or')) {
+    const right = adding(record['left'], operator === 'and');
+    return (key) => (key === 'right' ? right : guarded);
+  }
+  return () => guarded;
+}
+
+/**
+ * The names a test proves defined when it evaluates to `holds`: `b` in `b.output is defined` (true),
+ * in `b is undefined` or `b is not defined` (false), through `and` (true) and `or` (false) chains.
+ */
+function definedWhen(test: unknown, holds: boolean): string[] {
+  const record = test as (Record<string, unknown> & { type?: string }) | null;
+  if (record === null || typeof record !== 'object') return [];
+  const operator = (record['operator'] as { value?: unknown } | undefined)?.value;
+  if (record.type === 'BinaryExpression' && operator === (holds ? 'and' : 'or'))
+    return [...definedWhen(record['left'], holds), ...definedWhen(record['right'], holds)];
+  if (record.type !== 'TestExpression') return [];
+  let operand = guardOperand(record);
+  const positive =
+    calleeName(record['test'] as FilterNode) === 'defined' ? !record['negate'] : record['negate'] === true;
+  if (positive !== holds) return [];
+  while (operand?.type === 'MemberExpression') operand = operand.object;
+  return operand?.type === 'Identifier' ? [String(operand.value)] : [];
 }
 
 function collectBound(target: unknown, bound: Set<string>): void {
