@@ -429,6 +429,54 @@ output:
   });
 });
 
+describe('a step on a route not taken', () => {
+  // `b` runs only when `pick` says "take"; here it says "skip", so `c` runs without `b` having run.
+  const MAYBE = (value: string) => `workflow:
+  name: maybe
+  entry_point: pick
+agents:
+  - name: pick
+    type: set
+    value: skip
+    routes:
+      - to: b
+        when: "{{ pick.output == 'take' }}"
+      - to: c
+  - name: b
+    type: set
+    values:
+      z: made
+    routes: [{ to: c }]
+  - name: c
+    type: set
+    value: "${value}"
+    routes: [{ to: $end }]
+output:
+  result: "{{ c.output }}"
+`;
+
+  it('validate and run agree: | default guards it, and a bare reference is a warning naming the step and the fix', async () => {
+    const space = workspace();
+    space.file('guarded.yaml', MAYBE("{{ b.output.z | default('none') }}"));
+    const valid = await space.run(['workflow', 'validate', 'guarded.yaml']);
+    expect(valid.status, valid.stdout).toBe(0);
+    expect(valid.stdout).toBe('guarded.yaml: valid (3 steps, 0 groups; starts at pick)\n');
+    const ran = await space.run(['workflow', 'run', 'guarded.yaml', '--json']);
+    expect(ran.status, ran.stderr).toBe(EXIT_CODES.OK);
+    expect((JSON.parse(ran.stdout) as WorkflowRunResult).output).toEqual({ result: 'none' });
+
+    space.file('bare.yaml', MAYBE('{{ b.output.z }}'));
+    const warned = await space.run(['workflow', 'validate', 'bare.yaml']);
+    expect(warned.status, warned.stdout).toBe(0);
+    expect(warned.stdout.split('\n')).toContain(
+      `warning  c: field "value": value reads "b", which may not have run before "c" (a route can skip it): guard it with | default(…) or {% if b is defined %}`,
+    );
+    const failed = await space.run(['workflow', 'run', 'bare.yaml']);
+    expect(failed.status, failed.stderr).toBe(EXIT_CODES.WORKFLOW_TEMPLATE);
+    expect(failed.stderr).toContain('"b" is undefined');
+  });
+});
+
 describe('providers', () => {
   storeNeutral('workflows.provider_map maps a Conductor provider; --provider-map wins over it', async () => {
     const sim = await startSimulator({

@@ -555,6 +555,47 @@ describe('validateWorkflow', () => {
     });
   });
 
+  it('warns of a bare read of a step a route can skip, and not of one every path runs or a guard covers', () => {
+    // write -> review -> (write again | ship): on write's first visit review has not run.
+    const workflow = parseWorkflow(
+      `workflow:
+  name: t
+  entry_point: plan
+agents:
+  - name: plan
+    type: set
+    value: p
+    routes: [{ to: write }]
+  - name: write
+    type: set
+    value: "{{ plan.output }} {{ review.output.notes }} {% if review is defined %}{{ write.output }}{% endif %}"
+    routes: [{ to: review }]
+  - name: review
+    type: set
+    values: { notes: n, ok: "true" }
+    max_visits: 3
+    routes:
+      - { to: ship, when: "{{ review.output.ok }}" }
+      - { to: write }
+  - name: ship
+    type: set
+    value: "{{ plan.output }} {{ write.output }} {{ review.output.notes }}"
+`,
+      inline,
+    );
+    expect(validateWorkflow(workflow)).toEqual({
+      errors: [],
+      warnings: [
+        {
+          step: 'write',
+          field: 'value',
+          message:
+            'value reads "review", which may not have run before "write" (a route can skip it): guard it with | default(…) or {% if review is defined %}',
+        },
+      ],
+    });
+  });
+
   it("passes the loader's warnings on", () => {
     const report = validateWorkflow(loadWorkflow(resolve(fixtures, 'conductor-extras.yaml')));
     expect(report.warnings.length).toBeGreaterThanOrEqual(27);

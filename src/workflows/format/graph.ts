@@ -16,6 +16,8 @@ export interface WorkflowGraph {
   reachableFrom(start: string): Set<string>;
   /** Nodes that may have finished before `node` starts on some path from the entry point. */
   canRunBefore(node: string): Set<string>;
+  /** Nodes that have finished before `node` starts on every path from the entry point (its dominators). */
+  mustRunBefore(node: string): Set<string>;
 }
 
 export function graphOf(definition: WorkflowDefinition): WorkflowGraph {
@@ -89,7 +91,53 @@ export function graphOf(definition: WorkflowDefinition): WorkflowGraph {
     cache.set(node, before);
     return before;
   };
-  return { nodes, edges, memberOf, reachableFrom, canRunBefore };
+  const dominators = dominatorsOf(definition.entryPoint, fromEntry, successors, predecessors);
+  const mustRunBefore = (node: string): Set<string> => {
+    const before = new Set(dominators.get(node) ?? []);
+    before.delete(node);
+    return before;
+  };
+  return { nodes, edges, memberOf, reachableFrom, canRunBefore, mustRunBefore };
+}
+
+/**
+ * Each reachable node's dominators (itself included): the nodes every path from the entry point to it
+ * passes through. The classic iterative data flow, visited in reverse postorder: workflows are small.
+ */
+function dominatorsOf(
+  entry: string,
+  reachable: Set<string>,
+  successors: (node: string) => string[],
+  predecessors: Map<string, string[]>,
+): Map<string, Set<string>> {
+  const order: string[] = [];
+  const seen = new Set<string>();
+  const walk = (node: string): void => {
+    seen.add(node);
+    for (const next of successors(node)) if (!seen.has(next)) walk(next);
+    order.unshift(node);
+  };
+  if (reachable.has(entry)) walk(entry);
+  const dominators = new Map<string, Set<string>>([[entry, new Set([entry])]]);
+  for (let changed = true; changed;) {
+    changed = false;
+    for (const node of order) {
+      if (node === entry) continue;
+      let common: Set<string> | undefined;
+      for (const from of predecessors.get(node) ?? []) {
+        const known = dominators.get(from);
+        if (known === undefined) continue;
+        common = common === undefined ? new Set(known) : new Set([...common].filter((n) => known.has(n)));
+      }
+      const next = new Set([...(common ?? []), node]);
+      const previous = dominators.get(node);
+      if (previous === undefined || previous.size !== next.size) {
+        dominators.set(node, next);
+        changed = true;
+      }
+    }
+  }
+  return dominators;
 }
 
 /** Loops: strongly connected sets of two or more nodes, or one node that routes to itself (Tarjan). */

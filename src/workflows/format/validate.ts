@@ -7,7 +7,7 @@ import {
   type StepDefinition,
   type WorkflowDefinition,
 } from '../model.js';
-import { templateNames } from '../template.js';
+import { templateNames, templateReferences } from '../template.js';
 import { graphOf, stronglyConnected, type WorkflowGraph } from './graph.js';
 
 /** One finding of `switchboard workflow validate`. */
@@ -119,29 +119,35 @@ function checkTemplates(
   warnings: Problem[],
 ): void {
   const stepNames = new Set([...definition.steps.keys(), ...definition.groups.keys()]);
+  // A read under `{% if b is defined %}` is safe when b has run only after the name it reads has.
+  const impliesRan =
+    (name: string) =>
+    (guards: ReadonlySet<string>): boolean =>
+      [...guards].some((guard) => stepNames.has(guard) && graph.mustRunBefore(guard).has(name));
   const visit = (owner: string, step: StepDefinition, extraNames: string[]): void => {
     const before = graph.canRunBefore(owner);
+    const always = graph.mustRunBefore(owner);
+    const within = (set: Set<string>, name: string): boolean => {
+      const groupOfMember = graph.memberOf.get(name);
+      return set.has(name) || (groupOfMember !== undefined && set.has(groupOfMember));
+    };
     for (const { field, source, own } of templatesOf(step)) {
-      const guarded = /is\s+(not\s+)?defined|\|\s*default\b/.test(source);
-      for (const name of templateNames(source)) {
+      for (const { name, guarded, underOthers } of templateReferences(source)) {
         if (JINJA_WORDS.has(name)) continue;
         if (stepNames.has(name)) {
-          const groupOfMember = graph.memberOf.get(name);
-          const ran =
-            before.has(name) ||
-            (groupOfMember !== undefined && before.has(groupOfMember)) ||
-            (own && name === step.name);
-          if (!ran && reachable.has(owner)) {
-            const problem = {
-              step: step.name,
-              field,
-              message: `${field} reads "${name}", which cannot have run before "${step.name}"`,
-            };
-            (guarded ? warnings : errors).push(
-              guarded
-                ? { ...problem, message: `${problem.message} (guarded here, so it renders its fallback)` }
-                : problem,
-            );
+          if ((own && name === step.name) || !reachable.has(owner)) continue;
+          const problem = { step: step.name, field };
+          if (!within(before, name)) {
+            const message = `${field} reads "${name}", which cannot have run before "${step.name}"`;
+            if (guarded)
+              warnings.push({ ...problem, message: `${message} (guarded here, so it renders its fallback)` });
+            else errors.push({ ...problem, message });
+          } else if (!guarded && !within(always, name) && !underOthers.every(impliesRan(name))) {
+            // Undefined at run time on the paths that skip it; a guard is what makes that a fallback.
+            warnings.push({
+              ...problem,
+              message: `${field} reads "${name}", which may not have run before "${step.name}" (a route can skip it): guard it with | default(…) or {% if ${name} is defined %}`,
+            });
           }
         } else if (!own && !SCOPE_NAMES.has(name) && !extraNames.includes(name)) {
           warnings.push({
