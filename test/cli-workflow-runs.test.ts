@@ -477,6 +477,44 @@ output:
   });
 });
 
+describe('templates that load other files', () => {
+  it('validate refuses {% include %} and {% extends %} in !file text in one line, the line the run fails with', async () => {
+    const space = workspace();
+    space.file('header.md', 'Shared header');
+    space.file('greeting.txt', 'Hello {% include "header.md" %}\n');
+    space.file('page.txt', '{% extends "base.md" %}{% block body %}hi{% endblock %}\n');
+    space.file(
+      'partial.yaml',
+      `workflow:
+  name: partial
+  entry_point: greet
+agents:
+  - name: greet
+    type: set
+    value: !file greeting.txt
+    routes: [{ to: page }]
+  - name: page
+    type: set
+    value: !file page.txt
+`,
+    );
+    const report = await space.run(['workflow', 'validate', 'partial.yaml']);
+    expect(report.status, report.stdout).toBe(EXIT_CODES.WORKFLOW_INVALID);
+    const tail =
+      'is not supported: a template reads no files; paste the text in, or make the whole field a !file';
+    expect(report.stdout.trimEnd().split('\n')).toEqual([
+      'partial.yaml: 2 problems, 0 warnings',
+      `error    greet: field "value": value is not a template that can run: {% include %} ${tail}`,
+      `error    page: field "value": value is not a template that can run: {% extends %} ${tail}`,
+    ]);
+    const ran = await space.run(['workflow', 'run', 'partial.yaml']);
+    expect(ran.status, ran.stderr).toBe(EXIT_CODES.WORKFLOW_TEMPLATE);
+    expect(ran.stderr.trimEnd().split('\n').at(-1)).toContain(
+      `step "greet" field "value": {% include %} ${tail}`,
+    );
+  });
+});
+
 describe('providers', () => {
   storeNeutral('workflows.provider_map maps a Conductor provider; --provider-map wins over it', async () => {
     const sim = await startSimulator({

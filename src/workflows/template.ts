@@ -67,9 +67,18 @@ const STATEMENT_TYPES = new Set([
 const parsed = new Map<string, ReturnType<typeof parse>>();
 const PARSE_CACHE_LIMIT = 2000;
 
+/** Tags that load another template, which the interpreter has no parser for: refused by name. */
+const FILE_TAG = /\{%[-+]?\s*(include|extends|import|from)\b/;
+
 function compile(source: string): ReturnType<typeof parse> {
   let program = parsed.get(source);
   if (program === undefined) {
+    const tag = FILE_TAG.exec(source)?.[1];
+    if (tag !== undefined) {
+      throw new Error(
+        `{% ${tag} %} is not supported: a template reads no files; paste the text in, or make the whole field a !file`,
+      );
+    }
     program = parse(tokenize(source, { lstrip_blocks: false, trim_blocks: false }));
     if (parsed.size >= PARSE_CACHE_LIMIT) parsed.clear();
     parsed.set(source, program);
@@ -451,6 +460,18 @@ export function coerceJson(text: string): unknown {
     }
   }
   return text;
+}
+
+/** Why a template cannot run, in one line (a syntax error, a tag that loads a file), or undefined. */
+export function templateSyntaxProblem(source: string): string | undefined {
+  if (!source.includes('{{') && !source.includes('{%') && !source.includes('{#')) return undefined;
+  try {
+    compile(source);
+    return undefined;
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    return reason.split('\n')[0] ?? reason;
+  }
 }
 
 /** A name a template reads at top level, and what guards it (see `guardOperand`). */

@@ -7,7 +7,7 @@ import {
   type StepDefinition,
   type WorkflowDefinition,
 } from '../model.js';
-import { templateNames, templateReferences } from '../template.js';
+import { templateNames, templateReferences, templateSyntaxProblem } from '../template.js';
 import { graphOf, stronglyConnected, type WorkflowGraph } from './graph.js';
 
 /** One finding of `switchboard workflow validate`. */
@@ -132,6 +132,15 @@ function checkTemplates(
       return set.has(name) || (groupOfMember !== undefined && set.has(groupOfMember));
     };
     for (const { field, source, own } of templatesOf(step)) {
+      const syntax = templateSyntaxProblem(source);
+      if (syntax !== undefined) {
+        errors.push({
+          step: step.name,
+          field,
+          message: `${field} is not a template that can run: ${syntax}`,
+        });
+        continue;
+      }
       for (const { name, guarded, underOthers } of templateReferences(source)) {
         if (JINJA_WORDS.has(name)) continue;
         if (stepNames.has(name)) {
