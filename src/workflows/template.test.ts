@@ -156,11 +156,20 @@ describe('templateReferences', () => {
     expect(guardedness('{{ b is undefined or b.output.ok }}')).toEqual({ b: true });
   });
 
-  it('says which other names an unguarded read sits under', () => {
-    const [reference] = templateReferences(
-      '{% if reviewer is defined %}{{ writer.output }}{% endif %}',
-    ).filter((candidate) => candidate.name === 'writer');
-    expect(reference).toMatchObject({ guarded: false, underOthers: [new Set(['reviewer'])] });
+  it('says what the branch an unguarded read sits in knows of other names', () => {
+    const writer = (source: string) =>
+      templateReferences(source).find((candidate) => candidate.name === 'writer');
+    expect(writer('{% if reviewer is defined %}{{ writer.output }}{% endif %}')).toMatchObject({
+      guarded: false,
+      underOthers: [{ present: new Set(['reviewer']), absent: new Set() }],
+    });
+    expect(writer('{% if reviewer is defined %}x{% else %}{{ writer.output }}{% endif %}')).toMatchObject({
+      underOthers: [{ present: new Set(), absent: new Set(['reviewer']) }],
+    });
+    // A field missing says nothing of whether the step ran.
+    expect(
+      writer('{% if reviewer.output.x is defined %}x{% else %}{{ writer.output }}{% endif %}'),
+    ).toMatchObject({ underOthers: [{ present: new Set(), absent: new Set() }] });
   });
 });
 

@@ -480,10 +480,17 @@ export interface TemplateReference {
   /** Every read of it is guarded by itself: under `| default`, `is defined`, or an `{% if %}` on it. */
   guarded: boolean;
   /**
-   * For each read not guarded by itself, the other names it sits under an `is defined` of (empty when
-   * none): `a` in `{% if b is defined %}{{ a.output }}{% endif %}` reads safely when `b` runs only after `a`.
+   * For each read not guarded by itself, what the branch it sits in knows of other names: `present`
+   * (`a` in `{% if b is defined %}{{ a.output }}{% endif %}` reads safely when `b` runs only after `a`)
+   * and `absent` (in the `else`, safely when every path that skips `b` runs `a`).
    */
-  underOthers: ReadonlySet<string>[];
+  underOthers: Known[];
+}
+
+/** Names a branch of a template knows are defined (`present`) or not (`absent`). */
+export interface Known {
+  present: ReadonlySet<string>;
+  absent: ReadonlySet<string>;
 }
 
 /** Names a template reads at top level (`planner` in `{{ planner.output.x }}`), minus its own loop and set variables. */
@@ -505,9 +512,9 @@ export function templateReferences(source: string): TemplateReference[] {
   }
   const reads = new Map<string, TemplateReference>();
   const bound = new Set<string>(['loop', 'true', 'false', 'none', 'True', 'False', 'None', 'range']);
-  const visit = (node: unknown, parentKey: string | undefined, guarded: ReadonlySet<string> | true): void => {
+  const visit = (node: unknown, parentKey: string | undefined, known: Known | true): void => {
     if (Array.isArray(node)) {
-      for (const item of node) visit(item, parentKey, guarded);
+      for (const item of node) visit(item, parentKey, known);
       return;
     }
     if (node === null || typeof node !== 'object') return;
@@ -519,14 +526,14 @@ export function templateReferences(source: string): TemplateReference[] {
     if (record.type === 'Identifier' && parentKey !== 'property' && parentKey !== 'filter') {
       const name = String(record.value);
       const reference = reads.get(name) ?? { name, guarded: true, underOthers: [] };
-      if (guarded !== true && !guarded.has(name)) {
+      if (known !== true && !known.present.has(name)) {
         reference.guarded = false;
-        reference.underOthers.push(guarded);
+        reference.underOthers.push(known);
       }
       reads.set(name, reference);
     }
     const operand = guardOperand(record);
-    const childGuard = guardedChildren(record, guarded);
+    const childKnown = knownInChildren(record, known);
     for (const [key, value] of Object.entries(record)) {
       // An operator (`and`, `in`, `not`) is a token in the tree, not a name the template reads.
       if (key === 'type' || key === 'operator') continue;
@@ -537,58 +544,73 @@ export function templateReferences(source: string): TemplateReference[] {
       ) {
         // A filter's own name is not a variable; its arguments are read like any expression.
         const call = value as { type?: string; args?: unknown };
-        if (call.type === 'CallExpression') visit(call.args, 'args', guarded);
+        if (call.type === 'CallExpression') visit(call.args, 'args', known);
         continue;
       }
-      visit(value, key, value === operand ? true : childGuard(key));
+      visit(value, key, value === operand ? true : childKnown(key));
     }
   };
-  visit(program, undefined, new Set());
+  visit(program, undefined, { present: new Set(), absent: new Set() });
   return [...reads.values()].filter((reference) => !bound.has(reference.name));
 }
 
 /**
- * What guards a node's children: in `{% if x is defined %}` its body (`is not defined`: its else), in
- * `a if x is defined else b` a, right of `x is defined and …` (`x is undefined or …`) the rest: the
- * branches the interpreter only evaluates once x is known to be there.
+ * What a node's children know: in `{% if x is defined %}` its body that x is there and its else that
+ * it is not (the other way round for `is not defined`), in `a if x is defined else b` the same of a and
+ * b, right of `x is defined and …` (`x is undefined or …`) that x is there: the branches the
+ * interpreter evaluates only once the test has decided.
  */
-function guardedChildren(
+function knownInChildren(
   record: Record<string, unknown> & { type?: string },
-  guarded: ReadonlySet<string> | true,
-): (key: string) => ReadonlySet<string> | true {
-  if (guarded === true) return () => true;
-  const adding = (test: unknown, holds: boolean) => new Set([...guarded, ...definedWhen(test, holds)]);
+  known: Known | true,
+): (key: string) => Known | true {
+  if (known === true) return () => true;
+  const adding = (test: unknown, holds: boolean): Known => {
+    const learnt = knownWhen(test, holds);
+    return {
+      present: new Set([...known.present, ...learnt.present]),
+      absent: new Set([...known.absent, ...learnt.absent]),
+    };
+  };
   if (record.type === 'If' || record.type === 'Ternary') {
     const test = record.type === 'If' ? record['test'] : record['condition'];
     const [yes, no] = [adding(test, true), adding(test, false)];
     return (key) =>
-      key === 'body' || key === 'trueExpr' ? yes : key === 'alternate' || key === 'falseExpr' ? no : guarded;
+      key === 'body' || key === 'trueExpr' ? yes : key === 'alternate' || key === 'falseExpr' ? no : known;
   }
   const operator = (record['operator'] as { value?: unknown } | undefined)?.value;
   if (record.type === 'BinaryExpression' && (operator === 'and' || operator === 'or')) {
     const right = adding(record['left'], operator === 'and');
-    return (key) => (key === 'right' ? right : guarded);
+    return (key) => (key === 'right' ? right : known);
   }
-  return () => guarded;
+  return () => known;
 }
 
 /**
- * The names a test proves defined when it evaluates to `holds`: `b` in `b.output is defined` (true),
- * in `b is undefined` or `b is not defined` (false), through `and` (true) and `or` (false) chains.
+ * What a test tells of names when it evaluates to `holds`: `b.output is defined` true, b is present;
+ * false, absent (`is undefined` and `is not defined` the other way round), through `and` (true) and
+ * `or` (false) chains.
  */
-function definedWhen(test: unknown, holds: boolean): string[] {
+function knownWhen(test: unknown, holds: boolean): { present: string[]; absent: string[] } {
   const record = test as (Record<string, unknown> & { type?: string }) | null;
-  if (record === null || typeof record !== 'object') return [];
+  if (record === null || typeof record !== 'object') return { present: [], absent: [] };
   const operator = (record['operator'] as { value?: unknown } | undefined)?.value;
-  if (record.type === 'BinaryExpression' && operator === (holds ? 'and' : 'or'))
-    return [...definedWhen(record['left'], holds), ...definedWhen(record['right'], holds)];
-  if (record.type !== 'TestExpression') return [];
-  let operand = guardOperand(record);
-  const positive =
-    calleeName(record['test'] as FilterNode) === 'defined' ? !record['negate'] : record['negate'] === true;
-  if (positive !== holds) return [];
+  if (record.type === 'BinaryExpression' && operator === (holds ? 'and' : 'or')) {
+    const [left, right] = [knownWhen(record['left'], holds), knownWhen(record['right'], holds)];
+    return { present: [...left.present, ...right.present], absent: [...left.absent, ...right.absent] };
+  }
+  let operand = record.type === 'TestExpression' ? guardOperand(record) : undefined;
   while (operand?.type === 'MemberExpression') operand = operand.object;
-  return operand?.type === 'Identifier' ? [String(operand.value)] : [];
+  if (operand?.type !== 'Identifier') return { present: [], absent: [] };
+  const name = String(operand.value);
+  // `x.y is defined` proves x there when true; when false, only a bare `x is defined` proves x absent.
+  const bare = (guardOperand(record) as AstNode).type === 'Identifier';
+  const positive =
+    calleeName(record['test'] as FilterNode) === 'defined'
+      ? record['negate'] !== true
+      : record['negate'] === true;
+  if (positive === holds) return { present: [name], absent: [] };
+  return { present: [], absent: bare ? [name] : [] };
 }
 
 function collectBound(target: unknown, bound: Set<string>): void {

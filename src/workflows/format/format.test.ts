@@ -596,6 +596,52 @@ agents:
     });
   });
 
+  it("checks the workflow's output: against every path that ends the run, an either-or branch included", () => {
+    // pick -> (left | right) -> $end; a terminate that fails renders no output: at all.
+    const workflow = parseWorkflow(
+      `workflow:
+  name: t
+  entry_point: pick
+agents:
+  - name: pick
+    type: set
+    value: p
+    routes:
+      - { to: left, when: "{{ pick.output == 'l' }}" }
+      - { to: stop, when: "{{ pick.output == 's' }}" }
+      - { to: right }
+  - name: left
+    type: set
+    value: l
+    routes: [{ to: $end }]
+  - name: right
+    type: set
+    value: r
+  - name: stop
+    type: terminate
+    status: failed
+    reason: stopped
+output:
+  picked: "{{ pick.output }}"
+  either: "{% if left is defined %}{{ left.output }}{% else %}{{ right.output }}{% endif %}"
+  bare: "{{ right.output }}"
+  guarded: "{{ right.output | default('') }}"
+`,
+      inline,
+    );
+    expect(validateWorkflow(workflow)).toEqual({
+      errors: [],
+      warnings: [
+        {
+          step: 'workflow',
+          field: 'output.bare',
+          message:
+            'output.bare reads "right", which may not have run when the run ends (a route can skip it): guard it with | default(…) or {% if right is defined %}',
+        },
+      ],
+    });
+  });
+
   it("passes the loader's warnings on", () => {
     const report = validateWorkflow(loadWorkflow(resolve(fixtures, 'conductor-extras.yaml')));
     expect(report.warnings.length).toBeGreaterThanOrEqual(27);

@@ -18,6 +18,11 @@ export interface WorkflowGraph {
   canRunBefore(node: string): Set<string>;
   /** Nodes that have finished before `node` starts on every path from the entry point (its dominators). */
   mustRunBefore(node: string): Set<string>;
+  /**
+   * `mustRunBefore` over the paths that never run `skipped`: undefined when every path to `node` runs
+   * it (what an `{% else %}` of `{% if skipped is defined %}` may rely on).
+   */
+  mustRunBeforeWithout(node: string, skipped: string): Set<string> | undefined;
 }
 
 export function graphOf(definition: WorkflowDefinition): WorkflowGraph {
@@ -91,13 +96,37 @@ export function graphOf(definition: WorkflowDefinition): WorkflowGraph {
     cache.set(node, before);
     return before;
   };
-  const dominators = dominatorsOf(definition.entryPoint, fromEntry, successors, predecessors);
+  const dominators = dominatorsOf(definition.entryPoint, successors, predecessors);
   const mustRunBefore = (node: string): Set<string> => {
     const before = new Set(dominators.get(node) ?? []);
     before.delete(node);
     return before;
   };
-  return { nodes, edges, memberOf, reachableFrom, canRunBefore, mustRunBefore };
+  const without = new Map<string, Map<string, Set<string>>>();
+  const mustRunBeforeWithout = (node: string, skipped: string): Set<string> | undefined => {
+    let found = without.get(skipped);
+    if (found === undefined) {
+      const kept = (from: string): string[] => successors(from).filter((to) => to !== skipped);
+      const keptPredecessors = new Map<string, string[]>();
+      for (const [to, from] of predecessors)
+        if (to !== skipped)
+          keptPredecessors.set(
+            to,
+            from.filter((name) => name !== skipped),
+          );
+      found =
+        skipped === definition.entryPoint
+          ? new Map()
+          : dominatorsOf(definition.entryPoint, kept, keptPredecessors);
+      without.set(skipped, found);
+    }
+    const reached = found.get(node);
+    if (reached === undefined) return undefined;
+    const before = new Set(reached);
+    before.delete(node);
+    return before;
+  };
+  return { nodes, edges, memberOf, reachableFrom, canRunBefore, mustRunBefore, mustRunBeforeWithout };
 }
 
 /**
@@ -106,7 +135,6 @@ export function graphOf(definition: WorkflowDefinition): WorkflowGraph {
  */
 function dominatorsOf(
   entry: string,
-  reachable: Set<string>,
   successors: (node: string) => string[],
   predecessors: Map<string, string[]>,
 ): Map<string, Set<string>> {
@@ -117,7 +145,7 @@ function dominatorsOf(
     for (const next of successors(node)) if (!seen.has(next)) walk(next);
     order.unshift(node);
   };
-  if (reachable.has(entry)) walk(entry);
+  walk(entry);
   const dominators = new Map<string, Set<string>>([[entry, new Set([entry])]]);
   for (let changed = true; changed;) {
     changed = false;

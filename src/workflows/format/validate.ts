@@ -7,7 +7,7 @@ import {
   type StepDefinition,
   type WorkflowDefinition,
 } from '../model.js';
-import { templateNames, templateReferences, templateSyntaxProblem } from '../template.js';
+import { templateNames, templateReferences, templateSyntaxProblem, type Known } from '../template.js';
 import { graphOf, stronglyConnected, type WorkflowGraph } from './graph.js';
 
 /** One finding of `switchboard workflow validate`. */
@@ -64,6 +64,7 @@ export function validateWorkflow(definition: WorkflowDefinition): ValidationRepo
     }
   }
   checkTemplates(definition, graph, reachable, errors, warnings);
+  checkOutputTemplates(definition, graph, reachable, errors, warnings);
   checkSteps(definition, errors, warnings);
   checkLoops(definition, graph, warnings);
   return { errors, warnings };
@@ -119,11 +120,6 @@ function checkTemplates(
   warnings: Problem[],
 ): void {
   const stepNames = new Set([...definition.steps.keys(), ...definition.groups.keys()]);
-  // A read under `{% if b is defined %}` is safe when b has run only after the name it reads has.
-  const impliesRan =
-    (name: string) =>
-    (guards: ReadonlySet<string>): boolean =>
-      [...guards].some((guard) => stepNames.has(guard) && graph.mustRunBefore(guard).has(name));
   const visit = (owner: string, step: StepDefinition, extraNames: string[]): void => {
     const before = graph.canRunBefore(owner);
     const always = graph.mustRunBefore(owner);
@@ -151,7 +147,11 @@ function checkTemplates(
             if (guarded)
               warnings.push({ ...problem, message: `${message} (guarded here, so it renders its fallback)` });
             else errors.push({ ...problem, message });
-          } else if (!guarded && !within(always, name) && !underOthers.every(impliesRan(name))) {
+          } else if (
+            !guarded &&
+            !within(always, name) &&
+            !underOthers.every((known) => ranWhereKnown(graph, stepNames, name, [owner], known, false))
+          ) {
             // Undefined at run time on the paths that skip it; a guard is what makes that a fallback.
             warnings.push({
               ...problem,
@@ -198,6 +198,85 @@ function checkTemplates(
     }
     checkGroupRoutes(group, graph, stepNames, errors);
   }
+}
+
+/**
+ * The workflow's `output:`, rendered once the run reaches `$end`: what it reads must have run on every
+ * path that ends there (a route to `$end`, no routes, a `status: success` terminate without its own
+ * `output_template`), else it is guarded, by the same rule as a step's templates.
+ */
+function checkOutputTemplates(
+  definition: WorkflowDefinition,
+  graph: WorkflowGraph,
+  reachable: Set<string>,
+  errors: Problem[],
+  warnings: Problem[],
+): void {
+  const stepNames = new Set([...definition.steps.keys(), ...definition.groups.keys()]);
+  let always: Set<string> | undefined;
+  const exits: string[] = [];
+  for (const node of reachable) {
+    const step = definition.steps.get(node);
+    const edges = graph.edges.get(node) ?? [];
+    const ends =
+      step?.type === 'terminate'
+        ? step.status === 'success' && step.outputTemplate === undefined
+        : edges.length === 0 || edges.some((edge) => edge.to === END);
+    if (!ends || graph.memberOf.has(node)) continue;
+    exits.push(node);
+    const before = new Set([...graph.mustRunBefore(node), node]);
+    always = always === undefined ? before : new Set([...always].filter((name) => before.has(name)));
+  }
+  if (always === undefined) return;
+  const ran = (set: Set<string>, name: string): boolean => {
+    const groupOfMember = graph.memberOf.get(name);
+    return set.has(name) || (groupOfMember !== undefined && set.has(groupOfMember));
+  };
+  for (const [key, source] of Object.entries(definition.output)) {
+    const field = `output.${key}`;
+    const syntax = templateSyntaxProblem(source);
+    if (syntax !== undefined) {
+      errors.push({ step: 'workflow', field, message: `${field} is not a template that can run: ${syntax}` });
+      continue;
+    }
+    for (const { name, guarded, underOthers } of templateReferences(source)) {
+      if (!stepNames.has(name) || guarded || ran(always, name)) continue;
+      if (underOthers.every((known) => ranWhereKnown(graph, stepNames, name, exits, known, true))) continue;
+      const message = ran(reachable, name)
+        ? `${field} reads "${name}", which may not have run when the run ends (a route can skip it): guard it with | default(…) or {% if ${name} is defined %}`
+        : `${field} reads "${name}", which never runs`;
+      warnings.push({ step: 'workflow', field, message });
+    }
+  }
+}
+
+/**
+ * Whether `name` has run at each of the nodes `at` (a step's template; or the run's ends, `atEnd`,
+ * where each node itself has run) in a branch that knows `known` of other steps: a present step that
+ * always runs after `name`, or an absent one whose every skipping path runs `name`.
+ */
+function ranWhereKnown(
+  graph: WorkflowGraph,
+  stepNames: Set<string>,
+  name: string,
+  at: readonly string[],
+  known: Known,
+  atEnd: boolean,
+): boolean {
+  const contains = (set: Set<string>): boolean => {
+    const group = graph.memberOf.get(name);
+    return set.has(name) || (group !== undefined && set.has(group));
+  };
+  if ([...known.present].some((step) => stepNames.has(step) && contains(graph.mustRunBefore(step))))
+    return true;
+  return [...known.absent].some(
+    (step) =>
+      stepNames.has(step) &&
+      at.every((node) => {
+        const before = graph.mustRunBeforeWithout(node, step);
+        return before === undefined || contains(atEnd ? new Set([...before, node]) : before);
+      }),
+  );
 }
 
 function checkGroupRoutes(
