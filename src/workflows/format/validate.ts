@@ -7,7 +7,13 @@ import {
   type StepDefinition,
   type WorkflowDefinition,
 } from '../model.js';
-import { templateNames, templateReferences, templateSyntaxProblem, type Known } from '../template.js';
+import {
+  templateNames,
+  templateReferences,
+  templateSyntaxProblem,
+  type Known,
+  type TemplateReference,
+} from '../template.js';
 import { graphOf, stronglyConnected, type WorkflowGraph } from './graph.js';
 
 /** One finding of `switchboard workflow validate`. */
@@ -122,11 +128,6 @@ function checkTemplates(
   const stepNames = new Set([...definition.steps.keys(), ...definition.groups.keys()]);
   const visit = (owner: string, step: StepDefinition, extraNames: string[]): void => {
     const before = graph.canRunBefore(owner);
-    const always = graph.mustRunBefore(owner);
-    const within = (set: Set<string>, name: string): boolean => {
-      const groupOfMember = graph.memberOf.get(name);
-      return set.has(name) || (groupOfMember !== undefined && set.has(groupOfMember));
-    };
     for (const { field, source, own } of templatesOf(step)) {
       const syntax = templateSyntaxProblem(source);
       if (syntax !== undefined) {
@@ -137,27 +138,13 @@ function checkTemplates(
         });
         continue;
       }
-      for (const { name, guarded, underOthers } of templateReferences(source)) {
+      for (const reference of templateReferences(source)) {
+        const { name } = reference;
         if (JINJA_WORDS.has(name)) continue;
         if (stepNames.has(name)) {
           if ((own && name === step.name) || !reachable.has(owner)) continue;
-          const problem = { step: step.name, field };
-          if (!within(before, name)) {
-            const message = `${field} reads "${name}", which cannot have run before "${step.name}"`;
-            if (guarded)
-              warnings.push({ ...problem, message: `${message} (guarded here, so it renders its fallback)` });
-            else errors.push({ ...problem, message });
-          } else if (
-            !guarded &&
-            !within(always, name) &&
-            !underOthers.every((known) => ranWhereKnown(graph, stepNames, name, [owner], known, false))
-          ) {
-            // Undefined at run time on the paths that skip it; a guard is what makes that a fallback.
-            warnings.push({
-              ...problem,
-              message: `${field} reads "${name}", which may not have run before "${step.name}" (a route can skip it): guard it with | default(…) or {% if ${name} is defined %}`,
-            });
-          }
+          const found = stepRead(graph, stepNames, owner, step.name, field, reference);
+          if (found !== undefined) (found.error ? errors : warnings).push(found.problem);
         } else if (!own && !SCOPE_NAMES.has(name) && !extraNames.includes(name)) {
           warnings.push({
             step: step.name,
@@ -170,8 +157,7 @@ function checkTemplates(
     step.input.forEach((reference, index) => {
       const name = reference.split('.')[0] as string;
       if (reference.endsWith('?') || name === 'workflow' || !stepNames.has(name)) return;
-      const groupOfMember = graph.memberOf.get(name);
-      if (before.has(name) || (groupOfMember !== undefined && before.has(groupOfMember))) return;
+      if (ranIn(graph, before, name)) return;
       errors.push({
         step: step.name,
         field: `input[${index}]`,
@@ -198,6 +184,51 @@ function checkTemplates(
     }
     checkGroupRoutes(group, graph, stepNames, errors);
   }
+}
+
+/** Whether `name` is in a set of steps, a parallel member by its group. */
+function ranIn(graph: WorkflowGraph, set: ReadonlySet<string>, name: string): boolean {
+  const group = graph.memberOf.get(name);
+  return set.has(name) || (group !== undefined && set.has(group));
+}
+
+/**
+ * What a read of step `name` by a step's template (rendered at `owner`) is: an error when it cannot
+ * have run (a warning when guarded: it always renders its fallback), a warning when a route can skip
+ * it and nothing guards the read (undefined on those paths), else nothing.
+ */
+function stepRead(
+  graph: WorkflowGraph,
+  stepNames: Set<string>,
+  owner: string,
+  stepName: string,
+  field: string,
+  { name, guarded, underOthers }: TemplateReference,
+): { error: boolean; problem: Problem } | undefined {
+  if (!ranIn(graph, graph.canRunBefore(owner), name)) {
+    const message = `${field} reads "${name}", which cannot have run before "${stepName}"`;
+    return guarded
+      ? {
+          error: false,
+          problem: {
+            step: stepName,
+            field,
+            message: `${message} (guarded here, so it renders its fallback)`,
+          },
+        }
+      : { error: true, problem: { step: stepName, field, message } };
+  }
+  if (guarded || ranIn(graph, graph.mustRunBefore(owner), name)) return undefined;
+  if (underOthers.every((known) => ranWhereKnown(graph, stepNames, name, [owner], known, false)))
+    return undefined;
+  return {
+    error: false,
+    problem: {
+      step: stepName,
+      field,
+      message: `${field} reads "${name}", which may not have run before "${stepName}" (a route can skip it): guard it with | default(…) or {% if ${name} is defined %}`,
+    },
+  };
 }
 
 /**
@@ -228,10 +259,7 @@ function checkOutputTemplates(
     always = always === undefined ? before : new Set([...always].filter((name) => before.has(name)));
   }
   if (always === undefined) return;
-  const ran = (set: Set<string>, name: string): boolean => {
-    const groupOfMember = graph.memberOf.get(name);
-    return set.has(name) || (groupOfMember !== undefined && set.has(groupOfMember));
-  };
+  const ran = (set: Set<string>, name: string): boolean => ranIn(graph, set, name);
   for (const [key, source] of Object.entries(definition.output)) {
     const field = `output.${key}`;
     const syntax = templateSyntaxProblem(source);
@@ -263,10 +291,7 @@ function ranWhereKnown(
   known: Known,
   atEnd: boolean,
 ): boolean {
-  const contains = (set: Set<string>): boolean => {
-    const group = graph.memberOf.get(name);
-    return set.has(name) || (group !== undefined && set.has(group));
-  };
+  const contains = (set: Set<string>): boolean => ranIn(graph, set, name);
   if ([...known.present].some((step) => stepNames.has(step) && contains(graph.mustRunBefore(step))))
     return true;
   return [...known.absent].some(
