@@ -13,6 +13,13 @@ export type RequestedOutput =
 /** Claude Code's tool for structured output (`--json-schema`, the Agent SDK's `outputFormat`). */
 const CLAUDE_CODE_OUTPUT_TOOL = 'StructuredOutput';
 
+/**
+ * Switchboard's own tool for structured output beside other tools (the API tool loop's answer, the
+ * providers' output tool), asked for with "call some tool" (`tool_choice` any / required, Gemini's
+ * `ANY` without one name) rather than by name: under `conform` that is the tool the answer calls.
+ */
+const ANSWER_TOOL = 'emit_output';
+
 /** Any JSON object: what a request for JSON without a schema accepts. */
 const ANY_OBJECT = { type: 'object' };
 
@@ -35,13 +42,15 @@ export function requestedOutput(wire: SimWire, body: Json): RequestedOutput | un
 }
 
 /**
- * Anthropic: a forced tool (`tool_choice: {type: tool}`, how Switchboard asks), Claude Code's
- * `StructuredOutput` tool when offered, or the JSON-schema output format.
+ * Anthropic: a forced tool (`tool_choice: {type: tool}`, how Switchboard asks), `emit_output` under
+ * `tool_choice: {type: any}` (the tool loop), Claude Code's `StructuredOutput` tool when offered, or
+ * the JSON-schema output format.
  */
 function anthropicOutput(body: Json): RequestedOutput | undefined {
   const tools = asArray(body['tools']).map(asObject);
   const choice = asObject(body['tool_choice']);
-  const forced = choice['type'] === 'tool' ? choice['name'] : undefined;
+  const forced =
+    choice['type'] === 'tool' ? choice['name'] : choice['type'] === 'any' ? ANSWER_TOOL : undefined;
   const tool =
     tools.find((candidate) => forced !== undefined && candidate['name'] === forced) ??
     tools.find((candidate) => candidate['name'] === CLAUDE_CODE_OUTPUT_TOOL);
@@ -59,9 +68,15 @@ function anthropicOutput(body: Json): RequestedOutput | undefined {
   return format['type'] === 'json_schema' ? { kind: 'json', schema: format['schema'] } : undefined;
 }
 
-/** OpenAI chat completions: a forced function, else `response_format` (`json_schema` or `json_object`). */
+/**
+ * OpenAI chat completions: a forced function, `emit_output` under `tool_choice: required`, else
+ * `response_format` (`json_schema` or `json_object`).
+ */
 function openAiOutput(body: Json): RequestedOutput | undefined {
-  const choice = asObject(asObject(body['tool_choice'])['function']);
+  const choice =
+    body['tool_choice'] === 'required'
+      ? { name: ANSWER_TOOL }
+      : asObject(asObject(body['tool_choice'])['function']);
   if (typeof choice['name'] === 'string') {
     const name = choice['name'];
     const tool = asArray(body['tools'])
@@ -83,9 +98,15 @@ function openAiOutput(body: Json): RequestedOutput | undefined {
   return format['type'] === 'json_object' ? { kind: 'json', schema: ANY_OBJECT } : undefined;
 }
 
-/** OpenAI Responses: a forced function (`tool_choice: {type: function, name}`), else `text.format`. */
+/**
+ * OpenAI Responses: a forced function (`tool_choice: {type: function, name}`), `emit_output` under
+ * `tool_choice: required`, else `text.format`.
+ */
 function responsesOutput(body: Json): RequestedOutput | undefined {
-  const choice = asObject(body['tool_choice']);
+  const choice =
+    body['tool_choice'] === 'required'
+      ? { type: 'function', name: ANSWER_TOOL }
+      : asObject(body['tool_choice']);
   if (choice['type'] === 'function' && typeof choice['name'] === 'string') {
     const name = choice['name'];
     const tool = asArray(body['tools'])
@@ -103,14 +124,16 @@ function responsesOutput(body: Json): RequestedOutput | undefined {
 }
 
 /**
- * Gemini: a forced function (`functionCallingConfig` mode `ANY` with one allowed name), else
+ * Gemini: a forced function (`functionCallingConfig` mode `ANY` with one allowed name, or
+ * `emit_output` under `ANY` without names), else
  * `responseJsonSchema` / `responseSchema` (or `responseMimeType: application/json` alone).
  */
 function geminiOutput(body: Json): RequestedOutput | undefined {
   const calling = asObject(asObject(body['toolConfig'])['functionCallingConfig']);
   const allowed = asArray(calling['allowedFunctionNames']);
-  if (calling['mode'] === 'ANY' && allowed.length === 1 && typeof allowed[0] === 'string') {
-    const name = allowed[0];
+  const named = allowed.length === 1 && typeof allowed[0] === 'string' ? allowed[0] : undefined;
+  if (calling['mode'] === 'ANY' && (named !== undefined || allowed.length === 0)) {
+    const name = named ?? ANSWER_TOOL;
     const declaration = asArray(body['tools'])
       .flatMap((tool) => asArray(asObject(tool)['functionDeclarations']).map(asObject))
       .find((candidate) => candidate['name'] === name);

@@ -186,5 +186,20 @@ describe('simulator: OpenAI Responses', () => {
       name: 'emit',
       arguments: '{"verdict":"approve"}',
     });
+    // `required` with the answer tool beside another (the tool loop): the answer calls emit_output.
+    const required = await client.responses.create({
+      model: 'gpt-5-mini',
+      input: 'review',
+      tools: [
+        { type: 'function', name: 'lookup', parameters: { type: 'object' }, strict: false },
+        { type: 'function', name: 'emit_output', parameters: schema, strict: true },
+      ],
+      tool_choice: 'required',
+    });
+    expect(required.output[0]).toMatchObject({
+      type: 'function_call',
+      name: 'emit_output',
+      arguments: '{"verdict":"approve"}',
+    });
   });
 });

@@ -281,6 +281,15 @@ describe('simulator: conforming answers (`conform: true`)', () => {
     const streamed = await client.messages.stream(forced).finalMessage();
     expect(streamed.content).toEqual([expect.objectContaining({ name: 'emit_output', input: conforming })]);
 
+    // The tool loop asks "call some tool" with its answer tool among the read tools: the answer calls it.
+    const any = { ...forced, tool_choice: { type: 'any' as const } };
+    expect((await client.messages.create(any)).content).toEqual([
+      expect.objectContaining({ type: 'tool_use', name: 'emit_output', input: conforming }),
+    ]);
+    expect((await client.messages.stream(any).finalMessage()).content).toEqual([
+      expect.objectContaining({ name: 'emit_output', input: conforming }),
+    ]);
+
     // Claude Code offers StructuredOutput beside its own tools, without forcing it, and asks again
     // once it has run: that turn ends with text.
     const claudeCodeTools = [
@@ -348,6 +357,21 @@ describe('simulator: conforming answers (`conform: true`)', () => {
     expect(toolCall?.type === 'function' ? JSON.parse(toolCall.function.arguments) : undefined).toEqual(
       conforming,
     );
+    // `required` with the answer tool beside another (the tool loop): the answer calls emit_output.
+    const required = await client.chat.completions.create({
+      model: 'gpt-4.1-mini',
+      messages,
+      tools: [
+        { type: 'function', function: { name: 'lookup', parameters: { type: 'object' } } },
+        { type: 'function', function: { name: 'emit_output', parameters: verdict } },
+      ],
+      tool_choice: 'required',
+    });
+    const requiredCall = required.choices[0]?.message.tool_calls?.[0];
+    expect(requiredCall?.type === 'function' ? requiredCall.function.name : undefined).toBe('emit_output');
+    expect(
+      requiredCall?.type === 'function' ? JSON.parse(requiredCall.function.arguments) : undefined,
+    ).toEqual(conforming);
     const text = await client.chat.completions.create({ model: 'gpt-4.1-mini', messages });
     expect(text.choices[0]?.message.content).toBe('ok');
   });
