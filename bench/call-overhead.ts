@@ -5,7 +5,9 @@
 // on plain `node:http` that shares no code with Switchboard. Run from the repository root under
 // Node >= 22 (no build):
 //   node --experimental-strip-types --no-warnings bench/call-overhead.ts [calls] [--compare <checkout>]
-// `--compare` adds a fourth side: `call()` from another checkout's sources (e.g. the commit before a
+// A side of `call()` with `ledger: false` runs beside them, so what the ledger write costs and what the
+// rest of `call()` costs read apart in one run.
+// `--compare` adds one more side: `call()` from another checkout's sources (e.g. the commit before a
 // change, with node_modules linked), interleaved with the others, so before and after share one run.
 // Targets (issue): p50 ≤ 1.10× raw and ≤ the AI SDK's p50, added p99 ≤ 2 ms, throughput ≥ 0.9× raw
 // with 200 calls in flight, on both servers.
@@ -144,11 +146,13 @@ async function fakeServer(): Promise<Server> {
 const stateDir = mkdtempSync(join(tmpdir(), 'switchboard-bench-overhead-'));
 const ledger = openLedger({ stateDir });
 
-type Side = 'raw' | 'ours' | 'aiSdk' | 'compared';
+type Side = 'raw' | 'ours' | 'oursNoLedger' | 'aiSdk' | 'compared';
 const allSides: Side[] =
-  compareRoot === undefined ? ['raw', 'ours', 'aiSdk'] : ['raw', 'ours', 'aiSdk', 'compared'];
-const made: Record<Side, number> = { raw: 0, ours: 0, aiSdk: 0, compared: 0 };
-const failures: Record<Side, number> = { raw: 0, ours: 0, aiSdk: 0, compared: 0 };
+  compareRoot === undefined
+    ? ['raw', 'ours', 'oursNoLedger', 'aiSdk']
+    : ['raw', 'ours', 'oursNoLedger', 'aiSdk', 'compared'];
+const made: Record<Side, number> = { raw: 0, ours: 0, oursNoLedger: 0, aiSdk: 0, compared: 0 };
+const failures: Record<Side, number> = { raw: 0, ours: 0, oursNoLedger: 0, aiSdk: 0, compared: 0 };
 const firstError: Partial<Record<Side, string>> = {};
 function fail(side: Side, reason: unknown): void {
   failures[side]++;
@@ -157,6 +161,7 @@ function fail(side: Side, reason: unknown): void {
 const labels: Record<Side, string> = {
   raw: 'raw SDK:            ',
   ours: 'switchboard call(): ',
+  oursNoLedger: 'call() ledger off:  ',
   aiSdk: 'AI SDK generateText:',
   compared: 'call() of --compare:',
 };
@@ -210,6 +215,16 @@ function sidesFor(url: string): {
     }
   }
 
+  async function oursNoLedger(prompt: string): Promise<void> {
+    made.oursNoLedger++;
+    try {
+      const result = await call(`anthropic:${model}`, { prompt }, { providers: registry, ledger: false });
+      if (result.text !== 'pong') fail('oursNoLedger', `unexpected answer ${result.text}`);
+    } catch (error) {
+      fail('oursNoLedger', error);
+    }
+  }
+
   async function aiSdk(prompt: string): Promise<void> {
     made.aiSdk++;
     try {
@@ -243,7 +258,7 @@ function sidesFor(url: string): {
     }
   }
   return {
-    sides: { raw, ours, aiSdk, compared },
+    sides: { raw, ours, oursNoLedger, aiSdk, compared },
     close: async () => {
       await registry.close();
       await comparedRegistry?.close();
@@ -314,7 +329,7 @@ async function measure(server: Server): Promise<Measured> {
 
     // Sequential latency, interleaved in blocks (raw, ours, AI SDK, then rotated) so all see the same
     // machine state.
-    const latency: Record<Side, number[]> = { raw: [], ours: [], aiSdk: [], compared: [] };
+    const latency: Record<Side, number[]> = { raw: [], ours: [], oursNoLedger: [], aiSdk: [], compared: [] };
     for (let done = 0, turn = 0; done < calls; done += block, turn++) {
       for (const side of rotation(turn)) {
         for (let index = done; index < Math.min(done + block, calls); index++) {
@@ -325,7 +340,7 @@ async function measure(server: Server): Promise<Measured> {
     }
 
     // Throughput: `inFlight` calls at once, `rounds` rounds per side, rotating which side goes first.
-    const busyMs: Record<Side, number> = { raw: 0, ours: 0, aiSdk: 0, compared: 0 };
+    const busyMs: Record<Side, number> = { raw: 0, ours: 0, oursNoLedger: 0, aiSdk: 0, compared: 0 };
     for (let round = 0; round < rounds; round++) {
       for (const side of rotation(round)) {
         const started = performance.now();
@@ -409,7 +424,7 @@ console.log(
   `call() with the ledger on and the AI SDK's generateText vs the raw @anthropic-ai/sdk call, against switchboard sim and an independent fake (zero delay, in process), Node ${process.version}; 1-min load ${loadAtStart.toFixed(2)} at start, ${(loadavg()[0] ?? 0).toFixed(2)} at end`,
 );
 console.log(
-  `all ${made.raw} raw, ${made.ours} switchboard and ${made.aiSdk} AI SDK calls succeeded with the server's answer ` +
+  `all ${made.raw} raw, ${made.ours} switchboard (and ${made.oursNoLedger} with the ledger off) and ${made.aiSdk} AI SDK calls succeeded with the server's answer ` +
     (compareRoot === undefined ? '' : `(and ${made.compared} of call() from ${compareRoot}) `) +
     `(${rows} ledger rows incl. ${ledgerCalls} ledger-alone rows)`,
 );
@@ -434,6 +449,9 @@ for (const { server, requestShape, latency, busyMs } of measured) {
     `    call() added: p50 ${signed(added('ours', 'p50'))}, p95 ${signed(added('ours', 'p95'))}, p99 ${signed(added('ours', 'p99'))}`,
   );
   console.log(
+    `    call() ledger off added: p50 ${signed(added('oursNoLedger', 'p50'))}, p95 ${signed(added('oursNoLedger', 'p95'))}, p99 ${signed(added('oursNoLedger', 'p99'))}`,
+  );
+  console.log(
     `    AI SDK added: p50 ${signed(added('aiSdk', 'p50'))}, p95 ${signed(added('aiSdk', 'p95'))}, p99 ${signed(added('aiSdk', 'p99'))}`,
   );
   console.log(`  throughput, ${inFlight} calls in flight, ${rounds} rounds per side, rotating the order:`);
@@ -446,6 +464,7 @@ for (const { server, requestShape, latency, busyMs } of measured) {
   verdicts.push(
     `${server.name}: call() p50 ×${oursVsAiSdk.toFixed(3)} the AI SDK's (target ≤ 1, i.e. at or below it): ${verdict(oursVsAiSdk <= 1)}`,
     `${server.name}: call() p50 ratio ×${ratio('ours').toFixed(3)} to raw (target ≤ 1.10): ${verdict(ratio('ours') <= 1.1)}`,
+    `${server.name}: call() with the ledger off, p50 ratio ×${ratio('oursNoLedger').toFixed(3)} to raw (the gate, without the ledger write): ${verdict(ratio('oursNoLedger') <= 1.1)}`,
     `${server.name}: call() added p99 ${signed(added('ours', 'p99'))} (target ≤ 2 ms): ${verdict(added('ours', 'p99') <= 2)}`,
     `${server.name}: call() throughput ratio ×${throughputRatio.toFixed(3)} at ${inFlight} in flight (target ≥ 0.9): ${verdict(throughputRatio >= 0.9)}`,
   );
