@@ -1,5 +1,12 @@
 import { SwitchboardError, type ErrorCode } from './errors.js';
 
+/**
+ * The tool through which Switchboard asks an API model for structured output: the providers' forced
+ * output tool and the workflows' tool-loop answer (beside its read tools), and what `switchboard sim`'s
+ * `conform` answers with when told to call some tool.
+ */
+export const OUTPUT_TOOL_NAME = 'emit_output';
+
 /** A JSON Schema object (draft 2020-12 or 7), as given by a user or produced by `z.toJSONSchema`. */
 export type JsonSchema = Record<string, unknown>;
 

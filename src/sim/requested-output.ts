@@ -1,3 +1,4 @@
+import { OUTPUT_TOOL_NAME } from '../core/call-types.js';
 import type { SimWire } from './scenario.js';
 
 type Json = Record<string, unknown>;
@@ -12,13 +13,6 @@ export type RequestedOutput =
 
 /** Claude Code's tool for structured output (`--json-schema`, the Agent SDK's `outputFormat`). */
 const CLAUDE_CODE_OUTPUT_TOOL = 'StructuredOutput';
-
-/**
- * Switchboard's own tool for structured output beside other tools (the API tool loop's answer, the
- * providers' output tool), asked for with "call some tool" (`tool_choice` any / required, Gemini's
- * `ANY` without one name) rather than by name: under `conform` that is the tool the answer calls.
- */
-const ANSWER_TOOL = 'emit_output';
 
 /** Any JSON object: what a request for JSON without a schema accepts. */
 const ANY_OBJECT = { type: 'object' };
@@ -50,7 +44,7 @@ function anthropicOutput(body: Json): RequestedOutput | undefined {
   const tools = asArray(body['tools']).map(asObject);
   const choice = asObject(body['tool_choice']);
   const forced =
-    choice['type'] === 'tool' ? choice['name'] : choice['type'] === 'any' ? ANSWER_TOOL : undefined;
+    choice['type'] === 'tool' ? choice['name'] : choice['type'] === 'any' ? OUTPUT_TOOL_NAME : undefined;
   const tool =
     tools.find((candidate) => forced !== undefined && candidate['name'] === forced) ??
     tools.find((candidate) => candidate['name'] === CLAUDE_CODE_OUTPUT_TOOL);
@@ -75,7 +69,7 @@ function anthropicOutput(body: Json): RequestedOutput | undefined {
 function openAiOutput(body: Json): RequestedOutput | undefined {
   const choice =
     body['tool_choice'] === 'required'
-      ? { name: ANSWER_TOOL }
+      ? { name: OUTPUT_TOOL_NAME }
       : asObject(asObject(body['tool_choice'])['function']);
   if (typeof choice['name'] === 'string') {
     const name = choice['name'];
@@ -105,7 +99,7 @@ function openAiOutput(body: Json): RequestedOutput | undefined {
 function responsesOutput(body: Json): RequestedOutput | undefined {
   const choice =
     body['tool_choice'] === 'required'
-      ? { type: 'function', name: ANSWER_TOOL }
+      ? { type: 'function', name: OUTPUT_TOOL_NAME }
       : asObject(body['tool_choice']);
   if (choice['type'] === 'function' && typeof choice['name'] === 'string') {
     const name = choice['name'];
@@ -133,7 +127,7 @@ function geminiOutput(body: Json): RequestedOutput | undefined {
   const allowed = asArray(calling['allowedFunctionNames']);
   const named = allowed.length === 1 && typeof allowed[0] === 'string' ? allowed[0] : undefined;
   if (calling['mode'] === 'ANY' && (named !== undefined || allowed.length === 0)) {
-    const name = named ?? ANSWER_TOOL;
+    const name = named ?? OUTPUT_TOOL_NAME;
     const declaration = asArray(body['tools'])
       .flatMap((tool) => asArray(asObject(tool)['functionDeclarations']).map(asObject))
       .find((candidate) => candidate['name'] === name);

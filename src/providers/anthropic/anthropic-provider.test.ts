@@ -1,14 +1,10 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import type { ProviderCall, ToolDefinition } from '../../core/call-types.js';
+import { OUTPUT_TOOL_NAME, type ProviderCall, type ToolDefinition } from '../../core/call-types.js';
 import { isSwitchboardError, type SwitchboardError } from '../../core/errors.js';
 import { startSimulator, type Simulator } from '../../sim/server.js';
 import type { Scenario } from '../../sim/scenario.js';
 import { waitFor } from '../../../test/helpers/wait-for.js';
-import {
-  createAnthropicProvider,
-  OUTPUT_TOOL_NAME,
-  type AnthropicProviderOptions,
-} from './anthropic-provider.js';
+import { createAnthropicProvider, type AnthropicProviderOptions } from './anthropic-provider.js';
 
 const API_KEY = 'sk-ant-test-0123456789-do-not-leak';
 

@@ -1,3 +1,4 @@
+import { OUTPUT_TOOL_NAME } from '../../core/call-types.js';
 import type Anthropic from '@anthropic-ai/sdk';
 import type {
   CallMessage,
@@ -24,9 +25,6 @@ import {
 } from './anthropic-errors.js';
 import { registerSecret } from '../../core/secrets.js';
 import { watchedFetch, withIdleWatch } from '../idle-watch.js';
-
-/** The tool offered (and forced) when a call asks for structured output. */
-export const OUTPUT_TOOL_NAME = 'emit_output';
 
 const PROVIDER = 'anthropic';
 

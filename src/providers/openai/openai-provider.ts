@@ -1,3 +1,4 @@
+import { OUTPUT_TOOL_NAME } from '../../core/call-types.js';
 import type OpenAI from 'openai';
 import type {
   ChatCompletion,
@@ -36,9 +37,6 @@ import { registerSecret } from '../../core/secrets.js';
 export type OpenAiStructuredOutput = 'json_schema' | 'tool';
 
 const STRUCTURED_OUTPUT_MODES: readonly OpenAiStructuredOutput[] = ['json_schema', 'tool'];
-
-/** Name of the forced function in `structuredOutput: 'tool'` mode. */
-export const OUTPUT_TOOL_NAME = 'emit_output';
 
 // Local servers ignore the key, but the SDK refuses to start without one.
 const PLACEHOLDER_API_KEY = 'switchboard-no-key';

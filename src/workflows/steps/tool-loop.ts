@@ -7,6 +7,7 @@ import type {
   ToolDefinition,
   ToolResult,
 } from '../../core/call-types.js';
+import { OUTPUT_TOOL_NAME } from '../../core/call-types.js';
 import { SwitchboardError } from '../../core/errors.js';
 import { redactSecrets } from '../../core/secrets.js';
 import { extractJson } from '../../core/json-extract.js';
@@ -26,12 +27,6 @@ const MAX_CALLS_PER_TURN = 32;
 
 /** Conductor's default `max_agent_iterations` for its API (Claude) provider: model turns per step. */
 export const DEFAULT_MAX_AGENT_ITERATIONS = 50;
-
-/**
- * The tool a structured step's model answers with: its arguments are the step's output. The name is
- * the one `call()` gives its own forced schema tool on Anthropic.
- */
-export const ANSWER_TOOL_NAME = 'emit_output';
 
 export interface ToolLoop {
   spec: string;
@@ -85,7 +80,7 @@ class LoopRun {
     this.definitions = loop.tools.map((tool) => tool.definition);
     if (loop.schema !== undefined) {
       this.definitions.push({
-        name: ANSWER_TOOL_NAME,
+        name: OUTPUT_TOOL_NAME,
         description:
           'Give your final answer: call this once you have what you need, with the complete answer as its arguments. Nothing else ends the task.',
         inputSchema: loop.schema,
@@ -150,7 +145,7 @@ class LoopRun {
   private structuredAnswer(result: CallResult): ToolLoopEnd | undefined {
     const schema = this.loop.schema as JsonSchema;
     const calls = result.toolCalls ?? [];
-    const answer = calls.find((call) => call.name === ANSWER_TOOL_NAME);
+    const answer = calls.find((call) => call.name === OUTPUT_TOOL_NAME);
     if (answer !== undefined) {
       if (schemaErrors(schema, answer.input).length === 0) {
         return {
@@ -183,7 +178,7 @@ class LoopRun {
           'Your previous answer could not be used:',
           ...errors.map((error) => `- ${describeError(error)}`),
           '',
-          `Call ${ANSWER_TOOL_NAME} with the complete answer as its arguments.`,
+          `Call ${OUTPUT_TOOL_NAME} with the complete answer as its arguments.`,
         ].join('\n'),
       },
     );
@@ -212,7 +207,7 @@ class LoopRun {
   }
 
   private async runCall(call: ToolCall): Promise<ToolResult> {
-    if (call.name === ANSWER_TOOL_NAME) {
+    if (call.name === OUTPUT_TOOL_NAME) {
       const errors = schemaErrors(this.loop.schema ?? {}, call.input);
       return {
         id: call.id,
@@ -221,7 +216,7 @@ class LoopRun {
         content: [
           'The answer could not be used:',
           ...errors.map((error) => `- ${describeError(error)}`),
-          `Call ${ANSWER_TOOL_NAME} again with the corrected answer.`,
+          `Call ${OUTPUT_TOOL_NAME} again with the corrected answer.`,
         ].join('\n'),
       };
     }
@@ -284,7 +279,7 @@ class LoopRun {
   }
 
   private schemaError(result: CallResult): SwitchboardError {
-    const answer = result.toolCalls?.find((call) => call.name === ANSWER_TOOL_NAME);
+    const answer = result.toolCalls?.find((call) => call.name === OUTPUT_TOOL_NAME);
     const value =
       answer === undefined ? extractJson(result.text) : { ok: true as const, value: answer.input };
     const errors = value.ok
