@@ -599,12 +599,13 @@ function knownWhen(test: unknown, holds: boolean): { present: string[]; absent: 
     const [left, right] = [knownWhen(record['left'], holds), knownWhen(record['right'], holds)];
     return { present: [...left.present, ...right.present], absent: [...left.absent, ...right.absent] };
   }
-  let operand = record.type === 'TestExpression' ? guardOperand(record) : undefined;
+  const tested = record.type === 'TestExpression' ? guardOperand(record) : undefined;
+  let operand = tested;
   while (operand?.type === 'MemberExpression') operand = operand.object;
   if (operand?.type !== 'Identifier') return { present: [], absent: [] };
   const name = String(operand.value);
   // `x.y is defined` proves x there when true; when false, only a bare `x is defined` proves x absent.
-  const bare = (guardOperand(record) as AstNode).type === 'Identifier';
+  const bare = tested?.type === 'Identifier';
   const positive =
     calleeName(record['test'] as FilterNode) === 'defined'
       ? record['negate'] !== true

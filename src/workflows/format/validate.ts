@@ -129,13 +129,9 @@ function checkTemplates(
   const visit = (owner: string, step: StepDefinition, extraNames: string[]): void => {
     const before = graph.canRunBefore(owner);
     for (const { field, source, own } of templatesOf(step)) {
-      const syntax = templateSyntaxProblem(source);
+      const syntax = syntaxError(step.name, field, source);
       if (syntax !== undefined) {
-        errors.push({
-          step: step.name,
-          field,
-          message: `${field} is not a template that can run: ${syntax}`,
-        });
+        errors.push(syntax);
         continue;
       }
       for (const reference of templateReferences(source)) {
@@ -184,6 +180,14 @@ function checkTemplates(
     }
     checkGroupRoutes(group, graph, stepNames, errors);
   }
+}
+
+/** A template that cannot run (a syntax error, a tag that loads a file), as the error naming its field. */
+function syntaxError(step: string, field: string, source: string): Problem | undefined {
+  const syntax = templateSyntaxProblem(source);
+  return syntax === undefined
+    ? undefined
+    : { step, field, message: `${field} is not a template that can run: ${syntax}` };
 }
 
 /** Whether `name` is in a set of steps, a parallel member by its group. */
@@ -259,18 +263,17 @@ function checkOutputTemplates(
     always = always === undefined ? before : new Set([...always].filter((name) => before.has(name)));
   }
   if (always === undefined) return;
-  const ran = (set: Set<string>, name: string): boolean => ranIn(graph, set, name);
   for (const [key, source] of Object.entries(definition.output)) {
     const field = `output.${key}`;
-    const syntax = templateSyntaxProblem(source);
+    const syntax = syntaxError('workflow', field, source);
     if (syntax !== undefined) {
-      errors.push({ step: 'workflow', field, message: `${field} is not a template that can run: ${syntax}` });
+      errors.push(syntax);
       continue;
     }
     for (const { name, guarded, underOthers } of templateReferences(source)) {
-      if (!stepNames.has(name) || guarded || ran(always, name)) continue;
+      if (!stepNames.has(name) || guarded || ranIn(graph, always, name)) continue;
       if (underOthers.every((known) => ranWhereKnown(graph, stepNames, name, exits, known, true))) continue;
-      const message = ran(reachable, name)
+      const message = ranIn(graph, reachable, name)
         ? `${field} reads "${name}", which may not have run when the run ends (a route can skip it): guard it with | default(…) or {% if ${name} is defined %}`
         : `${field} reads "${name}", which never runs`;
       warnings.push({ step: 'workflow', field, message });
