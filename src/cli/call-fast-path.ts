@@ -1,4 +1,5 @@
 import type { CallFlags } from './call-run.js';
+import { reasoningEffortOf } from '../core/call-types.js';
 import { countOf, dollarsOf, secondsOf, tagOf } from './option-values.js';
 
 // `switchboard call` is what a shell script runs once per request, often sent to a running `serve`: a
@@ -20,6 +21,7 @@ type Setter = (flags: CallFlags, value: string) => boolean;
 const WITH_VALUE: Record<string, Setter> = {
   '--server': (flags, value) => ((flags.server = value), true),
   '--system': (flags, value) => ((flags.system = value), true),
+  '--reasoning': (flags, value) => store(reasoningEffortOf(value), (effort) => (flags.reasoning = effort)),
   '--schema': (flags, value) => ((flags.schema = value), true),
   '--print': (flags, value) => value === 'text' && ((flags.print = value), true),
   '--timeout': (flags, value) => store(secondsOf(value), (seconds) => (flags.timeout = seconds)),

@@ -1,5 +1,5 @@
 import { readBoundedFile, syntaxErrorWithoutContent } from '../core/bounded-file.js';
-import type { CallResult, JsonSchema } from '../core/call-types.js';
+import type { CallResult, JsonSchema, ReasoningEffort } from '../core/call-types.js';
 import type { ConfigOverrides } from '../core/config.js';
 import { isSwitchboardError, SwitchboardError } from '../core/errors.js';
 import type { CallBody } from '../serve/call-body.js';
@@ -19,6 +19,7 @@ export interface CallFlags {
   schemaRetries?: number;
   maxCost?: number;
   system?: string;
+  reasoning?: ReasoningEffort;
   schema?: string;
   json?: boolean;
   timeout?: number;
@@ -125,6 +126,7 @@ function callBody(spec: string, prompt: string, schema: JsonSchema | undefined, 
   const optional: Omit<CallBody, 'spec' | 'prompt'> = {};
   const entries: [keyof typeof optional, unknown][] = [
     ['system', flags.system],
+    ['reasoning', flags.reasoning],
     ['schema', schema],
     ['timeoutMs', seconds(flags.timeout)],
     ['stageTimeoutMs', seconds(flags.stageTimeout)],

@@ -95,6 +95,7 @@ export function callRequest(
     prompt: body.prompt,
     ...(body.system === undefined ? {} : { system: body.system }),
     ...(body.schema === undefined ? {} : { schema: body.schema }),
+    ...(body.reasoning === undefined ? {} : { reasoning: body.reasoning }),
     ...(body.timeoutMs === undefined ? {} : { timeoutMs: body.timeoutMs }),
     ...(body.idleTimeoutMs === undefined ? {} : { idleTimeoutMs: body.idleTimeoutMs }),
     ...(body.tags === undefined || Object.keys(body.tags).length === 0 ? {} : { tags: body.tags }),

@@ -1,6 +1,7 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import { runCall, type CallFlags } from './call-run.js';
 import { countOf, dollarsOf, tagOf } from './option-values.js';
+import { REASONING_EFFORTS, reasoningEffortOf, type ReasoningEffort } from '../core/call-types.js';
 import { parseSeconds } from './parse-seconds.js';
 import type { GlobalFlags } from './shared.js';
 
@@ -25,6 +26,12 @@ function parseDollars(value: string): number {
   return dollars;
 }
 
+function parseEffort(value: string): ReasoningEffort {
+  const effort = reasoningEffortOf(value);
+  if (effort === undefined) throw new InvalidArgumentError(`expected one of ${REASONING_EFFORTS.join(', ')}`);
+  return effort;
+}
+
 function parsePrint(value: string): 'text' {
   if (value !== 'text') throw new InvalidArgumentError('expected text (--json prints the whole CallResult)');
   return value;
@@ -40,6 +47,11 @@ export function registerCallCommand(program: Command): void {
     )
     .argument('[prompt...]', 'the prompt; omit or give "-" to read standard input')
     .option('--system <text>', 'system prompt (replaces the default one)')
+    .option(
+      '--reasoning <level>',
+      'think before answering: low, medium, high, xhigh or max (each provider its own setting)',
+      parseEffort,
+    )
     .option('--schema <file>', 'JSON Schema file: the answer must match it (printed as JSON)')
     .option('--json', 'print the whole CallResult as JSON')
     .option('--stream', 'print the answer as it arrives')

@@ -33,6 +33,37 @@ export interface ToolCall {
   signature?: string;
 }
 
+/**
+ * How hard the model should think before it answers, as Conductor's `reasoning.effort` spells it. Each
+ * provider maps it to its own setting (`REASONING_EFFORTS` and docs/workflows.md say how).
+ */
+export type ReasoningEffort = 'low' | 'medium' | 'high' | 'xhigh' | 'max';
+export const REASONING_EFFORTS: readonly ReasoningEffort[] = ['low', 'medium', 'high', 'xhigh', 'max'];
+
+/** `value` as an effort level, or undefined when it is not one. */
+export function reasoningEffortOf(value: unknown): ReasoningEffort | undefined {
+  return REASONING_EFFORTS.find((level) => level === value);
+}
+
+/**
+ * Anthropic's extended-thinking budget for each effort (tokens of thinking the model may spend):
+ * 2,048 to 59,904, the largest that leaves 4,096 tokens of answer under the 64,000-token output cap.
+ */
+export const THINKING_BUDGET_TOKENS: Readonly<Record<ReasoningEffort, number>> = {
+  low: 2_048,
+  medium: 8_192,
+  high: 16_384,
+  xhigh: 32_768,
+  max: 59_904,
+};
+
+/**
+ * A thinking block of an Anthropic answer, kept as the API gave it: a later request in the same tool
+ * loop must send it back unchanged (the signature covers its text) before the tool calls it preceded.
+ */
+export type ThinkingBlock =
+  { type: 'thinking'; thinking: string; signature: string } | { type: 'redacted_thinking'; data: string };
+
 /** What a tool answered to one call. */
 export interface ToolResult {
   /** The `ToolCall.id` it answers. */
@@ -50,7 +81,7 @@ export interface ToolResult {
  * calls it made), the results of those calls, or another user message.
  */
 export type CallMessage =
-  | { role: 'assistant'; text: string; toolCalls?: ToolCall[] }
+  | { role: 'assistant'; text: string; toolCalls?: ToolCall[]; thinking?: ThinkingBlock[] }
   | { role: 'tool'; results: ToolResult[] }
   | { role: 'user'; text: string };
 
@@ -72,6 +103,13 @@ export interface CallRequest {
   tools?: ToolDefinition[];
   /** `auto`: the model calls a tool or answers; `required`: it must call one. @default 'auto' */
   toolChoice?: 'auto' | 'required';
+  /**
+   * Think before answering: Anthropic extended thinking with `THINKING_BUDGET_TOKENS[effort]` (which
+   * lets the model choose whether to call a tool: the API refuses a forced tool beside thinking),
+   * OpenAI `reasoning_effort` / `reasoning.effort`, Gemini `thinkingConfig.thinkingBudget`, Claude
+   * Code's `effort`. @default the provider's own
+   */
+  reasoning?: ReasoningEffort;
   /** The system prompt; replaces the provider's default. */
   system?: string;
   /** Ask for structured output matching this JSON Schema; the value arrives in `CallResult.structured`. */
@@ -132,6 +170,8 @@ export interface CallResult {
   sessionId?: string;
   /** The tools the model called (`CallRequest.tools`), in order; absent when it called none. */
   toolCalls?: ToolCall[];
+  /** Anthropic thinking blocks of the answer, to send back with `toolCalls` (`CallMessage.thinking`). */
+  thinking?: ThinkingBlock[];
   /** Agent turns, for agentic providers such as Claude Code. */
   turns?: number;
   /** Set when an already running process answered (a Claude Code warm pool), not one started for the call. */

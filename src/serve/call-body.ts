@@ -1,4 +1,9 @@
-import type { JsonSchema } from '../core/call-types.js';
+import {
+  REASONING_EFFORTS,
+  reasoningEffortOf,
+  type JsonSchema,
+  type ReasoningEffort,
+} from '../core/call-types.js';
 import { SwitchboardError } from '../core/errors.js';
 import { isStringRecord, parseJsonObject } from './http.js';
 
@@ -26,6 +31,8 @@ export interface CallBody {
   ignoreCooldown?: boolean;
   /** Store the prompt text in the ledger (default: a hash only). */
   storeText?: boolean;
+  /** Think before answering (`CallRequest.reasoning`): low, medium, high, xhigh or max. */
+  reasoning?: ReasoningEffort;
 }
 
 const EXAMPLE = '{"spec": "claude:haiku", "prompt": "..."}';
@@ -53,6 +60,13 @@ function flag(value: unknown, name: string): boolean | undefined {
   return value;
 }
 
+function effort(value: unknown, name: string): ReasoningEffort | undefined {
+  if (value === undefined) return undefined;
+  const level = reasoningEffortOf(value);
+  if (level === undefined) throw invalid(`Expected "${name}" to be one of ${REASONING_EFFORTS.join(', ')}`);
+  return level;
+}
+
 /** Validates a `POST /call` body; every problem is an INVALID_INPUT naming the field. */
 export function parseCallBody(body: string): CallBody {
   const value = parseJsonObject(body, EXAMPLE);
@@ -69,6 +83,7 @@ export function parseCallBody(body: string): CallBody {
     'schemaRetries',
     'ignoreCooldown',
     'storeText',
+    'reasoning',
   ]);
   const unknown = Object.keys(value).find((key) => !known.has(key));
   if (unknown !== undefined)
@@ -102,6 +117,7 @@ export function parseCallBody(body: string): CallBody {
     schemaRetries: schemaRetries as number | undefined,
     ignoreCooldown: flag(value['ignoreCooldown'], 'ignoreCooldown'),
     storeText: flag(value['storeText'], 'storeText'),
+    reasoning: effort(value['reasoning'], 'reasoning'),
   };
   for (const [key, entry] of Object.entries(optional))
     if (entry !== undefined) (parsed as unknown as Record<string, unknown>)[key] = entry;

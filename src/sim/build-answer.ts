@@ -3,7 +3,7 @@ import { conformingValue } from './conforming-value.js';
 import type { SimRequestView } from './request.js';
 import { requestedOutput } from './requested-output.js';
 import type { ScenarioReply } from './scenario.js';
-import type { ThinkingSigner } from './thinking.js';
+import { thinkingEnabled, type ThinkingSigner } from './thinking.js';
 import type { SimAnswer } from './wire/answer.js';
 
 interface ReplyContent {
@@ -39,6 +39,9 @@ function replyContent(
 
 const randomId = (prefix: string): string => `${prefix}${randomBytes(8).toString('hex')}`;
 
+/** The thinking of an answer to a request with thinking enabled whose reply scripts none. */
+const DEFAULT_THINKING = 'Thinking it over before answering.';
+
 export interface BuildAnswerOptions {
   reply: ScenarioReply;
   view: SimRequestView;
@@ -52,13 +55,15 @@ export interface BuildAnswerOptions {
 /** A scripted reply as an answer any wire can format. */
 export function buildAnswer({ reply, view, requestBytes, body = {}, signer }: BuildAnswerOptions): SimAnswer {
   const { text, calls } = replyContent(reply, view, body);
+  // As the API does, a request with thinking enabled gets a thinking block first, scripted or not.
+  const thought = reply.thinking ?? (thinkingEnabled(body) ? DEFAULT_THINKING : undefined);
   const thinking =
-    reply.thinking === undefined || signer === undefined
+    thought === undefined || signer === undefined
       ? undefined
-      : { text: reply.thinking, signature: signer.sign(reply.thinking) };
+      : { text: thought, signature: signer.sign(thought) };
   const serverTool =
     reply.serverTool === undefined ? undefined : { id: randomId('srvtoolu_sim_'), ...reply.serverTool };
-  const written = text.length + JSON.stringify(calls).length + (reply.thinking?.length ?? 0);
+  const written = text.length + JSON.stringify(calls).length + (thought?.length ?? 0);
   return {
     id: randomId('sim_'),
     model: reply.model ?? view.model,

@@ -1,5 +1,6 @@
 import { OUTPUT_TOOL_NAME } from '../core/call-types.js';
 import type { SimWire } from './scenario.js';
+import { thinkingEnabled } from './thinking.js';
 
 type Json = Record<string, unknown>;
 
@@ -43,8 +44,13 @@ export function requestedOutput(wire: SimWire, body: Json): RequestedOutput | un
 function anthropicOutput(body: Json): RequestedOutput | undefined {
   const tools = asArray(body['tools']).map(asObject);
   const choice = asObject(body['tool_choice']);
+  // With thinking on the API allows no forced tool, so `emit_output` is only offered: answer it then too.
   const forced =
-    choice['type'] === 'tool' ? choice['name'] : choice['type'] === 'any' ? OUTPUT_TOOL_NAME : undefined;
+    choice['type'] === 'tool'
+      ? choice['name']
+      : choice['type'] === 'any' || thinkingEnabled(body)
+        ? OUTPUT_TOOL_NAME
+        : undefined;
   const tool =
     tools.find((candidate) => forced !== undefined && candidate['name'] === forced) ??
     tools.find((candidate) => candidate['name'] === CLAUDE_CODE_OUTPUT_TOOL);

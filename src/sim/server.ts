@@ -24,7 +24,7 @@ import {
   type SimProvider,
   type SimWire,
 } from './scenario.js';
-import { createThinkingSigner } from './thinking.js';
+import { createThinkingSigner, thinkingEnabled } from './thinking.js';
 import type { WireFormat } from './wire/answer.js';
 import { anthropicWire } from './wire/anthropic.js';
 import { geminiWire } from './wire/gemini.js';
@@ -37,6 +37,36 @@ const WIRES: Record<SimWire, WireFormat> = {
   responses: responsesWire,
   gemini: geminiWire,
 };
+
+/**
+ * The 400s the Messages API gives a request with extended thinking that breaks its rules: a forced
+ * tool, a budget that leaves no room for the answer, and a tool loop's last assistant turn sent back
+ * without the thinking block that opened it.
+ */
+function thinkingProblem(body: Record<string, unknown>): string | undefined {
+  if (!thinkingEnabled(body)) return undefined;
+  const thinking = body['thinking'] as Record<string, unknown>;
+  const choice = body['tool_choice'] as Record<string, unknown> | undefined;
+  if (choice?.['type'] === 'any' || choice?.['type'] === 'tool') {
+    return 'Thinking may not be enabled when tool_choice forces tool use.';
+  }
+  const budget = thinking['budget_tokens'];
+  if (thinking['type'] === 'enabled' && typeof budget === 'number' && budget >= Number(body['max_tokens'])) {
+    return '`max_tokens` must be greater than `thinking.budget_tokens`.';
+  }
+  const messages = Array.isArray(body['messages']) ? (body['messages'] as Record<string, unknown>[]) : [];
+  const last = messages.filter((message) => message?.['role'] === 'assistant').at(-1);
+  const content = Array.isArray(last?.['content']) ? (last['content'] as Record<string, unknown>[]) : [];
+  const first = content[0]?.['type'];
+  if (
+    content.some((block) => block?.['type'] === 'tool_use') &&
+    first !== 'thinking' &&
+    first !== 'redacted_thinking'
+  ) {
+    return `Expected \`thinking\` or \`redacted_thinking\`, but found \`${String(first)}\`. When \`thinking\` is enabled, a final \`assistant\` message must start with a thinking block.`;
+  }
+  return undefined;
+}
 
 /** Headers never logged: they carry credentials. */
 const SECRET_HEADERS = new Set([
@@ -278,7 +308,7 @@ export async function startSimulator({
 
   /** A 400 the real API would give whatever the scenario says: the simulator holds no state to refer to, or signed thinking was changed. */
   function invalidRequest(view: SimRequestView, body: Record<string, unknown>): string | undefined {
-    if (view.wire === 'anthropic') return signer.check(body);
+    if (view.wire === 'anthropic') return thinkingProblem(body) ?? signer.check(body);
     if (view.wire === 'responses' && body['previous_response_id'] != null) {
       return 'previous_response_id is not supported: the simulator keeps no responses; send the whole conversation as input';
     }

@@ -6,6 +6,14 @@ const asObject = (value: unknown): Json =>
   typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Json) : {};
 const asArray = (value: unknown): unknown[] => (Array.isArray(value) ? value : []);
 
+/** An Anthropic request with extended thinking on (`thinking: {type: enabled | adaptive}`). */
+export function thinkingEnabled(body: Record<string, unknown>): boolean {
+  const thinking = body['thinking'];
+  if (typeof thinking !== 'object' || thinking === null) return false;
+  const type = (thinking as Record<string, unknown>)['type'];
+  return type === 'enabled' || type === 'adaptive';
+}
+
 /** Signs thinking text and issues redacted-thinking data, and checks both when a request sends them back. */
 export interface ThinkingSigner {
   /** Base64 HMAC of the text: the same text always gets the same signature from one simulator. */

@@ -4,6 +4,7 @@
  * schema (snake_case keys become camelCase here); Switchboard's own additions are marked as such.
  */
 import type { McpServerEntry } from '../agents/mcp-servers.js';
+import type { ReasoningEffort } from '../core/call-types.js';
 
 /** `$end`: the route target that ends the workflow successfully. */
 export const END = '$end';
@@ -141,6 +142,8 @@ export interface AgentStep extends StepCommon {
    * providers), or Claude Code's `maxTurns`. @default the runtime's, else 50 on the API providers
    */
   maxAgentIterations?: number;
+  /** Conductor's `reasoning.effort`: how hard the model thinks (`CallRequest.reasoning`). */
+  reasoning?: ReasoningEffort;
   workingDir?: string;
   outputMode?: 'raw' | 'envelope';
   /** Names of `runtime.mcp_servers` this step opts into (Switchboard addition: `mcp: [names]` or `true`). */
@@ -328,6 +331,8 @@ export interface WorkflowRuntime {
   workingDir?: string;
   /** `runtime.max_agent_iterations`: the steps' `max_agent_iterations` when they give none. */
   maxAgentIterations?: number;
+  /** `runtime.default_reasoning_effort`: every model-calling step's `reasoning` unless it sets its own. */
+  defaultReasoningEffort?: ReasoningEffort;
   mcpServers: Record<string, McpServerDefinition>;
 }
 

@@ -1,4 +1,4 @@
-import { OUTPUT_TOOL_NAME } from '../../core/call-types.js';
+import { OUTPUT_TOOL_NAME, THINKING_BUDGET_TOKENS } from '../../core/call-types.js';
 import type Anthropic from '@anthropic-ai/sdk';
 import type {
   CallMessage,
@@ -6,6 +6,7 @@ import type {
   JsonSchema,
   Provider,
   ProviderCall,
+  ThinkingBlock,
   TokenUsage,
   ToolCall,
 } from '../../core/call-types.js';
@@ -156,7 +157,7 @@ export function createAnthropicProvider({
         return toResult(message, request, {
           durationMs,
           prices: priceTable,
-          maxTokens,
+          maxTokens: maxTokensFor(request, maxTokens),
           streamed: onText !== undefined,
         });
       } catch (error) {
@@ -238,10 +239,25 @@ function toolSchema(schema: JsonSchema): { inputSchema: Anthropic.Tool.InputSche
   };
 }
 
+/** The output cap of a request with extended thinking: thinking and answer together. */
+const THINKING_OUTPUT_CAP = 64_000;
+/** Room for the answer beside a thinking budget. */
+const ANSWER_HEADROOM = 4_096;
+
+/**
+ * `max_tokens` of a request: the provider's setting, raised with `reasoning` to fit the thinking
+ * budget and an answer after it (the API refuses a budget at or above `max_tokens`).
+ */
+function maxTokensFor(request: ProviderCall, maxTokens: number): number {
+  if (request.reasoning === undefined) return maxTokens;
+  const budget = THINKING_BUDGET_TOKENS[request.reasoning];
+  return Math.min(THINKING_OUTPUT_CAP, Math.max(maxTokens, budget + ANSWER_HEADROOM));
+}
+
 function requestBody(request: ProviderCall, maxTokens: number): Anthropic.MessageCreateParamsNonStreaming {
   const body: Anthropic.MessageCreateParamsNonStreaming = {
     model: request.model,
-    max_tokens: maxTokens,
+    max_tokens: maxTokensFor(request, maxTokens),
     messages: conversation(request.prompt, request.messages ?? []),
   };
   if (request.system !== undefined) body.system = request.system;
@@ -265,6 +281,13 @@ function requestBody(request: ProviderCall, maxTokens: number): Anthropic.Messag
     ];
     body.tool_choice = { type: 'tool', name: OUTPUT_TOOL_NAME };
   }
+  if (request.reasoning !== undefined) {
+    body.thinking = { type: 'enabled', budget_tokens: THINKING_BUDGET_TOKENS[request.reasoning] };
+    // The API refuses thinking beside a forced tool (`any`, or one by name): the model is asked, not
+    // made, to call it; an answer written as JSON text is read as the structured value.
+    if (body.tool_choice !== undefined && body.tool_choice.type !== 'auto')
+      body.tool_choice = { type: 'auto' };
+  }
   return body;
 }
 
@@ -277,7 +300,8 @@ function conversation(prompt: string, messages: readonly CallMessage[]): Anthrop
   const turns: Anthropic.MessageParam[] = [{ role: 'user', content: prompt }];
   for (const message of messages) {
     if (message.role === 'assistant') {
-      const content: Anthropic.ContentBlockParam[] = [];
+      // Thinking first, unchanged: the API checks its signature and wants it before the tool calls.
+      const content: Anthropic.ContentBlockParam[] = [...(message.thinking ?? [])];
       if (message.text !== '') content.push({ type: 'text', text: message.text });
       for (const call of message.toolCalls ?? []) {
         content.push({ type: 'tool_use', id: call.id, name: call.name, input: call.input });
@@ -360,6 +384,11 @@ async function streamMessage(
           message?.content.push({ ...event.content_block } as Anthropic.ContentBlock);
           break;
         case 'content_block_delta': {
+          const open = message?.content[event.index];
+          if (event.delta.type === 'thinking_delta' && open?.type === 'thinking')
+            open.thinking += event.delta.thinking;
+          if (event.delta.type === 'signature_delta' && open?.type === 'thinking')
+            open.signature += event.delta.signature;
           if (event.delta.type !== 'text_delta') break;
           const block = message?.content[event.index];
           if (block?.type === 'text') block.text += event.delta.text;
@@ -475,6 +504,8 @@ function toResult(message: Anthropic.Message, request: ProviderCall, context: Re
   };
   const toolCalls = offersTools(request) ? toolCallsOf(message) : [];
   if (toolCalls.length > 0) result.toolCalls = toolCalls;
+  const thinking = thinkingOf(message);
+  if (thinking.length > 0) result.thinking = thinking;
   if (request.schema === undefined) return result;
 
   const structured = structuredValue(message, request.schema, text);
@@ -515,6 +546,16 @@ function structuredValue(message: Anthropic.Message, schema: JsonSchema, text: s
   return extracted.ok
     ? { ok: true, value: extracted.value, raw: text }
     : { ok: false, reason: extracted.reason, raw: text };
+}
+
+/** The answer's thinking blocks, as given. */
+function thinkingOf(message: Anthropic.Message): ThinkingBlock[] {
+  return (message.content ?? []).flatMap((block): ThinkingBlock[] => {
+    if (block.type === 'thinking') {
+      return [{ type: 'thinking', thinking: block.thinking, signature: block.signature }];
+    }
+    return block.type === 'redacted_thinking' ? [{ type: 'redacted_thinking', data: block.data }] : [];
+  });
 }
 
 /** The answer's `tool_use` blocks as tool calls. */

@@ -180,6 +180,7 @@ async function coldCall(
   if (request.resume !== undefined) options.resume = request.resume;
   if (request.resume !== undefined || request.persistSession === true) options.persistSession = true;
   if (request.maxTurns !== undefined) options.maxTurns = request.maxTurns;
+  if (request.reasoning !== undefined) options.effort = request.reasoning;
   if (request.maxBudgetUsd !== undefined) options.maxBudgetUsd = request.maxBudgetUsd;
   if (request.schema !== undefined) options.outputFormat = { type: 'json_schema', schema: request.schema };
   if (request.onText !== undefined) options.includePartialMessages = true;

@@ -196,6 +196,7 @@ export class WarmPool {
       request.persistSession !== true &&
       request.maxTurns === undefined &&
       request.maxBudgetUsd === undefined &&
+      request.reasoning === undefined &&
       // Pooled processes run without partial messages; a streamed call starts cold.
       request.onText === undefined
     );

@@ -20,6 +20,7 @@ import type {
   TokenUsage,
   ToolCall,
 } from '../../core/call-types.js';
+import { THINKING_BUDGET_TOKENS } from '../../core/call-types.js';
 import { isSwitchboardError, SwitchboardError, type SwitchboardErrorOptions } from '../../core/errors.js';
 import { endpointLabel, refuseInlineBaseUrl } from '../endpoint.js';
 import { extractJson } from '../../core/json-extract.js';
@@ -285,6 +286,9 @@ type AnswerParts = Pick<
   'candidates' | 'usageMetadata' | 'modelVersion' | 'promptFeedback'
 >;
 
+/** The largest thinking budget Gemini's 2.5 models take (Pro); the levels above it are capped here. */
+const GEMINI_MAX_THINKING_BUDGET = 32_768;
+
 interface RequestSetup {
   config: GenerateContentConfig;
   /** The headers of a failed HTTP answer, once one arrived. */
@@ -294,6 +298,11 @@ interface RequestSetup {
 function requestSetup(request: ProviderCall, abortSignal: AbortSignal): RequestSetup {
   const config: GenerateContentConfig = { abortSignal };
   if (request.system !== undefined) config.systemInstruction = request.system;
+  if (request.reasoning !== undefined) {
+    config.thinkingConfig = {
+      thinkingBudget: Math.min(THINKING_BUDGET_TOKENS[request.reasoning], GEMINI_MAX_THINKING_BUDGET),
+    };
+  }
   if (request.schema !== undefined) {
     config.responseMimeType = 'application/json';
     config.responseJsonSchema = schemaForGemini(request.schema);

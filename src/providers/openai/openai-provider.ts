@@ -296,6 +296,7 @@ function buildBody(
   }
   messages.push({ role: 'user', content: request.prompt }, ...conversation(request.messages ?? []));
   const body: ChatCompletionCreateParamsNonStreaming = { model: request.model, messages };
+  if (request.reasoning !== undefined) body.reasoning_effort = request.reasoning;
   if (offersTools(request)) {
     body.tools = (request.tools ?? []).map((tool) => ({
       type: 'function',

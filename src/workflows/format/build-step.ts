@@ -234,6 +234,7 @@ function buildAgent(raw: RawStep, common: Common, fail: Fail): StepDefinition {
     ...(raw.retry == null ? {} : { retry: buildRetry(raw.retry) }),
     ...optional('timeoutSeconds', raw.timeout_seconds),
     ...optional('maxAgentIterations', raw.max_agent_iterations),
+    ...optional('reasoning', raw.reasoning?.effort),
     ...optional('workingDir', raw.working_dir),
     ...optional('outputMode', raw.output_mode),
     ...optional('mcp', raw.mcp),

@@ -126,6 +126,9 @@ function buildRuntime(
     ...(runtime.max_tokens == null ? {} : { maxTokens: runtime.max_tokens }),
     ...(runtime.working_dir == null ? {} : { workingDir: runtime.working_dir }),
     ...(runtime.max_agent_iterations == null ? {} : { maxAgentIterations: runtime.max_agent_iterations }),
+    ...(runtime.default_reasoning_effort == null
+      ? {}
+      : { defaultReasoningEffort: runtime.default_reasoning_effort }),
     mcpServers,
   };
 }

@@ -212,7 +212,6 @@ describe('loadWorkflow: Conductor files and Switchboard additions', () => {
       'max_session_seconds',
       'session_key',
       'dialog',
-      'reasoning',
       'sandbox',
       'skills',
       'plugins',
@@ -231,7 +230,11 @@ describe('loadWorkflow: Conductor files and Switchboard additions', () => {
     // validator: is supported: it loads without a warning.
     expect(warnings.join('\n')).not.toContain('validator');
     expect(workflow.contextMode).toBe('explicit');
-    expect(warnings).toHaveLength(27);
+    // reasoning: and runtime.default_reasoning_effort are supported: read, no warning.
+    expect(warnings.join('\n')).not.toContain('reasoning');
+    expect(workflow.runtime.defaultReasoningEffort).toBe('high');
+    expect(workflow.steps.get('analyst')).toMatchObject({ reasoning: 'high' });
+    expect(warnings).toHaveLength(25);
   });
 });
 
@@ -644,7 +647,7 @@ output:
 
   it("passes the loader's warnings on", () => {
     const report = validateWorkflow(loadWorkflow(resolve(fixtures, 'conductor-extras.yaml')));
-    expect(report.warnings.length).toBeGreaterThanOrEqual(27);
+    expect(report.warnings.length).toBeGreaterThanOrEqual(25);
     expect(report.warnings[0]?.message).toMatch(/^workflow: context\.max_tokens/);
   });
 });

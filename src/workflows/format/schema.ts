@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { REASONING_EFFORTS } from '../../core/call-types.js';
 
 /**
  * zod schemas for a workflow file as written: every key Conductor's schema accepts (so a Conductor
@@ -16,6 +17,8 @@ const stringMap = z.record(z.string(), z.string());
 /** YAML may write a number where Conductor expects a string (`value: 3`); Conductor coerces, so do we. */
 const text = z.union([z.string(), z.number(), z.boolean()]).transform(String);
 const textMap = z.record(z.string(), text);
+/** Conductor's `reasoning.effort` levels. */
+const reasoningEffort = z.enum(REASONING_EFFORTS);
 
 export const inputSchema = z.strictObject({
   type: z.enum(VALUE_TYPES),
@@ -160,7 +163,7 @@ export const stepSchema = z.strictObject({
   session_key: z.string().nullish(),
   retry: retrySchema.nullish(),
   dialog: z.strictObject({ trigger_prompt: z.string() }).nullish(),
-  reasoning: z.strictObject({ effort: z.string() }).nullish(),
+  reasoning: z.strictObject({ effort: reasoningEffort }).nullish(),
   validator: z
     .strictObject({
       criteria: z.string(),
@@ -291,7 +294,7 @@ const runtimeSchema = z.strictObject({
   timeout: z.number().positive().nullish(),
   max_session_seconds: z.number().min(1).nullish(),
   max_agent_iterations: z.number().int().min(1).max(500).nullish(),
-  default_reasoning_effort: z.string().nullish(),
+  default_reasoning_effort: reasoningEffort.nullish(),
   checkpoint: z
     .strictObject({
       every_agent: z.boolean().optional(),

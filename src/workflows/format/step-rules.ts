@@ -99,6 +99,7 @@ const APPLICABLE: Record<WrittenType, string[]> = {
     'retry',
     'timeout_seconds',
     'max_agent_iterations',
+    'reasoning',
     'working_dir',
     'output_mode',
     'output',

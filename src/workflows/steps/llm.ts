@@ -39,6 +39,8 @@ export async function executeLlmStep(
   const spec = context.resolveSpec(step.provider ?? runtime.provider, step.model ?? runtime.defaultModel);
   const prompt = context.render(step.prompt, 'prompt') + feedback;
   const request: CallRequest = { prompt, abortSignal: context.signal };
+  const reasoning = step.reasoning ?? runtime.defaultReasoningEffort;
+  if (reasoning !== undefined) request.reasoning = reasoning;
   if (step.systemPrompt !== undefined) request.system = context.render(step.systemPrompt, 'system_prompt');
   const structured = step.output !== undefined && step.outputMode !== 'raw';
   if (structured && step.output !== undefined) request.schema = outputJsonSchema(step.output);

@@ -201,7 +201,12 @@ class LoopRun {
       );
     }
     this.messages.push(
-      { role: 'assistant', text: result.text, toolCalls: [...calls] },
+      {
+        role: 'assistant',
+        text: result.text,
+        toolCalls: [...calls],
+        ...(result.thinking === undefined ? {} : { thinking: result.thinking }),
+      },
       { role: 'tool', results },
     );
   }
