@@ -144,6 +144,11 @@ export interface AgentStep extends StepCommon {
   maxAgentIterations?: number;
   /** Conductor's `reasoning.effort`: how hard the model thinks (`CallRequest.reasoning`). */
   reasoning?: ReasoningEffort;
+  /**
+   * Conductor's `session_key`, trimmed: executions of steps with the same key (and working folder)
+   * continue one Claude Code session.
+   */
+  sessionKey?: string;
   workingDir?: string;
   outputMode?: 'raw' | 'envelope';
   /** Names of `runtime.mcp_servers` this step opts into (Switchboard addition: `mcp: [names]` or `true`). */

@@ -190,6 +190,7 @@ export interface WrittenStep {
   provider?: string | undefined;
   model?: string | undefined;
   tools?: readonly string[] | undefined;
+  sessionKey?: string | undefined;
 }
 
 /**
@@ -219,6 +220,31 @@ export function ignoredToolsNotices(
       notices.push(
         `step "${step.name ?? '?'}" runs on ${spec}, which has no ${left.join(', ')}: left out of its tools (steps on the API providers run ${FILE_TOOL_NAMES.join(', ')} and MCP tools; run it on Claude Code, claude-agent-sdk, for the others)`,
       );
+  }
+  return notices;
+}
+
+/**
+ * One line per step with a `session_key` on an API provider: sessions are Claude Code's, so each of
+ * its executions starts a new conversation there.
+ */
+export function sessionKeyNotices(
+  steps: readonly WrittenStep[],
+  request: Pick<StepSpecRequest, 'runtime' | 'providerMap' | 'override' | 'roles'>,
+): string[] {
+  const notices: string[] = [];
+  for (const step of steps) {
+    if (step.sessionKey === undefined || step.model?.includes('{{') === true) continue;
+    let spec: string;
+    try {
+      spec = resolveStepSpec({ ...request, provider: step.provider, model: step.model });
+    } catch {
+      continue;
+    }
+    if (usesClaudeCode(spec)) continue;
+    notices.push(
+      `step "${step.name ?? '?'}" runs on ${spec}: its session_key "${step.sessionKey}" is not continued there (a session is Claude Code's; run the step on claude-agent-sdk to continue it), so each execution starts anew`,
+    );
   }
   return notices;
 }
@@ -273,8 +299,20 @@ export function stepProviderNotices(
 ): string[] {
   const written = steps.flatMap((step) =>
     step.type === 'agent' && step.git === undefined
-      ? [{ name: step.name, provider: step.provider, model: step.model, tools: step.tools }]
+      ? [
+          {
+            name: step.name,
+            provider: step.provider,
+            model: step.model,
+            tools: step.tools,
+            sessionKey: step.sessionKey,
+          },
+        ]
       : [],
   );
-  return [...agentRuntimeNotices(written, request), ...ignoredToolsNotices(written, request)];
+  return [
+    ...agentRuntimeNotices(written, request),
+    ...ignoredToolsNotices(written, request),
+    ...sessionKeyNotices(written, request),
+  ];
 }

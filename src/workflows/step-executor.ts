@@ -68,6 +68,11 @@ export interface StepContext {
   recordProgress(notes: Record<string, unknown>): Promise<void>;
   /** Appends an event to the run's log (fenced, like `recordProgress`) and hands it to `onEvent`. */
   emit(event: WorkflowEvent): Promise<void>;
+  /**
+   * The run's recorded events of one type, oldest first: what earlier executions left for this one
+   * (the Claude Code session of a `session_key`). @default none recorded
+   */
+  runEvents?(type: string): Promise<WorkflowEvent[]>;
   /** Runs a sub-workflow to its end under this run (used by `type: workflow`). */
   runChild(file: string, inputs: Record<string, unknown>): Promise<StepOutcome>;
   /**

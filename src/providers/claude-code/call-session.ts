@@ -11,6 +11,12 @@ import { mapClaudeResult, type ClaudeResultMessage } from './result-mapping.js';
 export interface ClaudeCallOptions extends ProviderCall {
   /** Resume this session id (implies session persistence). */
   resume?: string;
+  /**
+   * What the resumed session had spent before, when the caller knows it: Claude Code's total counts
+   * it again and it is taken off. Without it, it is read from the session's transcript, where Claude
+   * Code writes it as its process exits (so a session resumed at once may not show it yet).
+   */
+  resumedCostUsd?: number;
   /** Tools the agent may use, e.g. `['Read', 'Write', 'Bash(git:*)']`. @default none */
   allowedTools?: string[];
   cwd?: string;
@@ -242,6 +248,7 @@ export function finishCall(
   request: ClaudeCallOptions,
   durationMs: number,
   stderr: string,
+  earlierCostUsd = 0,
 ): CallResult {
   if (found.result === undefined) {
     throw new SwitchboardError(
@@ -262,6 +269,7 @@ export function finishCall(
     ...(found.rateLimitResetsAt === undefined ? {} : { rateLimitResetsAt: found.rateLimitResetsAt }),
     ...(found.retryLeft === true ? { retryLeft: true } : {}),
     ...(found.resent === true ? { resent: true } : {}),
+    earlierCostUsd,
   });
   if (isSwitchboardError(mapped)) throw mapped;
   if (request.schema !== undefined) {

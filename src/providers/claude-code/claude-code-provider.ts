@@ -1,3 +1,5 @@
+import { resumedSessionCost } from '../../agents/session-cost.js';
+import { claudeConfigDir } from '../../core/claude-config-dir.js';
 import type { Options, SDKMessage } from '@anthropic-ai/claude-agent-sdk';
 import type { CallResult, Provider } from '../../core/call-types.js';
 import { SwitchboardError } from '../../core/errors.js';
@@ -204,6 +206,11 @@ async function coldCall(
       for (const { server, reason } of limits.removed)
         leftOut.push(`MCP server "${server}" left out: ${reason}`);
     }
+    // A resumed session's total includes what it spent before; read that before this call adds to it.
+    const earlierCostUsd =
+      request.resume === undefined
+        ? 0
+        : (request.resumedCostUsd ?? resumedSessionCost(claudeConfigDir(options.env), request.resume));
     messages = query({ prompt: request.prompt, options });
     const found = await readUntilResult(
       messages[Symbol.asyncIterator](),
@@ -213,7 +220,13 @@ async function coldCall(
       request.onMessage,
     );
     if (watch.failure !== undefined) throw watch.failure;
-    const result = finishCall(found, request, performance.now() - started, child?.stderr ?? '');
+    const result = finishCall(
+      found,
+      request,
+      performance.now() - started,
+      child?.stderr ?? '',
+      earlierCostUsd,
+    );
     result.warnings.push(...leftOut);
     return result;
   } catch (error) {

@@ -46,11 +46,18 @@ export interface ResultContext {
   retryLeft?: boolean;
   /** Claude Code sent a request again itself (after a lost connection): call() need not resend it. */
   resent?: boolean;
+  /**
+   * What a resumed session had spent before this call (`resumedSessionCost`): Claude Code's total
+   * counts it again, so it is taken off. @default 0
+   */
+  earlierCostUsd?: number;
   now?: () => number;
 }
 
 const AUTH_TEXT =
   /invalid api key|api key|please run \/login|not logged in|authentication|oauth token|unauthori[sz]ed|forbidden/i;
+/** Claude Code's words when `--resume` names a session it has no transcript of. */
+const SESSION_NOT_FOUND_TEXT = /No conversation found with session ID:? *([\w-]+)/;
 const RATE_TEXT = /usage limit|rate limit|hit your limit|limit reached|too many requests|\(429\)/i;
 const OVERLOAD_TEXT = /overloaded|\b529\b/i;
 const UNREACHABLE_TEXT =
@@ -61,9 +68,14 @@ const UNREACHABLE_TEXT =
  * decides, whatever the subtype says: a failed API call reports `subtype: "success"` with `is_error: true`.
  */
 export function mapClaudeResult(
-  message: ClaudeResultMessage,
+  reported: ClaudeResultMessage,
   context: ResultContext,
 ): CallResult | SwitchboardError {
+  const earlier = context.earlierCostUsd ?? 0;
+  const message =
+    earlier > 0 && typeof reported.total_cost_usd === 'number'
+      ? { ...reported, total_cost_usd: Math.max(0, reported.total_cost_usd - earlier) }
+      : reported;
   const text = message.result ?? '';
   const detail = [text, ...(message.errors ?? [])]
     .filter((part) => part !== '')
@@ -140,6 +152,16 @@ export function mapClaudeResult(
         provider: 'claude',
         retryable: true,
         ...(context.resent === true ? { details: { resent: true } } : {}),
+      });
+    }
+    const missing = status === undefined ? SESSION_NOT_FOUND_TEXT.exec(detail) : null;
+    if (missing !== null) {
+      // Trying again cannot bring the transcript back.
+      return new SwitchboardError('INVALID_INPUT', `Claude Code has no session ${missing[1]} to resume`, {
+        hint: 'Claude Code keeps sessions per folder and prunes old ones: start a new session (leave out --resume), or resume from the folder it ran in',
+        provider: 'claude',
+        retryable: false,
+        details: { sessionNotFound: missing[1] },
       });
     }
     if (status !== undefined && status >= 400 && status < 500) {

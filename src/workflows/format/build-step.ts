@@ -235,6 +235,7 @@ function buildAgent(raw: RawStep, common: Common, fail: Fail): StepDefinition {
     ...optional('timeoutSeconds', raw.timeout_seconds),
     ...optional('maxAgentIterations', raw.max_agent_iterations),
     ...optional('reasoning', raw.reasoning?.effort),
+    ...optional('sessionKey', raw.session_key?.trim()),
     ...optional('workingDir', raw.working_dir),
     ...optional('outputMode', raw.output_mode),
     ...optional('mcp', raw.mcp),

@@ -207,15 +207,7 @@ describe('loadWorkflow: Conductor files and Switchboard additions', () => {
     ]) {
       expect(warnings.filter((line) => line.startsWith(`workflow: ${key} `))).toHaveLength(1);
     }
-    for (const key of [
-      'context_tier',
-      'max_session_seconds',
-      'session_key',
-      'dialog',
-      'sandbox',
-      'skills',
-      'plugins',
-    ]) {
+    for (const key of ['context_tier', 'max_session_seconds', 'dialog', 'sandbox', 'skills', 'plugins']) {
       expect(warnings).toContainEqual(
         expect.stringMatching(
           new RegExp(`^agents\\[0\\] "analyst": ${key} is not supported by Switchboard; ignored`),
@@ -230,11 +222,12 @@ describe('loadWorkflow: Conductor files and Switchboard additions', () => {
     // validator: is supported: it loads without a warning.
     expect(warnings.join('\n')).not.toContain('validator');
     expect(workflow.contextMode).toBe('explicit');
-    // reasoning: and runtime.default_reasoning_effort are supported: read, no warning.
+    // reasoning:, runtime.default_reasoning_effort and session_key are supported: read, no warning.
     expect(warnings.join('\n')).not.toContain('reasoning');
+    expect(warnings.join('\n')).not.toContain('session_key');
     expect(workflow.runtime.defaultReasoningEffort).toBe('high');
     expect(workflow.steps.get('analyst')).toMatchObject({ reasoning: 'high' });
-    expect(warnings).toHaveLength(25);
+    expect(warnings).toHaveLength(24);
   });
 });
 
@@ -647,7 +640,7 @@ output:
 
   it("passes the loader's warnings on", () => {
     const report = validateWorkflow(loadWorkflow(resolve(fixtures, 'conductor-extras.yaml')));
-    expect(report.warnings.length).toBeGreaterThanOrEqual(25);
+    expect(report.warnings.length).toBeGreaterThanOrEqual(24);
     expect(report.warnings[0]?.message).toMatch(/^workflow: context\.max_tokens/);
   });
 });

@@ -100,6 +100,7 @@ const APPLICABLE: Record<WrittenType, string[]> = {
     'timeout_seconds',
     'max_agent_iterations',
     'reasoning',
+    'session_key',
     'working_dir',
     'output_mode',
     'output',

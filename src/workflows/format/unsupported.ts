@@ -8,7 +8,6 @@ export const UNSUPPORTED_STEP_KEYS: Readonly<Record<string, string>> = {
   context_tier: 'context tiers are a Copilot/Claude model-selection feature; choose the model with "model:"',
   max_session_seconds:
     'use "timeout_seconds" for an LLM step, or "limits.wall_clock_seconds" with effects: git',
-  session_key: 'each step is its own session in Switchboard',
   dialog: 'interactive dialog is not supported; use a human_gate step with prompt_for',
   sandbox: 'ACA sandboxes are not supported; use effects: git for an isolated worktree',
   skills: 'Copilot/Claude skill injection is not supported; use type: route to pick a skill',

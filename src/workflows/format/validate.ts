@@ -72,6 +72,7 @@ export function validateWorkflow(definition: WorkflowDefinition): ValidationRepo
   checkTemplates(definition, graph, reachable, errors, warnings);
   checkOutputTemplates(definition, graph, reachable, errors, warnings);
   checkSteps(definition, errors, warnings);
+  checkSessionKeys(definition, errors, warnings);
   checkLoops(definition, graph, warnings);
   return { errors, warnings };
 }
@@ -97,6 +98,63 @@ function checkSteps(definition: WorkflowDefinition, errors: Problem[], warnings:
         message:
           'system_prompt is set but prompt is empty; put the task (and its input references) in prompt',
       });
+    }
+  }
+}
+
+/**
+ * `session_key` is a label written as it is (a template would give every for_each item one session or
+ * none), and no two executions that run at once share one: both would append to one transcript.
+ */
+function checkSessionKeys(definition: WorkflowDefinition, errors: Problem[], warnings: Problem[]): void {
+  const keyed = (step: StepDefinition): string | undefined =>
+    step.type === 'agent' ? step.sessionKey : undefined;
+  for (const step of everyStep(definition)) {
+    if (step.type !== 'agent' || step.sessionKey === undefined) continue;
+    const problem = { step: step.name, field: 'session_key' };
+    if (step.sessionKey === '')
+      errors.push({ ...problem, message: 'session_key is empty; name the session' });
+    else if (/{{|{%/.test(step.sessionKey)) {
+      errors.push({
+        ...problem,
+        message:
+          'session_key is a label, not a template; write the same literal key on the steps that share a session',
+      });
+    }
+    if (step.git !== undefined) {
+      warnings.push({
+        ...problem,
+        message:
+          'session_key is not continued on an effects: git step (each is a fresh agent run in its own worktree); ignored',
+      });
+    }
+  }
+  for (const group of definition.groups.values()) {
+    if (group.kind === 'for_each') {
+      const key = keyed(group.agent);
+      if (key !== undefined && group.maxConcurrent > 1) {
+        errors.push({
+          step: group.name,
+          field: 'max_concurrent',
+          message: `the items of "${group.name}" run ${group.maxConcurrent} at a time and share session_key "${key}"; set max_concurrent: 1, or drop the key`,
+        });
+      }
+      continue;
+    }
+    const seen = new Map<string, string>();
+    for (const member of group.agents) {
+      const step = definition.steps.get(member);
+      const key = step === undefined ? undefined : keyed(step);
+      if (key === undefined) continue;
+      const other = seen.get(key);
+      if (other !== undefined) {
+        errors.push({
+          step: member,
+          field: 'session_key',
+          message: `"${member}" and "${other}" run side by side in "${group.name}" and share session_key "${key}"; give them distinct keys`,
+        });
+      }
+      seen.set(key, member);
     }
   }
 }

@@ -10,6 +10,7 @@ import { usesClaudeCode } from '../providers.js';
 import type { StepContext, StepOutcome } from '../step-executor.js';
 import { claudeCodeMcpTools, stepToolChoice } from '../step-tools.js';
 import type { StepToolset } from '../tools/step-toolset.js';
+import { callInSession, keyedSession } from './claude-session.js';
 import { sessionEvents, type SessionEvents } from './session-events.js';
 import { bounded } from '../../agents/session-events.js';
 import { DEFAULT_MAX_AGENT_ITERATIONS, runToolLoop } from './tool-loop.js';
@@ -71,9 +72,18 @@ export async function executeLlmStep(
     if (looped !== undefined) return looped;
   }
 
+  // On Claude Code a `session_key` continues the session it names (in the folder it runs in).
+  const cwd = options.providerOptions?.['cwd'];
+  const keyed =
+    session === undefined
+      ? undefined
+      : await keyedSession(context, step, typeof cwd === 'string' ? cwd : undefined);
   let result: CallResult;
   try {
-    result = await context.call(spec, request, options);
+    result =
+      keyed === undefined
+        ? await context.call(spec, request, options)
+        : await callInSession(context, keyed, { spec, request, options });
   } catch (error) {
     await session?.flushed();
     return failedCall(context, error);
