@@ -1,7 +1,15 @@
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { EXIT_CODES } from '../src/core/errors.js';
 import { startSimulator } from '../src/sim/server.js';
@@ -39,6 +47,7 @@ function workspace(): Workspace {
       return JSON.parse(result.stdout) as T;
     },
     file(name, text) {
+      mkdirSync(dirname(join(cwd, name)), { recursive: true });
       writeFileSync(join(cwd, name), text);
       return name;
     },
@@ -478,16 +487,25 @@ output:
 });
 
 describe('templates that load other files', () => {
-  it('validate refuses {% include %} and {% extends %} in !file text in one line, the line the run fails with', async () => {
+  it("reads {% include %} and {% extends %} relative to the workflow's folder as it loads, in !file text too", async () => {
     const space = workspace();
-    space.file('header.md', 'Shared header');
-    space.file('greeting.txt', 'Hello {% include "header.md" %}\n');
-    space.file('page.txt', '{% extends "base.md" %}{% block body %}hi{% endblock %}\n');
+    space.file('parts/header.md', 'Shared header for {{ workflow.input.who }}');
+    space.file('greeting.txt', 'Hello. {% include "parts/header.md" %}.\n');
+    space.file(
+      'base.md',
+      '[{% block title %}Base title{% endblock %}] {% block body %}base body{% endblock %}',
+    );
+    space.file(
+      'page.txt',
+      '{% extends "base.md" %}{% block body %}child body, then {{ super() }}{% endblock %}',
+    );
     space.file(
       'partial.yaml',
       `workflow:
   name: partial
   entry_point: greet
+  input:
+    who: { type: string, default: Ada }
 agents:
   - name: greet
     type: set
@@ -496,22 +514,49 @@ agents:
   - name: page
     type: set
     value: !file page.txt
+output:
+  greeting: "{{ greet.output }}"
+  page: "{{ page.output }}"
 `,
     );
     const report = await space.run(['workflow', 'validate', 'partial.yaml']);
-    expect(report.status, report.stdout).toBe(EXIT_CODES.WORKFLOW_INVALID);
-    const tail =
-      'is not supported: a template reads no files; paste the text in, or make the whole field a !file';
-    expect(report.stdout.trimEnd().split('\n')).toEqual([
-      'partial.yaml: 2 problems, 0 warnings',
-      `error    greet: field "value": value is not a template that can run: {% include %} ${tail}`,
-      `error    page: field "value": value is not a template that can run: {% extends %} ${tail}`,
-    ]);
-    const ran = await space.run(['workflow', 'run', 'partial.yaml']);
-    expect(ran.status, ran.stderr).toBe(EXIT_CODES.WORKFLOW_TEMPLATE);
-    expect(ran.stderr.trimEnd().split('\n').at(-1)).toContain(
-      `step "greet" field "value": {% include %} ${tail}`,
-    );
+    expect(report.status, report.stdout).toBe(0);
+    const ran = await space.run(['workflow', 'run', 'partial.yaml', '--json']);
+    expect(ran.status, ran.stderr).toBe(0);
+    expect((JSON.parse(ran.stdout) as { output: Record<string, string> }).output).toEqual({
+      greeting: 'Hello. Shared header for Ada.',
+      page: '[Base title] child body, then base body',
+    });
+  });
+
+  it('refuses, in one validate line naming the step and field, a file outside the folder, a secret, a loop and an expression', async () => {
+    const space = workspace();
+    space.file('.env', 'API_KEY=sk-ant-include-canary-0123456789abcdef\n');
+    space.file('self.md', 'again {% include "self.md" %}');
+    const flow = (value: string) => `workflow:
+  name: bad
+  entry_point: greet
+agents:
+  - name: greet
+    type: set
+    value: '${value}'
+`;
+    const cases: Array<[string, RegExp]> = [
+      ['{% include "../outside.md" %}', /outside the working directory/],
+      ['{% include ".env" %}', /\.env: .* hold secrets; no tool reads or writes them/],
+      ['{% include "self.md" %}', /includes itself \(self\.md -> self\.md\)/],
+      ['{% include name %}', /names its file with an expression \(name\)/],
+      ['{% import "m.md" as m %}', /\{% import %\} is not supported/],
+    ];
+    for (const [value, expected] of cases) {
+      space.file('bad.yaml', flow(value));
+      const report = await space.run(['workflow', 'validate', 'bad.yaml']);
+      expect(report.status, value).toBe(EXIT_CODES.WORKFLOW_INVALID);
+      const output = report.stdout + report.stderr;
+      expect(output, value).toMatch(expected);
+      expect(output, value).toMatch(/greet/);
+      expect(output).not.toContain('sk-ant-include-canary');
+    }
   });
 });
 

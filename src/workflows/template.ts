@@ -75,8 +75,11 @@ function compile(source: string): ReturnType<typeof parse> {
   if (program === undefined) {
     const tag = FILE_TAG.exec(source)?.[1];
     if (tag !== undefined) {
+      // A workflow file's include and extends are read as it loads (format/template-files.ts).
       throw new Error(
-        `{% ${tag} %} is not supported: a template reads no files; paste the text in, or make the whole field a !file`,
+        tag === 'include' || tag === 'extends'
+          ? `{% ${tag} %} is read only from a workflow file as it loads (relative to its folder); a template given at run time reads no files`
+          : `{% ${tag} %} is not supported: macros from another file are not read; paste them in, or use {% include %}`,
       );
     }
     program = parse(tokenize(source, { lstrip_blocks: false, trim_blocks: false }));

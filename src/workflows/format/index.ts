@@ -10,6 +10,7 @@ import { writtenAt } from './build-context.js';
 import { dotted, substituteEnv } from './env-vars.js';
 import { workflowInvalid, type ProblemPlace } from './problem.js';
 import { workflowFileSchema } from './schema.js';
+import { expandTemplateFiles, mayReadTemplateFiles } from './template-files.js';
 import { parseYamlSource, type YamlSource } from './yaml-source.js';
 
 export { validateWorkflow, type Problem, type ValidationReport } from './validate.js';
@@ -55,7 +56,8 @@ function parseWorkflowBytes(bytes: Buffer, file: string, options: ParseWorkflowO
   const hash = createHash('sha256').update(bytes).digest('hex');
   const text = bytes.toString('utf8');
   const env = options.env ?? process.env;
-  const keep = !text.includes('!file');
+  // An included file may change while the top file does not: such definitions are read every time.
+  const keep = !text.includes('!file') && !mayReadTemplateFiles(text);
   const cached = keep ? cachedDefinition(file, hash, env) : undefined;
   if (cached !== undefined) return cached;
   const recording = recordingEnvironment(env);
@@ -88,7 +90,10 @@ function buildDefinition(
       ...(position === undefined ? {} : { position }),
     };
   };
-  const written = substituteEnv(source.data, placeOf, env) as Record<string, unknown>;
+  const written = expandTemplateFiles(substituteEnv(source.data, placeOf, env), file, placeOf) as Record<
+    string,
+    unknown
+  >;
   const parsed = workflowFileSchema.safeParse(written);
   if (!parsed.success) throw schemaError(parsed.error, written, source, file);
   return buildWorkflow(parsed.data, { file, hash, written, positionOf: source.positionOf });

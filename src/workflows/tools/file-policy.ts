@@ -36,16 +36,30 @@ export class FilePolicy {
     const written = resolve(this.root, path);
     const refusal = this.refusal(written, path);
     if (refusal !== undefined) return { ok: false, reason: refusal };
-    let real: string;
-    try {
-      real = await realpath(written);
-    } catch {
+    return this.leadingTo(path, await realpath(written).catch(() => undefined));
+  }
+
+  /** The checks after the links are followed: a symlink inside may lead anywhere, so where it leads is checked too. */
+  private leadingTo(path: string, real: string | undefined): ResolvedPath {
+    if (real === undefined)
       return { ok: false, reason: `${path}: no such file or folder in the working directory` };
-    }
-    // A symlink inside may lead anywhere: the place it leads to is checked too.
     const leads = this.refusal(real, path);
     if (leads !== undefined) return { ok: false, reason: leads };
     return { ok: true, real, relative: this.relativeName(real) };
+  }
+
+  /** `resolve` for a caller that cannot wait (a workflow's templates read as it loads): the same checks. */
+  resolveSync(path: string): ResolvedPath {
+    const written = resolve(this.root, path);
+    const refusal = this.refusal(written, path);
+    if (refusal !== undefined) return { ok: false, reason: refusal };
+    let real: string | undefined;
+    try {
+      real = realpathSync(written);
+    } catch {
+      real = undefined;
+    }
+    return this.leadingTo(path, real);
   }
 
   /** Whether an entry met while walking a folder (already inside) may be shown: not a secret. */
