@@ -53,6 +53,7 @@ export {
   type ErrorCode,
 } from './core/errors.js';
 export { redactSecrets, registerSecret } from './core/secrets.js';
+export { flushTracing, tracingEnabled } from './observe/tracing.js';
 export {
   NONE,
   ROUTE_MODES,

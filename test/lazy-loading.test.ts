@@ -10,6 +10,14 @@ import { describe, expect, it } from 'vitest';
 const root = join(import.meta.dirname, '..');
 const hook = join(import.meta.dirname, 'fixtures/lazy/record-resolved.mjs');
 
+/** Tracing's packages, imported only when an OTLP endpoint is set. */
+const OPENTELEMETRY = [
+  '@opentelemetry/api',
+  '@opentelemetry/sdk-trace',
+  '@opentelemetry/resources',
+  '@opentelemetry/exporter-trace-otlp-http',
+];
+
 /** Heavy packages no routing program needs. */
 const HEAVY = [
   '@anthropic-ai/sdk',
@@ -22,15 +30,16 @@ const HEAVY = [
   'prom-client',
   'pg-boss',
   'cli-progress',
+  ...OPENTELEMETRY,
 ];
 
 /** Every module URL a node process resolved while running `args`. */
-function modulesLoaded(args: string[], cwd = root): string[] {
+function modulesLoaded(args: string[], cwd = root, environment: NodeJS.ProcessEnv = process.env): string[] {
   const record = join(mkdtempSync(join(tmpdir(), 'switchboard-lazy-')), 'resolved.txt');
   writeFileSync(record, '');
   execFileSync(process.execPath, ['--import', hook, ...args], {
     cwd,
-    env: { ...process.env, SWITCHBOARD_TEST_RESOLVED: record },
+    env: { ...environment, SWITCHBOARD_TEST_RESOLVED: record },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   return readFileSync(record, 'utf8')
@@ -39,9 +48,13 @@ function modulesLoaded(args: string[], cwd = root): string[] {
 }
 
 /** The npm packages a node process resolved while running `args`. */
-function packagesLoaded(args: string[], cwd = root): Set<string> {
+function packagesLoaded(
+  args: string[],
+  cwd = root,
+  environment: NodeJS.ProcessEnv = process.env,
+): Set<string> {
   const packages = new Set<string>();
-  for (const url of modulesLoaded(args, cwd)) {
+  for (const url of modulesLoaded(args, cwd, environment)) {
     const match = /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(url);
     if (match !== null) packages.add(match[1] as string);
   }
@@ -58,6 +71,28 @@ describe('start-up loads only what is used', () => {
       router.close();`;
     const loaded = packagesLoaded(['--input-type=module', '-e', program]);
     expect(HEAVY.filter((name) => loaded.has(name))).toEqual([]);
+  });
+
+  it('a call loads no OpenTelemetry package unless an OTLP endpoint is set', () => {
+    // A call to a port nothing listens on: it fails, after going through the call and attempt paths.
+    const program = `
+      process.env.OPENAI_API_KEY = 'sk-lazy-test-0123456789abcdef';
+      const { call } = await import(${JSON.stringify(join(root, 'dist/index.js'))});
+      await call('openai@http://127.0.0.1:9/v1:gpt-4.1-mini', { prompt: 'hi' }, {
+        ledger: false,
+        retry: { maxAttempts: 1 },
+      }).catch(() => undefined);`;
+    const env = { ...process.env };
+    delete env['OTEL_EXPORTER_OTLP_ENDPOINT'];
+    delete env['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'];
+    const loaded = packagesLoaded(['--input-type=module', '-e', program], root, env);
+    expect(OPENTELEMETRY.filter((name) => loaded.has(name))).toEqual([]);
+    // The same call with an endpoint (nothing listens there either) loads them: the check above can fail.
+    const traced = packagesLoaded(['--input-type=module', '-e', program], root, {
+      ...env,
+      OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9',
+    });
+    expect(OPENTELEMETRY.filter((name) => traced.has(name))).toEqual(OPENTELEMETRY);
   });
 
   it('creating a Claude Code provider, with or without a warm pool, loads no Agent SDK until a call', () => {

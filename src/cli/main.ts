@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { flushTracing } from '../observe/tracing.js';
 import { parseFastCall } from './call-fast-path.js';
 import { parseFastHook } from './hook-fast-path.js';
 import { setUpProcess } from './process-setup.js';
@@ -40,3 +41,6 @@ if (fastHook !== undefined) {
     process.exitCode = reportError(error, process.argv.includes('--json'));
   }
 }
+// Spans still held are sent before the process ends, within a short bound: a collector that is down
+// costs one warning line, and its pending request must not keep the process alive.
+if (!(await flushTracing())) process.exit();

@@ -176,6 +176,11 @@ export interface CallResult {
   turns?: number;
   /** Set when an already running process answered (a Claude Code warm pool), not one started for the call. */
   warm?: true;
+  /**
+   * Why the model stopped, as its provider said it (`end_turn`, `stop`, `tool_calls`, `STOP`, …); absent
+   * when the provider does not say.
+   */
+  finishReason?: string;
   /** Non-fatal problems: settings the provider ignored, and the like. */
   warnings: string[];
 }

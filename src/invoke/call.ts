@@ -13,6 +13,13 @@ import { formatUsd } from '../core/format-usd.js';
 import { isErrorCode, isSwitchboardError, SwitchboardError, type ErrorCode } from '../core/errors.js';
 import { MAX_TIMER_MS } from '../core/timer-limit.js';
 import { ProviderRegistry } from '../providers/registry.js';
+import {
+  genAiProviderName,
+  messageContent,
+  tracingEnabled,
+  withSpan,
+  type SpanAttributes,
+} from '../observe/tracing.js';
 import type { CallAttemptRecord } from '../store/call-records.js';
 import type { Ledger } from '../store/ledger.js';
 import {
@@ -217,11 +224,32 @@ type NextStep = 'again' | 'next-provider';
  * circuit breaker is open, enforces budgets, and records every attempt in the ledger and in
  * `CallResult.attempts`.
  */
-export async function call(
-  spec: string,
-  request: CallRequest,
-  options: CallOptions = {},
-): Promise<CallResult> {
+export function call(spec: string, request: CallRequest, options: CallOptions = {}): Promise<CallResult> {
+  if (!tracingEnabled()) return callChain(spec, request, options);
+  return withSpan(`call ${spec}`, { 'switchboard.call.spec': spec }, async (span) => {
+    try {
+      const result = await callChain(spec, request, options);
+      span.set({
+        'switchboard.call.id': result.callId,
+        'switchboard.call.provider': result.provider,
+        'switchboard.call.attempts': result.attempts.length,
+        'switchboard.cost_usd': result.costUsd ?? undefined,
+      });
+      return result;
+    } catch (error) {
+      const details = isSwitchboardError(error) ? error.details : undefined;
+      const attempts = details?.['attempts'];
+      const spent = details?.['spentUsd'];
+      span.set({
+        'switchboard.call.attempts': Array.isArray(attempts) ? attempts.length : undefined,
+        'switchboard.cost_usd': typeof spent === 'number' ? spent : undefined,
+      });
+      throw error;
+    }
+  });
+}
+
+async function callChain(spec: string, request: CallRequest, options: CallOptions): Promise<CallResult> {
   const state = prepareCall(spec, request, options);
   try {
     checkChainEndpoints(state);
@@ -374,7 +402,7 @@ async function runTarget(state: CallState, run: TargetRun): Promise<CallResult |
     const started = performance.now();
     let result: CallResult;
     try {
-      result = await run.provider.call(providerRequest(state, run, timeoutMs));
+      result = await attempt(state, run, providerRequest(state, run, timeoutMs));
     } catch (error) {
       const failure = await recordFailure(state, run, error, performance.now() - started);
       if ((await nextStep(state, run, failure)) === 'next-provider') return undefined;
@@ -384,6 +412,46 @@ async function runTarget(state: CallState, run: TargetRun): Promise<CallResult |
     return await acceptResult(state, run, result);
   }
   return undefined;
+}
+
+/** One request to the entry's provider, in a GenAI client span when tracing is on. */
+function attempt(state: CallState, run: TargetRun, request: ProviderCall): Promise<CallResult> {
+  if (!tracingEnabled()) return run.provider.call(request);
+  const { target } = run;
+  return withSpan(
+    `chat ${target.model}`,
+    attemptAttributes(state, run, request),
+    async (span) => {
+      const result = await run.provider.call(request);
+      span.set({
+        'gen_ai.response.model': result.modelUsed,
+        'gen_ai.usage.input_tokens': result.usage.inputTokens,
+        'gen_ai.usage.output_tokens': result.usage.outputTokens,
+        'gen_ai.usage.cache_read.input_tokens': result.usage.cacheReadTokens || undefined,
+        'gen_ai.usage.cache_creation.input_tokens': result.usage.cacheWriteTokens || undefined,
+        'gen_ai.response.finish_reasons':
+          result.finishReason === undefined ? undefined : [result.finishReason],
+        'gen_ai.conversation.id': result.sessionId,
+        'switchboard.cost_usd': result.costUsd ?? undefined,
+        ...messageContent('gen_ai.output.messages', 'assistant', result.text),
+      });
+      return result;
+    },
+    { kind: 'client' },
+  );
+}
+
+function attemptAttributes(state: CallState, { target }: TargetRun, request: ProviderCall): SpanAttributes {
+  return {
+    'gen_ai.operation.name': 'chat',
+    'gen_ai.provider.name': genAiProviderName(target.provider),
+    'gen_ai.request.model': target.model,
+    'switchboard.provider.spec': target.text,
+    'switchboard.call.id': state.callId,
+    'switchboard.attempt': state.attempts.length + 1,
+    ...messageContent('gen_ai.system_instructions', 'system', request.system),
+    ...messageContent('gen_ai.input.messages', 'user', request.prompt),
+  };
 }
 
 /**

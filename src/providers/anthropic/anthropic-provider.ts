@@ -500,6 +500,7 @@ function toResult(message: Anthropic.Message, request: ProviderCall, context: Re
     costUsd,
     rateLimited: false,
     attempts: [{ provider: spec, model: request.model, durationMs: context.durationMs }],
+    ...(typeof message.stop_reason === 'string' ? { finishReason: message.stop_reason } : {}),
     warnings,
   };
   const toolCalls = offersTools(request) ? toolCallsOf(message) : [];

@@ -642,6 +642,7 @@ function finish(context: CallContext, response: AnswerParts, progress: Progress)
     costUsd,
     rateLimited: attempts.some((attempt) => attempt.errorCode === 'RATE_LIMITED'),
     attempts,
+    ...(typeof finishReason === 'string' ? { finishReason } : {}),
     warnings,
   };
 }

@@ -569,6 +569,7 @@ function toResult(response: ChatCompletion, request: OpenAiProviderCall, context
     costUsd,
     rateLimited: false,
     attempts: [{ provider, model: request.model, durationMs }],
+    ...(typeof choice.finish_reason === 'string' ? { finishReason: choice.finish_reason } : {}),
     warnings,
   };
 }

@@ -1,0 +1,169 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startSimulator, type Simulator } from '../src/sim/server.js';
+import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from './helpers/otlp-receiver.js';
+import { runCli, type CliRun } from './helpers/run-cli.js';
+
+// Traces as a user gets them: the built CLI's processes, the official SDKs over HTTP to `switchboard
+// sim`, and a real OTLP/HTTP receiver on 127.0.0.1 that decodes what the exporter sends.
+
+const OPENAI_KEY = 'sk-proj-tracing-key-0123456789abcdef';
+const ANTHROPIC_KEY = 'sk-ant-api03-tracing-key-0123456789abcdef';
+/** A secret a user pasted into a prompt: it must never reach the collector. */
+const PLANTED = 'sk-proj-PLANTEDsecret9Xq2v7Lm4Rt8Wz1Ky6Nb3';
+
+let sim: Simulator;
+let receiver: OtlpReceiver;
+
+beforeAll(async () => {
+  sim = await startSimulator({
+    maxLifetimeMs: 300_000,
+    scenario: {
+      rules: [
+        { match: { provider: 'anthropic', text: 'fall back' }, fault: { kind: 'overload' } },
+        {
+          match: { provider: 'openai' },
+          reply: { text: 'the weather is fine', usage: { input: 12, output: 5 } },
+        },
+      ],
+    },
+  });
+  receiver = await startOtlpReceiver();
+});
+afterAll(async () => {
+  await receiver.close();
+  await sim.close();
+});
+
+function folder(): string {
+  const cwd = mkdtempSync(join(tmpdir(), 'switchboard-tracing-'));
+  writeFileSync(join(cwd, 'switchboard.yaml'), 'call: { retries_per_provider: 0 }\n');
+  return cwd;
+}
+
+function environment(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+  return {
+    ...process.env,
+    OPENAI_API_KEY: OPENAI_KEY,
+    OPENAI_BASE_URL: sim.openAiBaseUrl,
+    ANTHROPIC_API_KEY: ANTHROPIC_KEY,
+    ANTHROPIC_BASE_URL: sim.url,
+    OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+    OTEL_SERVICE_NAME: 'tracing-test',
+    OTEL_EXPORTER_OTLP_HEADERS: 'x-collector-token=collector-secret-0123456789',
+    ...extra,
+  };
+}
+
+function run(args: string[], cwd: string, extra: NodeJS.ProcessEnv = {}): Promise<CliRun> {
+  return runCli(args, { cwd, env: environment(extra) });
+}
+
+/** The spans of the trace whose root is named `root`, received since `from`. */
+function traceOf(root: string, from: number): ReceivedSpan[] {
+  const spans = receiver.spans.slice(from);
+  const top = spans.find((span) => span.name === root && span.parentSpanId === undefined);
+  expect(top, `no root span ${root} among ${spans.map((span) => span.name).join(', ')}`).toBeDefined();
+  return spans.filter((span) => span.traceId === top?.traceId);
+}
+
+function childrenOf(parent: ReceivedSpan, spans: ReceivedSpan[]): ReceivedSpan[] {
+  return spans.filter((span) => span.parentSpanId === parent.spanId);
+}
+
+const received = (from: number): string => Buffer.concat(receiver.bodies.slice(from)).toString('utf8');
+
+describe('OpenTelemetry traces of calls', () => {
+  it('sends a call span with its attempt as a GenAI chat span, and no prompt text by default', async () => {
+    const spansFrom = receiver.spans.length;
+    const bodiesFrom = receiver.bodies.length;
+    const result = await run(
+      ['call', 'openai:gpt-4.1-mini', `what is the weather? my key is ${PLANTED}`],
+      folder(),
+    );
+    expect(result.status, result.stderr).toBe(0);
+    expect(result.stdout).toContain('the weather is fine');
+    expect(result.stderr).toBe('');
+    const spans = traceOf('call openai:gpt-4.1-mini', spansFrom);
+    const [callSpan] = spans.filter((span) => span.parentSpanId === undefined);
+    const attempts = childrenOf(callSpan as ReceivedSpan, spans);
+    expect(attempts.map((span) => span.name)).toEqual(['chat gpt-4.1-mini']);
+    expect(attempts[0]?.kind).toBe(3); // CLIENT
+    expect(attempts[0]?.attributes).toMatchObject({
+      'gen_ai.operation.name': 'chat',
+      'gen_ai.provider.name': 'openai',
+      'gen_ai.request.model': 'gpt-4.1-mini',
+      'gen_ai.response.model': 'gpt-4.1-mini',
+      'gen_ai.usage.input_tokens': 12,
+      'gen_ai.usage.output_tokens': 5,
+      'gen_ai.response.finish_reasons': ['stop'],
+    });
+    expect(callSpan?.attributes['switchboard.cost_usd']).toBeGreaterThan(0);
+    expect(callSpan?.service).toBe('tracing-test');
+    const bytes = received(bodiesFrom);
+    expect(bytes).not.toContain(PLANTED);
+    expect(bytes).not.toContain('what is the weather');
+    expect(bytes).not.toContain('gen_ai.input.messages');
+    expect(bytes).not.toContain(OPENAI_KEY);
+    expect(bytes).not.toContain('collector-secret');
+    // The exporter sent the user's OTEL_EXPORTER_OTLP_HEADERS to the collector, and only there.
+    expect(receiver.headers.at(-1)?.['x-collector-token']).toBe('collector-secret-0123456789');
+  });
+
+  it('with content capture on, sends the prompt and the answer, redacted', async () => {
+    const spansFrom = receiver.spans.length;
+    const bodiesFrom = receiver.bodies.length;
+    const result = await run(
+      ['call', 'openai:gpt-4.1-mini', `what is the weather? my key is ${PLANTED}`],
+      folder(),
+      { OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: 'true' },
+    );
+    expect(result.status, result.stderr).toBe(0);
+    const [attempt] = traceOf('call openai:gpt-4.1-mini', spansFrom).filter(
+      (span) => span.name === 'chat gpt-4.1-mini',
+    );
+    const input = JSON.parse(String(attempt?.attributes['gen_ai.input.messages'])) as unknown;
+    expect(input).toEqual([
+      { role: 'user', parts: [{ type: 'text', content: 'what is the weather? my key is [redacted]' }] },
+    ]);
+    expect(JSON.parse(String(attempt?.attributes['gen_ai.output.messages']))).toEqual([
+      { role: 'assistant', parts: [{ type: 'text', content: 'the weather is fine' }] },
+    ]);
+    expect(received(bodiesFrom)).not.toContain(PLANTED);
+  });
+
+  it('sends one span per attempt down a fallback chain, the failed one with its error.type', async () => {
+    const spansFrom = receiver.spans.length;
+    const spec = 'anthropic:claude-sonnet-4-6,openai:gpt-4.1-mini';
+    const result = await run(['call', spec, 'please fall back'], folder());
+    expect(result.status, result.stderr).toBe(0);
+    const spans = traceOf(`call ${spec}`, spansFrom);
+    const [callSpan] = spans.filter((span) => span.parentSpanId === undefined);
+    const attempts = childrenOf(callSpan as ReceivedSpan, spans);
+    expect(attempts.map((span) => [span.name, span.attributes['gen_ai.provider.name']])).toEqual([
+      ['chat claude-sonnet-4-6', 'anthropic'],
+      ['chat gpt-4.1-mini', 'openai'],
+    ]);
+    expect(attempts[0]?.attributes['error.type']).toBe('OVERLOADED');
+    expect(attempts[0]?.status.code).toBe(2); // ERROR
+    expect(attempts[1]?.attributes['error.type']).toBeUndefined();
+    expect(callSpan?.attributes['switchboard.call.attempts']).toBe(2);
+    expect(callSpan?.status.code).not.toBe(2);
+  });
+
+  it('a collector that is down does not fail or hold up the command: one warning line at most', async () => {
+    const down = await startOtlpReceiver();
+    const url = down.url;
+    await down.close();
+    const result = await run(['call', 'openai:gpt-4.1-mini', 'what is the weather?'], folder(), {
+      OTEL_EXPORTER_OTLP_ENDPOINT: url,
+    });
+    expect(result.status, result.stderr).toBe(0);
+    expect(result.stdout).toContain('the weather is fine');
+    const lines = result.stderr.split('\n').filter((line) => line !== '');
+    expect(lines.length).toBeLessThanOrEqual(1);
+    if (lines.length === 1) expect(lines[0]).toMatch(/^switchboard: warning: traces not sent to /);
+  });
+});
