@@ -1,10 +1,15 @@
+import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ChildProcess } from 'node:child_process';
 import { startSimulator, type Simulator } from '../src/sim/server.js';
+import { startGateway } from './helpers/gateway-server.js';
+import { killServers } from './helpers/serve-process.js';
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from './helpers/otlp-receiver.js';
 import { runCli, type CliRun } from './helpers/run-cli.js';
+import { waitFor } from './helpers/wait-for.js';
 
 // Traces as a user gets them: the built CLI's processes, the official SDKs over HTTP to `switchboard
 // sim`, and a real OTLP/HTTP receiver on 127.0.0.1 that decodes what the exporter sends.
@@ -23,6 +28,8 @@ beforeAll(async () => {
     scenario: {
       rules: [
         { match: { provider: 'anthropic', text: 'fall back' }, fault: { kind: 'overload' } },
+        // The second step of the run killed mid-step waits for an answer that never comes, once.
+        { match: { text: 'second step of the killed run' }, times: 1, fault: { kind: 'stall' } },
         {
           match: { provider: 'openai' },
           reply: { text: 'the weather is fine', usage: { input: 12, output: 5 } },
@@ -165,5 +172,193 @@ describe('OpenTelemetry traces of calls', () => {
     const lines = result.stderr.split('\n').filter((line) => line !== '');
     expect(lines.length).toBeLessThanOrEqual(1);
     if (lines.length === 1) expect(lines[0]).toMatch(/^switchboard: warning: traces not sent to /);
+  });
+});
+
+function workflowFolder(name: string): string {
+  const cwd = folder();
+  writeFileSync(
+    join(cwd, 'flow.yaml'),
+    [
+      'workflow:',
+      `  name: ${name}`,
+      '  entry_point: first',
+      '  runtime: { provider: openai, default_model: gpt-4.1-mini }',
+      'agents:',
+      '  - name: first',
+      '    type: agent',
+      `    prompt: first step of the ${name} run`,
+      '    routes: [{ to: second }]',
+      '  - name: second',
+      '    type: agent',
+      `    prompt: second step of the ${name} run`,
+      '    routes: [{ to: $end }]',
+      '',
+    ].join('\n'),
+  );
+  return cwd;
+}
+
+describe('OpenTelemetry traces of workflow runs', () => {
+  it("nests each step, its call and the call's attempt under the run's span", async () => {
+    const spansFrom = receiver.spans.length;
+    const result = await run(
+      ['workflow', 'run', 'flow.yaml', '--run-id', 'traced'],
+      workflowFolder('traced'),
+    );
+    expect(result.status, result.stderr).toBe(0);
+    const spans = traceOf('workflow traced', spansFrom);
+    const [root] = spans.filter((span) => span.parentSpanId === undefined);
+    expect(root?.attributes).toMatchObject({
+      'switchboard.workflow.name': 'traced',
+      'switchboard.run.id': 'traced',
+      'switchboard.run.status': 'completed',
+    });
+    const steps = childrenOf(root as ReceivedSpan, spans);
+    expect(steps.map((span) => span.name)).toEqual(['step first', 'step second']);
+    for (const step of steps) {
+      expect(step.attributes).toMatchObject({
+        'switchboard.run.id': 'traced',
+        'switchboard.step.status': 'completed',
+      });
+      const calls = childrenOf(step, spans);
+      expect(calls.map((span) => span.name)).toEqual(['call openai:gpt-4.1-mini']);
+      const attempts = childrenOf(calls[0] as ReceivedSpan, spans);
+      expect(attempts.map((span) => span.name)).toEqual(['chat gpt-4.1-mini']);
+      expect(attempts[0]?.attributes).toMatchObject({
+        'gen_ai.operation.name': 'chat',
+        'gen_ai.provider.name': 'openai',
+        'gen_ai.usage.input_tokens': 12,
+      });
+    }
+    expect(root?.attributes['switchboard.cost_usd']).toBeGreaterThan(0);
+  });
+
+  it('a run killed mid-step and resumed in another process stays one trace', async () => {
+    const cwd = workflowFolder('killed');
+    const spansFrom = receiver.spans.length;
+    // Spans are sent every 100 ms, so the first process's finished step reaches the receiver before it dies.
+    const env = environment({ OTEL_BSP_SCHEDULE_DELAY: '100' });
+    const cli = join(import.meta.dirname, '..', 'dist/cli/main.js');
+    const child = spawn(process.execPath, [cli, 'workflow', 'run', 'flow.yaml', '--run-id', 'killed'], {
+      cwd,
+      env,
+      stdio: 'ignore',
+    });
+    const exited = new Promise((resolve) => child.on('exit', resolve));
+    const firstStep = () =>
+      receiver.spans
+        .slice(spansFrom)
+        .find((span) => span.name === 'step first' && span.attributes['switchboard.run.id'] === 'killed');
+    await waitFor(
+      () =>
+        firstStep() !== undefined &&
+        sim.requests.some((entry) => entry.text === 'second step of the killed run'),
+      { what: "the first step traced and the second step's request sent" },
+    );
+    child.kill('SIGKILL');
+    await exited;
+    const before = firstStep() as ReceivedSpan;
+
+    const resumed = await run(['workflow', 'resume', 'killed'], cwd);
+    expect(resumed.status, resumed.stderr).toBe(0);
+    const continued = receiver.spans
+      .slice(spansFrom)
+      .find(
+        (span) => span.name === 'workflow killed' && span.attributes['switchboard.run.continued'] === true,
+      );
+    expect(continued, "the resumed run's span").toBeDefined();
+    // The same trace, under the killed process's run span (the parent of its first step).
+    expect(continued?.traceId).toBe(before.traceId);
+    expect(continued?.parentSpanId).toBe(before.parentSpanId);
+    const second = receiver.spans.filter(
+      (span) => span.name === 'step second' && span.parentSpanId === continued?.spanId,
+    );
+    expect(second).toHaveLength(1);
+    expect(second[0]?.attributes['switchboard.step.status']).toBe('completed');
+    expect(childrenOf(second[0] as ReceivedSpan, receiver.spans).map((span) => span.name)).toEqual([
+      'call openai:gpt-4.1-mini',
+    ]);
+  });
+});
+
+describe('OpenTelemetry traces of routing and the gateway', () => {
+  it('sends a span for a route decision with the skill it chose', async () => {
+    const spansFrom = receiver.spans.length;
+    const cwd = folder();
+    const skills = join(import.meta.dirname, '..', 'examples/skills');
+    const result = await run(
+      [
+        '--state-dir',
+        join(cwd, 'state'),
+        'route',
+        '--skills',
+        skills,
+        'deploy the new version to production',
+      ],
+      cwd,
+    );
+    expect(result.status, result.stderr).toBe(0);
+    const [route] = traceOf('route', spansFrom);
+    expect(route?.attributes).toMatchObject({ 'switchboard.route.method': expect.any(String) });
+    expect(typeof route?.attributes['switchboard.route.skill']).toBe('string');
+    expect(route?.attributes['switchboard.route.decision.id']).toEqual(expect.any(String));
+    expect(received(0)).not.toContain('deploy the new version');
+  });
+
+  it("a gateway request is a server span under the client's traceparent, its attempt under it", async () => {
+    const children = new Set<ChildProcess>();
+    const gateway = await startGateway({
+      name: 'tracing-gateway',
+      yaml: undefined,
+      env: {
+        OPENAI_API_KEY: OPENAI_KEY,
+        OPENAI_BASE_URL: sim.openAiBaseUrl,
+        OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+        OTEL_BSP_SCHEDULE_DELAY: '100',
+      },
+      children,
+    });
+    try {
+      const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
+      const clientSpan = '00f067aa0ba902b7';
+      const response = await fetch(`${gateway.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          authorization: `Bearer ${gateway.token}`,
+          traceparent: `00-${traceId}-${clientSpan}-01`,
+        },
+        body: JSON.stringify({
+          model: 'openai:gpt-4.1-mini',
+          messages: [{ role: 'user', content: `hello, my key is ${PLANTED}` }],
+        }),
+      });
+      expect(response.status, await response.text()).toBe(200);
+      const inTrace = () => receiver.spans.filter((span) => span.traceId === traceId);
+      await waitFor(() => inTrace().some((span) => span.name.startsWith('chat ')), {
+        what: "the gateway request's spans",
+      });
+      const spans = inTrace();
+      const server = spans.find((span) => span.name === 'POST /v1/chat/completions');
+      expect(server).toMatchObject({ parentSpanId: clientSpan, kind: 2 }); // SERVER
+      expect(server?.attributes).toMatchObject({
+        'http.request.method': 'POST',
+        'switchboard.gateway.wire': 'chat',
+      });
+      // The native lane relays the client's own request: its attempt is the request's child.
+      const attempts = childrenOf(server as ReceivedSpan, spans);
+      expect(attempts.map((span) => span.name)).toEqual(['chat gpt-4.1-mini']);
+      expect(attempts[0]?.attributes).toMatchObject({
+        'gen_ai.provider.name': 'openai',
+        'gen_ai.request.model': 'gpt-4.1-mini',
+        'gen_ai.response.model': 'gpt-4.1-mini',
+      });
+      expect(received(0)).not.toContain(PLANTED);
+      expect(received(0)).not.toContain(gateway.token);
+    } finally {
+      killServers(children);
+      await gateway.close();
+    }
   });
 });

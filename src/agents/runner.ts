@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { secretFolderList } from '../core/secrets.js';
+import { withSpan } from '../observe/tracing.js';
 import { sessionEventMessage, sessionObserver } from './session-events.js';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
@@ -566,7 +567,31 @@ class RunExecution {
    *
    * @throws SwitchboardError (`details.claimed`) when another process claimed the run meanwhile
    */
-  async execute(): Promise<AgentRunResult> {
+  execute(): Promise<AgentRunResult> {
+    return withSpan(
+      `invoke_agent ${this.run.taskId}`,
+      {
+        'gen_ai.operation.name': 'invoke_agent',
+        'gen_ai.provider.name': 'anthropic',
+        'gen_ai.agent.id': this.run.id,
+        'gen_ai.agent.name': this.run.taskId,
+        'switchboard.agent.run.id': this.run.id,
+        'switchboard.agent.phase': this.run.phase,
+      },
+      async (span) => {
+        const result = await this.executeUntraced();
+        span.set({
+          'switchboard.agent.status': result.status,
+          'switchboard.agent.turns': result.turns,
+          'switchboard.cost_usd': result.costUsd,
+          'error.type': result.errorCode,
+        });
+        return result;
+      },
+    );
+  }
+
+  private async executeUntraced(): Promise<AgentRunResult> {
     const result = await this.drive();
     // Once its merge is queued the run is the merge job's: a claim by it is the hand-over, not a loss.
     if (this.lost && !this.mergeQueued) {

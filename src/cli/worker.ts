@@ -6,6 +6,7 @@ import { SwitchboardError } from '../core/errors.js';
 import type { SwitchboardWorker } from '../workers/worker.js';
 import type { WorkflowJobRunnerOptions } from '../workers/workflow-job.js';
 import { commandConfig, type GlobalFlags } from './shared.js';
+import { flushTracing } from '../observe/tracing.js';
 
 interface WorkerFlags {
   concurrency?: number;
@@ -128,6 +129,7 @@ export function registerWorkerCommand(program: Command): void {
       server?.close();
       server?.closeAllConnections();
       log(`switchboard: worker ${process.pid} stopped`);
+      await flushTracing();
       // Whatever a library left scheduled (pool timers, keep-alive sockets) must not hold a stopped worker.
       process.exit(0);
     });

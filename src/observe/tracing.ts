@@ -31,8 +31,8 @@ export interface SpanOptions {
   /** `client` for a request to a model, `server` for a request served; @default internal */
   kind?: 'client' | 'server' | 'internal';
   /**
-   * A W3C `traceparent` to parent the span under, instead of the span this code runs in: how a run
-   * continued by another process (a worker, `workflow resume`) stays in the trace it started in.
+   * A W3C `traceparent` to parent the span under when this code runs in no span of this process: how a
+   * run continued by another process (a worker, `workflow resume`) stays in the trace it started in.
    */
   parent?: string | undefined;
 }
@@ -92,7 +92,7 @@ async function inSpan<T>(
   const otel = loaded ?? (await load());
   if (otel === undefined) return run(NOOP);
   const { api, tracer } = otel;
-  const parent = parentContext(api, options.parent) ?? current.getStore() ?? api.ROOT_CONTEXT;
+  const parent = current.getStore() ?? parentContext(api, options.parent) ?? api.ROOT_CONTEXT;
   const span = tracer.startSpan(
     redactSecrets(name),
     { kind: spanKind(api, options.kind), attributes: clean(attributes) },
@@ -205,7 +205,14 @@ async function setUp(): Promise<Runtime> {
     resource: resourceFromAttributes({
       'service.name': env['OTEL_SERVICE_NAME'] || 'switchboard',
     }),
-    spanProcessors: [new BatchSpanProcessor({ exporter, exportTimeoutMillis: 2_000 })],
+    spanProcessors: [
+      new BatchSpanProcessor({
+        exporter,
+        exportTimeoutMillis: 2_000,
+        // The SDK's standard setting, which this version no longer reads itself.
+        ...scheduleDelay(env['OTEL_BSP_SCHEDULE_DELAY']),
+      }),
+    ],
   });
   const traces = env['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'];
   const endpoint =
@@ -215,20 +222,25 @@ async function setUp(): Promise<Runtime> {
   return { api, provider, tracer: provider.getTracer('switchboard'), endpoint };
 }
 
+/** `OTEL_BSP_SCHEDULE_DELAY`: milliseconds between exports (@default 5000); nothing for a bad value. */
+function scheduleDelay(value: string | undefined): { scheduledDelayMillis?: number } {
+  const milliseconds = value === undefined || value === '' ? Number.NaN : Number(value);
+  return Number.isFinite(milliseconds) && milliseconds >= 0 ? { scheduledDelayMillis: milliseconds } : {};
+}
+
 function spanHandle(api: Runtime['api'], span: Span): TraceSpan {
   return {
     set: (attributes) => span.setAttributes(clean(attributes)),
     fail: (error) => {
-      const code =
-        typeof error === 'object' && error !== null && typeof (error as { code?: unknown }).code === 'string'
-          ? (error as { code: string }).code
-          : error instanceof Error
-            ? error.name
-            : '_OTHER';
-      span.setAttribute('error.type', code);
+      const { code, message } = (typeof error === 'object' && error !== null ? error : {}) as {
+        code?: unknown;
+        message?: unknown;
+      };
+      const type = typeof code === 'string' ? code : error instanceof Error ? error.name : '_OTHER';
+      span.setAttribute('error.type', type);
       span.setStatus({
         code: api.SpanStatusCode.ERROR,
-        message: redactSecrets(error instanceof Error ? error.message : String(error)),
+        message: redactSecrets(typeof message === 'string' ? message : String(error)),
       });
     },
     traceparent: () => traceparentOf(span),

@@ -28,6 +28,7 @@ import { DecisionCache, type DecisionCacheOptions } from './tiers/cache-tier.js'
 import { LocalTier, loadOrTrainModel, type LocalModel } from './tiers/local-tier.js';
 import { LlmTier, type LlmTierOptions } from './tiers/llm-tier.js';
 import { loadRulesFile, RulesTier, type RouteRule } from './tiers/rules-tier.js';
+import { tracingEnabled, withSpan } from '../observe/tracing.js';
 
 export interface RouterOptions {
   /** A skills folder, or skills already loaded. Optional when `training` supplies the routes. */
@@ -235,9 +236,27 @@ export function createRouter({
   const now = _internal.now ?? (() => performance.now());
   const generateId = _internal.generateId ?? timeOrderedId;
 
-  async function route(
+  function route(
     text: string,
-    { abortSignal, tags }: { abortSignal?: AbortSignal; tags?: Record<string, string> } = {},
+    options: { abortSignal?: AbortSignal; tags?: Record<string, string> } = {},
+  ): Promise<RouteDecision> {
+    if (!tracingEnabled()) return decide(text, options);
+    return withSpan('route', { 'switchboard.route.mode': mode }, async (span) => {
+      const decision = await decide(text, options);
+      span.set({
+        'switchboard.route.decision.id': decision.id,
+        'switchboard.route.skill': decision.skill,
+        'switchboard.route.method': decision.method,
+        'switchboard.route.confidence': decision.confidence,
+        'switchboard.cost_usd': decision.costUsd,
+      });
+      return decision;
+    });
+  }
+
+  async function decide(
+    text: string,
+    { abortSignal, tags }: { abortSignal?: AbortSignal; tags?: Record<string, string> },
   ): Promise<RouteDecision> {
     checkRequest(text);
     abortSignal?.throwIfAborted();

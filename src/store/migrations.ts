@@ -480,6 +480,15 @@ export const MIGRATIONS: readonly Migration[] = [
     sql: SPEND_TOTALS_SQLITE,
     postgres: SPEND_TOTALS_POSTGRES,
   },
+  {
+    version: 16,
+    description: 'workflow runs carry their trace context',
+    sql: `
+      -- The W3C traceparent of the span a run started under: a worker or a \`workflow resume\` on any
+      -- machine parents its spans under it, so the whole run is one trace.
+      ALTER TABLE workflow_runs ADD COLUMN trace_context TEXT;   -- NULL: started without tracing
+    `,
+  },
 ];
 
 /** The schema version this build of Switchboard writes. */

@@ -27,6 +27,8 @@ export interface WorkflowRunRow {
   heartbeatAt?: number;
   parentRunId?: string;
   parentKey?: string;
+  /** The W3C traceparent the run's spans continue under, in whichever process advances it. */
+  traceContext?: string;
   createdAt: number;
   updatedAt: number;
   endedAt?: number;
@@ -105,6 +107,8 @@ export interface NewRun {
   currentStep: string;
   parentRunId?: string;
   parentKey?: string;
+  /** The W3C traceparent of the span recording the run (see WorkflowRunRow.traceContext). */
+  traceContext?: string;
   /** The workflow's shape for the `run-start` event (`workflowGraph`). */
   graph?: unknown;
 }
@@ -170,6 +174,7 @@ export interface RunTableRow {
   heartbeat_at: number | null;
   parent_run_id: string | null;
   parent_key: string | null;
+  trace_context?: string | null;
   created_at: number;
   updated_at: number;
   ended_at: number | null;
@@ -238,6 +243,7 @@ export function runFromRow(row: RunTableRow): WorkflowRunRow {
   }
   if (row.heartbeat_at !== null) run.heartbeatAt = row.heartbeat_at;
   if (row.parent_run_id !== null) run.parentRunId = row.parent_run_id;
+  if (typeof row.trace_context === 'string') run.traceContext = row.trace_context;
   if (row.parent_key !== null) run.parentKey = row.parent_key;
   if (row.ended_at !== null) run.endedAt = row.ended_at;
   return run;
@@ -335,9 +341,9 @@ export class WorkflowStore {
       const now = this.now();
       await tx.run(
         `INSERT INTO workflow_runs (id, workflow, file, file_hash, run_key, inputs, status, current_step,
-             parent_run_id, parent_key, created_at, updated_at)
+             parent_run_id, parent_key, trace_context, created_at, updated_at)
            VALUES (@id, @workflow, @file, @file_hash, @run_key, @inputs, 'running', @current_step,
-             @parent_run_id, @parent_key, @now, @now)`,
+             @parent_run_id, @parent_key, @trace_context, @now, @now)`,
         {
           id: run.id,
           workflow: run.workflow,
@@ -348,6 +354,7 @@ export class WorkflowStore {
           current_step: run.currentStep,
           parent_run_id: run.parentRunId ?? null,
           parent_key: run.parentKey ?? null,
+          trace_context: run.traceContext ?? null,
           now,
         },
       );
@@ -363,6 +370,19 @@ export class WorkflowStore {
       if (created === undefined)
         throw new SwitchboardError('RUN_NOT_FOUND', `there is no workflow run ${run.id}`);
       return { run: created, created: true };
+    });
+  }
+
+  /**
+   * Records the trace context of a run that has none yet (started before tracing was on): the first
+   * process to trace it names the trace every later process continues. A run that has one keeps it.
+   */
+  async setTraceContext(runId: string, traceContext: string): Promise<void> {
+    await this.write(runId, "record a workflow run's trace context", async (tx) => {
+      await tx.run('UPDATE workflow_runs SET trace_context = ? WHERE id = ? AND trace_context IS NULL', [
+        traceContext,
+        runId,
+      ]);
     });
   }
 

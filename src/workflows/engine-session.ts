@@ -1,7 +1,9 @@
 import { SwitchboardError } from '../core/errors.js';
 import type { NewWorkflowEvent } from '../store/workflow-records.js';
 import type { WorkflowEngineOptions, WorkflowLimitOverrides, WorkflowRunResult } from './api-types.js';
+import { tracingEnabled, withSpan } from '../observe/tracing.js';
 import { advanceRun } from './engine.js';
+import type { RunStop } from './engine-end.js';
 import { markRunning } from './engine-end.js';
 import { effectiveLimits, timeoutError } from './engine-limits.js';
 import type { RunExecution } from './engine-types.js';
@@ -67,7 +69,7 @@ export async function driveRun(drive: DriveOptions): Promise<WorkflowRunResult> 
         timer = setTimeout(() => controller.abort(timeoutError(exec)), exec.limits.timeoutSeconds * 1000);
       }
       await markRunning(exec, drive.eventsAfter === 0);
-      await advanceRun(exec);
+      await tracedAdvance(exec);
     } else {
       drive.onLeftEnded?.();
     }
@@ -82,6 +84,41 @@ export async function driveRun(drive: DriveOptions): Promise<WorkflowRunResult> 
     ...runWarnings(workflow, options.allowMcp),
     ...(await providerNotices(workflow, options)),
   ]);
+}
+
+/**
+ * Advances the run inside its span: the first process to trace the run records the span's context on
+ * the run's row, and every later one (a `workflow resume`, a worker on another machine) parents its
+ * span under that context, so the run is one trace wherever it went.
+ */
+function tracedAdvance(exec: RunExecution): Promise<RunStop> {
+  if (!tracingEnabled()) return advanceRun(exec);
+  const { run, workflow } = exec;
+  return withSpan(
+    `workflow ${workflow.name}`,
+    {
+      'switchboard.workflow.name': workflow.name,
+      'switchboard.run.id': run.id,
+      'switchboard.run.continued': run.traceContext !== undefined,
+      'switchboard.run.parent_id': run.parentRunId,
+    },
+    async (span) => {
+      const traceparent = span.traceparent();
+      if (run.traceContext === undefined && traceparent !== undefined) {
+        await exec.store.setTraceContext(run.id, traceparent);
+        run.traceContext = traceparent;
+      }
+      const stop = await advanceRun(exec);
+      const ended = await exec.store.getRun(run.id);
+      span.set({
+        'switchboard.run.status': ended?.status,
+        'switchboard.cost_usd': ended?.costUsd,
+        'error.type': ended?.status === 'failed' ? ended.errorCode : undefined,
+      });
+      return stop;
+    },
+    { parent: run.traceContext },
+  );
 }
 
 /**

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { SwitchboardError } from '../core/errors.js';
+import { withSpan } from '../observe/tracing.js';
 import type {
   RecordedWorkflowRun,
   ResumeWorkflowOptions,
@@ -49,7 +50,16 @@ export async function recordWorkflowRun(
   const inputs = resolveInputs(workflow, options.inputs ?? {});
   const session = await openStores(options);
   try {
-    const { runId, created } = await createRunRecord(session, workflow, inputs, options);
+    // Traced, the worker that takes the run continues the trace of the process that queued it.
+    const { runId, created } = await withSpan(
+      `workflow ${workflow.name} enqueue`,
+      { 'switchboard.workflow.name': workflow.name },
+      async (span) => {
+        const recorded = await createRunRecord(session, workflow, inputs, options, span.traceparent());
+        span.set({ 'switchboard.run.id': recorded.runId });
+        return recorded;
+      },
+    );
     const run = await session.store.getRun(runId);
     return { runId, created, status: run?.status ?? 'running' };
   } finally {
@@ -63,6 +73,7 @@ async function createRunRecord(
   workflow: WorkflowDefinition,
   inputs: Record<string, unknown>,
   options: Omit<RunWorkflowOptions, 'file'>,
+  traceContext?: string,
 ): Promise<{ runId: string; created: boolean }> {
   const runKey =
     workflow.runKey === undefined
@@ -81,6 +92,7 @@ async function createRunRecord(
     currentStep: workflow.entryPoint,
     ...(runKey === undefined ? {} : { runKey }),
     graph: workflowGraph(workflow),
+    ...(traceContext === undefined ? {} : { traceContext }),
   });
   if (!created) checkHash(workflow, run.fileHash, run.id, false);
   return { runId: run.id, created };

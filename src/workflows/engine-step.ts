@@ -2,6 +2,7 @@ import type { CallOptions } from '../invoke/call.js';
 import type { BudgetRule } from '../invoke/budget.js';
 import type { CallRequest, CallResult } from '../core/call-types.js';
 import { isSwitchboardError, SwitchboardError } from '../core/errors.js';
+import { tracingEnabled, withSpan } from '../observe/tracing.js';
 import type { WorkflowStepRow } from '../store/workflow-records.js';
 import { renderTemplate } from './engine-deps.js';
 import type { RunExecution } from './engine-types.js';
@@ -40,7 +41,31 @@ export function stepKey(runId: string, name: string, visit: number, item?: strin
  * executor and measures what it spent. Recording its end (and route) is the caller's, so that a group
  * member and a top-level step end in one transaction each with what belongs to them.
  */
-export async function executeStep(exec: RunExecution, slot: ExecutionSlot): Promise<StepRun> {
+export function executeStep(exec: RunExecution, slot: ExecutionSlot): Promise<StepRun> {
+  if (!tracingEnabled()) return executeUntraced(exec, slot);
+  return withSpan(
+    `step ${slot.step.name}`,
+    {
+      'switchboard.run.id': exec.run.id,
+      'switchboard.step.name': slot.step.name,
+      'switchboard.step.type': slot.step.type,
+      'switchboard.step.key': slot.key,
+      'switchboard.step.visit': slot.visit,
+      'switchboard.step.group': slot.groupKey,
+      'switchboard.step.item': slot.itemKey,
+    },
+    async (span) => {
+      const run = await executeUntraced(exec, slot);
+      span.set({ 'switchboard.step.status': run.outcome.status, 'switchboard.cost_usd': run.costUsd });
+      if (run.outcome.error !== undefined) span.fail(run.outcome.error);
+      return run;
+    },
+    // A group member run as a job on another worker continues the run's trace.
+    { parent: exec.run.traceContext },
+  );
+}
+
+async function executeUntraced(exec: RunExecution, slot: ExecutionSlot): Promise<StepRun> {
   const { row, before } = await exec.store.startStep(
     exec.run.id,
     exec.lock.token,

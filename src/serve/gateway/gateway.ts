@@ -39,6 +39,7 @@ import {
 } from './relay.js';
 import { upstreamHeaders, upstreamUrl, type BetaPolicy } from './upstream.js';
 import { toCallRequest, translatedWriter, untranslatable } from './translate.js';
+import { genAiProviderName, tracingEnabled, withSpan } from '../../observe/tracing.js';
 
 /** The largest request body the gateway takes: the Messages API's own limit. */
 export const MAX_GATEWAY_BODY_BYTES = 32 * 1024 * 1024;
@@ -111,10 +112,39 @@ export class Gateway {
     }
     this.inFlight++;
     try {
-      await this.dispatch(request, response, url, dialect);
+      await this.tracedDispatch(request, response, url, dialect);
     } finally {
       this.inFlight--;
     }
+  }
+
+  /**
+   * The request in an HTTP server span (its calls and attempts under it), parented under the client's
+   * own `traceparent` when it sends one.
+   */
+  private tracedDispatch(
+    request: IncomingMessage,
+    response: ServerResponse,
+    url: URL,
+    dialect: Dialect,
+  ): Promise<void> {
+    if (!tracingEnabled()) return this.dispatch(request, response, url, dialect);
+    const method = request.method ?? 'GET';
+    const traceparent = request.headers['traceparent'];
+    return withSpan(
+      `${method} ${url.pathname}`,
+      {
+        'http.request.method': method,
+        'url.path': url.pathname,
+        'switchboard.gateway.wire': dialect.wire,
+      },
+      async (span) => {
+        await this.dispatch(request, response, url, dialect);
+        span.set({ 'http.response.status_code': response.statusCode });
+        if (response.statusCode >= 500) span.set({ 'error.type': String(response.statusCode) });
+      },
+      { kind: 'server', parent: typeof traceparent === 'string' ? traceparent : undefined },
+    );
   }
 
   private async dispatch(
@@ -586,10 +616,11 @@ class Exchange {
           },
           clientWantsUsage,
         };
-        const outcome =
+        const outcome = await tracedAttempt(target, attempt, () =>
           client === undefined
-            ? await jsonAttempt(attemptInput, input.response, extraHeaders, maxMs)
-            : await streamAttempt(attemptInput, client, maxMs);
+            ? jsonAttempt(attemptInput, input.response, extraHeaders, maxMs)
+            : streamAttempt(attemptInput, client, maxMs),
+        );
         if (outcome.kind === 'answered') return tokens;
         await record(outcome).catch(() => undefined);
         last = outcome.failure;
@@ -803,6 +834,38 @@ function errorTypeOf(dialect: Dialect, status: number): string {
 }
 
 /** An error in the client's dialect, with the status and headers that tell it whether to retry. */
+/** A native-lane attempt (the client's own request relayed upstream) as a GenAI chat client span. */
+function tracedAttempt(
+  target: GatewayTarget,
+  attempt: number,
+  send: () => Promise<AttemptOutcome>,
+): Promise<AttemptOutcome> {
+  if (!tracingEnabled()) return send();
+  return withSpan(
+    `chat ${target.model}`,
+    {
+      'gen_ai.operation.name': 'chat',
+      'gen_ai.provider.name': genAiProviderName(target.provider),
+      'gen_ai.request.model': target.model,
+      'switchboard.provider.spec': target.spec,
+      'switchboard.attempt': attempt,
+    },
+    async (span) => {
+      const outcome = await send();
+      span.set({
+        'gen_ai.response.model': outcome.model,
+        'gen_ai.usage.input_tokens': outcome.usage.inputTokens,
+        'gen_ai.usage.output_tokens': outcome.usage.outputTokens,
+      });
+      if (outcome.kind === 'failed') span.fail(outcome.failure);
+      else if (!outcome.success)
+        span.fail({ code: outcome.errorCode ?? 'PROVIDER_ERROR', message: 'the stream failed' });
+      return outcome;
+    },
+    { kind: 'client' },
+  );
+}
+
 export function sendDialectError(
   response: ServerResponse,
   dialect: Dialect,
