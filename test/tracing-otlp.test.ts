@@ -1,12 +1,14 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, realpathSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChildProcess } from 'node:child_process';
 import { startSimulator, type Simulator } from '../src/sim/server.js';
 import { startGateway } from './helpers/gateway-server.js';
+import { createTestDatabase, POSTGRES_SKIP } from './helpers/postgres.js';
 import { killServers } from './helpers/serve-process.js';
+import { killWorkers, startWorker, untilWorkflowStatus, workerMachine } from './helpers/worker-process.js';
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from './helpers/otlp-receiver.js';
 import { runCli, type CliRun } from './helpers/run-cli.js';
 import { waitFor } from './helpers/wait-for.js';
@@ -359,6 +361,68 @@ describe('OpenTelemetry traces of routing and the gateway', () => {
     } finally {
       killServers(children);
       await gateway.close();
+    }
+  });
+});
+
+describe.skipIf(POSTGRES_SKIP !== undefined)('OpenTelemetry traces of runs on workers', () => {
+  it('a run enqueued on one machine and advanced by a worker on another is one trace', async () => {
+    const database = await createTestDatabase();
+    const children = new Set<ChildProcess>();
+    try {
+      const root = realpathSync(mkdtempSync(join(tmpdir(), 'switchboard-tracing-workers-')));
+      writeFileSync(
+        join(root, 'relay.yaml'),
+        [
+          'workflow:',
+          '  name: relay',
+          '  entry_point: greet',
+          'agents:',
+          '  - name: greet',
+          '    type: set',
+          '    value: hello',
+          '    routes: [{ to: shout }]',
+          '  - name: shout',
+          '    type: script',
+          '    command: sh',
+          '    args: ["-c", "echo HELLO"]',
+          '    routes: [{ to: $end }]',
+          '',
+        ].join('\n'),
+      );
+      const traced = { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_BSP_SCHEDULE_DELAY: '100' };
+      const submitter = workerMachine(root, 'submitter', database.url);
+      const far = workerMachine(root, 'far', database.url);
+      const enqueued = await runCli(
+        ['--config', submitter.config, 'workflow', 'run', join(root, 'relay.yaml'), '--enqueue'],
+        { cwd: submitter.cwd, env: { ...submitter.env, ...traced } },
+      );
+      expect(enqueued.status, enqueued.stderr).toBe(0);
+      const runId = enqueued.stdout.trim();
+      const enqueueSpan = receiver.spans.find(
+        (span) => span.name === 'workflow relay enqueue' && span.attributes['switchboard.run.id'] === runId,
+      );
+      expect(enqueueSpan, "the enqueuing process's span").toBeDefined();
+
+      await startWorker(['--config', far.config, 'worker', '--queues', 'workflows'], {
+        cwd: far.cwd,
+        env: { ...far.env, ...traced },
+        children,
+      });
+      await untilWorkflowStatus(far, runId, (status) => status === 'completed', Date.now() + 60_000);
+      const runSpan = () =>
+        receiver.spans.find(
+          (span) => span.name === 'workflow relay' && span.attributes['switchboard.run.id'] === runId,
+        );
+      await waitFor(() => runSpan() !== undefined, { what: "the worker's run span" });
+      expect(runSpan()).toMatchObject({ traceId: enqueueSpan?.traceId, parentSpanId: enqueueSpan?.spanId });
+      expect(childrenOf(runSpan() as ReceivedSpan, receiver.spans).map((span) => span.name)).toEqual([
+        'step greet',
+        'step shout',
+      ]);
+    } finally {
+      killWorkers(children);
+      await database.drop();
     }
   });
 });
