@@ -61,6 +61,7 @@ function environment(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
     ANTHROPIC_BASE_URL: sim.url,
     OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
     OTEL_SERVICE_NAME: 'tracing-test',
+    OTEL_RESOURCE_ATTRIBUTES: 'deployment.environment.name=test',
     OTEL_EXPORTER_OTLP_HEADERS: 'x-collector-token=collector-secret-0123456789',
     ...extra,
   };
@@ -110,7 +111,10 @@ describe('OpenTelemetry traces of calls', () => {
       'gen_ai.response.finish_reasons': ['stop'],
     });
     expect(callSpan?.attributes['switchboard.cost_usd']).toBeGreaterThan(0);
-    expect(callSpan?.service).toBe('tracing-test');
+    expect(callSpan?.resource).toMatchObject({
+      'service.name': 'tracing-test',
+      'deployment.environment.name': 'test',
+    });
     const bytes = received(bodiesFrom);
     expect(bytes).not.toContain(PLANTED);
     expect(bytes).not.toContain('what is the weather');

@@ -154,7 +154,7 @@ export async function flushTracing(timeoutMs = 2_500): Promise<boolean> {
   const outcome = await Promise.race([
     otel.provider.forceFlush().then(
       () => 'sent',
-      (error: unknown) => (error instanceof Error ? error.message : String(error)),
+      (error: unknown) => (error instanceof Error ? error.message : String(error)).replace(/^Error: /, ''),
     ),
     new Promise<string>((resolve) => {
       timer = setTimeout(() => resolve(`no answer in ${timeoutMs} ms`), timeoutMs);
@@ -191,20 +191,25 @@ function load(): Promise<Runtime | undefined> {
 }
 
 async function setUp(): Promise<Runtime> {
-  const [api, { TracerProvider, BatchSpanProcessor }, { resourceFromAttributes }, { OTLPTraceExporter }] =
-    await Promise.all([
-      import('@opentelemetry/api'),
-      import('@opentelemetry/sdk-trace'),
-      import('@opentelemetry/resources'),
-      import('@opentelemetry/exporter-trace-otlp-http'),
-    ]);
+  const [
+    api,
+    { TracerProvider, BatchSpanProcessor },
+    { detectResources, envDetector, resourceFromAttributes },
+    { OTLPTraceExporter },
+  ] = await Promise.all([
+    import('@opentelemetry/api'),
+    import('@opentelemetry/sdk-trace'),
+    import('@opentelemetry/resources'),
+    import('@opentelemetry/exporter-trace-otlp-http'),
+  ]);
   const env = process.env;
   // The exporter reads the endpoint and OTEL_EXPORTER_OTLP_HEADERS itself; the headers never reach a span.
   const exporter = new OTLPTraceExporter({ timeoutMillis: 2_000 });
   const provider = new TracerProvider({
-    resource: resourceFromAttributes({
-      'service.name': env['OTEL_SERVICE_NAME'] || 'switchboard',
-    }),
+    // OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME over Switchboard's own name.
+    resource: resourceFromAttributes({ 'service.name': 'switchboard' }).merge(
+      detectResources({ detectors: [envDetector] }),
+    ),
     spanProcessors: [
       new BatchSpanProcessor({
         exporter,

@@ -14,6 +14,8 @@ export interface ReceivedSpan {
   status: { code?: number; message?: string };
   attributes: Record<string, unknown>;
   service: unknown;
+  /** The resource's attributes (`service.name`, OTEL_RESOURCE_ATTRIBUTES'). */
+  resource: Record<string, unknown>;
 }
 
 export interface OtlpReceiver {
@@ -90,7 +92,8 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
       }
       const decoded = JSON.parse(body.toString('utf8')) as OtlpRequest;
       for (const resource of decoded.resourceSpans ?? []) {
-        const service = attributesOf(resource.resource?.attributes)['service.name'];
+        const resourceAttributes = attributesOf(resource.resource?.attributes);
+        const service = resourceAttributes['service.name'];
         for (const scope of resource.scopeSpans ?? []) {
           for (const span of scope.spans ?? []) {
             spans.push({
@@ -102,6 +105,7 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
               status: span.status ?? {},
               attributes: attributesOf(span.attributes),
               service,
+              resource: resourceAttributes,
             });
           }
         }
