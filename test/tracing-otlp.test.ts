@@ -30,6 +30,7 @@ beforeAll(async () => {
     scenario: {
       rules: [
         { match: { provider: 'anthropic', text: 'fall back' }, fault: { kind: 'overload' } },
+        { match: { text: 'refuse this one' }, fault: { kind: 'status', status: 400 } },
         // The second step of the run killed mid-step waits for an answer that never comes, once.
         { match: { text: 'second step of the killed run' }, times: 1, fault: { kind: 'stall' } },
         {
@@ -238,6 +239,36 @@ describe('OpenTelemetry traces of workflow runs', () => {
       });
     }
     expect(root?.attributes['switchboard.cost_usd']).toBeGreaterThan(0);
+  });
+
+  it('a failed step and its run are error spans carrying the error code', async () => {
+    const spansFrom = receiver.spans.length;
+    const cwd = folder();
+    writeFileSync(
+      join(cwd, 'broken.yaml'),
+      [
+        'workflow:',
+        '  name: broken',
+        '  entry_point: fail',
+        '  runtime: { provider: openai, default_model: gpt-4.1-mini }',
+        'agents:',
+        '  - name: fail',
+        '    type: agent',
+        '    prompt: refuse this one',
+        '    routes: [{ to: $end }]',
+        '',
+      ].join('\n'),
+    );
+    const result = await run(['workflow', 'run', 'broken.yaml', '--json'], cwd);
+    expect(result.status).not.toBe(0);
+    const { errorCode } = JSON.parse(result.stdout) as { errorCode: string };
+    const spans = traceOf('workflow broken', spansFrom);
+    const root = spans.find((span) => span.parentSpanId === undefined);
+    const step = spans.find((span) => span.name === 'step fail');
+    for (const span of [root, step]) {
+      expect(span?.status.code).toBe(2); // ERROR
+      expect(span?.attributes['error.type']).toBe(errorCode);
+    }
   });
 
   it('a run killed mid-step and resumed in another process stays one trace', async () => {

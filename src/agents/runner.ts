@@ -584,8 +584,9 @@ class RunExecution {
           'switchboard.agent.status': result.status,
           'switchboard.agent.turns': result.turns,
           'switchboard.cost_usd': result.costUsd,
-          'error.type': result.errorCode,
         });
+        if (!result.ok && result.errorCode !== undefined)
+          span.fail({ code: result.errorCode, message: result.error ?? result.errorCode });
         return result;
       },
     );

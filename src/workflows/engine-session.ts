@@ -110,11 +110,8 @@ function tracedAdvance(exec: RunExecution): Promise<RunStop> {
       }
       const stop = await advanceRun(exec);
       const ended = await exec.store.getRun(run.id);
-      span.set({
-        'switchboard.run.status': ended?.status,
-        'switchboard.cost_usd': ended?.costUsd,
-        'error.type': ended?.status === 'failed' ? ended.errorCode : undefined,
-      });
+      span.set({ 'switchboard.run.status': ended?.status, 'switchboard.cost_usd': ended?.costUsd });
+      if (ended?.status === 'failed') span.fail({ code: ended.errorCode, message: ended.error });
       return stop;
     },
     { parent: run.traceContext },

@@ -141,7 +141,8 @@ export class Gateway {
       async (span) => {
         await this.dispatch(request, response, url, dialect);
         span.set({ 'http.response.status_code': response.statusCode });
-        if (response.statusCode >= 500) span.set({ 'error.type': String(response.statusCode) });
+        if (response.statusCode >= 500)
+          span.fail({ code: String(response.statusCode), message: `answered ${response.statusCode}` });
       },
       { kind: 'server', parent: typeof traceparent === 'string' ? traceparent : undefined },
     );
