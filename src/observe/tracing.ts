@@ -53,7 +53,8 @@ interface Runtime {
 let enabled: boolean | undefined;
 let runtime: Promise<Runtime | undefined> | undefined;
 let loaded: Runtime | undefined;
-const current = new AsyncLocalStorage<Context>();
+/** The span code runs in; made with the SDK, so a process that does not trace never tracks contexts. */
+let storage: AsyncLocalStorage<Context> | undefined;
 
 /** Whether spans are exported: an OTLP endpoint is set and the SDK is not turned off. */
 export function tracingEnabled(): boolean {
@@ -92,6 +93,7 @@ async function inSpan<T>(
   const otel = loaded ?? (await load());
   if (otel === undefined) return run(NOOP);
   const { api, tracer } = otel;
+  const current = (storage ??= new AsyncLocalStorage<Context>());
   const parent = current.getStore() ?? parentContext(api, options.parent) ?? api.ROOT_CONTEXT;
   const span = tracer.startSpan(
     redactSecrets(name),
@@ -107,14 +109,6 @@ async function inSpan<T>(
   } finally {
     span.end();
   }
-}
-
-/** The traceparent of the span the caller runs in (for a row that lets another process continue). */
-export function currentTraceparent(): string | undefined {
-  if (loaded === undefined) return undefined;
-  const context = current.getStore();
-  const span = context === undefined ? undefined : loaded.api.trace.getSpan(context);
-  return span === undefined ? undefined : traceparentOf(span);
 }
 
 /** Whether the user asked for prompt and completion text in spans (the GenAI conventions' flag). */
