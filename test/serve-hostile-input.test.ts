@@ -255,7 +255,7 @@ describe('/mcp workflow_run: steps that read files', () => {
     });
   }
 
-  it('tools: left out is the default file tools: refused over HTTP in a working_dir outside every --repo-root, with or without --allow-commands', async () => {
+  it('tools: left out is every file tool: refused over HTTP in a working_dir outside every --repo-root, with or without --allow-commands', async () => {
     const outside = temporaryDirectory();
     const root = temporaryDirectory();
     writeFileSync(join(outside, 'canary.txt'), `CANARY ${planted}\n`);
@@ -268,7 +268,7 @@ describe('/mcp workflow_run: steps that read files', () => {
       expect(answer, flags.join(' ')).toMatchObject({
         isError: true,
         text: expect.stringMatching(
-          /step "look" reads files \(its tools: the default read-only file tools\) in its working directory \(\/\) is outside the folders this server works in/,
+          /step "look" reads files \(its tools: left out: every file tool\) in its working directory \(\/\) is outside the folders this server works in/,
         ),
       });
       expect(answer.text).toContain('tools: []');
@@ -277,12 +277,21 @@ describe('/mcp workflow_run: steps that read files', () => {
     expect(sim.requests.length).toBe(asked);
   });
 
-  it('a working_dir under a --repo-root runs with its file tools; tools: [] runs anywhere, reading nothing', async () => {
+  it('a working_dir under a --repo-root runs with its read tools; tools: left out (write_file, run_command) needs --allow-commands too; tools: [] runs anywhere, reading nothing', async () => {
     const root = temporaryDirectory();
     writeFileSync(join(root, 'canary.txt'), 'CANARY inside the root\n');
     peekScenario('canary.txt');
     const server = await serve(['--repo-root', root], root);
-    const inside = await tool(server, 'workflow_run', { file: workflow(root, `    working_dir: .\n`) });
+    const writes = await tool(server, 'workflow_run', { file: workflow(root, `    working_dir: .\n`) });
+    expect(writes).toMatchObject({
+      isError: true,
+      text: expect.stringMatching(
+        /step "look" gives the model tools that write files or run commands \(tools: left out gives a step on an API provider write_file, edit_file and run_command; .*which this server does not allow over HTTP/,
+      ),
+    });
+    const inside = await tool(server, 'workflow_run', {
+      file: workflow(root, `    working_dir: .\n    tools: [read_file, list_files]\n`),
+    });
     expect(inside.isError).toBe(false);
     expect(inside.text).toContain('completed');
     expect(inside.text).toContain('CANARY inside the root');
@@ -292,5 +301,9 @@ describe('/mcp workflow_run: steps that read files', () => {
     });
     expect(none.isError).toBe(false);
     expect(none.text).toContain('completed');
+    const allowing = await serve(['--allow-commands', '--repo-root', root], root);
+    const all = await tool(allowing, 'workflow_run', { file: workflow(root, `    working_dir: .\n`) });
+    expect(all.isError, all.text).toBe(false);
+    expect(all.text).toContain('CANARY inside the root');
   });
 });

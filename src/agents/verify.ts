@@ -14,6 +14,8 @@ export interface VerifyResult {
   durationMs: number;
   /** The last part of its combined output, for the ledger and for the agent's next attempt. */
   outputTail: string;
+  /** How many characters of the output came before the tail and are not in it. */
+  omittedChars: number;
   /** With `confine`: whether it ran in the sandbox, and why not (see `confinedCommand`). */
   sandbox?: { enabled: boolean; reason?: string };
 }
@@ -27,6 +29,8 @@ export interface RunVerifyOptions {
   onSpawn?: (pid: number) => void;
   /** @default 4000 characters */
   tailLength?: number;
+  /** What the timeout note calls the command. @default 'verify command' */
+  label?: string;
   /** The command's whole environment (the parent's is not added), e.g. `agentEnvironment()` and the run's tag. */
   env?: Record<string, string>;
   /**
@@ -49,6 +53,7 @@ export async function runVerify({
   abortSignal,
   onSpawn,
   tailLength = 4000,
+  label = 'verify command',
   env = agentEnvironment(),
   confine,
 }: RunVerifyOptions): Promise<VerifyResult> {
@@ -99,9 +104,8 @@ export async function runVerify({
       passed: !timedOut && result.exitCode === 0,
       timedOut,
       durationMs: Date.now() - started,
-      outputTail: timedOut
-        ? `${tail}\n[verify command timed out after ${timeoutMs} ms and was killed]`
-        : tail,
+      outputTail: timedOut ? `${tail}\n[${label} timed out after ${timeoutMs} ms and was killed]` : tail,
+      omittedChars: Math.max(0, output.length - tailLength),
     };
     if (result.exitCode !== undefined) verify.exitCode = result.exitCode;
     if (confined !== undefined) verify.sandbox = confined.note;

@@ -1,4 +1,4 @@
-import { accessSync, constants, existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
+import { accessSync, constants, existsSync, lstatSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { delimiter, dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { deniedPathsIn } from './file-access.js';
@@ -180,13 +180,8 @@ export function confinedCommand({
   gitDirectory,
   network = false,
 }: ConfinedInvocation): ConfinedCommand {
-  const mode = process.env[SANDBOX_VARIABLE] ?? 'auto';
-  if (mode === 'off') return { argv: [...argv], note: { enabled: false, reason: `${SANDBOX_VARIABLE}=off` } };
-  // `required` is checked first: it must never fall back to running unconfined, whatever the platform.
-  if (mode !== 'required' && process.platform !== 'linux')
-    return { argv: [...argv], note: { enabled: false, reason: `no bubblewrap on ${process.platform}` } };
-  if (mode !== 'required' && !onPath('bwrap'))
-    return { argv: [...argv], note: { enabled: false, reason: 'bwrap not found on PATH' } };
+  const unconfined = confinementShortfall();
+  if (unconfined !== undefined) return { argv: [...argv], note: { enabled: false, reason: unconfined } };
   const worktree = resolve(cwd);
   const dotGit = join(worktree, '.git');
   // `/run` holds the machine's service sockets (Docker's, PostgreSQL's, the user's session bus): none
@@ -216,11 +211,48 @@ export function confinedCommand({
       ...['--bind', worktree, worktree],
       // Read-only inside the writable worktree: see `denyWrite` in `sandboxSettings`.
       ...(existsSync(dotGit) ? ['--ro-bind', dotGit, dotGit] : []),
+      ...deniedMasks(worktree),
       ...['--chdir', worktree, '--'],
       ...argv,
     ],
     note: { enabled: true },
   };
+}
+
+/**
+ * Why `confinedCommand` would run a command as it is, unconfined, on this machine (`SWITCHBOARD_AGENT_SANDBOX=off`,
+ * `bwrap not found on PATH`, another platform); undefined when it runs it in bubblewrap. `required`
+ * is never a shortfall: bubblewrap then runs all the same, so a missing one fails the command.
+ */
+export function confinementShortfall(): string | undefined {
+  const mode = process.env[SANDBOX_VARIABLE] ?? 'auto';
+  if (mode === 'off') return `${SANDBOX_VARIABLE}=off`;
+  // `required` is checked first: it must never fall back to running unconfined, whatever the platform.
+  if (mode === 'required') return undefined;
+  if (process.platform !== 'linux') return `no bubblewrap on ${process.platform}`;
+  if (!onPath('bwrap')) return 'bwrap not found on PATH';
+  return undefined;
+}
+
+/**
+ * bubblewrap's masks over what the one deny list names inside the writable worktree (`deniedPathsIn`:
+ * a nested `.env`, a key, a state folder), as they exist now: the null device over a file (on a file
+ * system mounted `nodev` opening it is refused), an empty folder over a folder, so a command's
+ * `cat sub/.env` reads what the file tools refuse to: nothing.
+ * A link is left alone: bubblewrap would mask where it leads, and what it leads to is checked by its
+ * own name. Git's folder stays (read-only above): git in the command needs it.
+ */
+function deniedMasks(worktree: string): string[] {
+  return deniedPathsIn(worktree).flatMap((path) => {
+    try {
+      const info = lstatSync(path);
+      if (info.isDirectory()) return ['--tmpfs', path];
+      if (info.isSymbolicLink()) return [];
+      return ['--ro-bind', '/dev/null', path];
+    } catch {
+      return [];
+    }
+  });
 }
 
 /**

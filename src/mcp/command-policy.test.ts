@@ -71,7 +71,13 @@ describe('checkWorkflow', () => {
       ).not.toThrow();
     const commands = [
       step({ type: 'script' }),
-      step({ type: 'agent', tools: ['Bash'] }),
+      step({ type: 'agent', tools: ['Bash'], workingDir: root }),
+      // Left out, tools: gives a step on an API provider write_file, edit_file and run_command.
+      step({ type: 'agent', workingDir: root }),
+      step({ type: 'agent', tools: ['write_file'], workingDir: root }),
+      step({ type: 'agent', tools: ['edit_file'], workingDir: root }),
+      step({ type: 'agent', tools: ['read_file', 'run_command'], workingDir: root }),
+      step({ type: 'agent', tools: ['Write'], workingDir: root }),
       step({ type: 'agent', mcp: true, workingDir: root }),
       step({ type: 'agent', tools: ['toolbox__lookup'], mcp: ['toolbox'] }),
       step({ type: 'agent', git: {} as never }),
@@ -106,7 +112,7 @@ describe('checkWorkflow', () => {
       expect(() => checkWorkflow(undefined, workflow(outside, readsFiles))).not.toThrow();
     }
     // Under a root, reading files needs no --allow-commands: nothing runs.
-    const inside = step({ type: 'agent', workingDir: join(root, 'repo') });
+    const inside = step({ type: 'agent', tools: ['read_file', 'Glob'], workingDir: join(root, 'repo') });
     expect(() =>
       checkWorkflow({ allowCommands: false, repoRoots: [root] }, workflow(outside, inside)),
     ).not.toThrow();
@@ -116,6 +122,13 @@ describe('checkWorkflow', () => {
         workflow(outside, step({ type: 'agent', workingDir: join(root, 'repo'), mcp: true })),
       ),
     ).toThrow(/does not allow over HTTP/);
+    // Left out, tools: writes and runs commands: the error says how to keep the step read-only.
+    expect(() =>
+      checkWorkflow(
+        { allowCommands: false, repoRoots: [root] },
+        workflow(outside, step({ type: 'agent', workingDir: join(root, 'repo') })),
+      ),
+    ).toThrow(/tools: left out gives a step on an API provider write_file, edit_file and run_command/);
   });
 });
 

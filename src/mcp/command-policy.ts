@@ -10,7 +10,7 @@ import {
   type StepDefinition,
   type WorkflowDefinition,
 } from '../workflows/model.js';
-import { mcpServersReached, namesOtherClaudeCodeTools, stepToolChoice } from '../workflows/step-tools.js';
+import { changesOrRunsCommands, mcpServersReached, stepToolChoice } from '../workflows/step-tools.js';
 
 /**
  * What tools that run commands or agents may do for callers over HTTP (`serve`'s `/mcp`). Stdio
@@ -120,7 +120,7 @@ async function repositoryPlaces(directory: string): Promise<Array<[string, strin
 /**
  * Refuses a workflow (the run's file, or a sub-workflow it reaches) whose steps run commands, unless
  * commands are allowed and the file is under a root; and one whose steps read files (the default tools
- * included: `tools:` omitted gives the read-only file tools) in a working directory outside every root.
+ * included: `tools:` omitted gives every file tool) in a working directory outside every root.
  * Each step is read as the engine will run it (`stepToolChoice`). Called as each file is loaded, before
  * any step.
  */
@@ -147,8 +147,10 @@ function stepServers(workflow: WorkflowDefinition, step: AgentStep): string[] {
 }
 
 /**
- * Script steps, agent steps that work in a git worktree, and LLM steps given Claude Code tools beyond
- * the read-only ones (`Bash`, `Write`, …) or the tools of an MCP server: each can run a command here.
+ * Script steps, agent steps that work in a git worktree, and LLM steps whose tools can write or run a
+ * command (`write_file`, `edit_file`, `run_command`, which `tools:` omitted gives a step on an API
+ * provider; Claude Code tools beyond `Read`, `Glob`, `Grep`) or reach an MCP server: each can change
+ * files or run a command here.
  */
 function runsCommands(workflow: WorkflowDefinition, step: StepDefinition): boolean {
   if (step.type === 'script') return true;
@@ -156,19 +158,19 @@ function runsCommands(workflow: WorkflowDefinition, step: StepDefinition): boole
   if (step.git !== undefined) return true;
   const servers = stepServers(workflow, step);
   const choice = stepToolChoice(step.tools, servers);
-  return namesOtherClaudeCodeTools(choice) || mcpServersReached(choice, servers).length > 0;
+  return changesOrRunsCommands(choice) || mcpServersReached(choice, servers).length > 0;
 }
 
 /**
- * A step whose model reads files (the read-only file tools, Claude Code's `Read`, `Glob`, `Grep`) reads
- * its working directory: over HTTP that folder must be under a root, as a repository must. A templated
+ * A step whose model reads files (the file tools, Claude Code's `Read`, `Glob`, `Grep`; those that write
+ * and run commands work there too) reads its working directory: over HTTP that folder must be under a root, as a repository must. A templated
  * working directory is known only at run time, so it is refused here.
  */
 function checkFileTools(policy: CommandPolicy, workflow: WorkflowDefinition, step: StepDefinition): void {
   if (step.type !== 'agent' || step.git !== undefined) return;
   if (stepToolChoice(step.tools, stepServers(workflow, step)).files.length === 0) return;
   const written = step.workingDir ?? workflow.runtime.workingDir;
-  const what = `workflow ${workflow.name}: step "${step.name}" reads files (its tools: ${step.tools === undefined ? 'the default read-only file tools' : step.tools.join(', ')}) in its working directory`;
+  const what = `workflow ${workflow.name}: step "${step.name}" reads files (its tools: ${step.tools === undefined ? 'left out: every file tool' : step.tools.join(', ')}) in its working directory`;
   const hint = `give the step tools: [] (no file tools), or a working_dir under ${policy.repoRoots.join(', ') || 'a --repo-root folder'} (start serve with --repo-root DIR)`;
   if (written?.includes('{{') === true) {
     throw new SwitchboardError('FORBIDDEN', `${what}, a template this server cannot check before it runs`, {
@@ -183,7 +185,7 @@ function whatItRuns(step: StepDefinition): string {
   if (step.type === 'script') return 'runs a command';
   return step.type === 'agent' && step.git !== undefined
     ? 'runs a Claude Code agent in a worktree'
-    : 'gives the model tools that run commands (Claude Code tools beyond Read, Glob and Grep, or MCP servers)';
+    : `gives the model tools that write files or run commands (${step.type === 'agent' && step.tools === undefined ? 'tools: left out gives a step on an API provider write_file, edit_file and run_command; name only read_file, list_files, search_files to keep it read-only' : 'write_file, edit_file, run_command, Claude Code tools beyond Read, Glob and Grep, or MCP servers'})`;
 }
 
 function checkUnderRoots(

@@ -1,6 +1,7 @@
 import { unknownToolProblem } from '../agents/task.js';
 import {
   CLAUDE_CODE_TOOL_FOR_FILE_TOOL,
+  changesFiles,
   FILE_TOOL_NAMES,
   fileToolFor,
   mcpToolReference,
@@ -9,20 +10,24 @@ import {
 
 /**
  * Claude Code's tools an LLM step gets when it names none: it reads and searches its working directory
- * (Conductor gives such a step the provider's whole default set; Switchboard's is read-only unless the
- * step says `effects: files`, or `effects: git` for a worktree and one commit).
+ * (a step on Claude Code that should write names `Write`, `Edit`, `Bash` with `effects: files`, or
+ * says `effects: git` for a worktree and one commit).
  */
 export const CLAUDE_CODE_READ_TOOLS: readonly string[] = ['Read', 'Glob', 'Grep'];
 
 /**
  * What an LLM step's model may use, read from its `tools:` as Conductor does: omitted, the default set
- * (the read-only file tools, and every tool of the MCP servers the step gets); `[]`, nothing; a list,
- * those names. Both providers' executors build their tools from it (the API tool loop, Claude Code's
+ * (on the API providers every file tool, `write_file`, `edit_file` and `run_command` included, as
+ * Conductor gives such a step the provider's whole set; on Claude Code `CLAUDE_CODE_READ_TOOLS`; and
+ * every tool of the MCP servers the step gets); `[]`, nothing; a list, those names. Both providers' executors build their tools from it (the API tool loop, Claude Code's
  * allowed tools) and `serve`'s command policy judges the step by it: one reading of `tools:`, so the
  * policy cannot count as harmless a step the engine then runs with tools.
  */
 export interface StepToolChoice {
-  /** The read-only file tools (on Claude Code `Read`, `Glob`, `Grep`): they read the working directory. */
+  /**
+   * The file tools a step on an API provider runs (on Claude Code the tools they stand for: `Read`,
+   * `Glob`, `Grep`, `Write`, `Edit`, `Bash`): they read, write and run commands in the working directory.
+   */
   files: FileToolName[];
   /**
    * The Claude Code tools the step names, as written (`Read(src/**)`, `Bash`, `WebFetch`), a file tool by
@@ -76,9 +81,17 @@ export function mcpServersReached(choice: StepToolChoice, servers: readonly stri
   return choice.bareMcp.length > 0 ? [...servers] : servers.filter((server) => choice.mcp.has(server));
 }
 
-/** Whether the step names a Claude Code tool beyond the read-only file tools (`Bash`, `Write`, …). */
-export function namesOtherClaudeCodeTools(choice: StepToolChoice): boolean {
-  return choice.claudeCode.some((name) => fileToolFor(name) === undefined);
+/**
+ * Whether the step's model can change its working directory or run a command, whichever provider runs
+ * it: a changing file tool (`write_file`, `edit_file`, `run_command`, which `tools:` omitted gives the
+ * API providers), or a Claude Code tool beyond `Read`, `Glob`, `Grep` (`Bash`, `Write`, `WebFetch`, …).
+ */
+export function changesOrRunsCommands(choice: StepToolChoice): boolean {
+  if (choice.files.some(changesFiles)) return true;
+  return choice.claudeCode.some((name) => {
+    const file = fileToolFor(name);
+    return file === undefined || changesFiles(file);
+  });
 }
 
 /**

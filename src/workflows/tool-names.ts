@@ -7,16 +7,28 @@ import { CLAUDE_CODE_TOOLS, unknownToolProblem } from '../agents/task.js';
  * workflow's MCP servers. Kept apart from the tools themselves so that validating a file loads none of them.
  */
 
-/** Switchboard's read-only file tools, run for LLM steps on the API providers. */
-export const FILE_TOOL_NAMES = ['read_file', 'list_files', 'search_files'] as const;
+/** Switchboard's file tools that only read, run for LLM steps on the API providers. */
+export const READ_FILE_TOOL_NAMES = ['read_file', 'list_files', 'search_files'] as const;
+
+/**
+ * The tools that change the working directory: they write a file, edit one in place, or run a command
+ * (in the sandbox, which may write there too).
+ */
+export const CHANGING_TOOL_NAMES = ['write_file', 'edit_file', 'run_command'] as const;
+
+/** Switchboard's file tools, run for LLM steps on the API providers: those that read, and those that change. */
+export const FILE_TOOL_NAMES = [...READ_FILE_TOOL_NAMES, ...CHANGING_TOOL_NAMES] as const;
 export type FileToolName = (typeof FILE_TOOL_NAMES)[number];
 
-/** Claude Code's read-only tools, and the file tool that does their job on the API providers. */
+/** Claude Code's tools, and the file tool that does their job on the API providers. */
 export const FILE_TOOL_FOR_CLAUDE_CODE_TOOL: Readonly<Record<string, FileToolName>> = {
   Read: 'read_file',
   Glob: 'list_files',
   LS: 'list_files',
   Grep: 'search_files',
+  Write: 'write_file',
+  Edit: 'edit_file',
+  Bash: 'run_command',
 };
 
 /** The other way: the Claude Code tool a file tool's name stands for on a step run by Claude Code. */
@@ -24,7 +36,15 @@ export const CLAUDE_CODE_TOOL_FOR_FILE_TOOL: Readonly<Record<FileToolName, strin
   read_file: 'Read',
   list_files: 'Glob',
   search_files: 'Grep',
+  write_file: 'Write',
+  edit_file: 'Edit',
+  run_command: 'Bash',
 };
+
+/** Whether a file tool changes the working directory (`write_file`, `edit_file`, `run_command`). */
+export function changesFiles(tool: FileToolName): boolean {
+  return (CHANGING_TOOL_NAMES as readonly string[]).includes(tool);
+}
 
 /** MCP's tool names allow `.`; the providers do not. */
 const NOT_IN_TOOL_NAMES = /[^A-Za-z0-9_-]/g;
@@ -42,11 +62,17 @@ export function toolBaseName(entry: string): string {
   return /^([^(]*)(?:\(.*\))?$/s.exec(entry.trim())?.[1]?.trim() ?? entry.trim();
 }
 
-/** Whether a `tools:` entry names one of the file tools, or a Claude Code tool one of them stands in for. */
+/**
+ * Whether a `tools:` entry names one of the file tools, or a Claude Code tool one of them stands in for.
+ * A changing tool with a rule (`Bash(npm test:*)`, `Write(docs/**)`) stands for none: the file tools
+ * cannot keep to the rule, and would do more than the step allows.
+ */
 export function fileToolFor(entry: string): FileToolName | undefined {
   const name = toolBaseName(entry);
   if ((FILE_TOOL_NAMES as readonly string[]).includes(name)) return name as FileToolName;
-  return FILE_TOOL_FOR_CLAUDE_CODE_TOOL[name];
+  const tool = FILE_TOOL_FOR_CLAUDE_CODE_TOOL[name];
+  if (tool !== undefined && changesFiles(tool) && name !== entry.trim()) return undefined;
+  return tool;
 }
 
 /** An MCP tool named in a step's `tools:`: by its server (`server__tool`, `mcp__server__tool`) or alone. */

@@ -9,7 +9,13 @@ import type { StepPlace } from './build-step.js';
 import { failAt, position, stepPlace, type BuildContext } from './build-context.js';
 import { workflowInvalid } from './problem.js';
 import { unknownToolProblem } from '../../agents/task.js';
-import { llmToolProblem, type DeclaredTools } from '../tool-names.js';
+import {
+  changesFiles,
+  FILE_TOOL_NAMES,
+  fileToolFor,
+  llmToolProblem,
+  type DeclaredTools,
+} from '../tool-names.js';
 import type { RawWorkflowFile } from './schema.js';
 
 /** entry_point, route targets, gate option routes, on_cap, mcp opt-ins and tool names must exist. */
@@ -120,11 +126,11 @@ function checkStepReferences(
           `tools[${index}]`,
           `${problem}, nor in the workflow's tools:`,
           declared.workflowTools.size === 0
-            ? 'name a Claude Code tool (Read, Glob, Grep, …), a file tool (read_file, list_files, search_files), an MCP tool as server__tool, or list it under the top-level tools:'
+            ? `name a Claude Code tool (Read, Glob, Grep, …), a file tool (${FILE_TOOL_NAMES.join(', ')}), an MCP tool as server__tool, or list it under the top-level tools:`
             : `name a Claude Code tool, a file tool, an MCP tool as server__tool, or one of: ${[...declared.workflowTools].join(', ')}`,
         );
       }
-      if (unknownToolProblem(tool) === undefined && writesFiles(tool) && step.writesFiles !== true) {
+      if (writesFiles(tool) && step.writesFiles !== true) {
         failAt(
           place,
           `tools[${index}]`,
@@ -136,9 +142,18 @@ function checkStepReferences(
   }
 }
 
-/** Claude Code's tools that change files: those that write, and Bash, which can run anything. */
+/**
+ * The tools that change files: Claude Code's that write, and Bash, which can run anything; the file
+ * tools that do their job on the API providers (`write_file`, `edit_file`, `run_command`).
+ */
 function writesFiles(tool: string): boolean {
-  return /^(Write|Edit|MultiEdit|NotebookEdit|Bash)\b/.test(tool.trim());
+  if (
+    unknownToolProblem(tool) === undefined &&
+    /^(Write|Edit|MultiEdit|NotebookEdit|Bash)\b/.test(tool.trim())
+  )
+    return true;
+  const file = fileToolFor(tool);
+  return file !== undefined && changesFiles(file);
 }
 
 const REFERENCE_PART = /^[A-Za-z_][A-Za-z0-9_]*$/;

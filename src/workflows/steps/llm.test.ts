@@ -97,7 +97,15 @@ describe('type: agent without effects: git', () => {
       expect(requests[0]?.text).toContain('The sky is green.');
       // With no tools: the default set, the file tools, and the answer as a tool of its own (a model that
       // writes the JSON as text instead, as this simulator's gemini and openai replies do, is read too).
-      expect(requests[0]?.tools).toEqual(['read_file', 'list_files', 'search_files', 'emit_output']);
+      expect(requests[0]?.tools).toEqual([
+        'read_file',
+        'list_files',
+        'search_files',
+        'write_file',
+        'edit_file',
+        'run_command',
+        'emit_output',
+      ]);
     });
   }
 

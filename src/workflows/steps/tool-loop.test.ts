@@ -125,7 +125,15 @@ describe('an LLM step on an API provider runs its tools', () => {
       );
       expect(outcome).toMatchObject({ status: 'completed', output: { word: 'heliotrope' } });
       expect(requests).toHaveLength(2);
-      expect(requests[0]?.tools).toEqual(['read_file', 'list_files', 'search_files', 'emit_output']);
+      expect(requests[0]?.tools).toEqual([
+        'read_file',
+        'list_files',
+        'search_files',
+        'write_file',
+        'edit_file',
+        'run_command',
+        'emit_output',
+      ]);
       expect(requests[1]?.text).toContain('the secret word is heliotrope');
       // The rendered prompt, then the tool's call and result (each turn's `model-turn` is written by the
       // engine's call, which this context stands in for: test/workflow-tool-loop.test.ts has them).
@@ -170,7 +178,7 @@ describe('an LLM step on an API provider runs its tools', () => {
     const byDefault = await run(agentStep({ provider: 'openai', model: 'gpt-4.1-mini' }), dir, scenario);
     expect(byDefault.outcome).toMatchObject({ status: 'completed', output: { result: 'I read nothing.' } });
     expect(byDefault.requests.map((request) => request.tools)).toEqual([
-      ['read_file', 'list_files', 'search_files'],
+      ['read_file', 'list_files', 'search_files', 'write_file', 'edit_file', 'run_command'],
     ]);
   });
 
@@ -350,7 +358,15 @@ describe('MCP servers on an API step', () => {
       output: { result: 'The toolbox says heliotrope.' },
     });
     // Only the tool the server's tools: allow is offered (erase and shout stay hidden).
-    expect(requests[0]?.tools).toEqual(['read_file', 'list_files', 'search_files', 'toolbox__lookup']);
+    expect(requests[0]?.tools).toEqual([
+      'read_file',
+      'list_files',
+      'search_files',
+      'write_file',
+      'edit_file',
+      'run_command',
+      'toolbox__lookup',
+    ]);
     expect(requests[1]?.text).toContain('toolbox entry for plugin: heliotrope');
     expect(readFileSync(log, 'utf8')).toBe('lookup\n');
     expect(events.find((event) => event.type === 'tool-result')?.data).toMatchObject({

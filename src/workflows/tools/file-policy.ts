@@ -1,20 +1,25 @@
 import { realpathSync } from 'node:fs';
-import { realpath } from 'node:fs/promises';
-import { isAbsolute, relative, resolve, sep } from 'node:path';
+import { lstat, mkdir, realpath } from 'node:fs/promises';
+import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { fileRefusal } from '../../confinement/file-access.js';
+import { writeFileAtomically } from '../../store/atomic-file.js';
 
 /** A path the file tools may read: where it really is, and how the model names it. */
 export type ResolvedPath = { ok: true; real: string; relative: string } | { ok: false; reason: string };
 
+/** What a write did: the file as the model names it, and whether it is new. */
+export type WriteOutcome = { ok: true; relative: string; created: boolean } | { ok: false; reason: string };
+
 /**
- * Where the file tools of a step may read: inside its working directory, where the path really leads
+ * Where the file tools of a step may read and write: inside its working directory, where the path really leads
  * (symlinks followed), never a file the one deny list names (`fileRefusal`: `.env` files, git's folder,
  * credential files, Switchboard's state folders). A working directory is the caller's own folder, not a worktree, so both may lie in it.
  */
 export class FilePolicy {
   /** The working directory, symlinks resolved. */
   readonly root: string;
-  private readonly hidden: string[];
+  /** Folders never read or written (state folders), as they really are; a command's sandbox hides them too. */
+  readonly hidden: readonly string[];
 
   /** @param hidden folders never read (state folders); those that do not exist are left out */
   constructor(workingDirectory: string, hidden: readonly string[]) {
@@ -62,6 +67,77 @@ export class FilePolicy {
     return this.leadingTo(path, real);
   }
 
+  /**
+   * Writes `content` to the file the model named, whole or not at all (`writeFileAtomically`: a
+   * temporary file beside it, renamed over it), creating the folders it needs: a step killed in the
+   * middle leaves the old file or the new one, never half of one. The same rule as reading decides
+   * where: inside the working directory where the path really leads (a link followed, and a link to
+   * nowhere refused), never a file the deny list names.
+   */
+  async write(path: unknown, content: string): Promise<WriteOutcome> {
+    const target = await this.resolveForWrite(path);
+    if (!target.ok) return target;
+    const asWritten = String(path);
+    try {
+      await mkdir(dirname(target.real), { recursive: true });
+      // A folder swapped for a link after the check would send the rename elsewhere: check where it leads now.
+      const folder = await realpath(dirname(target.real));
+      const moved = this.refusal(join(folder, basename(target.real)), asWritten);
+      if (moved !== undefined) return { ok: false, reason: moved };
+      if (folder !== dirname(target.real)) {
+        return { ok: false, reason: `${asWritten}: changed while it was being written; try again` };
+      }
+      writeFileAtomically(target.real, content);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      return {
+        ok: false,
+        reason: `${target.relative}: cannot be written${code === undefined ? '' : ` (${code})`}`,
+      };
+    }
+    return { ok: true, relative: target.relative, created: !target.exists };
+  }
+
+  /** Where a write of `path` lands: the file, or where a link there leads; the missing folders' names checked too. */
+  private async resolveForWrite(
+    path: unknown,
+  ): Promise<{ ok: true; real: string; relative: string; exists: boolean } | { ok: false; reason: string }> {
+    if (typeof path !== 'string' || path.trim() === '') {
+      return { ok: false, reason: 'give "path": a file in the working directory' };
+    }
+    const written = resolve(this.root, path);
+    const refusal = this.refusal(written, path);
+    if (refusal !== undefined) return { ok: false, reason: refusal };
+    const info = await lstat(written).catch(() => undefined);
+    let real: string;
+    if (info !== undefined) {
+      if (info.isDirectory()) return { ok: false, reason: `${path} is a folder; name a file` };
+      try {
+        real = await realpath(written);
+      } catch {
+        return { ok: false, reason: `${path}: a link to nowhere; write the file it should name` };
+      }
+    } else {
+      // The nearest folder that exists, where it really is, and the names still to create below it.
+      let folder = dirname(written);
+      const missing = [basename(written)];
+      for (;;) {
+        const found = await realpath(folder).catch(() => undefined);
+        if (found !== undefined) {
+          real = join(found, ...missing);
+          break;
+        }
+        missing.unshift(basename(folder));
+        folder = dirname(folder);
+      }
+    }
+    const leads = this.refusal(real, path);
+    if (leads !== undefined) return { ok: false, reason: leads };
+    const kind = info === undefined ? undefined : await lstat(real).catch(() => undefined);
+    if (kind !== undefined && !kind.isFile()) return { ok: false, reason: `${path} is not a regular file` };
+    return { ok: true, real, relative: this.relativeName(real), exists: info !== undefined };
+  }
+
   /** Whether an entry met while walking a folder (already inside) may be shown: not a secret. */
   shows(absolute: string): boolean {
     return this.refusal(absolute, absolute) === undefined;
@@ -81,7 +157,7 @@ export class FilePolicy {
   refusal(absolute: string, asWritten: string): string | undefined {
     const inside = relative(this.root, absolute);
     if (inside === '..' || inside.startsWith(`..${sep}`) || isAbsolute(inside)) {
-      return `${asWritten}: outside the working directory (${this.root}); the file tools read only inside it`;
+      return `${asWritten}: outside the working directory (${this.root}); the file tools read and write only inside it`;
     }
     return fileRefusal(absolute, { root: this.root, hidden: this.hidden, named: asWritten });
   }

@@ -1,12 +1,13 @@
 import type { Dirent } from 'node:fs';
 import { constants } from 'node:fs';
-import { open, readdir, readlink, realpath, stat } from 'node:fs/promises';
+import { open, readdir, readFile, readlink, realpath, stat } from 'node:fs/promises';
 import { join, matchesGlob } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Worker } from 'node:worker_threads';
 import type { FileToolName } from '../tool-names.js';
 import type { FilePolicy } from './file-policy.js';
 import type { SearchAnswer, SearchJob } from './file-search-worker.js';
+import { commandTool } from './command-tool.js';
 import { boundedResult, toolError, type StepTool, type ToolOutcome } from './step-tool.js';
 
 /** Lines `read_file` returns when the call says none. */
@@ -29,15 +30,18 @@ const SEARCH_TIMEOUT_MS = 10_000;
 const WALK_TIMEOUT_MS = 10_000;
 /** A glob longer than this is refused; so are brace ranges (`{1..100000}`) and more than 4 brace groups. */
 const MAX_GLOB_CHARS = 300;
+/** The longest file `write_file` and `edit_file` write, in characters. */
+const MAX_WRITE_CHARS = 10 * 1024 * 1024;
 /** Folders no walk enters: version control and installed dependencies, never what a question is about. */
 const SKIPPED_FOLDERS = new Set(['.git', 'node_modules']);
 
 const pathProperty = { type: 'string', description: 'Relative to the working directory.' };
 
 /**
- * The read-only file tools a step on an API provider runs itself, held to its working directory by
- * `policy`: `read_file`, `list_files` (glob) and `search_files` (regular expression), each with a
- * bounded answer.
+ * The file tools a step on an API provider runs itself, held to its working directory by `policy`:
+ * `read_file`, `list_files` (glob) and `search_files` (regular expression), each with a bounded
+ * answer; `write_file` and `edit_file` (an exact string replaced, as Claude Code's Edit), which write
+ * through the same policy, whole or not at all; and `run_command`, in the sandbox (`commandTool`).
  */
 export function fileTools(policy: FilePolicy): Record<FileToolName, StepTool> {
   return {
@@ -99,7 +103,90 @@ export function fileTools(policy: FilePolicy): Record<FileToolName, StepTool> {
       },
       run: (input, signal) => searchFilesTool(policy, input, signal),
     },
+    write_file: {
+      definition: {
+        name: 'write_file',
+        description:
+          'Writes a file in the working directory: creates it (and the folders it needs) or replaces it whole with "content".',
+        inputSchema: {
+          type: 'object',
+          properties: {
+            path: pathProperty,
+            content: { type: 'string', description: 'The whole text of the file.' },
+          },
+          required: ['path', 'content'],
+        },
+      },
+      run: (input) => writeFileTool(policy, input),
+    },
+    edit_file: {
+      definition: {
+        name: 'edit_file',
+        description:
+          'Edits a file in the working directory: replaces the exact text "old_string" with "new_string". old_string must occur once (give more of the surrounding text to make it unique), or set "replace_all" to replace every occurrence. Read the file first: whitespace and indentation must match.',
+        inputSchema: {
+          type: 'object',
+          properties: {
+            path: pathProperty,
+            old_string: { type: 'string', description: 'The exact text to replace.' },
+            new_string: { type: 'string', description: 'The text to put in its place.' },
+            replace_all: { type: 'boolean', description: 'Replace every occurrence. Default false.' },
+          },
+          required: ['path', 'old_string', 'new_string'],
+        },
+      },
+      run: (input) => editFileTool(policy, input),
+    },
+    run_command: commandTool(policy),
   };
+}
+
+async function writeFileTool(policy: FilePolicy, input: Record<string, unknown>): Promise<ToolOutcome> {
+  const content = input['content'];
+  if (typeof content !== 'string') return toolError('give "content": the whole text of the file');
+  if (content.length > MAX_WRITE_CHARS) {
+    return toolError(`"content" is longer than ${MAX_WRITE_CHARS} characters; write a smaller file`);
+  }
+  const written = await policy.write(input['path'], content);
+  if (!written.ok) return toolError(written.reason);
+  const lines = content === '' ? 0 : content.split('\n').length - (content.endsWith('\n') ? 1 : 0);
+  return { content: `${written.created ? 'created' : 'replaced'} ${written.relative} (${lines} lines)` };
+}
+
+async function editFileTool(policy: FilePolicy, input: Record<string, unknown>): Promise<ToolOutcome> {
+  const oldString = input['old_string'];
+  const newString = input['new_string'];
+  if (typeof oldString !== 'string' || oldString === '') {
+    return toolError('give "old_string": the exact text to replace (to write a whole file, use write_file)');
+  }
+  if (typeof newString !== 'string') return toolError('give "new_string": the text to put in its place');
+  if (oldString === newString)
+    return toolError('"old_string" and "new_string" are the same: nothing to change');
+  const target = await policy.resolve(input['path']);
+  if (!target.ok) return toolError(target.reason);
+  const info = await stat(target.real);
+  if (!info.isFile()) return toolError(`${target.relative} is not a regular file`);
+  if (info.size > MAX_WRITE_CHARS) return toolError(`${target.relative} is too large to edit here`);
+  const text = await readFile(target.real, 'utf8');
+  const count = text.split(oldString).length - 1;
+  if (count === 0) {
+    return toolError(
+      `${target.relative}: "old_string" is not in the file; read it with read_file and copy the text exactly, whitespace included`,
+    );
+  }
+  const replaceAll = input['replace_all'] === true;
+  if (count > 1 && !replaceAll) {
+    return toolError(
+      `${target.relative}: "old_string" occurs ${count} times; give more of the text around it to make it unique, or set replace_all`,
+    );
+  }
+  const at = text.indexOf(oldString);
+  const updated = replaceAll
+    ? text.split(oldString).join(newString)
+    : text.slice(0, at) + newString + text.slice(at + oldString.length);
+  const written = await policy.write(input['path'], updated);
+  if (!written.ok) return toolError(written.reason);
+  return { content: `edited ${written.relative}: ${replaceAll ? count : 1} replaced` };
 }
 
 async function readFileTool(policy: FilePolicy, input: Record<string, unknown>): Promise<ToolOutcome> {

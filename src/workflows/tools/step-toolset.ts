@@ -28,9 +28,10 @@ export interface StepToolsetOptions {
 
 /**
  * The tools a step on an API provider runs, from its `tools:` as Conductor reads them: omitted, the
- * default set; a list, those names: a file tool (or the Claude Code tool it stands for, `Read`, `Glob`,
- * `Grep`), an MCP tool as `server__tool` (also `mcp__server__tool`, `mcp__server` for all of a server's,
- * or the tool's own name). Names with nothing to run here are left out (Claude Code's `Bash`, a server
+ * default set (every file tool, those that write and run commands included, and the MCP tools); a
+ * list, those names: a file tool (or the Claude Code tool it stands for, `Read`, `Glob`, `Grep`,
+ * `Write`, `Edit`, `Bash`), an MCP tool as `server__tool` (also `mcp__server__tool`, `mcp__server` for all of a server's,
+ * or the tool's own name). Names with nothing to run here are left out (Claude Code's `WebFetch`, `Bash(npm test:*)`, a server
  * the run did not allow); `validate` and `run` say so before the run. An MCP tool named on an allowed
  * server that does not offer it fails the step, naming the closest tool.
  */
