@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import {
   existsSync,
   mkdirSync,
@@ -14,6 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { onPath } from '../src/confinement/sandbox.js';
 import { startSimulator, type Simulator } from '../src/sim/server.js';
 import { runCli } from './helpers/run-cli.js';
+import { waitFor } from './helpers/wait-for.js';
 
 // `switchboard workflow run` with agent steps on the API providers that write: the built CLI, the
 // Anthropic and OpenAI SDKs against the simulator, the tools' writes on disk, run_command in bubblewrap.
@@ -170,6 +172,57 @@ describe.skipIf(process.platform !== 'linux' || !onPath('bwrap'))(
       const logs = await runCli(['workflow', 'logs', 'hostile', '--json'], { cwd, env: env() });
       expect(logs.stdout).toContain('tool-result');
       expect(logs.stdout + result.stdout + result.stderr).not.toContain(SECRET);
+    });
+
+    it('a step killed after its write_file call, before it completes, runs again on resume and leaves the whole final file', async () => {
+      // Large enough that a write is many system calls: a torn write would show.
+      const first = 'first attempt line\n'.repeat(200_000);
+      const final = 'final attempt line\n'.repeat(200_000);
+      sim.setScenario({
+        rules: [
+          {
+            match: { provider: 'anthropic', turn: 1 },
+            reply: { tool: { name: 'write_file', input: { path: 'docs/big.txt', content: first } }, usage },
+          },
+          { match: { provider: 'anthropic', turn: 2 }, fault: { kind: 'stall' } },
+        ],
+      });
+      sim.clearLog();
+      const cwd = folder({ 'flow.yaml': FLOW.replace('      - to: builder', '      - to: $end') });
+      const cli = join(import.meta.dirname, '..', 'dist/cli/main.js');
+      const child = spawn(process.execPath, [cli, 'workflow', 'run', 'flow.yaml', '--run-id', 'killed'], {
+        cwd,
+        env: env(),
+        stdio: 'ignore',
+      });
+      const exited = new Promise((resolve) => child.on('exit', resolve));
+      await waitFor(() => sim.requests.some((request) => request.turn === 2), {
+        what: 'the write answered and the next turn sent',
+        withinMs: 60_000,
+      });
+      child.kill('SIGKILL');
+      await exited;
+      // Killed before the step completed: the file is the one the tool wrote, whole.
+      expect(readFileSync(join(cwd, 'docs', 'big.txt'), 'utf8')).toBe(first);
+
+      sim.setScenario({
+        rules: [
+          {
+            match: { provider: 'anthropic', turn: 1 },
+            reply: { tool: { name: 'write_file', input: { path: 'docs/big.txt', content: final } }, usage },
+          },
+          { match: { provider: 'anthropic', turn: 2 }, reply: { text: 'Written.', usage } },
+        ],
+      });
+      const resumed = await runCli(['workflow', 'resume', 'killed', '--json'], { cwd, env: env() });
+      expect(resumed.status, resumed.stderr).toBe(0);
+      expect(JSON.parse(resumed.stdout)).toMatchObject({
+        status: 'completed',
+        steps: [{ key: 'killed/designer/0', status: 'completed', attempts: 2 }],
+      });
+      expect(readFileSync(join(cwd, 'docs', 'big.txt'), 'utf8')).toBe(final);
+      // No temporary file of either write left beside it.
+      expect(readdirSync(join(cwd, 'docs'))).toEqual(['big.txt']);
     });
   },
 );
