@@ -9,8 +9,12 @@
 // numbers their maximum (else 100), so review loops that route on `approved` or a score end.
 // Required inputs get a conforming value, and so does any `workflow.input.NAME` a file reads without
 // declaring it (its usage line passes one). A run has a time limit (its process group is killed past it).
-// Prints one row per example (validation, outcome, steps run, model requests the simulator answered, wall),
-// the inputs given and the steps taken, and the totals.
+// Scripted writes: a step offered write_file (an API provider's step whose tools: is left out, as Conductor's
+// design, plan and implement) or Claude Code's Write, whose first turn asks it to write, save or create
+// something, writes a file of its own under bench-output/, so "did its work" can be told from "completed".
+// Prints one row per example (validation, outcome, steps run, model requests the simulator answered, files
+// written in the run's folder, tools called as the run's events record them, wall), the inputs given and the
+// steps taken, and the totals.
 // Run from the repository root under Node >= 22, after `npm run build`:
 //   node --experimental-strip-types --no-warnings bench/conductor-examples.ts [EXAMPLES_DIR] [NAME…]
 // EXAMPLES_DIR defaults to $CONDUCTOR_EXAMPLES; without either (or when it is missing) it prints `skipped:`
@@ -18,6 +22,7 @@
 // NAME… runs only those examples (file names without .yaml). CONDUCTOR_EXAMPLES_TIMEOUT sets the limit per
 // run in seconds (default 120). Binds 127.0.0.1 only; everything it writes is in a temporary folder.
 import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import {
   existsSync,
   mkdirSync,
@@ -28,7 +33,7 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { basename, join, resolve } from 'node:path';
+import { basename, join, relative, resolve } from 'node:path';
 import type { Scenario } from '../src/sim/scenario.js';
 import type { SimLogEntry } from '../src/sim/server.js';
 import { assertFreshBuild } from './fresh-build.ts';
@@ -52,6 +57,11 @@ if (examples === undefined || !existsSync(examples)) {
   process.exit(0);
 }
 assertFreshBuild(join(repo, 'dist', 'cli', 'launch.js'), 'the examples run through the built CLI');
+
+/** How many steps of a run the write rules serve, each with a file of its own. */
+const SCRIPTED_WRITES = 12;
+/** A first turn that asks for something written. */
+const ASKS_TO_WRITE = '\\b(write|writes|save|create|draft|implement|produce|generate)\\b';
 
 /** The phrase the README.md written into each run's folder carries, to find in what the model was sent. */
 const CODEWORD = 'The scratch folder for this run keeps its notes under the heading Tidewater';
@@ -77,6 +87,10 @@ interface Outcome {
   requests: number;
   seconds: number;
   readCheck?: string;
+  /** Files created or changed in the run's folder (its state folder left out). */
+  filesWritten: number;
+  /** `tool-call` events of the run: the tools its agent steps called. */
+  toolsCalled: number;
 }
 
 const files = readdirSync(examples)
@@ -111,6 +125,7 @@ async function runExample(file: string): Promise<Outcome> {
   const given = inputsFor(file);
   const base = { example, validation, inputs: given.map(([key]) => key) };
   const sim = await startSimulator({ scenario: scenarioFor(cwd), maxLifetimeMs: (limitSeconds + 60) * 1000 });
+  const before = snapshot(cwd);
   try {
     const begun = performance.now();
     const run = await runCli(
@@ -120,6 +135,8 @@ async function runExample(file: string): Promise<Outcome> {
         file,
         '--skip-gates',
         '--json',
+        '--run-id',
+        'bench',
         ...given.flatMap(([key, value]) => ['-i', `${key}=${value}`]),
       ],
       cwd,
@@ -130,10 +147,14 @@ async function runExample(file: string): Promise<Outcome> {
     const requests = sim.requests.filter((entry) => entry.outcome === 'reply');
     const result = parseResult(run.stdout);
     const readCheck = checkRead(requests);
+    const filesWritten = changedFiles(before, snapshot(cwd));
+    const toolsCalled = await toolCalls(cwd, { ...environment, ...providerEnvironment(sim.url) });
     const common = {
       ...base,
       seconds,
       requests: requests.length,
+      filesWritten,
+      toolsCalled,
       ...(readCheck === undefined ? {} : { readCheck }),
     };
     if (run.timedOut) {
@@ -193,8 +214,39 @@ function providerEnvironment(url: string): NodeJS.ProcessEnv {
   };
 }
 
-/** Read README.md when a prompt asks for it (once per step: turn 1), then conform to every schema. */
+/**
+ * Read README.md when a prompt asks for it (once per step: turn 1); write a file when a first turn asks
+ * for something written and the step may write (`write_file` on the API providers, `Write` on Claude
+ * Code), a new file each time; then conform to every schema.
+ */
 function scenarioFor(cwd: string): Scenario {
+  const writes = Array.from({ length: SCRIPTED_WRITES }, (_, index) => index + 1).flatMap((n) => [
+    {
+      name: `write ${n}`,
+      times: 1,
+      match: { tools: '^write_file$', turn: 1, text: ASKS_TO_WRITE },
+      reply: {
+        tool: {
+          name: 'write_file',
+          input: { path: `bench-output/step-${n}.md`, content: `# Step ${n}\n\nWritten.\n` },
+        },
+      },
+    },
+    {
+      name: `Write ${n}`,
+      times: 1,
+      match: { tools: '^Write$', turn: 1, text: ASKS_TO_WRITE },
+      reply: {
+        tool: {
+          name: 'Write',
+          input: {
+            file_path: join(cwd, 'bench-output', `claude-${n}.md`),
+            content: `# Step ${n}\n\nWritten.\n`,
+          },
+        },
+      },
+    },
+  ]);
   return {
     rules: [
       {
@@ -202,20 +254,56 @@ function scenarioFor(cwd: string): Scenario {
         match: { tools: '^Read$', turn: 1, text: 'read (the file )?README\\.md' },
         reply: { tool: { name: 'Read', input: { file_path: join(cwd, 'README.md') } } },
       },
+      {
+        name: 'read the file the prompt names',
+        match: { tools: '^read_file$', turn: 1, text: 'read (the file )?README\\.md' },
+        reply: { tool: { name: 'read_file', input: { path: 'README.md' } } },
+      },
+      ...writes,
     ],
     fallback: { conform: true, text: 'Done.' },
   };
+}
+
+/** Each file under `folder` (its state folder and Switchboard's left out) and a hash of its content. */
+function snapshot(folder: string): Map<string, string> {
+  const files = new Map<string, string>();
+  const walk = (current: string): void => {
+    for (const entry of readdirSync(current, { withFileTypes: true })) {
+      const path = join(current, entry.name);
+      const name = relative(folder, path);
+      if (name === 'state' || entry.name === '.switchboard' || entry.name === 'node_modules') continue;
+      if (entry.isDirectory()) walk(path);
+      else if (entry.isFile()) files.set(name, createHash('sha1').update(readFileSync(path)).digest('hex'));
+    }
+  };
+  walk(folder);
+  return files;
+}
+
+function changedFiles(before: Map<string, string>, after: Map<string, string>): number {
+  return [...after].filter(([name, hash]) => before.get(name) !== hash).length;
+}
+
+/** The run's `tool-call` events, as `workflow logs` reads them from its ledger. */
+async function toolCalls(cwd: string, env: NodeJS.ProcessEnv): Promise<number> {
+  const logs = await runCli(['workflow', 'logs', 'bench', '--json'], cwd, env, 60_000);
+  return logs.stdout
+    .split('\n')
+    .filter((line) => (parseJson(line) as { type?: string } | undefined)?.type === 'tool-call').length;
 }
 
 /** For a run where the read rule fired: were Read, Glob and Grep offered, and did the file reach the model? */
 function checkRead(requests: SimLogEntry[]): string | undefined {
   const reads = requests.filter((entry) => entry.rule === 'read the file the prompt names');
   if (reads.length === 0) return undefined;
-  const offered = ['Read', 'Glob', 'Grep'].every((tool) =>
-    reads.every((entry) => entry.tools.includes(tool)),
+  const offered = reads.every(
+    (entry) =>
+      ['Read', 'Glob', 'Grep'].every((tool) => entry.tools.includes(tool)) ||
+      ['read_file', 'list_files', 'search_files'].every((tool) => entry.tools.includes(tool)),
   );
   const reached = requests.some((entry) => JSON.stringify(entry.body).includes(CODEWORD));
-  return `${reads.length} step(s) asked to read README.md: Read/Glob/Grep offered ${offered ? 'yes' : 'NO'}, its content reached the simulator ${reached ? 'yes' : 'NO'}`;
+  return `${reads.length} step(s) asked to read README.md: Read/Glob/Grep (or read_file/list_files/search_files) offered ${offered ? 'yes' : 'NO'}, its content reached the simulator ${reached ? 'yes' : 'NO'}`;
 }
 
 async function validate(file: string, cwd: string, environment: NodeJS.ProcessEnv): Promise<Validation> {
@@ -333,7 +421,7 @@ function oneLine(value: unknown): string {
 
 function report(rows: Outcome[], wallSeconds: number): void {
   const table = [
-    ['example', 'validate', 'outcome', 'steps', 'requests', 's', 'detail'],
+    ['example', 'validate', 'outcome', 'steps', 'requests', 'files', 'tools', 's', 'detail'],
     ...rows.map((row) => [
       row.example,
       row.validation.valid
@@ -342,6 +430,8 @@ function report(rows: Outcome[], wallSeconds: number): void {
       row.status,
       String(row.steps),
       String(row.requests),
+      String(row.filesWritten),
+      String(row.toolsCalled),
       row.seconds.toFixed(1),
       [row.code, row.detail].filter(Boolean).join(': '),
     ]),
@@ -367,6 +457,13 @@ function report(rows: Outcome[], wallSeconds: number): void {
   console.log(
     `ran to completion with the simulator answering: ${count('completed')}/${rows.length}; failed ${count('failed')}, ` +
       `parked ${count('parked')}, timed out ${count('timed out')}`,
+  );
+  const worked = rows.filter(
+    (row) => row.status === 'completed' && (row.filesWritten > 0 || row.toolsCalled > 0),
+  );
+  console.log(
+    `completed and did work (wrote a file or called a tool): ${worked.length}/${rows.length}; ` +
+      `wrote files: ${rows.filter((row) => row.filesWritten > 0).length}, called tools: ${rows.filter((row) => row.toolsCalled > 0).length}`,
   );
   console.log(
     `model requests answered: ${rows.reduce((sum, row) => sum + row.requests, 0)}; wall ${wallSeconds.toFixed(0)} s`,
