@@ -226,3 +226,33 @@ describe.skipIf(process.platform !== 'linux' || !onPath('bwrap'))(
     });
   },
 );
+
+describe("a step's tools: that name a tool nothing offers", () => {
+  it('validate and run both say it is left out, where it was dropped without a word', async () => {
+    const flow = `workflow:
+  name: research
+  entry_point: researcher
+  runtime:
+    provider: openai
+    default_model: gpt-4.1-mini
+tools:
+  - web_search
+agents:
+  - name: researcher
+    tools: [web_search, read_file]
+    prompt: Research it.
+    routes:
+      - to: $end
+`;
+    const cwd = folder({ 'flow.yaml': flow });
+    const notice =
+      /step "researcher": web_search names no tool a server of runtime\.mcp_servers offers: left out of its tools/;
+    const validated = await runCli(['workflow', 'validate', 'flow.yaml'], { cwd, env: env() });
+    expect(validated.status, validated.stdout).toBe(0);
+    expect(validated.stdout).toMatch(notice);
+    sim.setScenario({ rules: [], fallback: { text: 'Researched.' } });
+    const ran = await runCli(['workflow', 'run', 'flow.yaml', '--json'], { cwd, env: env() });
+    expect(ran.status, ran.stderr).toBe(0);
+    expect(ran.stderr).toMatch(notice);
+  });
+});

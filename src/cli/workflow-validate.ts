@@ -110,12 +110,16 @@ async function providerNotices(
   settings: ProviderSettings,
 ): Promise<Problem[]> {
   const { stepProviderNotices } = await import('../workflows/providers.js');
-  const notices = stepProviderNotices(llmSteps(definition), {
-    runtime: { provider: definition.runtime.provider, defaultModel: definition.runtime.defaultModel },
-    providerMap: settings.providerMap,
-    override: settings.provider,
-    roles: settings.roles,
-  });
+  const notices = stepProviderNotices(
+    llmSteps(definition),
+    {
+      runtime: { provider: definition.runtime.provider, defaultModel: definition.runtime.defaultModel },
+      providerMap: settings.providerMap,
+      override: settings.provider,
+      roles: settings.roles,
+    },
+    definition.runtime.mcpServers,
+  );
   return notices.map((message) => ({ message }));
 }
 

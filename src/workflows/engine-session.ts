@@ -128,12 +128,16 @@ async function providerNotices(
 ): Promise<string[]> {
   if (!callsModels(workflow)) return [];
   const { stepProviderNotices } = await import('./providers.js');
-  return stepProviderNotices(everyStep(workflow), {
-    runtime: workflow.runtime,
-    providerMap: options.providerMap,
-    override: options.provider,
-    roles: options.roles,
-  });
+  return stepProviderNotices(
+    everyStep(workflow),
+    {
+      runtime: workflow.runtime,
+      providerMap: options.providerMap,
+      override: options.provider,
+      roles: options.roles,
+    },
+    workflow.runtime.mcpServers,
+  );
 }
 
 async function execution(drive: DriveOptions, lock: RunLock, signal: AbortSignal): Promise<RunExecution> {

@@ -2,7 +2,7 @@ import { SwitchboardError } from '../core/errors.js';
 import { parseProviderChain, PROVIDER_NAMES } from '../core/call-types.js';
 import { unknownToolProblem } from '../agents/task.js';
 import type { StepDefinition } from './model.js';
-import { FILE_TOOL_NAMES, fileToolFor } from './tool-names.js';
+import { FILE_TOOL_NAMES, fileToolFor, mcpToolReference } from './tool-names.js';
 
 /**
  * A workflow step's Conductor provider and model → the Switchboard spec `call()` takes.
@@ -289,13 +289,46 @@ export function usesClaudeCode(spec: string): boolean {
 }
 
 /**
+ * One line per step whose `tools:` names a tool by its own name (Conductor's workflow-level `tools:`,
+ * `web_search`) that no server of `runtime.mcp_servers` lists: nothing is known to offer it, so the
+ * step runs without it unless a server that allows all its tools (`*`) offers one of that name when it
+ * starts. Such a name passes `validate` (it is declared), and was once left out without a word.
+ */
+export function unofferedToolsNotices(
+  steps: readonly WrittenStep[],
+  mcpServers: Readonly<Record<string, { tools: readonly string[] }>>,
+): string[] {
+  const servers = Object.keys(mcpServers);
+  const open = servers.filter((server) => mcpServers[server]?.tools.includes('*') === true);
+  const notices: string[] = [];
+  for (const step of steps) {
+    const unoffered = (step.tools ?? []).filter(
+      (tool) =>
+        fileToolFor(tool) === undefined &&
+        unknownToolProblem(tool) !== undefined &&
+        mcpToolReference(tool, servers)?.server === undefined &&
+        !servers.some((server) => mcpServers[server]?.tools.includes(tool.trim()) === true),
+    );
+    if (unoffered.length === 0) continue;
+    const names = unoffered.join(', ');
+    notices.push(
+      open.length === 0
+        ? `step "${step.name ?? '?'}": ${names} names no tool a server of runtime.mcp_servers offers: left out of its tools (list it in a server's tools: under runtime.mcp_servers, or name a file tool or a Claude Code tool)`
+        : `step "${step.name ?? '?'}": ${names} names no tool a server of runtime.mcp_servers lists: left out of its tools unless ${open.join(', ')} (which allows all its tools) offers one by that name when the step starts it (name it as server__tool to have a missing tool fail the step)`,
+    );
+  }
+  return notices;
+}
+
+/**
  * What `run` and `validate` say of a workflow's LLM steps (the agent steps without `effects: git`):
- * which run on Claude Code for want of a mapping (`agentRuntimeNotices`), and which of their tools will
- * not run (`ignoredToolsNotices`).
+ * which run on Claude Code for want of a mapping (`agentRuntimeNotices`), which of their tools will
+ * not run (`ignoredToolsNotices`), and which name a tool nothing is known to offer (`unofferedToolsNotices`).
  */
 export function stepProviderNotices(
   steps: readonly StepDefinition[],
   request: Pick<StepSpecRequest, 'runtime' | 'providerMap' | 'override' | 'roles'>,
+  mcpServers: Readonly<Record<string, { tools: readonly string[] }>> = {},
 ): string[] {
   const written = steps.flatMap((step) =>
     step.type === 'agent' && step.git === undefined
@@ -314,5 +347,6 @@ export function stepProviderNotices(
     ...agentRuntimeNotices(written, request),
     ...ignoredToolsNotices(written, request),
     ...sessionKeyNotices(written, request),
+    ...unofferedToolsNotices(written, mcpServers),
   ];
 }
