@@ -1,4 +1,5 @@
-import { readdirSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
+import { secretFolderList } from '../core/secrets.js';
 import { isAbsolute, join, relative, resolve, sep } from 'node:path';
 
 // The one decision of which files inside a folder no tool may read or write, whoever reads: the API
@@ -177,4 +178,29 @@ export function deniedPathsIn(root: string, { skipGit = true }: { skipGit?: bool
   };
   walk(resolve(root));
   return found;
+}
+
+/**
+ * The secrets inside a working folder that is not a worktree, as absolute paths that exist now (what
+ * the Bash sandbox can mask, and the tool policy hides besides the deny list): every path the one deny
+ * list names in it (`deniedPathsIn`; git's folder stays, its Bash needs it), the `.env` files of every
+ * folder Switchboard loaded a `.env` from, and Switchboard's state folder (`.switchboard` in it, and
+ * `SWITCHBOARD_STATE_DIR` when set).
+ */
+export function secretPaths(cwd: string): string[] {
+  const paths = new Set<string>(deniedPathsIn(cwd));
+  for (const folder of secretFolderList()) {
+    let names: string[];
+    try {
+      names = readdirSync(folder);
+    } catch {
+      continue;
+    }
+    for (const name of names) if (fileRefusal(name) !== undefined) paths.add(join(folder, name));
+  }
+  for (const state of [join(cwd, '.switchboard'), process.env['SWITCHBOARD_STATE_DIR']]) {
+    if (state !== undefined && state !== '' && existsSync(resolve(cwd, state)))
+      paths.add(resolve(cwd, state));
+  }
+  return [...paths];
 }

@@ -145,6 +145,11 @@ export interface ConfinedInvocation {
    */
   gitDirectory?: string | undefined;
   /**
+   * Paths masked besides what the deny list names in `cwd` (`secretPaths` of a working folder that is
+   * not a worktree: the `.env` files of the folders Switchboard loaded one from). @default none
+   */
+  maskedPaths?: readonly string[] | undefined;
+  /**
    * Keep the machine's network. Without it the command gets a network namespace of its own, a
    * loopback with nothing on it: no local server (`serve`, a database) and nothing beyond.
    * @default false
@@ -178,6 +183,7 @@ export function confinedCommand({
   argv,
   hiddenDirectories = [],
   gitDirectory,
+  maskedPaths = [],
   network = false,
 }: ConfinedInvocation): ConfinedCommand {
   const unconfined = confinementShortfall();
@@ -211,7 +217,7 @@ export function confinedCommand({
       ...['--bind', worktree, worktree],
       // Read-only inside the writable worktree: see `denyWrite` in `sandboxSettings`.
       ...(existsSync(dotGit) ? ['--ro-bind', dotGit, dotGit] : []),
-      ...deniedMasks(worktree),
+      ...deniedMasks(worktree, maskedPaths, hidden),
       ...['--chdir', worktree, '--'],
       ...argv,
     ],
@@ -242,8 +248,15 @@ export function confinementShortfall(): string | undefined {
  * A link is left alone: bubblewrap would mask where it leads, and what it leads to is checked by its
  * own name. Git's folder stays (read-only above): git in the command needs it.
  */
-function deniedMasks(worktree: string): string[] {
-  return deniedPathsIn(worktree).flatMap((path) => {
+function deniedMasks(worktree: string, more: readonly string[], hidden: readonly string[]): string[] {
+  const paths = unique([...deniedPathsIn(worktree), ...more]).filter(
+    // Outside the worktree, inside a hidden folder, a path is gone already (and bubblewrap could not
+    // mask it there); the worktree's `.git` is read-only above.
+    (path) =>
+      (within(path, worktree) || !hidden.some((folder) => within(path, folder))) &&
+      path !== join(worktree, '.git'),
+  );
+  return paths.flatMap((path) => {
     try {
       const info = lstatSync(path);
       if (info.isDirectory()) return ['--tmpfs', path];

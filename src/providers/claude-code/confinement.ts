@@ -1,7 +1,5 @@
-import { existsSync, mkdirSync, readdirSync } from 'node:fs';
-import { join, resolve } from 'node:path';
-import { secretFolderList } from '../../core/secrets.js';
-import { deniedPathsIn, fileRefusal } from '../../confinement/file-access.js';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { agentEnvironment, claudeCodeVariables } from '../../agents/environment.js';
 import { processJail, type JailedSpawn } from '../../confinement/process-jail.js';
 import { sandboxSettings, type AgentSandboxSettings } from '../../confinement/sandbox.js';
@@ -183,27 +181,4 @@ async function forwarderFor(
   });
 }
 
-/**
- * The secrets inside a working folder that is not a worktree, as absolute paths that exist now (what
- * the Bash sandbox can mask, and the tool policy hides besides the deny list): every path the one deny
- * list names in it (`deniedPathsIn`; git's folder stays, its Bash needs it), the `.env` files of every
- * folder Switchboard loaded a `.env` from, and Switchboard's state folder (`.switchboard` in it, and
- * `SWITCHBOARD_STATE_DIR` when set).
- */
-export function secretPaths(cwd: string): string[] {
-  const paths = new Set<string>(deniedPathsIn(cwd));
-  for (const folder of secretFolderList()) {
-    let names: string[];
-    try {
-      names = readdirSync(folder);
-    } catch {
-      continue;
-    }
-    for (const name of names) if (fileRefusal(name) !== undefined) paths.add(join(folder, name));
-  }
-  for (const state of [join(cwd, '.switchboard'), process.env['SWITCHBOARD_STATE_DIR']]) {
-    if (state !== undefined && state !== '' && existsSync(resolve(cwd, state)))
-      paths.add(resolve(cwd, state));
-  }
-  return [...paths];
-}
+export { secretPaths } from '../../confinement/file-access.js';

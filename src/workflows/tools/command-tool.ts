@@ -1,3 +1,4 @@
+import { secretPaths } from '../../confinement/file-access.js';
 import { confinementShortfall, SANDBOX_VARIABLE } from '../../confinement/sandbox.js';
 import type { FilePolicy } from './file-policy.js';
 import { toolError, type StepTool, type ToolOutcome } from './step-tool.js';
@@ -68,7 +69,8 @@ async function runCommandTool(
     abortSignal: signal,
     tailLength: MAX_OUTPUT_CHARS,
     label: 'command',
-    confine: { hiddenDirectories: policy.hidden },
+    // The working directory is the caller's folder, not a worktree: what Claude Code's Bash gets masked there.
+    confine: { hiddenDirectories: policy.hidden, maskedPaths: secretPaths(policy.root) },
   });
   const output = result.outputTail.startsWith('…') ? result.outputTail.slice(1) : result.outputTail;
   const lines = [
