@@ -1,5 +1,5 @@
 import { realpathSync } from 'node:fs';
-import { lstat, mkdir, realpath } from 'node:fs/promises';
+import { lstat, mkdir, readdir, realpath, rm } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { fileRefusal } from '../../confinement/file-access.js';
 import { writeFileAtomically } from '../../store/atomic-file.js';
@@ -88,6 +88,7 @@ export class FilePolicy {
         return { ok: false, reason: `${asWritten}: changed while it was being written; try again` };
       }
       writeFileAtomically(target.real, content);
+      await removeAbandonedWrites(target.real);
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
       return {
@@ -160,5 +161,32 @@ export class FilePolicy {
       return `${asWritten}: outside the working directory (${this.root}); the file tools read and write only inside it`;
     }
     return fileRefusal(absolute, { root: this.root, hidden: this.hidden, named: asWritten });
+  }
+}
+
+/**
+ * Removes the temporary files of earlier writes of `file` whose process is gone (`writeFileAtomically`
+ * names them `.<name>.<pid>.<8 hex>.tmp`): a step killed in the middle of a write leaves one beside
+ * the file, half written, which the model's next `list_files` would show and a resumed step would
+ * find. A process still running may be writing: its file stays.
+ */
+async function removeAbandonedWrites(file: string): Promise<void> {
+  const name = basename(file);
+  const pattern = /^\.(.+)\.(\d+)\.[0-9a-f]{8}\.tmp$/;
+  const entries = await readdir(dirname(file)).catch(() => [] as string[]);
+  for (const entry of entries) {
+    const match = pattern.exec(entry);
+    if (match === null || match[1] !== name) continue;
+    if (processRuns(Number(match[2]))) continue;
+    await rm(join(dirname(file), entry), { force: true });
+  }
+}
+
+function processRuns(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
 }

@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import {
   mkdirSync,
   mkdtempSync,
@@ -59,6 +60,22 @@ describe('write_file and edit_file', () => {
     expect(edited).toEqual({ content: 'edited docs/design.md: 1 replaced' });
     expect(readFileSync(join(work, 'docs', 'design.md'), 'utf8')).toBe('# Design\n\nFinal\n');
     expect(readdirSync(join(work, 'docs'))).toEqual(['design.md']);
+  });
+
+  it("write_file removes what a killed write of the same file left beside it, and keeps a running process's", async () => {
+    const { work, tools } = workspace();
+    const gone = spawnSync(process.execPath, ['-e', '0']).pid;
+    const abandoned = `.notes.txt.${gone}.0123abcd.tmp`;
+    const running = `.notes.txt.${process.pid}.4567cdef.tmp`;
+    const other = `.other.txt.${gone}.89abcdef.tmp`;
+    for (const name of [abandoned, running, other]) writeFileSync(join(work, name), 'half writ');
+    expect(await tools.write_file.run({ path: 'notes.txt', content: 'whole\n' }, signal)).toEqual({
+      content: 'replaced notes.txt (1 lines)',
+    });
+    const left = readdirSync(work);
+    expect(left).not.toContain(abandoned);
+    expect(left).toContain(running);
+    expect(left).toContain(other);
   });
 
   it('edit_file refuses text that is missing or not unique, and replace_all replaces each', async () => {
