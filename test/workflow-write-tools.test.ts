@@ -1,4 +1,6 @@
 import { spawn } from 'node:child_process';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import {
   existsSync,
   mkdirSync,
@@ -226,6 +228,42 @@ describe.skipIf(process.platform !== 'linux' || !onPath('bwrap'))(
     });
   },
 );
+
+describe.skipIf(process.platform !== 'linux' || !onPath('bwrap'))('network: true on a step', () => {
+  it("gives its run_command the machine's network, which a step without it does not get", async () => {
+    const server = createServer((_, response) => response.end('reached the server'));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = server.address() as AddressInfo;
+      const command = `${JSON.stringify(process.execPath)} -e "fetch('http://127.0.0.1:${port}/').then((r) => r.text()).then(console.log, () => console.log('no connection'))" > fetched.txt`;
+      sim.setScenario({
+        rules: [
+          {
+            match: { provider: 'anthropic', turn: 1 },
+            reply: { tool: { name: 'run_command', input: { command } }, usage },
+          },
+          { match: { provider: 'anthropic', turn: 2 }, reply: { text: 'Fetched.', usage } },
+        ],
+      });
+      const flow = (network: string) =>
+        FLOW.replace('      - to: builder', '      - to: $end').replace(
+          '    prompt: Write the design document.\n',
+          `    prompt: Write the design document.\n${network}`,
+        );
+      for (const [network, expected] of [
+        ['    network: true\n', 'reached the server\n'],
+        ['', 'no connection\n'],
+      ] as const) {
+        const cwd = folder({ 'flow.yaml': flow(network) });
+        const result = await runCli(['workflow', 'run', 'flow.yaml', '--json'], { cwd, env: env() });
+        expect(result.status, result.stderr).toBe(0);
+        expect(readFileSync(join(cwd, 'fetched.txt'), 'utf8')).toBe(expected);
+      }
+    } finally {
+      server.close();
+    }
+  });
+});
 
 describe("a step's tools: that name a tool nothing offers", () => {
   it('validate and run both say it is left out, where it was dropped without a word', async () => {

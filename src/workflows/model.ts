@@ -135,6 +135,11 @@ export interface AgentStep extends StepCommon {
   tools?: string[];
   /** `effects: files` (Switchboard addition): the tools may write in the working directory, in place. */
   writesFiles?: boolean;
+  /**
+   * `network: true` (Switchboard addition): `run_command` on an API provider keeps the machine's
+   * network; without it the command's sandbox has none.
+   */
+  network?: boolean;
   retry?: RetryDefinition;
   timeoutSeconds?: number;
   /**

@@ -231,6 +231,7 @@ function buildAgent(raw: RawStep, common: Common, fail: Fail): StepDefinition {
     prompt: raw.prompt,
     ...optional('tools', raw.tools),
     ...(raw.effects === 'files' ? { writesFiles: true } : {}),
+    ...(raw.network === true ? { network: true } : {}),
     ...(raw.retry == null ? {} : { retry: buildRetry(raw.retry) }),
     ...optional('timeoutSeconds', raw.timeout_seconds),
     ...optional('maxAgentIterations', raw.max_agent_iterations),

@@ -195,6 +195,8 @@ export const stepSchema = z.strictObject({
   default: text.nullish(),
   mcp: z.union([z.boolean(), z.array(z.string())]).nullish(),
   effects: z.enum(['git', 'files']).nullish(),
+  /** Switchboard addition: `run_command` keeps the machine's network (else none). */
+  network: z.boolean().nullish(),
   repo: z.string().nullish(),
   base: z.string().nullish(),
   verify: z.string().nullish(),

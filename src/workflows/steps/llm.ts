@@ -171,6 +171,7 @@ async function apiStepToolset(context: StepContext, step: AgentStep): Promise<St
     return await openStepToolset({
       names: step.tools,
       step: step.name,
+      network: step.network === true,
       workingDirectory: cwd,
       hidden: [
         context.stateDir,

@@ -14,15 +14,15 @@ const MAX_OUTPUT_CHARS = 30_000;
  * `run_command` for a step on an API provider: a shell command in the working directory, inside the
  * same bubblewrap sandbox as a task's verify command (`confinedCommand`): the working directory
  * writable, the deny list's files in it masked, `HOME`, the temporary folders and the state folders
- * hidden, no network, no secret in its environment (`agentEnvironment`). Bounded in time (the
+ * hidden, no network unless the step says `network: true`, no secret in its environment (`agentEnvironment`). Bounded in time (the
  * process group is killed) and in output (its last part, saying how much was cut). Refused, in one
  * line, where the sandbox is missing, unless the user turned it off (`SWITCHBOARD_AGENT_SANDBOX=off`).
  */
-export function commandTool(policy: FilePolicy): StepTool {
+export function commandTool(policy: FilePolicy, { network = false }: { network?: boolean } = {}): StepTool {
   return {
     definition: {
       name: 'run_command',
-      description: `Runs a shell command (sh -c) in the working directory, in a sandbox: it may change files there; it has no network and no home folder. Answers its exit code and output (the last ${MAX_OUTPUT_CHARS} characters). Stopped after "timeout_seconds".`,
+      description: `Runs a shell command (sh -c) in the working directory, in a sandbox: it may change files there; it has ${network ? 'the network but' : 'no network and'} no home folder. Answers its exit code and output (the last ${MAX_OUTPUT_CHARS} characters). Stopped after "timeout_seconds".`,
       inputSchema: {
         type: 'object',
         properties: {
@@ -37,7 +37,7 @@ export function commandTool(policy: FilePolicy): StepTool {
         required: ['command'],
       },
     },
-    run: (input, signal) => runCommandTool(policy, input, signal),
+    run: (input, signal) => runCommandTool(policy, input, signal, network),
   };
 }
 
@@ -45,6 +45,7 @@ async function runCommandTool(
   policy: FilePolicy,
   input: Record<string, unknown>,
   signal: AbortSignal,
+  network: boolean,
 ): Promise<ToolOutcome> {
   const command = input['command'];
   if (typeof command !== 'string' || command.trim() === '') {
@@ -70,7 +71,7 @@ async function runCommandTool(
     tailLength: MAX_OUTPUT_CHARS,
     label: 'command',
     // The working directory is the caller's folder, not a worktree: what Claude Code's Bash gets masked there.
-    confine: { hiddenDirectories: policy.hidden, maskedPaths: secretPaths(policy.root) },
+    confine: { hiddenDirectories: policy.hidden, maskedPaths: secretPaths(policy.root), network },
   });
   const output = result.outputTail.startsWith('…') ? result.outputTail.slice(1) : result.outputTail;
   const lines = [

@@ -43,7 +43,10 @@ const pathProperty = { type: 'string', description: 'Relative to the working dir
  * answer; `write_file` and `edit_file` (an exact string replaced, as Claude Code's Edit), which write
  * through the same policy, whole or not at all; and `run_command`, in the sandbox (`commandTool`).
  */
-export function fileTools(policy: FilePolicy): Record<FileToolName, StepTool> {
+export function fileTools(
+  policy: FilePolicy,
+  { network = false }: { network?: boolean } = {},
+): Record<FileToolName, StepTool> {
   return {
     read_file: {
       definition: {
@@ -137,7 +140,7 @@ export function fileTools(policy: FilePolicy): Record<FileToolName, StepTool> {
       },
       run: (input) => editFileTool(policy, input),
     },
-    run_command: commandTool(policy),
+    run_command: commandTool(policy, { network }),
   };
 }
 

@@ -21,6 +21,8 @@ export interface StepToolsetOptions {
   workingDirectory: string;
   /** Folders the file tools never read (Switchboard's state folders). */
   hidden: readonly string[];
+  /** `run_command` keeps the machine's network (the step's `network: true`). @default false */
+  network?: boolean | undefined;
   /** The MCP servers the engine let through for this step. */
   mcpServers: Readonly<Record<string, StepMcpServer>>;
   signal: AbortSignal;
@@ -38,7 +40,9 @@ export interface StepToolsetOptions {
 export async function openStepToolset(options: StepToolsetOptions): Promise<StepToolset> {
   const servers = Object.keys(options.mcpServers);
   const choice = stepToolChoice(options.names, servers);
-  const files = fileTools(new FilePolicy(options.workingDirectory, options.hidden));
+  const files = fileTools(new FilePolicy(options.workingDirectory, options.hidden), {
+    network: options.network === true,
+  });
   const wanted = new Set(mcpServersReached(choice, servers));
   const mcp =
     wanted.size === 0

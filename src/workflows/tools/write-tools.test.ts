@@ -1,4 +1,6 @@
 import { spawnSync } from 'node:child_process';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import {
   mkdirSync,
   mkdtempSync,
@@ -156,6 +158,26 @@ describe.skipIf(process.platform !== 'linux' || !onPath('bwrap'))('run_command',
     expect(readFileSync(join(work, 'out.txt'), 'utf8')).toBe('built\n');
     // The masks hide the secret only inside the sandbox: the file itself is untouched.
     expect(readFileSync(join(work, 'sub', '.env'), 'utf8')).toBe(`TOKEN=${SECRET}\n`);
+  });
+
+  it('has no network unless the step says network: true', async () => {
+    delete process.env[SANDBOX_VARIABLE];
+    const server = createServer((_, response) => response.end('reached the server'));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = server.address() as AddressInfo;
+      const command = `${JSON.stringify(process.execPath)} -e "fetch('http://127.0.0.1:${port}/').then((r) => r.text()).then(console.log, () => console.log('no connection'))"`;
+      const { work } = workspace();
+      const closed = await fileTools(new FilePolicy(work, [])).run_command.run({ command }, signal);
+      expect(closed.content).toMatch(/^exit code 0\nno connection/);
+      const open = await fileTools(new FilePolicy(work, []), { network: true }).run_command.run(
+        { command },
+        signal,
+      );
+      expect(open.content).toMatch(/^exit code 0\nreached the server/);
+    } finally {
+      server.close();
+    }
   });
 
   it('stops a command at its timeout and cuts a long output, saying so', async () => {
