@@ -1,4 +1,4 @@
-import { mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -279,5 +279,39 @@ describe('type: agent without effects: git', () => {
     };
     expect(await offered(['Read'])).toEqual(['Read']);
     expect(await offered(['Read', 'loud__shout'])).toEqual(['Read', 'mcp__loud__shout']);
+  });
+
+  it("claude-agent-sdk: the file tools' names that write stand for Claude Code's: write_file and edit_file are Write and Edit, and its Write lands in the working directory", async () => {
+    const dir = folder();
+    sim.setScenario({
+      rules: [
+        {
+          match: { tools: '^Write$', turn: 1 },
+          reply: {
+            tool: {
+              name: 'Write',
+              input: { file_path: join(dir, 'made.md'), content: 'made by Claude Code\n' },
+            },
+          },
+        },
+      ],
+      fallback: { text: 'done' },
+    });
+    const before = sim.requests.length;
+    const context = testStepContext({
+      step: agentStep({
+        provider: 'claude-agent-sdk',
+        model: 'claude-haiku-4.5',
+        tools: ['write_file', 'edit_file'],
+      }),
+      dir,
+      stateDir: join(dir, '.switchboard'),
+      registry: registry(),
+      scope: { workflow: { input: { draft: 'x' } } },
+    });
+    expect(await executeAgentStep(context)).toMatchObject({ status: 'completed' });
+    const first = sim.requests.slice(before).find((request) => request.turn === 1);
+    expect(first?.tools?.sort()).toEqual(['Edit', 'Write']);
+    expect(readFileSync(join(dir, 'made.md'), 'utf8')).toBe('made by Claude Code\n');
   });
 });
