@@ -37,7 +37,7 @@ export interface RunVerifyOptions {
    * Run it in a sandbox as the agent's Bash runs (see `confinedCommand`), hiding `hiddenDirectories`
    * too: a command that runs code the agent may have changed must. @default unconfined
    */
-  confine?: CommandSandbox & Pick<ConfinedInvocation, 'network' | 'maskedPaths'>;
+  confine?: CommandSandbox & Pick<ConfinedInvocation, 'network' | 'maskDenied' | 'maskedPaths'>;
 }
 
 /**

@@ -145,8 +145,17 @@ export interface ConfinedInvocation {
    */
   gitDirectory?: string | undefined;
   /**
-   * Paths masked besides what the deny list names in `cwd` (`secretPaths` of a working folder that is
-   * not a worktree: the `.env` files of the folders Switchboard loaded one from). @default none
+   * Mask what the one deny list names inside `cwd` (`deniedPathsIn`: a nested `.env`, `.aws/`, a key),
+   * and `maskedPaths`: a command the model writes (`run_command`) must read nothing the file tools
+   * refuse. Off for a task's setup and verify, which the task's author writes and which may need a
+   * project `.npmrc` or a `.env.test` (the agent's own Bash is kept from them by Claude Code's sandbox).
+   * @default false
+   */
+  maskDenied?: boolean | undefined;
+  /**
+   * Paths masked besides what the deny list names in `cwd`, with `maskDenied` (`secretPaths` of a
+   * working folder that is not a worktree: the `.env` files of the folders Switchboard loaded one from).
+   * @default none
    */
   maskedPaths?: readonly string[] | undefined;
   /**
@@ -183,6 +192,7 @@ export function confinedCommand({
   argv,
   hiddenDirectories = [],
   gitDirectory,
+  maskDenied = false,
   maskedPaths = [],
   network = false,
 }: ConfinedInvocation): ConfinedCommand {
@@ -217,7 +227,7 @@ export function confinedCommand({
       ...['--bind', worktree, worktree],
       // Read-only inside the writable worktree: see `denyWrite` in `sandboxSettings`.
       ...(existsSync(dotGit) ? ['--ro-bind', dotGit, dotGit] : []),
-      ...deniedMasks(worktree, maskedPaths, hidden),
+      ...(maskDenied ? deniedMasks(worktree, maskedPaths, hidden) : []),
       ...['--chdir', worktree, '--'],
       ...argv,
     ],

@@ -71,7 +71,12 @@ async function runCommandTool(
     tailLength: MAX_OUTPUT_CHARS,
     label: 'command',
     // The working directory is the caller's folder, not a worktree: what Claude Code's Bash gets masked there.
-    confine: { hiddenDirectories: policy.hidden, maskedPaths: secretPaths(policy.root), network },
+    confine: {
+      hiddenDirectories: policy.hidden,
+      maskDenied: true,
+      maskedPaths: secretPaths(policy.root),
+      network,
+    },
   });
   const output = result.outputTail.startsWith('…') ? result.outputTail.slice(1) : result.outputTail;
   const lines = [
