@@ -21,6 +21,7 @@ const POSTGRES_FILES = [
   'test/agent-verify-sandbox.test.ts',
   'test/cli-workflow-runs.test.ts',
   'test/serve-ui.test.ts',
+  'test/workflow-guidance.test.ts',
 ];
 
 export default defineConfig({

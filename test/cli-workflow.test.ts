@@ -297,6 +297,7 @@ describe('switchboard workflow: help', () => {
     status: ['--json'],
     ls: ['--limit <n>', '--json'],
     gate: ['--choose <value>', '--text <text>', '--by <name>', '--no-continue', '--json'],
+    guide: ['--step <name>', '--by <name>', '--json'],
     cancel: ['--json'],
     validate: ['--provider <spec>', '--provider-map <name=spec>', '--json'],
     logs: ['--follow', '--json'],

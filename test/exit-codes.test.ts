@@ -426,6 +426,15 @@ const cases: Record<keyof typeof EXIT_CODES, Case> = {
     return run(['keys', 'create', '--name', 'ci'], cwd);
   },
   KEY_NOT_FOUND: () => run(['keys', 'revoke', 'no-such-key']),
+  RUN_ENDED: async () => {
+    // Guidance for a run no model turn will take again is refused, not kept.
+    const cwd = workflowFile(GATED);
+    const parked = await run(['workflow', 'run', 'flow.yaml', '--run-id', 'ended'], cwd);
+    expect(parked.status, parked.stderr).toBe(EXIT_CODES.WORKFLOW_WAITING);
+    const cancelled = await run(['workflow', 'cancel', 'ended'], cwd);
+    expect(cancelled.status, cancelled.stderr).toBe(EXIT_CODES.OK);
+    return run(['workflow', 'guide', 'ended', 'look at the tests first'], cwd);
+  },
   // A full or read-only file system needs a mount of its own (root, a mount namespace): asserted there.
   LEDGER_UNWRITABLE: {
     coveredBy: {

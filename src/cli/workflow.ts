@@ -330,13 +330,14 @@ export function registerWorkflowCommand(program: Command): void {
     .command('workflow')
     .alias('wf')
     .description(
-      'run Conductor-format workflows, checkpointed at every step: run, resume, status, ls, gate, cancel, validate, logs',
+      'run Conductor-format workflows, checkpointed at every step: run, resume, status, ls, gate, guide, cancel, validate, logs',
     );
   addRunCommand(workflow);
   addResumeCommand(workflow);
   addStatusCommand(workflow);
   addLsCommand(workflow);
   addGateCommand(workflow);
+  addGuideCommand(workflow);
   addCancelCommand(workflow);
   addValidateCommand(workflow);
   addLogsCommand(workflow);
@@ -602,6 +603,44 @@ function addGateCommand(workflow: Command): void {
         `recorded ${chosen} for gate ${step ?? result.gate?.step ?? result.step ?? ''} of ${result.id} (continue it: switchboard workflow resume ${result.id})\n`,
       );
   });
+}
+
+function addGuideCommand(workflow: Command): void {
+  workflow
+    .command('guide')
+    .description(
+      "steer a run: its next model turn (a step's next request) reads the text as a user message; from any process on the run's ledger",
+    )
+    .argument('<run>', 'run id')
+    .argument('<text>', 'the words for the model')
+    .option(
+      '--step <name>',
+      "only this step's model turns take it (default: whichever step calls a model next)",
+    )
+    .option('--by <name>', 'who sent it, as the model and the ledger see it (default: your user name)')
+    .option('--json', 'print the recorded guidance as one JSON object')
+    .action(
+      async (
+        runId: string,
+        text: string,
+        flags: { step?: string; by?: string; json?: boolean },
+        command: Command,
+      ) => {
+        const { guideWorkflowRun } = await import('../workflows/index.js');
+        const guidance = await guideWorkflowRun({
+          stateDir: settingsOf(command).stateDir,
+          runId,
+          text,
+          ...(flags.step === undefined ? {} : { step: flags.step }),
+          ...(flags.by === undefined ? {} : { sentBy: flags.by }),
+        });
+        if (flags.json === true) process.stdout.write(`${JSON.stringify(guidance, null, 2)}\n`);
+        else
+          process.stdout.write(
+            `recorded guidance ${guidance.id} for ${guidance.runId}; ${guidance.step === undefined ? 'the next model turn' : `the next model turn of "${guidance.step}"`} reads it (see where it lands: switchboard workflow logs ${guidance.runId})\n`,
+          );
+      },
+    );
 }
 
 function addCancelCommand(workflow: Command): void {

@@ -61,6 +61,7 @@ export const ERROR_CODES = [
   'FILE_REFUSED',
   'KEY_EXISTS',
   'KEY_NOT_FOUND',
+  'RUN_ENDED',
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
@@ -229,6 +230,8 @@ export const EXIT_CODES = {
   KEY_EXISTS: 69,
   /** `keys revoke`: no virtual key has that name or id. */
   KEY_NOT_FOUND: 70,
+  /** `workflow guide`: the run has ended (completed or cancelled), so no model turn will read the guidance; nothing was recorded. */
+  RUN_ENDED: 71,
   /**
    * The ledger cannot be written: its disk is full or its folder (or database) is read-only. Before a call
    * reserved its budget nothing was sent; an answer that came back is kept (exit 0, a warning) instead.

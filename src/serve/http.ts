@@ -86,7 +86,7 @@ export function statusFor(code: ErrorCode): number {
   // The server's own disk is full or read-only: nothing was sent; a retry once it has room may pass.
   if (code === 'LEDGER_UNWRITABLE') return 507;
   if (code === 'RUN_NOT_FOUND') return 404;
-  if (code === 'GATE_TAKEN' || code === 'WORKFLOW_LOCKED') return 409;
+  if (code === 'GATE_TAKEN' || code === 'WORKFLOW_LOCKED' || code === 'RUN_ENDED') return 409;
   // The rest come from the providers: an upstream failure.
   return 502;
 }

@@ -487,6 +487,27 @@ export const MIGRATIONS: readonly Migration[] = [
       -- The W3C traceparent of the span a run started under: a worker or a \`workflow resume\` on any
       -- machine parents its spans under it, so the whole run is one trace.
       ALTER TABLE workflow_runs ADD COLUMN trace_context TEXT;   -- NULL: started without tracing
+      `,
+  },
+  {
+    version: 17,
+    description: 'guidance for running workflow runs',
+    sql: `
+      -- Text a person sent a run while it goes (\`workflow guide\`), delivered to the next model turn of
+      -- one of its steps: any process on the ledger records it, the run's owner takes it.
+      CREATE TABLE workflow_guidance (
+        run_id          TEXT NOT NULL,
+        step            TEXT,                     -- NULL: the run's next model turn, whichever step takes it
+        text            TEXT NOT NULL,
+        sent_by         TEXT NOT NULL,
+        sent_at         INTEGER NOT NULL,
+        delivered_step  TEXT,                     -- NULL until a model turn took it
+        delivered_key   TEXT,
+        delivered_visit INTEGER,
+        delivered_turn  INTEGER,
+        delivered_at    INTEGER
+      );
+      CREATE INDEX workflow_guidance_run ON workflow_guidance (run_id, delivered_at);
     `,
   },
 ];

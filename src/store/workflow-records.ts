@@ -84,6 +84,28 @@ export interface StoredGateAnswer {
   answeredAt: number;
 }
 
+/** Guidance a person sent a run (`workflow_guidance`), and where it landed once a model turn took it. */
+export interface StoredGuidance {
+  /** The row's number, unique in the ledger. */
+  id: number;
+  runId: string;
+  /** For this step's model turns only; undefined: the run's next model turn. */
+  step?: string;
+  text: string;
+  sentBy: string;
+  sentAt: number;
+  delivered?: GuidanceLanding;
+}
+
+/** The model turn that took guidance: the step's name, its execution key and visit, the turn's number. */
+export interface GuidanceLanding {
+  step: string;
+  key: string;
+  visit: number;
+  turn: number;
+  at?: number;
+}
+
 export interface StoredWorkflowEvent {
   runId: string;
   seq: number;
@@ -812,6 +834,89 @@ export class WorkflowStore {
     });
   }
 
+  /**
+   * Records guidance for the run from any process, unless the run has ended (completed or cancelled: no
+   * model turn will take it), checked in the same transaction as the insert. Returns the row, or the
+   * status of the ended run (nothing recorded).
+   */
+  async recordGuidance(
+    runId: string,
+    guidance: { step?: string; text: string; sentBy: string; sentAt: number },
+  ): Promise<{ recorded: StoredGuidance } | { ended: WorkflowRunRow['status'] }> {
+    return this.write(runId, 'record guidance', async (tx) => {
+      const run = await tx.get<{ status: string }>('SELECT status FROM workflow_runs WHERE id = ?', [runId]);
+      if (run === undefined || run.status === 'completed' || run.status === 'cancelled') {
+        return { ended: (run?.status ?? 'cancelled') as WorkflowRunRow['status'] };
+      }
+      const text = redactSecrets(guidance.text);
+      await tx.run(
+        'INSERT INTO workflow_guidance (run_id, step, text, sent_by, sent_at) VALUES (?, ?, ?, ?, ?)',
+        [runId, guidance.step ?? null, text, guidance.sentBy, guidance.sentAt],
+      );
+      const row = (await tx.get<GuidanceRow>(
+        `SELECT ${GUIDANCE_COLUMNS} FROM workflow_guidance WHERE run_id = ? ORDER BY rowid DESC LIMIT 1`,
+        [runId],
+      ))!;
+      const recorded = guidanceFromRow(row);
+      await this.insertEvent(tx, runId, {
+        type: 'guidance-sent',
+        ...(recorded.step === undefined ? {} : { step: recorded.step }),
+        data: { id: recorded.id, text: recorded.text, sentBy: recorded.sentBy },
+      });
+      return { recorded };
+    });
+  }
+
+  /**
+   * Takes the run's undelivered guidance for a model turn of `landing.step` (rows for that step, and
+   * rows for no step), oldest first, marking each delivered there with a `guidance-delivered` event, in
+   * one transaction: of two turns asking at once, each row goes to exactly one.
+   */
+  async takeGuidance(runId: string, landing: GuidanceLanding): Promise<StoredGuidance[]> {
+    return this.write(runId, 'take guidance', async (tx) => {
+      const rows = await tx.all<GuidanceRow>(
+        `SELECT ${GUIDANCE_COLUMNS} FROM workflow_guidance
+           WHERE run_id = ? AND delivered_at IS NULL AND (step IS NULL OR step = ?) ORDER BY rowid`,
+        [runId, landing.step],
+      );
+      const at = this.now();
+      const taken: StoredGuidance[] = [];
+      for (const row of rows) {
+        await tx.run(
+          `UPDATE workflow_guidance SET delivered_step = ?, delivered_key = ?, delivered_visit = ?,
+               delivered_turn = ?, delivered_at = ? WHERE rowid = ?`,
+          [landing.step, landing.key, landing.visit, landing.turn, at, row.guidance_row],
+        );
+        const guidance = { ...guidanceFromRow(row), delivered: { ...landing, at } };
+        taken.push(guidance);
+        await this.insertEvent(tx, runId, {
+          type: 'guidance-delivered',
+          step: landing.step,
+          key: landing.key,
+          data: {
+            id: guidance.id,
+            visit: landing.visit,
+            turn: landing.turn,
+            sentBy: guidance.sentBy,
+            sentAt: new Date(guidance.sentAt).toISOString(),
+          },
+        });
+      }
+      return taken;
+    });
+  }
+
+  /** The run's guidance, delivered or not, oldest first. */
+  async guidance(runId: string): Promise<StoredGuidance[]> {
+    const rows = await this.read('read guidance', () =>
+      this.database.all<GuidanceRow>(
+        `SELECT ${GUIDANCE_COLUMNS} FROM workflow_guidance WHERE run_id = ? ORDER BY rowid`,
+        [runId],
+      ),
+    );
+    return rows.map(guidanceFromRow);
+  }
+
   /** Appends an event outside an owner's writes (a gate answer, a refused resume). */
   async appendEvent(runId: string, event: NewWorkflowEvent): Promise<void> {
     await this.write(runId, 'record a workflow event', (tx) => this.insertEvent(tx, runId, event));
@@ -994,4 +1099,41 @@ function gateAnswerFromRow(row: GateRow, visit: number | undefined): StoredGateA
   if (visit !== undefined) answer.visit = visit;
   if (row.text !== null) answer.text = row.text;
   return answer;
+}
+
+type GuidanceRow = {
+  guidance_row: number;
+  run_id: string;
+  step: string | null;
+  text: string;
+  sent_by: string;
+  sent_at: number;
+  delivered_step: string | null;
+  delivered_key: string | null;
+  delivered_visit: number | null;
+  delivered_turn: number | null;
+  delivered_at: number | null;
+};
+const GUIDANCE_COLUMNS =
+  'rowid AS guidance_row, run_id, step, text, sent_by, sent_at, delivered_step, delivered_key, delivered_visit, delivered_turn, delivered_at';
+
+function guidanceFromRow(row: GuidanceRow): StoredGuidance {
+  const guidance: StoredGuidance = {
+    id: Number(row.guidance_row),
+    runId: row.run_id,
+    text: row.text,
+    sentBy: row.sent_by,
+    sentAt: Number(row.sent_at),
+  };
+  if (row.step !== null) guidance.step = row.step;
+  if (row.delivered_at !== null) {
+    guidance.delivered = {
+      step: row.delivered_step ?? '',
+      key: row.delivered_key ?? '',
+      visit: Number(row.delivered_visit ?? 0),
+      turn: Number(row.delivered_turn ?? 0),
+      at: Number(row.delivered_at),
+    };
+  }
+  return guidance;
 }

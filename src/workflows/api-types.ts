@@ -127,6 +127,29 @@ export interface AnswerGateOptions extends WorkflowEngineOptions {
   continue?: boolean;
 }
 
+export interface GuideWorkflowOptions extends WorkflowEngineOptions {
+  runId: string;
+  /** The words for the model, as a user message at its next turn. */
+  text: string;
+  /** Only this step's model turns take it. @default the run's next model turn, whichever step takes it */
+  step?: string;
+  /** Who sent it, as the model and the ledger see it. @default the OS user name */
+  sentBy?: string;
+}
+
+/** Guidance as recorded, and where it landed once a model turn took it. */
+export interface WorkflowGuidance {
+  id: number;
+  runId: string;
+  step?: string;
+  text: string;
+  sentBy: string;
+  /** ISO time. */
+  sentAt: string;
+  /** The model turn that read it: the step, its execution key and visit, the turn (1 = the first request). */
+  delivered?: { step: string; key: string; visit: number; turn: number; at: string };
+}
+
 /** One row of a run's step table. */
 export interface StepView {
   key: string;

@@ -7,7 +7,7 @@ import type { WorkflowStepRow } from '../store/workflow-records.js';
 import { renderTemplate } from './engine-deps.js';
 import type { RunExecution } from './engine-types.js';
 import type { StepDefinition } from './model.js';
-import type { GateAnswer, StepContext, StepOutcome, TemplateScope } from './step-executor.js';
+import type { GateAnswer, StepContext, StepGuidance, StepOutcome, TemplateScope } from './step-executor.js';
 import { runChildWorkflow } from './engine-child.js';
 
 /** One execution of one step: where it sits in the run and what it sees. */
@@ -175,6 +175,7 @@ function stepContext(
     runEvents: async (type) => (await exec.store.events(run.id)).filter((event) => event.type === type),
     runChild: (file, inputs) => runChildWorkflow(exec, slot, file, inputs),
     gateAnswer: (fallback) => gateAnswer(exec, slot, fallback),
+    takeGuidance: (turn) => takeGuidance(exec, slot, turn),
   };
   if (exec.deadline !== undefined) context.deadline = exec.deadline;
   if (exec.options.checkRepository !== undefined) context.checkRepository = exec.options.checkRepository;
@@ -313,6 +314,22 @@ function mcpServersFor(exec: RunExecution, step: StepDefinition): Record<string,
         ? optIn.filter((name) => name in servers)
         : [];
   return Object.fromEntries(names.map((name) => [name, { ...servers[name] }]));
+}
+
+/** The run's undelivered guidance for this execution's model turn, marked delivered to it. */
+async function takeGuidance(exec: RunExecution, slot: ExecutionSlot, turn: number): Promise<StepGuidance[]> {
+  const taken = await exec.store.takeGuidance(exec.run.id, {
+    step: slot.step.name,
+    key: slot.key,
+    visit: slot.visit,
+    turn,
+  });
+  if (taken.length > 0) await exec.deliverEvents();
+  return taken.map((guidance) => ({
+    text: guidance.text,
+    sentBy: guidance.sentBy,
+    sentAt: new Date(guidance.sentAt).toISOString(),
+  }));
 }
 
 async function gateAnswer(

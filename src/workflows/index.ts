@@ -1,8 +1,16 @@
 import { userInfo } from 'node:os';
 import { isSwitchboardError, SwitchboardError } from '../core/errors.js';
-import type { StoredGateAnswer, WorkflowRunRow, WorkflowStore } from '../store/workflow-records.js';
+import type {
+  StoredGateAnswer,
+  StoredGuidance,
+  WorkflowRunRow,
+  WorkflowStore,
+} from '../store/workflow-records.js';
+import { closestName } from '../core/closest-name.js';
 import type {
   AnswerGateOptions,
+  GuideWorkflowOptions,
+  WorkflowGuidance,
   RecordedWorkflowRun,
   ResumeWorkflowOptions,
   RunWorkflowOptions,
@@ -240,6 +248,105 @@ function gateTaken(runId: string, earlier: StoredGateAnswer, choice: string): Sw
       },
     },
   );
+}
+
+/**
+ * Records guidance for a run from any process on its ledger: the next model turn of one of its steps
+ * (of `step` when named) reads it as a user message, `Guidance from <sentBy> at <time>: <text>`, and a
+ * `guidance-delivered` event says which step, visit and turn took it. Sent while the run is parked at a
+ * gate or between steps, it reaches the next step that calls a model.
+ *
+ * @throws SwitchboardError `RUN_ENDED` when the run has completed or was cancelled (nothing is recorded),
+ *   `RUN_NOT_FOUND`, `INVALID_INPUT` (no text, or `step` names no step that calls a model)
+ */
+export async function guideWorkflowRun(options: GuideWorkflowOptions): Promise<WorkflowGuidance> {
+  const text = options.text.trim();
+  if (text === '') {
+    throw new SwitchboardError('INVALID_INPUT', 'the guidance is empty', {
+      hint: 'give the words for the model: switchboard workflow guide RUN "look at the tests first"',
+    });
+  }
+  const session = await openStores(options);
+  try {
+    const run = await findRun(session.store, options.runId);
+    if (isEnded(run)) throw runEnded(run);
+    if (options.step !== undefined) {
+      await guidedStep(await loadDefinition(run.file, options), options.step);
+    }
+    const result = await session.store.recordGuidance(run.id, {
+      ...(options.step === undefined ? {} : { step: options.step }),
+      text,
+      sentBy: options.sentBy ?? userInfo().username,
+      sentAt: Date.now(),
+    });
+    if ('ended' in result) throw runEnded({ ...run, status: result.ended });
+    return guidanceView(result.recorded);
+  } finally {
+    await session.close();
+  }
+}
+
+/** The run's guidance, oldest first, each with where it landed once delivered. Throws RUN_NOT_FOUND. */
+export async function listWorkflowGuidance(
+  runId: string,
+  options: WorkflowEngineOptions = {},
+): Promise<WorkflowGuidance[]> {
+  const session = await openStores(options);
+  try {
+    const run = await findRun(session.store, runId);
+    return (await session.store.guidance(run.id)).map(guidanceView);
+  } finally {
+    await session.close();
+  }
+}
+
+/** Completed and cancelled runs take no more model turns (a failed one may be resumed). */
+function isEnded(run: WorkflowRunRow): boolean {
+  return run.status === 'completed' || run.status === 'cancelled';
+}
+
+function runEnded(run: WorkflowRunRow): SwitchboardError {
+  return new SwitchboardError(
+    'RUN_ENDED',
+    `workflow run ${run.id} has ${run.status === 'completed' ? 'completed' : 'been cancelled'}; no model turn will read guidance, so none was recorded`,
+    {
+      hint: 'guide a run that is running, waiting at a gate or failed (before its resume)',
+      retryable: false,
+    },
+  );
+}
+
+/** The step guidance names must be one of the workflow's steps that call a model. */
+async function guidedStep(workflow: WorkflowDefinition, name: string): Promise<void> {
+  const models = [...workflow.steps.values()]
+    .filter((step) => step.type === 'agent')
+    .map((step) => step.name);
+  if (models.includes(name)) return;
+  const known = workflow.steps.has(name);
+  const near = known ? undefined : closestName(name, workflow.steps.keys());
+  throw new SwitchboardError(
+    'INVALID_INPUT',
+    known
+      ? `step "${name}" of ${workflow.file} does not call a model, so it cannot read guidance`
+      : `${workflow.file} has no step "${name}"${near === undefined ? '' : ` (did you mean ${near}?)`}`,
+    { hint: `name a step that calls a model: ${models.join(', ') || '(none)'}; or leave --step out` },
+  );
+}
+
+function guidanceView(guidance: StoredGuidance): WorkflowGuidance {
+  const view: WorkflowGuidance = {
+    id: guidance.id,
+    runId: guidance.runId,
+    text: guidance.text,
+    sentBy: guidance.sentBy,
+    sentAt: new Date(guidance.sentAt).toISOString(),
+  };
+  if (guidance.step !== undefined) view.step = guidance.step;
+  if (guidance.delivered !== undefined) {
+    const { at, ...landing } = guidance.delivered;
+    view.delivered = { ...landing, at: new Date(at ?? 0).toISOString() };
+  }
+  return view;
 }
 
 /** The run as `workflow status` shows it. Throws RUN_NOT_FOUND. */

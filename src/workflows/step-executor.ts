@@ -81,6 +81,25 @@ export interface StepContext {
    * first, and returns whichever is the gate's answer: the first recorded wins.
    */
   gateAnswer(fallback?: GateAnswer): Promise<GateAnswer | undefined>;
+  /**
+   * Guidance people sent the run (`workflow guide`) for this step's model turn `turn` (1 = its first
+   * request), oldest first: taking it marks it delivered here and writes a `guidance-delivered` event.
+   * A step that calls a model asks before each request. @default none (a program's own context)
+   */
+  takeGuidance?(turn: number): Promise<StepGuidance[]>;
+}
+
+/** Guidance a model turn reads. */
+export interface StepGuidance {
+  text: string;
+  sentBy: string;
+  /** ISO time. */
+  sentAt: string;
+}
+
+/** Guidance as the user message the model reads. */
+export function guidanceMessage(guidance: readonly StepGuidance[]): string {
+  return guidance.map((one) => `Guidance from ${one.sentBy} at ${one.sentAt}: ${one.text}`).join('\n\n');
 }
 
 export interface GateAnswer {

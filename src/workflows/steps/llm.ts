@@ -7,7 +7,7 @@ import type { RetryPolicy } from '../../invoke/retry-policy.js';
 import type { AgentStep, RetryDefinition } from '../model.js';
 import { outputJsonSchema, validateOutput } from '../output-schema.js';
 import { usesClaudeCode } from '../providers.js';
-import type { StepContext, StepOutcome } from '../step-executor.js';
+import { guidanceMessage, type StepContext, type StepOutcome } from '../step-executor.js';
 import { claudeCodeMcpTools, stepToolChoice } from '../step-tools.js';
 import type { StepToolset } from '../tools/step-toolset.js';
 import { callInSession, keyedSession } from './claude-session.js';
@@ -72,6 +72,11 @@ export async function executeLlmStep(
     if (looped !== undefined) return looped;
   }
 
+  if (session === undefined) {
+    // One call on an API provider: guidance sent before it follows the prompt.
+    const guidance = (await context.takeGuidance?.(1)) ?? [];
+    if (guidance.length > 0) request.messages = [{ role: 'user', text: guidanceMessage(guidance) }];
+  }
   // On Claude Code a `session_key` continues the session it names (in the folder it runs in).
   const cwd = options.providerOptions?.['cwd'];
   const keyed =

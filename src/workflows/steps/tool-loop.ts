@@ -14,7 +14,7 @@ import { extractJson } from '../../core/json-extract.js';
 import { schemaErrors } from '../../core/json-schema.js';
 import type { CallOptions } from '../../invoke/call.js';
 import { describeError } from '../../invoke/schema-reask.js';
-import type { StepContext } from '../step-executor.js';
+import { guidanceMessage, type StepContext } from '../step-executor.js';
 import type { StepTool } from '../tools/step-tool.js';
 import {
   bounded,
@@ -92,7 +92,7 @@ class LoopRun {
   async start(): Promise<ToolLoopEnd> {
     try {
       for (let turn = 1; turn <= this.loop.maxTurns; turn++) {
-        const result = await this.turn();
+        const result = await this.turn(turn);
         const end = this.loop.schema === undefined ? this.textAnswer(result) : this.structuredAnswer(result);
         if (end !== undefined) return end;
         if (this.corrections > this.loop.recoveries) return this.failed(this.schemaError(result));
@@ -117,7 +117,10 @@ class LoopRun {
   }
 
   /** One model turn through `context.call()` (the step's call writes it as a `model-turn` event). */
-  private async turn(): Promise<CallResult> {
+  private async turn(turn: number): Promise<CallResult> {
+    // Guidance sent since the last request goes in as the user's words, where the conversation is now.
+    const guidance = (await this.context.takeGuidance?.(turn)) ?? [];
+    if (guidance.length > 0) this.messages.push({ role: 'user', text: guidanceMessage(guidance) });
     const request: CallRequest = {
       ...this.loop.request,
       messages: [...this.messages],
