@@ -143,6 +143,7 @@ describe('Claude Code with switchboard mcp', () => {
         'route',
         'stats',
         'workflow_gate',
+        'workflow_guide',
         'workflow_run',
         'workflow_status',
       ].map((name) => `mcp__switchboard__${name}`),

@@ -181,6 +181,15 @@ describe('switchboard mcp: workflow runs', () => {
     });
     expect(JSON.parse(fromCli.stdout)).toMatchObject({ id: runId, status: 'waiting' });
 
+    // Guidance for the parked run is recorded, for the next step that calls a model.
+    const guided = await space.session.call('workflow_guide', {
+      run_id: runId,
+      text: 'a darker teal',
+      by: 'mcp-user',
+    });
+    expect(guided.isError, JSON.stringify(guided)).toBeFalsy();
+    expect(guided.structuredContent).toMatchObject({ runId, text: 'a darker teal', sentBy: 'mcp-user' });
+
     const answered = await space.session.call('workflow_gate', { run_id: runId, choose: 'paint' });
     expect(answered.structuredContent).toMatchObject({
       runId,
@@ -192,6 +201,11 @@ describe('switchboard mcp: workflow runs', () => {
       run_id: runId,
       step: 'approve',
       choose: 'hold',
+    });
+    const late = await space.session.call('workflow_guide', { run_id: runId, text: 'too late' });
+    expect(late.isError).toBe(true);
+    expect(late.content[0]).toMatchObject({
+      text: expect.stringMatching(/^RUN_ENDED \(exit 71\): workflow run \S+ has completed/) as string,
     });
     expect(again.isError).toBe(true);
     expect(again.content[0]).toMatchObject({

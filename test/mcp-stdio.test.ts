@@ -57,6 +57,7 @@ describe('switchboard mcp over stdio', () => {
       'route',
       'stats',
       'workflow_gate',
+      'workflow_guide',
       'workflow_run',
       'workflow_status',
     ]);

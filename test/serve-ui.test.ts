@@ -170,6 +170,47 @@ describe('switchboard ui', () => {
     expect(answer.headers['x-frame-options']).toBe('DENY');
   });
 
+  it('records guidance from the page under the same rules as a gate answer; a foreign page cannot', async () => {
+    const guide = `/ui/api/runs/${runIds[2]}/guide`;
+    const foreign = await send(guide, {
+      method: 'POST',
+      headers: withCookie({ origin: 'http://evil.example', 'content-type': 'application/json' }),
+      body: '{"text":"do something else"}',
+    });
+    expect(foreign.status).toBe(403);
+    const anonymous = await send(guide, {
+      method: 'POST',
+      headers: { origin: base, 'content-type': 'application/json' },
+      body: '{"text":"do something else"}',
+    });
+    expect(anonymous.status).toBe(401);
+    const guided = await send(guide, {
+      method: 'POST',
+      headers: withCookie({ origin: base, 'content-type': 'application/json' }),
+      body: JSON.stringify({ text: `look at the notes first ${planted}` }),
+    });
+    expect(guided.status, guided.text).toBe(200);
+    expect(JSON.parse(guided.text).guidance).toMatchObject({
+      runId: runIds[2],
+      text: 'look at the notes first [redacted]',
+      sentBy: 'dashboard',
+    });
+    const events = await send(`/ui/api/runs/${runIds[2]}/events?after=0`, { headers: withCookie() });
+    const sent = (JSON.parse(events.text) as { events: { type: string; data?: unknown }[] }).events.filter(
+      (event) => event.type === 'guidance-sent',
+    );
+    expect(sent).toEqual([
+      expect.objectContaining({ data: expect.objectContaining({ sentBy: 'dashboard' }) }),
+    ]);
+    const empty = await send(guide, {
+      method: 'POST',
+      headers: withCookie({ origin: base, 'content-type': 'application/json' }),
+      body: '{"text":"  "}',
+    });
+    expect(empty.status).toBe(400);
+    expect(JSON.parse(empty.text).error.message).toBe('the guidance is empty');
+  });
+
   it('lists runs newest first, a page at a time, with filters', async () => {
     const seen: string[] = [];
     let cursor: string | undefined;

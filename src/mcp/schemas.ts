@@ -224,6 +224,24 @@ export const workflowGateInput = z.strictObject({
   wait_seconds: waitSeconds,
 });
 
+export const workflowGuideInput = z.strictObject({
+  run_id: z.string(),
+  text: z.string().describe('the words for the model: its next turn reads them as a user message'),
+  step: z
+    .string()
+    .optional()
+    .describe("only this step's model turns take it (default: whichever step calls a model next)"),
+  by: z.string().optional().describe('who sent it, as the model and the ledger see it'),
+});
+
+export const workflowGuideOutput = z.looseObject({
+  id: z.number(),
+  runId: z.string(),
+  text: z.string(),
+  sentBy: z.string(),
+  sentAt: z.string(),
+});
+
 export const statsInput = z.strictObject({
   since_hours: positive.optional().describe('only the last this many hours (default: all)'),
 });

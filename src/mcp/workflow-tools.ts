@@ -15,6 +15,8 @@ import { progressReporter, type ToolExtra } from './progress.js';
 import {
   DEFAULT_WAIT_SECONDS,
   workflowGateInput,
+  workflowGuideInput,
+  workflowGuideOutput,
   workflowOutput,
   workflowRunInput,
   workflowStatusInput,
@@ -28,7 +30,7 @@ interface EngineChoices {
   skip_gates?: boolean | undefined;
 }
 
-/** `workflow_run`, `workflow_status`, `workflow_gate`: the workflow commands, on the same database. */
+/** `workflow_run`, `workflow_status`, `workflow_gate`, `workflow_guide`: the workflow commands, on the same database. */
 export function registerWorkflowTools(server: McpServer, context: McpContext): void {
   server.registerTool(
     'workflow_run',
@@ -104,6 +106,28 @@ export function registerWorkflowTools(server: McpServer, context: McpContext): v
       return await advance(run_id, wait_seconds, extra, context, (options) =>
         answerGate({ ...options, ...engineChoices(context, {}), ...answer }),
       );
+    }),
+  );
+
+  server.registerTool(
+    'workflow_guide',
+    {
+      title: 'Steer a workflow run',
+      description:
+        "Records guidance for a running workflow run (as `switchboard workflow guide`): the next model turn of one of its steps (of step, when given) reads the text as a user message. A run parked at a gate passes it to the next step that calls a model. Answers with the guidance recorded; workflow_status's events show where it landed.",
+      inputSchema: workflowGuideInput,
+      outputSchema: workflowGuideOutput,
+    },
+    guarded(async ({ run_id, text, step, by }) => {
+      const { guideWorkflowRun } = await import('../workflows/index.js');
+      const guidance = await guideWorkflowRun({
+        stateDir: context.config.stateDir,
+        runId: run_id,
+        text,
+        ...(step === undefined ? {} : { step }),
+        ...(by === undefined ? {} : { sentBy: by }),
+      });
+      return toolResult({ ...guidance });
     }),
   );
 }

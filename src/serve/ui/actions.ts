@@ -6,12 +6,13 @@ import type { WorkflowRunResult } from '../../workflows/api-types.js';
 import { isStringRecord, parseJsonObject, readBody } from '../http.js';
 import type { ActionResult, GateAnswerBody } from './api-types.js';
 
-// What a page may do to a workflow run: answer its gate, cancel it, resume it. Each goes through the
-// library call the CLI uses (`answerGate`, `cancelWorkflowRun`, `resumeWorkflow`), so the ledger's
+// What a page may do to a workflow run: answer its gate, guide it, cancel it, resume it. Each goes
+// through the library call the CLI uses (`answerGate`, `guideWorkflowRun`, `cancelWorkflowRun`,
+// `resumeWorkflow`), so the ledger's
 // rules hold as they do there: the first answer recorded wins, a run is advanced by one process at a
 // time. A run this server goes on with runs in its process under serve's command policy, as /mcp's do.
 
-export type ActionName = 'gate' | 'cancel' | 'resume';
+export type ActionName = 'gate' | 'guide' | 'cancel' | 'resume';
 
 export async function runAction(
   action: ActionName,
@@ -25,6 +26,21 @@ export async function runAction(
     request.resume();
     const run = await workflows.cancelWorkflowRun(runId, { stateDir });
     return { status: 200, body: { run, continuing: false } };
+  }
+  if (action === 'guide') {
+    const { text, step } = await bodyOf(request);
+    if (typeof text !== 'string') throw badField('text', 'the words for the model');
+    if (step !== undefined && typeof step !== 'string') throw badField('step', 'a step name');
+    // Recorded only: the process advancing the run (or its next resume) reads it at its next model turn.
+    const guidance = await workflows.guideWorkflowRun({
+      stateDir,
+      runId,
+      text,
+      ...(step === undefined ? {} : { step }),
+      sentBy: 'dashboard',
+    });
+    const run = await workflows.workflowStatus(runId, { stateDir });
+    return { status: 200, body: { run, continuing: false, guidance } };
   }
   if (action === 'gate') {
     const answer = gateAnswer(await bodyOf(request));

@@ -8,6 +8,7 @@ import type {
   StepTokens,
   StepView,
   WorkflowEventRecord,
+  WorkflowGuidance,
   WorkflowRunResult,
 } from '../../workflows/api-types.js';
 import type { PutQuestion } from '../../workflows/questions.js';
@@ -235,9 +236,16 @@ export interface GateAnswerBody {
   answers?: Record<string, string>;
 }
 
+/** POST /ui/api/runs/:id/guide body: guidance for the run's next model turn (of `step`, when given). */
+export interface GuidanceBody {
+  text: string;
+  step?: string;
+}
+
 /**
- * What POST /ui/api/runs/:id/{gate,cancel,resume} answer (200; 202 when the run goes on in the
- * background). A gate that already has an answer is 409 with `error.code` `GATE_TAKEN`.
+ * What POST /ui/api/runs/:id/{gate,guide,cancel,resume} answer (200; 202 when the run goes on in the
+ * background). A gate that already has an answer is 409 with `error.code` `GATE_TAKEN`; guidance for a
+ * run that has ended is 409 `RUN_ENDED`.
  */
 export interface ActionResult {
   run: WorkflowRunResult;
@@ -245,6 +253,8 @@ export interface ActionResult {
   continuing: boolean;
   /** When it does not: how the user continues it (a CLI command). */
   message?: string;
+  /** POST …/guide: the guidance recorded. */
+  guidance?: WorkflowGuidance;
 }
 
 /**

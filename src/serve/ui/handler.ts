@@ -110,7 +110,7 @@ class DashboardApi {
     response.setHeader('cache-control', 'no-store');
     const method = request.method ?? 'GET';
     const path = url.pathname.slice('/ui/api'.length);
-    const action = /^\/runs\/([^/]+)\/(gate|cancel|resume)$/.exec(path);
+    const action = /^\/runs\/([^/]+)\/(gate|guide|cancel|resume)$/.exec(path);
     if (action !== null) {
       if (method !== 'POST') return methodNotAllowed(response, 'POST');
       const runId = decodedId(action[1] as string);

@@ -17,6 +17,7 @@ import { RunGraph } from '../graph/RunGraph.js';
 import { foldRun } from '../graph/run-state.js';
 import { EventLog } from '../run/EventLog.js';
 import { GatePanel } from '../run/GatePanel.js';
+import { GuidanceBox } from '../run/GuidanceBox.js';
 import { ReplayControls } from '../run/ReplayControls.js';
 import { RunActions } from '../run/RunActions.js';
 import { RunStatusBar } from '../run/RunStatusBar.js';
@@ -114,6 +115,7 @@ export function RunPage({ id }: { id: string }) {
         <GatePanel key={data.run.gate.step} runId={id} gate={data.run.gate} onAnswered={onAction} />
       )}
       {actionsAllowed && <RunActions runId={id} status={status} onDone={onAction} />}
+      {actionsAllowed && <GuidanceBox runId={id} status={status} events={events} onSent={onAction} />}
       {actionMessage !== undefined && <p className="notice">{actionMessage}</p>}
       {data.children.length > 0 && (
         <p className="children">
