@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EXIT_CODES } from '../src/core/errors.js';
 import { startSimulator, type Simulator } from '../src/sim/server.js';
+import { claudeProcessIds, waitForNoNewClaudeProcesses } from './helpers/claude.js';
 import { runCli, type CliRun } from './helpers/run-cli.js';
 import { waitFor } from './helpers/wait-for.js';
 
@@ -16,11 +17,13 @@ const root = join(import.meta.dirname, '..');
 const WAITER = join(root, 'test/fixtures/mcp/wait-server.mjs');
 let sim: Simulator;
 const temporary: string[] = [];
+const claudeBefore = claudeProcessIds();
 beforeAll(async () => {
   sim = await startSimulator({ maxLifetimeMs: 120_000 });
 });
 afterAll(async () => {
   await sim.close();
+  expect(await waitForNoNewClaudeProcesses(claudeBefore)).toEqual([]);
   for (const directory of temporary) rmSync(directory, { recursive: true, force: true });
 });
 
@@ -234,5 +237,83 @@ agents:
     );
     const after = await events('parked', cwd, env);
     expect(after.filter((event) => event.type === 'guidance-sent')).toHaveLength(1);
+  });
+});
+
+describe('guidance sent while a Claude Code step runs', () => {
+  it('reaches the session through its streaming input: the real Claude Code binary puts it in its next model request', async () => {
+    const cwd = folder({
+      'flow.yaml': `workflow:
+  name: steered-claude
+  entry_point: worker
+  runtime:
+    provider: claude-agent-sdk
+    default_model: claude-haiku-4.5
+    mcp_servers:
+      waiter: { command: ${JSON.stringify(process.execPath)}, args: [${JSON.stringify(WAITER)}], tools: [wait_for] }
+agents:
+  - name: worker
+    prompt: Build the widget.
+    tools: [waiter__wait_for]
+    mcp: [waiter]
+    routes:
+      - to: $end
+`,
+    });
+    const go = join(cwd, 'go');
+    sim.setScenario({
+      rules: [
+        { match: { turn: 1 }, reply: { tool: { name: 'mcp__waiter__wait_for', input: { file: go } } } },
+        { match: { turn: 2 }, reply: { text: 'built it blue' } },
+      ],
+      fallback: { text: 'built it blue' },
+    });
+    sim.clearLog();
+    const env = { ...process.env, ANTHROPIC_API_KEY: 'sk-ant-guidance-claude', ANTHROPIC_BASE_URL: sim.url };
+    const cli = join(root, 'dist/cli/main.js');
+    const child = spawn(process.execPath, [cli, 'workflow', 'run', 'flow.yaml', '--run-id', 'steer-cc'], {
+      cwd,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
+
+    // Claude Code is inside the MCP tool call, which waits for \`go\`.
+    await waitFor(() => sim.requests.some((request) => request.turn === 1 && request.outcome === 'reply'), {
+      withinMs: 60_000,
+      what: "Claude Code's first model turn",
+    });
+    const guided = await switchboard(
+      ['workflow', 'guide', 'steer-cc', 'use the blue widget, not the red one', '--by', 'tester'],
+      cwd,
+      env,
+    );
+    expect(guided.status, guided.stderr).toBe(0);
+    // Once the step took it (and wrote it to Claude Code's input), the tool may answer; the tool
+    // answers either way, so a step that never takes it ends instead of hanging the test.
+    let log: Event[] = [];
+    try {
+      for (const until = Date.now() + 60_000; Date.now() < until;) {
+        log = await events('steer-cc', cwd, env);
+        if (log.some((event) => event.type === 'guidance-delivered')) break;
+      }
+    } finally {
+      writeFileSync(go, '');
+    }
+
+    expect(await exited, stderr).toBe(0);
+    const turns = sim.requests.filter((request) => request.outcome === 'reply' && request.turn !== null);
+    expect(JSON.stringify(turns[0]?.body)).not.toContain('blue widget');
+    const later = turns.slice(1).map((request) => JSON.stringify(request.body));
+    expect(
+      later.some((body) => /Guidance from tester at [^"]+Z: use the blue widget, not the red one/.test(body)),
+    ).toBe(true);
+    expect(log.find((event) => event.type === 'guidance-delivered')).toMatchObject({
+      step: 'worker',
+      key: 'steer-cc/worker/0',
+      data: { visit: 0, turn: 2, sentBy: 'tester' },
+    });
   });
 });

@@ -35,7 +35,17 @@ export interface ClaudeCallOptions extends ProviderCall {
    * calls and usage, the tools' results): for a caller that shows the work as it happens.
    */
   onMessage?: (message: SDKMessage) => void;
+  /**
+   * Words to send Claude Code while the session runs (a person's guidance), asked every
+   * `FOLLOW_UP_POLL_MS` with the number of the model turn they would reach (1 + the model turns so
+   * far). The prompt then goes in as streaming input, and Claude Code puts each message in its next
+   * request. Undefined: nothing to send now. @default none (the prompt alone)
+   */
+  followUp?: (turn: number) => Promise<string | undefined>;
 }
+
+/** How often a call with `followUp` asks it for words to send (ms). */
+export const FOLLOW_UP_POLL_MS = 500;
 
 /** Everything a Claude Code process needs that does not change from call to call. */
 export interface ClaudeLaunch {

@@ -1,6 +1,7 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { resumedSessionCost } from '../../agents/session-cost.js';
 import { claudeConfigDir } from '../../core/claude-config-dir.js';
-import type { Options, SDKMessage } from '@anthropic-ai/claude-agent-sdk';
+import type { Options, SDKMessage, SDKUserMessage } from '@anthropic-ai/claude-agent-sdk';
 import type { CallResult, Provider } from '../../core/call-types.js';
 import { SwitchboardError } from '../../core/errors.js';
 import { endpointLabel, refuseInlineBaseUrl } from '../endpoint.js';
@@ -9,6 +10,7 @@ import {
   asClaudeError,
   baseQueryOptions,
   CallWatch,
+  FOLLOW_UP_POLL_MS,
   finishCall,
   readUntilResult,
   type ClaudeCallOptions,
@@ -189,6 +191,8 @@ async function coldCall(
 
   const leftOut: string[] = [];
   let messages: AsyncGenerator<SDKMessage, void> | undefined;
+  // Ends the streaming input of a call with `followUp`, so Claude Code's stdin closes and it exits.
+  const ended = new AbortController();
   try {
     // Tools run code the model chose: Claude Code then starts the way an agent run does.
     if (usesTools(request)) confinement = await confine(launch, request, options);
@@ -211,13 +215,28 @@ async function coldCall(
       request.resume === undefined
         ? 0
         : (request.resumedCostUsd ?? resumedSessionCost(claudeConfigDir(options.env), request.resume));
-    messages = query({ prompt: request.prompt, options });
+    const followUp = request.followUp;
+    let turns = 0;
+    const onMessage =
+      followUp === undefined
+        ? request.onMessage
+        : (message: SDKMessage) => {
+            if (message.type === 'assistant') turns++;
+            request.onMessage?.(message);
+          };
+    messages = query({
+      prompt:
+        followUp === undefined
+          ? request.prompt
+          : streamingPrompt(request.prompt, () => followUp(turns + 1), ended.signal),
+      options,
+    });
     const found = await readUntilResult(
       messages[Symbol.asyncIterator](),
       watch,
       undefined,
       request.onText,
-      request.onMessage,
+      onMessage,
     );
     if (watch.failure !== undefined) throw watch.failure;
     const result = finishCall(
@@ -232,6 +251,7 @@ async function coldCall(
   } catch (error) {
     throw watch.failure ?? asClaudeError(error, child);
   } finally {
+    ended.abort();
     watch.stop();
     void messages?.return(undefined).catch(() => undefined);
     // The CLI exits on its own once its input closes; make sure of it without holding the caller.
@@ -318,4 +338,31 @@ async function confine(
     ],
   };
   return confinement;
+}
+
+/**
+ * The prompt as Claude Code's streaming input: the prompt, then each follow-up as it comes (asked
+ * every `FOLLOW_UP_POLL_MS`) until the call ends.
+ */
+async function* streamingPrompt(
+  prompt: string,
+  next: () => Promise<string | undefined>,
+  signal: AbortSignal,
+): AsyncGenerator<SDKUserMessage, void> {
+  const message = (text: string): SDKUserMessage => ({
+    type: 'user',
+    message: { role: 'user', content: text },
+    parent_tool_use_id: null,
+    session_id: '',
+  });
+  yield message(prompt);
+  while (!signal.aborted) {
+    try {
+      await sleep(FOLLOW_UP_POLL_MS, undefined, { signal });
+    } catch {
+      return;
+    }
+    const text = await next();
+    if (text !== undefined && !signal.aborted) yield message(text);
+  }
 }

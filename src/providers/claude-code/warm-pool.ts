@@ -198,7 +198,9 @@ export class WarmPool {
       request.maxBudgetUsd === undefined &&
       request.reasoning === undefined &&
       // Pooled processes run without partial messages; a streamed call starts cold.
-      request.onText === undefined
+      request.onText === undefined &&
+      // Words sent while it runs go in as the session's streaming input, which a pooled process shares.
+      request.followUp === undefined
     );
   }
 

@@ -66,16 +66,27 @@ export async function executeLlmStep(
     // The session's turns, tool calls and results, as events of the step.
     session = sessionEvents(context);
     providerOptions['onMessage'] = session.observe;
+    // Guidance sent while the session runs goes in as a user message of its streaming input.
+    const take = context.takeGuidance;
+    if (take !== undefined) {
+      providerOptions['followUp'] = async (turn: number) => {
+        const guidance = await take(turn);
+        return guidance.length === 0 ? undefined : guidanceMessage(guidance);
+      };
+    }
     options.providerOptions = providerOptions;
   } else if (step.tools === undefined || step.tools.length > 0) {
     const looped = await toolLoopStep(context, step, { spec, request, options, structured });
     if (looped !== undefined) return looped;
   }
 
-  if (session === undefined) {
-    // One call on an API provider: guidance sent before it follows the prompt.
-    const guidance = (await context.takeGuidance?.(1)) ?? [];
-    if (guidance.length > 0) request.messages = [{ role: 'user', text: guidanceMessage(guidance) }];
+  // Guidance sent before the call follows the prompt: as its own user message on an API provider,
+  // in the prompt's text on Claude Code (later guidance reaches the session as it runs).
+  const guidance = (await context.takeGuidance?.(1)) ?? [];
+  if (guidance.length > 0 && session === undefined) {
+    request.messages = [{ role: 'user', text: guidanceMessage(guidance) }];
+  } else if (guidance.length > 0) {
+    request.prompt = `${request.prompt}\n\n${guidanceMessage(guidance)}`;
   }
   // On Claude Code a `session_key` continues the session it names (in the folder it runs in).
   const cwd = options.providerOptions?.['cwd'];
