@@ -873,6 +873,16 @@ export class WorkflowStore {
    * one transaction: of two turns asking at once, each row goes to exactly one.
    */
   async takeGuidance(runId: string, landing: GuidanceLanding): Promise<StoredGuidance[]> {
+    // Asked before every model turn and every half second of a Claude Code step: a read first, so
+    // the run's write lock is taken only when there is something to take.
+    const waiting = await this.read('read guidance', () =>
+      this.database.get<{ found: number }>(
+        `SELECT 1 AS found FROM workflow_guidance
+           WHERE run_id = ? AND delivered_at IS NULL AND (step IS NULL OR step = ?) LIMIT 1`,
+        [runId, landing.step],
+      ),
+    );
+    if (waiting === undefined) return [];
     return this.write(runId, 'take guidance', async (tx) => {
       const rows = await tx.all<GuidanceRow>(
         `SELECT ${GUIDANCE_COLUMNS} FROM workflow_guidance
