@@ -240,6 +240,72 @@ agents:
   });
 });
 
+describe('guidance sent to a run whose step runs a sub-workflow', () => {
+  it("reaches the sub-workflow's model turns: the top run's id is the one its user knows", async () => {
+    const cwd = folder({
+      'parent.yaml': `workflow:
+  name: parent
+  entry_point: approve
+agents:
+  - name: approve
+    type: human_gate
+    prompt: Go ahead?
+    options:
+      - { label: Go, value: go, route: build }
+  - name: build
+    type: workflow
+    workflow: child.yaml
+    routes:
+      - to: $end
+`,
+      'child.yaml': `workflow:
+  name: child
+  entry_point: worker
+  runtime:
+    provider: claude
+    default_model: claude-haiku-4.5
+agents:
+  - name: worker
+    prompt: Build the widget.
+    tools: []
+    routes:
+      - to: $end
+`,
+    });
+    sim.setScenario({ rules: [], fallback: { text: 'built it blue' } });
+    sim.clearLog();
+    const env = { ...process.env, ANTHROPIC_API_KEY: 'sk-ant-guidance-child', ANTHROPIC_BASE_URL: sim.url };
+    const parked = await runCli(['workflow', 'run', 'parent.yaml', '--run-id', 'top'], { cwd, env });
+    expect(parked.status, parked.stderr).toBe(EXIT_CODES.WORKFLOW_WAITING);
+    const guided = await switchboard(
+      [
+        'workflow',
+        'guide',
+        'top',
+        'use the blue widget, not the red one',
+        '--step',
+        'build',
+        '--by',
+        'tester',
+      ],
+      cwd,
+      env,
+    );
+    expect(guided.status, guided.stderr).toBe(0);
+    const answered = await runCli(['workflow', 'gate', 'top', '--choose', 'go'], { cwd, env });
+    expect(answered.status, answered.stderr).toBe(0);
+    const turns = sim.requests.filter((request) => request.outcome === 'reply');
+    expect(turns).toHaveLength(1);
+    expect(requestTexts(turns[0]!.body).at(-1)).toMatch(GUIDANCE);
+    expect(
+      (await events('top', cwd, env)).find((event) => event.type === 'guidance-delivered'),
+    ).toMatchObject({
+      step: 'build',
+      data: { runStep: 'worker', turn: 1, sentBy: 'tester', run: expect.stringMatching(/./) as string },
+    });
+  });
+});
+
 describe('guidance sent while a Claude Code step runs', () => {
   it('reaches the session through its streaming input: the real Claude Code binary puts it in its next model request', async () => {
     const cwd = folder({

@@ -872,14 +872,20 @@ export class WorkflowStore {
    * rows for no step), oldest first, marking each delivered there with a `guidance-delivered` event, in
    * one transaction: of two turns asking at once, each row goes to exactly one.
    */
-  async takeGuidance(runId: string, landing: GuidanceLanding): Promise<StoredGuidance[]> {
+  async takeGuidance(
+    runId: string,
+    landing: GuidanceLanding,
+    via?: { step: string; runId: string },
+  ): Promise<StoredGuidance[]> {
+    // Sent to a run that started this sub-workflow: rows for its step that did, or for no step.
+    const forStep = via?.step ?? landing.step;
     // Asked before every model turn and every half second of a Claude Code step: a read first, so
     // the run's write lock is taken only when there is something to take.
     const waiting = await this.read('read guidance', () =>
       this.database.get<{ found: number }>(
         `SELECT 1 AS found FROM workflow_guidance
            WHERE run_id = ? AND delivered_at IS NULL AND (step IS NULL OR step = ?) LIMIT 1`,
-        [runId, landing.step],
+        [runId, forStep],
       ),
     );
     if (waiting === undefined) return [];
@@ -887,7 +893,7 @@ export class WorkflowStore {
       const rows = await tx.all<GuidanceRow>(
         `SELECT ${GUIDANCE_COLUMNS} FROM workflow_guidance
            WHERE run_id = ? AND delivered_at IS NULL AND (step IS NULL OR step = ?) ORDER BY rowid`,
-        [runId, landing.step],
+        [runId, forStep],
       );
       const at = this.now();
       const taken: StoredGuidance[] = [];
@@ -901,10 +907,11 @@ export class WorkflowStore {
         taken.push(guidance);
         await this.insertEvent(tx, runId, {
           type: 'guidance-delivered',
-          step: landing.step,
-          key: landing.key,
+          step: forStep,
+          ...(via === undefined ? { key: landing.key } : {}),
           data: {
             id: guidance.id,
+            ...(via === undefined ? {} : { run: via.runId, runStep: landing.step, runKey: landing.key }),
             visit: landing.visit,
             turn: landing.turn,
             sentBy: guidance.sentBy,

@@ -318,12 +318,21 @@ function mcpServersFor(exec: RunExecution, step: StepDefinition): Record<string,
 
 /** The run's undelivered guidance for this execution's model turn, marked delivered to it. */
 async function takeGuidance(exec: RunExecution, slot: ExecutionSlot, turn: number): Promise<StepGuidance[]> {
-  const taken = await exec.store.takeGuidance(exec.run.id, {
-    step: slot.step.name,
-    key: slot.key,
-    visit: slot.visit,
-    turn,
-  });
+  const landing = { step: slot.step.name, key: slot.key, visit: slot.visit, turn };
+  const taken = await exec.store.takeGuidance(exec.run.id, landing);
+  // A sub-workflow's model turns take guidance sent to the runs above it too (for the step that
+  // started it, or for no step): the top run's id is the one its user knows.
+  for (let run = exec.run; run.parentRunId !== undefined && run.parentKey !== undefined;) {
+    const [started, parent] = await Promise.all([
+      exec.store.getStep(run.parentKey),
+      exec.store.getRun(run.parentRunId),
+    ]);
+    if (started === undefined || parent === undefined) break;
+    taken.push(
+      ...(await exec.store.takeGuidance(parent.id, landing, { step: started.step, runId: exec.run.id })),
+    );
+    run = parent;
+  }
   if (taken.length > 0) await exec.deliverEvents();
   return taken.map((guidance) => ({
     text: guidance.text,

@@ -318,8 +318,9 @@ function runEnded(run: WorkflowRunRow): SwitchboardError {
 
 /** The step guidance names must be one of the workflow's steps that call a model. */
 async function guidedStep(workflow: WorkflowDefinition, name: string): Promise<void> {
+  // A sub-workflow step passes guidance on to its own steps' model turns.
   const models = [...workflow.steps.values()]
-    .filter((step) => step.type === 'agent')
+    .filter((step) => step.type === 'agent' || step.type === 'workflow')
     .map((step) => step.name);
   if (models.includes(name)) return;
   const known = workflow.steps.has(name);
