@@ -24,6 +24,7 @@ import { redactDeep, redactSecrets, registerSecret } from '../core/secrets.js';
 import { CallWatch } from '../providers/claude-code/call-session.js';
 import { resolveClaudeExecutable } from '../providers/claude-code/executable.js';
 import { limitMcpTools } from '../providers/claude-code/mcp-tools.js';
+import { streamingPrompt } from '../providers/claude-code/streaming-prompt.js';
 import {
   ClaudeProcess,
   waitForProcessesGone,
@@ -91,6 +92,11 @@ export interface AgentInvocation {
   onProgress?: (progress: { costUsd: number; turns: number; lastTool?: string }) => void;
   /** Called with every message of the session, in order (`sessionObserver` turns them into events). */
   onMessage?: (message: SDKMessage) => void;
+  /**
+   * Words to send the agent while it runs (a person's guidance, see `ClaudeCallOptions.followUp`),
+   * asked every half second with the number of the model turn they would reach. @default none
+   */
+  followUp?: (turn: number) => Promise<string | undefined>;
   /**
    * Called with the usage of each API response as it passes the run's key forwarder (see
    * `startKeyForwarder`): every request Claude Code makes, side requests and subagents included. Not
@@ -231,10 +237,19 @@ export async function runAgent(invocation: AgentInvocation): Promise<AgentOutcom
   const { query } = await loadAgentSdk();
   const options = session.queryOptions(executable, confinement);
   let messages: ReturnType<typeof query> | undefined;
+  // Ends the streaming input of a run with `followUp`, so Claude Code's stdin closes and it exits.
+  const ended = new AbortController();
+  const followUp = invocation.followUp;
+  let turns = 0;
   try {
     await session.limitMcpTools(options);
-    messages = query({ prompt, options });
+    messages = query({
+      prompt:
+        followUp === undefined ? prompt : streamingPrompt(prompt, () => followUp(turns + 1), ended.signal),
+      options,
+    });
     for await (const message of messages) {
+      if (message.type === 'assistant' && message.parent_tool_use_id === null) turns++;
       result = session.read(message);
       if (result !== undefined) break;
     }
@@ -242,6 +257,7 @@ export async function runAgent(invocation: AgentInvocation): Promise<AgentOutcom
     // The SDK also throws after it has handed over an error result; the result says more.
     streamError = error;
   } finally {
+    ended.abort();
     session.stop();
     await messages?.return(undefined).catch(() => undefined);
     await session.finishProcess();

@@ -44,9 +44,6 @@ export interface ClaudeCallOptions extends ProviderCall {
   followUp?: (turn: number) => Promise<string | undefined>;
 }
 
-/** How often a call with `followUp` asks it for words to send (ms). */
-export const FOLLOW_UP_POLL_MS = 500;
-
 /** Everything a Claude Code process needs that does not change from call to call. */
 export interface ClaudeLaunch {
   executable: string;

@@ -1,7 +1,6 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { resumedSessionCost } from '../../agents/session-cost.js';
 import { claudeConfigDir } from '../../core/claude-config-dir.js';
-import type { Options, SDKMessage, SDKUserMessage } from '@anthropic-ai/claude-agent-sdk';
+import type { Options, SDKMessage } from '@anthropic-ai/claude-agent-sdk';
 import type { CallResult, Provider } from '../../core/call-types.js';
 import { SwitchboardError } from '../../core/errors.js';
 import { endpointLabel, refuseInlineBaseUrl } from '../endpoint.js';
@@ -10,7 +9,6 @@ import {
   asClaudeError,
   baseQueryOptions,
   CallWatch,
-  FOLLOW_UP_POLL_MS,
   finishCall,
   readUntilResult,
   type ClaudeCallOptions,
@@ -24,6 +22,7 @@ import { ClaudeProcess } from './process-group.js';
 import { WarmPool, type WarmPoolOptions } from './warm-pool.js';
 import { registerSecret } from '../../core/secrets.js';
 import { loadAgentSdk } from './agent-sdk.js';
+import { streamingPrompt } from './streaming-prompt.js';
 
 export type { ClaudeCallOptions } from './call-session.js';
 
@@ -338,31 +337,4 @@ async function confine(
     ],
   };
   return confinement;
-}
-
-/**
- * The prompt as Claude Code's streaming input: the prompt, then each follow-up as it comes (asked
- * every `FOLLOW_UP_POLL_MS`) until the call ends.
- */
-async function* streamingPrompt(
-  prompt: string,
-  next: () => Promise<string | undefined>,
-  signal: AbortSignal,
-): AsyncGenerator<SDKUserMessage, void> {
-  const message = (text: string): SDKUserMessage => ({
-    type: 'user',
-    message: { role: 'user', content: text },
-    parent_tool_use_id: null,
-    session_id: '',
-  });
-  yield message(prompt);
-  while (!signal.aborted) {
-    try {
-      await sleep(FOLLOW_UP_POLL_MS, undefined, { signal });
-    } catch {
-      return;
-    }
-    const text = await next();
-    if (text !== undefined && !signal.aborted) yield message(text);
-  }
 }

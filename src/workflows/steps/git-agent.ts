@@ -55,7 +55,7 @@ import { checklistItems } from '../../github/issue-task.js';
 import { parseTask, type AgentTask, type MergeMode } from '../../agents/task.js';
 import type { AgentStep, GitEffectDefinition } from '../model.js';
 import { validateOutput } from '../output-schema.js';
-import type { StepContext, StepOutcome } from '../step-executor.js';
+import { guidanceMessage, type StepContext, type StepOutcome } from '../step-executor.js';
 import { claudeMcpServers, renderDirectory, workingDirectory } from './llm.js';
 import { sessionEvents } from './session-events.js';
 
@@ -630,6 +630,7 @@ class GitStepExecution {
       try {
         const invocation = this.invocation(task, agentContext, sessionId, hold.capUsd, time);
         invocation.onMessage = session.observe;
+        await this.guided(invocation);
         outcome = await runAgentAttempt(invocation, this.options._internal?.runAgent);
         await hold.settle(attemptSpend(outcome));
       } finally {
@@ -723,6 +724,21 @@ class GitStepExecution {
    * Records what an interrupted earlier attempt spent (the notes know, the ledger may not), then holds
    * this attempt's cost cap against the budgets.
    */
+  /**
+   * Guidance for the agent: what was sent before the attempt follows its prompt, and what comes while
+   * it runs goes in as a user message of its session (`followUp`).
+   */
+  private async guided(invocation: AgentInvocation): Promise<void> {
+    const take = this.context.takeGuidance;
+    if (take === undefined) return;
+    const before = await take(1);
+    if (before.length > 0) invocation.prompt = `${invocation.prompt}\n\n${guidanceMessage(before)}`;
+    invocation.followUp = async (turn) => {
+      const guidance = await take(turn);
+      return guidance.length === 0 ? undefined : guidanceMessage(guidance);
+    };
+  }
+
   private async holdAttempt(
     task: AgentTask,
     attempt: number,
