@@ -24,7 +24,7 @@ import { redactDeep, redactSecrets, registerSecret } from '../core/secrets.js';
 import { CallWatch } from '../providers/claude-code/call-session.js';
 import { resolveClaudeExecutable } from '../providers/claude-code/executable.js';
 import { limitMcpTools } from '../providers/claude-code/mcp-tools.js';
-import { streamingPrompt } from '../providers/claude-code/streaming-prompt.js';
+import { modelTurnCounter, streamingPrompt } from '../providers/claude-code/streaming-prompt.js';
 import {
   ClaudeProcess,
   waitForProcessesGone,
@@ -240,16 +240,18 @@ export async function runAgent(invocation: AgentInvocation): Promise<AgentOutcom
   // Ends the streaming input of a run with `followUp`, so Claude Code's stdin closes and it exits.
   const ended = new AbortController();
   const followUp = invocation.followUp;
-  let turns = 0;
+  const turns = modelTurnCounter();
   try {
     await session.limitMcpTools(options);
     messages = query({
       prompt:
-        followUp === undefined ? prompt : streamingPrompt(prompt, () => followUp(turns + 1), ended.signal),
+        followUp === undefined
+          ? prompt
+          : streamingPrompt(prompt, () => followUp(turns.count() + 1), ended.signal),
       options,
     });
     for await (const message of messages) {
-      if (message.type === 'assistant' && message.parent_tool_use_id === null) turns++;
+      turns.see(message);
       result = session.read(message);
       if (result !== undefined) break;
     }

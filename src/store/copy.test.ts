@@ -125,6 +125,8 @@ async function fillLedger(stateDir: string): Promise<void> {
       VALUES ('w1', 'approve', 'yes', 'ada', ${T0});
     INSERT INTO workflow_events (run_id, seq, at, type, step) VALUES ('w1', 1, ${T0}, 'step-start', 'draft');
     INSERT INTO workflow_events (run_id, seq, at, type, step) VALUES ('w1', 2, ${T0}, 'step-end', 'draft');
+    INSERT INTO workflow_guidance (run_id, step, text, sent_by, sent_at, delivered_step, delivered_key, delivered_visit, delivered_turn, delivered_at)
+      VALUES ('w1', NULL, 'use the blue one', 'ada', ${T0}, 'draft', 'w1/draft/0', 0, 1, ${T0});
   `);
   file.close();
 }
@@ -152,7 +154,13 @@ async function readBack(ledger: Ledger, runs: AgentRunStore): Promise<unknown> {
   };
 }
 
-const WORKFLOW_TABLES = ['workflow_runs', 'workflow_steps', 'workflow_gates', 'workflow_events'];
+const WORKFLOW_TABLES = [
+  'workflow_runs',
+  'workflow_steps',
+  'workflow_gates',
+  'workflow_events',
+  'workflow_guidance',
+];
 
 describe.skipIf(POSTGRES_SKIP !== undefined)('copyLedger', () => {
   let folder: string;

@@ -22,7 +22,7 @@ import { ClaudeProcess } from './process-group.js';
 import { WarmPool, type WarmPoolOptions } from './warm-pool.js';
 import { registerSecret } from '../../core/secrets.js';
 import { loadAgentSdk } from './agent-sdk.js';
-import { streamingPrompt } from './streaming-prompt.js';
+import { modelTurnCounter, streamingPrompt } from './streaming-prompt.js';
 
 export type { ClaudeCallOptions } from './call-session.js';
 
@@ -215,19 +215,19 @@ async function coldCall(
         ? 0
         : (request.resumedCostUsd ?? resumedSessionCost(claudeConfigDir(options.env), request.resume));
     const followUp = request.followUp;
-    let turns = 0;
+    const turns = modelTurnCounter();
     const onMessage =
       followUp === undefined
         ? request.onMessage
         : (message: SDKMessage) => {
-            if (message.type === 'assistant') turns++;
+            turns.see(message);
             request.onMessage?.(message);
           };
     messages = query({
       prompt:
         followUp === undefined
           ? request.prompt
-          : streamingPrompt(request.prompt, () => followUp(turns + 1), ended.signal),
+          : streamingPrompt(request.prompt, () => followUp(turns.count() + 1), ended.signal),
       options,
     });
     const found = await readUntilResult(
