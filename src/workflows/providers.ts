@@ -205,14 +205,9 @@ export function ignoredToolsNotices(
 ): string[] {
   const notices: string[] = [];
   for (const step of steps) {
-    if (step.tools === undefined || step.tools.length === 0 || step.model?.includes('{{') === true) continue;
-    let spec: string;
-    try {
-      spec = resolveStepSpec({ ...request, provider: step.provider, model: step.model });
-    } catch {
-      continue;
-    }
-    if (usesClaudeCode(spec)) continue;
+    if (step.tools === undefined || step.tools.length === 0) continue;
+    const spec = apiSpecOf(step, request);
+    if (spec === undefined) continue;
     const left = step.tools.filter(
       (tool) => fileToolFor(tool) === undefined && unknownToolProblem(tool) === undefined,
     );
@@ -225,6 +220,23 @@ export function ignoredToolsNotices(
 }
 
 /**
+ * The spec a step runs on when that is an API provider (not Claude Code); undefined when it runs on
+ * Claude Code or cannot be resolved before the run (a templated model, a provider mapped nowhere).
+ */
+function apiSpecOf(
+  step: WrittenStep,
+  request: Pick<StepSpecRequest, 'runtime' | 'providerMap' | 'override' | 'roles'>,
+): string | undefined {
+  if (step.model?.includes('{{') === true) return undefined;
+  try {
+    const spec = resolveStepSpec({ ...request, provider: step.provider, model: step.model });
+    return usesClaudeCode(spec) ? undefined : spec;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
  * One line per step with a `session_key` on an API provider: sessions are Claude Code's, so each of
  * its executions starts a new conversation there.
  */
@@ -234,14 +246,8 @@ export function sessionKeyNotices(
 ): string[] {
   const notices: string[] = [];
   for (const step of steps) {
-    if (step.sessionKey === undefined || step.model?.includes('{{') === true) continue;
-    let spec: string;
-    try {
-      spec = resolveStepSpec({ ...request, provider: step.provider, model: step.model });
-    } catch {
-      continue;
-    }
-    if (usesClaudeCode(spec)) continue;
+    const spec = step.sessionKey === undefined ? undefined : apiSpecOf(step, request);
+    if (spec === undefined) continue;
     notices.push(
       `step "${step.name ?? '?'}" runs on ${spec}: its session_key "${step.sessionKey}" is not continued there (a session is Claude Code's; run the step on claude-agent-sdk to continue it), so each execution starts anew`,
     );
