@@ -499,6 +499,9 @@ describe('templates that load other files', () => {
       'page.txt',
       '{% extends "base.md" %}{% block body %}child body, then {{ super() }}{% endblock %}',
     );
+    // A grandchild overrides what its parent made of the base; tags in comments and strings stay text.
+    space.file('grand.txt', '{% extends "page.txt" %}{% block body %}grand({{ super() }}){% endblock %}');
+    space.file('quiet.txt', '{# {% include "missing.md" %} #}{{ "{% include \'x\' %}" }} ok');
     space.file(
       'partial.yaml',
       `workflow:
@@ -514,9 +517,19 @@ agents:
   - name: page
     type: set
     value: !file page.txt
+    routes: [{ to: grand }]
+  - name: grand
+    type: set
+    value: !file grand.txt
+    routes: [{ to: quiet }]
+  - name: quiet
+    type: set
+    value: !file quiet.txt
 output:
   greeting: "{{ greet.output }}"
   page: "{{ page.output }}"
+  grand: "{{ grand.output }}"
+  quiet: "{{ quiet.output }}"
 `,
     );
     const report = await space.run(['workflow', 'validate', 'partial.yaml']);
@@ -526,6 +539,8 @@ output:
     expect((JSON.parse(ran.stdout) as { output: Record<string, string> }).output).toEqual({
       greeting: 'Hello. Shared header for Ada.',
       page: '[Base title] child body, then base body',
+      grand: '[Base title] grand(child body, then base body)',
+      quiet: "{% include 'x' %} ok",
     });
   });
 
@@ -548,6 +563,18 @@ agents:
       ['{% include name %}', /names its file with an expression \(name\)/],
       ['{% import "m.md" as m %}', /\{% import %\} is not supported/],
     ];
+    // Ten files, each including the next ten times: read once each, refused at the size bound at once.
+    for (let level = 0; level < 9; level++) {
+      space.file(`l${level}.md`, `{% include "l${level + 1}.md" %}`.repeat(10) + 'x'.repeat(100));
+    }
+    space.file('l9.md', 'leaf');
+    cases.push(['{% include "l0.md" %}', /over 2 MiB once its files are in/]);
+    space.file('big.md', `{% block b %}${'y'.repeat(100_000)}{% endblock %}`);
+    space.file(
+      'supers.md',
+      `{% extends "big.md" %}{% block b %}${'{{ super() }}'.repeat(400)}{% endblock %}`,
+    );
+    cases.push(['{% include "supers.md" %}', /over 2 MiB once its files are in/]);
     for (const [value, expected] of cases) {
       space.file('bad.yaml', flow(value));
       const report = await space.run(['workflow', 'validate', 'bad.yaml']);

@@ -67,22 +67,26 @@ const STATEMENT_TYPES = new Set([
 const parsed = new Map<string, ReturnType<typeof parse>>();
 const PARSE_CACHE_LIMIT = 2000;
 
-/** Tags that load another template, which the interpreter has no parser for: refused by name. */
-const FILE_TAG = /\{%[-+]?\s*(include|extends|import|from)\b/;
+/** The parser's words for a tag that loads another template, which it has no reader for. */
+const FILE_TAG = /^Unknown statement type: (include|extends|import|from)$/;
 
 function compile(source: string): ReturnType<typeof parse> {
   let program = parsed.get(source);
   if (program === undefined) {
-    const tag = FILE_TAG.exec(source)?.[1];
-    if (tag !== undefined) {
-      // A workflow file's include and extends are read as it loads (format/template-files.ts).
+    try {
+      program = parse(tokenize(source, { lstrip_blocks: false, trim_blocks: false }));
+    } catch (error) {
+      // A workflow file's include and extends are read as it loads (format/template-files.ts); a
+      // tag that reaches the parser (in a template given at run time, or import) is refused by name.
+      const tag = error instanceof Error ? FILE_TAG.exec(error.message)?.[1] : undefined;
+      if (tag === undefined) throw error;
       throw new Error(
         tag === 'include' || tag === 'extends'
           ? `{% ${tag} %} is read only from a workflow file as it loads (relative to its folder); a template given at run time reads no files`
           : `{% ${tag} %} is not supported: macros from another file are not read; paste them in, or use {% include %}`,
+        { cause: error },
       );
     }
-    program = parse(tokenize(source, { lstrip_blocks: false, trim_blocks: false }));
     if (parsed.size >= PARSE_CACHE_LIMIT) parsed.clear();
     parsed.set(source, program);
   }
