@@ -23,6 +23,8 @@ describe('agentEnvironment', () => {
       SENTRY_DSN: 'https://key@sentry.example/1',
       SWITCHBOARD_TEST_PG_PASS: '1',
       SSH_PRIVATE_KEY_PATH: '/keys/id',
+      OTEL_EXPORTER_OTLP_HEADERS: 'authorization=Bearer collector-drop',
+      OTEL_EXPORTER_OTLP_TRACES_HEADERS: 'x-honeycomb-team=hc-drop',
       PWD: '/work',
     };
     expect(agentEnvironment(parent, ['NPM_TOKEN'])).toEqual({

@@ -1,11 +1,13 @@
-import { isRegisteredSecret } from '../core/secrets.js';
+import { isRegisteredSecret, SECRET_VARIABLE_NAME } from '../core/secrets.js';
 
 /**
  * Names that look like credentials: an agent's tools, the verify command and a step's stdio MCP servers do
  * not see these (`GITHUB_PAT`, `SENTRY_DSN` and `SSH_PRIVATE_KEY` included; `PWD` and `PATH` are not).
  */
-const SECRET_NAME =
-  /KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE|(^|_)(PAT|DSN)($|_)/i;
+const SECRET_NAME = new RegExp(
+  `${SECRET_VARIABLE_NAME.source}|AUTH|COOKIE|SESSION|(^|_)(PAT|DSN)($|_)`,
+  SECRET_VARIABLE_NAME.flags,
+);
 
 /** A URL carrying a password (`postgres://user:password@host/db`): a credential whatever its name. */
 const URL_WITH_PASSWORD = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^\s/?#@:]*:[^\s/?#@]+@/;

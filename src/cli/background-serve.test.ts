@@ -38,6 +38,14 @@ describe('settingsFingerprint', () => {
       fingerprint,
     );
     expect(settingsFingerprint({ ...base, cwd: tmpdir() })).not.toBe(fingerprint);
+    // Where traces go, with which credentials, and whether prompts go with them: a server of its own.
+    for (const name of [
+      'OTEL_EXPORTER_OTLP_ENDPOINT',
+      'OTEL_EXPORTER_OTLP_HEADERS',
+      'OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT',
+    ]) {
+      expect(settingsFingerprint({ ...base, environment: { [name]: 'x' } }), name).not.toBe(fingerprint);
+    }
     writeFileSync(join(cwd, 'switchboard.yaml'), 'route: {}\n');
     expect(settingsFingerprint(base)).not.toBe(fingerprint);
   });

@@ -63,7 +63,17 @@ export interface BackgroundSettings {
 }
 
 /** Environment names that may change what a server does: its own settings, providers' keys and ends. */
-const RELEVANT_PREFIXES = ['SWITCHBOARD_', 'ANTHROPIC_', 'OPENAI_', 'GEMINI_', 'GOOGLE_', 'CLAUDE_', 'NODE_'];
+const RELEVANT_PREFIXES = [
+  'SWITCHBOARD_',
+  'ANTHROPIC_',
+  'OPENAI_',
+  'GEMINI_',
+  'GOOGLE_',
+  'CLAUDE_',
+  'NODE_',
+  // Tracing: where spans go, with what credentials, and whether prompts go with them.
+  'OTEL_',
+];
 const RELEVANT_NAMES = new Set(['PATH', 'HOME', 'HTTP_PROXY', 'HTTPS_PROXY', 'NO_PROXY']);
 /** Set per client, not per server: left out so every client of one setup shares one server. */
 const IGNORED_NAMES = new Set([

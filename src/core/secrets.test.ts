@@ -35,6 +35,11 @@ describe('redactSecrets', () => {
     expect(redactSecrets('gemini-key-two-2 / dotenv-database-url-value')).toBe('[redacted] / [redacted]');
   });
 
+  it("removes a collector's credentials given as OTLP headers, the header value alone too", () => {
+    plant('OTEL_EXPORTER_OTLP_HEADERS', 'authorization=Bearer collector-token-123,x-team=team-key-456');
+    expect(redactSecrets('h=collector-token-123 t=team-key-456')).toBe('h=[redacted] t=[redacted]');
+  });
+
   it('leaves short values and ordinary names alone, so text is not shredded', () => {
     plant('SHORT_KEY', 'abc');
     plant('SOME_SETTING', 'a-long-setting-value');

@@ -8,8 +8,11 @@
  * `MIN_SECRET_LENGTH` is not treated as a secret: replacing `1` or `true` everywhere would shred text.
  */
 
-/** Variable names whose values are secrets: `*KEY*`, `*TOKEN*`, `*SECRET*`, `*PASSWORD*` and kin. */
-export const SECRET_VARIABLE_NAME = /KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|PRIVATE/i;
+/**
+ * Variable names whose values are secrets: `*KEY*`, `*TOKEN*`, `*SECRET*`, `*PASSWORD*` and kin, and
+ * `*HEADERS` (`OTEL_EXPORTER_OTLP_HEADERS=authorization=Bearer …`: a collector's credentials).
+ */
+export const SECRET_VARIABLE_NAME = /KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|PRIVATE|HEADERS/i;
 
 /** Shorter values are left alone. */
 export const MIN_SECRET_LENGTH = 8;
@@ -84,10 +87,15 @@ export function registerSecret(value: string | undefined): void {
   }
 }
 
-/** The value and, for a list like `GEMINI_API_KEYS=a,b`, each item, when long enough to be a secret. */
+/**
+ * The value and, for a list like `GEMINI_API_KEYS=a,b`, each item, and for a list of headers like
+ * `OTEL_EXPORTER_OTLP_HEADERS=x-team=abc,…` each item's value, when long enough to be a secret.
+ */
 function candidates(value: string | undefined): string[] {
   if (value === undefined) return [];
-  const items = [value, ...value.split(/[\s,;]+/)].map((item) => item.trim());
+  const parts = value.split(/[\s,;]+/);
+  const values = parts.flatMap((part) => (part.includes('=') ? [part.slice(part.indexOf('=') + 1)] : []));
+  const items = [value, ...parts, ...values].map((item) => item.trim());
   return items.filter((item) => item.length >= MIN_SECRET_LENGTH);
 }
 
