@@ -111,10 +111,10 @@ describe('reasoning.effort', () => {
     const assistant = messages.find((message) => message.role === 'assistant');
     expect((assistant?.content as Body[]).map((block) => block['type'])).toEqual(['thinking', 'tool_use']);
 
-    // openai inherits the runtime's default; gemini's `max` is capped at its largest budget.
+    // openai inherits the runtime's default; gemini's `max` is capped at Flash's largest budget.
     expect(bodies('chat')[0]?.['reasoning_effort']).toBe('medium');
     const gemini = bodies('gemini')[0] as { generationConfig?: { thinkingConfig?: unknown } };
-    expect(gemini.generationConfig?.thinkingConfig).toEqual({ thinkingBudget: 32_768 });
+    expect(gemini.generationConfig?.thinkingConfig).toEqual({ thinkingBudget: 24_576 });
   });
 
   it('rejects an effort no provider knows at validate, naming the levels', async () => {

@@ -1,3 +1,4 @@
+import { flushTracing } from '../observe/tracing.js';
 import type { Command } from 'commander';
 import type { McpContext } from '../mcp/context.js';
 import { parseSeconds } from './parse-seconds.js';
@@ -52,6 +53,8 @@ export function registerMcpCommand(program: Command): void {
       await services.router?.close();
       await services.calls.close();
     }
+    // Its last spans go out (within their own bound) before the exit below can cut them off.
+    await flushTracing();
     // Open sockets of the LLM providers' clients must not keep a stopped server's process alive.
     setTimeout(() => process.exit(), 2_000).unref();
   });

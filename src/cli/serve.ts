@@ -1,3 +1,4 @@
+import { flushTracing } from '../observe/tracing.js';
 import { LISTENER_OPTIONS } from '../core/http-listener.js';
 import { readFileSync, rmSync } from 'node:fs';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
@@ -258,6 +259,8 @@ async function runServer(config: SwitchboardConfig, flags: ServeFlags, mode: Ser
     await services.router?.close();
     await services.calls.close();
   }
+  // Its last spans go out (within their own bound) before the exit below can cut them off.
+  await flushTracing();
   // Open sockets of the LLM providers' clients must not keep a stopped server's process alive.
   setTimeout(() => process.exit(), 2_000).unref();
 }

@@ -286,8 +286,9 @@ type AnswerParts = Pick<
   'candidates' | 'usageMetadata' | 'modelVersion' | 'promptFeedback'
 >;
 
-/** The largest thinking budget Gemini's 2.5 models take (Pro); the levels above it are capped here. */
+/** The largest thinking budgets Gemini's 2.5 models take: Pro's, and Flash's (and Flash-Lite's). */
 const GEMINI_MAX_THINKING_BUDGET = 32_768;
+const GEMINI_FLASH_MAX_THINKING_BUDGET = 24_576;
 
 interface RequestSetup {
   config: GenerateContentConfig;
@@ -300,7 +301,10 @@ function requestSetup(request: ProviderCall, abortSignal: AbortSignal): RequestS
   if (request.system !== undefined) config.systemInstruction = request.system;
   if (request.reasoning !== undefined) {
     config.thinkingConfig = {
-      thinkingBudget: Math.min(THINKING_BUDGET_TOKENS[request.reasoning], GEMINI_MAX_THINKING_BUDGET),
+      thinkingBudget: Math.min(
+        THINKING_BUDGET_TOKENS[request.reasoning],
+        /flash/i.test(request.model) ? GEMINI_FLASH_MAX_THINKING_BUDGET : GEMINI_MAX_THINKING_BUDGET,
+      ),
     };
   }
   if (request.schema !== undefined) {
