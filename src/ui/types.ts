@@ -1,3 +1,3 @@
 // The API contract's names the app uses (src/serve/ui/api-types.ts), in one place.
 
-export type { GraphGroup, GraphStep, PendingGate, StepView } from '../serve/ui/api-types.js';
+export type { GraphGroup, GraphRoute, GraphStep, PendingGate, StepView } from '../serve/ui/api-types.js';

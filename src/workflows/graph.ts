@@ -1,9 +1,16 @@
-import type { GroupDefinition, RouteDefinition, StepDefinition, WorkflowDefinition } from './model.js';
+import { edgesOf } from './format/graph.js';
+import type { GroupDefinition, StepDefinition, WorkflowDefinition } from './model.js';
 
-/** A route as the graph shows it: its target and, when it has one, its condition as written. */
+/**
+ * A way out of a step as the graph shows it: its target and, when it has one, its condition as
+ * written; a gate's option (`kind: 'option'`, its `label`), a questions step's `abort_route` and
+ * `on_cap` too. No `kind`: a route.
+ */
 export interface GraphRoute {
   to: string;
   when?: string;
+  kind?: 'option' | 'abort' | 'cap';
+  label?: string;
 }
 
 /** A step of the graph: its name, type and routes; LLM steps also their provider and model as written. */
@@ -48,7 +55,7 @@ export interface WorkflowGraph {
 export function workflowGraph(workflow: WorkflowDefinition): WorkflowGraph {
   const { runtime } = workflow;
   const graphStep = (step: StepDefinition): GraphStep => {
-    const node: GraphStep = { name: step.name, type: step.type, routes: graphRoutes(step.routes) };
+    const node: GraphStep = { name: step.name, type: step.type, routes: graphRoutes(step) };
     if (step.type !== 'agent') return node;
     const provider = step.provider ?? runtime.provider;
     const model = step.model ?? runtime.defaultModel;
@@ -67,7 +74,7 @@ export function workflowGraph(workflow: WorkflowDefinition): WorkflowGraph {
 }
 
 function graphGroup(group: GroupDefinition, graphStep: (step: StepDefinition) => GraphStep): GraphGroup {
-  const node: GraphGroup = { name: group.name, kind: group.kind, routes: graphRoutes(group.routes) };
+  const node: GraphGroup = { name: group.name, kind: group.kind, routes: graphRoutes(group) };
   if (group.kind === 'parallel') return { ...node, agents: [...group.agents] };
   return {
     ...node,
@@ -78,10 +85,13 @@ function graphGroup(group: GroupDefinition, graphStep: (step: StepDefinition) =>
   };
 }
 
-function graphRoutes(routes: readonly RouteDefinition[]): GraphRoute[] {
-  return routes.map((route) =>
-    route.when === undefined ? { to: route.to } : { to: route.to, when: route.when },
-  );
+function graphRoutes(node: StepDefinition | GroupDefinition): GraphRoute[] {
+  return edgesOf(node).map(({ to, kind, when, label }): GraphRoute => ({
+    to,
+    ...(kind === 'route' ? {} : { kind }),
+    ...(when === undefined ? {} : { when }),
+    ...(label === undefined ? {} : { label }),
+  }));
 }
 
 /** How much of a step's output its `step-end` event keeps (characters of its JSON). */

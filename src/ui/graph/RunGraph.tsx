@@ -3,16 +3,18 @@
 import '@xyflow/react/dist/style.css';
 import {
   Background,
+  BaseEdge,
   Controls,
   MarkerType,
   ReactFlow,
   type ColorMode,
   type Edge,
+  type EdgeProps,
   type NodeMouseHandler,
   type ReactFlowInstance,
 } from '@xyflow/react';
 import { useCallback, useMemo, useRef, type KeyboardEvent } from 'react';
-import type { GraphLayout, LayoutNode } from './graph-layout.js';
+import { LABEL_CHARS, type GraphLayout, type LayoutNode } from './graph-layout.js';
 import { nodeTypes, type GraphFlowNode } from './GraphNodes.js';
 import { edgeKey, type RunState } from './run-state.js';
 
@@ -31,6 +33,25 @@ function flowType(node: LayoutNode): string {
       ? 'stepGroup'
       : 'step';
 }
+
+/** An edge along the path its layout gave it: a forward one around the steps between, a loop-back apart. */
+function RoutedEdge({ data, markerEnd, label }: EdgeProps<LaidEdge>) {
+  if (data === undefined) return null;
+  return (
+    <BaseEdge
+      path={data.d}
+      {...(markerEnd === undefined ? {} : { markerEnd })}
+      label={label}
+      labelX={data.labelX}
+      labelY={data.labelY}
+      labelBgPadding={[4, 2]}
+      labelBgBorderRadius={4}
+    />
+  );
+}
+
+type LaidEdge = Edge<{ d: string; labelX: number; labelY: number }, 'routed'>;
+const edgeTypes = { routed: RoutedEdge };
 
 const colorMode: ColorMode = 'system';
 /** Below this zoom node text is too small to read: the view starts at the top instead of fitting. */
@@ -60,27 +81,31 @@ export function RunGraph({ layout, state, selected, onSelect }: RunGraphProps) {
         const taken =
           state.taken.has(edgeKey(edge.source, edge.target)) ||
           (edge.source === '$start' && state.nodes.size > 0);
-        const className = ['run-edge', taken ? 'taken' : '', edge.loopBack ? 'loop-back' : '']
+        const className = [
+          'run-edge',
+          taken ? 'taken' : '',
+          edge.loopBack ? 'loop-back' : '',
+          edge.exceptional === true ? 'exceptional' : '',
+        ]
           .filter(Boolean)
           .join(' ');
         const label =
           edge.when === undefined
             ? undefined
-            : edge.when.length > 40
-              ? `${edge.when.slice(0, 39)}…`
+            : edge.when.length > LABEL_CHARS
+              ? `${edge.when.slice(0, LABEL_CHARS - 1)}…`
               : edge.when;
         return {
           id: edge.id,
           source: edge.source,
           target: edge.target,
-          type: edge.loopBack ? 'smoothstep' : 'default',
+          type: 'routed',
+          data: edge.path,
           className,
           animated: taken && state.nodes.get(edge.target)?.status === 'running',
           markerEnd: { type: MarkerType.ArrowClosed, width: 16, height: 16 },
           focusable: false,
-          ...(label === undefined
-            ? {}
-            : { label, labelBgPadding: [4, 2] as [number, number], labelBgBorderRadius: 4 }),
+          ...(label === undefined ? {} : { label }),
         };
       }),
     [layout, state],
@@ -129,6 +154,7 @@ export function RunGraph({ layout, state, selected, onSelect }: RunGraphProps) {
         nodes={nodes}
         edges={edges}
         nodeTypes={nodeTypes}
+        edgeTypes={edgeTypes}
         onNodeClick={onNodeClick}
         onPaneClick={() => onSelect(undefined)}
         onlyRenderVisibleElements

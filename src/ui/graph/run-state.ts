@@ -130,6 +130,12 @@ function applyEvent(state: RunState, runId: string, event: WorkflowEventRecord):
   if (event.type === 'run-cancel') state.runStatus = 'cancelled';
   if (event.type === 'run-start' || event.type === 'run-resume') state.runStatus = 'running';
   if (event.type === 'run-waiting') state.runStatus = 'waiting';
+  if (event.type === 'step-capped') {
+    // The step was not run again: the run went to its on_cap instead.
+    const to = text(data['to']);
+    if (event.step !== undefined && to !== undefined) state.taken.add(edgeKey(event.step, to));
+    return;
+  }
   const visit = visitFor(state.visits, runId, event);
   if (visit === undefined) return;
   switch (event.type) {

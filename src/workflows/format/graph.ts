@@ -1,9 +1,36 @@
-import { END, type WorkflowDefinition } from '../model.js';
+import { END, type GroupDefinition, type StepDefinition, type WorkflowDefinition } from '../model.js';
 
 /** An edge of the step graph: where a step or group may go next, and the field that says so. */
 export interface GraphEdge {
   to: string;
   field: string;
+  /** What takes it: a route (its `when` as written, if any), a gate's option (its label), `abort_route` or `on_cap`. */
+  kind: 'route' | 'option' | 'abort' | 'cap';
+  when?: string;
+  /** An option's label. */
+  label?: string;
+}
+
+/**
+ * Every way out of one step or group, in the order it is tried: its routes, a gate's options, a
+ * questions step's `abort_route`, then `on_cap`. Validation and the run graph the dashboard draws both
+ * read this, so a route kind added here is checked and drawn.
+ */
+export function edgesOf(node: StepDefinition | GroupDefinition): GraphEdge[] {
+  const list: GraphEdge[] = node.routes.map((route, index) => ({
+    to: route.to,
+    field: `routes[${index}].to`,
+    kind: 'route',
+    ...(route.when === undefined ? {} : { when: route.when }),
+  }));
+  if ('type' in node && node.type === 'human_gate')
+    node.options.forEach((option, index) =>
+      list.push({ to: option.route, field: `options[${index}].route`, kind: 'option', label: option.label }),
+    );
+  if ('type' in node && node.type === 'questions' && node.abortRoute !== undefined)
+    list.push({ to: node.abortRoute, field: 'abort_route', kind: 'abort' });
+  if (node.onCap !== undefined) list.push({ to: node.onCap, field: 'on_cap', kind: 'cap' });
+  return list;
 }
 
 /** The routes between a workflow's top-level steps and groups (parallel members sit inside their group). */
@@ -32,28 +59,8 @@ export function graphOf(definition: WorkflowDefinition): WorkflowGraph {
   for (const group of definition.groups.values()) {
     if (group.kind === 'parallel') for (const member of group.agents) memberOf.set(member, group.name);
   }
-  for (const step of definition.steps.values()) {
-    const list: GraphEdge[] = step.routes.map((route, index) => ({
-      to: route.to,
-      field: `routes[${index}].to`,
-    }));
-    if (step.type === 'human_gate')
-      step.options.forEach((option, index) =>
-        list.push({ to: option.route, field: `options[${index}].route` }),
-      );
-    if (step.type === 'questions' && step.abortRoute !== undefined)
-      list.push({ to: step.abortRoute, field: 'abort_route' });
-    if (step.onCap !== undefined) list.push({ to: step.onCap, field: 'on_cap' });
-    edges.set(step.name, list);
-  }
-  for (const group of definition.groups.values()) {
-    const list: GraphEdge[] = group.routes.map((route, index) => ({
-      to: route.to,
-      field: `routes[${index}].to`,
-    }));
-    if (group.onCap !== undefined) list.push({ to: group.onCap, field: 'on_cap' });
-    edges.set(group.name, list);
-  }
+  for (const step of definition.steps.values()) edges.set(step.name, edgesOf(step));
+  for (const group of definition.groups.values()) edges.set(group.name, edgesOf(group));
   const successors = (node: string): string[] =>
     (edges.get(node) ?? []).map((edge) => edge.to).filter((to) => to !== END && nodes.has(to));
   const reached = new Map<string, Set<string>>();

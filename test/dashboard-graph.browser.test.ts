@@ -1,0 +1,165 @@
+// The run graph drawn right, in a real browser: the built `switchboard ui` on a ledger these tests
+// write, driven by headless Chromium through puppeteer-core. A gate's options and `on_cap` are arrows
+// before the run reaches them; a loop-back is drawn apart from the forward route it returns along.
+// Screenshots go to SWITCHBOARD_TEST_ARTIFACTS when set, else to the test's temporary folder.
+import type { ChildProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import puppeteer, { type Browser, type Page } from 'puppeteer-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runWorkflow } from '../src/workflows/index.js';
+import { findChromium } from './helpers/chromium.js';
+import { IN_CI } from './helpers/ci.js';
+import { killServers, serve, type Served } from './helpers/serve-process.js';
+
+const chromium = findChromium();
+const BROWSER_TIMEOUT_MS = 30_000;
+
+/** A loop capped into a gate whose options lead to two different steps. */
+const ROUTES_WORKFLOW = `
+workflow:
+  name: ui-routes
+  entry_point: draft
+agents:
+  - name: draft
+    type: set
+    value: 'v1'
+    max_visits: 2
+    on_cap: decide
+    routes: [{ to: review }]
+  - name: review
+    type: set
+    value: 'revise'
+    routes:
+      - { to: draft, when: "output == 'revise'" }
+      - { to: decide }
+  - name: decide
+    type: human_gate
+    prompt: 'Publish the draft?'
+    options:
+      - { label: Ship it, value: ship, route: publish }
+      - { label: Rework, value: rework, route: fix }
+  - name: publish
+    type: set
+    value: 'published'
+    routes: [{ to: $end }]
+  - name: fix
+    type: set
+    value: 'fixed'
+    routes: [{ to: $end }]
+`;
+
+const suite = chromium === undefined && !IN_CI ? describe.skip : describe;
+
+interface Box {
+  left: number;
+  top: number;
+  right: number;
+  bottom: number;
+}
+
+suite('the run graph in headless Chromium', () => {
+  const children = new Set<ChildProcess>();
+  let directory: string;
+  let stateDir: string;
+  let artifacts: string;
+  let ui: Served;
+  let browser: Browser | undefined;
+  let page: Page;
+  let routesRun: string;
+
+  beforeAll(async () => {
+    if (chromium === undefined) throw new Error('CI needs the browser test, and no Chromium was found');
+    directory = realpathSync(mkdtempSync(join(tmpdir(), 'switchboard-dashboard-graph-')));
+    stateDir = join(directory, '.switchboard');
+    artifacts = process.env.SWITCHBOARD_TEST_ARTIFACTS ?? join(directory, 'artifacts');
+    mkdirSync(artifacts, { recursive: true });
+    writeFileSync(join(directory, 'routes.yaml'), ROUTES_WORKFLOW);
+    routesRun = (await runWorkflow({ file: join(directory, 'routes.yaml'), stateDir })).id;
+    ui = await serve(['--port', '0'], {
+      cwd: directory,
+      env: { ...process.env, SWITCHBOARD_SERVER_TOKEN: '' },
+      children,
+      command: 'ui',
+    });
+    browser = await puppeteer.launch({
+      executablePath: chromium,
+      headless: true,
+      args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--no-default-browser-check'],
+    });
+    page = await browser.newPage();
+    page.setDefaultTimeout(BROWSER_TIMEOUT_MS);
+    await page.setViewport({ width: 1280, height: 900 });
+    await page.goto(/dashboard at (\S+)/.exec(ui.stdout())?.[1] as string);
+    await page.waitForSelector('.runs-table');
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    killServers(children);
+    if (directory !== undefined) rmSync(directory, { recursive: true, force: true });
+  });
+
+  async function shot(name: string): Promise<void> {
+    await page.screenshot({ path: join(artifacts, `dashboard-graph-${name}.png`), fullPage: true });
+  }
+
+  /** The page's bounding box of what `selector` finds, undefined when nothing. */
+  async function box(selector: string): Promise<Box | undefined> {
+    return (await page.evaluate(
+      `(() => { const e = document.querySelector(${JSON.stringify(selector)}); if (e === null) return undefined;
+         const r = e.getBoundingClientRect(); return { left: r.left, top: r.top, right: r.right, bottom: r.bottom }; })()`,
+    )) as Box | undefined;
+  }
+
+  const edge = (from: string, to: string) => `[aria-label="Edge from ${from} to ${to}"]`;
+  const overlaps = (a: Box, b: Box) =>
+    a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
+
+  it("draws a gate's options and on_cap as arrows before the run takes them", async () => {
+    await page.goto(`${ui.url}/ui/runs/${routesRun}`);
+    await page.waitForSelector('.gate-panel');
+    await page.waitForSelector('[aria-label="decide: waiting"]');
+    await shot('routes-at-gate');
+    const routes: Array<[string, string]> = [
+      ['decide', 'publish'],
+      ['decide', 'fix'],
+      ['draft', 'decide'],
+      ['publish', '$end'],
+    ];
+    for (const [from, to] of routes) expect(await box(edge(from, to)), `${from} → ${to}`).toBeDefined();
+    const labels = await page.evaluate(
+      `[...document.querySelectorAll('.react-flow__edge-text')].map((e) => e.textContent)`,
+    );
+    expect(labels).toEqual(expect.arrayContaining(['Ship it', 'Rework', 'on cap']));
+    // The run went there when draft reached its max_visits: that arrow is a route taken.
+    expect(
+      await page.evaluate(`document.querySelector('${edge('draft', 'decide')}').classList.contains('taken')`),
+    ).toBe(true);
+    // A gate goes where its options say: not also to the end.
+    expect(await box(edge('decide', '$end'))).toBeUndefined();
+  });
+
+  it('draws a loop-back apart from the forward route, its label clear of both and of the steps', async () => {
+    await page.goto(`${ui.url}/ui/runs/${routesRun}`);
+    await page.waitForSelector(edge('review', 'draft'));
+    const forward = (await box(`${edge('draft', 'review')} path.react-flow__edge-path`)) as Box;
+    const back = (await box(`${edge('review', 'draft')} path.react-flow__edge-path`)) as Box;
+    const label = (await box(`${edge('review', 'draft')} .react-flow__edge-text`)) as Box;
+    expect(
+      await page.evaluate(
+        `document.querySelector('${edge('review', 'draft')} .react-flow__edge-text').textContent`,
+      ),
+    ).toBe("output == 'revise'");
+    const wide = (b: Box) => ({ ...b, left: b.left - 6, right: b.right + 6 });
+    expect(back.right, 'the loop reaches out beside the forward route').toBeGreaterThan(forward.right + 24);
+    expect(overlaps(label, wide(forward)), 'label on the forward route').toBe(false);
+    const nodes = (await page.evaluate(
+      `[...document.querySelectorAll('.react-flow__node')].map((e) => { const r = e.getBoundingClientRect();
+         return { left: r.left, top: r.top, right: r.right, bottom: r.bottom }; })`,
+    )) as Box[];
+    for (const node of nodes) expect(overlaps(label, node), 'label under a step').toBe(false);
+    await shot('loop-back');
+  });
+});
