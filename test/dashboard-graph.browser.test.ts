@@ -50,6 +50,27 @@ agents:
     routes: [{ to: $end }]
 `;
 
+/** A finished run whose middle step was running for a while: what a replay scrubs through. */
+const PAUSE_WORKFLOW = `
+workflow:
+  name: ui-pause
+  entry_point: begin
+agents:
+  - name: begin
+    type: set
+    value: 'started'
+    routes: [{ to: pause }]
+  - name: pause
+    type: wait
+    duration: 1s
+    reason: a step the replay shows running
+    routes: [{ to: finish }]
+  - name: finish
+    type: set
+    value: 'done'
+    routes: [{ to: $end }]
+`;
+
 const suite = chromium === undefined && !IN_CI ? describe.skip : describe;
 
 interface Box {
@@ -68,6 +89,7 @@ suite('the run graph in headless Chromium', () => {
   let browser: Browser | undefined;
   let page: Page;
   let routesRun: string;
+  let pauseRun: string;
 
   beforeAll(async () => {
     if (chromium === undefined) throw new Error('CI needs the browser test, and no Chromium was found');
@@ -77,6 +99,8 @@ suite('the run graph in headless Chromium', () => {
     mkdirSync(artifacts, { recursive: true });
     writeFileSync(join(directory, 'routes.yaml'), ROUTES_WORKFLOW);
     routesRun = (await runWorkflow({ file: join(directory, 'routes.yaml'), stateDir })).id;
+    writeFileSync(join(directory, 'pause.yaml'), PAUSE_WORKFLOW);
+    pauseRun = (await runWorkflow({ file: join(directory, 'pause.yaml'), stateDir })).id;
     ui = await serve(['--port', '0'], {
       cwd: directory,
       env: { ...process.env, SWITCHBOARD_SERVER_TOKEN: '' },
@@ -161,5 +185,47 @@ suite('the run graph in headless Chromium', () => {
     )) as Box[];
     for (const node of nodes) expect(overlaps(label, node), 'label under a step').toBe(false);
     await shot('loop-back');
+  });
+
+  /** The text of what `selector` finds. */
+  async function textOf(selector: string): Promise<string> {
+    return (await page.evaluate(
+      `document.querySelector(${JSON.stringify(selector)})?.textContent ?? ''`,
+    )) as string;
+  }
+
+  it("replays to the end with every edge kept; mid-replay the status bar and a running step's time follow the cursor", async () => {
+    await page.goto(`${ui.url}/ui/runs/${pauseRun}`);
+    const slider = await page.waitForSelector('[aria-label="Replay position (events applied)"]');
+    const edgesShown = () => page.evaluate(`document.querySelectorAll('.react-flow__edge').length`);
+    await page.waitForSelector('[aria-label="Edge from finish to $end"]');
+    const all = await edgesShown();
+    expect(all).toBe(4);
+    // The events up to the wait's start: the run is running there, its wait just begun.
+    const events = (await page.evaluate(
+      `fetch('/ui/api/runs/${pauseRun}/events').then((r) => r.json()).then((page) => page.events.map((e) => e.type + ' ' + (e.step ?? '')))`,
+    )) as string[];
+    const started = events.indexOf('step-start pause') + 1;
+    expect(started).toBeGreaterThan(0);
+    await slider?.focus();
+    await page.keyboard.press('Home');
+    for (let index = 0; index < started; index++) await page.keyboard.press('ArrowRight');
+    await page.waitForFunction(`document.querySelector('.replay-at')?.textContent.startsWith('${started}/')`);
+    await page.waitForSelector('[aria-label="pause: running"]');
+    await shot('replay-mid');
+    expect(await textOf('.status-bar .badge')).toBe('running');
+    expect(await textOf('[data-id="pause"] [title="elapsed"]')).toBe('0ms');
+    // Played to the end: the graph as it finished, its edges still drawn.
+    const [play] = await page.$$('xpath/.//button[contains(., "Play")]');
+    await page.select('[aria-label="Replay speed"]', '64');
+    await play?.click();
+    await page.waitForFunction(
+      `document.querySelector('.replay-at')?.textContent.startsWith('${events.length}/${events.length}')`,
+    );
+    await page.waitForSelector('xpath/.//button[contains(., "Play")]');
+    await page.waitForSelector('[aria-label="finish: completed"]');
+    await shot('replay-end');
+    expect(await edgesShown()).toBe(all);
+    expect(await textOf('.status-bar .badge')).toBe('completed');
   });
 });

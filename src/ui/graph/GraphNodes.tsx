@@ -12,6 +12,8 @@ import type { NodeState, NodeStatus } from './run-state.js';
 export interface GraphNodeData extends Record<string, unknown> {
   layout: LayoutNode;
   state: NodeState | undefined;
+  /** In a replay, the time of the cursor (ms): what a running step's elapsed time counts to. */
+  clock: number | undefined;
 }
 
 export type GraphFlowNode = Node<GraphNodeData>;
@@ -30,19 +32,20 @@ const TYPE_LABELS: Record<string, string> = {
   for_each: 'for each',
 };
 
-function Elapsed({ state }: { state: NodeState }) {
+function Elapsed({ state, clock }: { state: NodeState; clock: number | undefined }) {
   const running = state.status === 'running';
-  const now = useNow(running);
-  if (running && state.startedAt !== undefined) return <>{formatDuration(now - state.startedAt)}</>;
+  const now = useNow(running && clock === undefined);
+  if (running && state.startedAt !== undefined)
+    return <>{formatDuration((clock ?? now) - state.startedAt)}</>;
   return <>{formatDuration(state.durationMs)}</>;
 }
 
-function Metrics({ state }: { state: NodeState | undefined }) {
+function Metrics({ state, clock }: { state: NodeState | undefined; clock: number | undefined }) {
   if (state === undefined) return <div className="node-metrics muted">not run</div>;
   return (
     <div className="node-metrics">
       <span title="elapsed">
-        <Elapsed state={state} />
+        <Elapsed state={state} clock={clock} />
       </span>
       {state.tokens > 0 && <span title="tokens">{formatTokens(state.tokens)} tok</span>}
       {state.costUsd > 0 && <span title="cost">{formatMoney(state.costUsd)}</span>}
@@ -109,7 +112,7 @@ function StepNodeView({ data, selected }: NodeProps<GraphFlowNode>) {
           {model}
         </div>
       )}
-      <Metrics state={state} />
+      <Metrics state={state} clock={data.clock} />
       {state?.childRunId !== undefined && (
         <Link className="node-link nodrag" href={`/runs/${idSegment(state.childRunId)}`}>
           child run →
@@ -156,7 +159,7 @@ function GroupNodeView({ data, selected }: NodeProps<GraphFlowNode>) {
         ))}
         {members.length > shown.length && <span className="muted">+{members.length - shown.length}</span>}
       </div>
-      <Metrics state={state} />
+      <Metrics state={state} clock={data.clock} />
     </NodeBox>
   );
 }
@@ -196,6 +199,7 @@ function sameNode(previous: NodeProps<GraphFlowNode>, next: NodeProps<GraphFlowN
   return (
     previous.selected === next.selected &&
     previous.data.layout === next.data.layout &&
+    previous.data.clock === next.data.clock &&
     sameState(previous.data.state, next.data.state)
   );
 }

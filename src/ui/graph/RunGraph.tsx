@@ -6,6 +6,8 @@ import {
   BaseEdge,
   Controls,
   MarkerType,
+  Position,
+  type NodeHandle,
   ReactFlow,
   type ColorMode,
   type Edge,
@@ -22,6 +24,8 @@ interface RunGraphProps {
   /** From layoutGraph, memoised by the caller on the graph: laid out once, never per event. */
   layout: GraphLayout;
   state: RunState;
+  /** In a replay, the cursor's time (ms since the epoch); undefined live. */
+  clock?: number | undefined;
   selected: string | undefined;
   onSelect: (node: string | undefined) => void;
 }
@@ -53,11 +57,38 @@ function RoutedEdge({ data, markerEnd, label }: EdgeProps<LaidEdge>) {
 type LaidEdge = Edge<{ d: string; labelX: number; labelY: number }, 'routed'>;
 const edgeTypes = { routed: RoutedEdge };
 
+/** A node's handles where GraphNodes draws them: in at the top's middle, out at the bottom's. */
+function handlesOf(node: LayoutNode): NodeHandle[] {
+  const x = node.width / 2 - HANDLE / 2;
+  const handles: NodeHandle[] = [];
+  if (node.kind !== 'start')
+    handles.push({
+      type: 'target',
+      position: Position.Top,
+      x,
+      y: -HANDLE / 2,
+      width: HANDLE,
+      height: HANDLE,
+    });
+  if (node.kind !== 'end')
+    handles.push({
+      type: 'source',
+      position: Position.Bottom,
+      x,
+      y: node.height - HANDLE / 2,
+      width: HANDLE,
+      height: HANDLE,
+    });
+  return handles;
+}
+/** The handles' size in styles.css. */
+const HANDLE = 6;
+
 const colorMode: ColorMode = 'system';
 /** Below this zoom node text is too small to read: the view starts at the top instead of fitting. */
 const MIN_FIT_ZOOM = 0.7;
 
-export function RunGraph({ layout, state, selected, onSelect }: RunGraphProps) {
+export function RunGraph({ layout, state, clock, selected, onSelect }: RunGraphProps) {
   const nodes = useMemo(
     (): GraphFlowNode[] =>
       layout.nodes.map((node) => ({
@@ -66,13 +97,17 @@ export function RunGraph({ layout, state, selected, onSelect }: RunGraphProps) {
         position: { x: node.x, y: node.y },
         width: node.width,
         height: node.height,
-        data: { layout: node, state: state.nodes.get(node.id) },
+        // Sizes and handles as laid out: React Flow otherwise forgets its measurements whenever the nodes
+        // change (each event, each replay step) and draws no edge until it measures again, which it may not.
+        measured: { width: node.width, height: node.height },
+        handles: handlesOf(node),
+        data: { layout: node, state: state.nodes.get(node.id), clock },
         selected: node.id === selected,
         selectable: node.kind === 'step' || node.kind === 'group',
         focusable: node.kind === 'step' || node.kind === 'group',
         ariaLabel: node.kind === 'step' || node.kind === 'group' ? `${node.type} step ${node.id}` : node.kind,
       })),
-    [layout, state, selected],
+    [layout, state, clock, selected],
   );
 
   const edges = useMemo(

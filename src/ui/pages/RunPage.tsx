@@ -74,6 +74,12 @@ export function RunPage({ id }: { id: string }) {
     () => (cursor === undefined ? foldRun(id, events, steps) : foldRun(id, events.slice(0, cursor))),
     [id, events, steps, cursor],
   );
+  // A replay's clock: the time of the last event applied.
+  const clock = useMemo(() => {
+    if (cursor === undefined) return undefined;
+    const at = cursor === 0 ? events[0]?.at : events[cursor - 1]?.at;
+    return at === undefined ? undefined : Date.parse(at);
+  }, [cursor, events]);
   const graph = useStableGraph(data?.graph);
   // Layout is the expensive part (dagre): once per graph, never per event.
   const layout = useMemo(() => (graph === undefined ? undefined : layoutGraph(graph)), [graph]);
@@ -109,7 +115,13 @@ export function RunPage({ id }: { id: string }) {
       >
         started {formatTime(detailWithSummary.summary.startedAt)} <StatusBadge status={status} />
       </RunHeader>
-      <RunStatusBar detail={detailWithSummary} state={state} status={status} totalSteps={totalSteps} />
+      <RunStatusBar
+        detail={detailWithSummary}
+        state={state}
+        status={status}
+        totalSteps={totalSteps}
+        clock={clock}
+      />
       {data.run.error !== undefined && <ErrorText code={data.run.errorCode} message={data.run.error} />}
       {actionsAllowed && data.run.gate !== undefined && (
         <GatePanel key={data.run.gate.step} runId={id} gate={data.run.gate} onAnswered={onAction} />
@@ -158,7 +170,13 @@ export function RunPage({ id }: { id: string }) {
             </>
           ) : (
             <div className={selectedNode === undefined ? 'graph-layout' : 'graph-layout with-detail'}>
-              <RunGraph layout={layout} state={state} selected={selected} onSelect={setSelected} />
+              <RunGraph
+                layout={layout}
+                state={state}
+                clock={clock}
+                selected={selected}
+                onSelect={setSelected}
+              />
               {selectedNode !== undefined && (
                 <NodeDetail
                   key={selectedNode.id}

@@ -12,18 +12,26 @@ interface RunStatusBarProps {
   status: string;
   /** Steps and groups of the graph; without a graph, those that ran. */
   totalSteps: number | undefined;
+  /** In a replay, the cursor's time (ms since the epoch): status, elapsed and cost are the run's then. */
+  clock?: number | undefined;
 }
 
-export function RunStatusBar({ detail, state, status, totalSteps }: RunStatusBarProps) {
+export function RunStatusBar({ detail, state, status: final, totalSteps, clock }: RunStatusBarProps) {
   const { summary, budgetUsd } = detail;
-  const live = status === 'running';
+  const replaying = clock !== undefined;
+  const status = replaying ? (state.runStatus ?? 'running') : final;
+  const live = status === 'running' && !replaying;
   const now = useNow(live);
   const started = Date.parse(summary.startedAt);
-  const elapsed = summary.durationMs ?? (live || status === 'waiting' ? now - started : undefined);
+  const elapsed = replaying
+    ? Math.max(0, clock - started)
+    : (summary.durationMs ?? (live || status === 'waiting' ? now - started : undefined));
   const total = totalSteps ?? state.nodes.size;
   const done = [...state.nodes.values()].filter((node) => node.status === 'completed').length;
   const tokens = [...state.visits.values()].reduce((sum, visit) => sum + visit.tokens, 0);
-  const cost = Math.max(summary.costUsd, detail.run.costUsd);
+  const cost = replaying
+    ? [...state.visits.values()].reduce((sum, visit) => sum + visit.costUsd, 0)
+    : Math.max(summary.costUsd, detail.run.costUsd);
   return (
     <div className="status-bar" role="status" aria-live="polite">
       <StatusBadge status={status} />
