@@ -11,7 +11,7 @@ import { JsonView } from '../components/JsonView.js';
 import { StatusBadge } from '../components/StatusBadge.js';
 import { formatDuration, formatMoney, formatTokens } from '../format.js';
 import type { LayoutNode } from './graph-layout.js';
-import { visitsOf, type RunState, type VisitState } from './run-state.js';
+import { visitTotals, visitsOf, type RunState, type VisitState } from './run-state.js';
 
 interface NodeDetailProps {
   node: LayoutNode;
@@ -74,6 +74,7 @@ export function NodeDetail({ node, state, events, steps, onClose }: NodeDetailPr
   );
   const output = outputOf(visitEvents, visit, steps);
   const hint = visitEvents.find((event) => event.type === 'step-end')?.data?.['hint'];
+  const totals = visit === undefined ? undefined : visitTotals(state.visits, visit.key);
   const model = visit?.provider ?? [node.step?.provider, node.step?.model].filter(Boolean).join(':');
 
   return (
@@ -115,9 +116,9 @@ export function NodeDetail({ node, state, events, steps, onClose }: NodeDetailPr
               <dt>Duration</dt>
               <dd>{formatDuration(visit.durationMs)}</dd>
               <dt>Tokens</dt>
-              <dd>{formatTokens(visit.tokens)}</dd>
+              <dd>{formatTokens(totals?.tokens)}</dd>
               <dt>Cost</dt>
-              <dd>{formatMoney(visit.costUsd)}</dd>
+              <dd>{formatMoney(totals?.costUsd)}</dd>
               {visit.childRunId !== undefined && (
                 <>
                   <dt>Child run</dt>

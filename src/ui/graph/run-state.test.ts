@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { WorkflowEventRecord, WorkflowGraph } from '../../serve/ui/api-types.js';
 import { layoutGraph } from './graph-layout.js';
-import { edgeKey, foldRun } from './run-state.js';
+import { edgeKey, foldRun, visitTotals } from './run-state.js';
 
 // What the run graph shows, folded from a run's events as the engine writes them (docs/workflows.md,
 // "Events"): the page's statuses, loops, groups and replay all come from here.
@@ -66,6 +66,29 @@ describe('foldRun', () => {
       { name: '1', status: 'interrupted' },
     ]);
     expect(state.runStatus).toBe('failed');
+  });
+});
+
+describe('visitTotals', () => {
+  it("sums a group's visit with its members: what its node and its detail both show", () => {
+    const events = [
+      event('run-start'),
+      event('group-start', 'fan/0', { kind: 'for_each' }),
+      event('step-start', 'fan/0/a'),
+      event('model-turn', 'fan/0/a', { inputTokens: 100, outputTokens: 20 }),
+      event('step-end', 'fan/0/a', { status: 'completed', costUsd: 0.01 }),
+      event('step-start', 'fan/0/b'),
+      event('model-turn', 'fan/0/b', { inputTokens: 50, outputTokens: 5 }),
+      event('step-end', 'fan/0/b', { status: 'completed', costUsd: 0.02 }),
+      event('group-end', 'fan/0', { status: 'completed' }),
+    ];
+    const state = foldRun(RUN, events);
+    const totals = visitTotals(state.visits, `${RUN}/fan/0`);
+    expect(totals.tokens).toBe(175);
+    expect(totals.costUsd).toBeCloseTo(0.03);
+    expect(state.nodes.get('fan')).toMatchObject({ tokens: totals.tokens, costUsd: totals.costUsd });
+    // A member alone is its own.
+    expect(visitTotals(state.visits, `${RUN}/fan/0/a`).tokens).toBe(120);
   });
 });
 

@@ -218,6 +218,24 @@ function applySteps(state: RunState, runId: string, steps: readonly StepView[]):
   }
 }
 
+/**
+ * Tokens and cost of one execution with everything it ran: a step's visit, or a group's visit and its
+ * members. The graph's node and the detail panel both show these sums.
+ */
+export function visitTotals(
+  visits: ReadonlyMap<string, VisitState>,
+  key: string,
+): { tokens: number; costUsd: number } {
+  let tokens = 0;
+  let costUsd = 0;
+  for (const visit of visits.values()) {
+    if (visit.key !== key && !visit.key.startsWith(`${key}/`)) continue;
+    tokens += visit.tokens;
+    costUsd += visit.costUsd;
+  }
+  return { tokens, costUsd };
+}
+
 function aggregate(visits: Map<string, VisitState>): Map<string, NodeState> {
   const nodes = new Map<string, NodeState>();
   const latest = new Map<string, VisitState>();
@@ -239,9 +257,10 @@ function aggregate(visits: Map<string, VisitState>): Map<string, NodeState> {
       if (top.memberCount !== undefined) node.memberCount = top.memberCount;
       nodes.set(visit.node, node);
     }
-    node.tokens += visit.tokens;
-    node.costUsd += visit.costUsd;
     if (visit.member === undefined) {
+      const totals = visitTotals(visits, visit.key);
+      node.tokens += totals.tokens;
+      node.costUsd += totals.costUsd;
       node.visits += 1;
       if (visit.childRunId !== undefined) node.childRunId = visit.childRunId;
     } else if (visit.key.startsWith(`${top.key}/`)) {
