@@ -71,6 +71,26 @@ agents:
     routes: [{ to: $end }]
 `;
 
+/** A gate whose prompt is Markdown with things in it that must never run or load. */
+const MARKDOWN_WORKFLOW = `
+workflow:
+  name: ui-markdown
+  entry_point: ask
+agents:
+  - name: ask
+    type: human_gate
+    prompt: |
+      ## Review **the plan**
+
+      - one <script>alert('script')</script>
+      - two <img src=http://other.example/x onerror=alert('img')>
+      - [run me](javascript:alert('link')) and [docs](https://example.com/docs)
+
+      ![pixel](http://other.example/pixel.png)
+    options:
+      - { label: Approve, value: ok, route: $end }
+`;
+
 const suite = chromium === undefined && !IN_CI ? describe.skip : describe;
 
 interface Box {
@@ -90,6 +110,9 @@ suite('the run graph in headless Chromium', () => {
   let page: Page;
   let routesRun: string;
   let pauseRun: string;
+  let markdownRun: string;
+  const alerts: string[] = [];
+  const otherRequests: string[] = [];
 
   beforeAll(async () => {
     if (chromium === undefined) throw new Error('CI needs the browser test, and no Chromium was found');
@@ -101,6 +124,8 @@ suite('the run graph in headless Chromium', () => {
     routesRun = (await runWorkflow({ file: join(directory, 'routes.yaml'), stateDir })).id;
     writeFileSync(join(directory, 'pause.yaml'), PAUSE_WORKFLOW);
     pauseRun = (await runWorkflow({ file: join(directory, 'pause.yaml'), stateDir })).id;
+    writeFileSync(join(directory, 'markdown.yaml'), MARKDOWN_WORKFLOW);
+    markdownRun = (await runWorkflow({ file: join(directory, 'markdown.yaml'), stateDir })).id;
     ui = await serve(['--port', '0'], {
       cwd: directory,
       env: { ...process.env, SWITCHBOARD_SERVER_TOKEN: '' },
@@ -115,6 +140,14 @@ suite('the run graph in headless Chromium', () => {
     page = await browser.newPage();
     page.setDefaultTimeout(BROWSER_TIMEOUT_MS);
     await page.setViewport({ width: 1280, height: 900 });
+    page.on('dialog', (dialog) => {
+      alerts.push(dialog.message());
+      void dialog.dismiss();
+    });
+    page.on('request', (request) => {
+      if (!request.url().startsWith(ui.url) && !request.url().startsWith('data:'))
+        otherRequests.push(request.url());
+    });
     await page.goto(/dashboard at (\S+)/.exec(ui.stdout())?.[1] as string);
     await page.waitForSelector('.runs-table');
   });
@@ -227,5 +260,39 @@ suite('the run graph in headless Chromium', () => {
     await shot('replay-end');
     expect(await edgesShown()).toBe(all);
     expect(await textOf('.status-bar .badge')).toBe('completed');
+  });
+
+  it('renders a gate prompt as Markdown, and nothing in it runs, loads or links anywhere but http(s)', async () => {
+    await page.goto(`${ui.url}/ui/runs/${markdownRun}`);
+    await page.waitForSelector('.gate-prompt');
+    await shot('markdown-gate');
+    const prompt = (await page.evaluate(`(() => {
+      const root = document.querySelector('.gate-prompt');
+      return {
+        heading: root.querySelector('h2')?.textContent,
+        bold: root.querySelector('strong')?.textContent,
+        items: root.querySelectorAll('li').length,
+        scripts: root.querySelectorAll('script').length,
+        images: root.querySelectorAll('img').length,
+        links: [...root.querySelectorAll('a')].map((a) => [a.textContent, a.getAttribute('href'), a.rel, a.target]),
+        text: root.textContent,
+      };
+    })()`)) as Record<string, unknown>;
+    expect(prompt['heading']).toBe('Review the plan');
+    expect(prompt['bold']).toBe('the plan');
+    expect(prompt['items']).toBe(3);
+    expect(prompt['scripts']).toBe(0);
+    expect(prompt['images']).toBe(0);
+    expect(prompt['links']).toEqual([
+      // The escaped <img>'s address, as a link to follow, not a picture loaded.
+      ['http://other.example/x', 'http://other.example/x', 'noopener noreferrer', '_blank'],
+      ['docs', 'https://example.com/docs', 'noopener noreferrer', '_blank'],
+      ['[image: pixel]', 'http://other.example/pixel.png', 'noopener noreferrer', '_blank'],
+    ]);
+    // The raw HTML is there as text, to read.
+    expect(prompt['text']).toContain("<script>alert('script')</script>");
+    expect(prompt['text']).toContain('[run me](javascript:');
+    expect(alerts).toEqual([]);
+    expect(otherRequests).toEqual([]);
   });
 });

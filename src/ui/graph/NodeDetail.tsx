@@ -8,6 +8,7 @@ import { idSegment } from '../../serve/ui/id-codec.js';
 import type { StepView } from '../types.js';
 import { ActivityStream, ErrorText, type ActivityItem } from '../components/ActivityStream.js';
 import { JsonView } from '../components/JsonView.js';
+import { Markdown } from '../components/Markdown.js';
 import { StatusBadge } from '../components/StatusBadge.js';
 import { formatDuration, formatMoney, formatTokens } from '../format.js';
 import type { LayoutNode } from './graph-layout.js';
@@ -140,7 +141,17 @@ export function NodeDetail({ node, state, events, steps, onClose }: NodeDetailPr
           <h3>Activity</h3>
           <ActivityStream items={activity} />
           <h3>Output{output.truncated ? ' (start, truncated)' : ''}</h3>
-          <JsonView value={output.value} label={`Output of ${node.id}`} />
+          {typeof output.value === 'string' && !output.truncated ? (
+            <>
+              <Markdown className="output-markdown" text={output.value} />
+              <details className="raw-output">
+                <summary>As written</summary>
+                <JsonView value={output.value} label={`Output of ${node.id}`} />
+              </details>
+            </>
+          ) : (
+            <JsonView value={output.value} label={`Output of ${node.id}`} />
+          )}
         </>
       )}
     </aside>

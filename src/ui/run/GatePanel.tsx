@@ -8,6 +8,7 @@ import type { PendingGate } from '../types.js';
 import { ApiError, postJson } from '../api.js';
 import { ErrorText } from '../components/ActivityStream.js';
 import { formatTime } from '../format.js';
+import { Markdown } from '../components/Markdown.js';
 
 interface GatePanelProps {
   runId: string;
@@ -165,7 +166,7 @@ export function GatePanel({ runId, gate, onAnswered }: GatePanelProps) {
       <h2>
         Waiting at <span className="mono">{gate.step}</span>
       </h2>
-      {gate.prompt !== '' && <p className="gate-prompt">{gate.prompt}</p>}
+      {gate.prompt !== '' && <Markdown className="gate-prompt" text={gate.prompt} />}
       {gate.timesOutAt !== undefined && (
         <p className="muted">Takes its default at {formatTime(gate.timesOutAt)}.</p>
       )}
