@@ -8,6 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openLedger } from '../src/store/ledger.js';
+import { formatDuration } from '../src/ui/format.js';
 import { runWorkflow } from '../src/workflows/index.js';
 import { findChromium } from './helpers/chromium.js';
 import { IN_CI } from './helpers/ci.js';
@@ -126,6 +128,23 @@ suite('the run graph in headless Chromium', () => {
     pauseRun = (await runWorkflow({ file: join(directory, 'pause.yaml'), stateDir })).id;
     writeFileSync(join(directory, 'markdown.yaml'), MARKDOWN_WORKFLOW);
     markdownRun = (await runWorkflow({ file: join(directory, 'markdown.yaml'), stateDir })).id;
+    // A one-off call on a model with no price, newer than every run.
+    const ledger = openLedger({ stateDir });
+    await ledger.recordCallAttempt({
+      id: 'attempt-unpriced',
+      callId: 'call-unpriced',
+      attempt: 1,
+      createdAt: Date.now() + 60_000,
+      provider: 'openai',
+      spec: 'openai:local-model',
+      modelRequested: 'local-model',
+      success: true,
+      durationMs: 40,
+      usage: { inputTokens: 10, outputTokens: 2, cacheReadTokens: 0, cacheWriteTokens: 0 },
+      costUsd: null,
+      promptText: 'hello',
+    });
+    await ledger.close();
     ui = await serve(['--port', '0'], {
       cwd: directory,
       env: { ...process.env, SWITCHBOARD_SERVER_TOKEN: '' },
@@ -294,5 +313,39 @@ suite('the run graph in headless Chromium', () => {
     expect(prompt['text']).toContain('[run me](javascript:');
     expect(alerts).toEqual([]);
     expect(otherRequests).toEqual([]);
+  });
+
+  it("shows a gate's time from reaching it to its answer, not the answer's few milliseconds", async () => {
+    await page.goto(`${ui.url}/ui/runs/${markdownRun}`);
+    const [approve] = await page.$$('xpath/.//button[normalize-space()="Approve"]');
+    await approve?.click();
+    await page.waitForFunction(`document.querySelector('.status-bar .badge')?.textContent === 'completed'`);
+    const events = (await page.evaluate(
+      `fetch('/ui/api/runs/${markdownRun}/events').then((r) => r.json()).then((page) => page.events)`,
+    )) as Array<{ type: string; step?: string; at: string }>;
+    const starts = events.filter((event) => event.type === 'step-start' && event.step === 'ask');
+    const ends = events.filter((event) => event.type === 'step-end' && event.step === 'ask');
+    // Reached in the process that started the run, taken in the one that answered it.
+    expect(starts.length).toBe(2);
+    expect(ends.length).toBeGreaterThan(0);
+    const waited = Date.parse(ends.at(-1)?.at as string) - Date.parse(starts[0]?.at as string);
+    await page.waitForSelector('[aria-label="ask: completed"]');
+    expect(await textOf('[data-id="ask"] [title="elapsed"]')).toBe(formatDuration(waited));
+  });
+
+  it('lists runs waiting for a person first, and an unpriced call with no cost rather than $0', async () => {
+    await page.goto(`${ui.url}/ui/`);
+    await page.waitForSelector('.runs-table');
+    await shot('runs');
+    const rows = (await page.evaluate(
+      `[...document.querySelectorAll('.runs-table tbody tr')].map((tr) => [...tr.querySelectorAll('td')].map((td) => td.innerText.trim()))`,
+    )) as string[][];
+    const waiting = rows.map((cells) => cells.some((cell) => cell.startsWith('waiting')));
+    expect(waiting.filter(Boolean).length).toBe(1);
+    expect(waiting[0]).toBe(true);
+    const call = rows.find((cells) => cells.some((cell) => cell.includes('openai:local-model')));
+    expect(call).toBeDefined();
+    expect(call).toContain('—');
+    expect(call).not.toContain('$0');
   });
 });

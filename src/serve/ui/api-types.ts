@@ -44,7 +44,8 @@ export interface RunSummary {
   startedAt: string;
   endedAt?: string;
   durationMs?: number;
-  costUsd: number;
+  /** Absent for a call none of whose attempts was priced (its model is not in the price table). */
+  costUsd?: number;
   /** A workflow parked at a gate: the gate's step name. */
   waitingGate?: string;
   /** The machine advancing (or that last advanced) it. */

@@ -153,9 +153,11 @@ function callSummary(attempts: readonly AttemptRow[]): RunSummary {
     startedAt: iso(first.created_at),
     endedAt: iso(end),
     durationMs: end - first.created_at,
-    costUsd: attempts.reduce((sum, attempt) => sum + (attempt.cost_usd ?? 0), 0),
     tags,
   };
+  // A call none of whose attempts had a price (a model the price table lacks) has no cost, not $0.
+  const priced = attempts.filter((attempt) => attempt.cost_usd !== null);
+  if (priced.length > 0) summary.costUsd = priced.reduce((sum, attempt) => sum + (attempt.cost_usd ?? 0), 0);
   if (tags.workflow_run !== undefined) {
     summary.parentRunId = tags.workflow_run;
     summary.parentKind = 'workflow';

@@ -141,8 +141,10 @@ function applyEvent(state: RunState, runId: string, event: WorkflowEventRecord):
   switch (event.type) {
     case 'step-start':
     case 'group-start':
+      // A gate answered later starts again in the process that takes the answer: its time runs from when
+      // the run reached it.
+      if (visit.status !== 'waiting' || visit.startedAt === undefined) visit.startedAt = at;
       visit.status = 'running';
-      visit.startedAt = at;
       delete visit.endedAt;
       break;
     case 'step-prompt': {

@@ -152,6 +152,14 @@ function matches(run: RunSummary, query: Record<string, string>): boolean {
   return query['since'] === undefined || Date.parse(run.startedAt) >= Date.parse(query['since']);
 }
 
+/** Runs waiting for a person before the rest, each part newest first as listed. */
+function waitingFirst(runs: readonly RunSummary[]): RunSummary[] {
+  return [
+    ...runs.filter((run) => run.status === 'waiting'),
+    ...runs.filter((run) => run.status !== 'waiting'),
+  ];
+}
+
 export function RunsPage() {
   const [query, setQuery] = useUrlQuery();
   const path = `/runs${queryString({ ...Object.fromEntries(FILTERS.map((key) => [key, query[key]])), cursor: query['cursor'] })}`;
@@ -188,7 +196,7 @@ export function RunsPage() {
       </header>
       <RunFilters query={query} onChange={setQuery} />
       {error !== undefined && <ErrorText code={error.code} message={error.message} hint={error.hint} />}
-      {data !== undefined && <RunsTable runs={runs} />}
+      {data !== undefined && <RunsTable runs={firstPage ? waitingFirst(runs) : runs} />}
       <div className="button-row pager">
         {!firstPage && (
           <button type="button" onClick={() => setQuery({ cursor: undefined })}>

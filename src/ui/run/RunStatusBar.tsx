@@ -31,7 +31,7 @@ export function RunStatusBar({ detail, state, status: final, totalSteps, clock }
   const tokens = [...state.visits.values()].reduce((sum, visit) => sum + visit.tokens, 0);
   const cost = replaying
     ? [...state.visits.values()].reduce((sum, visit) => sum + visit.costUsd, 0)
-    : Math.max(summary.costUsd, detail.run.costUsd);
+    : Math.max(summary.costUsd ?? 0, detail.run.costUsd);
   return (
     <div className="status-bar" role="status" aria-live="polite">
       <StatusBadge status={status} />
