@@ -348,4 +348,31 @@ suite('the run graph in headless Chromium', () => {
     expect(call).toContain('—');
     expect(call).not.toContain('$0');
   });
+
+  it('after the server restarts, a reload shows a page saying how to sign in again; the API still answers JSON', async () => {
+    const restarted = await serve(['--port', '0'], {
+      cwd: directory,
+      env: { ...process.env, SWITCHBOARD_SERVER_TOKEN: '' },
+      children,
+      command: 'ui',
+    });
+    // This browser's cookie is the first server's: the new one has another token (and port).
+    const cookie = (await page.cookies()).find((candidate) => candidate.name.startsWith('switchboard_ui_'));
+    expect(cookie).toBeDefined();
+    await page.setCookie({
+      ...cookie!,
+      name: `switchboard_ui_${new URL(restarted.url).port}`,
+      value: cookie!.value,
+    });
+    const answer = await page.goto(`${restarted.url}/ui/runs/${routesRun}`);
+    expect(answer?.status()).toBe(401);
+    expect(answer?.headers()['content-type']).toContain('text/html');
+    const text = (await page.evaluate('document.body.innerText')) as string;
+    expect(text).toContain('Sign in to the dashboard again');
+    expect(text).toContain('switchboard ui');
+    await shot('sign-in-again');
+    const api = await fetch(`${restarted.url}/ui/api/runs`, { headers: { accept: 'application/json' } });
+    expect(api.status).toBe(401);
+    expect(((await api.json()) as { error: { code: string } }).error.code).toBe('AUTH');
+  });
 });

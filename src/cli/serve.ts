@@ -459,7 +459,7 @@ function admit(
   // loopback too. Holding it is what a rebinding page cannot do, so Host is not checked then.
   const ui = dashboard !== undefined && isUiPath(url.pathname);
   if (ui && !dashboard.admits(request, url)) {
-    dashboard.unauthorized(response);
+    dashboard.unauthorized(request, response);
     return false;
   }
   // The gateway takes virtual keys as well as the token: it authenticates (and guards) its own requests.

@@ -110,6 +110,24 @@ const USED_LINK_PAGE = `<!doctype html>
 Restarting the command prints one too.</p></body></html>
 `;
 
+/** What a browser opening a dashboard page without its cookie shows (a restarted server's new token): fixed text. */
+export const SIGN_IN_PAGE = `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Sign in - Switchboard</title></head>
+<body><h1>Sign in to the dashboard again</h1>
+<p>This browser's sign-in is for another start of the server: <code>switchboard ui</code> (or
+<code>switchboard serve --ui</code>) was restarted, or this page was opened in another browser.</p>
+<p>Open the link the running command printed in its terminal (<code>dashboard at http://…/ui/?code=…</code>).
+Each link works once; when it has been used, the command prints a new one.</p></body></html>
+`;
+
+/** A browser navigating to a page (not the API, not a script's fetch): it should be shown a page. */
+export function isPageNavigation(request: IncomingMessage, url: URL): boolean {
+  if (request.method !== 'GET' && request.method !== 'HEAD') return false;
+  if (url.pathname === '/ui/api' || url.pathname.startsWith('/ui/api/')) return false;
+  const accept = request.headers.accept ?? '';
+  return accept.includes('text/html') || request.headers['sec-fetch-mode'] === 'navigate';
+}
+
 /** The URL a user opens: the server's address and a one-time sign-in code. */
 export function uiUrl(base: string, code: string): string {
   return `${base}/ui/?code=${code}`;

@@ -7,7 +7,7 @@ import type { SqlDatabase } from '../../store/sql/sql-database.js';
 import type { WorkflowStore } from '../../store/workflow-records.js';
 import { methodNotAllowed, sendError, sendJson } from '../http.js';
 import type { AgentDetail, EventPage, RunDetail, SessionInfo, WorkflowGraph } from './api-types.js';
-import { exchangeCode, holdsUiToken, type UiAccess } from './access.js';
+import { exchangeCode, holdsUiToken, isPageNavigation, SIGN_IN_PAGE, type UiAccess } from './access.js';
 import { runAction, type ActionName } from './actions.js';
 import { idFromSegment } from './id-codec.js';
 import { DashboardQueries, workflowSummary, type RunFilter } from './queries.js';
@@ -25,8 +25,8 @@ export interface Dashboard {
   /** Whether the request may see the UI: the cookie, a bearer token, or `?code=` on a page's GET. */
   admits(request: IncomingMessage, url: URL): boolean;
   handle(request: IncomingMessage, response: ServerResponse, url: URL): Promise<void>;
-  /** The 401 of a request without the token. */
-  unauthorized(response: ServerResponse): void;
+  /** The 401 of a request without the token (a page to a browser's navigation, else JSON). */
+  unauthorized(request: IncomingMessage, response: ServerResponse): void;
   /** Ends the live streams (the server is stopping). */
   stopStreams(): void;
   close(): Promise<void>;
@@ -59,7 +59,7 @@ export async function openDashboard({ access, context, version }: DashboardOptio
       (request.method === 'GET' && !url.pathname.startsWith('/ui/api/') && url.searchParams.has('code')),
     async handle(request, response, url) {
       if (exchangeCode(request, response, url, access)) return;
-      if (!holdsUiToken(request, access)) return unauthorized(response);
+      if (!holdsUiToken(request, access)) return unauthorized(request, response);
       if (url.pathname === '/ui/api' || url.pathname.startsWith('/ui/api/'))
         return api.handle(request, response, url);
       return files.send(response, url.pathname, request.method ?? 'GET');
@@ -75,10 +75,18 @@ export async function openDashboard({ access, context, version }: DashboardOptio
   };
 }
 
-/** 401 without the cookie or a bearer token: what to open instead. */
-function unauthorized(response: ServerResponse): void {
+/**
+ * 401 without the cookie or a bearer token: what to open instead. A browser navigating to a page gets
+ * a page saying how to sign in again; the API and scripts get the JSON error.
+ */
+function unauthorized(request: IncomingMessage, response: ServerResponse): void {
   for (const [name, value] of Object.entries(SECURITY_HEADERS)) response.setHeader(name, value);
   response.setHeader('cache-control', 'no-store');
+  if (isPageNavigation(request, new URL(request.url ?? '/', 'http://localhost'))) {
+    response.writeHead(401, { 'content-type': 'text/html; charset=utf-8' });
+    response.end(request.method === 'HEAD' ? undefined : SIGN_IN_PAGE);
+    return;
+  }
   sendError(
     response,
     401,
