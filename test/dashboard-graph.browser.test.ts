@@ -317,7 +317,7 @@ suite('the run graph in headless Chromium', () => {
 
   it("shows a gate's time from reaching it to its answer, not the answer's few milliseconds", async () => {
     await page.goto(`${ui.url}/ui/runs/${markdownRun}`);
-    const [approve] = await page.$$('xpath/.//button[normalize-space()="Approve"]');
+    const approve = await page.waitForSelector('xpath/.//button[normalize-space()="Approve"]');
     await approve?.click();
     await page.waitForFunction(`document.querySelector('.status-bar .badge')?.textContent === 'completed'`);
     const events = (await page.evaluate(
@@ -347,6 +347,27 @@ suite('the run graph in headless Chromium', () => {
     expect(call).toBeDefined();
     expect(call).toContain('—');
     expect(call).not.toContain('$0');
+  });
+
+  it("downloads a run's events as JSON lines from its Events tab", async () => {
+    await page.goto(`${ui.url}/ui/runs/${pauseRun}`);
+    await page.waitForSelector('#tab-events');
+    await page.click('#tab-events');
+    const link = await page.waitForSelector('xpath/.//a[normalize-space()="Download events (JSON lines)"]');
+    const href = (await link?.evaluate((a) => a.getAttribute('href'))) as string;
+    const got = (await page.evaluate(
+      `Promise.all([fetch(${JSON.stringify(href)}).then(async (r) => ({ type: r.headers.get('content-type'), disposition: r.headers.get('content-disposition'), text: await r.text() })),
+        fetch('/ui/api/runs/${pauseRun}/events').then((r) => r.json())])`,
+    )) as [{ type: string; disposition: string; text: string }, { events: unknown[] }];
+    const [file, api] = got;
+    expect(file.type).toContain('application/x-ndjson');
+    expect(file.disposition).toContain('attachment');
+    const lines = file.text
+      .trimEnd()
+      .split('\n')
+      .map((line) => JSON.parse(line) as unknown);
+    expect(lines).toEqual(api.events);
+    await shot('events-download');
   });
 
   it('after the server restarts, a reload shows a page saying how to sign in again; the API still answers JSON', async () => {

@@ -137,6 +137,8 @@ class DashboardApi {
     }
     if (method !== 'GET' && method !== 'HEAD') return methodNotAllowed(response, 'GET');
     if (path === '/stream') return this.parts.streams.handle(request, response, url);
+    const download = /^\/runs\/([^/]+)\/events\.jsonl$/.exec(path);
+    if (download !== null) return this.download(decodedId(download[1] as string), response);
     const body = await this.read(path, url);
     if (body === undefined) {
       return sendError(
@@ -201,6 +203,35 @@ class DashboardApi {
     const budget = runRow.limits.budgetUsd ?? (start?.budgetUsd as number | undefined);
     if (typeof budget === 'number') detail.budgetUsd = budget;
     return detail;
+  }
+
+  /** Every event of a run as JSON lines (what the events API pages through), as a file to save. */
+  private async download(id: string, response: ServerResponse): Promise<void> {
+    if ((await this.parts.queries.workflowRow(id)) === undefined) {
+      return sendError(
+        response,
+        404,
+        new SwitchboardError('RUN_NOT_FOUND', `there is no workflow run ${id}`, {
+          hint: 'list runs at /ui/',
+        }),
+      );
+    }
+    const file = `${id.replace(/[^\w.-]+/g, '_')}.events.jsonl`;
+    response.writeHead(200, {
+      'content-type': 'application/x-ndjson; charset=utf-8',
+      'content-disposition': `attachment; filename="${file}"`,
+    });
+    const PAGE = 5_000;
+    let after = 0;
+    for (;;) {
+      const events = await this.parts.workflows.events(id, after, PAGE);
+      if (events.length === 0) break;
+      const lines = events.map((event) => JSON.stringify({ ...event, at: new Date(event.at).toISOString() }));
+      response.write(`${lines.join('\n')}\n`);
+      after = events.at(-1)?.seq ?? after;
+      if (events.length < PAGE) break;
+    }
+    response.end();
   }
 
   private async events(id: string, query: URLSearchParams): Promise<EventPage | undefined> {

@@ -189,7 +189,7 @@ export function RunPage({ id }: { id: string }) {
               )}
             </div>
           ))}
-        {tab === 'events' && <EventLog events={events} />}
+        {tab === 'events' && <EventLog events={events} runId={id} />}
         {tab === 'output' && (
           <>
             <JsonView value={data.run.output} label="Run output" />

@@ -2,12 +2,13 @@
 
 import { useMemo, useState } from 'react';
 import type { WorkflowEventRecord } from '../../serve/ui/api-types.js';
+import { idSegment } from '../../serve/ui/id-codec.js';
 import { DataTable } from '../components/DataTable.js';
 import { formatClock, formatJson } from '../format.js';
 
 const SHOWN = 2000;
 
-export function EventLog({ events }: { events: readonly WorkflowEventRecord[] }) {
+export function EventLog({ events, runId }: { events: readonly WorkflowEventRecord[]; runId: string }) {
   const [type, setType] = useState('');
   const [step, setStep] = useState('');
   const types = useMemo(() => [...new Set(events.map((event) => event.type))].sort(), [events]);
@@ -22,6 +23,9 @@ export function EventLog({ events }: { events: readonly WorkflowEventRecord[] })
   return (
     <section className="event-log">
       <div className="filters">
+        <a className="button-link" href={`/ui/api/runs/${idSegment(runId)}/events.jsonl`} download>
+          Download events (JSON lines)
+        </a>
         <label className="field inline">
           <span>Type</span>
           <select value={type} onChange={(event) => setType(event.target.value)}>
