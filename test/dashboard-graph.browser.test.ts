@@ -93,6 +93,24 @@ agents:
       - { label: Approve, value: ok, route: $end }
 `;
 
+/** LLM steps written in Conductor's terms, not yet run: the run parks at its gate first. */
+const SPEC_WORKFLOW = `
+workflow:
+  name: ui-specs
+  entry_point: go
+agents:
+  - name: go
+    type: human_gate
+    prompt: 'Start?'
+    options:
+      - { label: Start, value: start, route: review }
+  - name: review
+    provider: copilot
+    model: claude-haiku-4.5
+    prompt: 'Review this.'
+    routes: [{ to: $end }]
+`;
+
 const suite = chromium === undefined && !IN_CI ? describe.skip : describe;
 
 interface Box {
@@ -113,6 +131,7 @@ suite('the run graph in headless Chromium', () => {
   let routesRun: string;
   let pauseRun: string;
   let markdownRun: string;
+  let specRun: string;
   const alerts: string[] = [];
   const otherRequests: string[] = [];
 
@@ -128,6 +147,8 @@ suite('the run graph in headless Chromium', () => {
     pauseRun = (await runWorkflow({ file: join(directory, 'pause.yaml'), stateDir })).id;
     writeFileSync(join(directory, 'markdown.yaml'), MARKDOWN_WORKFLOW);
     markdownRun = (await runWorkflow({ file: join(directory, 'markdown.yaml'), stateDir })).id;
+    writeFileSync(join(directory, 'specs.yaml'), SPEC_WORKFLOW);
+    specRun = (await runWorkflow({ file: join(directory, 'specs.yaml'), stateDir })).id;
     // A one-off call on a model with no price, newer than every run.
     const ledger = openLedger({ stateDir });
     await ledger.recordCallAttempt({
@@ -341,8 +362,9 @@ suite('the run graph in headless Chromium', () => {
       `[...document.querySelectorAll('.runs-table tbody tr')].map((tr) => [...tr.querySelectorAll('td')].map((td) => td.innerText.trim()))`,
     )) as string[][];
     const waiting = rows.map((cells) => cells.some((cell) => cell.startsWith('waiting')));
-    expect(waiting.filter(Boolean).length).toBe(1);
-    expect(waiting[0]).toBe(true);
+    // ui-routes and ui-specs wait at a gate: they come first, the newer call after them.
+    expect(waiting.filter(Boolean).length).toBe(2);
+    expect(waiting.slice(0, 2)).toEqual([true, true]);
     const call = rows.find((cells) => cells.some((cell) => cell.includes('openai:local-model')));
     expect(call).toBeDefined();
     expect(call).toContain('—');
@@ -368,6 +390,16 @@ suite('the run graph in headless Chromium', () => {
       .map((line) => JSON.parse(line) as unknown);
     expect(lines).toEqual(api.events);
     await shot('events-download');
+  });
+
+  it('shows a step that has not run with what it will run on, not the provider as written', async () => {
+    await page.goto(`${ui.url}/ui/runs/${specRun}`);
+    await page.waitForSelector('[aria-label="review: pending"]');
+    expect(await textOf('[data-id="review"] .node-model')).toBe('claude:claude-haiku-4-5');
+    await page.click('[aria-label="review: pending"]');
+    await page.waitForSelector('.node-detail');
+    expect(await textOf('.node-detail .muted')).toContain('claude:claude-haiku-4-5');
+    await shot('resolved-spec');
   });
 
   it('after the server restarts, a reload shows a page saying how to sign in again; the API still answers JSON', async () => {

@@ -9,9 +9,9 @@ import type {
 } from './api-types.js';
 import { renderTemplate, resolveInputs } from './engine-deps.js';
 import { loadDefinition } from './engine-load.js';
-import { driveRun } from './engine-session.js';
+import { callsModels, driveRun } from './engine-session.js';
 import { openStores, type StoreSession } from './stores.js';
-import type { WorkflowDefinition } from './model.js';
+import type { AgentStep, WorkflowDefinition } from './model.js';
 import { workflowGraph } from './graph.js';
 
 /** A run id: sortable by start time, unique across processes. */
@@ -67,6 +67,34 @@ export async function recordWorkflowRun(
   }
 }
 
+/**
+ * Each LLM step's spec as the run will resolve it (the same resolveStepSpec its steps call), for the
+ * graph the dashboard draws before they run; undefined for a step it cannot resolve yet.
+ */
+async function specResolver(
+  workflow: WorkflowDefinition,
+  options: Omit<RunWorkflowOptions, 'file'>,
+): Promise<((step: AgentStep) => string | undefined) | undefined> {
+  if (!callsModels(workflow)) return undefined;
+  const { resolveStepSpec } = await import('./providers.js');
+  return (step) => {
+    try {
+      return resolveStepSpec({
+        provider: step.provider,
+        model: step.model,
+        runtime: workflow.runtime,
+        step: step.name,
+        file: workflow.file,
+        ...(options.providerMap === undefined ? {} : { providerMap: options.providerMap }),
+        ...(options.roles === undefined ? {} : { roles: options.roles }),
+        ...(options.provider === undefined ? {} : { override: options.provider }),
+      });
+    } catch {
+      return undefined;
+    }
+  };
+}
+
 /** Records the run (or finds the one its `run_key` names, refusing a changed file). */
 async function createRunRecord(
   session: StoreSession,
@@ -91,7 +119,7 @@ async function createRunRecord(
     inputs,
     currentStep: workflow.entryPoint,
     ...(runKey === undefined ? {} : { runKey }),
-    graph: workflowGraph(workflow),
+    graph: workflowGraph(workflow, await specResolver(workflow, options)),
     ...(traceContext === undefined ? {} : { traceContext }),
   });
   if (!created) checkHash(workflow, run.fileHash, run.id, false);

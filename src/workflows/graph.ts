@@ -19,6 +19,11 @@ export interface GraphStep {
   type: string;
   provider?: string;
   model?: string;
+  /**
+   * What it runs on: the spec the file's provider and model resolve to when the run starts (provider
+   * map, roles and `--provider` applied), e.g. `claude:sonnet` for Conductor's `copilot`.
+   */
+  spec?: string;
   /** `git` for a Claude Code run in a worktree, `files` when its tools may write in place. */
   effects?: 'git' | 'files';
   /** The step's tools, when it names them. */
@@ -52,7 +57,11 @@ export interface WorkflowGraph {
   groups: GraphGroup[];
 }
 
-export function workflowGraph(workflow: WorkflowDefinition): WorkflowGraph {
+/** `resolve`: a step's spec as the run will resolve it (undefined when it cannot say). */
+export function workflowGraph(
+  workflow: WorkflowDefinition,
+  resolve?: (step: StepDefinition & { type: 'agent' }) => string | undefined,
+): WorkflowGraph {
   const { runtime } = workflow;
   const graphStep = (step: StepDefinition): GraphStep => {
     const node: GraphStep = { name: step.name, type: step.type, routes: graphRoutes(step) };
@@ -61,6 +70,8 @@ export function workflowGraph(workflow: WorkflowDefinition): WorkflowGraph {
     const model = step.model ?? runtime.defaultModel;
     if (provider !== undefined) node.provider = provider;
     if (model !== undefined) node.model = model;
+    const spec = resolve?.(step);
+    if (spec !== undefined) node.spec = spec;
     if (step.git !== undefined) node.effects = 'git';
     else if (step.writesFiles === true) node.effects = 'files';
     if (step.tools !== undefined) node.tools = [...step.tools];

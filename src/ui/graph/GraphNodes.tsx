@@ -98,7 +98,8 @@ function StepNodeView({ data, selected }: NodeProps<GraphFlowNode>) {
   const { layout, state } = data;
   const step = layout.step;
   const status = statusOf(state);
-  const model = state?.provider ?? [step?.provider, step?.model].filter(Boolean).join(':');
+  // What it ran on, else what it will run on, else (a run recorded before graphs kept it) as written.
+  const model = state?.provider ?? step?.spec ?? [step?.provider, step?.model].filter(Boolean).join(':');
   return (
     <NodeBox
       layout={layout}

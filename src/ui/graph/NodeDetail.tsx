@@ -76,7 +76,8 @@ export function NodeDetail({ node, state, events, steps, onClose }: NodeDetailPr
   const output = outputOf(visitEvents, visit, steps);
   const hint = visitEvents.find((event) => event.type === 'step-end')?.data?.['hint'];
   const totals = visit === undefined ? undefined : visitTotals(state.visits, visit.key);
-  const model = visit?.provider ?? [node.step?.provider, node.step?.model].filter(Boolean).join(':');
+  const model =
+    visit?.provider ?? node.step?.spec ?? [node.step?.provider, node.step?.model].filter(Boolean).join(':');
 
   return (
     <aside className="node-detail" aria-label={`Step ${node.id}`}>
