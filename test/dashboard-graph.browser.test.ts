@@ -402,6 +402,15 @@ suite('the run graph in headless Chromium', () => {
     await shot('resolved-spec');
   });
 
+  it('shows the workflow file as the run started it', async () => {
+    await page.goto(`${ui.url}/ui/runs/${routesRun}`);
+    await page.waitForSelector('#tab-workflow');
+    await page.click('#tab-workflow');
+    await page.waitForSelector('.workflow-source');
+    expect(await textOf('.workflow-source')).toBe(ROUTES_WORKFLOW);
+    await shot('workflow-source');
+  });
+
   it('after the server restarts, a reload shows a page saying how to sign in again; the API still answers JSON', async () => {
     const restarted = await serve(['--port', '0'], {
       cwd: directory,

@@ -133,6 +133,8 @@ export interface NewRun {
   traceContext?: string;
   /** The workflow's shape for the `run-start` event (`workflowGraph`). */
   graph?: unknown;
+  /** The workflow file's text as the run started it, for the `run-start` event (the dashboard's YAML view). */
+  source?: string;
 }
 
 /** What a step's start writes. */
@@ -386,6 +388,7 @@ export class WorkflowStore {
           workflow: run.workflow,
           inputs: run.inputs,
           ...(run.graph === undefined ? {} : { graph: run.graph }),
+          ...(run.source === undefined ? {} : { source: run.source }),
         },
       });
       const created = await readRun(tx, run.id);

@@ -1,4 +1,5 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { SwitchboardError } from '../core/errors.js';
 import { withSpan } from '../observe/tracing.js';
 import type {
@@ -67,6 +68,21 @@ export async function recordWorkflowRun(
   }
 }
 
+/** The longest workflow file the run-start event keeps the text of (characters). */
+const SOURCE_LIMIT = 256_000;
+
+/** The file's text as loaded (its hash checked: not a version edited since), when small enough to keep. */
+function sourceOf(workflow: WorkflowDefinition): { source?: string } {
+  try {
+    const bytes = readFileSync(workflow.file);
+    if (createHash('sha256').update(bytes).digest('hex') !== workflow.hash) return {};
+    const text = bytes.toString('utf8');
+    return text.length > SOURCE_LIMIT ? {} : { source: text };
+  } catch {
+    return {};
+  }
+}
+
 /**
  * Each LLM step's spec as the run will resolve it (the same resolveStepSpec its steps call), for the
  * graph the dashboard draws before they run; undefined for a step it cannot resolve yet.
@@ -121,6 +137,7 @@ async function createRunRecord(
     ...(runKey === undefined ? {} : { runKey }),
     graph: workflowGraph(workflow, await specResolver(workflow, options)),
     ...(traceContext === undefined ? {} : { traceContext }),
+    ...sourceOf(workflow),
   });
   if (!created) checkHash(workflow, run.fileHash, run.id, false);
   return { runId: run.id, created };

@@ -90,6 +90,8 @@ export interface RunDetail {
   run: WorkflowRunResult;
   /** The workflow's shape from its `run-start` event; absent for runs recorded before events had it. */
   graph?: WorkflowGraph;
+  /** The workflow file's text as the run started it (runs recorded before runs kept it: absent). */
+  source?: string;
   /** Sub-workflow runs it started. */
   children: RunSummary[];
   /** The seq of its latest event: the stream and the events endpoint continue after it. */

@@ -24,11 +24,12 @@ import { RunStatusBar } from '../run/RunStatusBar.js';
 import { useRunLive } from '../run/use-run-live.js';
 import { useActionsAllowed } from '../session.js';
 
-type Tab = 'graph' | 'events' | 'output';
+type Tab = 'graph' | 'events' | 'output' | 'workflow';
 const TABS: Array<[Tab, string]> = [
   ['graph', 'Graph'],
   ['events', 'Events'],
   ['output', 'Output'],
+  ['workflow', 'Workflow'],
 ];
 
 function StepsTable({ steps }: { steps: readonly StepView[] }) {
@@ -190,6 +191,14 @@ export function RunPage({ id }: { id: string }) {
             </div>
           ))}
         {tab === 'events' && <EventLog events={events} runId={id} />}
+        {tab === 'workflow' &&
+          (data.source === undefined ? (
+            <p className="muted">This run was recorded before runs kept their workflow file.</p>
+          ) : (
+            <pre className="workflow-source" aria-label="Workflow file as the run started it">
+              {data.source}
+            </pre>
+          ))}
         {tab === 'output' && (
           <>
             <JsonView value={data.run.output} label="Run output" />
