@@ -111,6 +111,34 @@ agents:
     routes: [{ to: $end }]
 `;
 
+/** A for_each over three items keyed by id, one of which fails. */
+const ITEMS_WORKFLOW = `
+workflow:
+  name: ui-items
+  entry_point: begin
+  input:
+    items:
+      type: array
+agents:
+  - name: begin
+    type: set
+    value: 'go'
+    routes: [{ to: each }]
+for_each:
+  - name: each
+    type: for_each
+    source: workflow.input.items
+    as: item
+    key_by: item.id
+    max_concurrent: 1
+    failure_mode: continue_on_error
+    agent:
+      name: check
+      type: set
+      value: "{{ item.id if item.id != 'beta' else item.broken.deeper }}"
+    routes: [{ to: $end }]
+`;
+
 const suite = chromium === undefined && !IN_CI ? describe.skip : describe;
 
 interface Box {
@@ -132,6 +160,7 @@ suite('the run graph in headless Chromium', () => {
   let pauseRun: string;
   let markdownRun: string;
   let specRun: string;
+  let itemsRun: string;
   const alerts: string[] = [];
   const otherRequests: string[] = [];
 
@@ -149,6 +178,14 @@ suite('the run graph in headless Chromium', () => {
     markdownRun = (await runWorkflow({ file: join(directory, 'markdown.yaml'), stateDir })).id;
     writeFileSync(join(directory, 'specs.yaml'), SPEC_WORKFLOW);
     specRun = (await runWorkflow({ file: join(directory, 'specs.yaml'), stateDir })).id;
+    writeFileSync(join(directory, 'items.yaml'), ITEMS_WORKFLOW);
+    itemsRun = (
+      await runWorkflow({
+        file: join(directory, 'items.yaml'),
+        inputs: { items: [{ id: 'alpha' }, { id: 'beta' }, { id: 'gamma' }] },
+        stateDir,
+      })
+    ).id;
     // A one-off call on a model with no price, newer than every run.
     const ledger = openLedger({ stateDir });
     await ledger.recordCallAttempt({
@@ -409,6 +446,24 @@ suite('the run graph in headless Chromium', () => {
     await page.waitForSelector('.workflow-source');
     expect(await textOf('.workflow-source')).toBe(ROUTES_WORKFLOW);
     await shot('workflow-source');
+  });
+
+  it("lists a for_each group's items with their status, time, tokens, cost and error", async () => {
+    await page.goto(`${ui.url}/ui/runs/${itemsRun}`);
+    const group = await page.waitForSelector('[data-id="each"] [aria-label^="each: "]');
+    await group?.click();
+    await page.waitForSelector('.node-detail table');
+    await shot('items');
+    const rows = (await page.evaluate(
+      `[...document.querySelectorAll('.node-detail table tbody tr')].map((tr) => [...tr.querySelectorAll('td')].map((td) => td.innerText.trim()))`,
+    )) as string[][];
+    expect(rows.map((cells) => cells.slice(0, 2))).toEqual([
+      ['alpha', 'completed'],
+      ['beta', 'failed'],
+      ['gamma', 'completed'],
+    ]);
+    expect(rows[1]?.[5]).toContain('broken');
+    for (const cells of rows) expect(cells[2]).toMatch(/\d(ms|s)$/);
   });
 
   it('after the server restarts, a reload shows a page saying how to sign in again; the API still answers JSON', async () => {

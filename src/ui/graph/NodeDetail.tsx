@@ -7,6 +7,7 @@ import type { WorkflowEventRecord } from '../../serve/ui/api-types.js';
 import { idSegment } from '../../serve/ui/id-codec.js';
 import type { StepView } from '../types.js';
 import { ActivityStream, ErrorText, type ActivityItem } from '../components/ActivityStream.js';
+import { DataTable } from '../components/DataTable.js';
 import { JsonView } from '../components/JsonView.js';
 import { Markdown } from '../components/Markdown.js';
 import { StatusBadge } from '../components/StatusBadge.js';
@@ -57,6 +58,35 @@ function Prompt({ event }: { event: WorkflowEventRecord | undefined }) {
       )}
       {typeof prompt === 'string' && <pre>{prompt}</pre>}
     </details>
+  );
+}
+
+/** A `for_each` group's items (or a parallel group's members) in one visit: what each did. */
+function MembersTable({ state, visit }: { state: RunState; visit: VisitState }) {
+  const members = [...state.visits.values()].filter(
+    (candidate) => candidate.member !== undefined && candidate.key.startsWith(`${visit.key}/`),
+  );
+  if (members.length === 0) return null;
+  return (
+    <>
+      <h3>Items</h3>
+      <DataTable
+        columns={['Item', 'Status', { num: 'Duration' }, { num: 'Tokens' }, { num: 'Cost' }, 'Error']}
+      >
+        {members.map((member) => (
+          <tr key={member.key}>
+            <td className="mono">{member.member}</td>
+            <td>
+              <StatusBadge status={member.status} />
+            </td>
+            <td className="num">{formatDuration(member.durationMs)}</td>
+            <td className="num">{formatTokens(member.tokens)}</td>
+            <td className="num">{formatMoney(member.costUsd)}</td>
+            <td className="error-cell">{member.error ?? ''}</td>
+          </tr>
+        ))}
+      </DataTable>
+    </>
   );
 }
 
@@ -138,6 +168,7 @@ export function NodeDetail({ node, state, events, steps, onClose }: NodeDetailPr
               hint={typeof hint === 'string' ? hint : undefined}
             />
           )}
+          {node.kind === 'group' && visit !== undefined && <MembersTable state={state} visit={visit} />}
           <Prompt event={prompt} />
           <h3>Activity</h3>
           <ActivityStream items={activity} />
