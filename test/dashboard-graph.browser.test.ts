@@ -341,7 +341,8 @@ suite('the run graph in headless Chromium', () => {
 
   it('renders a gate prompt as Markdown, and nothing in it runs, loads or links anywhere but http(s)', async () => {
     await page.goto(`${ui.url}/ui/runs/${markdownRun}`);
-    await page.waitForSelector('.gate-prompt');
+    // Shown as text at once, as Markdown once its renderer (a chunk of its own) has loaded.
+    await page.waitForSelector('.gate-prompt.rendered');
     await shot('markdown-gate');
     const prompt = (await page.evaluate(`(() => {
       const root = document.querySelector('.gate-prompt');

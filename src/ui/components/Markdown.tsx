@@ -2,50 +2,34 @@
 // (markdown-it with `html: false` escapes it), links only to http(s) and mailto, opening apart with no
 // opener or referrer, and images shown as links to them, never loaded.
 
-import MarkdownIt from 'markdown-it';
-import { useMemo } from 'react';
+import { useEffect, useState } from 'react';
 
-const LINK_SCHEMES = /^(https?:|mailto:)/i;
+type Render = (text: string) => string;
+let loaded: Promise<Render> | undefined;
 
-function createRenderer() {
-  const md = new MarkdownIt({ html: false, linkify: true, breaks: true });
-  // Any other scheme (javascript:, data:, vbscript:, file:) and relative links stay text.
-  md.validateLink = (url) => LINK_SCHEMES.test(url.trim());
-  const renderToken = md.renderer.renderToken.bind(md.renderer);
-  md.renderer.rules.link_open = (tokens, index, options) => {
-    const token = tokens[index];
-    if (token !== undefined) {
-      token.attrSet('rel', 'noopener noreferrer');
-      token.attrSet('target', '_blank');
-    }
-    return renderToken(tokens, index, options);
-  };
-  // An image is a link to it, labelled with its alt text: nothing is fetched from another origin.
-  md.renderer.rules.image = (tokens, index) => {
-    const token = tokens[index];
-    const src = String(token?.attrGet('src') ?? '');
-    const alt = md.utils.escapeHtml(token?.content === '' ? 'image' : (token?.content ?? 'image'));
-    if (!LINK_SCHEMES.test(src)) return `[${alt}]`;
-    return `<a href="${md.utils.escapeHtml(src)}" rel="noopener noreferrer" target="_blank">[image: ${alt}]</a>`;
-  };
-  return md;
+/** markdown-it is most of a run page's weight: loaded once, when a Markdown text is first shown. */
+function loadRenderer(): Promise<Render> {
+  loaded ??= import('./markdown-render.js').then((module) => module.renderMarkdown);
+  return loaded;
 }
 
-let renderer: ReturnType<typeof createRenderer> | undefined;
-
-/** `text` as safe HTML (see above). */
-export function renderMarkdown(text: string): string {
-  renderer ??= createRenderer();
-  return renderer.render(text).trim();
-}
-
+/** `text` as Markdown once the renderer is loaded; until then (and if it fails to load) as plain text. */
 export function Markdown({ text, className }: { text: string; className?: string }) {
-  const html = useMemo(() => renderMarkdown(text), [text]);
-  // The HTML is markdown-it's own, raw HTML of the text escaped: see createRenderer.
-  return (
-    <div
-      className={['markdown', className].filter(Boolean).join(' ')}
-      dangerouslySetInnerHTML={{ __html: html }}
-    />
-  );
+  const [html, setHtml] = useState<string>();
+  useEffect(() => {
+    let current = true;
+    void loadRenderer().then(
+      (render) => {
+        if (current) setHtml(render(text));
+      },
+      () => undefined,
+    );
+    return () => {
+      current = false;
+    };
+  }, [text]);
+  const classes = ['markdown', className].filter(Boolean).join(' ');
+  if (html === undefined) return <div className={`${classes} plain`}>{text}</div>;
+  // The HTML is markdown-it's own, raw HTML of the text escaped: see markdown-render.ts.
+  return <div className={`${classes} rendered`} dangerouslySetInnerHTML={{ __html: html }} />;
 }
