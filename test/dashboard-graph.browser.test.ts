@@ -13,6 +13,7 @@ import { formatDuration } from '../src/ui/format.js';
 import { runWorkflow } from '../src/workflows/index.js';
 import { findChromium } from './helpers/chromium.js';
 import { IN_CI } from './helpers/ci.js';
+import { CONTRAST_FAILURES } from './helpers/contrast.js';
 import { killServers, serve, type Served } from './helpers/serve-process.js';
 
 const chromium = findChromium();
@@ -465,6 +466,25 @@ suite('the run graph in headless Chromium', () => {
     ]);
     expect(rows[1]?.[5]).toContain('broken');
     for (const cells of rows) expect(cells[2]).toMatch(/\d(ms|s)$/);
+  });
+
+  it('keeps WCAG AA contrast on what these pages add, in light and dark', async () => {
+    for (const scheme of ['light', 'dark'] as const) {
+      await page.emulateMediaFeatures([{ name: 'prefers-color-scheme', value: scheme }]);
+      await page.goto(`${ui.url}/ui/runs/${specRun}`);
+      await page.waitForSelector('.gate-prompt.rendered');
+      await page.waitForSelector('.react-flow__edge-text');
+      expect(await page.evaluate(CONTRAST_FAILURES), `${scheme} gate and edge labels`).toEqual([]);
+      await page.goto(`${ui.url}/ui/runs/${itemsRun}`);
+      (await page.waitForSelector('[data-id="each"] [aria-label^="each: "]'))?.click();
+      await page.waitForSelector('.node-detail table');
+      expect(await page.evaluate(CONTRAST_FAILURES), `${scheme} items`).toEqual([]);
+      await page.click('#tab-workflow');
+      await page.waitForSelector('.workflow-source');
+      expect(await page.evaluate(CONTRAST_FAILURES), `${scheme} workflow`).toEqual([]);
+      await shot(`workflow-${scheme}`);
+    }
+    await page.emulateMediaFeatures([{ name: 'prefers-color-scheme', value: 'light' }]);
   });
 
   it('after the server restarts, a reload shows a page saying how to sign in again; the API still answers JSON', async () => {
