@@ -174,7 +174,8 @@ describe('a scoped key cannot escape its model scope', () => {
     const response = await post(
       haiku,
       '/v1/messages',
-      message('claude-haiku-4-5', { thinking: { type: 'enabled', budget_tokens: 1024 } }),
+      // max_tokens above the budget, as the API requires (the simulator answers 400 otherwise).
+      message('claude-haiku-4-5', { max_tokens: 2000, thinking: { type: 'enabled', budget_tokens: 1024 } }),
     );
     expect(response.status).toBe(200);
     expect(modelsSent()).toEqual(['claude-haiku-4-5']);

@@ -364,7 +364,9 @@ describe('gateway, Anthropic wire: what a translation layer breaks', () => {
         { role: 'user', content: 'two' },
       ],
     });
-    expect(second.content).toEqual([{ type: 'text', text: 'second answer' }]);
+    // A thinking request's answer opens with its thinking, as the API's does.
+    expect(second.content.map((block) => block.type)).toEqual(['thinking', 'text']);
+    expect(second.content.at(-1)).toEqual({ type: 'text', text: 'second answer' });
     expect(sim.requests.map((entry) => entry.status)).toEqual([200, 200]);
   });
 
