@@ -388,7 +388,8 @@ export class WorkflowStore {
           workflow: run.workflow,
           inputs: run.inputs,
           ...(run.graph === undefined ? {} : { graph: run.graph }),
-          ...(run.source === undefined ? {} : { source: run.source }),
+          // Nested, so the event's one-line forms (`logs`, a run's lines on stderr) leave the file out.
+          ...(run.source === undefined ? {} : { workflowFile: { text: run.source } }),
         },
       });
       const created = await readRun(tx, run.id);

@@ -200,7 +200,8 @@ class DashboardApi {
     const detail: RunDetail = { summary: workflowSummary(row), run, children, lastSeq };
     const graph = start?.graph;
     if (graph !== undefined) detail.graph = graph as WorkflowGraph;
-    if (typeof start?.source === 'string') detail.source = start.source;
+    const file = start?.workflowFile as { text?: unknown } | undefined;
+    if (typeof file?.text === 'string') detail.source = file.text;
     const budget = runRow.limits.budgetUsd ?? (start?.budgetUsd as number | undefined);
     if (typeof budget === 'number') detail.budgetUsd = budget;
     return detail;
