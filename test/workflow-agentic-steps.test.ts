@@ -83,10 +83,10 @@ describe('LLM steps on Claude Code get tools as in Conductor', () => {
     const answer = (JSON.parse(result.stdout) as WorkflowRunResult).output?.['answer'];
     expect(answer).toContain('From the notes:');
     expect(answer).toContain(`The ${codeword} opens the door.`);
-    // Offered: Claude Code's read-only tools, nothing that writes or runs commands.
+    // Offered: the whole set Conductor gives such a step, those the file tools stand for, and no others.
     const offered = sim?.requests[0]?.tools ?? [];
-    expect(offered).toEqual(expect.arrayContaining(['Read', 'Glob', 'Grep']));
-    for (const tool of ['Write', 'Edit', 'Bash', 'NotebookEdit']) expect(offered).not.toContain(tool);
+    expect(offered).toEqual(expect.arrayContaining(['Read', 'Glob', 'Grep', 'Write', 'Edit', 'Bash']));
+    for (const tool of ['NotebookEdit', 'WebFetch', 'WebSearch']) expect(offered).not.toContain(tool);
 
     // The step's work is in its events, in order: a turn, the call with its arguments, the result, a turn.
     const runId = (JSON.parse(result.stdout) as WorkflowRunResult).id;

@@ -129,8 +129,8 @@ export interface AgentStep extends StepCommon {
   systemPrompt?: string;
   prompt: string;
   /**
-   * The step's tools: omitted is the provider's default set (on Claude Code its read-only tools,
-   * `CLAUDE_CODE_READ_TOOLS`), `[]` none, a list those.
+   * The step's tools: omitted is the provider's default set (on Claude Code `CLAUDE_CODE_DEFAULT_TOOLS`:
+   * Read, Glob, Grep, Write, Edit, Bash), `[]` none, a list those.
    */
   tools?: string[];
   /** `effects: files` (Switchboard addition): the tools may write in the working directory, in place. */

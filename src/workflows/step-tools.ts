@@ -9,16 +9,19 @@ import {
 } from './tool-names.js';
 
 /**
- * Claude Code's tools an LLM step gets when it names none: it reads and searches its working directory
- * (a step on Claude Code that should write names `Write`, `Edit`, `Bash` with `effects: files`, or
- * says `effects: git` for a worktree and one commit).
+ * Claude Code's tools an LLM step gets when it names none, as Conductor gives such a step the
+ * provider's whole set: those the file tools stand for (`Read`, `Glob`, `Grep`, `Write`, `Edit`, `Bash`),
+ * held to its working directory and Bash to Claude Code's sandbox, as the API providers' step gets the
+ * file tools themselves. A step that should only read names `Read`, `Glob`, `Grep`.
  */
-export const CLAUDE_CODE_READ_TOOLS: readonly string[] = ['Read', 'Glob', 'Grep'];
+export const CLAUDE_CODE_DEFAULT_TOOLS: readonly string[] = FILE_TOOL_NAMES.map(
+  (name) => CLAUDE_CODE_TOOL_FOR_FILE_TOOL[name],
+);
 
 /**
  * What an LLM step's model may use, read from its `tools:` as Conductor does: omitted, the default set
  * (on the API providers every file tool, `write_file`, `edit_file` and `run_command` included, as
- * Conductor gives such a step the provider's whole set; on Claude Code `CLAUDE_CODE_READ_TOOLS`; and
+ * Conductor gives such a step the provider's whole set; on Claude Code `CLAUDE_CODE_DEFAULT_TOOLS`, the tools they stand for; and
  * every tool of the MCP servers the step gets); `[]`, nothing; a list, those names. Both providers' executors build their tools from it (the API tool loop, Claude Code's
  * allowed tools) and `serve`'s command policy judges the step by it: one reading of `tools:`, so the
  * policy cannot count as harmless a step the engine then runs with tools.
@@ -31,7 +34,7 @@ export interface StepToolChoice {
   files: FileToolName[];
   /**
    * The Claude Code tools the step names, as written (`Read(src/**)`, `Bash`, `WebFetch`), a file tool by
-   * the Claude Code tool it stands for; omitted, `CLAUDE_CODE_READ_TOOLS`. Only Claude Code runs those
+   * the Claude Code tool it stands for; omitted, `CLAUDE_CODE_DEFAULT_TOOLS`. Only Claude Code runs those
    * beyond the file tools.
    */
   claudeCode: string[];
@@ -49,7 +52,7 @@ export function stepToolChoice(
   if (names === undefined) {
     return {
       files: [...FILE_TOOL_NAMES],
-      claudeCode: [...CLAUDE_CODE_READ_TOOLS],
+      claudeCode: [...CLAUDE_CODE_DEFAULT_TOOLS],
       mcp: new Map(servers.map((server) => [server, '*'])),
       bareMcp: [],
     };

@@ -245,11 +245,14 @@ describe('type: agent without effects: git', () => {
       output: { result: 'shouted' },
     });
     const requests = sim.requests.slice(before);
-    // The step names no tools: Claude Code's read-only ones, plus the server's, and no other server's.
+    // The step names no tools: Claude Code's whole set, plus the server's, and no other server's.
     expect(requests.find((request) => request.turn === 1)?.tools?.sort()).toEqual([
+      'Bash',
+      'Edit',
       'Glob',
       'Grep',
       'Read',
+      'Write',
       'mcp__loud__shout',
     ]);
     expect(requests.find((request) => request.turn === 2)?.text).toContain('QUIET PLEASE');

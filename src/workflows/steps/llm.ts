@@ -237,7 +237,7 @@ export function stepTimeoutMs(context: StepContext, timeoutSeconds: number | und
 
 /**
  * What a Claude Code call of this step may use: the step's tools as `stepToolChoice` reads them (omitted:
- * `CLAUDE_CODE_READ_TOOLS` and the servers' tools, `[]`: none) as allowed tools, its working directory, and the MCP servers the engine let through
+ * `CLAUDE_CODE_DEFAULT_TOOLS` and the servers' tools, `[]`: none) as allowed tools, its working directory, and the MCP servers the engine let through
  * (with Claude Code's strict MCP config, so no other server loads), their tools allowed. Any tool makes
  * the call a confined one (see the Claude Code provider): the key behind a forwarder, file tools held
  * to the working directory, Bash in Claude Code's sandbox.

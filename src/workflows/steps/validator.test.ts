@@ -73,11 +73,14 @@ describe('validator: around one LLM step', () => {
     const { context, outcome } = run(step({ provider: 'claude-agent-sdk', model: 'claude-haiku-4.5' }));
     expect(await outcome).toMatchObject({ status: 'completed', output: { result: 'Blue.' } });
     const requests = sim.requests.slice(before).filter((request) => request.outcome === 'reply');
-    // The step's own call has its read-only tools; the grader's has no tool but the answer's.
+    // The step's own call has its tools (Claude Code's whole set); the grader's has no tool but the answer's.
     expect(requests.find((request) => request.rule === 'step')?.tools.sort()).toEqual([
+      'Bash',
+      'Edit',
       'Glob',
       'Grep',
       'Read',
+      'Write',
     ]);
     const grader = requests.filter((request) => request.rule === 'grader');
     expect(grader.length).toBeGreaterThan(0);
