@@ -9,6 +9,7 @@ import { useApi, useUnauthorized } from './api.js';
 import { AgentPage } from './pages/AgentPage.js';
 import { CallPage } from './pages/CallPage.js';
 import { CostsPage } from './pages/CostsPage.js';
+import { LaunchPage } from './pages/LaunchPage.js';
 import { RoutingPage } from './pages/RoutingPage.js';
 import { RunPage } from './pages/RunPage.js';
 import { RunsPage } from './pages/RunsPage.js';
@@ -21,7 +22,7 @@ const NAV: Array<[string, string]> = [
 ];
 
 function isActive(href: string, location: string): boolean {
-  if (href === '/') return location === '/' || /^\/(runs|agents|calls)\//.test(location);
+  if (href === '/') return location === '/' || /^\/(runs|agents|calls|launch)(\/|$)/.test(location);
   return location.startsWith(href);
 }
 
@@ -113,6 +114,9 @@ export function App() {
             </Route>
             <Route path="/calls/:id">
               <IdPage page={(id) => <CallPage key={id} id={id} />} />
+            </Route>
+            <Route path="/launch">
+              <LaunchPage />
             </Route>
             <Route path="/costs">
               <CostsPage />

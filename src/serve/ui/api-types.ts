@@ -270,3 +270,32 @@ export interface ActionResult {
  * The server sends `: ping` comments every 15 s; the page reconnects with EventSource's own retry.
  */
 export type StreamEventName = 'workflow-event' | 'agent-event' | 'run' | 'runs';
+
+/** One declared input of a workflow file, as its `input:` section gives it. */
+export interface WorkflowInputInfo {
+  name: string;
+  type: 'string' | 'number' | 'boolean' | 'array' | 'object';
+  required: boolean;
+  default?: unknown;
+  description?: string;
+}
+
+/** A workflow file the launch page offers: its path relative to its root folder. */
+export interface WorkflowFileInfo {
+  path: string;
+  root: string;
+  name: string;
+  description?: string;
+  inputs: WorkflowInputInfo[];
+}
+
+/** `GET /ui/api/workflows`. */
+export interface WorkflowList {
+  roots: string[];
+  workflows: WorkflowFileInfo[];
+}
+
+/** `POST /ui/api/runs` (202): the run started. */
+export interface LaunchResult {
+  runId: string;
+}

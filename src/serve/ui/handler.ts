@@ -10,6 +10,7 @@ import type { AgentDetail, EventPage, RunDetail, SessionInfo, WorkflowGraph } fr
 import { exchangeCode, holdsUiToken, isPageNavigation, SIGN_IN_PAGE, type UiAccess } from './access.js';
 import { runAction, type ActionName } from './actions.js';
 import { idFromSegment } from './id-codec.js';
+import { launchRun, listWorkflows } from './launch.js';
 import { DashboardQueries, workflowSummary, type RunFilter } from './queries.js';
 import { SECURITY_HEADERS, UiFiles } from './static.js';
 import { StreamHub } from './stream.js';
@@ -135,6 +136,10 @@ class DashboardApi {
       const { status, body } = await runAction(action[2] as ActionName, runId, request, this.parts.context);
       return sendJson(response, status, body);
     }
+    if (path === '/runs' && method === 'POST') {
+      const { status, body } = await launchRun(request, this.parts.context);
+      return sendJson(response, status, body);
+    }
     if (method !== 'GET' && method !== 'HEAD') return methodNotAllowed(response, 'GET');
     if (path === '/stream') return this.parts.streams.handle(request, response, url);
     const download = /^\/runs\/([^/]+)\/events\.jsonl$/.exec(path);
@@ -155,6 +160,7 @@ class DashboardApi {
     const query = url.searchParams;
     if (path === '/session') return this.session();
     if (path === '/runs') return queries.listRuns(runFilter(query));
+    if (path === '/workflows') return listWorkflows(this.parts.context);
     if (path === '/costs') {
       const { since, until } = range(query);
       return queries.costs(since, until, this.parts.context.config.call.budgetRules);

@@ -1,10 +1,12 @@
 // The runs list: filters kept in the URL, pages by cursor, rows updated live from the stream.
 
 import { useEffect, useState, type FormEvent } from 'react';
+import { Link } from 'wouter';
 import type { RunList, RunSummary } from '../../serve/ui/api-types.js';
 import { queryString, useApi } from '../api.js';
 import { ErrorText } from '../components/ActivityStream.js';
 import { RunsTable } from '../components/RunsTable.js';
+import { useActionsAllowed } from '../session.js';
 import { useEventStream } from '../stream.js';
 import { useUrlQuery } from '../url-query.js';
 
@@ -161,6 +163,7 @@ function waitingFirst(runs: readonly RunSummary[]): RunSummary[] {
 }
 
 export function RunsPage() {
+  const actions = useActionsAllowed();
   const [query, setQuery] = useUrlQuery();
   const path = `/runs${queryString({ ...Object.fromEntries(FILTERS.map((key) => [key, query[key]])), cursor: query['cursor'] })}`;
   const { data, error, loading } = useApi<RunList>(path);
@@ -193,6 +196,11 @@ export function RunsPage() {
       <header className="page-head">
         <h1>Runs</h1>
         {loading && <span className="muted">loading…</span>}
+        {actions && (
+          <Link href="/launch" className="button-link">
+            Start a run
+          </Link>
+        )}
       </header>
       <RunFilters query={query} onChange={setQuery} />
       {error !== undefined && <ErrorText code={error.code} message={error.message} hint={error.hint} />}
