@@ -246,4 +246,17 @@ suite('starting a workflow run from the dashboard', () => {
     );
     await page.screenshot({ path: join(artifacts, 'launched-run.png') });
   });
+
+  it('fits a phone', async () => {
+    await page.setViewport({ width: 375, height: 740 });
+    await page.goto(`${ui.url}/ui/launch`);
+    await page.waitForSelector('.launch-choice');
+    await page.click('.launch-choice');
+    await page.waitForSelector('form.launch-form');
+    expect(await inPage<number>(page, 'document.documentElement.scrollWidth')).toBeLessThanOrEqual(375);
+    await page.screenshot({ path: join(artifacts, 'launch-phone.png'), fullPage: true });
+    await page.goto(`${ui.url}/ui/`);
+    await page.waitForSelector('a[href="/ui/launch"]');
+    await page.screenshot({ path: join(artifacts, 'runs-phone.png') });
+  });
 });
