@@ -218,3 +218,30 @@ parallel:
     );
   });
 });
+
+describe('switchboard call --keep-session, then --resume', () => {
+  it('continues the session a call kept, charging the resumed call its own spend only', async () => {
+    sim.setScenario({ rules: [{ reply: { text: 'noted' } }] });
+    sim.clearLog();
+    const { cwd, env } = space();
+    const call = async (args: string[]) => {
+      const result = await runCli(['call', 'claude:haiku', '--base-url', sim.url, '--json', ...args], {
+        cwd,
+        env,
+      });
+      expect(result.status, result.stderr).toBe(0);
+      return JSON.parse(result.stdout) as { sessionId?: string; costUsd: number };
+    };
+    const first = await call(['--keep-session', 'Remember the word heliotrope.']);
+    expect(first.sessionId).toEqual(expect.any(String));
+    const second = await call(['--resume', first.sessionId ?? '', 'Which word did I ask you to remember?']);
+    expect(second.sessionId).toBe(first.sessionId);
+    const resumed = userTexts(/Which word did I ask/);
+    expect(resumed).toHaveLength(1);
+    expect(resumed[0]!.some((text) => text.includes('Remember the word heliotrope'))).toBe(true);
+    // Claude Code's total for the resumed session counts the first call again; the second is charged
+    // its own part only, about what the first cost, not the two together.
+    expect(second.costUsd).toBeGreaterThan(0);
+    expect(second.costUsd).toBeLessThan(1.5 * first.costUsd);
+  });
+});

@@ -26,6 +26,7 @@ export interface CallFlags {
   stageTimeout?: number;
   idleTimeout?: number;
   resume?: string;
+  keepSession?: boolean;
   allowedTools?: string;
   cwd?: string;
   claudePath?: string;
@@ -147,6 +148,7 @@ function inProcessOnly(flags: CallFlags): string[] {
   const reasons: [boolean, string][] = [
     [flags.stream === true, '--stream'],
     [flags.resume !== undefined, '--resume'],
+    [flags.keepSession === true, '--keep-session'],
     [flags.allowedTools !== undefined, '--allowed-tools'],
     [flags.cwd !== undefined, '--cwd'],
     [flags.claudePath !== undefined, '--claude-path'],
@@ -224,10 +226,11 @@ async function closeAfterAnswer(ledger: Ledger | undefined, answered: CallResult
   }
 }
 
-/** Per-call Claude Code options (`--resume`, `--allowed-tools`, `--cwd`). */
+/** Per-call Claude Code options (`--resume`, `--keep-session`, `--allowed-tools`, `--cwd`). */
 function claudeCallOptions(flags: CallFlags): Record<string, unknown> {
   const options: Record<string, unknown> = {};
   if (flags.resume !== undefined) options['resume'] = flags.resume;
+  if (flags.keepSession === true) options['persistSession'] = true;
   if (flags.allowedTools !== undefined)
     options['allowedTools'] = flags.allowedTools
       .split(',')

@@ -63,6 +63,10 @@ export function registerCallCommand(program: Command): void {
     .option('--stage-timeout <seconds>', 'limit of each attempt (call.stage_timeout_seconds)', parseSeconds)
     .option('--idle-timeout <seconds>', 'fail when the provider sends nothing for this long', parseSeconds)
     .option('--resume <session-id>', 'continue a Claude Code session')
+    .option(
+      '--keep-session',
+      'keep this Claude Code session on disk, so its sessionId (--json) can be given to --resume',
+    )
     .option('--allowed-tools <list>', 'comma-separated tools Claude Code may use (default: none)')
     .option('--cwd <dir>', 'working directory for Claude Code')
     .option('--claude-path <path>', 'your own claude executable (env SWITCHBOARD_CLAUDE_PATH)')
