@@ -44,6 +44,7 @@ export function writeFileAtomically(
   { redact = true, mode = 0o644 }: AtomicWriteOptions = {},
 ): void {
   const temporary = join(dirname(file), `.${basename(file)}.${process.pid}.${randomUUID().slice(0, 8)}.tmp`);
+  // The name's shape is read back by `temporaryWriter`.
   const existing = statIfExists(file);
   try {
     const descriptor = openSync(temporary, 'wx', mode);
@@ -61,6 +62,18 @@ export function writeFileAtomically(
     rmSync(temporary, { force: true });
     throw error;
   }
+}
+
+/** `writeFileAtomically`'s temporary names: `.<file name>.<pid>.<8 hex>.tmp`. */
+const TEMPORARY_NAME = /^\.(.+)\.(\d+)\.[0-9a-f]{8}\.tmp$/;
+
+/**
+ * The process id that wrote `entry`, when `entry` is the name of a temporary file `writeFileAtomically`
+ * made for a file named `name` (one a killed write left beside it); undefined for any other name.
+ */
+export function temporaryWriter(entry: string, name: string): number | undefined {
+  const match = TEMPORARY_NAME.exec(entry);
+  return match === null || match[1] !== name ? undefined : Number(match[2]);
 }
 
 function statIfExists(file: string): Stats | undefined {

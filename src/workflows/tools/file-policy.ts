@@ -2,7 +2,8 @@ import { realpathSync } from 'node:fs';
 import { lstat, mkdir, readdir, realpath, rm } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { fileRefusal } from '../../confinement/file-access.js';
-import { writeFileAtomically } from '../../store/atomic-file.js';
+import { processRunning } from '../../confinement/server-tokens.js';
+import { temporaryWriter, writeFileAtomically } from '../../store/atomic-file.js';
 
 /** A path the file tools may read: where it really is, and how the model names it. */
 export type ResolvedPath = { ok: true; real: string; relative: string } | { ok: false; reason: string };
@@ -172,21 +173,10 @@ export class FilePolicy {
  */
 async function removeAbandonedWrites(file: string): Promise<void> {
   const name = basename(file);
-  const pattern = /^\.(.+)\.(\d+)\.[0-9a-f]{8}\.tmp$/;
   const entries = await readdir(dirname(file)).catch(() => [] as string[]);
   for (const entry of entries) {
-    const match = pattern.exec(entry);
-    if (match === null || match[1] !== name) continue;
-    if (processRuns(Number(match[2]))) continue;
+    const writer = temporaryWriter(entry, name);
+    if (writer === undefined || processRunning(writer)) continue;
     await rm(join(dirname(file), entry), { force: true });
-  }
-}
-
-function processRuns(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
