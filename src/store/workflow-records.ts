@@ -300,6 +300,11 @@ function stepFromRow(row: StepTableRow): WorkflowStepRow {
   return step;
 }
 
+/** Whether a run of this status takes no more model turns, so guidance sent it would never be read (a failed one may be resumed). */
+export function takesNoGuidance(status: WorkflowRunRow['status']): boolean {
+  return status === 'completed' || status === 'cancelled';
+}
+
 /**
  * The workflow tables of the ledger, in the SQLite file or the PostgreSQL database the ledger uses. Any
  * number of processes (on PostgreSQL, of machines) read and write here at once; every write of a run's
@@ -848,10 +853,11 @@ export class WorkflowStore {
     guidance: { step?: string; text: string; sentBy: string; sentAt: number },
   ): Promise<{ recorded: StoredGuidance } | { ended: WorkflowRunRow['status'] }> {
     return this.write(runId, 'record guidance', async (tx) => {
-      const run = await tx.get<{ status: string }>('SELECT status FROM workflow_runs WHERE id = ?', [runId]);
-      if (run === undefined || run.status === 'completed' || run.status === 'cancelled') {
-        return { ended: (run?.status ?? 'cancelled') as WorkflowRunRow['status'] };
-      }
+      const run = await tx.get<{ status: WorkflowRunRow['status'] }>(
+        'SELECT status FROM workflow_runs WHERE id = ?',
+        [runId],
+      );
+      if (run === undefined || takesNoGuidance(run.status)) return { ended: run?.status ?? 'cancelled' };
       const text = redactSecrets(guidance.text);
       await tx.run(
         'INSERT INTO workflow_guidance (run_id, step, text, sent_by, sent_at) VALUES (?, ?, ?, ?, ?)',
@@ -945,6 +951,21 @@ export class WorkflowStore {
 
   /** The run's events after `afterSeq`, oldest first; at most `limit` of them when given. */
   async events(runId: string, afterSeq = 0, limit?: number): Promise<StoredWorkflowEvent[]> {
+    return this.eventRows(
+      `SELECT * FROM workflow_events WHERE run_id = ? AND seq > ? ORDER BY seq${limit === undefined ? '' : ' LIMIT ?'}`,
+      limit === undefined ? [runId, afterSeq] : [runId, afterSeq, limit],
+    );
+  }
+
+  /** The run's events of one type, oldest first: read by type, not the whole log read and sifted. */
+  async eventsOfType(runId: string, type: string): Promise<StoredWorkflowEvent[]> {
+    return this.eventRows('SELECT * FROM workflow_events WHERE run_id = ? AND type = ? ORDER BY seq', [
+      runId,
+      type,
+    ]);
+  }
+
+  private async eventRows(sql: string, values: unknown[]): Promise<StoredWorkflowEvent[]> {
     const rows = await this.read('read workflow events', () =>
       this.database.all<{
         run_id: string;
@@ -954,10 +975,7 @@ export class WorkflowStore {
         step: string | null;
         key: string | null;
         data: string | null;
-      }>(
-        `SELECT * FROM workflow_events WHERE run_id = ? AND seq > ? ORDER BY seq${limit === undefined ? '' : ' LIMIT ?'}`,
-        limit === undefined ? [runId, afterSeq] : [runId, afterSeq, limit],
-      ),
+      }>(sql, values),
     );
     return rows.map((row) => {
       const event: StoredWorkflowEvent = { runId: row.run_id, seq: row.seq, at: row.at, type: row.type };

@@ -1,10 +1,11 @@
 import { userInfo } from 'node:os';
 import { isSwitchboardError, SwitchboardError } from '../core/errors.js';
-import type {
-  StoredGateAnswer,
-  StoredGuidance,
-  WorkflowRunRow,
-  WorkflowStore,
+import {
+  takesNoGuidance,
+  type StoredGateAnswer,
+  type StoredGuidance,
+  type WorkflowRunRow,
+  type WorkflowStore,
 } from '../store/workflow-records.js';
 import { closestName } from '../core/closest-name.js';
 import type {
@@ -269,7 +270,7 @@ export async function guideWorkflowRun(options: GuideWorkflowOptions): Promise<W
   const session = await openStores(options);
   try {
     const run = await findRun(session.store, options.runId);
-    if (isEnded(run)) throw runEnded(run);
+    if (takesNoGuidance(run.status)) throw runEnded(run);
     if (options.step !== undefined) {
       await guidedStep(await loadDefinition(run.file, options), options.step);
     }
@@ -298,11 +299,6 @@ export async function listWorkflowGuidance(
   } finally {
     await session.close();
   }
-}
-
-/** Completed and cancelled runs take no more model turns (a failed one may be resumed). */
-function isEnded(run: WorkflowRunRow): boolean {
-  return run.status === 'completed' || run.status === 'cancelled';
 }
 
 function runEnded(run: WorkflowRunRow): SwitchboardError {
