@@ -172,7 +172,7 @@ function stepContext(
     signal: slot.signal,
     recordProgress: (notes) => exec.store.recordProgress(run.id, exec.lock.token, slot.key, notes),
     emit: (event) => exec.emit({ ...event, step: event.step ?? slot.step.name, key: event.key ?? slot.key }),
-    runEvents: async (type) => (await exec.store.events(run.id)).filter((event) => event.type === type),
+    runEvents: (type) => exec.store.eventsOfType(run.id, type),
     runChild: (file, inputs) => runChildWorkflow(exec, slot, file, inputs),
     gateAnswer: (fallback) => gateAnswer(exec, slot, fallback),
     takeGuidance: (turn) => takeGuidance(exec, slot, turn),
