@@ -1,6 +1,6 @@
 import type { Dirent } from 'node:fs';
 import { constants } from 'node:fs';
-import { open, readdir, readFile, readlink, realpath, stat } from 'node:fs/promises';
+import { open, readdir, readlink, realpath, stat } from 'node:fs/promises';
 import { join, matchesGlob } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Worker } from 'node:worker_threads';
@@ -167,10 +167,11 @@ async function editFileTool(policy: FilePolicy, input: Record<string, unknown>):
     return toolError('"old_string" and "new_string" are the same: nothing to change');
   const target = await policy.resolve(input['path']);
   if (!target.ok) return toolError(target.reason);
-  const info = await stat(target.real);
-  if (!info.isFile()) return toolError(`${target.relative} is not a regular file`);
-  if (info.size > MAX_WRITE_CHARS) return toolError(`${target.relative} is too large to edit here`);
-  const text = await readFile(target.real, 'utf8');
+  // Read as read_file reads: no blocking on a FIFO, and only where the path was checked to lead.
+  const read = await readChecked(policy, target, String(input['path']), MAX_WRITE_CHARS);
+  if (!read.ok) return toolError(read.reason);
+  if (read.size > MAX_WRITE_CHARS) return toolError(`${target.relative} is too large to edit here`);
+  const text = read.bytes.toString('utf8');
   const count = text.split(oldString).length - 1;
   if (count === 0) {
     return toolError(
@@ -197,28 +198,9 @@ async function readFileTool(policy: FilePolicy, input: Record<string, unknown>):
   if (!target.ok) return toolError(target.reason);
   const offset = positiveInteger(input['offset']) ?? 1;
   const limit = positiveInteger(input['limit']) ?? DEFAULT_READ_LINES;
-  // Opened first (without blocking on a FIFO), then checked where the descriptor really leads: a folder
-  // swapped for a symlink after `resolve` cannot send the read outside.
-  let handle;
-  try {
-    handle = await open(target.real, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
-  } catch {
-    return toolError(`${target.relative}: cannot be opened`);
-  }
-  let bytes: Buffer;
-  let info;
-  try {
-    const moved = await openedElsewhere(policy, handle.fd, target.real, String(input['path']));
-    if (moved !== undefined) return toolError(moved);
-    info = await handle.stat();
-    if (info.isDirectory()) return toolError(`${target.relative} is a folder; list it with list_files`);
-    if (!info.isFile()) return toolError(`${target.relative} is not a regular file`);
-    const buffer = Buffer.alloc(Math.min(info.size, MAX_READ_BYTES));
-    const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0);
-    bytes = buffer.subarray(0, bytesRead);
-  } finally {
-    await handle.close();
-  }
+  const read = await readChecked(policy, target, String(input['path']), MAX_READ_BYTES);
+  if (!read.ok) return toolError(read.reason);
+  const { bytes, size } = read;
   if (bytes.subarray(0, 8192).includes(0)) return toolError(`${target.relative} is a binary file`);
   const lines = bytes.toString('utf8').split('\n');
   if (lines.at(-1) === '') lines.pop();
@@ -230,12 +212,43 @@ async function readFileTool(policy: FilePolicy, input: Record<string, unknown>):
   if (last < lines.length) {
     notes.push(`[lines ${offset}–${last} of ${lines.length}; read on with offset ${last + 1}]`);
   }
-  if (info.size > MAX_READ_BYTES)
-    notes.push(`[only the first ${MAX_READ_BYTES} bytes of ${info.size} are read]`);
+  if (size > MAX_READ_BYTES) notes.push(`[only the first ${MAX_READ_BYTES} bytes of ${size} are read]`);
   if (shown.length === 0 && lines.length > 0) {
     return toolError(`${target.relative} has ${lines.length} lines; offset ${offset} is past the end`);
   }
   return { content: boundedResult([...shown, ...notes].join('\n')) };
+}
+
+/**
+ * A file's first `limit` bytes, read where it really is: opened first (without blocking on a FIFO),
+ * then checked where the descriptor really leads, so a folder swapped for a symlink after `resolve`
+ * cannot send the read outside. `size` is the whole file's.
+ */
+async function readChecked(
+  policy: FilePolicy,
+  target: { real: string; relative: string },
+  asWritten: string,
+  limit: number,
+): Promise<{ ok: true; bytes: Buffer; size: number } | { ok: false; reason: string }> {
+  let handle;
+  try {
+    handle = await open(target.real, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
+  } catch {
+    return { ok: false, reason: `${target.relative}: cannot be opened` };
+  }
+  try {
+    const moved = await openedElsewhere(policy, handle.fd, target.real, asWritten);
+    if (moved !== undefined) return { ok: false, reason: moved };
+    const info = await handle.stat();
+    if (info.isDirectory())
+      return { ok: false, reason: `${target.relative} is a folder; list it with list_files` };
+    if (!info.isFile()) return { ok: false, reason: `${target.relative} is not a regular file` };
+    const buffer = Buffer.alloc(Math.min(info.size, limit));
+    const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0);
+    return { ok: true, bytes: buffer.subarray(0, bytesRead), size: info.size };
+  } finally {
+    await handle.close();
+  }
 }
 
 async function listFilesTool(

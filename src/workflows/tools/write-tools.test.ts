@@ -107,6 +107,16 @@ describe('write_file and edit_file', () => {
     expect(readFileSync(join(work, 'notes.txt'), 'utf8')).toBe('one $&2\n$&2 three\n');
   });
 
+  it('edit_file reads as read_file does: a FIFO is refused at once, never waited on', async () => {
+    const { work, tools } = workspace();
+    expect(spawnSync('mkfifo', [join(work, 'pipe')]).status).toBe(0);
+    const edited = await tools.edit_file.run({ path: 'pipe', old_string: 'a', new_string: 'b' }, signal);
+    expect(edited).toMatchObject({
+      isError: true,
+      content: expect.stringMatching(/pipe is not a regular file/),
+    });
+  });
+
   it('refuse what the deny list names and what lies outside, through a link too', async () => {
     const { root, work, tools } = workspace();
     symlinkSync(join(root, 'outside.txt'), join(work, 'link.txt'));
